@@ -1,0 +1,34 @@
+//! ctxgraph's ontology: the record envelope, the schema (modules and additive extensions) and
+//! validation.
+//!
+//! This crate is an API boundary. It does no I/O, reads no clock and knows nothing of storage:
+//! everything here is a pure function of its inputs, so the projection built on it is
+//! deterministic.
+//!
+//! - [`Schema`] is the ontology as data: the core module (`schema/core.toml`, seed 000's
+//!   PG-Schema) plus extension modules that may only add.
+//! - [`validate`] turns untrusted JSON into a [`ValidRecord`] or a list of every violation, each
+//!   naming the JSON path, the value and the rule.
+//! - [`graph`] holds the property-graph data model the projection produces and the schema checks.
+
+#![warn(missing_docs)]
+
+mod entity;
+pub mod graph;
+mod limits;
+mod record;
+mod schema;
+mod schema_file;
+mod violation;
+
+pub use entity::{entity_id, normalize_name};
+pub use limits::Limits;
+pub use record::{
+    DEFAULT_ROLE, EdgeRecord, EntityRef, EventRecord, RecordBody, RecordKind, SchemaRecord, ValidRecord,
+    validate, validate_value,
+};
+pub use schema::{
+    CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef, NodeType, PropertyDef,
+    PropertyType, Schema, SchemaError, is_event_type, is_zoned_datetime,
+};
+pub use violation::{ValidationErrors, Violation};

@@ -1,0 +1,577 @@
+//! Records: the immutable units written to the log, their validation and their canonical form.
+//!
+//! A record is one of:
+//! - an **event** (the envelope of seed 000: `event_id`, `event_type`, `occurred_at`, ids, optional
+//!   parent, tool, user, status, payload and entity references); `record_type` may be omitted;
+//! - an explicit **edge** (`record_type: "edge"`) between two nodes, checked against the schema's
+//!   endpoint constraints;
+//! - a **schema module** extension, written by `schema add`.
+//!
+//! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
+//! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
+//! what idempotency compares.
+
+use serde_json::{Map, Value};
+
+use crate::entity::entity_id;
+use crate::graph::{NodeKey, Properties};
+use crate::limits::Limits;
+use crate::schema::{Schema, SchemaError, is_event_type};
+use crate::violation::{ValidationErrors, Violation};
+
+/// Kinds of record, as stored in the log's `kind` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RecordKind {
+    /// An agent event.
+    Event,
+    /// An explicit edge.
+    Edge,
+    /// A schema extension module.
+    Schema,
+}
+
+impl RecordKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordKind::Event => "event",
+            RecordKind::Edge => "edge",
+            RecordKind::Schema => "schema",
+        }
+    }
+
+    /// Parse a stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "event" => Some(RecordKind::Event),
+            "edge" => Some(RecordKind::Edge),
+            "schema" => Some(RecordKind::Schema),
+            _ => None,
+        }
+    }
+}
+
+/// An entity named by an event, with its type and role (roles stored under their new names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityRef {
+    /// The name as written.
+    pub name: String,
+    /// One of the schema's `entity_type` values.
+    pub entity_type: String,
+    /// One of the schema's `role` values.
+    pub role: String,
+}
+
+impl EntityRef {
+    /// The deterministic id of the entity this reference resolves to (exact-match tier).
+    pub fn entity_id(&self) -> String {
+        entity_id(&self.entity_type, &self.name)
+    }
+}
+
+/// A validated event envelope.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRecord {
+    /// Unique id.
+    pub event_id: String,
+    /// Dot-namespaced type.
+    pub event_type: String,
+    /// RFC 3339 timestamp, as written.
+    pub occurred_at: String,
+    /// `occurred_at` as nanoseconds since the Unix epoch (UTC), for ordering.
+    pub occurred_at_ns: i64,
+    /// Session.
+    pub session_id: String,
+    /// Acting agent.
+    pub agent_id: String,
+    /// Trace.
+    pub trace_id: String,
+    /// Causal parent.
+    pub parent_event_id: Option<String>,
+    /// Tool used.
+    pub tool_name: Option<String>,
+    /// Human user involved.
+    pub user_id: Option<String>,
+    /// Action status.
+    pub status: Option<String>,
+    /// Free-form payload object.
+    pub payload: Map<String, Value>,
+    /// Entity references.
+    pub entities: Vec<EntityRef>,
+}
+
+/// A validated explicit edge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EdgeRecord {
+    /// Unique id of the edge record.
+    pub edge_id: String,
+    /// Declared, non-derived edge type.
+    pub edge_type: String,
+    /// Source node.
+    pub from: NodeKey,
+    /// Target node.
+    pub to: NodeKey,
+    /// Properties, aliases resolved.
+    pub props: Properties,
+}
+
+/// A schema extension module as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaRecord {
+    /// Module name.
+    pub module: String,
+    /// The TOML text, verbatim.
+    pub source: String,
+}
+
+/// What a record says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordBody {
+    /// An event.
+    Event(EventRecord),
+    /// An explicit edge.
+    Edge(EdgeRecord),
+    /// A schema module.
+    Schema(SchemaRecord),
+}
+
+/// A record that passed validation. Only this module constructs one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidRecord {
+    body: RecordBody,
+    canonical: String,
+}
+
+impl ValidRecord {
+    /// What the record says.
+    pub fn body(&self) -> &RecordBody {
+        &self.body
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> RecordKind {
+        match self.body {
+            RecordBody::Event(_) => RecordKind::Event,
+            RecordBody::Edge(_) => RecordKind::Edge,
+            RecordBody::Schema(_) => RecordKind::Schema,
+        }
+    }
+
+    /// The id, unique within the kind: event id, edge id or module name.
+    pub fn id(&self) -> &str {
+        match &self.body {
+            RecordBody::Event(e) => &e.event_id,
+            RecordBody::Edge(e) => &e.edge_id,
+            RecordBody::Schema(s) => &s.module,
+        }
+    }
+
+    /// Canonical JSON: sorted keys, aliases resolved. Stored in the log and compared for idempotency.
+    pub fn canonical(&self) -> &str {
+        &self.canonical
+    }
+
+    /// Validate a schema extension against `schema` and wrap it as a record.
+    pub fn schema_module(schema: &Schema, source: &str) -> Result<(ValidRecord, Schema), SchemaError> {
+        let extended = schema.extend(source)?;
+        let module = extended.modules().last().cloned().unwrap_or_default();
+        let canonical = serde_json::json!({
+            "record_type": "schema", "module": module, "source": source,
+        })
+        .to_string();
+        let record = ValidRecord {
+            body: RecordBody::Schema(SchemaRecord { module, source: source.to_owned() }),
+            canonical,
+        };
+        Ok((record, extended))
+    }
+}
+
+/// Validate one untrusted JSON record against the schema and limits, reporting every violation.
+pub fn validate(schema: &Schema, limits: &Limits, text: &str) -> Result<ValidRecord, ValidationErrors> {
+    if text.len() > limits.max_record_bytes {
+        return Err(vec![Violation::with_text(
+            "$",
+            Some(&format!("{} bytes", text.len())),
+            "limits.record_bytes",
+            format!("record exceeds the limit of {} bytes", limits.max_record_bytes),
+        )]
+        .into());
+    }
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        ValidationErrors::from(vec![Violation::with_text(
+            "$",
+            Some(text),
+            "json.syntax",
+            format!("not valid JSON: {e}"),
+        )])
+    })?;
+    validate_value(schema, limits, value)
+}
+
+/// Validate an already-parsed JSON record.
+pub fn validate_value(schema: &Schema, limits: &Limits, value: Value) -> Result<ValidRecord, ValidationErrors> {
+    let Value::Object(obj) = value else {
+        return Err(vec![Violation::new("$", Some(&value), "json.type", "a record must be a JSON object")].into());
+    };
+    let mut v = Validator { schema, limits, out: Vec::new() };
+    let body = match obj.get("record_type") {
+        None => v.event(&obj).map(RecordBody::Event),
+        Some(Value::String(t)) if t == "event" => v.event(&obj).map(RecordBody::Event),
+        Some(Value::String(t)) if t == "edge" => v.edge(&obj).map(RecordBody::Edge),
+        Some(Value::String(t)) if t == "schema" => {
+            v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
+            let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
+            let source = v.string(&obj, "source", "$.source", true).map(str::to_owned);
+            let (Some(module), Some(source)) = (module, source) else { return Err(v.out.into()) };
+            if !v.out.is_empty() {
+                return Err(v.out.into());
+            }
+            return match ValidRecord::schema_module(schema, &source) {
+                Ok((record, _)) if record.id() == module => Ok(record),
+                Ok((record, _)) => Err(vec![Violation::with_text("$.module", Some(&module), "envelope.module_mismatch",
+                    format!("must equal the module named in source, `{}`", record.id()))].into()),
+                Err(e) => Err(vec![Violation::with_text("$.source", None, e.code(), e.to_string())].into()),
+            };
+        }
+        Some(other) => {
+            v.out.push(Violation::new("$.record_type", Some(other), "envelope.record_type",
+                "must be \"event\" (the default) or \"edge\""));
+            None
+        }
+    };
+    match body {
+        Some(body) if v.out.is_empty() => {
+            let canonical = canonical_json(&body);
+            Ok(ValidRecord { body, canonical })
+        }
+        _ => Err(v.out.into()),
+    }
+}
+
+const EVENT_FIELDS: &[&str] = &[
+    "record_type", "event_id", "event_type", "occurred_at", "session_id", "agent_id", "trace_id",
+    "parent_event_id", "tool_name", "user_id", "status", "payload", "entities",
+];
+const ENTITY_FIELDS: &[&str] = &["name", "entity_type", "role"];
+const EDGE_FIELDS: &[&str] = &["record_type", "edge_id", "edge_type", "from", "to", "properties"];
+const ENDPOINT_FIELDS: &[&str] = &["label", "id"];
+const SCHEMA_FIELDS: &[&str] = &["record_type", "module", "source"];
+
+/// Role given to an entity reference that names none: "other involved entity".
+pub const DEFAULT_ROLE: &str = "participant";
+
+struct Validator<'a> {
+    schema: &'a Schema,
+    limits: &'a Limits,
+    out: Vec<Violation>,
+}
+
+impl Validator<'_> {
+    fn unknown_fields(&mut self, obj: &Map<String, Value>, allowed: &[&str], prefix: &str) {
+        for (k, val) in obj {
+            if !allowed.contains(&k.as_str()) {
+                self.out.push(Violation::new(
+                    format!("{prefix}.{k}"),
+                    Some(val),
+                    "envelope.unknown_field",
+                    format!("unknown field; allowed: {}", allowed.join(", ")),
+                ));
+            }
+        }
+    }
+
+    fn string<'v>(&mut self, obj: &'v Map<String, Value>, field: &str, path: &str, required: bool) -> Option<&'v str> {
+        match obj.get(field) {
+            None | Some(Value::Null) => {
+                if required {
+                    self.out.push(Violation::new(path, None, "envelope.required_field", "required field is missing"));
+                }
+                None
+            }
+            Some(Value::String(s)) => Some(s),
+            Some(other) => {
+                self.out.push(Violation::new(path, Some(other), "envelope.type", "must be a string"));
+                None
+            }
+        }
+    }
+
+    fn id(&mut self, obj: &Map<String, Value>, field: &str, path: &str, required: bool) -> Option<String> {
+        let s = self.string(obj, field, path, required)?;
+        let ok = !s.is_empty()
+            && s.len() <= self.limits.max_id_bytes
+            && !s.chars().any(|c| c.is_whitespace() || c.is_control());
+        if ok {
+            Some(s.to_owned())
+        } else {
+            self.out.push(Violation::for_str(path, s, "envelope.id_format", format!(
+                "ids are 1 to {} bytes with no whitespace or control characters", self.limits.max_id_bytes)));
+            None
+        }
+    }
+
+    fn enum_value(&mut self, enum_name: &str, raw: &str, path: &str) -> Option<String> {
+        let e = self.schema.enum_def(enum_name)?;
+        if let Some(c) = e.canonical(raw) {
+            return Some(c.to_owned());
+        }
+        let values = e.values.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ");
+        self.out.push(Violation::for_str(path, raw, "schema.enum",
+            format!("must be one of {values} (enum {enum_name})")));
+        None
+    }
+
+    fn event(&mut self, obj: &Map<String, Value>) -> Option<EventRecord> {
+        self.unknown_fields(obj, EVENT_FIELDS, "$");
+        let event_id = self.id(obj, "event_id", "$.event_id", true);
+        let event_type = self.string(obj, "event_type", "$.event_type", true).and_then(|t| {
+            if is_event_type(t) {
+                Some(t.to_owned())
+            } else {
+                self.out.push(Violation::for_str("$.event_type", t, "envelope.event_type_format",
+                    "must be dot-namespaced lower_snake_case segments, e.g. tool.execute; the first segment is the category"));
+                None
+            }
+        });
+        let occurred = self.string(obj, "occurred_at", "$.occurred_at", true).and_then(|t| {
+            match chrono::DateTime::parse_from_rfc3339(t) {
+                Ok(dt) => match dt.timestamp_nanos_opt() {
+                    Some(ns) => Some((t.to_owned(), ns)),
+                    None => {
+                        self.out.push(Violation::for_str("$.occurred_at", t, "envelope.timestamp_range",
+                            "must lie between the years 1677 and 2262"));
+                        None
+                    }
+                },
+                Err(e) => {
+                    self.out.push(Violation::for_str("$.occurred_at", t, "envelope.timestamp_format",
+                        format!("must be an RFC 3339 timestamp with an offset, e.g. 2026-11-20T09:15:02Z ({e})")));
+                    None
+                }
+            }
+        });
+        let session_id = self.id(obj, "session_id", "$.session_id", true);
+        let agent_id = self.id(obj, "agent_id", "$.agent_id", true);
+        let trace_id = self.id(obj, "trace_id", "$.trace_id", true);
+        let parent_event_id = self.id(obj, "parent_event_id", "$.parent_event_id", false);
+        let tool_name = self.id(obj, "tool_name", "$.tool_name", false);
+        let user_id = self.id(obj, "user_id", "$.user_id", false);
+        let status = self
+            .string(obj, "status", "$.status", false)
+            .and_then(|s| self.enum_value("status", s, "$.status"));
+        let payload = match obj.get("payload") {
+            None | Some(Value::Null) => Some(Map::new()),
+            Some(Value::Object(m)) => {
+                let depth = depth(&Value::Object(m.clone()));
+                if depth > self.limits.max_payload_depth {
+                    self.out.push(Violation::with_text("$.payload", Some(&format!("depth {depth}")), "limits.payload_depth",
+                        format!("payload nesting exceeds the limit of {}", self.limits.max_payload_depth)));
+                }
+                Some(m.clone())
+            }
+            Some(other) => {
+                self.out.push(Violation::new("$.payload", Some(other), "envelope.type", "must be a JSON object"));
+                None
+            }
+        };
+        if parent_event_id.is_some() && parent_event_id == event_id {
+            self.out.push(Violation::new("$.parent_event_id", obj.get("parent_event_id"), "envelope.self_parent",
+                "an event cannot be its own parent"));
+        }
+        let entities = self.entities(obj.get("entities"));
+        Some(EventRecord {
+            event_id: event_id?,
+            event_type: event_type?,
+            occurred_at: occurred.as_ref()?.0.clone(),
+            occurred_at_ns: occurred?.1,
+            session_id: session_id?,
+            agent_id: agent_id?,
+            trace_id: trace_id?,
+            parent_event_id,
+            tool_name,
+            user_id,
+            status,
+            payload: payload?,
+            entities: entities?,
+        })
+    }
+
+    fn entities(&mut self, value: Option<&Value>) -> Option<Vec<EntityRef>> {
+        let items = match value {
+            None | Some(Value::Null) => return Some(Vec::new()),
+            Some(Value::Array(items)) => items,
+            Some(other) => {
+                self.out.push(Violation::new("$.entities", Some(other), "envelope.type",
+                    "must be an array of {name, entity_type, role}"));
+                return None;
+            }
+        };
+        if items.len() > self.limits.max_entities {
+            self.out.push(Violation::with_text("$.entities", Some(&format!("{} items", items.len())),
+                "limits.entities", format!("at most {} entity references per event", self.limits.max_entities)));
+            return None;
+        }
+        let before = self.out.len();
+        let mut refs = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let path = format!("$.entities[{i}]");
+            let Value::Object(o) = item else {
+                self.out.push(Violation::new(path, Some(item), "envelope.type", "must be an object {name, entity_type, role}"));
+                continue;
+            };
+            self.unknown_fields(o, ENTITY_FIELDS, &path);
+            let name = self.string(o, "name", &format!("{path}.name"), true).and_then(|n| {
+                let trimmed = n.trim();
+                if trimmed.is_empty() || trimmed.len() > self.limits.max_name_bytes || trimmed.chars().any(char::is_control) {
+                    self.out.push(Violation::for_str(format!("{path}.name"), n, "envelope.name_format", format!(
+                        "entity names are 1 to {} bytes of text without control characters", self.limits.max_name_bytes)));
+                    None
+                } else {
+                    Some(trimmed.to_owned())
+                }
+            });
+            let entity_type = self
+                .string(o, "entity_type", &format!("{path}.entity_type"), true)
+                .and_then(|t| self.enum_value("entity_type", t, &format!("{path}.entity_type")));
+            let role = match self.string(o, "role", &format!("{path}.role"), false) {
+                Some(r) => self.enum_value("role", r, &format!("{path}.role")),
+                None => Some(DEFAULT_ROLE.to_owned()),
+            };
+            if let (Some(name), Some(entity_type), Some(role)) = (name, entity_type, role) {
+                refs.push(EntityRef { name, entity_type, role });
+            }
+        }
+        (self.out.len() == before).then_some(refs)
+    }
+
+    fn endpoint(&mut self, obj: &Map<String, Value>, field: &str) -> Option<NodeKey> {
+        let path = format!("$.{field}");
+        let Some(value) = obj.get(field) else {
+            self.out.push(Violation::new(path, None, "envelope.required_field", "required field is missing"));
+            return None;
+        };
+        let Value::Object(o) = value else {
+            self.out.push(Violation::new(path, Some(value), "envelope.type", "must be an object {label, id}"));
+            return None;
+        };
+        self.unknown_fields(o, ENDPOINT_FIELDS, &path);
+        let label = self.string(o, "label", &format!("{path}.label"), true).and_then(|l| {
+            if self.schema.node_type(l).is_some() {
+                Some(l.to_owned())
+            } else {
+                let declared = self.schema.node_types().keys().cloned().collect::<Vec<_>>().join(", ");
+                self.out.push(Violation::for_str(format!("{path}.label"), l, "schema.unknown_node_type",
+                    format!("node type is not declared; declared: {declared}")));
+                None
+            }
+        });
+        let id = self.id(o, "id", &format!("{path}.id"), true);
+        Some(NodeKey { label: label?, id: id? })
+    }
+
+    fn edge(&mut self, obj: &Map<String, Value>) -> Option<EdgeRecord> {
+        self.unknown_fields(obj, EDGE_FIELDS, "$");
+        let edge_id = self.id(obj, "edge_id", "$.edge_id", true);
+        let edge_type = self.string(obj, "edge_type", "$.edge_type", true).and_then(|t| {
+            match self.schema.edge_type(t) {
+                None => {
+                    let declared = self.schema.edge_types().keys().cloned().collect::<Vec<_>>().join(", ");
+                    self.out.push(Violation::for_str("$.edge_type", t, "schema.unknown_edge_type",
+                        format!("edge type is not declared; declared: {declared}")));
+                    None
+                }
+                Some(et) if et.derived => {
+                    self.out.push(Violation::for_str("$.edge_type", t, "schema.derived_edge",
+                        "this edge type is derived by the projection and cannot be written"));
+                    None
+                }
+                Some(_) => Some(t.to_owned()),
+            }
+        });
+        let from = self.endpoint(obj, "from");
+        let to = self.endpoint(obj, "to");
+        let mut props = match obj.get("properties") {
+            None | Some(Value::Null) => Properties::new(),
+            Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(other) => {
+                self.out.push(Violation::new("$.properties", Some(other), "envelope.type", "must be a JSON object"));
+                return None;
+            }
+        };
+        let edge_type = edge_type?;
+        let et = self.schema.edge_type(&edge_type)?;
+        if let (Some(from), Some(to)) = (&from, &to) {
+            if let Some(mut v) = self.schema.check_endpoints(&edge_type, from, to) {
+                v.path = "$.to.label".into();
+                v.value = Some(format!("{} -> {}", from.label, to.label));
+                self.out.push(v);
+            }
+        }
+        // Aliases are accepted on input and stored under the canonical value.
+        for (name, def) in &et.properties {
+            if let (Some(enum_name), Some(Value::String(raw))) = (&def.enum_name, props.get(name)) {
+                if let Some(c) = self.schema.enum_def(enum_name).and_then(|e| e.canonical(raw)) {
+                    let c = c.to_owned();
+                    props.insert(name.clone(), Value::String(c));
+                }
+            }
+        }
+        self.out.extend(self.schema.check_properties(&et.properties, &props, "$.properties."));
+        Some(EdgeRecord { edge_id: edge_id?, edge_type, from: from?, to: to?, props })
+    }
+}
+
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => 0,
+    }
+}
+
+fn canonical_json(body: &RecordBody) -> String {
+    let value = match body {
+        RecordBody::Event(e) => {
+            let mut m = Map::new();
+            m.insert("record_type".into(), "event".into());
+            m.insert("event_id".into(), e.event_id.clone().into());
+            m.insert("event_type".into(), e.event_type.clone().into());
+            m.insert("occurred_at".into(), e.occurred_at.clone().into());
+            m.insert("session_id".into(), e.session_id.clone().into());
+            m.insert("agent_id".into(), e.agent_id.clone().into());
+            m.insert("trace_id".into(), e.trace_id.clone().into());
+            for (k, v) in [("parent_event_id", &e.parent_event_id), ("tool_name", &e.tool_name),
+                ("user_id", &e.user_id), ("status", &e.status)] {
+                if let Some(v) = v {
+                    m.insert(k.into(), v.clone().into());
+                }
+            }
+            m.insert("payload".into(), Value::Object(e.payload.clone()));
+            if !e.entities.is_empty() {
+                let list = e
+                    .entities
+                    .iter()
+                    .map(|r| serde_json::json!({"name": r.name, "entity_type": r.entity_type, "role": r.role}))
+                    .collect();
+                m.insert("entities".into(), Value::Array(list));
+            }
+            Value::Object(m)
+        }
+        RecordBody::Edge(e) => serde_json::json!({
+            "record_type": "edge",
+            "edge_id": e.edge_id,
+            "edge_type": e.edge_type,
+            "from": {"label": e.from.label, "id": e.from.id},
+            "to": {"label": e.to.label, "id": e.to.id},
+            "properties": e.props,
+        }),
+        RecordBody::Schema(s) => serde_json::json!({
+            "record_type": "schema", "module": s.module, "source": s.source,
+        }),
+    };
+    value.to_string()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1 @@
+//! Placeholder crate root replaced during bring-up.
