@@ -172,7 +172,10 @@ impl ValidRecord {
     }
 
     /// Validate a schema extension against `schema` and wrap it as a record.
-    pub fn schema_module(schema: &Schema, source: &str) -> Result<(ValidRecord, Schema), SchemaError> {
+    pub fn schema_module(
+        schema: &Schema,
+        source: &str,
+    ) -> Result<(ValidRecord, Schema), SchemaError> {
         let extended = schema.extend(source)?;
         let module = extended.modules().last().cloned().unwrap_or_default();
         let canonical = serde_json::json!({
@@ -188,7 +191,11 @@ impl ValidRecord {
 }
 
 /// Validate one untrusted JSON record against the schema and limits, reporting every violation.
-pub fn validate(schema: &Schema, limits: &Limits, text: &str) -> Result<ValidRecord, ValidationErrors> {
+pub fn validate(
+    schema: &Schema,
+    limits: &Limits,
+    text: &str,
+) -> Result<ValidRecord, ValidationErrors> {
     if text.len() > limits.max_record_bytes {
         return Err(vec![Violation::with_text(
             "$",
@@ -210,9 +217,19 @@ pub fn validate(schema: &Schema, limits: &Limits, text: &str) -> Result<ValidRec
 }
 
 /// Validate an already-parsed JSON record.
-pub fn validate_value(schema: &Schema, limits: &Limits, value: Value) -> Result<ValidRecord, ValidationErrors> {
+pub fn validate_value(
+    schema: &Schema,
+    limits: &Limits,
+    value: Value,
+) -> Result<ValidRecord, ValidationErrors> {
     let Value::Object(obj) = value else {
-        return Err(vec![Violation::new("$", Some(&value), "json.type", "a record must be a JSON object")].into());
+        return Err(vec![Violation::new(
+            "$",
+            Some(&value),
+            "json.type",
+            "a record must be a JSON object",
+        )]
+        .into());
     };
     let mut v = Validator { schema, limits, out: Vec::new() };
     let body = match obj.get("record_type") {
@@ -229,14 +246,26 @@ pub fn validate_value(schema: &Schema, limits: &Limits, value: Value) -> Result<
             }
             return match ValidRecord::schema_module(schema, &source) {
                 Ok((record, _)) if record.id() == module => Ok(record),
-                Ok((record, _)) => Err(vec![Violation::with_text("$.module", Some(&module), "envelope.module_mismatch",
-                    format!("must equal the module named in source, `{}`", record.id()))].into()),
-                Err(e) => Err(vec![Violation::with_text("$.source", None, e.code(), e.to_string())].into()),
+                Ok((record, _)) => Err(vec![Violation::with_text(
+                    "$.module",
+                    Some(&module),
+                    "envelope.module_mismatch",
+                    format!("must equal the module named in source, `{}`", record.id()),
+                )]
+                .into()),
+                Err(e) => {
+                    Err(vec![Violation::with_text("$.source", None, e.code(), e.to_string())]
+                        .into())
+                }
             };
         }
         Some(other) => {
-            v.out.push(Violation::new("$.record_type", Some(other), "envelope.record_type",
-                "must be \"event\" (the default) or \"edge\""));
+            v.out.push(Violation::new(
+                "$.record_type",
+                Some(other),
+                "envelope.record_type",
+                "must be \"event\" (the default) or \"edge\"",
+            ));
             None
         }
     };
@@ -250,8 +279,19 @@ pub fn validate_value(schema: &Schema, limits: &Limits, value: Value) -> Result<
 }
 
 const EVENT_FIELDS: &[&str] = &[
-    "record_type", "event_id", "event_type", "occurred_at", "session_id", "agent_id", "trace_id",
-    "parent_event_id", "tool_name", "user_id", "status", "payload", "entities",
+    "record_type",
+    "event_id",
+    "event_type",
+    "occurred_at",
+    "session_id",
+    "agent_id",
+    "trace_id",
+    "parent_event_id",
+    "tool_name",
+    "user_id",
+    "status",
+    "payload",
+    "entities",
 ];
 const ENTITY_FIELDS: &[&str] = &["name", "entity_type", "role"];
 const EDGE_FIELDS: &[&str] = &["record_type", "edge_id", "edge_type", "from", "to", "properties"];
@@ -281,23 +321,45 @@ impl Validator<'_> {
         }
     }
 
-    fn string<'v>(&mut self, obj: &'v Map<String, Value>, field: &str, path: &str, required: bool) -> Option<&'v str> {
+    fn string<'v>(
+        &mut self,
+        obj: &'v Map<String, Value>,
+        field: &str,
+        path: &str,
+        required: bool,
+    ) -> Option<&'v str> {
         match obj.get(field) {
             None | Some(Value::Null) => {
                 if required {
-                    self.out.push(Violation::new(path, None, "envelope.required_field", "required field is missing"));
+                    self.out.push(Violation::new(
+                        path,
+                        None,
+                        "envelope.required_field",
+                        "required field is missing",
+                    ));
                 }
                 None
             }
             Some(Value::String(s)) => Some(s),
             Some(other) => {
-                self.out.push(Violation::new(path, Some(other), "envelope.type", "must be a string"));
+                self.out.push(Violation::new(
+                    path,
+                    Some(other),
+                    "envelope.type",
+                    "must be a string",
+                ));
                 None
             }
         }
     }
 
-    fn id(&mut self, obj: &Map<String, Value>, field: &str, path: &str, required: bool) -> Option<String> {
+    fn id(
+        &mut self,
+        obj: &Map<String, Value>,
+        field: &str,
+        path: &str,
+        required: bool,
+    ) -> Option<String> {
         let s = self.string(obj, field, path, required)?;
         let ok = !s.is_empty()
             && s.len() <= self.limits.max_id_bytes
@@ -305,8 +367,15 @@ impl Validator<'_> {
         if ok {
             Some(s.to_owned())
         } else {
-            self.out.push(Violation::for_str(path, s, "envelope.id_format", format!(
-                "ids are 1 to {} bytes with no whitespace or control characters", self.limits.max_id_bytes)));
+            self.out.push(Violation::for_str(
+                path,
+                s,
+                "envelope.id_format",
+                format!(
+                    "ids are 1 to {} bytes with no whitespace or control characters",
+                    self.limits.max_id_bytes
+                ),
+            ));
             None
         }
     }
@@ -317,8 +386,12 @@ impl Validator<'_> {
             return Some(c.to_owned());
         }
         let values = e.values.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ");
-        self.out.push(Violation::for_str(path, raw, "schema.enum",
-            format!("must be one of {values} (enum {enum_name})")));
+        self.out.push(Violation::for_str(
+            path,
+            raw,
+            "schema.enum",
+            format!("must be one of {values} (enum {enum_name})"),
+        ));
         None
     }
 
@@ -365,19 +438,35 @@ impl Validator<'_> {
             Some(Value::Object(m)) => {
                 let depth = depth(&Value::Object(m.clone()));
                 if depth > self.limits.max_payload_depth {
-                    self.out.push(Violation::with_text("$.payload", Some(&format!("depth {depth}")), "limits.payload_depth",
-                        format!("payload nesting exceeds the limit of {}", self.limits.max_payload_depth)));
+                    self.out.push(Violation::with_text(
+                        "$.payload",
+                        Some(&format!("depth {depth}")),
+                        "limits.payload_depth",
+                        format!(
+                            "payload nesting exceeds the limit of {}",
+                            self.limits.max_payload_depth
+                        ),
+                    ));
                 }
                 Some(m.clone())
             }
             Some(other) => {
-                self.out.push(Violation::new("$.payload", Some(other), "envelope.type", "must be a JSON object"));
+                self.out.push(Violation::new(
+                    "$.payload",
+                    Some(other),
+                    "envelope.type",
+                    "must be a JSON object",
+                ));
                 None
             }
         };
         if parent_event_id.is_some() && parent_event_id == event_id {
-            self.out.push(Violation::new("$.parent_event_id", obj.get("parent_event_id"), "envelope.self_parent",
-                "an event cannot be its own parent"));
+            self.out.push(Violation::new(
+                "$.parent_event_id",
+                obj.get("parent_event_id"),
+                "envelope.self_parent",
+                "an event cannot be its own parent",
+            ));
         }
         let entities = self.entities(obj.get("entities"));
         Some(EventRecord {
@@ -402,14 +491,22 @@ impl Validator<'_> {
             None | Some(Value::Null) => return Some(Vec::new()),
             Some(Value::Array(items)) => items,
             Some(other) => {
-                self.out.push(Violation::new("$.entities", Some(other), "envelope.type",
-                    "must be an array of {name, entity_type, role}"));
+                self.out.push(Violation::new(
+                    "$.entities",
+                    Some(other),
+                    "envelope.type",
+                    "must be an array of {name, entity_type, role}",
+                ));
                 return None;
             }
         };
         if items.len() > self.limits.max_entities {
-            self.out.push(Violation::with_text("$.entities", Some(&format!("{} items", items.len())),
-                "limits.entities", format!("at most {} entity references per event", self.limits.max_entities)));
+            self.out.push(Violation::with_text(
+                "$.entities",
+                Some(&format!("{} items", items.len())),
+                "limits.entities",
+                format!("at most {} entity references per event", self.limits.max_entities),
+            ));
             return None;
         }
         let before = self.out.len();
@@ -417,15 +514,30 @@ impl Validator<'_> {
         for (i, item) in items.iter().enumerate() {
             let path = format!("$.entities[{i}]");
             let Value::Object(o) = item else {
-                self.out.push(Violation::new(path, Some(item), "envelope.type", "must be an object {name, entity_type, role}"));
+                self.out.push(Violation::new(
+                    path,
+                    Some(item),
+                    "envelope.type",
+                    "must be an object {name, entity_type, role}",
+                ));
                 continue;
             };
             self.unknown_fields(o, ENTITY_FIELDS, &path);
             let name = self.string(o, "name", &format!("{path}.name"), true).and_then(|n| {
                 let trimmed = n.trim();
-                if trimmed.is_empty() || trimmed.len() > self.limits.max_name_bytes || trimmed.chars().any(char::is_control) {
-                    self.out.push(Violation::for_str(format!("{path}.name"), n, "envelope.name_format", format!(
-                        "entity names are 1 to {} bytes of text without control characters", self.limits.max_name_bytes)));
+                if trimmed.is_empty()
+                    || trimmed.len() > self.limits.max_name_bytes
+                    || trimmed.chars().any(char::is_control)
+                {
+                    self.out.push(Violation::for_str(
+                        format!("{path}.name"),
+                        n,
+                        "envelope.name_format",
+                        format!(
+                            "entity names are 1 to {} bytes of text without control characters",
+                            self.limits.max_name_bytes
+                        ),
+                    ));
                     None
                 } else {
                     Some(trimmed.to_owned())
@@ -448,11 +560,21 @@ impl Validator<'_> {
     fn endpoint(&mut self, obj: &Map<String, Value>, field: &str) -> Option<NodeKey> {
         let path = format!("$.{field}");
         let Some(value) = obj.get(field) else {
-            self.out.push(Violation::new(path, None, "envelope.required_field", "required field is missing"));
+            self.out.push(Violation::new(
+                path,
+                None,
+                "envelope.required_field",
+                "required field is missing",
+            ));
             return None;
         };
         let Value::Object(o) = value else {
-            self.out.push(Violation::new(path, Some(value), "envelope.type", "must be an object {label, id}"));
+            self.out.push(Violation::new(
+                path,
+                Some(value),
+                "envelope.type",
+                "must be an object {label, id}",
+            ));
             return None;
         };
         self.unknown_fields(o, ENDPOINT_FIELDS, &path);
@@ -460,9 +582,14 @@ impl Validator<'_> {
             if self.schema.node_type(l).is_some() {
                 Some(l.to_owned())
             } else {
-                let declared = self.schema.node_types().keys().cloned().collect::<Vec<_>>().join(", ");
-                self.out.push(Violation::for_str(format!("{path}.label"), l, "schema.unknown_node_type",
-                    format!("node type is not declared; declared: {declared}")));
+                let declared =
+                    self.schema.node_types().keys().cloned().collect::<Vec<_>>().join(", ");
+                self.out.push(Violation::for_str(
+                    format!("{path}.label"),
+                    l,
+                    "schema.unknown_node_type",
+                    format!("node type is not declared; declared: {declared}"),
+                ));
                 None
             }
         });
@@ -473,21 +600,31 @@ impl Validator<'_> {
     fn edge(&mut self, obj: &Map<String, Value>) -> Option<EdgeRecord> {
         self.unknown_fields(obj, EDGE_FIELDS, "$");
         let edge_id = self.id(obj, "edge_id", "$.edge_id", true);
-        let edge_type = self.string(obj, "edge_type", "$.edge_type", true).and_then(|t| {
-            match self.schema.edge_type(t) {
-                None => {
-                    let declared = self.schema.edge_types().keys().cloned().collect::<Vec<_>>().join(", ");
-                    self.out.push(Violation::for_str("$.edge_type", t, "schema.unknown_edge_type",
-                        format!("edge type is not declared; declared: {declared}")));
-                    None
-                }
-                Some(et) if et.derived => {
-                    self.out.push(Violation::for_str("$.edge_type", t, "schema.derived_edge",
-                        "this edge type is derived by the projection and cannot be written"));
-                    None
-                }
-                Some(_) => Some(t.to_owned()),
+        let edge_type = self.string(obj, "edge_type", "$.edge_type", true).and_then(|t| match self
+            .schema
+            .edge_type(t)
+        {
+            None => {
+                let declared =
+                    self.schema.edge_types().keys().cloned().collect::<Vec<_>>().join(", ");
+                self.out.push(Violation::for_str(
+                    "$.edge_type",
+                    t,
+                    "schema.unknown_edge_type",
+                    format!("edge type is not declared; declared: {declared}"),
+                ));
+                None
             }
+            Some(et) if et.derived => {
+                self.out.push(Violation::for_str(
+                    "$.edge_type",
+                    t,
+                    "schema.derived_edge",
+                    "this edge type is derived by the projection and cannot be written",
+                ));
+                None
+            }
+            Some(_) => Some(t.to_owned()),
         });
         let from = self.endpoint(obj, "from");
         let to = self.endpoint(obj, "to");
@@ -495,7 +632,12 @@ impl Validator<'_> {
             None | Some(Value::Null) => Properties::new(),
             Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             Some(other) => {
-                self.out.push(Violation::new("$.properties", Some(other), "envelope.type", "must be a JSON object"));
+                self.out.push(Violation::new(
+                    "$.properties",
+                    Some(other),
+                    "envelope.type",
+                    "must be a JSON object",
+                ));
                 return None;
             }
         };
@@ -541,8 +683,12 @@ fn canonical_json(body: &RecordBody) -> String {
             m.insert("session_id".into(), e.session_id.clone().into());
             m.insert("agent_id".into(), e.agent_id.clone().into());
             m.insert("trace_id".into(), e.trace_id.clone().into());
-            for (k, v) in [("parent_event_id", &e.parent_event_id), ("tool_name", &e.tool_name),
-                ("user_id", &e.user_id), ("status", &e.status)] {
+            for (k, v) in [
+                ("parent_event_id", &e.parent_event_id),
+                ("tool_name", &e.tool_name),
+                ("user_id", &e.user_id),
+                ("status", &e.status),
+            ] {
                 if let Some(v) = v {
                     m.insert(k.into(), v.clone().into());
                 }

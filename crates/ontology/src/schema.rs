@@ -440,17 +440,18 @@ impl Schema {
     }
 
     /// The endpoint violation of an edge of `edge_type` from `from` to `to`, if any.
-    pub fn check_endpoints(&self, edge_type: &str, from: &NodeKey, to: &NodeKey) -> Option<Violation> {
+    pub fn check_endpoints(
+        &self,
+        edge_type: &str,
+        from: &NodeKey,
+        to: &NodeKey,
+    ) -> Option<Violation> {
         let et = self.edge_types.get(edge_type)?;
         if et.endpoints.iter().any(|(f, t)| *f == from.label && *t == to.label) {
             return None;
         }
-        let allowed = et
-            .endpoints
-            .iter()
-            .map(|(f, t)| format!("{f} -> {t}"))
-            .collect::<Vec<_>>()
-            .join(" | ");
+        let allowed =
+            et.endpoints.iter().map(|(f, t)| format!("{f} -> {t}")).collect::<Vec<_>>().join(" | ");
         Some(Violation::with_text(
             "endpoints",
             Some(&format!("{} -> {}", from.label, to.label)),
@@ -460,7 +461,13 @@ impl Schema {
     }
 
     /// The edge key for an edge of a declared type, computed from its identity properties.
-    pub fn edge_key(&self, edge_type: &str, from: NodeKey, to: NodeKey, props: &Properties) -> EdgeKey {
+    pub fn edge_key(
+        &self,
+        edge_type: &str,
+        from: NodeKey,
+        to: NodeKey,
+        props: &Properties,
+    ) -> EdgeKey {
         let qualifier =
             self.edge_types.get(edge_type).map(|et| Self::qualifier(et, props)).unwrap_or_default();
         EdgeKey { edge_type: edge_type.to_owned(), from, to, qualifier }
@@ -586,12 +593,20 @@ impl Schema {
             let _ = writeln!(out, "// module {m}: {d}");
         }
         for (label, nt) in &self.node_types {
-            let _ = writeln!(out, "\nCREATE NODE TYPE {label} (  // {}", nt.prov.as_deref().unwrap_or("-"));
+            let _ = writeln!(
+                out,
+                "\nCREATE NODE TYPE {label} (  // {}",
+                nt.prov.as_deref().unwrap_or("-")
+            );
             write_properties(&mut out, &nt.properties);
             let _ = writeln!(out, ")\nCREATE KEY {label} ({})", nt.key);
         }
         for (name, et) in &self.edge_types {
-            let _ = writeln!(out, "\nCREATE EDGE TYPE {name} (  // {}", et.prov.as_deref().unwrap_or("-"));
+            let _ = writeln!(
+                out,
+                "\nCREATE EDGE TYPE {name} (  // {}",
+                et.prov.as_deref().unwrap_or("-")
+            );
             write_properties(&mut out, &et.properties);
             let ends = et
                 .endpoints
@@ -616,9 +631,12 @@ impl Schema {
         let _ = writeln!(out, "\n// event taxonomy");
         for (cat, class) in &self.event_categories {
             let _ = writeln!(out, "//   {cat}.* : {class}");
-            for (name, d) in self.event_types.iter().filter(|(n, _)| n.split('.').next() == Some(cat)) {
+            for (name, d) in
+                self.event_types.iter().filter(|(n, _)| n.split('.').next() == Some(cat))
+            {
                 let otel = d.otel.as_deref().map(|o| format!("  (otel: {o})")).unwrap_or_default();
-                let _ = writeln!(out, "//     {name} : {}{otel}", d.class.as_deref().unwrap_or("-"));
+                let _ =
+                    writeln!(out, "//     {name} : {}{otel}", d.class.as_deref().unwrap_or("-"));
             }
         }
         out
@@ -718,10 +736,16 @@ pub fn is_zoned_datetime(s: &str) -> bool {
 fn is_identifier(s: &str, upper_first: bool) -> bool {
     let mut chars = s.chars();
     let Some(first) = chars.next() else { return false };
-    let first_ok = if upper_first { first.is_ascii_uppercase() } else { first.is_ascii_lowercase() };
+    let first_ok =
+        if upper_first { first.is_ascii_uppercase() } else { first.is_ascii_lowercase() };
     // PascalCase names may mix cases; snake_case names are lower case throughout.
     first_ok
-        && chars.all(|c| c == '_' || c.is_ascii_digit() || c.is_ascii_lowercase() || (upper_first && c.is_ascii_uppercase()))
+        && chars.all(|c| {
+            c == '_'
+                || c.is_ascii_digit()
+                || c.is_ascii_lowercase()
+                || (upper_first && c.is_ascii_uppercase())
+        })
 }
 
 /// Whether `s` is a well-formed dot-namespaced event type: two or more lower-case segments.
@@ -755,8 +779,12 @@ impl Merge {
                 "module name must be lower-case letters, digits, `_` or `-`, starting with a letter".into());
         }
         if loaded.contains(&self.module) {
-            self.refuse("module".into(), Some(self.module.clone()), "schema.duplicate_module",
-                "a module with this name is already loaded".into());
+            self.refuse(
+                "module".into(),
+                Some(self.module.clone()),
+                "schema.duplicate_module",
+                "a module with this name is already loaded".into(),
+            );
         }
     }
 
@@ -769,8 +797,12 @@ impl Merge {
     ) -> Option<PropertyDef> {
         let mut ok = true;
         if !is_identifier(name, false) {
-            self.refuse(path.into(), Some(name.into()), "schema.name_format",
-                "property names are lower_snake_case".into());
+            self.refuse(
+                path.into(),
+                Some(name.into()),
+                "schema.name_format",
+                "property names are lower_snake_case".into(),
+            );
             ok = false;
         }
         let ty = PropertyType::parse(&p.ty);
@@ -781,27 +813,43 @@ impl Merge {
         }
         if let Some(ty) = ty {
             if (p.min.is_some() || p.max.is_some()) && !ty.accepts_range() {
-                self.refuse(format!("{path}.min"), None, "schema.range",
-                    format!("a range applies to integer and float properties, not {}", ty.name()));
+                self.refuse(
+                    format!("{path}.min"),
+                    None,
+                    "schema.range",
+                    format!("a range applies to integer and float properties, not {}", ty.name()),
+                );
                 ok = false;
             }
             if p.enum_name.is_some() && ty != PropertyType::String {
-                self.refuse(format!("{path}.enum"), None, "schema.enum",
-                    "an enum applies to string properties only".into());
+                self.refuse(
+                    format!("{path}.enum"),
+                    None,
+                    "schema.enum",
+                    "an enum applies to string properties only".into(),
+                );
                 ok = false;
             }
         }
         if let (Some(min), Some(max)) = (p.min, p.max) {
             if min > max {
-                self.refuse(format!("{path}.min"), Some(format!("{min} > {max}")), "schema.range",
-                    "min must not exceed max".into());
+                self.refuse(
+                    format!("{path}.min"),
+                    Some(format!("{min} > {max}")),
+                    "schema.range",
+                    "min must not exceed max".into(),
+                );
                 ok = false;
             }
         }
         if let Some(e) = &p.enum_name {
             if !enums.contains_key(e) {
-                self.refuse(format!("{path}.enum"), Some(e.clone()), "schema.unknown_enum",
-                    "enum is not declared".into());
+                self.refuse(
+                    format!("{path}.enum"),
+                    Some(e.clone()),
+                    "schema.unknown_enum",
+                    "enum is not declared".into(),
+                );
                 ok = false;
             }
         }
@@ -810,7 +858,12 @@ impl Merge {
             Some(v) => match serde_json::to_value(v) {
                 Ok(v) => Some(v),
                 Err(e) => {
-                    self.refuse(format!("{path}.default"), None, "schema.property_type", e.to_string());
+                    self.refuse(
+                        format!("{path}.default"),
+                        None,
+                        "schema.property_type",
+                        e.to_string(),
+                    );
                     ok = false;
                     None
                 }
@@ -886,20 +939,32 @@ impl Merge {
             return;
         }
         if !is_identifier(label, true) {
-            self.refuse(path.clone(), Some(label.into()), "schema.name_format",
-                "node type names are PascalCase".into());
+            self.refuse(
+                path.clone(),
+                Some(label.into()),
+                "schema.name_format",
+                "node type names are PascalCase".into(),
+            );
         }
         let Some(key) = t.key.clone() else {
-            self.refuse(format!("{path}.key"), None, "schema.required_field",
-                "a new node type must name its key property".into());
+            self.refuse(
+                format!("{path}.key"),
+                None,
+                "schema.required_field",
+                "a new node type must name its key property".into(),
+            );
             return;
         };
         let mut props = BTreeMap::new();
         self.properties(&path, &mut props, &t.properties, enums, true);
         let key_ok = t.properties.get(&key).is_some_and(|p| p.ty == "string" && p.required);
         if !key_ok {
-            self.refuse(format!("{path}.key"), Some(key.clone()), "schema.key",
-                "the key must be a declared, required string property".into());
+            self.refuse(
+                format!("{path}.key"),
+                Some(key.clone()),
+                "schema.key",
+                "the key must be a declared, required string property".into(),
+            );
         }
         types.insert(
             label.to_owned(),
@@ -918,8 +983,12 @@ impl Merge {
         for (i, (f, to)) in t.endpoints.iter().enumerate() {
             for end in [f, to] {
                 if !schema.node_types.contains_key(end) {
-                    self.refuse(format!("{path}.endpoints[{i}]"), Some(end.clone()),
-                        "schema.unknown_node_type", "endpoint node type is not declared".into());
+                    self.refuse(
+                        format!("{path}.endpoints[{i}]"),
+                        Some(end.clone()),
+                        "schema.unknown_node_type",
+                        "endpoint node type is not declared".into(),
+                    );
                 }
             }
         }
@@ -948,20 +1017,32 @@ impl Merge {
             return;
         }
         if !name.chars().all(|c| c.is_ascii_uppercase() || c == '_') || name.is_empty() {
-            self.refuse(path.clone(), Some(name.into()), "schema.name_format",
-                "edge type names are UPPER_SNAKE_CASE".into());
+            self.refuse(
+                path.clone(),
+                Some(name.into()),
+                "schema.name_format",
+                "edge type names are UPPER_SNAKE_CASE".into(),
+            );
         }
         if t.endpoints.is_empty() {
-            self.refuse(format!("{path}.endpoints"), None, "schema.required_field",
-                "a new edge type must declare its endpoints".into());
+            self.refuse(
+                format!("{path}.endpoints"),
+                None,
+                "schema.required_field",
+                "a new edge type must declare its endpoints".into(),
+            );
         }
         let mut props = BTreeMap::new();
         self.properties(&path, &mut props, &t.properties, &schema.enums, true);
         let identity = t.identity.clone().unwrap_or_default();
         for p in &identity {
             if !props.get(p).is_some_and(|d| d.required) {
-                self.refuse(format!("{path}.identity"), Some(p.clone()), "schema.key",
-                    "identity properties must be declared and required".into());
+                self.refuse(
+                    format!("{path}.identity"),
+                    Some(p.clone()),
+                    "schema.key",
+                    "identity properties must be declared and required".into(),
+                );
             }
         }
         schema.edge_types.insert(
@@ -981,8 +1062,12 @@ impl Merge {
     fn enum_def(&mut self, enums: &mut BTreeMap<String, EnumDef>, name: &str, e: &EnumFile) {
         let path = format!("enums.{name}");
         if !is_identifier(name, false) {
-            self.refuse(path.clone(), Some(name.into()), "schema.name_format",
-                "enum names are lower_snake_case".into());
+            self.refuse(
+                path.clone(),
+                Some(name.into()),
+                "schema.name_format",
+                "enum names are lower_snake_case".into(),
+            );
         }
         let def = enums.entry(name.to_owned()).or_insert_with(|| EnumDef {
             description: e.description.clone().unwrap_or_default(),
@@ -996,13 +1081,21 @@ impl Merge {
         for (i, v) in e.values.iter().enumerate() {
             let vpath = format!("{path}.values[{i}]");
             if v.name.is_empty() || v.name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                self.refuse(vpath.clone(), Some(v.name.clone()), "schema.name_format",
-                    "enum values are non-empty and have no whitespace".into());
+                self.refuse(
+                    vpath.clone(),
+                    Some(v.name.clone()),
+                    "schema.name_format",
+                    "enum values are non-empty and have no whitespace".into(),
+                );
                 continue;
             }
             if !seen.insert(v.name.clone()) {
-                self.refuse(vpath, Some(v.name.clone()), "schema.duplicate",
-                    "value is listed twice".into());
+                self.refuse(
+                    vpath,
+                    Some(v.name.clone()),
+                    "schema.duplicate",
+                    "value is listed twice".into(),
+                );
                 continue;
             }
             match def.values.iter().find(|old| old.name == v.name) {
@@ -1030,17 +1123,27 @@ impl Merge {
         for (alias, target) in &e.aliases {
             let apath = format!("{path}.aliases.{alias}");
             if def.values.iter().any(|v| v.name == *alias) {
-                self.refuse(apath, Some(alias.clone()), "schema.duplicate",
-                    "an alias may not shadow a value".into());
+                self.refuse(
+                    apath,
+                    Some(alias.clone()),
+                    "schema.duplicate",
+                    "an alias may not shadow a value".into(),
+                );
                 continue;
             }
             if !def.values.iter().any(|v| v.name == *target) {
-                self.refuse(apath, Some(target.clone()), "schema.unknown_enum",
-                    "alias target is not a value of the enum".into());
+                self.refuse(
+                    apath,
+                    Some(target.clone()),
+                    "schema.unknown_enum",
+                    "alias target is not a value of the enum".into(),
+                );
                 continue;
             }
             match def.aliases.get(alias) {
-                Some(old) if old != target => self.changed(apath, "an earlier module", &format!("alias `{alias}`")),
+                Some(old) if old != target => {
+                    self.changed(apath, "an earlier module", &format!("alias `{alias}`"))
+                }
                 Some(_) => {}
                 None => {
                     def.aliases.insert(alias.clone(), target.clone());
@@ -1052,12 +1155,18 @@ impl Merge {
     fn event_category(&mut self, cats: &mut BTreeMap<String, String>, name: &str, class: &str) {
         let path = format!("event_categories.{name}");
         if !is_identifier(name, false) {
-            self.refuse(path, Some(name.into()), "schema.name_format",
-                "event categories are lower_snake_case".into());
+            self.refuse(
+                path,
+                Some(name.into()),
+                "schema.name_format",
+                "event categories are lower_snake_case".into(),
+            );
             return;
         }
         match cats.get(name) {
-            Some(old) if old != class => self.changed(path, "an earlier module", &format!("category `{name}`")),
+            Some(old) if old != class => {
+                self.changed(path, "an earlier module", &format!("category `{name}`"))
+            }
             Some(_) => {}
             None => {
                 cats.insert(name.to_owned(), class.to_owned());
@@ -1068,20 +1177,32 @@ impl Merge {
     fn event_type(&mut self, schema: &mut Schema, name: &str, t: &EventTypeFile) {
         let path = format!("event_types.{name}");
         if !is_event_type(name) {
-            self.refuse(path, Some(name.into()), "envelope.event_type_format",
-                "event types are two or more dot-separated lower_snake_case segments".into());
+            self.refuse(
+                path,
+                Some(name.into()),
+                "envelope.event_type_format",
+                "event types are two or more dot-separated lower_snake_case segments".into(),
+            );
             return;
         }
         let category = name.split('.').next().unwrap_or(name);
         if !schema.event_categories.contains_key(category) {
-            self.refuse(path.clone(), Some(category.into()), "schema.unknown_category",
-                "the first segment must be a declared event category".into());
+            self.refuse(
+                path.clone(),
+                Some(category.into()),
+                "schema.unknown_category",
+                "the first segment must be a declared event category".into(),
+            );
         }
         if let Some(op) = &t.otel {
             if let Some(other) = schema.event_type_for_otel(op).filter(|o| *o != name) {
                 let other = other.to_owned();
-                self.refuse(format!("{path}.otel"), Some(op.clone()), "schema.duplicate",
-                    format!("OTel operation already maps to `{other}`"));
+                self.refuse(
+                    format!("{path}.otel"),
+                    Some(op.clone()),
+                    "schema.duplicate",
+                    format!("OTel operation already maps to `{other}`"),
+                );
             }
         }
         match schema.event_types.get(name) {
@@ -1094,7 +1215,11 @@ impl Merge {
             None => {
                 schema.event_types.insert(
                     name.to_owned(),
-                    EventTypeDef { class: t.class.clone(), otel: t.otel.clone(), module: self.module.clone() },
+                    EventTypeDef {
+                        class: t.class.clone(),
+                        otel: t.otel.clone(),
+                        module: self.module.clone(),
+                    },
                 );
             }
         }
@@ -1115,7 +1240,15 @@ mod tests {
         assert_eq!(s.node_types().keys().collect::<Vec<_>>(), ["Entity", "Event", "Summary"]);
         assert_eq!(
             s.edge_types().keys().collect::<Vec<_>>(),
-            ["CAUSED_BY", "FOLLOWS", "REFERENCES", "RELATED_TO", "SAME_AS", "SIMILAR_TO", "SUMMARIZES"]
+            [
+                "CAUSED_BY",
+                "FOLLOWS",
+                "REFERENCES",
+                "RELATED_TO",
+                "SAME_AS",
+                "SIMILAR_TO",
+                "SUMMARIZES"
+            ]
         );
         let ev = s.node_type("Event").unwrap();
         assert!(ev.properties["global_position"].required);
@@ -1133,7 +1266,10 @@ mod tests {
         assert_eq!(tool.parent.as_deref(), Some("prov:Entity"));
         assert_eq!(
             s.edge_type("SUMMARIZES").unwrap().endpoints,
-            [("Summary".to_owned(), "Event".to_owned()), ("Summary".to_owned(), "Summary".to_owned())]
+            [
+                ("Summary".to_owned(), "Event".to_owned()),
+                ("Summary".to_owned(), "Summary".to_owned())
+            ]
         );
     }
 
@@ -1188,7 +1324,12 @@ mod tests {
         let s = core().extend(ext).unwrap();
         assert!(s.node_type("Event").unwrap().properties.contains_key("priority"));
         assert!(s.node_type("Ticket").is_some());
-        assert!(s.edge_type("REFERENCES").unwrap().endpoints.contains(&("Ticket".into(), "Entity".into())));
+        assert!(
+            s.edge_type("REFERENCES")
+                .unwrap()
+                .endpoints
+                .contains(&("Ticket".into(), "Entity".into()))
+        );
         assert_eq!(s.enum_def("entity_type").unwrap().canonical("dataset"), Some("dataset"));
         assert!(s.classify_event_type("tool.retry").known);
         assert_eq!(s.modules(), ["core", "ops"]);
@@ -1221,13 +1362,17 @@ mod tests {
 
     #[test]
     fn identical_redeclaration_is_not_a_change() {
-        let ext = "module = \"same\"\n[node_types.Event.properties]\nsummary = { type = \"string\" }\n";
+        let ext =
+            "module = \"same\"\n[node_types.Event.properties]\nsummary = { type = \"string\" }\n";
         assert!(core().extend(ext).is_ok());
     }
 
     #[test]
     fn unknown_keys_and_bad_toml_are_syntax_errors() {
-        assert_eq!(core().extend("module = \"x\"\nremove = [\"Event\"]\n").unwrap_err().code(), "schema.syntax");
+        assert_eq!(
+            core().extend("module = \"x\"\nremove = [\"Event\"]\n").unwrap_err().code(),
+            "schema.syntax"
+        );
         assert_eq!(core().extend("module = ").unwrap_err().code(), "schema.syntax");
     }
 

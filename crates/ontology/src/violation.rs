@@ -26,12 +26,22 @@ impl Violation {
         rule: &'static str,
         message: impl Into<String>,
     ) -> Self {
-        Violation { path: path.into(), value: value.map(render_value), rule, message: message.into() }
+        Violation {
+            path: path.into(),
+            value: value.map(render_value),
+            rule,
+            message: message.into(),
+        }
     }
 
     /// A violation whose value is a string from the input, shown JSON-quoted so that an empty or
     /// blank value is visible.
-    pub fn for_str(path: impl Into<String>, value: &str, rule: &'static str, message: impl Into<String>) -> Self {
+    pub fn for_str(
+        path: impl Into<String>,
+        value: &str,
+        rule: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
         Violation::new(path, Some(&serde_json::Value::String(value.to_owned())), rule, message)
     }
 

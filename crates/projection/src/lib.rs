@@ -1,1 +1,149 @@
-//! Placeholder crate root replaced during bring-up.
+//! ctxgraph's projection: a deterministic fold of log records into the property graph.
+//!
+//! Stage 1 of seed 000 ("EventProjection"):
+//! - an `Event` node per event, with its `global_position` (log position);
+//! - `FOLLOWS` from each event to the previous event of its session, by `occurred_at` then
+//!   `event_id`, with `delta_ms`; a late event in the middle of a session re-links its neighbours;
+//! - `CAUSED_BY` (mechanism `direct`) from an event to its `parent_event_id`; a child that arrives
+//!   before its parent parks the edge until the parent arrives;
+//! - `REFERENCES` from the event to its agent (role agent), tool (role instrument), user (role
+//!   participant) and listed entities, with exact-match entity resolution on normalised name and
+//!   type (`first_seen`, `last_seen`, `mention_count`).
+//!
+//! Explicit edge records are projected when both endpoints exist, parked until then.
+//!
+//! # Determinism
+//! The graph after any arrival order of a set of records equals the graph after in-order arrival,
+//! except `global_position`, which is the arrival order itself. Every derived value is a
+//! commutative function of the records: minima, maxima, counts and the session order. An entity's
+//! display `name` is the spelling of its earliest mention (ties: the smallest spelling).
+//! The crate's `clippy.toml` forbids clocks and hash-ordered collections.
+
+#![warn(missing_docs)]
+
+mod event;
+
+use ctxgraph_ontology::graph::{Edge, Node, NodeKey};
+use ctxgraph_ontology::{RecordBody, Schema, ValidRecord, Violation};
+use ctxgraph_store::{GraphStore, StoreError};
+
+/// Why projecting a record failed. A valid record never fails on a healthy store; a failure aborts
+/// the enclosing write transaction.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProjectionError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A node or edge the projection built breaks the schema.
+    #[error("projection produced an invalid {what}: {}", .violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Invalid {
+        /// The node or edge, displayed.
+        what: String,
+        /// Every rule broken.
+        violations: Vec<Violation>,
+    },
+}
+
+impl ProjectionError {
+    /// Stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProjectionError::Store(e) => e.code(),
+            ProjectionError::Invalid { .. } => "projection.invalid",
+        }
+    }
+}
+
+/// What projecting one record changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Projected {
+    /// Nodes written (created or updated).
+    pub nodes: u32,
+    /// Edges written.
+    pub edges: u32,
+    /// Edges parked for a missing endpoint.
+    pub pending: u32,
+}
+
+/// Project one record at log `position` into `graph`.
+pub fn project(
+    schema: &Schema,
+    graph: &mut dyn GraphStore,
+    position: u64,
+    record: &ValidRecord,
+) -> Result<Projected, ProjectionError> {
+    let mut w = Writer { schema, graph, done: Projected::default() };
+    match record.body() {
+        RecordBody::Event(e) => event::project_event(&mut w, position, e)?,
+        RecordBody::Edge(e) => {
+            let edge = Edge {
+                key: schema.edge_key(&e.edge_type, e.from.clone(), e.to.clone(), &e.props),
+                props: e.props.clone(),
+            };
+            w.edge_when_ready(edge)?;
+        }
+        // A schema module changes what later records may say, not the graph.
+        RecordBody::Schema(_) => {}
+    }
+    Ok(w.done)
+}
+
+/// Schema-checked writes with bookkeeping.
+pub(crate) struct Writer<'a> {
+    schema: &'a Schema,
+    graph: &'a mut dyn GraphStore,
+    done: Projected,
+}
+
+impl Writer<'_> {
+    /// Write `node`; when it is `new`, complete the edges that were waiting for it.
+    pub(crate) fn put_node(&mut self, node: &Node, new: bool) -> Result<(), ProjectionError> {
+        let violations = self.schema.check_node(node);
+        if !violations.is_empty() {
+            return Err(ProjectionError::Invalid {
+                what: format!("node {}", node.key),
+                violations,
+            });
+        }
+        self.graph.put_node(node)?;
+        self.done.nodes += 1;
+        if new {
+            for edge in self.graph.take_pending(&node.key)? {
+                self.edge_when_ready(edge)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write `edge` (checked against the schema on every write) if both endpoints exist; otherwise
+    /// park it on the first missing endpoint.
+    pub(crate) fn edge_when_ready(&mut self, edge: Edge) -> Result<(), ProjectionError> {
+        let violations = self.schema.check_edge(&edge);
+        if !violations.is_empty() {
+            return Err(ProjectionError::Invalid {
+                what: format!("edge {}", edge.key),
+                violations,
+            });
+        }
+        for end in [&edge.key.from, &edge.key.to] {
+            if self.graph.node(end)?.is_none() {
+                let end: NodeKey = end.clone();
+                self.graph.put_pending(&end, &edge)?;
+                self.done.pending += 1;
+                return Ok(());
+            }
+        }
+        self.graph.put_edge(&edge)?;
+        self.done.edges += 1;
+        Ok(())
+    }
+
+    pub(crate) fn graph(&mut self) -> &mut dyn GraphStore {
+        &mut *self.graph
+    }
+
+    pub(crate) fn schema(&self) -> &Schema {
+        self.schema
+    }
+}

@@ -1,1 +1,166 @@
-//! Placeholder crate root replaced during bring-up.
+//! ctxgraph's storage boundary: the two backend traits and the embedded single-file backend.
+//!
+//! DESIGN.md puts every backend behind two small traits:
+//! - a **log** ([`LogReader`], [`Log`]): append-only records with a global position, idempotent by
+//!   `(kind, id)`, readable from a position, durable when the write transaction commits;
+//! - a **graph store** ([`GraphReader`], [`GraphStore`]): batch upsert of nodes and edges, lookups,
+//!   neighbours by type and direction, and the two pieces of projection bookkeeping every backend
+//!   needs (session order and edges waiting for an endpoint).
+//!
+//! Writes happen in a write transaction ([`Embedded::begin_write`]) that implements both traits,
+//! so a record and its projection commit together: the embedded graph is never behind its log.
+//! A scale-out backend (a stream log and a Cypher graph) implements the same traits with the
+//! projection running behind the log and a checkpoint position instead.
+//!
+//! The traits are object-safe and blocking: the projection takes `&mut dyn GraphStore`, and async
+//! callers use a blocking pool.
+
+#![warn(missing_docs)]
+
+mod embedded;
+mod error;
+
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
+use ctxgraph_ontology::{RecordKind, ValidRecord};
+
+pub use embedded::{Embedded, EmbeddedRead, EmbeddedWrite, FORMAT_VERSION, OpenMode};
+pub use error::StoreError;
+
+/// One record as stored in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    /// Global position, from 1, gap-free, in append order.
+    pub position: u64,
+    /// Record kind.
+    pub kind: RecordKind,
+    /// Record id, unique within the kind.
+    pub id: String,
+    /// Wall-clock time the record was acknowledged (RFC 3339, UTC). Provenance only: the
+    /// projection never reads it.
+    pub recorded_at: String,
+    /// Canonical JSON of the record.
+    pub body: String,
+}
+
+/// What appending one record did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    /// A new record at this position.
+    New(u64),
+    /// The same record (same kind, id and canonical content) was already at this position:
+    /// nothing written.
+    Duplicate(u64),
+}
+
+/// Read access to the log.
+pub trait LogReader {
+    /// Position of the last record; 0 for an empty log.
+    fn head(&self) -> Result<u64, StoreError>;
+    /// The record of `kind` with `id`, if any.
+    fn get(&self, kind: RecordKind, id: &str) -> Result<Option<LogEntry>, StoreError>;
+    /// Up to `limit` records with position ≥ `from`, in position order.
+    fn read_from(&self, from: u64, limit: usize) -> Result<Vec<LogEntry>, StoreError>;
+    /// Every record of one kind, in position order (schema modules are read this way at open).
+    fn read_kind(&self, kind: RecordKind) -> Result<Vec<LogEntry>, StoreError>;
+}
+
+/// The append-only log.
+pub trait Log: LogReader {
+    /// Append `record` unless a record of the same kind and id exists.
+    ///
+    /// Same id, same canonical content: [`Appended::Duplicate`], nothing written. Same id,
+    /// different content: [`StoreError::Conflict`], nothing written. Durable when the enclosing
+    /// write transaction commits, not before.
+    fn append(&mut self, record: &ValidRecord, recorded_at: &str) -> Result<Appended, StoreError>;
+}
+
+/// A neighbouring event in a session's order: its position in time and its id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SessionSlot {
+    /// `occurred_at` in nanoseconds since the epoch.
+    pub at_ns: i64,
+    /// Event id (breaks ties between equal timestamps).
+    pub event_id: String,
+}
+
+/// Counts for `stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GraphCounts {
+    /// Nodes per label.
+    pub nodes: Vec<(String, u64)>,
+    /// Edges per type.
+    pub edges: Vec<(String, u64)>,
+    /// Edges waiting for an endpoint that has not been projected yet.
+    pub pending_edges: u64,
+}
+
+/// Read access to the projected graph.
+pub trait GraphReader {
+    /// A node by key.
+    fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError>;
+    /// An edge by key.
+    fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError>;
+    /// Edges touching `key`, optionally of one type, in a stable order (type, other endpoint).
+    fn edges_of(
+        &self,
+        key: &NodeKey,
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Edge>, StoreError>;
+    /// Nodes of a label, in key order, from `after` (exclusive), at most `limit`.
+    fn nodes_by_label(
+        &self,
+        label: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Node>, StoreError>;
+    /// Edges of a type, in key order, at most `limit`, starting after `after` (exclusive).
+    fn edges_by_type(
+        &self,
+        edge_type: &str,
+        after: Option<&EdgeKey>,
+        limit: usize,
+    ) -> Result<Vec<Edge>, StoreError>;
+    /// The events of a session in time order (at most `limit`).
+    fn session_events(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionSlot>, StoreError>;
+    /// The nearest events before and after `slot` in its session.
+    fn session_neighbors(
+        &self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError>;
+    /// Edges waiting for `key` to exist.
+    fn pending_for(&self, key: &NodeKey) -> Result<Vec<Edge>, StoreError>;
+    /// Every edge waiting for an endpoint, with the node it waits for, in key order.
+    fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, StoreError>;
+    /// Node and edge counts.
+    fn counts(&self) -> Result<GraphCounts, StoreError>;
+    /// The last log position folded into the graph (the projection checkpoint); 0 when none.
+    fn projected_through(&self) -> Result<u64, StoreError>;
+}
+
+/// Write access to the projected graph. Every method is an upsert or an idempotent delete, so a
+/// fold of the log can be replayed.
+pub trait GraphStore: GraphReader {
+    /// Insert or replace a node.
+    fn put_node(&mut self, node: &Node) -> Result<(), StoreError>;
+    /// Insert or replace an edge. Both endpoints must exist (the projection checks).
+    fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError>;
+    /// Delete an edge; whether it existed.
+    fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError>;
+    /// Record an event's place in its session's order.
+    fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError>;
+    /// Park `edge` until `waiting_for` exists.
+    fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError>;
+    /// Remove and return the edges parked for `key`.
+    fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError>;
+    /// Move the projection checkpoint: records up to `position` are folded into the graph.
+    fn set_projected_through(&mut self, position: u64) -> Result<(), StoreError>;
+    /// Remove every node, edge and bookkeeping row and reset the checkpoint to 0 (the log is
+    /// untouched): the start of a reprojection.
+    fn clear_graph(&mut self) -> Result<(), StoreError>;
+}

@@ -92,7 +92,12 @@ impl Step {
         self
     }
 
-    fn entity(mut self, name: impl Into<String>, entity_type: &'static str, role: &'static str) -> Step {
+    fn entity(
+        mut self,
+        name: impl Into<String>,
+        entity_type: &'static str,
+        role: &'static str,
+    ) -> Step {
         self.entities.push(Entity { name: name.into(), entity_type, role });
         self
     }
@@ -153,6 +158,14 @@ fn typical_duration(tool: &str) -> (u64, u64) {
     }
 }
 
+/// One failed attempt.
+struct Failure {
+    error: String,
+    duration_ms: u64,
+    retryable: bool,
+    retry_after_ms: Option<u64>,
+}
+
 /// What came of a tool call after all its attempts.
 pub(crate) struct Outcome {
     /// Position of the last attempt: later steps that use the result hang off it.
@@ -181,6 +194,10 @@ pub(crate) struct Planner<'a> {
     tokens: u64,
     /// Errors the agent gave up on; they shape the answer and the session outcome.
     pub(crate) unresolved: Vec<String>,
+    /// What the session is about in a few words (an order, a ticket, a file), for notes and mails.
+    pub(crate) subject: String,
+    /// The last answer given, so a follow-up can refer back to it.
+    pub(crate) answer: String,
 }
 
 impl<'a> Planner<'a> {
@@ -206,6 +223,8 @@ impl<'a> Planner<'a> {
             llm_calls: 0,
             tokens: 0,
             unresolved: Vec::new(),
+            subject: String::new(),
+            answer: String::new(),
         }
     }
 
@@ -257,7 +276,13 @@ impl<'a> Planner<'a> {
     }
 
     /// A user message; `concepts` are what the request is about.
-    pub(crate) fn input(&mut self, parent: usize, agent: usize, text: String, concepts: &[&str]) -> usize {
+    pub(crate) fn input(
+        &mut self,
+        parent: usize,
+        agent: usize,
+        text: String,
+        concepts: &[&str],
+    ) -> usize {
         let gap = self.int(50, 900);
         let words = text.split_whitespace().count();
         let mut step = Step::new("observation.input", agent)
@@ -291,13 +316,21 @@ impl<'a> Planner<'a> {
     }
 
     /// Hands `task` to another agent, sometimes spinning up a fresh instance of it first.
-    pub(crate) fn delegate(&mut self, parent: usize, from: usize, to: usize, task: String, create: bool) -> usize {
+    pub(crate) fn delegate(
+        &mut self,
+        parent: usize,
+        from: usize,
+        to: usize,
+        task: String,
+        create: bool,
+    ) -> usize {
         let mut parent = parent;
         let from_name = self.agent_name(from).to_owned();
         if create {
             let gap = self.int(80, 600);
             let to_name = self.agent_name(to).to_owned();
-            let model = if self.chance(0.3) { crate::vocab::CHAT_LARGE } else { crate::vocab::CHAT_SMALL };
+            let model =
+                if self.chance(0.3) { crate::vocab::CHAT_LARGE } else { crate::vocab::CHAT_SMALL };
             let step = Step::new("agent.create", from)
                 .parent(parent)
                 .status(Status::Completed)
@@ -314,12 +347,23 @@ impl<'a> Planner<'a> {
     }
 
     /// An LLM call; its latency follows the token counts.
-    pub(crate) fn chat(&mut self, parent: usize, agent: usize, large: bool, prompt: String, response: String, plans: &[&str]) -> usize {
+    pub(crate) fn chat(
+        &mut self,
+        parent: usize,
+        agent: usize,
+        large: bool,
+        prompt: String,
+        response: String,
+        plans: &[&str],
+    ) -> usize {
         let model = if large { crate::vocab::CHAT_LARGE } else { crate::vocab::CHAT_SMALL };
         let input_tokens = self.int(350, 4_200) + prompt.len() as u64 / 4;
-        let output_tokens = response.split_whitespace().count() as u64 * 4 / 3 + self.int(5, 60);
+        // Output tokens include the model's hidden reasoning, not just the visible response.
+        let reasoning = if large { self.int(80, 700) } else { self.int(20, 160) };
+        let output_tokens = response.split_whitespace().count() as u64 * 4 / 3 + reasoning;
         let per_token = if large { self.int(18, 40) } else { self.int(8, 20) };
-        let latency = (self.int(250, 900) + output_tokens * per_token + input_tokens / 12).min(MAX_GAP_MS);
+        let latency =
+            (self.int(400, 1_500) + output_tokens * per_token + input_tokens / 10).min(MAX_GAP_MS);
         self.llm_calls += 1;
         self.tokens += input_tokens + output_tokens;
         let mut payload = json!({
@@ -336,7 +380,8 @@ impl<'a> Planner<'a> {
         {
             map.insert("tool_calls".into(), json!(plans));
         }
-        let step = Step::new("llm.chat", agent).parent(parent).status(Status::Completed).payload(payload);
+        let step =
+            Step::new("llm.chat", agent).parent(parent).status(Status::Completed).payload(payload);
         self.push(latency, step)
     }
 
@@ -352,29 +397,48 @@ impl<'a> Planner<'a> {
         self.push(gap, step)
     }
 
-    /// Picks an error that fits the tool; the flag says whether retrying can help.
-    fn failure(&mut self, call: &ToolCall) -> (String, u64, bool) {
+    /// Picks an error that fits the tool and service.
+    fn failure(&mut self, call: &ToolCall) -> Failure {
         let service = call.service;
         let kind = self.int(0, 9);
-        match (call.tool, kind) {
-            (_, 0..=2) => (format!("timeout after 30s calling {service}"), 30_000, true),
-            ("sql_query", 3..=4) => {
-                (format!("deadlock detected on {service}, transaction rolled back"), self.int(200, 2_500), true)
+        let (error, duration_ms, retryable) = match (kind, call.tool) {
+            (0..=2, _) => (format!("timeout after 30s calling {service}"), 30_000, true),
+            (9, _) => (format!("permission denied on {service}"), self.int(50, 300), false),
+            (3 | 4, "sql_query") => (
+                format!("deadlock detected on {service}, transaction rolled back"),
+                self.int(200, 2_500),
+                true,
+            ),
+            (5 | 6, "sql_query") => {
+                (format!("too many connections on {service} (limit 100)"), self.int(50, 300), true)
             }
-            ("sql_query", 5..=6) => (format!("too many connections on {service} (limit 100)"), self.int(50, 300), true),
-            ("run_tests", 3..=6) => {
-                (format!("{service} has no free executor, job queue is full"), self.int(500, 4_000), true)
-            }
-            ("read_file" | "write_file", 3..=5) => {
+            (_, "sql_query") => (
+                format!("canceling statement due to statement timeout on {service}"),
+                self.int(5_000, 15_000),
+                true,
+            ),
+            (3..=5, "run_tests") => (
+                format!("{service} has no free executor, job queue is full"),
+                self.int(500, 4_000),
+                true,
+            ),
+            (3..=5, "read_file" | "write_file") => {
                 (format!("connection reset by {service}"), self.int(100, 2_000), true)
             }
-            (_, 3..=5) => (format!("HTTP 503 from {service}"), self.int(100, 1_500), true),
-            (_, 6..=8) => {
-                let after = self.int(2, 30);
-                (format!("rate limited by {service} (HTTP 429), retry after {after}s"), self.int(60, 400), true)
+            (3..=5, _) => (format!("HTTP 503 from {service}"), self.int(100, 1_500), true),
+            _ => {
+                let after = self.int(2, 20);
+                let error = format!("rate limited by {service} (HTTP 429), retry after {after}s");
+                // A well-behaved client honours Retry-After instead of its own backoff.
+                return Failure {
+                    error,
+                    duration_ms: self.int(60, 400),
+                    retryable: true,
+                    retry_after_ms: Some(after * 1_000),
+                };
             }
-            _ => (format!("permission denied on {service}"), self.int(50, 300), false),
-        }
+        };
+        Failure { error, duration_ms, retryable, retry_after_ms: None }
     }
 
     /// Runs a tool call: it may fail, be retried with backoff, and finally succeed or be given up.
@@ -384,6 +448,7 @@ impl<'a> Planner<'a> {
         let mut backoff = 0;
         let mut attempt = 1;
         let mut last_error = String::new();
+        let mut retry_after = None;
         loop {
             self.tool_calls += 1;
             let fail_rate = if attempt == 1 { self.failure_rate } else { self.retry_failure_rate };
@@ -397,17 +462,18 @@ impl<'a> Planner<'a> {
             }
             let (payload, duration, retryable) = if fails {
                 self.failed_calls += 1;
-                let (error, duration, retryable) = self.failure(&call);
-                last_error.clone_from(&error);
+                let failure = self.failure(&call);
+                last_error.clone_from(&failure.error);
+                retry_after = failure.retry_after_ms;
                 step = step.status(Status::Failed);
                 let payload = json!({
                     "arguments": call.args,
-                    "error": error,
-                    "retryable": retryable,
-                    "duration_ms": duration,
+                    "error": failure.error,
+                    "retryable": failure.retryable,
+                    "duration_ms": failure.duration_ms,
                     "attempt": attempt,
                 });
-                (payload, duration, retryable)
+                (payload, failure.duration_ms, failure.retryable)
             } else {
                 for write in &call.writes {
                     step = step.entity(write.clone(), "resource", "result");
@@ -427,7 +493,8 @@ impl<'a> Planner<'a> {
                 step.payload.insert("backoff_ms".into(), json!(backoff));
             }
             // The event is recorded when the attempt finishes, after any backoff wait.
-            let here = self.push(backoff + duration + self.int(5, 60), step);
+            let overhead = self.int(5, 60);
+            let here = self.push(backoff + duration + overhead, step);
             if !fails {
                 return Outcome { last: here, ok: true };
             }
@@ -435,7 +502,10 @@ impl<'a> Planner<'a> {
                 self.unresolved.push(last_error);
                 return Outcome { last: here, ok: false };
             }
-            backoff = 1_000 * (1 << (attempt - 1)) + self.int(0, 900);
+            backoff = match retry_after {
+                Some(ms) => ms,
+                None => 1_000 * (1 << (attempt - 1)) + self.int(0, 900),
+            };
             attempt += 1;
             parent = here;
             retry_of = Some(here);
@@ -443,13 +513,21 @@ impl<'a> Planner<'a> {
     }
 
     /// A tool that waits for a human to approve it, then runs.
-    pub(crate) fn approved_tool(&mut self, parent: usize, agent: usize, call: ToolCall, approver: &str) -> Outcome {
+    pub(crate) fn approved_tool(
+        &mut self,
+        parent: usize,
+        agent: usize,
+        call: ToolCall,
+        approver: &str,
+    ) -> Outcome {
         let gap = self.int(80, 400);
         let mut step = Step::new("tool.execute", agent)
             .parent(parent)
             .user()
             .status(Status::Pending)
-            .payload(json!({ "arguments": call.args, "awaiting": format!("approval by {approver}") }))
+            .payload(
+                json!({ "arguments": call.args, "awaiting": format!("approval by {approver}") }),
+            )
             .entity(call.service, "service", "object");
         step.tool = Some(call.tool);
         let pending = self.push(gap, step);
@@ -462,6 +540,7 @@ impl<'a> Planner<'a> {
     pub(crate) fn output(&mut self, parent: usize, agent: usize, text: String) -> usize {
         let gap = self.int(60, 700);
         let words = text.split_whitespace().count();
+        self.answer.clone_from(&text);
         let step = Step::new("observation.output", agent)
             .parent(parent)
             .user()

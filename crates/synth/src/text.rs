@@ -15,6 +15,8 @@ use crate::vocab::{CURRENCIES, REGIONS, WEEKDAYS};
 pub(crate) struct Carry {
     pub(crate) order: String,
     pub(crate) customer: String,
+    pub(crate) amount: String,
+    pub(crate) currency: &'static str,
     pub(crate) ticket: String,
 }
 
@@ -23,6 +25,7 @@ pub(crate) struct Ctx {
     pub(crate) order: String,
     pub(crate) customer: String,
     pub(crate) amount: String,
+    pub(crate) currency: &'static str,
     pub(crate) refund: String,
     pub(crate) ticket: String,
     pub(crate) job: String,
@@ -32,7 +35,9 @@ pub(crate) struct Ctx {
     pub(crate) weekday: &'static str,
     pub(crate) p95_before: String,
     pub(crate) p95_after: String,
-    /// Whether the ids above were carried over from the user's previous session.
+    /// The ticket of the user's previous session, when they come back about the same customer.
+    pub(crate) previous_ticket: Option<String>,
+    /// Whether order and customer were carried over from the user's previous session.
     pub(crate) returning: bool,
 }
 
@@ -48,6 +53,7 @@ impl Ctx {
             order: format!("ORD-{}", rng.random_range(10_000..100_000u32)),
             customer: format!("CUS-{}", rng.random_range(1_000..10_000u32)),
             amount: format!("{}.{:02} {currency}", cents / 100, cents % 100),
+            currency,
             refund: format!("RF-{}", rng.random_range(100_000..1_000_000u32)),
             ticket: format!("TCK-{}", rng.random_range(2_000..9_000u32)),
             job: format!("{}", rng.random_range(18_000..40_000u32)),
@@ -57,12 +63,15 @@ impl Ctx {
             weekday: WEEKDAYS[rng.random_range(0..WEEKDAYS.len())],
             p95_before: format!("{before}"),
             p95_after: format!("{}", (f64::from(before) * factor).round()),
+            previous_ticket: None,
             returning: false,
         };
         if let Some(carry) = carry {
             ctx.order = carry.order;
             ctx.customer = carry.customer;
-            ctx.ticket = carry.ticket;
+            ctx.amount = carry.amount;
+            ctx.currency = carry.currency;
+            ctx.previous_ticket = Some(carry.ticket);
             ctx.returning = true;
         }
         ctx
@@ -70,7 +79,13 @@ impl Ctx {
 
     /// The ids worth remembering for the user's next session.
     pub(crate) fn carry(&self) -> Carry {
-        Carry { order: self.order.clone(), customer: self.customer.clone(), ticket: self.ticket.clone() }
+        Carry {
+            order: self.order.clone(),
+            customer: self.customer.clone(),
+            amount: self.amount.clone(),
+            currency: self.currency,
+            ticket: self.ticket.clone(),
+        }
     }
 
     fn slot(&self, key: &str) -> Option<&str> {

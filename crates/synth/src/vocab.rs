@@ -35,7 +35,8 @@ pub(crate) const EMBED_MODEL: &str = "embed-model-small";
 pub(crate) const CHANNELS: [&str; 4] = ["chat", "slack-bridge", "api", "cli"];
 
 /// Client builds, so session.start payloads differ a little.
-pub(crate) const CLIENTS: [&str; 4] = ["web-console 3.14.2", "cli 0.9.1", "ide-plugin 1.22.0", "api-sdk 2.4.0"];
+pub(crate) const CLIENTS: [&str; 4] =
+    ["web-console 3.14.2", "cli 0.9.1", "ide-plugin 1.22.0", "api-sdk 2.4.0"];
 
 /// Currencies for amounts; the same session keeps one.
 pub(crate) const CURRENCIES: [&str; 3] = ["EUR", "USD", "GBP"];
@@ -103,16 +104,30 @@ pub(crate) const CODE_SITES: [CodeSite; 5] = [
 /// Schema migrations for review sessions: file, table and what it does.
 pub(crate) const MIGRATIONS: [(&str, &str, &str); 4] = [
     ("migrations/0042_add_refund_reason.sql", "refunds", "adds a nullable refund_reason column"),
-    ("migrations/0043_index_orders_customer.sql", "orders", "adds an index on orders(customer_id, created_at)"),
-    ("migrations/0044_split_invoice_lines.sql", "invoices", "moves invoice lines into their own table"),
+    (
+        "migrations/0043_index_orders_customer.sql",
+        "orders",
+        "adds an index on orders(customer_id, created_at)",
+    ),
+    (
+        "migrations/0044_split_invoice_lines.sql",
+        "invoices",
+        "moves invoice lines into their own table",
+    ),
     ("migrations/0045_drop_legacy_status.sql", "payments", "drops the unused legacy_status column"),
 ];
 
 /// Knowledge-base documents a support agent looks up, with the topic they answer.
 pub(crate) const KB_DOCS: [(&str, &str); 6] = [
     ("refund-policy.md", "Duplicate charges are refunded in full within 5 business days"),
-    ("escalation-runbook.md", "Escalate to on-call when more than 20 customers report the same error"),
-    ("api-rate-limits.md", "Default limit is 600 requests per minute; raising it needs an account review"),
+    (
+        "escalation-runbook.md",
+        "Escalate to on-call when more than 20 customers report the same error",
+    ),
+    (
+        "api-rate-limits.md",
+        "Default limit is 600 requests per minute; raising it needs an account review",
+    ),
     ("password-reset-guide.md", "Reset tokens expire after 15 minutes and are single use"),
     ("pricing-faq.md", "Annual plans are billed up front and prorated on upgrade"),
     ("data-retention.md", "Event data is kept for 13 months, then aggregated"),
@@ -205,7 +220,8 @@ pub(crate) const RESEARCH_TOPICS: [(&str, &str, &str, &str); 4] = [
 ];
 
 /// Hosts for fetched pages; the reserved example domains cannot point at anyone real.
-pub(crate) const DOC_HOSTS: [&str; 3] = ["docs.example.com", "engineering.example.org", "wiki.example.net"];
+pub(crate) const DOC_HOSTS: [&str; 3] =
+    ["docs.example.com", "engineering.example.org", "wiki.example.net"];
 
 /// Words that make a weekly report title vary.
 pub(crate) const REPORT_KINDS: [(&str, &str, &str); 4] = [
@@ -216,4 +232,5 @@ pub(crate) const REPORT_KINDS: [(&str, &str, &str); 4] = [
 ];
 
 /// Recipients are team aliases, never people.
-pub(crate) const MAIL_ALIASES: [&str; 4] = ["finance-team@", "support-leads@", "billing-oncall@", "data-team@"];
+pub(crate) const MAIL_ALIASES: [&str; 4] =
+    ["finance-team@", "support-leads@", "billing-oncall@", "data-team@"];

@@ -134,11 +134,21 @@ fn edge(edge_type: &str, from: (&str, &str), to: (&str, &str), props: Value) -> 
 
 #[test]
 fn explicit_edges_are_checked_against_endpoints_and_properties() {
-    let ok = check(edge("CAUSED_BY", ("Event", "e2"), ("Event", "e1"), json!({"mechanism": "inferred"})));
+    let ok = check(edge(
+        "CAUSED_BY",
+        ("Event", "e2"),
+        ("Event", "e1"),
+        json!({"mechanism": "inferred"}),
+    ));
     assert!(ok.is_ok());
 
-    let err = check(edge("CAUSED_BY", ("Event", "e2"), ("Entity", "tool:x"), json!({"mechanism": "guessed"})))
-        .unwrap_err();
+    let err = check(edge(
+        "CAUSED_BY",
+        ("Event", "e2"),
+        ("Entity", "tool:x"),
+        json!({"mechanism": "guessed"}),
+    ))
+    .unwrap_err();
     let got = rules(&err);
     assert!(got.contains(&("$.to.label", "schema.edge_endpoints")), "{got:?}");
     assert!(got.contains(&("$.properties.mechanism", "schema.enum")), "{got:?}");
@@ -155,17 +165,24 @@ fn explicit_edges_are_checked_against_endpoints_and_properties() {
 
 #[test]
 fn edge_role_aliases_are_canonicalised() {
-    let r = check(edge("REFERENCES", ("Event", "e1"), ("Entity", "tool:x"), json!({"role": "tool"}))).unwrap();
+    let r =
+        check(edge("REFERENCES", ("Event", "e1"), ("Entity", "tool:x"), json!({"role": "tool"})))
+            .unwrap();
     let RecordBody::Edge(e) = r.body() else { panic!() };
     assert_eq!(e.props["role"], json!("instrument"));
 }
 
 #[test]
 fn schema_records_validate_their_source() {
-    let text = json!({"record_type": "schema", "module": "ops", "source": "module = \"ops\"\n"}).to_string();
+    let text = json!({"record_type": "schema", "module": "ops", "source": "module = \"ops\"\n"})
+        .to_string();
     assert!(validate(&schema(), &Limits::default(), &text).is_ok());
-    let text = json!({"record_type": "schema", "module": "other", "source": "module = \"ops\"\n"}).to_string();
-    assert_eq!(validate(&schema(), &Limits::default(), &text).unwrap_err().code(), "envelope.module_mismatch");
+    let text = json!({"record_type": "schema", "module": "other", "source": "module = \"ops\"\n"})
+        .to_string();
+    assert_eq!(
+        validate(&schema(), &Limits::default(), &text).unwrap_err().code(),
+        "envelope.module_mismatch"
+    );
 }
 
 /// An independent statement of which ids the envelope accepts.
@@ -179,7 +196,8 @@ fn event_type_ok(s: &str) -> bool {
         && segs.len() >= 2
         && segs.iter().all(|seg| {
             let mut cs = seg.chars();
-            matches!(cs.next(), Some('a'..='z')) && cs.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+            matches!(cs.next(), Some('a'..='z'))
+                && cs.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
         })
 }
 

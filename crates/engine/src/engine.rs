@@ -1,0 +1,249 @@
+//! The write side: opening a store, appending records with their projection, schema modules,
+//! catching the graph up with the log and reprojecting.
+
+use std::path::Path;
+
+use ctxgraph_ontology::{Limits, RecordKind, Schema, ValidRecord, ValidationErrors, validate};
+use ctxgraph_projection::project;
+use ctxgraph_store::{
+    Appended, Embedded, EmbeddedWrite, GraphReader, GraphStore, Log, LogReader, OpenMode,
+    StoreError,
+};
+
+use crate::error::Error;
+use crate::ingest::IngestOutcome;
+use crate::snapshot::Snapshot;
+
+/// Records folded per transaction when the graph catches up with the log, so a long reprojection
+/// commits progress (and can resume after a crash) without one huge transaction.
+const CATCH_UP_CHUNK: usize = 20_000;
+
+/// Decoding records already in the log applies no size limits: they were checked on the way in.
+const STORED: Limits = Limits {
+    max_record_bytes: usize::MAX,
+    max_id_bytes: usize::MAX,
+    max_name_bytes: usize::MAX,
+    max_entities: usize::MAX,
+    max_payload_depth: usize::MAX,
+};
+
+/// Engine settings.
+#[derive(Debug, Clone, Default)]
+pub struct EngineOptions {
+    /// Size limits applied to incoming records.
+    pub limits: Limits,
+}
+
+/// When the graph is updated for newly appended records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Projection {
+    /// In the same transaction as the append: the graph never lags the log (the default).
+    #[default]
+    Inline,
+    /// Later, by [`Engine::catch_up`] or [`Engine::reproject`]; for bulk loads and measurement.
+    Deferred,
+}
+
+/// What a reprojection or catch-up did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReprojectReport {
+    /// Records folded.
+    pub records: u64,
+    /// Log position the graph is now at.
+    pub position: u64,
+}
+
+/// The write side of ctxgraph over the embedded store.
+#[derive(Debug)]
+pub struct Engine {
+    store: Embedded,
+    schema: Schema,
+    options: EngineOptions,
+}
+
+impl Engine {
+    /// Open the store at `path`, loading the core schema and every schema module in its log.
+    pub fn open(path: &Path, mode: OpenMode, options: EngineOptions) -> Result<Engine, Error> {
+        let store = Embedded::open(path, mode)?;
+        let mut schema = Schema::core()?;
+        {
+            let read = store.begin_read()?;
+            for entry in read.read_kind(RecordKind::Schema)? {
+                let source = schema_source(&entry.body).ok_or_else(|| Error::Corruption {
+                    position: entry.position,
+                    reason: "schema record has no source".into(),
+                })?;
+                schema = schema.extend(&source).map_err(|e| Error::Corruption {
+                    position: entry.position,
+                    reason: e.to_string(),
+                })?;
+            }
+        }
+        Ok(Engine { store, schema, options })
+    }
+
+    /// The effective schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The settings in force.
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
+    }
+
+    /// Bytes the store occupies on disk.
+    pub fn size_on_disk(&self) -> u64 {
+        self.store.size_on_disk()
+    }
+
+    /// Validate one JSON record against the schema and limits without writing anything.
+    pub fn validate(&self, text: &str) -> Result<ValidRecord, ValidationErrors> {
+        validate(&self.schema, &self.options.limits, text)
+    }
+
+    /// Append `records` in one transaction and (with [`Projection::Inline`]) project them.
+    ///
+    /// Returns one outcome per record, in order: new at a position, duplicate of a stored record,
+    /// or an error for a conflicting record (nothing of it written). With `stop_on_conflict`, the
+    /// records after the first conflict are not attempted and get no outcome. Everything
+    /// acknowledged is durable when this returns.
+    pub fn ingest_batch(
+        &mut self,
+        records: &[ValidRecord],
+        projection: Projection,
+        stop_on_conflict: bool,
+    ) -> Result<Vec<Result<IngestOutcome, Error>>, Error> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let recorded_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut outcomes = Vec::with_capacity(records.len());
+        let mut w = self.store.begin_write()?;
+        let inline = projection == Projection::Inline;
+        if inline {
+            // A graph left behind by a deferred load catches up first, so folds stay in log order.
+            fold_lagging(&self.schema, &mut w, usize::MAX)?;
+        }
+        for record in records {
+            match w.append(record, &recorded_at) {
+                Ok(Appended::New(position)) => {
+                    if inline {
+                        project(&self.schema, &mut w, position, record)?;
+                    }
+                    outcomes.push(Ok(IngestOutcome::New(position)));
+                }
+                Ok(Appended::Duplicate(position)) => {
+                    outcomes.push(Ok(IngestOutcome::Duplicate(position)))
+                }
+                Err(e @ StoreError::Conflict { .. }) => {
+                    outcomes.push(Err(Error::Store(e)));
+                    if stop_on_conflict {
+                        break;
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if inline {
+            let head = w.head()?;
+            w.set_projected_through(head)?;
+        }
+        w.commit()?;
+        Ok(outcomes)
+    }
+
+    /// Add a schema extension module (TOML text): validated, recorded in the log, in force at once.
+    ///
+    /// Adding the same module text again is reported as a duplicate.
+    pub fn add_schema_module(&mut self, text: &str) -> Result<IngestOutcome, Error> {
+        {
+            let read = self.store.begin_read()?;
+            for entry in read.read_kind(RecordKind::Schema)? {
+                if schema_source(&entry.body).as_deref() == Some(text) {
+                    return Ok(IngestOutcome::Duplicate(entry.position));
+                }
+            }
+        }
+        let (record, extended) = ValidRecord::schema_module(&self.schema, text)?;
+        let outcome = self.ingest_batch(std::slice::from_ref(&record), Projection::Inline, true)?;
+        let outcome = outcome.into_iter().next().unwrap_or(Ok(IngestOutcome::Duplicate(0)))?;
+        self.schema = extended;
+        Ok(outcome)
+    }
+
+    /// Fold every record the graph has not seen yet (after a deferred load), committing in chunks.
+    pub fn catch_up(
+        &mut self,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<ReprojectReport, Error> {
+        let mut report = ReprojectReport::default();
+        loop {
+            let mut w = self.store.begin_write()?;
+            let head = w.head()?;
+            let folded = fold_lagging(&self.schema, &mut w, CATCH_UP_CHUNK)?;
+            let position = w.projected_through()?;
+            w.commit()?;
+            report.records += folded;
+            report.position = position;
+            progress(position, head);
+            if folded == 0 || position >= head {
+                return Ok(report);
+            }
+        }
+    }
+
+    /// Rebuild the graph from the log: clear it, then fold every record in log order.
+    ///
+    /// The log is the only source of truth; the result equals the incrementally built graph.
+    pub fn reproject(
+        &mut self,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<ReprojectReport, Error> {
+        let mut w = self.store.begin_write()?;
+        w.clear_graph()?;
+        w.commit()?;
+        self.catch_up(progress)
+    }
+
+    /// Copy the write-ahead log into the main file (after bulk loads, to leave one file).
+    pub fn checkpoint(&self) -> Result<(), Error> {
+        Ok(self.store.checkpoint()?)
+    }
+
+    /// A consistent read snapshot.
+    pub fn snapshot(&self) -> Result<Snapshot<'_>, Error> {
+        Ok(Snapshot::new(self.store.begin_read()?, &self.schema, self.store.size_on_disk()))
+    }
+}
+
+/// Fold up to `max` records past the projection checkpoint; returns how many were folded.
+fn fold_lagging(schema: &Schema, w: &mut EmbeddedWrite<'_>, max: usize) -> Result<u64, Error> {
+    let mut position = w.projected_through()?;
+    let head = w.head()?;
+    let mut folded = 0u64;
+    while position < head && (folded as usize) < max {
+        let want = (max - folded as usize).min(CATCH_UP_CHUNK);
+        let entries = w.read_from(position + 1, want)?;
+        if entries.is_empty() {
+            break;
+        }
+        for entry in entries {
+            if entry.kind != RecordKind::Schema {
+                let record = validate(schema, &STORED, &entry.body).map_err(|e| {
+                    Error::Corruption { position: entry.position, reason: e.to_string() }
+                })?;
+                project(schema, w, entry.position, &record)?;
+            }
+            position = entry.position;
+            folded += 1;
+        }
+    }
+    w.set_projected_through(position)?;
+    Ok(folded)
+}
+
+fn schema_source(body: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    value.get("source")?.as_str().map(str::to_owned)
+}

@@ -1,0 +1,57 @@
+//! The engine's error: every failure of the crates below, with a stable code.
+
+use ctxgraph_ontology::{SchemaError, ValidationErrors};
+use ctxgraph_projection::ProjectionError;
+use ctxgraph_store::StoreError;
+
+/// Any failure of an engine operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A record broke the envelope or schema rules (user error).
+    #[error("invalid record: {0}")]
+    Validation(#[from] ValidationErrors),
+    /// A schema module was refused (user error).
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// Storage failed, or a record conflicts with a stored one.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The projection failed (a bug or a damaged store).
+    #[error(transparent)]
+    Projection(#[from] ProjectionError),
+    /// Reading the input failed.
+    #[error("reading input: {0}")]
+    Input(#[from] std::io::Error),
+    /// A stored record no longer validates: the log was damaged or written by something else.
+    #[error("log record at position {position} does not decode: {reason}")]
+    Corruption {
+        /// Where.
+        position: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// Stable machine code, e.g. `envelope.required_field`, `log.conflict`, `store.io`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Validation(e) => e.code(),
+            Error::Schema(e) => e.code(),
+            Error::Store(e) => e.code(),
+            Error::Projection(e) => e.code(),
+            Error::Input(_) => "input.io",
+            Error::Corruption { .. } => "store.corruption",
+        }
+    }
+
+    /// Whether the caller's input caused it (as opposed to the service failing).
+    pub fn is_user_error(&self) -> bool {
+        match self {
+            Error::Validation(_) | Error::Schema(_) => true,
+            Error::Store(e) => matches!(e, StoreError::Conflict { .. }),
+            Error::Projection(_) | Error::Input(_) | Error::Corruption { .. } => false,
+        }
+    }
+}

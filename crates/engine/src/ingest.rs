@@ -1,0 +1,318 @@
+//! JSONL ingestion: read records line by line, validate each, append and project in durable
+//! batches, and report accepted, duplicate and rejected lines with their reasons.
+
+use std::io::BufRead;
+
+use ctxgraph_ontology::{RecordBody, ValidRecord, Violation};
+
+use crate::engine::{Engine, Projection};
+use crate::error::Error;
+
+/// Result of appending one record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IngestOutcome {
+    /// Appended at this log position.
+    New(u64),
+    /// Already stored, identical, at this position: nothing written.
+    Duplicate(u64),
+}
+
+/// How to ingest.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    /// Stop at the first bad line; nothing of it is written (earlier lines are).
+    pub strict: bool,
+    /// Records per durable transaction. Larger batches amortise the fsync.
+    pub batch_size: usize,
+    /// Project inline (default) or defer to a later catch-up.
+    pub projection: Projection,
+    /// How many rejections to keep with their reasons (all are counted).
+    pub keep_rejections: usize,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            strict: false,
+            batch_size: 2_000,
+            projection: Projection::Inline,
+            keep_rejections: 1_000,
+        }
+    }
+}
+
+/// Progress so far, reported after every batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IngestProgress {
+    /// Input bytes consumed.
+    pub bytes: u64,
+    /// Lines read.
+    pub lines: u64,
+    /// New records acknowledged (durable).
+    pub accepted: u64,
+    /// Lines that repeated a stored record.
+    pub duplicates: u64,
+    /// Lines refused.
+    pub rejected: u64,
+}
+
+/// One refused line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// 1-based line number.
+    pub line: u64,
+    /// The record id, when it could be read.
+    pub id: Option<String>,
+    /// Stable code of the (first) rule broken.
+    pub code: &'static str,
+    /// Every violation; for a conflict, one describing it.
+    pub violations: Vec<Violation>,
+}
+
+/// What an ingestion did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IngestReport {
+    /// Counters.
+    pub progress: IngestProgress,
+    /// New records (same as `progress.accepted`).
+    pub accepted: u64,
+    /// Kept rejections, in line order (at most `keep_rejections`).
+    pub rejections: Vec<Rejection>,
+    /// Whether `strict` stopped the run at a bad line.
+    pub stopped: bool,
+    /// Log positions of the first and last new record.
+    pub positions: Option<(u64, u64)>,
+}
+
+impl IngestReport {
+    fn reject(&mut self, keep: usize, rejection: Rejection) {
+        self.progress.rejected += 1;
+        if self.rejections.len() < keep {
+            self.rejections.push(rejection);
+        }
+    }
+
+    fn accept(&mut self, position: u64) {
+        self.progress.accepted += 1;
+        self.accepted += 1;
+        self.positions = Some(match self.positions {
+            None => (position, position),
+            Some((first, _)) => (first, position),
+        });
+    }
+}
+
+impl Engine {
+    /// Ingest newline-delimited JSON records from `reader`.
+    ///
+    /// Blank lines are skipped. A bad line never changes the store. `progress` is called after
+    /// every durable batch.
+    pub fn ingest_jsonl(
+        &mut self,
+        mut reader: impl BufRead,
+        options: &IngestOptions,
+        progress: &mut dyn FnMut(&IngestProgress),
+    ) -> Result<IngestReport, Error> {
+        let mut report = IngestReport::default();
+        let mut batch: Vec<(u64, ValidRecord)> = Vec::with_capacity(options.batch_size);
+        let mut buf = Vec::new();
+        let max = self.options().limits.max_record_bytes;
+        loop {
+            let Some(consumed) = read_bounded_line(&mut reader, &mut buf, max)? else { break };
+            report.progress.bytes += consumed as u64;
+            report.progress.lines += 1;
+            let line = report.progress.lines;
+            if consumed > max {
+                let v = Violation::with_text(
+                    "$",
+                    Some(&format!("{consumed} bytes")),
+                    "limits.record_bytes",
+                    format!("record exceeds the limit of {max} bytes"),
+                );
+                report.reject(
+                    options.keep_rejections,
+                    Rejection { line, id: None, code: v.rule, violations: vec![v] },
+                );
+                if options.strict {
+                    report.stopped = true;
+                    break;
+                }
+                continue;
+            }
+            let text = match std::str::from_utf8(&buf) {
+                Ok(t) => t.trim(),
+                Err(e) => {
+                    let v = Violation::with_text(
+                        "$",
+                        None,
+                        "json.encoding",
+                        format!("line is not UTF-8: {e}"),
+                    );
+                    report.reject(
+                        options.keep_rejections,
+                        Rejection { line, id: None, code: v.rule, violations: vec![v] },
+                    );
+                    if options.strict {
+                        report.stopped = true;
+                        break;
+                    }
+                    continue;
+                }
+            };
+            if text.is_empty() {
+                report.progress.lines -= 1;
+                continue;
+            }
+            match self.validate(text) {
+                Ok(record) if matches!(record.body(), RecordBody::Schema(_)) => {
+                    // Later lines are validated against the extended schema: apply it now.
+                    self.flush(&mut batch, options, &mut report, progress)?;
+                    let source = match record.body() {
+                        RecordBody::Schema(s) => s.source.clone(),
+                        RecordBody::Event(_) | RecordBody::Edge(_) => String::new(),
+                    };
+                    match self.add_schema_module(&source) {
+                        Ok(IngestOutcome::New(p)) => report.accept(p),
+                        Ok(IngestOutcome::Duplicate(_)) => report.progress.duplicates += 1,
+                        Err(e) if e.is_user_error() => {
+                            let v = Violation::with_text("$.source", None, e.code(), e.to_string());
+                            report.reject(
+                                options.keep_rejections,
+                                Rejection {
+                                    line,
+                                    id: Some(record.id().to_owned()),
+                                    code: v.rule,
+                                    violations: vec![v],
+                                },
+                            );
+                            if options.strict {
+                                report.stopped = true;
+                                break;
+                            }
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(record) => {
+                    batch.push((line, record));
+                    if batch.len() >= options.batch_size.max(1)
+                        && !self.flush(&mut batch, options, &mut report, progress)?
+                    {
+                        break;
+                    }
+                }
+                Err(errors) => {
+                    let id = serde_json::from_str::<serde_json::Value>(text).ok().and_then(|v| {
+                        ["event_id", "edge_id", "module"]
+                            .iter()
+                            .find_map(|k| v.get(k).and_then(|x| x.as_str()).map(str::to_owned))
+                    });
+                    let code = errors.code();
+                    report.reject(
+                        options.keep_rejections,
+                        Rejection { line, id, code, violations: errors.violations },
+                    );
+                    if options.strict {
+                        report.stopped = true;
+                        break;
+                    }
+                }
+            }
+        }
+        // Lines before a strict stop are acknowledged; the bad line and those after are not.
+        self.flush(&mut batch, options, &mut report, progress)?;
+        Ok(report)
+    }
+
+    /// Commit the batch; false when strict mode hit a conflict and ingestion must stop.
+    fn flush(
+        &mut self,
+        batch: &mut Vec<(u64, ValidRecord)>,
+        options: &IngestOptions,
+        report: &mut IngestReport,
+        progress: &mut dyn FnMut(&IngestProgress),
+    ) -> Result<bool, Error> {
+        if batch.is_empty() {
+            return Ok(true);
+        }
+        let records: Vec<ValidRecord> = batch.iter().map(|(_, r)| r.clone()).collect();
+        let outcomes = self.ingest_batch(&records, options.projection, options.strict)?;
+        let mut keep_going = true;
+        for ((line, record), outcome) in batch.iter().zip(outcomes) {
+            match outcome {
+                Ok(IngestOutcome::New(p)) => report.accept(p),
+                Ok(IngestOutcome::Duplicate(_)) => report.progress.duplicates += 1,
+                Err(e) => {
+                    let v = Violation::with_text("$", Some(record.id()), e.code(), e.to_string());
+                    report.reject(
+                        options.keep_rejections,
+                        Rejection {
+                            line: *line,
+                            id: Some(record.id().to_owned()),
+                            code: v.rule,
+                            violations: vec![v],
+                        },
+                    );
+                    if options.strict {
+                        report.stopped = true;
+                        keep_going = false;
+                    }
+                }
+            }
+        }
+        batch.clear();
+        progress(&report.progress);
+        Ok(keep_going)
+    }
+}
+
+/// Read one line into `buf`, keeping at most `max + 1` bytes of it (the rest is consumed and
+/// counted, not stored, so a huge line cannot exhaust memory). Returns the line's full length
+/// without its newline, or `None` at end of input.
+fn read_bounded_line(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<usize>> {
+    buf.clear();
+    let mut total = 0usize;
+    let mut any = false;
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok(any.then_some(total));
+        }
+        any = true;
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], Some(i + 1)),
+            None => (available, None),
+        };
+        let room = (max + 1).saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        total += chunk.len();
+        let used = done.unwrap_or(available.len());
+        reader.consume(used);
+        if done.is_some() {
+            return Ok(Some(total));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_lines_keep_a_prefix_and_count_everything() {
+        let input = b"short\nthis line is long\n\nlast";
+        let mut r = &input[..];
+        let mut buf = Vec::new();
+        assert_eq!(read_bounded_line(&mut r, &mut buf, 8).unwrap(), Some(5));
+        assert_eq!(buf, b"short");
+        assert_eq!(read_bounded_line(&mut r, &mut buf, 8).unwrap(), Some(17));
+        assert_eq!(buf, b"this line");
+        assert_eq!(read_bounded_line(&mut r, &mut buf, 8).unwrap(), Some(0));
+        assert_eq!(read_bounded_line(&mut r, &mut buf, 8).unwrap(), Some(4));
+        assert_eq!(read_bounded_line(&mut r, &mut buf, 8).unwrap(), None);
+    }
+}

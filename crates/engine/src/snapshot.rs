@@ -1,0 +1,291 @@
+//! The read side: a consistent snapshot of the log and graph, with the lookups the CLI and APIs
+//! are built from (nodes, neighbours, session timelines, causal chains, views, stats).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use ctxgraph_ontology::Schema;
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
+use ctxgraph_store::{EmbeddedRead, FORMAT_VERSION, GraphReader, LogEntry, LogReader};
+
+use crate::error::Error;
+
+/// The five semantic views of seed 000: typed subgraphs over the shared node set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// FOLLOWS: "when did this happen?"
+    Temporal,
+    /// CAUSED_BY: "why did this happen?"
+    Causal,
+    /// REFERENCES: "who or what was involved?"
+    Entity,
+    /// SIMILAR_TO: "what else is related?"
+    Semantic,
+    /// SUMMARIZES: "what is the high-level picture?"
+    Hierarchical,
+}
+
+impl View {
+    /// Every view, in documentation order.
+    pub const ALL: [View; 5] =
+        [View::Temporal, View::Causal, View::Entity, View::Semantic, View::Hierarchical];
+
+    /// The edge type the view is made of.
+    pub fn edge_type(self) -> &'static str {
+        match self {
+            View::Temporal => "FOLLOWS",
+            View::Causal => "CAUSED_BY",
+            View::Entity => "REFERENCES",
+            View::Semantic => "SIMILAR_TO",
+            View::Hierarchical => "SUMMARIZES",
+        }
+    }
+
+    /// The view's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Temporal => "temporal",
+            View::Causal => "causal",
+            View::Entity => "entity",
+            View::Semantic => "semantic",
+            View::Hierarchical => "hierarchical",
+        }
+    }
+
+    /// The question the view answers.
+    pub fn question(self) -> &'static str {
+        match self {
+            View::Temporal => "When did this happen?",
+            View::Causal => "Why did this happen?",
+            View::Entity => "Who or what was involved?",
+            View::Semantic => "What else is related?",
+            View::Hierarchical => "What is the high-level picture?",
+        }
+    }
+}
+
+/// Store-wide figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stats {
+    /// Records in the log (its head position).
+    pub log_length: u64,
+    /// Last log position folded into the graph.
+    pub projected_through: u64,
+    /// Nodes per type.
+    pub nodes: Vec<(String, u64)>,
+    /// Edges per type.
+    pub edges: Vec<(String, u64)>,
+    /// Edges waiting for an endpoint that is not in the log yet (for example a missing parent).
+    pub pending_edges: u64,
+    /// Bytes on disk (database file plus write-ahead log).
+    pub bytes_on_disk: u64,
+    /// On-disk format version.
+    pub format_version: u32,
+    /// Loaded schema modules.
+    pub modules: Vec<String>,
+}
+
+impl Stats {
+    /// Records appended but not yet folded into the graph.
+    pub fn projection_lag(&self) -> u64 {
+        self.log_length.saturating_sub(self.projected_through)
+    }
+}
+
+/// One event of a session timeline with its causal links.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineEntry {
+    /// The event node.
+    pub event: Node,
+    /// Events it was caused by (present in the graph).
+    pub caused_by: Vec<String>,
+    /// A parent named by the event but not (yet) in the log.
+    pub missing_parent: Option<String>,
+}
+
+/// A consistent read view of the store.
+pub struct Snapshot<'a> {
+    read: EmbeddedRead<'a>,
+    schema: &'a Schema,
+    bytes_on_disk: u64,
+}
+
+/// The most events a causal walk visits, so a pathological graph cannot make a read unbounded.
+const MAX_WALK: usize = 10_000;
+
+impl<'a> Snapshot<'a> {
+    pub(crate) fn new(read: EmbeddedRead<'a>, schema: &'a Schema, bytes_on_disk: u64) -> Self {
+        Snapshot { read, schema, bytes_on_disk }
+    }
+
+    /// The effective schema.
+    pub fn schema(&self) -> &Schema {
+        self.schema
+    }
+
+    /// A node by key.
+    pub fn node(&self, key: &NodeKey) -> Result<Option<Node>, Error> {
+        Ok(self.read.node(key)?)
+    }
+
+    /// An event node by id.
+    pub fn event(&self, event_id: &str) -> Result<Option<Node>, Error> {
+        self.node(&NodeKey::new("Event", event_id))
+    }
+
+    /// Every node with this id, whatever its type (ids are unique per type only).
+    pub fn find(&self, id: &str) -> Result<Vec<Node>, Error> {
+        let mut out = Vec::new();
+        for label in self.schema.node_types().keys() {
+            if let Some(n) = self.read.node(&NodeKey::new(label.clone(), id))? {
+                out.push(n);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Edges touching a node, optionally of one type.
+    pub fn edges(
+        &self,
+        key: &NodeKey,
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Edge>, Error> {
+        Ok(self.read.edges_of(key, edge_type, direction)?)
+    }
+
+    /// Event nodes in id order, after `after`, at most `limit`.
+    pub fn events(&self, after: Option<&str>, limit: usize) -> Result<Vec<Node>, Error> {
+        Ok(self.read.nodes_by_label("Event", after, limit)?)
+    }
+
+    /// Nodes of a type in id order, after `after`, at most `limit`.
+    pub fn nodes(
+        &self,
+        label: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Node>, Error> {
+        Ok(self.read.nodes_by_label(label, after, limit)?)
+    }
+
+    /// The events of a session in time order, each with its causal links.
+    pub fn timeline(&self, session_id: &str, limit: usize) -> Result<Vec<TimelineEntry>, Error> {
+        let slots = self.read.session_events(session_id, limit)?;
+        let waiting: BTreeMap<String, String> = self
+            .read
+            .pending_edges()?
+            .into_iter()
+            .filter(|(_, e)| e.key.edge_type == "CAUSED_BY")
+            .map(|(_, e)| (e.key.from.id, e.key.to.id))
+            .collect();
+        let mut out = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let key = NodeKey::new("Event", &slot.event_id);
+            let Some(event) = self.read.node(&key)? else { continue };
+            let caused_by = self
+                .read
+                .edges_of(&key, Some("CAUSED_BY"), Direction::Out)?
+                .into_iter()
+                .map(|e| e.key.to.id)
+                .collect();
+            let missing_parent = waiting.get(&slot.event_id).cloned();
+            out.push(TimelineEntry { event, caused_by, missing_parent });
+        }
+        Ok(out)
+    }
+
+    /// The causal chain behind an event: the event, its parent, the parent's parent, and so on
+    /// (first parent at each step), ending at a root or at a parent that is not in the log.
+    pub fn causes(&self, event_id: &str) -> Result<(Vec<Node>, Option<String>), Error> {
+        let mut chain = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut current = NodeKey::new("Event", event_id);
+        while chain.len() < MAX_WALK && seen.insert(current.id.clone()) {
+            let Some(node) = self.read.node(&current)? else {
+                return Ok((chain, Some(current.id)));
+            };
+            chain.push(node);
+            let parents = self.read.edges_of(&current, Some("CAUSED_BY"), Direction::Out)?;
+            match parents.into_iter().next() {
+                Some(edge) => current = edge.key.to,
+                None => {
+                    let pending = self.read.pending_edges()?;
+                    let missing = pending
+                        .into_iter()
+                        .find(|(_, e)| e.key.edge_type == "CAUSED_BY" && e.key.from == current)
+                        .map(|(wait, _)| wait.id);
+                    return Ok((chain, missing));
+                }
+            }
+        }
+        Ok((chain, None))
+    }
+
+    /// Everything an event caused, breadth first with depth, at most `limit` events.
+    pub fn effects(&self, event_id: &str, limit: usize) -> Result<Vec<(usize, Node)>, Error> {
+        let mut out = Vec::new();
+        let mut seen = BTreeSet::from([event_id.to_owned()]);
+        let mut queue = VecDeque::from([(0usize, NodeKey::new("Event", event_id))]);
+        while let Some((depth, key)) = queue.pop_front() {
+            for edge in self.read.edges_of(&key, Some("CAUSED_BY"), Direction::In)? {
+                if out.len() >= limit.min(MAX_WALK) {
+                    return Ok(out);
+                }
+                let child = edge.key.from;
+                if seen.insert(child.id.clone()) {
+                    if let Some(node) = self.read.node(&child)? {
+                        out.push((depth + 1, node));
+                    }
+                    queue.push_back((depth + 1, child));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The edges of a view, in key order, after `after`, at most `limit`.
+    pub fn view(
+        &self,
+        view: View,
+        after: Option<&EdgeKey>,
+        limit: usize,
+    ) -> Result<Vec<Edge>, Error> {
+        Ok(self.read.edges_by_type(view.edge_type(), after, limit)?)
+    }
+
+    /// Edges of any type, in key order, after `after`, at most `limit`.
+    pub fn edges_of_type(
+        &self,
+        edge_type: &str,
+        after: Option<&EdgeKey>,
+        limit: usize,
+    ) -> Result<Vec<Edge>, Error> {
+        Ok(self.read.edges_by_type(edge_type, after, limit)?)
+    }
+
+    /// Edges waiting for a node that is not in the log yet, with the node they wait for: the
+    /// graph's known unknowns (a missing parent event, an explicit edge to an absent node).
+    pub fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, Error> {
+        Ok(self.read.pending_edges()?)
+    }
+
+    /// Log records from `from`, at most `limit`.
+    pub fn log(&self, from: u64, limit: usize) -> Result<Vec<LogEntry>, Error> {
+        Ok(self.read.read_from(from.max(1), limit)?)
+    }
+
+    /// Counts and sizes.
+    pub fn stats(&self) -> Result<Stats, Error> {
+        let counts = self.read.counts()?;
+        Ok(Stats {
+            log_length: self.read.head()?,
+            projected_through: self.read.projected_through()?,
+            nodes: counts.nodes,
+            edges: counts.edges,
+            pending_edges: counts.pending_edges,
+            bytes_on_disk: self.bytes_on_disk,
+            format_version: FORMAT_VERSION,
+            modules: self.schema.modules().to_vec(),
+        })
+    }
+}

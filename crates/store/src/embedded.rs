@@ -1,0 +1,651 @@
+//! The embedded backend: one SQLite file in WAL mode holding the log and the projected graph.
+//!
+//! # Storage layout (format version 1)
+//!
+//! ```text
+//! log            (position INTEGER PRIMARY KEY, kind, record_id, recorded_at, body)  UNIQUE(kind, record_id)
+//! nodes          (label, id, props)                                                 PK(label, id)
+//! edges          (from_label, from_id, edge_type, to_label, to_id, qualifier, props) PK in that order
+//!                index edges_in (to_label, to_id, edge_type, ...), edges_type (edge_type, ...)
+//! session_order  (session_id, at_ns, event_id)                                      PK in that order
+//! meta           (key, value)          projected_through = last log position folded into the graph
+//! pending_edges  (wait_label, wait_id, <edge key>, props)                           PK(wait, edge key)
+//! ```
+//!
+//! `PRAGMA application_id` marks the file as ctxgraph's and `PRAGMA user_version` holds the format
+//! version; `docs/storage-format.md` is the full description, including the commit protocol.
+//! Durability: `synchronous = FULL` in WAL mode, so a committed write transaction has been fsynced
+//! to the WAL before `commit` returns; a crash loses no committed transaction.
+
+use std::path::{Path, PathBuf};
+
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
+use ctxgraph_ontology::{RecordKind, ValidRecord};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+
+use crate::{
+    Appended, GraphCounts, GraphReader, GraphStore, Log, LogEntry, LogReader, SessionSlot,
+    StoreError,
+};
+
+/// The newest on-disk format this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// `PRAGMA application_id` of a ctxgraph store: "ctxg" in ASCII.
+const APPLICATION_ID: i32 = 0x6374_7867;
+
+/// Migrations from version N-1 to N, applied in order inside one transaction at open.
+const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("format_v1.sql"))];
+
+/// Whether opening may create a missing store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create the file if it does not exist.
+    CreateIfMissing,
+    /// Fail with [`StoreError::Missing`] if it does not exist.
+    MustExist,
+}
+
+/// An open embedded store.
+#[derive(Debug)]
+pub struct Embedded {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Embedded {
+    /// Open (or create) the store at `path`, applying migrations to an older format.
+    ///
+    /// Opening a current-format store writes nothing.
+    pub fn open(path: &Path, mode: OpenMode) -> Result<Embedded, StoreError> {
+        let exists = path.exists();
+        if !exists && mode == OpenMode::MustExist {
+            return Err(StoreError::Missing(path.to_owned()));
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let not_a_store = |_| StoreError::NotAStore(path.to_owned());
+        let app_id: i32 =
+            conn.pragma_query_value(None, "application_id", |r| r.get(0)).map_err(not_a_store)?;
+        let version: u32 =
+            conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(not_a_store)?;
+        let fresh = app_id == 0 && version == 0 && table_count(&conn).map_err(not_a_store)? == 0;
+        if !fresh && app_id != APPLICATION_ID {
+            return Err(StoreError::NotAStore(path.to_owned()));
+        }
+        if version > FORMAT_VERSION {
+            return Err(StoreError::TooNew { found: version, supported: FORMAT_VERSION });
+        }
+        if fresh {
+            // WAL is persistent in the file header: set once, at creation.
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+        }
+        // Per-connection settings: these write nothing to the file.
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "OFF")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let mut store = Embedded { conn, path: path.to_owned() };
+        if version < FORMAT_VERSION {
+            store.migrate(version)?;
+        }
+        Ok(store)
+    }
+
+    fn migrate(&mut self, from: u32) -> Result<(), StoreError> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
+        for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > from) {
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", version)?;
+        }
+        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes on disk: the database file plus its write-ahead log.
+    pub fn size_on_disk(&self) -> u64 {
+        let wal = PathBuf::from(format!("{}-wal", self.path.display()));
+        [self.path.as_path(), wal.as_path()]
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// Start the single write transaction. Its changes are durable when [`EmbeddedWrite::commit`]
+    /// returns and discarded if it is dropped.
+    pub fn begin_write(&mut self) -> Result<EmbeddedWrite<'_>, StoreError> {
+        Ok(EmbeddedWrite {
+            tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
+        })
+    }
+
+    /// Start a read transaction: a consistent snapshot for as long as it lives.
+    pub fn begin_read(&self) -> Result<EmbeddedRead<'_>, StoreError> {
+        Ok(EmbeddedRead { tx: self.conn.unchecked_transaction()? })
+    }
+
+    /// Copy the WAL into the main file and truncate it (`ctxgraph` runs this after bulk loads).
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+}
+
+fn table_count(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+}
+
+/// A read snapshot of the embedded store.
+pub struct EmbeddedRead<'a> {
+    tx: rusqlite::Transaction<'a>,
+}
+
+/// The write transaction of the embedded store.
+pub struct EmbeddedWrite<'a> {
+    tx: rusqlite::Transaction<'a>,
+}
+
+impl EmbeddedWrite<'_> {
+    /// Commit: durable (fsynced) on return.
+    pub fn commit(self) -> Result<(), StoreError> {
+        self.tx.commit()?;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- shared read implementation
+
+fn props_from(text: &str) -> Result<Properties, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Corruption(format!("properties do not decode: {e}")))
+}
+
+fn props_to(props: &Properties) -> String {
+    serde_json::Value::Object(props.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .to_string()
+}
+
+fn position(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn sql_int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+const LOG_COLUMNS: &str = "position, kind, record_id, recorded_at, body";
+
+fn log_entry(row: &Row<'_>) -> rusqlite::Result<(i64, String, String, String, String)> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+}
+
+fn decode_entry(raw: (i64, String, String, String, String)) -> Result<LogEntry, StoreError> {
+    let (pos, kind, id, recorded_at, body) = raw;
+    let kind = RecordKind::parse(&kind).ok_or_else(|| {
+        StoreError::Corruption(format!("log position {pos} has unknown kind `{kind}`"))
+    })?;
+    Ok(LogEntry { position: position(pos), kind, id, recorded_at, body })
+}
+
+const EDGE_COLUMNS: &str = "from_label, from_id, edge_type, to_label, to_id, qualifier, props";
+
+fn edge_row(row: &Row<'_>) -> rusqlite::Result<(EdgeKey, String)> {
+    Ok((
+        EdgeKey {
+            from: NodeKey { label: row.get(0)?, id: row.get(1)? },
+            edge_type: row.get(2)?,
+            to: NodeKey { label: row.get(3)?, id: row.get(4)? },
+            qualifier: row.get(5)?,
+        },
+        row.get(6)?,
+    ))
+}
+
+fn collect_edges(
+    rows: impl Iterator<Item = rusqlite::Result<(EdgeKey, String)>>,
+) -> Result<Vec<Edge>, StoreError> {
+    rows.map(|r| {
+        let (key, props) = r?;
+        Ok(Edge { key, props: props_from(&props)? })
+    })
+    .collect()
+}
+
+fn slot_row(row: &Row<'_>) -> rusqlite::Result<SessionSlot> {
+    Ok(SessionSlot { at_ns: row.get(0)?, event_id: row.get(1)? })
+}
+
+fn log_head(c: &Connection) -> Result<u64, StoreError> {
+    let v: Option<i64> = c.query_row("SELECT max(position) FROM log", [], |r| r.get(0))?;
+    Ok(v.map_or(0, position))
+}
+
+fn log_get(c: &Connection, kind: RecordKind, id: &str) -> Result<Option<LogEntry>, StoreError> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {LOG_COLUMNS} FROM log WHERE kind = ?1 AND record_id = ?2"
+    ))?;
+    st.query_row(params![kind.as_str(), id], log_entry).optional()?.map(decode_entry).transpose()
+}
+
+fn log_read_from(c: &Connection, from: u64, limit: usize) -> Result<Vec<LogEntry>, StoreError> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {LOG_COLUMNS} FROM log WHERE position >= ?1 ORDER BY position LIMIT ?2"
+    ))?;
+    let rows = st.query_map(params![sql_int(from), sql_int(limit as u64)], log_entry)?;
+    rows.map(|r| decode_entry(r?)).collect()
+}
+
+fn log_read_kind(c: &Connection, kind: RecordKind) -> Result<Vec<LogEntry>, StoreError> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {LOG_COLUMNS} FROM log WHERE kind = ?1 ORDER BY position"
+    ))?;
+    let rows = st.query_map(params![kind.as_str()], log_entry)?;
+    rows.map(|r| decode_entry(r?)).collect()
+}
+
+fn graph_node(c: &Connection, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+    let mut st = c.prepare_cached("SELECT props FROM nodes WHERE label = ?1 AND id = ?2")?;
+    let props: Option<String> =
+        st.query_row(params![key.label, key.id], |r| r.get(0)).optional()?;
+    props.map(|p| Ok(Node { key: key.clone(), props: props_from(&p)? })).transpose()
+}
+
+fn graph_edge(c: &Connection, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
+    let mut st = c.prepare_cached(
+        "SELECT props FROM edges WHERE from_label = ?1 AND from_id = ?2 AND edge_type = ?3 AND to_label = ?4 AND to_id = ?5 AND qualifier = ?6",
+    )?;
+    let props: Option<String> = st
+        .query_row(
+            params![
+                key.from.label,
+                key.from.id,
+                key.edge_type,
+                key.to.label,
+                key.to.id,
+                key.qualifier
+            ],
+            |r| r.get(0),
+        )
+        .optional()?;
+    props.map(|p| Ok(Edge { key: key.clone(), props: props_from(&p)? })).transpose()
+}
+
+fn graph_edges_of(
+    c: &Connection,
+    key: &NodeKey,
+    edge_type: Option<&str>,
+    direction: Direction,
+) -> Result<Vec<Edge>, StoreError> {
+    let mut out = Vec::new();
+    let type_filter = if edge_type.is_some() { "AND edge_type = ?3" } else { "AND ?3 IS NULL" };
+    if matches!(direction, Direction::Out | Direction::Both) {
+        let mut st = c.prepare_cached(&format!(
+            "SELECT {EDGE_COLUMNS} FROM edges WHERE from_label = ?1 AND from_id = ?2 {type_filter} ORDER BY edge_type, to_label, to_id, qualifier"
+        ))?;
+        out.extend(collect_edges(st.query_map(params![key.label, key.id, edge_type], edge_row)?)?);
+    }
+    if matches!(direction, Direction::In | Direction::Both) {
+        let mut st = c.prepare_cached(&format!(
+            "SELECT {EDGE_COLUMNS} FROM edges WHERE to_label = ?1 AND to_id = ?2 {type_filter} ORDER BY edge_type, from_label, from_id, qualifier"
+        ))?;
+        out.extend(collect_edges(st.query_map(params![key.label, key.id, edge_type], edge_row)?)?);
+    }
+    Ok(out)
+}
+
+fn graph_nodes_by_label(
+    c: &Connection,
+    label: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Node>, StoreError> {
+    let mut st = c.prepare_cached(
+        "SELECT id, props FROM nodes WHERE label = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+    )?;
+    let rows = st.query_map(params![label, after.unwrap_or(""), sql_int(limit as u64)], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    rows.map(|r| {
+        let (id, props) = r?;
+        Ok(Node { key: NodeKey { label: label.to_owned(), id }, props: props_from(&props)? })
+    })
+    .collect()
+}
+
+fn graph_edges_by_type(
+    c: &Connection,
+    edge_type: &str,
+    after: Option<&EdgeKey>,
+    limit: usize,
+) -> Result<Vec<Edge>, StoreError> {
+    let limit = sql_int(limit as u64);
+    match after {
+        None => {
+            let mut st = c.prepare_cached(&format!(
+                "SELECT {EDGE_COLUMNS} FROM edges WHERE edge_type = ?1 ORDER BY from_label, from_id, to_label, to_id, qualifier LIMIT ?2"
+            ))?;
+            collect_edges(st.query_map(params![edge_type, limit], edge_row)?)
+        }
+        Some(k) => {
+            let mut st = c.prepare_cached(&format!(
+                "SELECT {EDGE_COLUMNS} FROM edges WHERE edge_type = ?1 AND (from_label, from_id, to_label, to_id, qualifier) > (?2, ?3, ?4, ?5, ?6) ORDER BY from_label, from_id, to_label, to_id, qualifier LIMIT ?7"
+            ))?;
+            collect_edges(st.query_map(
+                params![
+                    edge_type,
+                    k.from.label,
+                    k.from.id,
+                    k.to.label,
+                    k.to.id,
+                    k.qualifier,
+                    limit
+                ],
+                edge_row,
+            )?)
+        }
+    }
+}
+
+fn graph_session_events(
+    c: &Connection,
+    session_id: &str,
+    limit: usize,
+) -> Result<Vec<SessionSlot>, StoreError> {
+    let mut st =
+        c.prepare_cached("SELECT at_ns, event_id FROM session_order WHERE session_id = ?1 ORDER BY at_ns, event_id LIMIT ?2")?;
+    let rows = st.query_map(params![session_id, sql_int(limit as u64)], slot_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn graph_session_neighbors(
+    c: &Connection,
+    session_id: &str,
+    slot: &SessionSlot,
+) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError> {
+    let mut before = c.prepare_cached(
+        "SELECT at_ns, event_id FROM session_order WHERE session_id = ?1 AND (at_ns, event_id) < (?2, ?3) ORDER BY at_ns DESC, event_id DESC LIMIT 1",
+    )?;
+    let prev =
+        before.query_row(params![session_id, slot.at_ns, slot.event_id], slot_row).optional()?;
+    let mut after = c.prepare_cached(
+        "SELECT at_ns, event_id FROM session_order WHERE session_id = ?1 AND (at_ns, event_id) > (?2, ?3) ORDER BY at_ns, event_id LIMIT 1",
+    )?;
+    let next =
+        after.query_row(params![session_id, slot.at_ns, slot.event_id], slot_row).optional()?;
+    Ok((prev, next))
+}
+
+const PENDING_COLUMNS: &str =
+    "wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, qualifier, props";
+
+fn pending_row(row: &Row<'_>) -> rusqlite::Result<(NodeKey, EdgeKey, String)> {
+    Ok((
+        NodeKey { label: row.get(0)?, id: row.get(1)? },
+        EdgeKey {
+            from: NodeKey { label: row.get(2)?, id: row.get(3)? },
+            edge_type: row.get(4)?,
+            to: NodeKey { label: row.get(5)?, id: row.get(6)? },
+            qualifier: row.get(7)?,
+        },
+        row.get(8)?,
+    ))
+}
+
+fn graph_pending_for(c: &Connection, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {PENDING_COLUMNS} FROM pending_edges WHERE wait_label = ?1 AND wait_id = ?2 ORDER BY from_label, from_id, edge_type, to_label, to_id, qualifier"
+    ))?;
+    let rows = st.query_map(params![key.label, key.id], pending_row)?;
+    rows.map(|r| {
+        let (_, key, props) = r?;
+        Ok(Edge { key, props: props_from(&props)? })
+    })
+    .collect()
+}
+
+fn graph_pending_edges(c: &Connection) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {PENDING_COLUMNS} FROM pending_edges ORDER BY 1, 2, 3, 4, 5, 6, 7, 8"
+    ))?;
+    let rows = st.query_map([], pending_row)?;
+    rows.map(|r| {
+        let (wait, key, props) = r?;
+        Ok((wait, Edge { key, props: props_from(&props)? }))
+    })
+    .collect()
+}
+
+fn graph_counts(c: &Connection) -> Result<GraphCounts, StoreError> {
+    let group = |sql: &str| -> Result<Vec<(String, u64)>, StoreError> {
+        let mut st = c.prepare_cached(sql)?;
+        let rows =
+            st.query_map([], |r| Ok((r.get::<_, String>(0)?, position(r.get::<_, i64>(1)?))))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    };
+    let pending: i64 = c.query_row("SELECT count(*) FROM pending_edges", [], |r| r.get(0))?;
+    Ok(GraphCounts {
+        nodes: group("SELECT label, count(*) FROM nodes GROUP BY label ORDER BY label")?,
+        edges: group(
+            "SELECT edge_type, count(*) FROM edges GROUP BY edge_type ORDER BY edge_type",
+        )?,
+        pending_edges: position(pending),
+    })
+}
+
+/// Implements the read traits for a type that derefs to a connection.
+macro_rules! impl_readers {
+    ($t:ident) => {
+        impl LogReader for $t<'_> {
+            fn head(&self) -> Result<u64, StoreError> {
+                log_head(&self.tx)
+            }
+            fn get(&self, kind: RecordKind, id: &str) -> Result<Option<LogEntry>, StoreError> {
+                log_get(&self.tx, kind, id)
+            }
+            fn read_from(&self, from: u64, limit: usize) -> Result<Vec<LogEntry>, StoreError> {
+                log_read_from(&self.tx, from, limit)
+            }
+            fn read_kind(&self, kind: RecordKind) -> Result<Vec<LogEntry>, StoreError> {
+                log_read_kind(&self.tx, kind)
+            }
+        }
+
+        impl GraphReader for $t<'_> {
+            fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+                graph_node(&self.tx, key)
+            }
+            fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
+                graph_edge(&self.tx, key)
+            }
+            fn edges_of(
+                &self,
+                key: &NodeKey,
+                edge_type: Option<&str>,
+                direction: Direction,
+            ) -> Result<Vec<Edge>, StoreError> {
+                graph_edges_of(&self.tx, key, edge_type, direction)
+            }
+            fn nodes_by_label(
+                &self,
+                label: &str,
+                after: Option<&str>,
+                limit: usize,
+            ) -> Result<Vec<Node>, StoreError> {
+                graph_nodes_by_label(&self.tx, label, after, limit)
+            }
+            fn edges_by_type(
+                &self,
+                edge_type: &str,
+                after: Option<&EdgeKey>,
+                limit: usize,
+            ) -> Result<Vec<Edge>, StoreError> {
+                graph_edges_by_type(&self.tx, edge_type, after, limit)
+            }
+            fn session_events(
+                &self,
+                session_id: &str,
+                limit: usize,
+            ) -> Result<Vec<SessionSlot>, StoreError> {
+                graph_session_events(&self.tx, session_id, limit)
+            }
+            fn session_neighbors(
+                &self,
+                session_id: &str,
+                slot: &SessionSlot,
+            ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError> {
+                graph_session_neighbors(&self.tx, session_id, slot)
+            }
+            fn pending_for(&self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+                graph_pending_for(&self.tx, key)
+            }
+            fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
+                graph_pending_edges(&self.tx)
+            }
+            fn counts(&self) -> Result<GraphCounts, StoreError> {
+                graph_counts(&self.tx)
+            }
+            fn projected_through(&self) -> Result<u64, StoreError> {
+                let v: i64 = self.tx.query_row(
+                    "SELECT value FROM meta WHERE key = 'projected_through'",
+                    [],
+                    |r| r.get(0),
+                )?;
+                Ok(position(v))
+            }
+        }
+    };
+}
+
+impl_readers!(EmbeddedRead);
+impl_readers!(EmbeddedWrite);
+
+impl Log for EmbeddedWrite<'_> {
+    fn append(&mut self, record: &ValidRecord, recorded_at: &str) -> Result<Appended, StoreError> {
+        let kind = record.kind();
+        let existing: Option<(i64, String)> = self
+            .tx
+            .prepare_cached("SELECT position, body FROM log WHERE kind = ?1 AND record_id = ?2")?
+            .query_row(params![kind.as_str(), record.id()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if let Some((pos, body)) = existing {
+            return if body == record.canonical() {
+                Ok(Appended::Duplicate(position(pos)))
+            } else {
+                Err(StoreError::Conflict {
+                    kind: kind.as_str(),
+                    id: record.id().to_owned(),
+                    position: position(pos),
+                })
+            };
+        }
+        self.tx
+            .prepare_cached(
+                "INSERT INTO log (kind, record_id, recorded_at, body) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![kind.as_str(), record.id(), recorded_at, record.canonical()])?;
+        Ok(Appended::New(position(self.tx.last_insert_rowid())))
+    }
+}
+
+impl GraphStore for EmbeddedWrite<'_> {
+    fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("INSERT OR REPLACE INTO nodes (label, id, props) VALUES (?1, ?2, ?3)")?
+            .execute(params![node.key.label, node.key.id, props_to(&node.props)])?;
+        Ok(())
+    }
+
+    fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
+        let k = &edge.key;
+        self.tx
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO edges ({EDGE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ))?
+            .execute(params![
+                k.from.label,
+                k.from.id,
+                k.edge_type,
+                k.to.label,
+                k.to.id,
+                k.qualifier,
+                props_to(&edge.props)
+            ])?;
+        Ok(())
+    }
+
+    fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError> {
+        let n = self
+            .tx
+            .prepare_cached(
+                "DELETE FROM edges WHERE from_label = ?1 AND from_id = ?2 AND edge_type = ?3 AND to_label = ?4 AND to_id = ?5 AND qualifier = ?6",
+            )?
+            .execute(params![key.from.label, key.from.id, key.edge_type, key.to.label, key.to.id, key.qualifier])?;
+        Ok(n > 0)
+    }
+
+    fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("INSERT OR IGNORE INTO session_order (session_id, at_ns, event_id) VALUES (?1, ?2, ?3)")?
+            .execute(params![session_id, slot.at_ns, slot.event_id])?;
+        Ok(())
+    }
+
+    fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
+        let k = &edge.key;
+        self.tx
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO pending_edges ({PENDING_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+            ))?
+            .execute(params![
+                waiting_for.label,
+                waiting_for.id,
+                k.from.label,
+                k.from.id,
+                k.edge_type,
+                k.to.label,
+                k.to.id,
+                k.qualifier,
+                props_to(&edge.props)
+            ])?;
+        Ok(())
+    }
+
+    fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        let edges = graph_pending_for(&self.tx, key)?;
+        if !edges.is_empty() {
+            self.tx
+                .prepare_cached("DELETE FROM pending_edges WHERE wait_label = ?1 AND wait_id = ?2")?
+                .execute(params![key.label, key.id])?;
+        }
+        Ok(edges)
+    }
+
+    fn set_projected_through(&mut self, position: u64) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("UPDATE meta SET value = ?1 WHERE key = 'projected_through'")?
+            .execute(params![sql_int(position)])?;
+        Ok(())
+    }
+
+    fn clear_graph(&mut self) -> Result<(), StoreError> {
+        self.tx.execute_batch(
+            "DELETE FROM nodes; DELETE FROM edges; DELETE FROM session_order; DELETE FROM pending_edges;
+             UPDATE meta SET value = 0 WHERE key = 'projected_through';",
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

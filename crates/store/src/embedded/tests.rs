@@ -1,0 +1,149 @@
+//! Tests of the embedded backend: log idempotency, durability across reopen, graph upserts, format checks.
+
+use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey, Properties};
+use ctxgraph_ontology::{Limits, Schema, validate};
+use tempfile::TempDir;
+
+use super::*;
+
+fn record(id: &str, agent: &str) -> ValidRecord {
+    let text = serde_json::json!({
+        "event_id": id, "event_type": "agent.invoke", "occurred_at": "2026-11-20T09:00:00Z",
+        "session_id": "s", "agent_id": agent, "trace_id": "t"
+    })
+    .to_string();
+    validate(&Schema::core().unwrap(), &Limits::default(), &text).unwrap()
+}
+
+fn open(dir: &TempDir) -> Embedded {
+    Embedded::open(&dir.path().join("g.ctxg"), OpenMode::CreateIfMissing).unwrap()
+}
+
+#[test]
+fn append_is_idempotent_by_id_and_refuses_conflicts() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    assert_eq!(w.append(&record("e1", "a"), "t0").unwrap(), Appended::New(1));
+    assert_eq!(w.append(&record("e2", "a"), "t0").unwrap(), Appended::New(2));
+    assert_eq!(w.append(&record("e1", "a"), "t1").unwrap(), Appended::Duplicate(1));
+    let err = w.append(&record("e1", "b"), "t1").unwrap_err();
+    assert_eq!(err.code(), "log.conflict");
+    assert!(err.to_string().contains("event `e1` already exists at log position 1"));
+    w.commit().unwrap();
+    let r = store.begin_read().unwrap();
+    assert_eq!(r.head().unwrap(), 2);
+    let all = r.read_from(1, 10).unwrap();
+    assert_eq!(all.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["e1", "e2"]);
+    assert_eq!(r.read_from(2, 10).unwrap().len(), 1);
+}
+
+#[test]
+fn committed_writes_survive_reopen_and_dropped_ones_vanish() {
+    let dir = TempDir::new().unwrap();
+    {
+        let mut store = open(&dir);
+        let mut w = store.begin_write().unwrap();
+        w.append(&record("e1", "a"), "t0").unwrap();
+        w.commit().unwrap();
+        let mut w = store.begin_write().unwrap();
+        w.append(&record("e2", "a"), "t0").unwrap();
+        drop(w);
+    }
+    let store = open(&dir);
+    let r = store.begin_read().unwrap();
+    assert_eq!(r.head().unwrap(), 1);
+    assert!(r.get(RecordKind::Event, "e1").unwrap().is_some());
+    assert!(r.get(RecordKind::Event, "e2").unwrap().is_none());
+}
+
+#[test]
+fn graph_upserts_neighbours_and_pending_edges() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    let a = NodeKey::new("Event", "a");
+    let b = NodeKey::new("Event", "b");
+    let mut props = Properties::new();
+    props.insert("event_id".into(), "a".into());
+    w.put_node(&Node { key: a.clone(), props: props.clone() }).unwrap();
+    let mut eprops = Properties::new();
+    eprops.insert("mechanism".into(), "direct".into());
+    let edge = Edge {
+        key: EdgeKey {
+            edge_type: "CAUSED_BY".into(),
+            from: a.clone(),
+            to: b.clone(),
+            qualifier: "direct".into(),
+        },
+        props: eprops,
+    };
+    w.put_pending(&b, &edge).unwrap();
+    assert_eq!(w.counts().unwrap().pending_edges, 1);
+    assert_eq!(w.take_pending(&b).unwrap(), vec![edge.clone()]);
+    assert!(w.take_pending(&b).unwrap().is_empty());
+    w.put_edge(&edge).unwrap();
+    assert_eq!(w.edges_of(&a, None, Direction::Out).unwrap(), vec![edge.clone()]);
+    assert_eq!(w.edges_of(&b, Some("CAUSED_BY"), Direction::In).unwrap(), vec![edge.clone()]);
+    assert!(w.edges_of(&b, Some("FOLLOWS"), Direction::Both).unwrap().is_empty());
+    assert_eq!(w.edges_by_type("CAUSED_BY", None, 10).unwrap().len(), 1);
+    assert!(w.edges_by_type("CAUSED_BY", Some(&edge.key), 10).unwrap().is_empty());
+    assert!(w.delete_edge(&edge.key).unwrap());
+    assert!(!w.delete_edge(&edge.key).unwrap());
+    w.commit().unwrap();
+}
+
+#[test]
+fn session_neighbours_order_by_time_then_id() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    for (ns, id) in [(10, "b"), (10, "a"), (30, "c")] {
+        w.put_session_slot("s", &SessionSlot { at_ns: ns, event_id: id.into() }).unwrap();
+    }
+    let mid = SessionSlot { at_ns: 20, event_id: "m".into() };
+    let (prev, next) = w.session_neighbors("s", &mid).unwrap();
+    assert_eq!(prev.unwrap().event_id, "b");
+    assert_eq!(next.unwrap().event_id, "c");
+    let ids: Vec<_> = w.session_events("s", 10).unwrap().into_iter().map(|s| s.event_id).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    w.commit().unwrap();
+}
+
+#[test]
+fn missing_foreign_and_too_new_files_are_refused() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("absent.ctxg");
+    assert_eq!(Embedded::open(&path, OpenMode::MustExist).unwrap_err().code(), "store.missing");
+
+    let junk = dir.path().join("junk.ctxg");
+    std::fs::write(&junk, b"this is not a database, just some text padded out to a page.......")
+        .unwrap();
+    assert_eq!(Embedded::open(&junk, OpenMode::MustExist).unwrap_err().code(), "store.not_a_store");
+
+    let path = dir.path().join("new.ctxg");
+    drop(Embedded::open(&path, OpenMode::CreateIfMissing).unwrap());
+    {
+        let c = Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", FORMAT_VERSION + 1).unwrap();
+    }
+    assert_eq!(Embedded::open(&path, OpenMode::MustExist).unwrap_err().code(), "store.too_new");
+}
+
+#[test]
+fn opening_a_current_store_writes_nothing() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("g.ctxg");
+    {
+        let mut store = open(&dir);
+        let mut w = store.begin_write().unwrap();
+        w.append(&record("e1", "a"), "t0").unwrap();
+        w.commit().unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    {
+        let store = Embedded::open(&path, OpenMode::MustExist).unwrap();
+        let _ = store.begin_read().unwrap().head().unwrap();
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}

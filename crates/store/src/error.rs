@@ -1,0 +1,57 @@
+//! Storage errors: I/O, corruption, bad input (conflicts) and format versions kept apart.
+
+use std::path::PathBuf;
+
+/// Why a storage operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database engine or the file system failed (a service error).
+    #[error("storage failure: {0}")]
+    Io(#[from] rusqlite::Error),
+    /// Stored data does not decode: the file was damaged or written by something else.
+    #[error("store is corrupt: {0}")]
+    Corruption(String),
+    /// A record with this kind and id exists with different content (a user error).
+    #[error(
+        "{kind} `{id}` already exists at log position {position} with different content; records are immutable (rule: log.conflict)"
+    )]
+    Conflict {
+        /// Record kind.
+        kind: &'static str,
+        /// Record id.
+        id: String,
+        /// Where the existing record is.
+        position: u64,
+    },
+    /// No store at the path and creation was not asked for.
+    #[error("no ctxgraph store at {0}: run `ctxgraph init` or pass --db")]
+    Missing(PathBuf),
+    /// The file is not a ctxgraph store.
+    #[error("{0} is not a ctxgraph store")]
+    NotAStore(PathBuf),
+    /// The store was written by a newer ctxgraph.
+    #[error(
+        "store format version {found} is newer than this build supports ({supported}): upgrade ctxgraph"
+    )]
+    TooNew {
+        /// Version in the file.
+        found: u32,
+        /// Newest version this build reads.
+        supported: u32,
+    },
+}
+
+impl StoreError {
+    /// Stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Io(_) => "store.io",
+            StoreError::Corruption(_) => "store.corruption",
+            StoreError::Conflict { .. } => "log.conflict",
+            StoreError::Missing(_) => "store.missing",
+            StoreError::NotAStore(_) => "store.not_a_store",
+            StoreError::TooNew { .. } => "store.too_new",
+        }
+    }
+}

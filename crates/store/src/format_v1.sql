@@ -1,0 +1,51 @@
+-- ctxgraph embedded store, format version 1. See docs/storage-format.md.
+CREATE TABLE log (
+    position    INTEGER PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    record_id   TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    UNIQUE (kind, record_id)
+);
+CREATE TABLE nodes (
+    label TEXT NOT NULL,
+    id    TEXT NOT NULL,
+    props TEXT NOT NULL,
+    PRIMARY KEY (label, id)
+) WITHOUT ROWID;
+CREATE TABLE edges (
+    from_label TEXT NOT NULL,
+    from_id    TEXT NOT NULL,
+    edge_type  TEXT NOT NULL,
+    to_label   TEXT NOT NULL,
+    to_id      TEXT NOT NULL,
+    qualifier  TEXT NOT NULL,
+    props      TEXT NOT NULL,
+    PRIMARY KEY (from_label, from_id, edge_type, to_label, to_id, qualifier)
+) WITHOUT ROWID;
+CREATE INDEX edges_in ON edges (to_label, to_id, edge_type, from_label, from_id, qualifier);
+CREATE INDEX edges_type ON edges (edge_type, from_label, from_id, to_label, to_id, qualifier);
+CREATE TABLE session_order (
+    session_id TEXT NOT NULL,
+    at_ns      INTEGER NOT NULL,
+    event_id   TEXT NOT NULL,
+    PRIMARY KEY (session_id, at_ns, event_id)
+) WITHOUT ROWID;
+CREATE TABLE pending_edges (
+    wait_label TEXT NOT NULL,
+    wait_id    TEXT NOT NULL,
+    from_label TEXT NOT NULL,
+    from_id    TEXT NOT NULL,
+    edge_type  TEXT NOT NULL,
+    to_label   TEXT NOT NULL,
+    to_id      TEXT NOT NULL,
+    qualifier  TEXT NOT NULL,
+    props      TEXT NOT NULL,
+    PRIMARY KEY (wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, qualifier)
+) WITHOUT ROWID;
+-- Projection bookkeeping: `projected_through` is the last log position folded into the graph.
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('projected_through', 0);
