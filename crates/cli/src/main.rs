@@ -1,1 +1,78 @@
-fn main() {}
+//! The `ctxgraph` binary: argument parsing, dispatch and exit codes.
+
+mod args;
+mod bench;
+mod chain;
+mod demo;
+mod ingest;
+mod output;
+mod read;
+mod schema;
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use ctxgraph::{Engine, EngineOptions, OpenMode};
+
+use crate::args::{BenchCommand, Cli, Command};
+
+/// How a successful command ended.
+pub(crate) enum Outcome {
+    /// Exit 0.
+    Done,
+    /// Exit 1: the query ran and found nothing.
+    NotFound,
+    /// Exit 2 without an error message of its own (the command already explained).
+    Failed,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::NotFound) => ExitCode::from(1),
+        Ok(Outcome::Failed) => ExitCode::from(2),
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Open the store named by `--db`.
+pub(crate) fn open(cli: &Cli, mode: OpenMode, options: EngineOptions) -> anyhow::Result<Engine> {
+    Engine::open(&cli.db, mode, options)
+        .with_context(|| format!("opening store {}", cli.db.display()))
+}
+
+fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    match &cli.command {
+        Command::Demo => demo::run(&cli),
+        Command::Init => read::init(&cli),
+        Command::Ingest(args) => ingest::run(&cli, args),
+        Command::Get { id } => read::get(&cli, id),
+        Command::Neighbors { id, edge, direction, label } => {
+            read::neighbors(&cli, id, edge.as_deref(), *direction, label.as_deref())
+        }
+        Command::Session { id, limit } => read::session(&cli, id, *limit),
+        Command::Chain { id } => chain::run(&cli, id),
+        Command::View { view, limit } => read::view(&cli, *view, *limit),
+        Command::Stats => read::stats(&cli),
+        Command::Log { from, limit } => read::log(&cli, *from, *limit),
+        Command::Schema(cmd) => schema::run(&cli, cmd),
+        Command::Reproject => read::reproject(&cli),
+        Command::Generate { events, seed } => read::generate(*events, *seed),
+        Command::Bench(BenchCommand::Ingest { events, batch_size, dir }) => {
+            bench::ingest(*events, *batch_size, dir.as_deref(), cli.json)
+        }
+    }
+}

@@ -68,6 +68,28 @@ mod tests {
     }
 
     #[test]
+    fn children_sometimes_arrive_before_their_parents() {
+        let events: Vec<Value> = crate::trace(&crate::TraceConfig::default()).collect();
+        let shuffled = shuffled_arrival(events.clone(), 5, 8);
+        assert_eq!(shuffled.len(), events.len());
+        let mut arrived = std::collections::BTreeSet::new();
+        let mut early_children = 0;
+        for event in &shuffled {
+            if let Some(parent) = event.get("parent_event_id")
+                && !arrived.contains(parent.as_str().unwrap())
+            {
+                early_children += 1;
+            }
+            arrived.insert(event["event_id"].as_str().unwrap());
+        }
+        assert!(early_children > 0);
+        assert!(
+            early_children < events.len() / 4,
+            "{early_children} early children is not 'sometimes'"
+        );
+    }
+
+    #[test]
     fn zero_displacement_keeps_order_and_same_seed_is_stable() {
         assert_eq!(positions(&shuffled_arrival(numbered(50), 1, 0)), (0..50).collect::<Vec<_>>());
         assert_eq!(shuffled_arrival(numbered(200), 9, 5), shuffled_arrival(numbered(200), 9, 5));

@@ -8,7 +8,7 @@
 use chrono::{DateTime, FixedOffset, TimeDelta};
 use rand::Rng;
 use rand::rngs::SmallRng;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::text::Ctx;
 
@@ -85,10 +85,8 @@ impl Step {
         self
     }
 
-    fn payload(mut self, payload: Value) -> Step {
-        if let Value::Object(map) = payload {
-            self.payload = map;
-        }
+    fn payload(mut self, payload: Map<String, Value>) -> Step {
+        self.payload = payload;
         self
     }
 
@@ -143,6 +141,11 @@ impl ToolCall {
     }
 }
 
+/// Builds a JSON object from key/value pairs, moving the values in rather than copying them.
+fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
+    pairs.into_iter().map(|(key, value)| (key.to_owned(), value)).collect()
+}
+
 /// Typical wall-clock range of a successful call, in milliseconds.
 fn typical_duration(tool: &str) -> (u64, u64) {
     match tool {
@@ -153,7 +156,7 @@ fn typical_duration(tool: &str) -> (u64, u64) {
         "web_search" => (400, 4_000),
         "vector_lookup" => (60, 900),
         "send_email" => (200, 2_000),
-        "run_tests" => (8_000, 40_000),
+        "run_tests" => (8_000, 36_000),
         _ => (100, 2_000),
     }
 }
@@ -269,9 +272,11 @@ impl<'a> Planner<'a> {
     pub(crate) fn start(&mut self, agent: usize, scenario: &str) -> usize {
         let channel = self.pick(&crate::vocab::CHANNELS, "chat");
         let client = self.pick(&crate::vocab::CLIENTS, "cli");
-        let step = Step::new("session.start", agent)
-            .user()
-            .payload(json!({ "scenario": scenario, "channel": channel, "client": client }));
+        let step = Step::new("session.start", agent).user().payload(obj([
+            ("scenario", scenario.into()),
+            ("channel", channel.into()),
+            ("client", client.into()),
+        ]));
         self.push(0, step)
     }
 
@@ -288,7 +293,7 @@ impl<'a> Planner<'a> {
         let mut step = Step::new("observation.input", agent)
             .parent(parent)
             .user()
-            .payload(json!({ "text": text, "words": words }));
+            .payload(obj([("text", text.into()), ("words", words.into())]));
         for concept in concepts {
             step = step.entity(*concept, "concept", "object");
         }
@@ -299,10 +304,11 @@ impl<'a> Planner<'a> {
     pub(crate) fn follow_up(&mut self, parent: usize, agent: usize, text: String) -> usize {
         let gap = self.int(4_000, 38_000);
         let words = text.split_whitespace().count();
-        let step = Step::new("observation.input", agent)
-            .parent(parent)
-            .user()
-            .payload(json!({ "text": text, "words": words, "follow_up": true }));
+        let step = Step::new("observation.input", agent).parent(parent).user().payload(obj([
+            ("text", text.into()),
+            ("words", words.into()),
+            ("follow_up", true.into()),
+        ]));
         self.push(gap, step)
     }
 
@@ -311,7 +317,7 @@ impl<'a> Planner<'a> {
         let step = Step::new("agent.invoke", agent)
             .parent(parent)
             .status(Status::Running)
-            .payload(json!({ "goal": goal }));
+            .payload(obj([("goal", goal.into())]));
         self.push(gap, step)
     }
 
@@ -334,7 +340,12 @@ impl<'a> Planner<'a> {
             let step = Step::new("agent.create", from)
                 .parent(parent)
                 .status(Status::Completed)
-                .payload(json!({ "created_agent": to_name, "purpose": task, "model": model, "ttl_s": 900 }))
+                .payload(obj([
+                    ("created_agent", to_name.clone().into()),
+                    ("purpose", task.clone().into()),
+                    ("model", model.into()),
+                    ("ttl_s", 900.into()),
+                ]))
                 .entity(to_name, "agent", "result");
             parent = self.push(gap, step);
         }
@@ -342,7 +353,7 @@ impl<'a> Planner<'a> {
         let step = Step::new("agent.invoke", to)
             .parent(parent)
             .status(Status::Running)
-            .payload(json!({ "goal": task, "delegated_by": from_name }));
+            .payload(obj([("goal", task.into()), ("delegated_by", from_name.into())]));
         self.push(gap, step)
     }
 
@@ -366,19 +377,18 @@ impl<'a> Planner<'a> {
             (self.int(400, 1_500) + output_tokens * per_token + input_tokens / 10).min(MAX_GAP_MS);
         self.llm_calls += 1;
         self.tokens += input_tokens + output_tokens;
-        let mut payload = json!({
-            "model": model,
-            "prompt": prompt,
-            "response": response,
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "latency_ms": latency,
-            "temperature": if large { 0.2 } else { 0.0 },
-        });
-        if !plans.is_empty()
-            && let Value::Object(map) = &mut payload
-        {
-            map.insert("tool_calls".into(), json!(plans));
+        let mut payload = obj([
+            ("model", model.into()),
+            ("prompt", prompt.into()),
+            ("response", response.into()),
+            ("input_tokens", input_tokens.into()),
+            ("output_tokens", output_tokens.into()),
+            ("latency_ms", latency.into()),
+            ("temperature", if large { 0.2 } else { 0.0 }.into()),
+        ]);
+        if !plans.is_empty() {
+            payload
+                .insert("tool_calls".into(), plans.iter().map(|&tool| Value::from(tool)).collect());
         }
         let step =
             Step::new("llm.chat", agent).parent(parent).status(Status::Completed).payload(payload);
@@ -390,10 +400,13 @@ impl<'a> Planner<'a> {
         let gap = self.int(60, 450);
         self.llm_calls += 1;
         self.tokens += tokens;
-        let step = Step::new("llm.embed", agent)
-            .parent(parent)
-            .status(Status::Completed)
-            .payload(json!({ "model": crate::vocab::EMBED_MODEL, "input": input, "dimensions": 768, "tokens": tokens }));
+        let step =
+            Step::new("llm.embed", agent).parent(parent).status(Status::Completed).payload(obj([
+                ("model", crate::vocab::EMBED_MODEL.into()),
+                ("input", input.into()),
+                ("dimensions", 768.into()),
+                ("tokens", tokens.into()),
+            ]));
         self.push(gap, step)
     }
 
@@ -427,7 +440,7 @@ impl<'a> Planner<'a> {
             }
             (3..=5, _) => (format!("HTTP 503 from {service}"), self.int(100, 1_500), true),
             _ => {
-                let after = self.int(2, 20);
+                let after = self.int(2, 8);
                 let error = format!("rate limited by {service} (HTTP 429), retry after {after}s");
                 // A well-behaved client honours Retry-After instead of its own backoff.
                 return Failure {
@@ -442,7 +455,7 @@ impl<'a> Planner<'a> {
     }
 
     /// Runs a tool call: it may fail, be retried with backoff, and finally succeed or be given up.
-    pub(crate) fn tool(&mut self, parent: usize, agent: usize, call: ToolCall) -> Outcome {
+    pub(crate) fn tool(&mut self, parent: usize, agent: usize, mut call: ToolCall) -> Outcome {
         let mut parent = parent;
         let mut retry_of = None;
         let mut backoff = 0;
@@ -466,13 +479,13 @@ impl<'a> Planner<'a> {
                 last_error.clone_from(&failure.error);
                 retry_after = failure.retry_after_ms;
                 step = step.status(Status::Failed);
-                let payload = json!({
-                    "arguments": call.args,
-                    "error": failure.error,
-                    "retryable": failure.retryable,
-                    "duration_ms": failure.duration_ms,
-                    "attempt": attempt,
-                });
+                let payload = obj([
+                    ("arguments", call.args.clone()),
+                    ("error", failure.error.into()),
+                    ("retryable", failure.retryable.into()),
+                    ("duration_ms", failure.duration_ms.into()),
+                    ("attempt", attempt.into()),
+                ]);
                 (payload, failure.duration_ms, failure.retryable)
             } else {
                 for write in &call.writes {
@@ -480,17 +493,18 @@ impl<'a> Planner<'a> {
                 }
                 let duration = self.int(call.ms.0, call.ms.1);
                 step = step.status(Status::Completed);
-                let payload = json!({
-                    "arguments": call.args,
-                    "result": call.result,
-                    "duration_ms": duration,
-                    "attempt": attempt,
-                });
+                // Success ends the call, so its arguments and result can move into the event.
+                let payload = obj([
+                    ("arguments", std::mem::take(&mut call.args)),
+                    ("result", std::mem::take(&mut call.result).into()),
+                    ("duration_ms", duration.into()),
+                    ("attempt", attempt.into()),
+                ]);
                 (payload, duration, false)
             };
             let mut step = step.payload(payload);
             if backoff > 0 {
-                step.payload.insert("backoff_ms".into(), json!(backoff));
+                step.payload.insert("backoff_ms".into(), backoff.into());
             }
             // The event is recorded when the attempt finishes, after any backoff wait.
             let overhead = self.int(5, 60);
@@ -525,14 +539,16 @@ impl<'a> Planner<'a> {
             .parent(parent)
             .user()
             .status(Status::Pending)
-            .payload(
-                json!({ "arguments": call.args, "awaiting": format!("approval by {approver}") }),
-            )
+            .payload(obj([
+                ("arguments", call.args.clone()),
+                ("awaiting", format!("approval by {approver}").into()),
+            ]))
             .entity(call.service, "service", "object");
         step.tool = Some(call.tool);
         let pending = self.push(gap, step);
-        // A human takes a while to click approve.
-        let wait = self.int(3_000, 30_000);
+        // A human takes a few seconds to click approve; short enough that even a
+        // 30 s timeout afterwards keeps the gap within the 40 s bound.
+        let wait = self.int(2_000, 9_000);
         self.at += TimeDelta::milliseconds(wait as i64);
         self.tool(pending, agent, call)
     }
@@ -545,7 +561,11 @@ impl<'a> Planner<'a> {
             .parent(parent)
             .user()
             .status(Status::Completed)
-            .payload(json!({ "text": text, "words": words, "format": "markdown" }));
+            .payload(obj([
+                ("text", text.into()),
+                ("words", words.into()),
+                ("format", "markdown".into()),
+            ]));
         self.push(gap, step)
     }
 
@@ -558,14 +578,14 @@ impl<'a> Planner<'a> {
             .parent(start)
             .user()
             .status(if resolved { Status::Completed } else { Status::Failed })
-            .payload(json!({
-                "outcome": if resolved { "resolved" } else { "partial" },
-                "duration_ms": duration,
-                "tool_calls": self.tool_calls,
-                "failed_tool_calls": self.failed_calls,
-                "llm_calls": self.llm_calls,
-                "total_tokens": self.tokens,
-            }));
+            .payload(obj([
+                ("outcome", if resolved { "resolved" } else { "partial" }.into()),
+                ("duration_ms", duration.into()),
+                ("tool_calls", self.tool_calls.into()),
+                ("failed_tool_calls", self.failed_calls.into()),
+                ("llm_calls", self.llm_calls.into()),
+                ("total_tokens", self.tokens.into()),
+            ]));
         self.push(gap, step)
     }
 }

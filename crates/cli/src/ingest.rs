@@ -1,0 +1,108 @@
+//! `ctxgraph ingest`: JSONL in, a summary of accepted, duplicate and rejected records out.
+
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::time::Instant;
+
+use anyhow::Context;
+use ctxgraph::{EngineOptions, IngestOptions, IngestReport, Limits, OpenMode};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+
+use crate::Outcome;
+use crate::args::{Cli, IngestArgs};
+use crate::output::{print_json, rejection_json};
+
+/// Rejections printed in the human summary; `--json` lists every kept one.
+const SHOWN_REJECTIONS: usize = 20;
+
+/// A progress bar on stderr, hidden when stderr is not a terminal or output is JSON.
+pub(crate) fn progress_bar(total: u64, unit: &str, hidden: bool) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if hidden {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    let template = format!("{{bar:40}} {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}})");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
+    let limits = Limits {
+        max_record_bytes: args.max_record_bytes,
+        max_entities: args.max_entities,
+        ..Limits::default()
+    };
+    let mut engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions { limits })?;
+    let options = IngestOptions {
+        strict: args.strict,
+        batch_size: args.batch_size.max(1),
+        ..IngestOptions::default()
+    };
+    let started = Instant::now();
+    let report = if args.file.as_os_str() == "-" {
+        let stdin = std::io::stdin().lock();
+        engine.ingest_jsonl(stdin, &options, &mut |_| {})?
+    } else {
+        let file =
+            File::open(&args.file).with_context(|| format!("opening {}", args.file.display()))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let bar = progress_bar(size, "bytes", cli.json || args.quiet);
+        let report =
+            engine.ingest_jsonl(BufReader::with_capacity(1 << 20, file), &options, &mut |p| {
+                bar.set_position(p.bytes)
+            })?;
+        bar.finish_and_clear();
+        report
+    };
+    let secs = started.elapsed().as_secs_f64();
+    print_report(cli, &report, secs)?;
+    Ok(if report.progress.rejected == 0 { Outcome::Done } else { Outcome::Failed })
+}
+
+/// Print an ingestion summary (shared with `demo`).
+pub(crate) fn print_report(cli: &Cli, report: &IngestReport, secs: f64) -> anyhow::Result<()> {
+    let p = &report.progress;
+    if cli.json {
+        return print_json(&json!({
+            "lines": p.lines, "accepted": p.accepted, "duplicates": p.duplicates, "rejected": p.rejected,
+            "stopped_at_first_error": report.stopped,
+            "positions": report.positions.map(|(a, b)| json!({"first": a, "last": b})),
+            "seconds": secs,
+            "rejections": report.rejections.iter().map(rejection_json).collect::<Vec<_>>(),
+        }));
+    }
+    let mut out = std::io::stdout().lock();
+    let rate = if secs > 0.0 { p.lines as f64 / secs } else { 0.0 };
+    writeln!(
+        out,
+        "{} lines: {} accepted, {} duplicates, {} rejected  ({secs:.2}s, {rate:.0} lines/s)",
+        p.lines, p.accepted, p.duplicates, p.rejected
+    )?;
+    if let Some((a, b)) = report.positions {
+        writeln!(out, "new records at log positions {a}..={b}, durable")?;
+    }
+    for r in report.rejections.iter().take(SHOWN_REJECTIONS) {
+        let id = r.id.as_deref().map(|i| format!(" ({i})")).unwrap_or_default();
+        writeln!(out, "line {}{id}: rejected", r.line)?;
+        for v in &r.violations {
+            writeln!(out, "  - {v}")?;
+        }
+    }
+    if p.rejected as usize > SHOWN_REJECTIONS {
+        writeln!(
+            out,
+            "... and {} more rejected lines (use --json to list them)",
+            p.rejected as usize - SHOWN_REJECTIONS
+        )?;
+    }
+    if report.stopped {
+        writeln!(
+            out,
+            "stopped at the first bad record (--strict): it and the lines after it were not written"
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! Rendering for people (tables, one-line event descriptions) and for scripts (JSON).
+
+use std::io::Write;
+
+use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
+use ctxgraph::{Edge, LogEntry, Node, NodeKey, Rejection};
+use serde_json::{Value, json};
+
+/// Print a JSON value on stdout.
+pub(crate) fn print_json(value: &Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// A new table in the house style.
+pub(crate) fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header.to_vec());
+    t
+}
+
+pub(crate) fn key_json(key: &NodeKey) -> Value {
+    json!({"label": key.label, "id": key.id})
+}
+
+pub(crate) fn node_json(node: &Node) -> Value {
+    json!({"label": node.key.label, "id": node.key.id, "properties": node.props})
+}
+
+pub(crate) fn edge_json(edge: &Edge) -> Value {
+    json!({
+        "type": edge.key.edge_type,
+        "from": key_json(&edge.key.from),
+        "to": key_json(&edge.key.to),
+        "properties": edge.props,
+    })
+}
+
+pub(crate) fn log_json(entry: &LogEntry) -> Value {
+    let body: Value =
+        serde_json::from_str(&entry.body).unwrap_or(Value::String(entry.body.clone()));
+    json!({
+        "position": entry.position, "kind": entry.kind.as_str(), "id": entry.id,
+        "recorded_at": entry.recorded_at, "record": body,
+    })
+}
+
+pub(crate) fn rejection_json(r: &Rejection) -> Value {
+    json!({
+        "line": r.line, "id": r.id, "code": r.code,
+        "violations": r.violations.iter().map(|v| json!({
+            "path": v.path, "value": v.value, "rule": v.rule, "message": v.message,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn prop<'a>(node: &'a Node, name: &str) -> Option<&'a str> {
+    node.props.get(name).and_then(Value::as_str)
+}
+
+/// Payload fields worth a glance, in order of usefulness.
+const TELLING_FIELDS: &[&str] =
+    &["error", "text", "query", "summary", "result", "response", "prompt", "reason"];
+
+/// One line that says what an event was: type, tool, status and the most telling payload field.
+pub(crate) fn describe_event(node: &Node) -> String {
+    let mut parts = vec![prop(node, "event_type").unwrap_or("?").to_owned()];
+    if let Some(tool) = prop(node, "tool_name") {
+        parts.push(tool.to_owned());
+    }
+    if let Some(status) = prop(node, "status") {
+        parts.push(if status == "failed" { "FAILED".to_owned() } else { status.to_owned() });
+    }
+    let payload = node.props.get("payload").and_then(Value::as_object);
+    if let Some(text) =
+        payload.and_then(|p| TELLING_FIELDS.iter().find_map(|f| p.get(*f).and_then(Value::as_str)))
+    {
+        parts.push(format!("\"{}\"", shorten(text, 70)));
+    }
+    parts.join("  ")
+}
+
+/// An entity in a few words.
+pub(crate) fn describe_entity(node: &Node) -> String {
+    format!(
+        "{} {}  (mentioned {} time{}, {} .. {})",
+        prop(node, "entity_type").unwrap_or("?"),
+        prop(node, "name").unwrap_or(&node.key.id),
+        node.props.get("mention_count").and_then(Value::as_i64).unwrap_or(0),
+        if node.props.get("mention_count").and_then(Value::as_i64) == Some(1) { "" } else { "s" },
+        prop(node, "first_seen").unwrap_or("?"),
+        prop(node, "last_seen").unwrap_or("?"),
+    )
+}
+
+/// `text` cut to `max` characters with an ellipsis.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    }
+}
+
+/// Human-readable bytes.
+pub(crate) fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[unit]) }
+}
+
+/// A property value for a table cell.
+pub(crate) fn cell(value: &Value) -> String {
+    match value {
+        Value::String(s) => shorten(s, 100),
+        other => shorten(&other.to_string(), 100),
+    }
+}
+
+/// An edge's properties in one line (`role=instrument`), for tables.
+pub(crate) fn edge_props(edge: &Edge) -> String {
+    edge.props.iter().map(|(k, v)| format!("{k}={}", cell(v))).collect::<Vec<_>>().join(" ")
+}

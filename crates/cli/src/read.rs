@@ -1,0 +1,312 @@
+//! Read commands (get, neighbors, session, view, stats, log) and the small write ones (init,
+//! reproject, generate).
+
+use std::io::Write;
+
+use ctxgraph::{Direction, EngineOptions, NodeKey, OpenMode, View};
+use serde_json::{Value, json};
+
+use crate::Outcome;
+use crate::args::{Cli, DirectionArg, ViewArg};
+use crate::output::{
+    bytes, cell, describe_event, edge_json, edge_props, log_json, node_json, print_json, shorten,
+    table,
+};
+
+pub(crate) fn init(cli: &Cli) -> anyhow::Result<Outcome> {
+    let existed = cli.db.exists();
+    let engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
+    let stats = engine.snapshot()?.stats()?;
+    if cli.json {
+        print_json(
+            &json!({"db": cli.db, "created": !existed, "format_version": stats.format_version}),
+        )?;
+    } else if existed {
+        writeln!(
+            std::io::stdout(),
+            "{} is already a ctxgraph store ({} records)",
+            cli.db.display(),
+            stats.log_length
+        )?;
+    } else {
+        writeln!(
+            std::io::stdout(),
+            "created {} (format version {})",
+            cli.db.display(),
+            stats.format_version
+        )?;
+    }
+    Ok(Outcome::Done)
+}
+
+pub(crate) fn get(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
+    let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let snap = engine.snapshot()?;
+    let nodes = snap.find(id)?;
+    let mut out = std::io::stdout().lock();
+    if cli.json {
+        let list: Vec<Value> = nodes
+            .iter()
+            .map(|n| {
+                let edges = snap.edges(&n.key, None, Direction::Both).unwrap_or_default();
+                let mut v = node_json(n);
+                v["degree"] = json!(edges.len());
+                v
+            })
+            .collect();
+        print_json(&Value::Array(list))?;
+    } else {
+        if nodes.is_empty() {
+            writeln!(out, "no node with id `{id}`")?;
+        }
+        for n in &nodes {
+            writeln!(out, "{} {}", n.key.label, n.key.id)?;
+            let mut t = table(&["property", "value"]);
+            for (k, v) in &n.props {
+                t.add_row(vec![k.clone(), cell(v)]);
+            }
+            writeln!(out, "{t}")?;
+            let edges = snap.edges(&n.key, None, Direction::Both)?;
+            let mut counts = std::collections::BTreeMap::<(String, &str), usize>::new();
+            for e in &edges {
+                let dir = if e.key.from == n.key { "out" } else { "in" };
+                *counts.entry((e.key.edge_type.clone(), dir)).or_default() += 1;
+            }
+            let summary: Vec<String> =
+                counts.iter().map(|((t, d), c)| format!("{t} {d}: {c}")).collect();
+            writeln!(
+                out,
+                "edges: {}\n",
+                if summary.is_empty() { "none".to_owned() } else { summary.join(", ") }
+            )?;
+        }
+    }
+    Ok(if nodes.is_empty() { Outcome::NotFound } else { Outcome::Done })
+}
+
+pub(crate) fn neighbors(
+    cli: &Cli,
+    id: &str,
+    edge: Option<&str>,
+    direction: DirectionArg,
+    label: Option<&str>,
+) -> anyhow::Result<Outcome> {
+    let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    if let Some(t) = edge {
+        if engine.schema().edge_type(t).is_none() {
+            let known: Vec<&String> = engine.schema().edge_types().keys().collect();
+            anyhow::bail!("--edge {t}: not a declared edge type; declared: {known:?}");
+        }
+    }
+    let snap = engine.snapshot()?;
+    let keys: Vec<NodeKey> = match label {
+        Some(l) => vec![NodeKey::new(l, id)],
+        None => snap.find(id)?.into_iter().map(|n| n.key).collect(),
+    };
+    let dir = match direction {
+        DirectionArg::Out => Direction::Out,
+        DirectionArg::In => Direction::In,
+        DirectionArg::Both => Direction::Both,
+    };
+    let mut edges = Vec::new();
+    for key in &keys {
+        edges.extend(snap.edges(key, edge, dir)?);
+    }
+    if cli.json {
+        print_json(&Value::Array(edges.iter().map(edge_json).collect()))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        if edges.is_empty() {
+            writeln!(out, "no edges for `{id}`")?;
+        } else {
+            let mut t = table(&["from", "edge", "to", "properties"]);
+            for e in &edges {
+                t.add_row(vec![
+                    e.key.from.to_string(),
+                    e.key.edge_type.clone(),
+                    e.key.to.to_string(),
+                    edge_props(e),
+                ]);
+            }
+            writeln!(out, "{t}")?;
+        }
+    }
+    Ok(if edges.is_empty() { Outcome::NotFound } else { Outcome::Done })
+}
+
+pub(crate) fn session(cli: &Cli, id: &str, limit: usize) -> anyhow::Result<Outcome> {
+    let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let snap = engine.snapshot()?;
+    let timeline = snap.timeline(id, limit)?;
+    if cli.json {
+        let list: Vec<Value> = timeline
+            .iter()
+            .map(|t| json!({"event": node_json(&t.event), "caused_by": t.caused_by, "missing_parent": t.missing_parent}))
+            .collect();
+        print_json(&json!({"session_id": id, "events": list}))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        if timeline.is_empty() {
+            writeln!(out, "no events in session `{id}`")?;
+        } else {
+            writeln!(out, "session {id}: {} events", timeline.len())?;
+            let mut t = table(&["occurred_at", "event", "agent", "what", "caused by"]);
+            for entry in &timeline {
+                let e = &entry.event;
+                let at = e.props.get("occurred_at").map(cell).unwrap_or_default();
+                let agent = e.props.get("agent_id").map(cell).unwrap_or_default();
+                let cause = match (&entry.missing_parent, entry.caused_by.is_empty()) {
+                    (Some(p), _) => format!("{p} (not in log)"),
+                    (None, false) => entry.caused_by.join(", "),
+                    (None, true) => String::new(),
+                };
+                t.add_row(vec![
+                    at,
+                    e.key.id.clone(),
+                    agent,
+                    shorten(&describe_event(e), 80),
+                    cause,
+                ]);
+            }
+            writeln!(out, "{t}")?;
+        }
+    }
+    Ok(if timeline.is_empty() { Outcome::NotFound } else { Outcome::Done })
+}
+
+pub(crate) fn view(cli: &Cli, view: ViewArg, limit: usize) -> anyhow::Result<Outcome> {
+    let view = match view {
+        ViewArg::Temporal => View::Temporal,
+        ViewArg::Causal => View::Causal,
+        ViewArg::Entity => View::Entity,
+        ViewArg::Semantic => View::Semantic,
+        ViewArg::Hierarchical => View::Hierarchical,
+    };
+    let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let snap = engine.snapshot()?;
+    let edges = snap.view(view, None, limit)?;
+    let total =
+        snap.stats()?.edges.iter().find(|(t, _)| t == view.edge_type()).map_or(0, |(_, n)| *n);
+    if cli.json {
+        print_json(&json!({
+            "view": view.name(), "edge_type": view.edge_type(), "question": view.question(),
+            "total": total, "edges": edges.iter().map(edge_json).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "{} view ({}): {} — {} edges, showing {}",
+            view.name(),
+            view.edge_type(),
+            view.question(),
+            total,
+            edges.len()
+        )?;
+        if !edges.is_empty() {
+            let mut t = table(&["from", "to", "properties"]);
+            for e in &edges {
+                t.add_row(vec![e.key.from.to_string(), e.key.to.to_string(), edge_props(e)]);
+            }
+            writeln!(out, "{t}")?;
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
+    let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let s = engine.snapshot()?.stats()?;
+    if cli.json {
+        print_json(&json!({
+            "log_length": s.log_length, "projected_through": s.projected_through,
+            "projection_lag": s.projection_lag(),
+            "nodes": s.nodes.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "edges": s.edges.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "pending_edges": s.pending_edges, "bytes_on_disk": s.bytes_on_disk,
+            "format_version": s.format_version, "schema_modules": s.modules,
+        }))?;
+        return Ok(Outcome::Done);
+    }
+    let mut out = std::io::stdout().lock();
+    let mut t = table(&["", "count"]);
+    t.add_row(vec!["log records".to_owned(), s.log_length.to_string()]);
+    t.add_row(vec!["projection lag".to_owned(), s.projection_lag().to_string()]);
+    for (label, n) in &s.nodes {
+        t.add_row(vec![format!("nodes: {label}"), n.to_string()]);
+    }
+    for (edge_type, n) in &s.edges {
+        t.add_row(vec![format!("edges: {edge_type}"), n.to_string()]);
+    }
+    t.add_row(vec!["edges waiting for an endpoint".to_owned(), s.pending_edges.to_string()]);
+    t.add_row(vec!["size on disk".to_owned(), bytes(s.bytes_on_disk)]);
+    writeln!(
+        out,
+        "{}  (format v{}, schema modules: {})",
+        engine_path(cli),
+        s.format_version,
+        s.modules.join(", ")
+    )?;
+    writeln!(out, "{t}")?;
+    Ok(Outcome::Done)
+}
+
+fn engine_path(cli: &Cli) -> String {
+    cli.db.display().to_string()
+}
+
+pub(crate) fn log(cli: &Cli, from: u64, limit: usize) -> anyhow::Result<Outcome> {
+    let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let entries = engine.snapshot()?.log(from, limit)?;
+    let mut out = std::io::stdout().lock();
+    if cli.json {
+        print_json(&Value::Array(entries.iter().map(log_json).collect()))?;
+    } else {
+        let mut t = table(&["position", "kind", "id", "recorded_at", "record"]);
+        for e in &entries {
+            t.add_row(vec![
+                e.position.to_string(),
+                e.kind.as_str().to_owned(),
+                e.id.clone(),
+                e.recorded_at.clone(),
+                shorten(&e.body, 90),
+            ]);
+        }
+        writeln!(out, "{t}")?;
+    }
+    Ok(if entries.is_empty() { Outcome::NotFound } else { Outcome::Done })
+}
+
+pub(crate) fn reproject(cli: &Cli) -> anyhow::Result<Outcome> {
+    let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let started = std::time::Instant::now();
+    let bar =
+        crate::ingest::progress_bar(engine.snapshot()?.stats()?.log_length, "records", cli.json);
+    let report = engine.reproject(&mut |done, _| bar.set_position(done))?;
+    bar.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    if cli.json {
+        print_json(
+            &json!({"records": report.records, "position": report.position, "seconds": secs}),
+        )?;
+    } else {
+        writeln!(
+            std::io::stdout(),
+            "reprojected {} records in {secs:.2}s; the graph is at log position {}",
+            report.records,
+            report.position
+        )?;
+    }
+    Ok(Outcome::Done)
+}
+
+pub(crate) fn generate(events: usize, seed: u64) -> anyhow::Result<Outcome> {
+    let config = ctxgraph_synth::TraceConfig { events, seed, ..Default::default() };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for event in ctxgraph_synth::trace(&config) {
+        serde_json::to_writer(&mut out, &event)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(Outcome::Done)
+}
