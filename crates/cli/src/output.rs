@@ -121,9 +121,9 @@ pub(crate) fn bytes(n: u64) -> String {
 
 /// A property value for a table cell.
 pub(crate) fn cell(value: &Value) -> String {
-    match value {
-        Value::String(s) => shorten(s, 100),
-        other => shorten(&other.to_string(), 100),
+    match value.as_str() {
+        Some(s) => shorten(s, 100),
+        None => shorten(&value.to_string(), 100),
     }
 }
 

@@ -92,11 +92,11 @@ pub(crate) fn neighbors(
     label: Option<&str>,
 ) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    if let Some(t) = edge {
-        if engine.schema().edge_type(t).is_none() {
-            let known: Vec<&String> = engine.schema().edge_types().keys().collect();
-            anyhow::bail!("--edge {t}: not a declared edge type; declared: {known:?}");
-        }
+    if let Some(t) = edge
+        && engine.schema().edge_type(t).is_none()
+    {
+        let known: Vec<&String> = engine.schema().edge_types().keys().collect();
+        anyhow::bail!("--edge {t}: not a declared edge type; declared: {known:?}");
     }
     let snap = engine.snapshot()?;
     let keys: Vec<NodeKey> = match label {

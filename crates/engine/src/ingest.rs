@@ -117,8 +117,7 @@ impl Engine {
         let mut batch: Vec<(u64, ValidRecord)> = Vec::with_capacity(options.batch_size);
         let mut buf = Vec::new();
         let max = self.options().limits.max_record_bytes;
-        loop {
-            let Some(consumed) = read_bounded_line(&mut reader, &mut buf, max)? else { break };
+        while let Some(consumed) = read_bounded_line(&mut reader, &mut buf, max)? {
             report.progress.bytes += consumed as u64;
             report.progress.lines += 1;
             let line = report.progress.lines;

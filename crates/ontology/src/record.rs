@@ -643,20 +643,20 @@ impl Validator<'_> {
         };
         let edge_type = edge_type?;
         let et = self.schema.edge_type(&edge_type)?;
-        if let (Some(from), Some(to)) = (&from, &to) {
-            if let Some(mut v) = self.schema.check_endpoints(&edge_type, from, to) {
-                v.path = "$.to.label".into();
-                v.value = Some(format!("{} -> {}", from.label, to.label));
-                self.out.push(v);
-            }
+        if let (Some(from), Some(to)) = (&from, &to)
+            && let Some(mut v) = self.schema.check_endpoints(&edge_type, from, to)
+        {
+            v.path = "$.to.label".into();
+            v.value = Some(format!("{} -> {}", from.label, to.label));
+            self.out.push(v);
         }
         // Aliases are accepted on input and stored under the canonical value.
         for (name, def) in &et.properties {
-            if let (Some(enum_name), Some(Value::String(raw))) = (&def.enum_name, props.get(name)) {
-                if let Some(c) = self.schema.enum_def(enum_name).and_then(|e| e.canonical(raw)) {
-                    let c = c.to_owned();
-                    props.insert(name.clone(), Value::String(c));
-                }
+            if let (Some(enum_name), Some(Value::String(raw))) = (&def.enum_name, props.get(name))
+                && let Some(c) = self.schema.enum_def(enum_name).and_then(|e| e.canonical(raw))
+            {
+                let c = c.to_owned();
+                props.insert(name.clone(), Value::String(c));
             }
         }
         self.out.extend(self.schema.check_properties(&et.properties, &props, "$.properties."));

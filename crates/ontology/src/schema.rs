@@ -562,17 +562,17 @@ impl Schema {
                 ));
             }
         }
-        if let (Some(enum_name), Some(s)) = (&def.enum_name, value.as_str()) {
-            if let Some(e) = self.enums.get(enum_name) {
-                // Stored values are canonical: an alias is accepted on input only.
-                if !e.values.iter().any(|v| v.name == s) {
-                    out.push(Violation::new(
-                        path,
-                        Some(value),
-                        "schema.enum",
-                        format!("must be one of {} (enum {enum_name})", e.value_list()),
-                    ));
-                }
+        if let (Some(enum_name), Some(s)) = (&def.enum_name, value.as_str())
+            && let Some(e) = self.enums.get(enum_name)
+        {
+            // Stored values are canonical: an alias is accepted on input only.
+            if !e.values.iter().any(|v| v.name == s) {
+                out.push(Violation::new(
+                    path,
+                    Some(value),
+                    "schema.enum",
+                    format!("must be one of {} (enum {enum_name})", e.value_list()),
+                ));
             }
         }
     }
@@ -831,27 +831,27 @@ impl Merge {
                 ok = false;
             }
         }
-        if let (Some(min), Some(max)) = (p.min, p.max) {
-            if min > max {
-                self.refuse(
-                    format!("{path}.min"),
-                    Some(format!("{min} > {max}")),
-                    "schema.range",
-                    "min must not exceed max".into(),
-                );
-                ok = false;
-            }
+        if let (Some(min), Some(max)) = (p.min, p.max)
+            && min > max
+        {
+            self.refuse(
+                format!("{path}.min"),
+                Some(format!("{min} > {max}")),
+                "schema.range",
+                "min must not exceed max".into(),
+            );
+            ok = false;
         }
-        if let Some(e) = &p.enum_name {
-            if !enums.contains_key(e) {
-                self.refuse(
-                    format!("{path}.enum"),
-                    Some(e.clone()),
-                    "schema.unknown_enum",
-                    "enum is not declared".into(),
-                );
-                ok = false;
-            }
+        if let Some(e) = &p.enum_name
+            && !enums.contains_key(e)
+        {
+            self.refuse(
+                format!("{path}.enum"),
+                Some(e.clone()),
+                "schema.unknown_enum",
+                "enum is not declared".into(),
+            );
+            ok = false;
         }
         let default = match &p.default {
             None => None,
@@ -1194,16 +1194,16 @@ impl Merge {
                 "the first segment must be a declared event category".into(),
             );
         }
-        if let Some(op) = &t.otel {
-            if let Some(other) = schema.event_type_for_otel(op).filter(|o| *o != name) {
-                let other = other.to_owned();
-                self.refuse(
-                    format!("{path}.otel"),
-                    Some(op.clone()),
-                    "schema.duplicate",
-                    format!("OTel operation already maps to `{other}`"),
-                );
-            }
+        if let Some(op) = &t.otel
+            && let Some(other) = schema.event_type_for_otel(op).filter(|o| *o != name)
+        {
+            let other = other.to_owned();
+            self.refuse(
+                format!("{path}.otel"),
+                Some(op.clone()),
+                "schema.duplicate",
+                format!("OTel operation already maps to `{other}`"),
+            );
         }
         match schema.event_types.get(name) {
             Some(old) => {

@@ -20,6 +20,10 @@
 //! }
 //! ```
 //!
+//! The committed demo trace is the default config written as JSON Lines:
+//! `cargo run -p ctxgraph-synth --example demo > demo.jsonl` (optional
+//! arguments: event count, seed).
+//!
 //! [`shuffled_arrival`] reorders a finished trace the way a collector receives
 //! it (children before parents now and then), for ingestion property tests.
 

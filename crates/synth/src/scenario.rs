@@ -300,7 +300,7 @@ fn ci_fix(p: &mut Planner<'_>, c: &Cast, start: usize) -> usize {
     let line = p.int(20, 180);
     let src_lines = p.int(80, 900);
     let test_lines = p.int(40, 300);
-    let log = p.tool(
+    p.tool(
         plan,
         c.lead,
         ToolCall::new(
@@ -313,7 +313,7 @@ fn ci_fix(p: &mut Planner<'_>, c: &Cast, start: usize) -> usize {
             site.test, site.test_file, line
         )),
     );
-    let src = p.tool(
+    p.tool(
         plan,
         c.lead,
         ToolCall::new(
@@ -324,7 +324,7 @@ fn ci_fix(p: &mut Planner<'_>, c: &Cast, start: usize) -> usize {
         .reads(site.source)
         .result(format!("{src_lines} lines")),
     );
-    p.tool(
+    let tests = p.tool(
         plan,
         c.lead,
         ToolCall::new(
@@ -337,8 +337,9 @@ fn ci_fix(p: &mut Planner<'_>, c: &Cast, start: usize) -> usize {
     );
     let prompt =
         format!("Test output and source of {} attached. Why does {} fail?", site.source, site.test);
+    // The diagnosis reads all three results; it hangs off the one that finished last.
     let diagnosis = p.chat(
-        log.last.max(src.last),
+        tests.last,
         c.lead,
         true,
         prompt,
@@ -641,12 +642,22 @@ fn support_ticket(p: &mut Planner<'_>, c: &Cast, start: usize) -> usize {
         p.chat(metrics.last, helper, false, prompt, finding.clone(), &[]);
         incident = format!(" {finding}");
     }
-    let prompt = format!("Draft a reply for ticket {} using: {doc_answer}", p.ctx.ticket);
-    let reply = format!(
-        "Hi, thanks for reaching out. {doc_answer}. Let us know if anything is still unclear."
-    );
-    let draft =
-        p.chat(kb.last.max(account.last), c.lead, false, prompt, reply.clone(), &["http_request"]);
+    // Without the knowledge-base hit the agent can only acknowledge the ticket.
+    let (source, reply) = if kb.ok {
+        (
+            doc_name,
+            format!(
+                "Hi, thanks for reaching out. {doc_answer}. Let us know if anything is still unclear."
+            ),
+        )
+    } else {
+        (
+            "a holding reply",
+            "Hi, thanks for reaching out. We are looking into this and will get back to you within one business day.".to_owned(),
+        )
+    };
+    let prompt = format!("Draft a reply for ticket {}. Context: {reply}", p.ctx.ticket);
+    let draft = p.chat(account.last, c.lead, false, prompt, reply.clone(), &["http_request"]);
     let update = p.tool(
         draft,
         c.lead,
@@ -660,12 +671,12 @@ fn support_ticket(p: &mut Planner<'_>, c: &Cast, start: usize) -> usize {
     );
     let answer = if update.ok {
         format!(
-            "Replied on {} using {doc_name} and set it to waiting on customer.{incident}",
+            "Replied on {} using {source} and set it to waiting on customer.{incident}",
             p.ctx.ticket
         )
     } else {
         format!(
-            "Drafted a reply for {} based on {doc_name}, but could not post it to ticket-service.{incident}",
+            "Drafted a reply for {} based on {source}, but could not post it to ticket-service.{incident}",
             p.ctx.ticket
         )
     };

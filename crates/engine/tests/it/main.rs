@@ -1,5 +1,12 @@
 //! Integration tests of the engine: projection determinism, ingestion and reads.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on the first surprise"
+)]
+
 mod ingest;
 mod projection;
 

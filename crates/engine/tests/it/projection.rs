@@ -32,11 +32,10 @@ fn event_strategy(n: usize) -> impl Strategy<Value = Vec<Value>> {
                     "trace_id": "t",
                     "payload": {"n": i},
                 });
-                if let Some(p) = parent {
-                    if *p != i {
+                if let Some(p) = parent
+                    && *p != i {
                         e["parent_event_id"] = json!(format!("e{p}"));
                     }
-                }
                 if let Some(t) = tool {
                     e["tool_name"] = json!(["sql_query", "web_search"][*t]);
                 }
