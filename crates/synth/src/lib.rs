@@ -20,9 +20,8 @@
 //! }
 //! ```
 //!
-//! The committed demo trace is the default config written as JSON Lines:
-//! `cargo run -p ctxgraph-synth --example demo > demo.jsonl` (optional
-//! arguments: event count, seed).
+//! The committed demo trace (`examples/demo-trace.jsonl`) is the default config
+//! written as JSON Lines by `ctxgraph generate --events 400 --seed 7`.
 //!
 //! [`shuffled_arrival`] reorders a finished trace the way a collector receives
 //! it (children before parents now and then), for ingestion property tests.
