@@ -494,19 +494,18 @@ impl Schema {
     ) -> Vec<Violation> {
         let mut out = Vec::new();
         for (name, def) in defs {
-            let path = format!("{prefix}{name}");
             match props.get(name) {
                 None | Some(Value::Null) => {
                     if def.required {
                         out.push(Violation::new(
-                            path,
+                            format!("{prefix}{name}"),
                             None,
                             "schema.required_property",
                             format!("required {} property is missing", def.ty.name()),
                         ));
                     }
                 }
-                Some(value) => self.check_value(def, value, &path, &mut out),
+                Some(value) => self.check_value(def, value, prefix, name, &mut out),
             }
         }
         for (name, value) in props {
@@ -523,7 +522,17 @@ impl Schema {
         out
     }
 
-    fn check_value(&self, def: &PropertyDef, value: &Value, path: &str, out: &mut Vec<Violation>) {
+    /// Check one value; the path is only formatted when there is something to report, because
+    /// this runs for every property of every projected node and edge.
+    fn check_value(
+        &self,
+        def: &PropertyDef,
+        value: &Value,
+        prefix: &str,
+        name: &str,
+        out: &mut Vec<Violation>,
+    ) {
+        let path = || format!("{prefix}{name}");
         let type_ok = match def.ty {
             PropertyType::String => value.is_string(),
             PropertyType::Integer => value.is_i64() || value.is_u64(),
@@ -543,7 +552,7 @@ impl Schema {
         };
         if !type_ok {
             out.push(Violation::new(
-                path,
+                path(),
                 Some(value),
                 "schema.property_type",
                 format!("must be of type {}", def.ty.name()),
@@ -555,7 +564,7 @@ impl Schema {
             let above = def.max.is_some_and(|max| n > max);
             if below || above {
                 out.push(Violation::new(
-                    path,
+                    path(),
                     Some(value),
                     "schema.range",
                     format!("must be in [{}, {}]", fmt_bound(def.min), fmt_bound(def.max)),
@@ -568,7 +577,7 @@ impl Schema {
             // Stored values are canonical: an alias is accepted on input only.
             if !e.values.iter().any(|v| v.name == s) {
                 out.push(Violation::new(
-                    path,
+                    path(),
                     Some(value),
                     "schema.enum",
                     format!("must be one of {} (enum {enum_name})", e.value_list()),

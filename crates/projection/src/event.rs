@@ -53,19 +53,26 @@ fn event_node(key: &NodeKey, position: u64, e: &EventRecord) -> Node {
 /// it. A late arrival between two linked events replaces their edge with two.
 fn follows(w: &mut Writer<'_>, e: &EventRecord) -> Result<(), ProjectionError> {
     let slot = SessionSlot { at_ns: e.occurred_at_ns, event_id: e.event_id.clone() };
-    let (prev, next) = w.graph().session_neighbors(&e.session_id, &slot)?;
+    // In-order arrival, the common case, extends the session: one lookup by key. Only a late
+    // event needs the range search for both neighbours.
+    let (prev, next) = match w.graph().session_tail(&e.session_id)? {
+        None => (None, None),
+        Some(tail) if tail < slot => (Some(tail), None),
+        Some(_) => w.graph().session_neighbors(&e.session_id, &slot)?,
+    };
     w.graph().put_session_slot(&e.session_id, &slot)?;
     if let (Some(p), Some(n)) = (&prev, &next) {
         let old = follows_edge(w, &e.session_id, n, p);
         w.graph().delete_edge(&old.key)?;
     }
+    // Session order holds projected events only, so both ends of a FOLLOWS edge exist.
     if let Some(p) = &prev {
         let edge = follows_edge(w, &e.session_id, &slot, p);
-        w.edge_when_ready(edge)?;
+        w.edge_with_known_ends(edge, [true, true])?;
     }
     if let Some(n) = &next {
         let edge = follows_edge(w, &e.session_id, n, &slot);
-        w.edge_when_ready(edge)?;
+        w.edge_with_known_ends(edge, [true, true])?;
     }
     Ok(())
 }
@@ -127,7 +134,7 @@ fn references(w: &mut Writer<'_>, event: &NodeKey, e: &EventRecord) -> Result<()
             let mut props = Properties::new();
             props.insert("role".into(), role.into());
             let edge_key = w.schema().edge_key("REFERENCES", event.clone(), key.clone(), &props);
-            w.edge_when_ready(Edge { key: edge_key, props })?;
+            w.edge_with_known_ends(Edge { key: edge_key, props }, [true, true])?;
         }
     }
     Ok(())

@@ -119,6 +119,16 @@ impl Writer<'_> {
     /// Write `edge` (checked against the schema on every write) if both endpoints exist; otherwise
     /// park it on the first missing endpoint.
     pub(crate) fn edge_when_ready(&mut self, edge: Edge) -> Result<(), ProjectionError> {
+        self.edge_with_known_ends(edge, [false, false])
+    }
+
+    /// Like [`Writer::edge_when_ready`], skipping the existence check of endpoints the caller
+    /// has just written (`known[0]`: source, `known[1]`: target).
+    pub(crate) fn edge_with_known_ends(
+        &mut self,
+        edge: Edge,
+        known: [bool; 2],
+    ) -> Result<(), ProjectionError> {
         let violations = self.schema.check_edge(&edge);
         if !violations.is_empty() {
             return Err(ProjectionError::Invalid {
@@ -126,8 +136,8 @@ impl Writer<'_> {
                 violations,
             });
         }
-        for end in [&edge.key.from, &edge.key.to] {
-            if self.graph.node(end)?.is_none() {
+        for (end, known) in [&edge.key.from, &edge.key.to].into_iter().zip(known) {
+            if !known && !self.graph.node_exists(end)? {
                 let end: NodeKey = end.clone();
                 self.graph.put_pending(&end, &edge)?;
                 self.done.pending += 1;

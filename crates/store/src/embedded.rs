@@ -8,6 +8,7 @@
 //! edges          (from_label, from_id, edge_type, to_label, to_id, qualifier, props) PK in that order
 //!                index edges_in (to_label, to_id, edge_type, ...), edges_type (edge_type, ...)
 //! session_order  (session_id, at_ns, event_id)                                      PK in that order
+//! sessions       (session_id, last_at_ns, last_event_id)  the latest slot per session  PK(session_id)
 //! meta           (key, value)          projected_through = last log position folded into the graph
 //! pending_edges  (wait_label, wait_id, <edge key>, props)                           PK(wait, edge key)
 //! ```
@@ -17,6 +18,8 @@
 //! Durability: `synchronous = FULL` in WAL mode, so a committed write transaction has been fsynced
 //! to the WAL before `commit` returns; a crash loses no committed transaction.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
@@ -86,6 +89,14 @@ impl Embedded {
         }
         // Per-connection settings: these write nothing to the file.
         conn.pragma_update(None, "synchronous", "FULL")?;
+        // The projection reads nodes and index pages at random: a 2 MiB default cache thrashes
+        // on a large store. 256 MiB of page cache and memory-mapped reads keep it in memory.
+        conn.pragma_update(None, "cache_size", -262_144)?;
+        conn.pragma_update(None, "mmap_size", 1_i64 << 30)?;
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        // Checkpoint the WAL every ~64 MiB instead of every 4 MiB: fewer, larger copies during
+        // bulk ingestion. Durability does not depend on checkpoints.
+        conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
         conn.pragma_update(None, "foreign_keys", "OFF")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.set_prepared_statement_cache_capacity(64);
@@ -127,6 +138,7 @@ impl Embedded {
     pub fn begin_write(&mut self) -> Result<EmbeddedWrite<'_>, StoreError> {
         Ok(EmbeddedWrite {
             tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
+            nodes: RefCell::new(BTreeMap::new()),
         })
     }
 
@@ -152,14 +164,61 @@ pub struct EmbeddedRead<'a> {
 }
 
 /// The write transaction of the embedded store.
+///
+/// Nodes written in the transaction are kept in a write-back cache and flushed before any read
+/// that scans the node table and at commit: an entity mentioned by many events of a batch is
+/// decoded and encoded once per batch instead of once per mention.
 pub struct EmbeddedWrite<'a> {
     tx: rusqlite::Transaction<'a>,
+    nodes: RefCell<BTreeMap<NodeKey, Node>>,
 }
+
+/// Cached nodes that force a flush, bounding the cache's memory.
+const NODE_CACHE_LIMIT: usize = 50_000;
 
 impl EmbeddedWrite<'_> {
     /// Commit: durable (fsynced) on return.
     pub fn commit(self) -> Result<(), StoreError> {
+        self.flush_nodes()?;
         self.tx.commit()?;
+        Ok(())
+    }
+
+    fn flush_nodes(&self) -> Result<(), StoreError> {
+        let nodes = std::mem::take(&mut *self.nodes.borrow_mut());
+        let mut st = self.tx.prepare_cached(
+            "INSERT OR REPLACE INTO nodes (label, id, props) VALUES (?1, ?2, ?3)",
+        )?;
+        for node in nodes.values() {
+            st.execute(params![node.key.label, node.key.id, props_to(&node.props)?])?;
+        }
+        Ok(())
+    }
+
+    fn cached_node(&self, key: &NodeKey) -> Option<Node> {
+        self.nodes.borrow().get(key).cloned()
+    }
+
+    fn is_cached(&self, key: &NodeKey) -> bool {
+        self.nodes.borrow().contains_key(key)
+    }
+
+    /// Reads that scan the node table see every node written so far.
+    fn before_scan(&self) -> Result<(), StoreError> {
+        self.flush_nodes()
+    }
+}
+
+impl EmbeddedRead<'_> {
+    fn cached_node(&self, _key: &NodeKey) -> Option<Node> {
+        None
+    }
+
+    fn is_cached(&self, _key: &NodeKey) -> bool {
+        false
+    }
+
+    fn before_scan(&self) -> Result<(), StoreError> {
         Ok(())
     }
 }
@@ -171,9 +230,9 @@ fn props_from(text: &str) -> Result<Properties, StoreError> {
         .map_err(|e| StoreError::Corruption(format!("properties do not decode: {e}")))
 }
 
-fn props_to(props: &Properties) -> String {
-    serde_json::Value::Object(props.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-        .to_string()
+fn props_to(props: &Properties) -> Result<String, StoreError> {
+    serde_json::to_string(props)
+        .map_err(|e| StoreError::Corruption(format!("properties do not encode: {e}")))
 }
 
 fn position(v: i64) -> u64 {
@@ -386,6 +445,13 @@ fn graph_session_neighbors(
     Ok((prev, next))
 }
 
+/// Hot per-record statements: equality lookups only. A range over an indexed column makes this
+/// SQLite build (STAT4) recompile the statement on every new binding.
+pub(crate) const SESSION_TAIL_SQL: &str =
+    "SELECT last_at_ns, last_event_id FROM sessions WHERE session_id = ?1";
+pub(crate) const PENDING_FOR_SQL: &str = "SELECT wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, qualifier, props FROM pending_edges WHERE wait_label = ?1 AND wait_id = ?2";
+pub(crate) const NODE_EXISTS_SQL: &str = "SELECT 1 FROM nodes WHERE label = ?1 AND id = ?2";
+
 const PENDING_COLUMNS: &str =
     "wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, qualifier, props";
 
@@ -403,9 +469,8 @@ fn pending_row(row: &Row<'_>) -> rusqlite::Result<(NodeKey, EdgeKey, String)> {
 }
 
 fn graph_pending_for(c: &Connection, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
-    let mut st = c.prepare_cached(&format!(
-        "SELECT {PENDING_COLUMNS} FROM pending_edges WHERE wait_label = ?1 AND wait_id = ?2 ORDER BY from_label, from_id, edge_type, to_label, to_id, qualifier"
-    ))?;
+    // Rows come in primary-key order; no ORDER BY (see PENDING_FOR_SQL).
+    let mut st = c.prepare_cached(PENDING_FOR_SQL)?;
     let rows = st.query_map(params![key.label, key.id], pending_row)?;
     rows.map(|r| {
         let (_, key, props) = r?;
@@ -463,7 +528,17 @@ macro_rules! impl_readers {
 
         impl GraphReader for $t<'_> {
             fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+                if let Some(node) = self.cached_node(key) {
+                    return Ok(Some(node));
+                }
                 graph_node(&self.tx, key)
+            }
+            fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
+                if self.is_cached(key) {
+                    return Ok(true);
+                }
+                let mut st = self.tx.prepare_cached(NODE_EXISTS_SQL)?;
+                Ok(st.exists(params![key.label, key.id])?)
             }
             fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
                 graph_edge(&self.tx, key)
@@ -482,6 +557,7 @@ macro_rules! impl_readers {
                 after: Option<&str>,
                 limit: usize,
             ) -> Result<Vec<Node>, StoreError> {
+                self.before_scan()?;
                 graph_nodes_by_label(&self.tx, label, after, limit)
             }
             fn edges_by_type(
@@ -499,6 +575,10 @@ macro_rules! impl_readers {
             ) -> Result<Vec<SessionSlot>, StoreError> {
                 graph_session_events(&self.tx, session_id, limit)
             }
+            fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError> {
+                let mut st = self.tx.prepare_cached(SESSION_TAIL_SQL)?;
+                Ok(st.query_row(params![session_id], slot_row).optional()?)
+            }
             fn session_neighbors(
                 &self,
                 session_id: &str,
@@ -513,6 +593,7 @@ macro_rules! impl_readers {
                 graph_pending_edges(&self.tx)
             }
             fn counts(&self) -> Result<GraphCounts, StoreError> {
+                self.before_scan()?;
                 graph_counts(&self.tx)
             }
             fn projected_through(&self) -> Result<u64, StoreError> {
@@ -560,9 +641,14 @@ impl Log for EmbeddedWrite<'_> {
 
 impl GraphStore for EmbeddedWrite<'_> {
     fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
-        self.tx
-            .prepare_cached("INSERT OR REPLACE INTO nodes (label, id, props) VALUES (?1, ?2, ?3)")?
-            .execute(params![node.key.label, node.key.id, props_to(&node.props)])?;
+        let full = {
+            let mut nodes = self.nodes.borrow_mut();
+            nodes.insert(node.key.clone(), node.clone());
+            nodes.len() >= NODE_CACHE_LIMIT
+        };
+        if full {
+            self.flush_nodes()?;
+        }
         Ok(())
     }
 
@@ -579,7 +665,7 @@ impl GraphStore for EmbeddedWrite<'_> {
                 k.to.label,
                 k.to.id,
                 k.qualifier,
-                props_to(&edge.props)
+                props_to(&edge.props)?
             ])?;
         Ok(())
     }
@@ -597,6 +683,13 @@ impl GraphStore for EmbeddedWrite<'_> {
     fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError> {
         self.tx
             .prepare_cached("INSERT OR IGNORE INTO session_order (session_id, at_ns, event_id) VALUES (?1, ?2, ?3)")?
+            .execute(params![session_id, slot.at_ns, slot.event_id])?;
+        self.tx
+            .prepare_cached(
+                "INSERT INTO sessions (session_id, last_at_ns, last_event_id) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (session_id) DO UPDATE SET last_at_ns = excluded.last_at_ns, last_event_id = excluded.last_event_id
+                 WHERE (excluded.last_at_ns, excluded.last_event_id) > (sessions.last_at_ns, sessions.last_event_id)",
+            )?
             .execute(params![session_id, slot.at_ns, slot.event_id])?;
         Ok(())
     }
@@ -616,7 +709,7 @@ impl GraphStore for EmbeddedWrite<'_> {
                 k.to.label,
                 k.to.id,
                 k.qualifier,
-                props_to(&edge.props)
+                props_to(&edge.props)?
             ])?;
         Ok(())
     }
@@ -639,8 +732,9 @@ impl GraphStore for EmbeddedWrite<'_> {
     }
 
     fn clear_graph(&mut self) -> Result<(), StoreError> {
+        self.nodes.borrow_mut().clear();
         self.tx.execute_batch(
-            "DELETE FROM nodes; DELETE FROM edges; DELETE FROM session_order; DELETE FROM pending_edges;
+            "DELETE FROM nodes; DELETE FROM edges; DELETE FROM session_order; DELETE FROM sessions; DELETE FROM pending_edges;
              UPDATE meta SET value = 0 WHERE key = 'projected_through';",
         )?;
         Ok(())

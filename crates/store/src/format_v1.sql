@@ -31,6 +31,12 @@ CREATE TABLE session_order (
     event_id   TEXT NOT NULL,
     PRIMARY KEY (session_id, at_ns, event_id)
 ) WITHOUT ROWID;
+-- The latest slot of each session, so in-order arrival finds its predecessor by key.
+CREATE TABLE sessions (
+    session_id    TEXT PRIMARY KEY,
+    last_at_ns    INTEGER NOT NULL,
+    last_event_id TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE pending_edges (
     wait_label TEXT NOT NULL,
     wait_id    TEXT NOT NULL,

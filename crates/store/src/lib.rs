@@ -98,6 +98,8 @@ pub struct GraphCounts {
 pub trait GraphReader {
     /// A node by key.
     fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError>;
+    /// Whether a node exists (without decoding its properties).
+    fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError>;
     /// An edge by key.
     fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError>;
     /// Edges touching `key`, optionally of one type, in a stable order (type, other endpoint).
@@ -127,6 +129,8 @@ pub trait GraphReader {
         session_id: &str,
         limit: usize,
     ) -> Result<Vec<SessionSlot>, StoreError>;
+    /// The latest event of a session (the greatest slot), if any.
+    fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError>;
     /// The nearest events before and after `slot` in its session.
     fn session_neighbors(
         &self,
@@ -152,7 +156,7 @@ pub trait GraphStore: GraphReader {
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError>;
     /// Delete an edge; whether it existed.
     fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError>;
-    /// Record an event's place in its session's order.
+    /// Record an event's place in its session's order (and the session's tail).
     fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError>;
     /// Park `edge` until `waiting_for` exists.
     fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError>;

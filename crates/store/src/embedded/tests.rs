@@ -147,3 +147,28 @@ fn opening_a_current_store_writes_nothing() {
     }
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
+
+#[test]
+fn session_tail_tracks_the_latest_slot_and_hot_queries_are_not_reprepared() {
+    use rusqlite::StatementStatus;
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    assert_eq!(w.session_tail("s").unwrap(), None);
+    for (ns, id) in [(10, "b"), (30, "c"), (10, "a"), (30, "d"), (20, "x")] {
+        w.put_session_slot("s", &SessionSlot { at_ns: ns, event_id: id.into() }).unwrap();
+    }
+    assert_eq!(w.session_tail("s").unwrap(), Some(SessionSlot { at_ns: 30, event_id: "d".into() }));
+    // The per-record lookups must not be recompiled on every call (a range over an indexed
+    // column is, in this SQLite build), or the projection slows down several times.
+    for i in 0..5 {
+        w.session_tail(&format!("s{i}")).unwrap();
+        w.take_pending(&NodeKey::new("Event", format!("e{i}"))).unwrap();
+        w.node_exists(&NodeKey::new("Event", format!("e{i}"))).unwrap();
+    }
+    for sql in [SESSION_TAIL_SQL, PENDING_FOR_SQL, NODE_EXISTS_SQL] {
+        let st = w.tx.prepare_cached(sql).unwrap();
+        assert_eq!(st.get_status(StatementStatus::RePrepare), 0, "{sql}");
+    }
+    w.commit().unwrap();
+}
