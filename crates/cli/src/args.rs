@@ -128,6 +128,10 @@ pub(crate) struct IngestArgs {
     /// Do not show a progress bar.
     #[arg(long)]
     pub(crate) quiet: bool,
+    /// After every durable batch, print one JSON line to stderr: lines, accepted, duplicates,
+    /// rejected, and last_position (the last acknowledged log position).
+    #[arg(long)]
+    pub(crate) progress_json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,7 +5,7 @@ use std::io::{BufReader, Write};
 use std::time::Instant;
 
 use anyhow::Context;
-use ctxgraph::{EngineOptions, IngestOptions, IngestReport, Limits, OpenMode};
+use ctxgraph::{EngineOptions, IngestOptions, IngestProgress, IngestReport, Limits, OpenMode};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
@@ -42,17 +42,27 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
         ..IngestOptions::default()
     };
     let started = Instant::now();
+    let acks = args.progress_json;
+    let ack = |p: &IngestProgress| {
+        if acks {
+            let line = json!({"lines": p.lines, "accepted": p.accepted, "duplicates": p.duplicates,
+                "rejected": p.rejected, "last_position": p.last_position});
+            // A closed stderr must not stop an ingestion that is otherwise fine.
+            let _ = writeln!(std::io::stderr(), "{line}");
+        }
+    };
     let report = if args.file.as_os_str() == "-" {
         let stdin = std::io::stdin().lock();
-        engine.ingest_jsonl(stdin, &options, &mut |_| {})?
+        engine.ingest_jsonl(stdin, &options, &mut |p| ack(p))?
     } else {
         let file =
             File::open(&args.file).with_context(|| format!("opening {}", args.file.display()))?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let bar = progress_bar(size, "bytes", cli.json || args.quiet);
+        let bar = progress_bar(size, "bytes", cli.json || args.quiet || acks);
         let report =
             engine.ingest_jsonl(BufReader::with_capacity(1 << 20, file), &options, &mut |p| {
-                bar.set_position(p.bytes)
+                bar.set_position(p.bytes);
+                ack(p);
             })?;
         bar.finish_and_clear();
         report

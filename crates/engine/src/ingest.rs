@@ -54,6 +54,8 @@ pub struct IngestProgress {
     pub duplicates: u64,
     /// Lines refused.
     pub rejected: u64,
+    /// Log position of the last new record acknowledged (durable); 0 before the first.
+    pub last_position: u64,
 }
 
 /// One refused line.
@@ -94,6 +96,7 @@ impl IngestReport {
 
     fn accept(&mut self, position: u64) {
         self.progress.accepted += 1;
+        self.progress.last_position = position;
         self.accepted += 1;
         self.positions = Some(match self.positions {
             None => (position, position),

@@ -18,7 +18,7 @@
 //! Durability: `synchronous = FULL` in WAL mode, so a committed write transaction has been fsynced
 //! to the WAL before `commit` returns; a crash loses no committed transaction.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -139,6 +139,7 @@ impl Embedded {
         Ok(EmbeddedWrite {
             tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
             nodes: RefCell::new(BTreeMap::new()),
+            any_pending: Cell::new(None),
         })
     }
 
@@ -171,6 +172,9 @@ pub struct EmbeddedRead<'a> {
 pub struct EmbeddedWrite<'a> {
     tx: rusqlite::Transaction<'a>,
     nodes: RefCell<BTreeMap<NodeKey, Node>>,
+    /// Whether any edge may be parked: when none is, a new node has nothing to complete and the
+    /// lookup is skipped. `None` until first asked.
+    any_pending: Cell<Option<bool>>,
 }
 
 /// Cached nodes that force a flush, bounding the cache's memory.
@@ -197,6 +201,16 @@ impl EmbeddedWrite<'_> {
 
     fn cached_node(&self, key: &NodeKey) -> Option<Node> {
         self.nodes.borrow().get(key).cloned()
+    }
+
+    fn maybe_pending(&self) -> Result<bool, StoreError> {
+        if let Some(known) = self.any_pending.get() {
+            return Ok(known);
+        }
+        let any: bool =
+            self.tx.query_row("SELECT EXISTS (SELECT 1 FROM pending_edges)", [], |r| r.get(0))?;
+        self.any_pending.set(Some(any));
+        Ok(any)
     }
 
     fn is_cached(&self, key: &NodeKey) -> bool {
@@ -614,12 +628,22 @@ impl_readers!(EmbeddedWrite);
 impl Log for EmbeddedWrite<'_> {
     fn append(&mut self, record: &ValidRecord, recorded_at: &str) -> Result<Appended, StoreError> {
         let kind = record.kind();
-        let existing: Option<(i64, String)> = self
+        // Insert first: a new record (the common case) costs one statement; only a clash on
+        // (kind, record_id) looks at what is stored.
+        let inserted = self
             .tx
-            .prepare_cached("SELECT position, body FROM log WHERE kind = ?1 AND record_id = ?2")?
-            .query_row(params![kind.as_str(), record.id()], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
-        if let Some((pos, body)) = existing {
+            .prepare_cached(
+                "INSERT INTO log (kind, record_id, recorded_at, body) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (kind, record_id) DO NOTHING",
+            )?
+            .execute(params![kind.as_str(), record.id(), recorded_at, record.canonical()])?;
+        if inserted == 0 {
+            let (pos, body): (i64, String) = self
+                .tx
+                .prepare_cached(
+                    "SELECT position, body FROM log WHERE kind = ?1 AND record_id = ?2",
+                )?
+                .query_row(params![kind.as_str(), record.id()], |r| Ok((r.get(0)?, r.get(1)?)))?;
             return if body == record.canonical() {
                 Ok(Appended::Duplicate(position(pos)))
             } else {
@@ -630,11 +654,6 @@ impl Log for EmbeddedWrite<'_> {
                 })
             };
         }
-        self.tx
-            .prepare_cached(
-                "INSERT INTO log (kind, record_id, recorded_at, body) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![kind.as_str(), record.id(), recorded_at, record.canonical()])?;
         Ok(Appended::New(position(self.tx.last_insert_rowid())))
     }
 }
@@ -695,6 +714,7 @@ impl GraphStore for EmbeddedWrite<'_> {
     }
 
     fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
+        self.any_pending.set(Some(true));
         let k = &edge.key;
         self.tx
             .prepare_cached(&format!(
@@ -715,6 +735,9 @@ impl GraphStore for EmbeddedWrite<'_> {
     }
 
     fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        if !self.maybe_pending()? {
+            return Ok(Vec::new());
+        }
         let edges = graph_pending_for(&self.tx, key)?;
         if !edges.is_empty() {
             self.tx
@@ -733,6 +756,7 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn clear_graph(&mut self) -> Result<(), StoreError> {
         self.nodes.borrow_mut().clear();
+        self.any_pending.set(Some(false));
         self.tx.execute_batch(
             "DELETE FROM nodes; DELETE FROM edges; DELETE FROM session_order; DELETE FROM sessions; DELETE FROM pending_edges;
              UPDATE meta SET value = 0 WHERE key = 'projected_through';",
