@@ -105,6 +105,13 @@ impl IngestReport {
     }
 }
 
+/// Validated records waiting for their transaction, with the input line of each.
+#[derive(Default)]
+struct Batch {
+    lines: Vec<u64>,
+    records: Vec<ValidRecord>,
+}
+
 impl Engine {
     /// Ingest newline-delimited JSON records from `reader`.
     ///
@@ -117,7 +124,7 @@ impl Engine {
         progress: &mut dyn FnMut(&IngestProgress),
     ) -> Result<IngestReport, Error> {
         let mut report = IngestReport::default();
-        let mut batch: Vec<(u64, ValidRecord)> = Vec::with_capacity(options.batch_size);
+        let mut batch = Batch::default();
         let mut buf = Vec::new();
         let max = self.options().limits.max_record_bytes;
         while let Some(consumed) = read_bounded_line(&mut reader, &mut buf, max)? {
@@ -196,8 +203,9 @@ impl Engine {
                     }
                 }
                 Ok(record) => {
-                    batch.push((line, record));
-                    if batch.len() >= options.batch_size.max(1)
+                    batch.lines.push(line);
+                    batch.records.push(record);
+                    if batch.records.len() >= options.batch_size.max(1)
                         && !self.flush(&mut batch, options, &mut report, progress)?
                     {
                         break;
@@ -229,18 +237,17 @@ impl Engine {
     /// Commit the batch; false when strict mode hit a conflict and ingestion must stop.
     fn flush(
         &mut self,
-        batch: &mut Vec<(u64, ValidRecord)>,
+        batch: &mut Batch,
         options: &IngestOptions,
         report: &mut IngestReport,
         progress: &mut dyn FnMut(&IngestProgress),
     ) -> Result<bool, Error> {
-        if batch.is_empty() {
+        if batch.records.is_empty() {
             return Ok(true);
         }
-        let records: Vec<ValidRecord> = batch.iter().map(|(_, r)| r.clone()).collect();
-        let outcomes = self.ingest_batch(&records, options.projection, options.strict)?;
+        let outcomes = self.ingest_batch(&batch.records, options.projection, options.strict)?;
         let mut keep_going = true;
-        for ((line, record), outcome) in batch.iter().zip(outcomes) {
+        for ((line, record), outcome) in batch.lines.iter().zip(&batch.records).zip(outcomes) {
             match outcome {
                 Ok(IngestOutcome::New(p)) => report.accept(p),
                 Ok(IngestOutcome::Duplicate(_)) => report.progress.duplicates += 1,
@@ -262,7 +269,8 @@ impl Engine {
                 }
             }
         }
-        batch.clear();
+        batch.lines.clear();
+        batch.records.clear();
         progress(&report.progress);
         Ok(keep_going)
     }

@@ -4,9 +4,9 @@
 //!
 //! ```text
 //! log            (position INTEGER PRIMARY KEY, kind, record_id, recorded_at, body)  UNIQUE(kind, record_id)
-//! nodes          (label, id, props)                                                 PK(label, id)
-//! edges          (from_label, from_id, edge_type, to_label, to_id, qualifier, props) PK in that order
-//!                index edges_in (to_label, to_id, edge_type, ...), edges_type (edge_type, ...)
+//! nodes          (nid INTEGER PRIMARY KEY, label, id, props)         UNIQUE nodes_key (label, id)
+//! edges          (from_nid, edge_type, to_nid, qualifier, props)     PK in that order
+//!                index edges_in (to_nid, edge_type, from_nid, qualifier), edges_type (edge_type, ...)
 //! session_order  (session_id, at_ns, event_id)                                      PK in that order
 //! sessions       (session_id, last_at_ns, last_event_id)  the latest slot per session  PK(session_id)
 //! meta           (key, value)          projected_through = last log position folded into the graph
@@ -139,6 +139,7 @@ impl Embedded {
         Ok(EmbeddedWrite {
             tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
             nodes: RefCell::new(BTreeMap::new()),
+            nids: RefCell::new(BTreeMap::new()),
             any_pending: Cell::new(None),
         })
     }
@@ -166,19 +167,22 @@ pub struct EmbeddedRead<'a> {
 
 /// The write transaction of the embedded store.
 ///
-/// Nodes written in the transaction are kept in a write-back cache and flushed before any read
-/// that scans the node table and at commit: an entity mentioned by many events of a batch is
-/// decoded and encoded once per batch instead of once per mention.
+/// Updated nodes are kept in a write-back cache and flushed before any read that scans the node
+/// table and at commit: an entity mentioned by many events of a batch is decoded and encoded once
+/// per batch instead of once per mention. Node ids (`nid`) seen in the transaction are cached too,
+/// because every edge write needs the ids of both endpoints.
 pub struct EmbeddedWrite<'a> {
     tx: rusqlite::Transaction<'a>,
-    nodes: RefCell<BTreeMap<NodeKey, Node>>,
+    nodes: RefCell<BTreeMap<NodeKey, (i64, Node)>>,
+    nids: RefCell<BTreeMap<NodeKey, i64>>,
     /// Whether any edge may be parked: when none is, a new node has nothing to complete and the
     /// lookup is skipped. `None` until first asked.
     any_pending: Cell<Option<bool>>,
 }
 
-/// Cached nodes that force a flush, bounding the cache's memory.
+/// Cached nodes (or node ids) that force a flush, bounding the caches' memory.
 const NODE_CACHE_LIMIT: usize = 50_000;
+const NID_CACHE_LIMIT: usize = 500_000;
 
 impl EmbeddedWrite<'_> {
     /// Commit: durable (fsynced) on return.
@@ -190,17 +194,41 @@ impl EmbeddedWrite<'_> {
 
     fn flush_nodes(&self) -> Result<(), StoreError> {
         let nodes = std::mem::take(&mut *self.nodes.borrow_mut());
-        let mut st = self.tx.prepare_cached(
-            "INSERT OR REPLACE INTO nodes (label, id, props) VALUES (?1, ?2, ?3)",
-        )?;
-        for node in nodes.values() {
-            st.execute(params![node.key.label, node.key.id, props_to(&node.props)?])?;
+        let mut st = self.tx.prepare_cached("UPDATE nodes SET props = ?1 WHERE nid = ?2")?;
+        for (nid, node) in nodes.values() {
+            st.execute(params![props_to(&node.props)?, nid])?;
         }
         Ok(())
     }
 
     fn cached_node(&self, key: &NodeKey) -> Option<Node> {
-        self.nodes.borrow().get(key).cloned()
+        self.nodes.borrow().get(key).map(|(_, n)| n.clone())
+    }
+
+    fn remember_nid(&self, key: &NodeKey, nid: i64) {
+        let mut nids = self.nids.borrow_mut();
+        if nids.len() >= NID_CACHE_LIMIT {
+            nids.clear();
+        }
+        nids.insert(key.clone(), nid);
+    }
+
+    /// The id of an existing node, from the caches or the `nodes_key` index.
+    fn nid(&self, key: &NodeKey) -> Result<Option<i64>, StoreError> {
+        if let Some(nid) = self.nids.borrow().get(key) {
+            return Ok(Some(*nid));
+        }
+        let nid = nid_of(&self.tx, key)?;
+        if let Some(nid) = nid {
+            self.remember_nid(key, nid);
+        }
+        Ok(nid)
+    }
+
+    fn endpoint_nid(&self, key: &NodeKey) -> Result<i64, StoreError> {
+        self.nid(key)?.ok_or_else(|| {
+            StoreError::Corruption(format!("edge endpoint {key} is not a stored node"))
+        })
     }
 
     fn maybe_pending(&self) -> Result<bool, StoreError> {
@@ -213,8 +241,20 @@ impl EmbeddedWrite<'_> {
         Ok(any)
     }
 
-    fn is_cached(&self, key: &NodeKey) -> bool {
-        self.nodes.borrow().contains_key(key)
+    fn exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
+        Ok(self.nid(key)?.is_some())
+    }
+
+    fn load_node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        if let Some(node) = self.cached_node(key) {
+            return Ok(Some(node));
+        }
+        let mut st = self.tx.prepare_cached(NODE_BY_KEY_SQL)?;
+        let row: Option<(i64, String)> =
+            st.query_row(params![key.label, key.id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+        let Some((nid, props)) = row else { return Ok(None) };
+        self.remember_nid(key, nid);
+        Ok(Some(Node { key: key.clone(), props: props_from(&props)? }))
     }
 
     /// Reads that scan the node table see every node written so far.
@@ -224,12 +264,15 @@ impl EmbeddedWrite<'_> {
 }
 
 impl EmbeddedRead<'_> {
-    fn cached_node(&self, _key: &NodeKey) -> Option<Node> {
-        None
+    fn exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
+        Ok(nid_of(&self.tx, key)?.is_some())
     }
 
-    fn is_cached(&self, _key: &NodeKey) -> bool {
-        false
+    fn load_node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        let mut st = self.tx.prepare_cached(NODE_BY_KEY_SQL)?;
+        let row: Option<(i64, String)> =
+            st.query_row(params![key.label, key.id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+        row.map(|(_, props)| Ok(Node { key: key.clone(), props: props_from(&props)? })).transpose()
     }
 
     fn before_scan(&self) -> Result<(), StoreError> {
@@ -271,7 +314,9 @@ fn decode_entry(raw: (i64, String, String, String, String)) -> Result<LogEntry, 
     Ok(LogEntry { position: position(pos), kind, id, recorded_at, body })
 }
 
-const EDGE_COLUMNS: &str = "from_label, from_id, edge_type, to_label, to_id, qualifier, props";
+/// Columns of an edge joined with both endpoint nodes: the edge's key in terms of node keys.
+const EDGE_JOIN: &str = "SELECT f.label, f.id, e.edge_type, t.label, t.id, e.qualifier, e.props
+     FROM edges e JOIN nodes f ON f.nid = e.from_nid JOIN nodes t ON t.nid = e.to_nid";
 
 fn edge_row(row: &Row<'_>) -> rusqlite::Result<(EdgeKey, String)> {
     Ok((
@@ -293,6 +338,11 @@ fn collect_edges(
         Ok(Edge { key, props: props_from(&props)? })
     })
     .collect()
+}
+
+fn nid_of(c: &Connection, key: &NodeKey) -> Result<Option<i64>, StoreError> {
+    let mut st = c.prepare_cached(NODE_NID_SQL)?;
+    Ok(st.query_row(params![key.label, key.id], |r| r.get(0)).optional()?)
 }
 
 fn slot_row(row: &Row<'_>) -> rusqlite::Result<SessionSlot> {
@@ -327,30 +377,15 @@ fn log_read_kind(c: &Connection, kind: RecordKind) -> Result<Vec<LogEntry>, Stor
     rows.map(|r| decode_entry(r?)).collect()
 }
 
-fn graph_node(c: &Connection, key: &NodeKey) -> Result<Option<Node>, StoreError> {
-    let mut st = c.prepare_cached("SELECT props FROM nodes WHERE label = ?1 AND id = ?2")?;
-    let props: Option<String> =
-        st.query_row(params![key.label, key.id], |r| r.get(0)).optional()?;
-    props.map(|p| Ok(Node { key: key.clone(), props: props_from(&p)? })).transpose()
-}
-
 fn graph_edge(c: &Connection, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
+    let (Some(from), Some(to)) = (nid_of(c, &key.from)?, nid_of(c, &key.to)?) else {
+        return Ok(None);
+    };
     let mut st = c.prepare_cached(
-        "SELECT props FROM edges WHERE from_label = ?1 AND from_id = ?2 AND edge_type = ?3 AND to_label = ?4 AND to_id = ?5 AND qualifier = ?6",
+        "SELECT props FROM edges WHERE from_nid = ?1 AND edge_type = ?2 AND to_nid = ?3 AND qualifier = ?4",
     )?;
-    let props: Option<String> = st
-        .query_row(
-            params![
-                key.from.label,
-                key.from.id,
-                key.edge_type,
-                key.to.label,
-                key.to.id,
-                key.qualifier
-            ],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let props: Option<String> =
+        st.query_row(params![from, key.edge_type, to, key.qualifier], |r| r.get(0)).optional()?;
     props.map(|p| Ok(Edge { key: key.clone(), props: props_from(&p)? })).transpose()
 }
 
@@ -360,19 +395,33 @@ fn graph_edges_of(
     edge_type: Option<&str>,
     direction: Direction,
 ) -> Result<Vec<Edge>, StoreError> {
+    let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
+    let type_filter = if edge_type.is_some() { "AND e.edge_type = ?2" } else { "AND ?2 IS NULL" };
     let mut out = Vec::new();
-    let type_filter = if edge_type.is_some() { "AND edge_type = ?3" } else { "AND ?3 IS NULL" };
     if matches!(direction, Direction::Out | Direction::Both) {
-        let mut st = c.prepare_cached(&format!(
-            "SELECT {EDGE_COLUMNS} FROM edges WHERE from_label = ?1 AND from_id = ?2 {type_filter} ORDER BY edge_type, to_label, to_id, qualifier"
-        ))?;
-        out.extend(collect_edges(st.query_map(params![key.label, key.id, edge_type], edge_row)?)?);
+        let mut st =
+            c.prepare_cached(&format!("{EDGE_JOIN} WHERE e.from_nid = ?1 {type_filter}"))?;
+        let mut edges = collect_edges(st.query_map(params![nid, edge_type], edge_row)?)?;
+        edges.sort_by(|a, b| {
+            (&a.key.edge_type, &a.key.to, &a.key.qualifier).cmp(&(
+                &b.key.edge_type,
+                &b.key.to,
+                &b.key.qualifier,
+            ))
+        });
+        out.extend(edges);
     }
     if matches!(direction, Direction::In | Direction::Both) {
-        let mut st = c.prepare_cached(&format!(
-            "SELECT {EDGE_COLUMNS} FROM edges WHERE to_label = ?1 AND to_id = ?2 {type_filter} ORDER BY edge_type, from_label, from_id, qualifier"
-        ))?;
-        out.extend(collect_edges(st.query_map(params![key.label, key.id, edge_type], edge_row)?)?);
+        let mut st = c.prepare_cached(&format!("{EDGE_JOIN} WHERE e.to_nid = ?1 {type_filter}"))?;
+        let mut edges = collect_edges(st.query_map(params![nid, edge_type], edge_row)?)?;
+        edges.sort_by(|a, b| {
+            (&a.key.edge_type, &a.key.from, &a.key.qualifier).cmp(&(
+                &b.key.edge_type,
+                &b.key.from,
+                &b.key.qualifier,
+            ))
+        });
+        out.extend(edges);
     }
     Ok(out)
 }
@@ -402,32 +451,21 @@ fn graph_edges_by_type(
     after: Option<&EdgeKey>,
     limit: usize,
 ) -> Result<Vec<Edge>, StoreError> {
-    let limit = sql_int(limit as u64);
-    match after {
-        None => {
-            let mut st = c.prepare_cached(&format!(
-                "SELECT {EDGE_COLUMNS} FROM edges WHERE edge_type = ?1 ORDER BY from_label, from_id, to_label, to_id, qualifier LIMIT ?2"
-            ))?;
-            collect_edges(st.query_map(params![edge_type, limit], edge_row)?)
-        }
-        Some(k) => {
-            let mut st = c.prepare_cached(&format!(
-                "SELECT {EDGE_COLUMNS} FROM edges WHERE edge_type = ?1 AND (from_label, from_id, to_label, to_id, qualifier) > (?2, ?3, ?4, ?5, ?6) ORDER BY from_label, from_id, to_label, to_id, qualifier LIMIT ?7"
-            ))?;
-            collect_edges(st.query_map(
-                params![
-                    edge_type,
-                    k.from.label,
-                    k.from.id,
-                    k.to.label,
-                    k.to.id,
-                    k.qualifier,
-                    limit
-                ],
-                edge_row,
-            )?)
-        }
-    }
+    // Pages follow the `edges_type` index: node ids, then qualifier (creation order of the source).
+    let (from, to, qualifier) = match after {
+        None => (i64::MIN, i64::MIN, String::new()),
+        Some(k) => match (nid_of(c, &k.from)?, nid_of(c, &k.to)?) {
+            (Some(f), Some(t)) => (f, t, k.qualifier.clone()),
+            _ => return Ok(Vec::new()),
+        },
+    };
+    let mut st = c.prepare_cached(&format!(
+        "{EDGE_JOIN} WHERE e.edge_type = ?1 AND (e.from_nid, e.to_nid, e.qualifier) > (?2, ?3, ?4)
+         ORDER BY e.from_nid, e.to_nid, e.qualifier LIMIT ?5"
+    ))?;
+    collect_edges(
+        st.query_map(params![edge_type, from, to, qualifier, sql_int(limit as u64)], edge_row)?,
+    )
 }
 
 fn graph_session_events(
@@ -464,7 +502,9 @@ fn graph_session_neighbors(
 pub(crate) const SESSION_TAIL_SQL: &str =
     "SELECT last_at_ns, last_event_id FROM sessions WHERE session_id = ?1";
 pub(crate) const PENDING_FOR_SQL: &str = "SELECT wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, qualifier, props FROM pending_edges WHERE wait_label = ?1 AND wait_id = ?2";
-pub(crate) const NODE_EXISTS_SQL: &str = "SELECT 1 FROM nodes WHERE label = ?1 AND id = ?2";
+pub(crate) const NODE_NID_SQL: &str = "SELECT nid FROM nodes WHERE label = ?1 AND id = ?2";
+pub(crate) const NODE_BY_KEY_SQL: &str =
+    "SELECT nid, props FROM nodes WHERE label = ?1 AND id = ?2";
 
 const PENDING_COLUMNS: &str =
     "wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, qualifier, props";
@@ -542,17 +582,10 @@ macro_rules! impl_readers {
 
         impl GraphReader for $t<'_> {
             fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
-                if let Some(node) = self.cached_node(key) {
-                    return Ok(Some(node));
-                }
-                graph_node(&self.tx, key)
+                self.load_node(key)
             }
             fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
-                if self.is_cached(key) {
-                    return Ok(true);
-                }
-                let mut st = self.tx.prepare_cached(NODE_EXISTS_SQL)?;
-                Ok(st.exists(params![key.label, key.id])?)
+                self.exists(key)
             }
             fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
                 graph_edge(&self.tx, key)
@@ -660,9 +693,18 @@ impl Log for EmbeddedWrite<'_> {
 
 impl GraphStore for EmbeddedWrite<'_> {
     fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
+        // A new node is inserted at once (edges need its id); an update waits in the cache.
+        let Some(nid) = self.nid(&node.key)? else {
+            self.tx
+                .prepare_cached("INSERT INTO nodes (label, id, props) VALUES (?1, ?2, ?3)")?
+                .execute(params![node.key.label, node.key.id, props_to(&node.props)?])?;
+            let nid = self.tx.last_insert_rowid();
+            self.remember_nid(&node.key, nid);
+            return Ok(());
+        };
         let full = {
             let mut nodes = self.nodes.borrow_mut();
-            nodes.insert(node.key.clone(), node.clone());
+            nodes.insert(node.key.clone(), (nid, node.clone()));
             nodes.len() >= NODE_CACHE_LIMIT
         };
         if full {
@@ -673,29 +715,25 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
         let k = &edge.key;
+        let (from, to) = (self.endpoint_nid(&k.from)?, self.endpoint_nid(&k.to)?);
         self.tx
-            .prepare_cached(&format!(
-                "INSERT OR REPLACE INTO edges ({EDGE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-            ))?
-            .execute(params![
-                k.from.label,
-                k.from.id,
-                k.edge_type,
-                k.to.label,
-                k.to.id,
-                k.qualifier,
-                props_to(&edge.props)?
-            ])?;
+            .prepare_cached(
+                "INSERT OR REPLACE INTO edges (from_nid, edge_type, to_nid, qualifier, props) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![from, k.edge_type, to, k.qualifier, props_to(&edge.props)?])?;
         Ok(())
     }
 
     fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError> {
+        let (Some(from), Some(to)) = (self.nid(&key.from)?, self.nid(&key.to)?) else {
+            return Ok(false);
+        };
         let n = self
             .tx
             .prepare_cached(
-                "DELETE FROM edges WHERE from_label = ?1 AND from_id = ?2 AND edge_type = ?3 AND to_label = ?4 AND to_id = ?5 AND qualifier = ?6",
+                "DELETE FROM edges WHERE from_nid = ?1 AND edge_type = ?2 AND to_nid = ?3 AND qualifier = ?4",
             )?
-            .execute(params![key.from.label, key.from.id, key.edge_type, key.to.label, key.to.id, key.qualifier])?;
+            .execute(params![from, key.edge_type, to, key.qualifier])?;
         Ok(n > 0)
     }
 
@@ -756,6 +794,7 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn clear_graph(&mut self) -> Result<(), StoreError> {
         self.nodes.borrow_mut().clear();
+        self.nids.borrow_mut().clear();
         self.any_pending.set(Some(false));
         self.tx.execute_batch(
             "DELETE FROM nodes; DELETE FROM edges; DELETE FROM session_order; DELETE FROM sessions; DELETE FROM pending_edges;

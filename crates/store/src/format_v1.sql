@@ -7,24 +7,24 @@ CREATE TABLE log (
     body        TEXT NOT NULL,
     UNIQUE (kind, record_id)
 );
+-- Nodes get a small integer id so edges, which dominate the graph, are keyed by integers.
 CREATE TABLE nodes (
+    nid   INTEGER PRIMARY KEY,
     label TEXT NOT NULL,
     id    TEXT NOT NULL,
-    props TEXT NOT NULL,
-    PRIMARY KEY (label, id)
-) WITHOUT ROWID;
+    props TEXT NOT NULL
+);
+CREATE UNIQUE INDEX nodes_key ON nodes (label, id);
 CREATE TABLE edges (
-    from_label TEXT NOT NULL,
-    from_id    TEXT NOT NULL,
-    edge_type  TEXT NOT NULL,
-    to_label   TEXT NOT NULL,
-    to_id      TEXT NOT NULL,
-    qualifier  TEXT NOT NULL,
-    props      TEXT NOT NULL,
-    PRIMARY KEY (from_label, from_id, edge_type, to_label, to_id, qualifier)
+    from_nid  INTEGER NOT NULL,
+    edge_type TEXT NOT NULL,
+    to_nid    INTEGER NOT NULL,
+    qualifier TEXT NOT NULL,
+    props     TEXT NOT NULL,
+    PRIMARY KEY (from_nid, edge_type, to_nid, qualifier)
 ) WITHOUT ROWID;
-CREATE INDEX edges_in ON edges (to_label, to_id, edge_type, from_label, from_id, qualifier);
-CREATE INDEX edges_type ON edges (edge_type, from_label, from_id, to_label, to_id, qualifier);
+CREATE INDEX edges_in ON edges (to_nid, edge_type, from_nid, qualifier);
+CREATE INDEX edges_type ON edges (edge_type, from_nid, to_nid, qualifier);
 CREATE TABLE session_order (
     session_id TEXT NOT NULL,
     at_ns      INTEGER NOT NULL,

@@ -49,5 +49,8 @@ pub(crate) fn dump(engine: &Engine) -> GraphDump {
         let out = snap.edges(&e.key.from, Some(&e.key.edge_type), Direction::Out).unwrap();
         assert!(out.contains(e), "edge {} missing from its source's neighbours", e.key);
     }
+    // Listing order follows internal node ids, which depend on arrival order: compare sorted.
+    nodes.sort_by(|a, b| a.key.cmp(&b.key));
+    edges.sort_by(|a, b| a.key.cmp(&b.key));
     GraphDump { nodes, edges, pending: snap.pending_edges().unwrap() }
 }

@@ -82,7 +82,12 @@ fn graph_upserts_neighbours_and_pending_edges() {
     assert_eq!(w.counts().unwrap().pending_edges, 1);
     assert_eq!(w.take_pending(&b).unwrap(), vec![edge.clone()]);
     assert!(w.take_pending(&b).unwrap().is_empty());
+    assert_eq!(w.put_edge(&edge).unwrap_err().code(), "store.corruption", "b is not stored yet");
+    let mut bprops = Properties::new();
+    bprops.insert("event_id".into(), "b".into());
+    w.put_node(&Node { key: b.clone(), props: bprops }).unwrap();
     w.put_edge(&edge).unwrap();
+    assert_eq!(w.edge(&edge.key).unwrap(), Some(edge.clone()));
     assert_eq!(w.edges_of(&a, None, Direction::Out).unwrap(), vec![edge.clone()]);
     assert_eq!(w.edges_of(&b, Some("CAUSED_BY"), Direction::In).unwrap(), vec![edge.clone()]);
     assert!(w.edges_of(&b, Some("FOLLOWS"), Direction::Both).unwrap().is_empty());
@@ -165,8 +170,9 @@ fn session_tail_tracks_the_latest_slot_and_hot_queries_are_not_reprepared() {
         w.session_tail(&format!("s{i}")).unwrap();
         w.take_pending(&NodeKey::new("Event", format!("e{i}"))).unwrap();
         w.node_exists(&NodeKey::new("Event", format!("e{i}"))).unwrap();
+        w.node(&NodeKey::new("Event", format!("e{i}"))).unwrap();
     }
-    for sql in [SESSION_TAIL_SQL, PENDING_FOR_SQL, NODE_EXISTS_SQL] {
+    for sql in [SESSION_TAIL_SQL, PENDING_FOR_SQL, NODE_NID_SQL, NODE_BY_KEY_SQL] {
         let st = w.tx.prepare_cached(sql).unwrap();
         assert_eq!(st.get_status(StatementStatus::RePrepare), 0, "{sql}");
     }
