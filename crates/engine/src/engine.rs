@@ -166,8 +166,13 @@ impl Engine {
             }
         }
         let (record, extended) = ValidRecord::schema_module(&self.schema, text)?;
-        let outcome = self.ingest_batch(std::slice::from_ref(&record), Projection::Inline, true)?;
-        let outcome = outcome.into_iter().next().unwrap_or(Ok(IngestOutcome::Duplicate(0)))?;
+        let mut outcomes =
+            self.ingest_batch(std::slice::from_ref(&record), Projection::Inline, true)?;
+        // One record in, one outcome out: ingest_batch reports every record it was given.
+        let outcome = outcomes.pop().ok_or_else(|| Error::Corruption {
+            position: 0,
+            reason: "appending a schema module reported no outcome".into(),
+        })??;
         self.schema = extended;
         Ok(outcome)
     }

@@ -87,11 +87,14 @@ pub struct IngestReport {
 }
 
 impl IngestReport {
-    fn reject(&mut self, keep: usize, rejection: Rejection) {
+    /// Count (and keep, within the limit) a refused line; true when strict mode must stop here.
+    fn refuse(&mut self, options: &IngestOptions, rejection: Rejection) -> bool {
         self.progress.rejected += 1;
-        if self.rejections.len() < keep {
+        if self.rejections.len() < options.keep_rejections {
             self.rejections.push(rejection);
         }
+        self.stopped |= options.strict;
+        options.strict
     }
 
     fn accept(&mut self, position: u64) {
@@ -138,12 +141,10 @@ impl Engine {
                     "limits.record_bytes",
                     format!("record exceeds the limit of {max} bytes"),
                 );
-                report.reject(
-                    options.keep_rejections,
+                if report.refuse(
+                    options,
                     Rejection { line, id: None, code: v.rule, violations: vec![v] },
-                );
-                if options.strict {
-                    report.stopped = true;
+                ) {
                     break;
                 }
                 continue;
@@ -157,12 +158,10 @@ impl Engine {
                         "json.encoding",
                         format!("line is not UTF-8: {e}"),
                     );
-                    report.reject(
-                        options.keep_rejections,
+                    if report.refuse(
+                        options,
                         Rejection { line, id: None, code: v.rule, violations: vec![v] },
-                    );
-                    if options.strict {
-                        report.stopped = true;
+                    ) {
                         break;
                     }
                     continue;
@@ -172,36 +171,37 @@ impl Engine {
                 report.progress.lines -= 1;
                 continue;
             }
-            match self.validate(text) {
-                Ok(record) if matches!(record.body(), RecordBody::Schema(_)) => {
-                    // Later lines are validated against the extended schema: apply it now.
-                    self.flush(&mut batch, options, &mut report, progress)?;
-                    let source = match record.body() {
-                        RecordBody::Schema(s) => s.source.clone(),
-                        RecordBody::Event(_) | RecordBody::Edge(_) => String::new(),
-                    };
-                    match self.add_schema_module(&source) {
-                        Ok(IngestOutcome::New(p)) => report.accept(p),
-                        Ok(IngestOutcome::Duplicate(_)) => report.progress.duplicates += 1,
-                        Err(e) if e.is_user_error() => {
-                            let v = Violation::with_text("$.source", None, e.code(), e.to_string());
-                            report.reject(
-                                options.keep_rejections,
-                                Rejection {
-                                    line,
-                                    id: Some(record.id().to_owned()),
-                                    code: v.rule,
-                                    violations: vec![v],
-                                },
-                            );
-                            if options.strict {
-                                report.stopped = true;
-                                break;
-                            }
+            let validated = self.validate(text);
+            // Schema modules change what later lines may say, so they are applied at once. A module
+            // already in force is not an error here: re-ingesting it (a backup, say) is a duplicate.
+            let schema_source = match &validated {
+                Ok(record) => match record.body() {
+                    RecordBody::Schema(s) => Some(s.source.clone()),
+                    RecordBody::Event(_) | RecordBody::Edge(_) => None,
+                },
+                Err(e) if e.code() == "schema.duplicate_module" => schema_source_in(text),
+                Err(_) => None,
+            };
+            if let Some(source) = schema_source {
+                self.flush(&mut batch, options, &mut report, progress)?;
+                match self.add_schema_module(&source) {
+                    Ok(IngestOutcome::New(p)) => report.accept(p),
+                    Ok(IngestOutcome::Duplicate(_)) => report.progress.duplicates += 1,
+                    Err(e) if e.is_user_error() => {
+                        let v = Violation::with_text("$.source", None, e.code(), e.to_string());
+                        let id = validated.as_ref().ok().map(|r| r.id().to_owned());
+                        if report.refuse(
+                            options,
+                            Rejection { line, id, code: v.rule, violations: vec![v] },
+                        ) {
+                            break;
                         }
-                        Err(e) => return Err(e),
                     }
+                    Err(e) => return Err(e),
                 }
+                continue;
+            }
+            match validated {
                 Ok(record) => {
                     batch.lines.push(line);
                     batch.records.push(record);
@@ -218,12 +218,10 @@ impl Engine {
                             .find_map(|k| v.get(k).and_then(|x| x.as_str()).map(str::to_owned))
                     });
                     let code = errors.code();
-                    report.reject(
-                        options.keep_rejections,
+                    if report.refuse(
+                        options,
                         Rejection { line, id, code, violations: errors.violations },
-                    );
-                    if options.strict {
-                        report.stopped = true;
+                    ) {
                         break;
                     }
                 }
@@ -253,17 +251,15 @@ impl Engine {
                 Ok(IngestOutcome::Duplicate(_)) => report.progress.duplicates += 1,
                 Err(e) => {
                     let v = Violation::with_text("$", Some(record.id()), e.code(), e.to_string());
-                    report.reject(
-                        options.keep_rejections,
+                    if report.refuse(
+                        options,
                         Rejection {
                             line: *line,
                             id: Some(record.id().to_owned()),
                             code: v.rule,
                             violations: vec![v],
                         },
-                    );
-                    if options.strict {
-                        report.stopped = true;
+                    ) {
                         keep_going = false;
                     }
                 }
@@ -274,6 +270,15 @@ impl Engine {
         progress(&report.progress);
         Ok(keep_going)
     }
+}
+
+/// The `source` of a line that is a schema record, if it is one.
+fn schema_source_in(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    if value.get("record_type")?.as_str()? != "schema" {
+        return None;
+    }
+    value.get("source")?.as_str().map(str::to_owned)
 }
 
 /// Read one line into `buf`, keeping at most `max + 1` bytes of it (the rest is consumed and

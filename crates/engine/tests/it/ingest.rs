@@ -235,3 +235,21 @@ fn schema_modules_are_records_and_extend_what_records_may_say() {
     e.reproject(&mut |_, _| {}).unwrap();
     assert_eq!(e.snapshot().unwrap().stats().unwrap().pending_edges, 1);
 }
+
+#[test]
+fn a_schema_record_ingested_again_is_a_duplicate() {
+    let (_dir, mut e) = engine();
+    let module = "module = \"ops\"\n[enums.entity_type]\nvalues = [{ name = \"dataset\" }]\n";
+    let line = json!({"record_type": "schema", "module": "ops", "source": module});
+    let text = lines(&[line.clone(), event("e1", "2026-11-20T09:00:00Z")]);
+    let r = e.ingest_jsonl(text.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!((r.accepted, r.progress.duplicates, r.progress.rejected), (2, 0, 0));
+    let r = e.ingest_jsonl(text.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!((r.accepted, r.progress.duplicates, r.progress.rejected), (0, 2, 0));
+    let changed = json!({"record_type": "schema", "module": "ops", "source": "module = \"ops\"\n"});
+    let r = e
+        .ingest_jsonl(lines(&[changed]).as_bytes(), &IngestOptions::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(r.progress.rejected, 1, "same module name, different text");
+    assert_eq!(r.rejections[0].code, "schema.duplicate_module");
+}
