@@ -92,8 +92,23 @@ pub(crate) enum Command {
     /// Show, check or add schema modules (the ontology is data).
     #[command(subcommand)]
     Schema(SchemaCommand),
-    /// Rebuild the graph from the log (the log is the only source of truth).
+    /// Rebuild the graph, then its enrichment and indexes, from the log (the only source of truth).
     Reproject,
+    /// Enrich what is not enriched yet: keywords, importance, summary, embedding, full-text index.
+    ///
+    /// `ingest` and `demo` do this after acknowledging records; this command catches up by hand
+    /// (after `ingest --no-enrich`, or a crash during enrichment).
+    Enrich,
+    /// Full-text search (BM25) over event text, summaries and entity names.
+    Search {
+        /// Words to look for (any of them; more matches rank higher).
+        query: String,
+        /// Show at most this many results.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Re-embed every event with the configured model (after the embedding model changed).
+    Reembed,
     /// Write a deterministic synthetic agent trace as JSONL to stdout.
     Generate {
         /// Number of events.
@@ -128,6 +143,9 @@ pub(crate) struct IngestArgs {
     /// Do not show a progress bar.
     #[arg(long)]
     pub(crate) quiet: bool,
+    /// Do not enrich after ingesting (run `ctxgraph enrich` later).
+    #[arg(long)]
+    pub(crate) no_enrich: bool,
     /// After every durable batch, print one JSON line to stderr: lines, accepted, duplicates,
     /// rejected, and last_position (the last acknowledged log position).
     #[arg(long)]

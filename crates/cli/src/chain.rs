@@ -104,6 +104,17 @@ pub(crate) fn print(x: &Explanation) -> anyhow::Result<()> {
         };
         writeln!(out, "{lead}{}  {}  {}  {}", n.key.id, at(n), agent(n), describe_event(n))?;
     }
+    if let (Some(importance), Some(keywords)) =
+        (first.props.get("importance_score"), first.props.get("keywords").and_then(Value::as_array))
+    {
+        let words: Vec<&str> = keywords.iter().filter_map(Value::as_str).collect();
+        writeln!(
+            out,
+            "\n  {}: importance {importance}/10; keywords: {}",
+            first.key.id,
+            words.join(", ")
+        )?;
+    }
     if let Some(p) = &x.missing_parent {
         writeln!(
             out,

@@ -19,6 +19,7 @@ pub(crate) fn run(cli: &Cli) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     let report =
         engine.ingest_jsonl(DEMO_TRACE.as_bytes(), &IngestOptions::default(), &mut |_| {})?;
+    crate::enrich::with_progress(&mut engine, cli.json)?;
     let secs = started.elapsed().as_secs_f64();
     let snap = engine.snapshot()?;
     let stats = snap.stats()?;
@@ -54,7 +55,7 @@ pub(crate) fn run(cli: &Cli) -> anyhow::Result<Outcome> {
     } else {
         writeln!(
             out,
-            "Ingested {} records in {secs:.2}s (validated, appended to the log, fsynced, projected).",
+            "Ingested {} records in {secs:.2}s (validated, appended to the log, fsynced, projected, enriched).",
             report.accepted
         )?;
     }

@@ -35,7 +35,8 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
         max_entities: args.max_entities,
         ..Limits::default()
     };
-    let mut engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions { limits })?;
+    let options = EngineOptions { limits, ..EngineOptions::default() };
+    let mut engine = crate::open(cli, OpenMode::CreateIfMissing, options)?;
     let options = IngestOptions {
         strict: args.strict,
         batch_size: args.batch_size.max(1),
@@ -69,6 +70,10 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
     };
     let secs = started.elapsed().as_secs_f64();
     print_report(cli, &report, secs)?;
+    // Behind the acknowledgement: records are durable before enrichment starts.
+    if !args.no_enrich {
+        crate::enrich::with_progress(&mut engine, cli.json || args.quiet || acks)?;
+    }
     Ok(if report.progress.rejected == 0 { Outcome::Done } else { Outcome::Failed })
 }
 

@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod chain;
 mod demo;
+mod enrich;
 mod ingest;
 mod output;
 mod read;
@@ -70,6 +71,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Log { from, limit } => read::log(&cli, *from, *limit),
         Command::Schema(cmd) => schema::run(&cli, cmd),
         Command::Reproject => read::reproject(&cli),
+        Command::Enrich => enrich::run(&cli, false),
+        Command::Reembed => enrich::run(&cli, true),
+        Command::Search { query, limit } => enrich::search(&cli, query, *limit),
         Command::Generate { events, seed } => read::generate(*events, *seed),
         Command::Bench(BenchCommand::Ingest { events, batch_size, dir }) => {
             bench::ingest(*events, *batch_size, dir.as_deref(), cli.json)

@@ -221,6 +221,8 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
         print_json(&json!({
             "log_length": s.log_length, "projected_through": s.projected_through,
             "projection_lag": s.projection_lag(),
+            "enriched_through": s.enriched_through, "enrichment_lag": s.enrichment_lag(),
+            "embedding_model": s.embedding_model.as_ref().map(|(m, d)| json!({"id": m, "dimension": d})),
             "nodes": s.nodes.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
             "edges": s.edges.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
             "pending_edges": s.pending_edges, "bytes_on_disk": s.bytes_on_disk,
@@ -232,6 +234,7 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
     let mut t = table(&["", "count"]);
     t.add_row(vec!["log records".to_owned(), s.log_length.to_string()]);
     t.add_row(vec!["projection lag".to_owned(), s.projection_lag().to_string()]);
+    t.add_row(vec!["enrichment lag".to_owned(), s.enrichment_lag().to_string()]);
     for (label, n) in &s.nodes {
         t.add_row(vec![format!("nodes: {label}"), n.to_string()]);
     }
@@ -240,6 +243,9 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
     }
     t.add_row(vec!["edges waiting for an endpoint".to_owned(), s.pending_edges.to_string()]);
     t.add_row(vec!["size on disk".to_owned(), bytes(s.bytes_on_disk)]);
+    if let Some((model, dim)) = &s.embedding_model {
+        writeln!(out, "embedding model: {model} ({dim} dimensions)")?;
+    }
     writeln!(
         out,
         "{}  (format v{}, schema modules: {})",
@@ -284,6 +290,7 @@ pub(crate) fn reproject(cli: &Cli) -> anyhow::Result<Outcome> {
         crate::ingest::progress_bar(engine.snapshot()?.stats()?.log_length, "records", cli.json);
     let report = engine.reproject(&mut |done, _| bar.set_position(done))?;
     bar.finish_and_clear();
+    crate::enrich::with_progress(&mut engine, cli.json)?;
     let secs = started.elapsed().as_secs_f64();
     if cli.json {
         print_json(

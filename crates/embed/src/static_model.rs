@@ -35,6 +35,12 @@ pub struct StaticEmbedder {
 }
 
 impl StaticEmbedder {
+    /// The model id of [`StaticEmbedder::builtin`], known without loading the model (a store
+    /// compares it with the id it recorded).
+    pub const BUILTIN_MODEL_ID: &'static str = "ctxgraph-static-minilm-l6-v2-d256-i8-v1";
+    /// The dimension of [`StaticEmbedder::builtin`].
+    pub const BUILTIN_DIMENSION: usize = 256;
+
     /// The built-in model, compiled into the binary (`crates/embed/model`): a 256-dimensional
     /// static model distilled from sentence-transformers/all-MiniLM-L6-v2. Needs no file and no
     /// network.

@@ -345,3 +345,10 @@ fn throughput() {
         tokens as f64 / secs / 1e6
     );
 }
+
+#[test]
+fn builtin_constants_match_the_loaded_model() {
+    let model = StaticEmbedder::builtin().unwrap();
+    assert_eq!(model.model_id(), StaticEmbedder::BUILTIN_MODEL_ID);
+    assert_eq!(model.dimension(), StaticEmbedder::BUILTIN_DIMENSION);
+}

@@ -2,6 +2,9 @@
 //! catching the graph up with the log and reprojecting.
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use ctxgraph_embed::Embedder;
 
 use ctxgraph_ontology::{Limits, RecordKind, Schema, ValidRecord, ValidationErrors, validate};
 use ctxgraph_projection::project;
@@ -10,6 +13,7 @@ use ctxgraph_store::{
     StoreError,
 };
 
+use crate::enrich::EmbedderChoice;
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
 use crate::snapshot::Snapshot;
@@ -19,7 +23,7 @@ use crate::snapshot::Snapshot;
 const CATCH_UP_CHUNK: usize = 20_000;
 
 /// Decoding records already in the log applies no size limits: they were checked on the way in.
-const STORED: Limits = Limits {
+pub(crate) const STORED: Limits = Limits {
     max_record_bytes: usize::MAX,
     max_id_bytes: usize::MAX,
     max_name_bytes: usize::MAX,
@@ -32,6 +36,10 @@ const STORED: Limits = Limits {
 pub struct EngineOptions {
     /// Size limits applied to incoming records.
     pub limits: Limits,
+    /// The embedding model for stage 2.
+    pub embedder: EmbedderChoice,
+    /// Open a store whose vectors were made by another model (to re-embed it).
+    pub accept_new_embedder: bool,
 }
 
 /// When the graph is updated for newly appended records.
@@ -54,11 +62,11 @@ pub struct ReprojectReport {
 }
 
 /// The write side of ctxgraph over the embedded store.
-#[derive(Debug)]
 pub struct Engine {
-    store: Embedded,
-    schema: Schema,
+    pub(crate) store: Embedded,
+    pub(crate) schema: Schema,
     options: EngineOptions,
+    pub(crate) embedder: OnceLock<Arc<dyn Embedder>>,
 }
 
 impl Engine {
@@ -79,7 +87,15 @@ impl Engine {
                 })?;
             }
         }
-        Ok(Engine { store, schema, options })
+        let stored = store.begin_read()?.embedding_model()?;
+        let configured = options.embedder.model();
+        if let Some(stored) = stored
+            && stored != configured
+            && !options.accept_new_embedder
+        {
+            return Err(Error::EmbeddingModel { stored, configured });
+        }
+        Ok(Engine { store, schema, options, embedder: OnceLock::new() })
     }
 
     /// The effective schema.
@@ -219,6 +235,15 @@ impl Engine {
     /// A consistent read snapshot.
     pub fn snapshot(&self) -> Result<Snapshot<'_>, Error> {
         Ok(Snapshot::new(self.store.begin_read()?, &self.schema, self.store.size_on_disk()))
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("store", &self.store)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
     }
 }
 

@@ -1,5 +1,6 @@
 //! The engine's error: every failure of the crates below, with a stable code.
 
+use ctxgraph_embed::EmbedError;
 use ctxgraph_ontology::{SchemaError, ValidationErrors};
 use ctxgraph_projection::ProjectionError;
 use ctxgraph_store::StoreError;
@@ -20,6 +21,20 @@ pub enum Error {
     /// The projection failed (a bug or a damaged store).
     #[error(transparent)]
     Projection(#[from] ProjectionError),
+    /// The embedding model failed.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    /// The store's vectors were made by another embedding model than the configured one.
+    #[error(
+        "the store's vectors were made by `{}` ({} dimensions) but the engine is configured with `{}` ({} dimensions): run `ctxgraph reembed` to re-embed with the configured model",
+        .stored.0, .stored.1, .configured.0, .configured.1
+    )]
+    EmbeddingModel {
+        /// Model id and dimension recorded in the store.
+        stored: (String, usize),
+        /// Model id and dimension configured.
+        configured: (String, usize),
+    },
     /// Reading the input failed.
     #[error("reading input: {0}")]
     Input(#[from] std::io::Error),
@@ -42,6 +57,8 @@ impl Error {
             Error::Store(e) => e.code(),
             Error::Projection(e) => e.code(),
             Error::Input(_) => "input.io",
+            Error::Embed(e) => e.code(),
+            Error::EmbeddingModel { .. } => "store.embedding_model_mismatch",
             Error::Corruption { .. } => "store.corruption",
         }
     }
@@ -51,7 +68,10 @@ impl Error {
         match self {
             Error::Validation(_) | Error::Schema(_) => true,
             Error::Store(e) => matches!(e, StoreError::Conflict { .. }),
-            Error::Projection(_) | Error::Input(_) | Error::Corruption { .. } => false,
+            Error::EmbeddingModel { .. } => true,
+            Error::Projection(_) | Error::Input(_) | Error::Corruption { .. } | Error::Embed(_) => {
+                false
+            }
         }
     }
 }

@@ -25,10 +25,12 @@
 #![warn(missing_docs)]
 
 mod engine;
+mod enrich;
 mod error;
 mod ingest;
 mod snapshot;
 
+pub use ctxgraph_embed::{Embedder, StaticEmbedder};
 pub use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 pub use ctxgraph_ontology::{
     EventClass, Limits, RecordBody, RecordKind, Schema, SchemaError, ValidRecord, ValidationErrors,
@@ -36,6 +38,7 @@ pub use ctxgraph_ontology::{
 };
 pub use ctxgraph_store::{FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, SessionSlot};
 pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
+pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
 pub use snapshot::{Snapshot, Stats, TimelineEntry, View};

@@ -70,6 +70,10 @@ pub struct Stats {
     pub log_length: u64,
     /// Last log position folded into the graph.
     pub projected_through: u64,
+    /// Last log position enriched (keywords, summary, importance, embedding, text index).
+    pub enriched_through: u64,
+    /// The embedding model and dimension of the stored vectors, once any exist.
+    pub embedding_model: Option<(String, usize)>,
     /// Nodes per type.
     pub nodes: Vec<(String, u64)>,
     /// Edges per type.
@@ -88,6 +92,11 @@ impl Stats {
     /// Records appended but not yet folded into the graph.
     pub fn projection_lag(&self) -> u64 {
         self.log_length.saturating_sub(self.projected_through)
+    }
+
+    /// Records projected but not yet enriched.
+    pub fn enrichment_lag(&self) -> u64 {
+        self.projected_through.saturating_sub(self.enriched_through)
     }
 }
 
@@ -269,6 +278,23 @@ impl<'a> Snapshot<'a> {
         Ok(self.read.pending_edges()?)
     }
 
+    /// Nodes whose indexed text (event text and summary, entity names) matches words of `query`,
+    /// best BM25 score first, at most `limit`.
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<(Node, f64)>, Error> {
+        let mut out = Vec::new();
+        for (key, score) in self.read.search_text(query, limit)? {
+            if let Some(node) = self.read.node(&key)? {
+                out.push((node, score));
+            }
+        }
+        Ok(out)
+    }
+
+    /// A node's embedding, once enriched.
+    pub fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, Error> {
+        Ok(self.read.vector(key)?)
+    }
+
     /// Log records from `from`, at most `limit`.
     pub fn log(&self, from: u64, limit: usize) -> Result<Vec<LogEntry>, Error> {
         Ok(self.read.read_from(from.max(1), limit)?)
@@ -280,6 +306,8 @@ impl<'a> Snapshot<'a> {
         Ok(Stats {
             log_length: self.read.head()?,
             projected_through: self.read.projected_through()?,
+            enriched_through: self.read.enriched_through()?,
+            embedding_model: self.read.embedding_model()?,
             nodes: counts.nodes,
             edges: counts.edges,
             pending_edges: counts.pending_edges,

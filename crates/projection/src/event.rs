@@ -95,14 +95,19 @@ fn follows_edge(
     Edge { key, props }
 }
 
-/// One entity mention: who, as what, in which role.
-struct Mention<'a> {
-    name: &'a str,
-    entity_type: &'a str,
-    role: &'a str,
+/// One entity an event mentions: who, as what, in which role.
+pub struct Mention<'a> {
+    /// The name as written.
+    pub name: &'a str,
+    /// Entity type.
+    pub entity_type: &'a str,
+    /// REFERENCES role.
+    pub role: &'a str,
 }
 
-fn references(w: &mut Writer<'_>, event: &NodeKey, e: &EventRecord) -> Result<(), ProjectionError> {
+/// Every entity an event mentions, in order: its agent (role agent), tool (instrument), user
+/// (participant), then its listed entities. Names may repeat; resolution merges them.
+pub fn mentions(e: &EventRecord) -> Vec<Mention<'_>> {
     let mut mentions = vec![Mention { name: &e.agent_id, entity_type: "agent", role: "agent" }];
     if let Some(tool) = &e.tool_name {
         mentions.push(Mention { name: tool, entity_type: "tool", role: "instrument" });
@@ -115,6 +120,11 @@ fn references(w: &mut Writer<'_>, event: &NodeKey, e: &EventRecord) -> Result<()
         entity_type: &r.entity_type,
         role: &r.role,
     }));
+    mentions
+}
+
+fn references(w: &mut Writer<'_>, event: &NodeKey, e: &EventRecord) -> Result<(), ProjectionError> {
+    let mentions = mentions(e);
 
     // One entity update per distinct entity, whatever the number of roles it plays here.
     let mut entities: BTreeMap<String, (&Mention<'_>, Vec<&str>)> = BTreeMap::new();

@@ -21,7 +21,12 @@
 
 #![warn(missing_docs)]
 
+mod enrich;
 mod event;
+
+pub use event::{Mention, mentions};
+
+pub use enrich::{Enrichment, MAX_KEYWORDS, MAX_SUMMARY_CHARS, MAX_TEXT_CHARS, enrich_event};
 
 use ctxgraph_ontology::graph::{Edge, Node, NodeKey};
 use ctxgraph_ontology::{RecordBody, Schema, ValidRecord, Violation};

@@ -9,7 +9,9 @@
 //!                index edges_in (to_nid, edge_type, from_nid, qualifier), edges_type (edge_type, ...)
 //! session_order  (session_id, at_ns, event_id)                                      PK in that order
 //! sessions       (session_id, last_at_ns, last_event_id)  the latest slot per session  PK(session_id)
-//! meta           (key, value)          projected_through = last log position folded into the graph
+//! meta           (key, value)          projected_through, enriched_through, embedding_model, embedding_dimension
+//! vectors        (nid, data)           one little-endian f32 embedding per node
+//! text_index     FTS5 (rowid = nid)    BM25 full-text index of event text and entity names
 //! pending_edges  (wait_label, wait_id, <edge key>, props)                           PK(wait, edge key)
 //! ```
 //!
@@ -345,6 +347,66 @@ fn nid_of(c: &Connection, key: &NodeKey) -> Result<Option<i64>, StoreError> {
     Ok(st.query_row(params![key.label, key.id], |r| r.get(0)).optional()?)
 }
 
+fn meta_position(c: &Connection, key: &str) -> Result<u64, StoreError> {
+    let v: i64 = c
+        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+        .query_row(params![key], |r| r.get(0))?;
+    Ok(position(v))
+}
+
+fn graph_embedding_model(c: &Connection) -> Result<Option<(String, usize)>, StoreError> {
+    let get = |key: &str| -> Result<Option<rusqlite::types::Value>, StoreError> {
+        Ok(c.prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+            .query_row(params![key], |r| r.get(0))
+            .optional()?)
+    };
+    match (get("embedding_model")?, get("embedding_dimension")?) {
+        (Some(rusqlite::types::Value::Text(id)), Some(rusqlite::types::Value::Integer(dim))) => {
+            Ok(Some((id, usize::try_from(dim).unwrap_or(0))))
+        }
+        (None, None) => Ok(None),
+        _ => Err(StoreError::Corruption("embedding model metadata is incomplete".into())),
+    }
+}
+
+fn graph_vector(c: &Connection, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
+    let Some(nid) = nid_of(c, key)? else { return Ok(None) };
+    let data: Option<Vec<u8>> = c
+        .prepare_cached("SELECT data FROM vectors WHERE nid = ?1")?
+        .query_row(params![nid], |r| r.get(0))
+        .optional()?;
+    Ok(data.map(|bytes| {
+        bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    }))
+}
+
+/// A free-text query as an FTS5 expression: every word quoted (no operators reach FTS5), OR-ed.
+fn fts_query(query: &str) -> Option<String> {
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{}\"", w.to_lowercase()))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
+}
+
+fn graph_search_text(
+    c: &Connection,
+    query: &str,
+    limit: usize,
+) -> Result<Vec<(NodeKey, f64)>, StoreError> {
+    let Some(expr) = fts_query(query) else { return Ok(Vec::new()) };
+    let mut st = c.prepare_cached(
+        "SELECT n.label, n.id, -s.score FROM
+           (SELECT rowid, bm25(text_index) AS score FROM text_index WHERE text_index MATCH ?1 ORDER BY score LIMIT ?2) s
+         JOIN nodes n ON n.nid = s.rowid ORDER BY s.score, n.label, n.id",
+    )?;
+    let rows = st.query_map(params![expr, sql_int(limit as u64)], |r| {
+        Ok((NodeKey { label: r.get(0)?, id: r.get(1)? }, r.get::<_, f64>(2)?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 fn slot_row(row: &Row<'_>) -> rusqlite::Result<SessionSlot> {
     Ok(SessionSlot { at_ns: row.get(0)?, event_id: row.get(1)? })
 }
@@ -644,12 +706,23 @@ macro_rules! impl_readers {
                 graph_counts(&self.tx)
             }
             fn projected_through(&self) -> Result<u64, StoreError> {
-                let v: i64 = self.tx.query_row(
-                    "SELECT value FROM meta WHERE key = 'projected_through'",
-                    [],
-                    |r| r.get(0),
-                )?;
-                Ok(position(v))
+                meta_position(&self.tx, "projected_through")
+            }
+            fn enriched_through(&self) -> Result<u64, StoreError> {
+                meta_position(&self.tx, "enriched_through")
+            }
+            fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError> {
+                graph_embedding_model(&self.tx)
+            }
+            fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
+                graph_vector(&self.tx, key)
+            }
+            fn search_text(
+                &self,
+                query: &str,
+                limit: usize,
+            ) -> Result<Vec<(NodeKey, f64)>, StoreError> {
+                graph_search_text(&self.tx, query, limit)
             }
         }
     };
@@ -792,10 +865,52 @@ impl GraphStore for EmbeddedWrite<'_> {
         Ok(())
     }
 
+    fn set_enriched_through(&mut self, position: u64) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("UPDATE meta SET value = ?1 WHERE key = 'enriched_through'")?
+            .execute(params![sql_int(position)])?;
+        Ok(())
+    }
+
+    fn set_embedding_model(&mut self, model_id: &str, dimension: usize) -> Result<(), StoreError> {
+        let mut st =
+            self.tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
+        st.execute(params!["embedding_model", model_id])?;
+        st.execute(params!["embedding_dimension", sql_int(dimension as u64)])?;
+        Ok(())
+    }
+
+    fn put_vector(&mut self, key: &NodeKey, vector: &[f32]) -> Result<(), StoreError> {
+        let nid = self.endpoint_nid(key)?;
+        let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.tx
+            .prepare_cached("INSERT OR REPLACE INTO vectors (nid, data) VALUES (?1, ?2)")?
+            .execute(params![nid, bytes])?;
+        Ok(())
+    }
+
+    fn put_text(&mut self, key: &NodeKey, text: &str) -> Result<(), StoreError> {
+        let nid = self.endpoint_nid(key)?;
+        self.tx
+            .prepare_cached("INSERT OR REPLACE INTO text_index (rowid, body) VALUES (?1, ?2)")?
+            .execute(params![nid, text])?;
+        Ok(())
+    }
+
+    fn clear_enrichment(&mut self) -> Result<(), StoreError> {
+        self.tx.execute_batch(
+            "DELETE FROM vectors; DELETE FROM text_index;
+             DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension');
+             UPDATE meta SET value = 0 WHERE key = 'enriched_through';",
+        )?;
+        Ok(())
+    }
+
     fn clear_graph(&mut self) -> Result<(), StoreError> {
         self.nodes.borrow_mut().clear();
         self.nids.borrow_mut().clear();
         self.any_pending.set(Some(false));
+        self.clear_enrichment()?;
         self.tx.execute_batch(
             "DELETE FROM nodes; DELETE FROM edges; DELETE FROM session_order; DELETE FROM sessions; DELETE FROM pending_edges;
              UPDATE meta SET value = 0 WHERE key = 'projected_through';",

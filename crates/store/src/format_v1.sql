@@ -49,9 +49,20 @@ CREATE TABLE pending_edges (
     props      TEXT NOT NULL,
     PRIMARY KEY (wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, qualifier)
 ) WITHOUT ROWID;
--- Projection bookkeeping: `projected_through` is the last log position folded into the graph.
+-- Bookkeeping: `projected_through` and `enriched_through` are the last log positions folded
+-- into the graph (stage 1) and enriched (stage 2); `embedding_model` and `embedding_dimension`
+-- name the model that produced the vectors.
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
-    value INTEGER NOT NULL
+    value NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('projected_through', 0);
+INSERT INTO meta (key, value) VALUES ('projected_through', 0), ('enriched_through', 0);
+-- One embedding per node, little-endian f32.
+CREATE TABLE vectors (
+    nid  INTEGER PRIMARY KEY,
+    data BLOB NOT NULL
+);
+-- BM25 full-text index over event text and summaries and entity names; rowid = node nid.
+CREATE VIRTUAL TABLE text_index USING fts5(
+    body, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2'
+);

@@ -145,6 +145,15 @@ pub trait GraphReader {
     fn counts(&self) -> Result<GraphCounts, StoreError>;
     /// The last log position folded into the graph (the projection checkpoint); 0 when none.
     fn projected_through(&self) -> Result<u64, StoreError>;
+    /// The last log position enriched (the stage-2 checkpoint); 0 when none.
+    fn enriched_through(&self) -> Result<u64, StoreError>;
+    /// The embedding model id and dimension that produced the stored vectors, if any.
+    fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError>;
+    /// A node's embedding.
+    fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError>;
+    /// Nodes whose indexed text matches any word of `query`, best BM25 score first (higher is
+    /// better), at most `limit`.
+    fn search_text(&self, query: &str, limit: usize) -> Result<Vec<(NodeKey, f64)>, StoreError>;
 }
 
 /// Write access to the projected graph. Every method is an upsert or an idempotent delete, so a
@@ -164,7 +173,18 @@ pub trait GraphStore: GraphReader {
     fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError>;
     /// Move the projection checkpoint: records up to `position` are folded into the graph.
     fn set_projected_through(&mut self, position: u64) -> Result<(), StoreError>;
-    /// Remove every node, edge and bookkeeping row and reset the checkpoint to 0 (the log is
-    /// untouched): the start of a reprojection.
+    /// Move the stage-2 checkpoint.
+    fn set_enriched_through(&mut self, position: u64) -> Result<(), StoreError>;
+    /// Record the embedding model of the stored vectors.
+    fn set_embedding_model(&mut self, model_id: &str, dimension: usize) -> Result<(), StoreError>;
+    /// Store a node's embedding (the node must exist).
+    fn put_vector(&mut self, key: &NodeKey, vector: &[f32]) -> Result<(), StoreError>;
+    /// Index (or re-index) a node's text for full-text search (the node must exist).
+    fn put_text(&mut self, key: &NodeKey, text: &str) -> Result<(), StoreError>;
+    /// Remove every vector and index entry and reset the stage-2 checkpoint and model: the start
+    /// of a re-embedding.
+    fn clear_enrichment(&mut self) -> Result<(), StoreError>;
+    /// Remove every node, edge, vector, index entry and bookkeeping row and reset both
+    /// checkpoints to 0 (the log is untouched): the start of a reprojection.
     fn clear_graph(&mut self) -> Result<(), StoreError>;
 }

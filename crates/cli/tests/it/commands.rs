@@ -233,3 +233,33 @@ fn help_explains_every_command() {
         assert!(help.contains(c), "--help lacks {c}:\n{help}");
     }
 }
+
+#[test]
+fn ingest_enriches_after_acknowledging_and_search_finds_it() {
+    let d = Dir::new();
+    let f = d.write("in.jsonl", &format!("{EVENT}\n{CHILD}\n"));
+    d.cmd(&["ingest", "--no-enrich", f.to_str().unwrap()]).assert().success();
+    let st = json(&mut d.cmd(&["--json", "stats"]));
+    assert_eq!(st["enrichment_lag"], 2);
+    assert_eq!(st["embedding_model"], Value::Null);
+    let out = stdout(&mut d.cmd(&["enrich"]));
+    assert!(out.contains("enriched 2 events"), "{out}");
+    let st = json(&mut d.cmd(&["--json", "stats"]));
+    assert_eq!(st["enrichment_lag"], 0);
+    assert_eq!(st["embedding_model"]["dimension"], 256);
+    let e1 = json(&mut d.cmd(&["--json", "get", "e1"]));
+    assert_eq!(e1[0]["properties"]["summary"], "tool.execute sql_query FAILED: timeout after 30s");
+    assert_eq!(e1[0]["properties"]["importance_score"], 7);
+    let hits = json(&mut d.cmd(&["--json", "search", "timeout"]));
+    assert_eq!(hits[0]["id"], "e1");
+    d.cmd(&["search", "zebra"]).assert().code(1);
+    let hits = json(&mut d.cmd(&["--json", "search", "orders-db"]));
+    assert!(hits.as_array().unwrap().iter().any(|h| h["id"] == "service:orders-db"), "{hits}");
+    // Ingesting more enriches by default.
+    let more = d.write(
+        "more.jsonl",
+        &EVENT.replace("\"e1\"", "\"e3\"").replace("timeout after 30s", "disk full"),
+    );
+    d.cmd(&["ingest", more.to_str().unwrap()]).assert().success();
+    assert_eq!(json(&mut d.cmd(&["--json", "stats"]))["enrichment_lag"], 0);
+}

@@ -1,5 +1,6 @@
 //! Format compatibility: a store written by format version 1 (checked in) opens and reads back
-//! the same with this build, and reprojects to the same graph.
+//! the same with this build (graph, enrichment, vectors, full-text index), and reprojects and
+//! re-enriches to the same graph.
 
 use ctxgraph::{Engine, EngineOptions, NodeKey, OpenMode};
 use serde_json::json;
@@ -27,7 +28,17 @@ fn a_format_v1_store_opens_and_reads_back_the_same() {
     assert_eq!(event.props["tool_name"], json!("read_file"));
     assert_eq!(event.props["global_position"], json!(7));
     assert_eq!(event.props["payload"]["result"], json!("106 lines"));
+    assert_eq!(stats.enriched_through, 60);
+    assert!(event.props["summary"].as_str().unwrap().starts_with("tool.execute read_file"));
+    let snap = engine.snapshot().unwrap();
+    let stored_vector = snap.vector(&event.key).unwrap().unwrap();
+    assert_eq!(stored_vector.len(), 256);
+    assert!(!snap.search("invoice rounding", 5).unwrap().is_empty());
+    drop(snap);
     let stored = dump(&engine);
     engine.reproject(&mut |_, _| {}).unwrap();
+    engine.enrich(&mut |_, _| {}).unwrap();
     assert_eq!(dump(&engine), stored);
+    let snap = engine.snapshot().unwrap();
+    assert_eq!(snap.vector(&event.key).unwrap().unwrap(), stored_vector);
 }

@@ -8,6 +8,7 @@
 )]
 
 mod compat;
+mod enrich;
 mod ingest;
 mod projection;
 

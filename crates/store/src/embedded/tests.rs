@@ -178,3 +178,39 @@ fn session_tail_tracks_the_latest_slot_and_hot_queries_are_not_reprepared() {
     }
     w.commit().unwrap();
 }
+
+#[test]
+fn vectors_text_search_and_enrichment_bookkeeping() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    let a = NodeKey::new("Event", "a");
+    let b = NodeKey::new("Event", "b");
+    for key in [&a, &b] {
+        let mut props = Properties::new();
+        props.insert("event_id".into(), key.id.clone().into());
+        w.put_node(&Node { key: key.clone(), props }).unwrap();
+    }
+    w.put_text(&a, "refund rejected by the billing api").unwrap();
+    w.put_text(&b, "checkout latency regression after deploy").unwrap();
+    w.put_text(&b, "checkout latency regression after deploy; billing unaffected").unwrap();
+    let hits = w.search_text("Billing refund?", 10).unwrap();
+    assert_eq!(hits[0].0, a, "two matching words beat one");
+    assert_eq!(hits.len(), 2);
+    assert!(hits[0].1 > hits[1].1);
+    assert!(w.search_text("\"; DROP TABLE nodes; --", 10).unwrap().is_empty());
+    assert!(w.search_text("   ", 10).unwrap().is_empty());
+
+    assert_eq!(w.embedding_model().unwrap(), None);
+    w.set_embedding_model("m1", 3).unwrap();
+    assert_eq!(w.embedding_model().unwrap(), Some(("m1".to_owned(), 3)));
+    w.put_vector(&a, &[0.5, -1.0, 2.0]).unwrap();
+    assert_eq!(w.vector(&a).unwrap(), Some(vec![0.5, -1.0, 2.0]));
+    w.set_enriched_through(7).unwrap();
+    assert_eq!(w.enriched_through().unwrap(), 7);
+    w.clear_enrichment().unwrap();
+    assert_eq!((w.enriched_through().unwrap(), w.embedding_model().unwrap()), (0, None));
+    assert!(w.search_text("billing", 10).unwrap().is_empty());
+    assert_eq!(w.vector(&a).unwrap(), None);
+    w.commit().unwrap();
+}
