@@ -99,6 +99,8 @@ pub(crate) enum Command {
     /// `ingest` and `demo` do this after acknowledging records; this command catches up by hand
     /// (after `ingest --no-enrich`, or a crash during enrichment).
     Enrich,
+    /// Rebuild the summaries (one per session, one per day over its sessions) and SUMMARIZES edges.
+    Consolidate,
     /// Full-text search (BM25) over event text, summaries and entity names.
     Search {
         /// Words to look for (any of them; more matches rank higher).

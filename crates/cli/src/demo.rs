@@ -20,6 +20,7 @@ pub(crate) fn run(cli: &Cli) -> anyhow::Result<Outcome> {
     let report =
         engine.ingest_jsonl(DEMO_TRACE.as_bytes(), &IngestOptions::default(), &mut |_| {})?;
     crate::enrich::with_progress(&mut engine, cli.json)?;
+    let summaries = engine.consolidate()?;
     let secs = started.elapsed().as_secs_f64();
     let snap = engine.snapshot()?;
     let stats = snap.stats()?;
@@ -63,10 +64,15 @@ pub(crate) fn run(cli: &Cli) -> anyhow::Result<Outcome> {
     let edges: Vec<String> = stats.edges.iter().map(|(t, n)| format!("{n} {t}")).collect();
     writeln!(
         out,
-        "The graph: {}; {}. Store size {}.\n",
+        "The graph: {}; {}. Store size {}.",
         nodes.join(", "),
         edges.join(", "),
         bytes(stats.bytes_on_disk)
+    )?;
+    writeln!(
+        out,
+        "Summarised {} sessions over {} days (the hierarchical view: ctxgraph view hierarchical).\n",
+        summaries.sessions, summaries.days
     )?;
     drop(out);
     if let Some(x) = &explanation {

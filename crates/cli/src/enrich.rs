@@ -1,4 +1,4 @@
-//! `ctxgraph enrich`, `reembed` and `search`: stage 2 and the full-text index.
+//! `ctxgraph enrich`, `reembed`, `consolidate` and `search`: stages 2 and 3 and the full-text index.
 
 use std::io::Write;
 use std::time::Instant;
@@ -43,6 +43,26 @@ pub(crate) fn run(cli: &Cli, reembed: bool) -> anyhow::Result<Outcome> {
             report.records,
             report.position,
             model.as_deref().unwrap_or("none yet")
+        )?;
+    }
+    Ok(Outcome::Done)
+}
+
+pub(crate) fn consolidate(cli: &Cli) -> anyhow::Result<Outcome> {
+    let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let started = Instant::now();
+    let r = engine.consolidate()?;
+    let secs = started.elapsed().as_secs_f64();
+    if cli.json {
+        print_json(&json!({"session_summaries": r.sessions, "day_summaries": r.days,
+            "summarizes_edges": r.edges, "seconds": secs}))?;
+    } else {
+        writeln!(
+            std::io::stdout(),
+            "{} session and {} day summaries, {} SUMMARIZES edges, in {secs:.2}s",
+            r.sessions,
+            r.days,
+            r.edges
         )?;
     }
     Ok(Outcome::Done)

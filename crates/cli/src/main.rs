@@ -72,6 +72,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Schema(cmd) => schema::run(&cli, cmd),
         Command::Reproject => read::reproject(&cli),
         Command::Enrich => enrich::run(&cli, false),
+        Command::Consolidate => enrich::consolidate(&cli),
         Command::Reembed => enrich::run(&cli, true),
         Command::Search { query, limit } => enrich::search(&cli, query, *limit),
         Command::Generate { events, seed } => read::generate(*events, *seed),

@@ -291,6 +291,7 @@ pub(crate) fn reproject(cli: &Cli) -> anyhow::Result<Outcome> {
     let report = engine.reproject(&mut |done, _| bar.set_position(done))?;
     bar.finish_and_clear();
     crate::enrich::with_progress(&mut engine, cli.json)?;
+    engine.consolidate()?;
     let secs = started.elapsed().as_secs_f64();
     if cli.json {
         print_json(

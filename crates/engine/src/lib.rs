@@ -24,12 +24,14 @@
 
 #![warn(missing_docs)]
 
+mod consolidate;
 mod engine;
 mod enrich;
 mod error;
 mod ingest;
 mod snapshot;
 
+pub use consolidate::ConsolidateReport;
 pub use ctxgraph_embed::{Embedder, StaticEmbedder};
 pub use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 pub use ctxgraph_ontology::{

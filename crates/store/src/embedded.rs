@@ -684,6 +684,13 @@ macro_rules! impl_readers {
             ) -> Result<Vec<SessionSlot>, StoreError> {
                 graph_session_events(&self.tx, session_id, limit)
             }
+            fn sessions(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError> {
+                let mut st = self.tx.prepare_cached(
+                    "SELECT session_id FROM sessions WHERE session_id > ?1 ORDER BY session_id LIMIT ?2",
+                )?;
+                let rows = st.query_map(params![after.unwrap_or(""), sql_int(limit as u64)], |r| r.get(0))?;
+                Ok(rows.collect::<rusqlite::Result<_>>()?)
+            }
             fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError> {
                 let mut st = self.tx.prepare_cached(SESSION_TAIL_SQL)?;
                 Ok(st.query_row(params![session_id], slot_row).optional()?)
@@ -863,6 +870,19 @@ impl GraphStore for EmbeddedWrite<'_> {
             .prepare_cached("UPDATE meta SET value = ?1 WHERE key = 'projected_through'")?
             .execute(params![sql_int(position)])?;
         Ok(())
+    }
+
+    fn delete_label(&mut self, label: &str) -> Result<u64, StoreError> {
+        self.flush_nodes()?;
+        self.nids.borrow_mut().clear();
+        let tx = &self.tx;
+        let doomed = "SELECT nid FROM nodes WHERE label = ?1";
+        tx.execute(&format!("DELETE FROM edges WHERE from_nid IN ({doomed})"), params![label])?;
+        tx.execute(&format!("DELETE FROM edges WHERE to_nid IN ({doomed})"), params![label])?;
+        tx.execute(&format!("DELETE FROM vectors WHERE nid IN ({doomed})"), params![label])?;
+        tx.execute(&format!("DELETE FROM text_index WHERE rowid IN ({doomed})"), params![label])?;
+        let n = tx.execute("DELETE FROM nodes WHERE label = ?1", params![label])?;
+        Ok(n as u64)
     }
 
     fn set_enriched_through(&mut self, position: u64) -> Result<(), StoreError> {

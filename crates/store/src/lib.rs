@@ -123,6 +123,8 @@ pub trait GraphReader {
         after: Option<&EdgeKey>,
         limit: usize,
     ) -> Result<Vec<Edge>, StoreError>;
+    /// Session ids in order, after `after` (exclusive), at most `limit`.
+    fn sessions(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError>;
     /// The events of a session in time order (at most `limit`).
     fn session_events(
         &self,
@@ -173,6 +175,9 @@ pub trait GraphStore: GraphReader {
     fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError>;
     /// Move the projection checkpoint: records up to `position` are folded into the graph.
     fn set_projected_through(&mut self, position: u64) -> Result<(), StoreError>;
+    /// Delete every node of `label` with its edges (in and out), vectors and index entries;
+    /// returns how many nodes went. Used to rebuild derived nodes such as summaries.
+    fn delete_label(&mut self, label: &str) -> Result<u64, StoreError>;
     /// Move the stage-2 checkpoint.
     fn set_enriched_through(&mut self, position: u64) -> Result<(), StoreError>;
     /// Record the embedding model of the stored vectors.

@@ -8,6 +8,7 @@
 )]
 
 mod compat;
+mod consolidate;
 mod enrich;
 mod ingest;
 mod projection;
