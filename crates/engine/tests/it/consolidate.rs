@@ -2,7 +2,7 @@
 //! rebuilt deterministically.
 
 use ctxgraph::{Direction, IngestOptions, NodeKey, View};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{dump, engine};
 
