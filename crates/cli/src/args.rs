@@ -22,6 +22,15 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) json: bool,
 
+    /// Embed with an OpenAI-compatible endpoint instead of the built-in model, e.g.
+    /// `http://127.0.0.1:11434/v1`. Its API key, if any, is read from CTXGRAPH_EMBED_API_KEY.
+    #[arg(long, global = true, env = "CTXGRAPH_EMBED_URL", requires = "embed_model")]
+    pub(crate) embed_url: Option<String>,
+
+    /// The model to ask the endpoint for (with --embed-url).
+    #[arg(long, global = true, env = "CTXGRAPH_EMBED_MODEL")]
+    pub(crate) embed_model: Option<String>,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use ctxgraph::{Engine, EngineOptions, OpenMode};
+use ctxgraph::{EmbedderChoice, Engine, EngineOptions, OpenMode};
 
 use crate::args::{BenchCommand, Cli, Command};
 
@@ -49,8 +49,18 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Open the store named by `--db`.
-pub(crate) fn open(cli: &Cli, mode: OpenMode, options: EngineOptions) -> anyhow::Result<Engine> {
+/// Open the store named by `--db`, with the embedder chosen by `--embed-url`.
+pub(crate) fn open(
+    cli: &Cli,
+    mode: OpenMode,
+    mut options: EngineOptions,
+) -> anyhow::Result<Engine> {
+    if let (Some(url), Some(model)) = (&cli.embed_url, &cli.embed_model) {
+        let key = std::env::var("CTXGRAPH_EMBED_API_KEY").ok();
+        let embedder = ctxgraph_embed::HttpEmbedder::new(url, model, key)
+            .with_context(|| format!("connecting to the embedding endpoint {url}"))?;
+        options.embedder = EmbedderChoice::Custom(std::sync::Arc::new(embedder));
+    }
     Engine::open(&cli.db, mode, options)
         .with_context(|| format!("opening store {}", cli.db.display()))
 }

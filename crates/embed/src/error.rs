@@ -51,4 +51,13 @@ impl EmbedError {
     pub(crate) fn format(file: &str, message: impl Into<String>) -> Self {
         Self::ModelFormat { file: file.to_owned(), message: message.into() }
     }
+
+    /// A backend failure with its message.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "only remote backends fail at embedding time")
+    )]
+    pub(crate) fn backend(message: impl Into<String>) -> Self {
+        Self::Backend { message: message.into() }
+    }
 }

@@ -45,6 +45,8 @@
 
 mod error;
 mod format;
+#[cfg(feature = "http")]
+mod http;
 mod normalize;
 mod static_model;
 mod tokenizer;
@@ -54,6 +56,8 @@ mod unicode_tables;
 mod tests;
 
 pub use error::EmbedError;
+#[cfg(feature = "http")]
+pub use http::HttpEmbedder;
 pub use static_model::StaticEmbedder;
 
 /// Turns texts into fixed-length vectors.
