@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use ctxgraph_ontology::Schema;
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
+use ctxgraph_ontology::{RecordKind, Schema};
 use ctxgraph_store::{EmbeddedRead, FORMAT_VERSION, GraphReader, LogEntry, LogReader};
 
 use crate::error::Error;
@@ -131,9 +131,27 @@ impl<'a> Snapshot<'a> {
         self.schema
     }
 
+    fn read_node(&self, key: &NodeKey) -> Result<Option<Node>, Error> {
+        self.read.node(key)?.map(|n| self.hydrate(n)).transpose()
+    }
+
+    /// An event node with its payload, which is stored once, in the log record.
+    fn hydrate(&self, mut node: Node) -> Result<Node, Error> {
+        if node.key.label != "Event" || node.props.contains_key("payload") {
+            return Ok(node);
+        }
+        let Some(entry) = self.read.get(RecordKind::Event, &node.key.id)? else { return Ok(node) };
+        let corrupt = |reason: String| Error::Corruption { position: entry.position, reason };
+        let body: serde_json::Value =
+            serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
+        let payload = body.get("payload").cloned().unwrap_or_else(|| serde_json::json!({}));
+        node.props.insert("payload".into(), payload);
+        Ok(node)
+    }
+
     /// A node by key.
     pub fn node(&self, key: &NodeKey) -> Result<Option<Node>, Error> {
-        Ok(self.read.node(key)?)
+        self.read_node(key)
     }
 
     /// An event node by id.
@@ -145,7 +163,7 @@ impl<'a> Snapshot<'a> {
     pub fn find(&self, id: &str) -> Result<Vec<Node>, Error> {
         let mut out = Vec::new();
         for label in self.schema.node_types().keys() {
-            if let Some(n) = self.read.node(&NodeKey::new(label.clone(), id))? {
+            if let Some(n) = self.read_node(&NodeKey::new(label.clone(), id))? {
                 out.push(n);
             }
         }
@@ -164,7 +182,11 @@ impl<'a> Snapshot<'a> {
 
     /// Event nodes in id order, after `after`, at most `limit`.
     pub fn events(&self, after: Option<&str>, limit: usize) -> Result<Vec<Node>, Error> {
-        Ok(self.read.nodes_by_label("Event", after, limit)?)
+        self.read
+            .nodes_by_label("Event", after, limit)?
+            .into_iter()
+            .map(|n| self.hydrate(n))
+            .collect()
     }
 
     /// Nodes of a type in id order, after `after`, at most `limit`.
@@ -174,7 +196,11 @@ impl<'a> Snapshot<'a> {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Node>, Error> {
-        Ok(self.read.nodes_by_label(label, after, limit)?)
+        self.read
+            .nodes_by_label(label, after, limit)?
+            .into_iter()
+            .map(|n| self.hydrate(n))
+            .collect()
     }
 
     /// The events of a session in time order, each with its causal links.
@@ -190,7 +216,7 @@ impl<'a> Snapshot<'a> {
         let mut out = Vec::with_capacity(slots.len());
         for slot in slots {
             let key = NodeKey::new("Event", &slot.event_id);
-            let Some(event) = self.read.node(&key)? else { continue };
+            let Some(event) = self.read_node(&key)? else { continue };
             let caused_by = self
                 .read
                 .edges_of(&key, Some("CAUSED_BY"), Direction::Out)?
@@ -210,7 +236,7 @@ impl<'a> Snapshot<'a> {
         let mut seen = BTreeSet::new();
         let mut current = NodeKey::new("Event", event_id);
         while chain.len() < MAX_WALK && seen.insert(current.id.clone()) {
-            let Some(node) = self.read.node(&current)? else {
+            let Some(node) = self.read_node(&current)? else {
                 return Ok((chain, Some(current.id)));
             };
             chain.push(node);
@@ -242,7 +268,7 @@ impl<'a> Snapshot<'a> {
                 }
                 let child = edge.key.from;
                 if seen.insert(child.id.clone()) {
-                    if let Some(node) = self.read.node(&child)? {
+                    if let Some(node) = self.read_node(&child)? {
                         out.push((depth + 1, node));
                     }
                     queue.push_back((depth + 1, child));
@@ -283,7 +309,7 @@ impl<'a> Snapshot<'a> {
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<(Node, f64)>, Error> {
         let mut out = Vec::new();
         for (key, score) in self.read.search_text(query, limit)? {
-            if let Some(node) = self.read.node(&key)? {
+            if let Some(node) = self.read_node(&key)? {
                 out.push((node, score));
             }
         }

@@ -45,7 +45,8 @@ fn event_node(key: &NodeKey, position: u64, e: &EventRecord) -> Node {
             p.insert(name.into(), v.clone().into());
         }
     }
-    p.insert("payload".into(), Value::Object(e.payload.clone()));
+    // The payload stays in the log record only (found by `global_position`): readers hydrate it,
+    // so it is stored once and forgetting it (a redaction) has one place to remove it from.
     Node { key: key.clone(), props: p }
 }
 
