@@ -3,7 +3,11 @@
 
 use std::io::BufRead;
 
-use ctxgraph_ontology::{RecordBody, ValidRecord, Violation};
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use ctxgraph_ontology::{
+    Limits, RecordBody, Schema, ValidRecord, ValidationErrors, Violation, validate,
+};
 
 use crate::engine::{Engine, Projection};
 use crate::error::Error;
@@ -115,114 +119,238 @@ struct Batch {
     records: Vec<ValidRecord>,
 }
 
+/// Lines handed to the validating thread at a time.
+const CHUNK_LINES: usize = 512;
+/// Chunks in flight between the reader and the validating thread.
+const CHUNKS_IN_FLIGHT: usize = 2;
+
+/// A line as read: its physical number, its full length, and at most `max + 1` of its bytes.
+struct RawLine {
+    line: u64,
+    consumed: usize,
+    bytes: Vec<u8>,
+}
+
+/// A line after validation, ready to be written or refused.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "items live briefly in one chunk's vector; boxing would allocate once per line"
+)]
+enum Item {
+    /// Only white space.
+    Blank { consumed: usize },
+    /// Refused before validation (too long, not UTF-8).
+    Refused { line: u64, consumed: usize, violation: Violation },
+    /// Validated (or not), with what the writer needs to report or apply it.
+    Record {
+        line: u64,
+        consumed: usize,
+        validated: Result<ValidRecord, ValidationErrors>,
+        /// The module text when the line is a schema record (new, or already in force).
+        schema_source: Option<String>,
+        /// The id, when a refused line has one.
+        id: Option<String>,
+    },
+}
+
+/// Validate chunks of lines in order, on the second core. Keeps its own copy of the schema,
+/// extended by each schema module it validates, so later lines see the module as the writer
+/// will have applied it.
+fn validate_lines(
+    mut schema: Schema,
+    limits: Limits,
+    chunks: Receiver<Vec<RawLine>>,
+    items: SyncSender<Vec<Item>>,
+) {
+    for chunk in chunks {
+        let out = chunk.into_iter().map(|raw| classify(&mut schema, &limits, raw)).collect();
+        if items.send(out).is_err() {
+            return;
+        }
+    }
+}
+
+fn classify(schema: &mut Schema, limits: &Limits, raw: RawLine) -> Item {
+    let RawLine { line, consumed, bytes } = raw;
+    if consumed > limits.max_record_bytes {
+        let v = Violation::with_text(
+            "$",
+            Some(&format!("{consumed} bytes")),
+            "limits.record_bytes",
+            format!("record exceeds the limit of {} bytes", limits.max_record_bytes),
+        );
+        return Item::Refused { line, consumed, violation: v };
+    }
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => t.trim(),
+        Err(e) => {
+            let v =
+                Violation::with_text("$", None, "json.encoding", format!("line is not UTF-8: {e}"));
+            return Item::Refused { line, consumed, violation: v };
+        }
+    };
+    if text.is_empty() {
+        return Item::Blank { consumed };
+    }
+    let validated = validate(schema, limits, text);
+    let (schema_source, id) = match &validated {
+        Ok(record) => match record.body() {
+            RecordBody::Schema(s) => {
+                if let Ok(extended) = schema.extend(&s.source) {
+                    *schema = extended;
+                }
+                (Some(s.source.clone()), None)
+            }
+            RecordBody::Event(_) | RecordBody::Edge(_) => (None, None),
+        },
+        // A module already in force: re-ingesting it (a backup, say) is a duplicate, not an error.
+        Err(e) if e.code() == "schema.duplicate_module" => (schema_source_in(text), None),
+        Err(_) => (None, id_in(text)),
+    };
+    Item::Record { line, consumed, validated, schema_source, id }
+}
+
+/// The record id of a refused line, when it has one.
+fn id_in(text: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    ["event_id", "edge_id", "module"].iter().find_map(|k| v.get(k)?.as_str().map(str::to_owned))
+}
+
 impl Engine {
     /// Ingest newline-delimited JSON records from `reader`.
     ///
     /// Blank lines are skipped. A bad line never changes the store. `progress` is called after
-    /// every durable batch.
+    /// every durable batch. Lines are validated on a second thread while the previous ones are
+    /// written, so parsing overlaps with the single writer; a line read ahead of a strict stop is
+    /// never written.
     pub fn ingest_jsonl(
         &mut self,
         mut reader: impl BufRead,
         options: &IngestOptions,
         progress: &mut dyn FnMut(&IngestProgress),
     ) -> Result<IngestReport, Error> {
+        let (schema, limits) = (self.schema.clone(), self.options().limits);
+        std::thread::scope(|scope| {
+            let (chunk_tx, chunk_rx) = std::sync::mpsc::sync_channel(CHUNKS_IN_FLIGHT);
+            let (item_tx, item_rx) = std::sync::mpsc::sync_channel(CHUNKS_IN_FLIGHT);
+            scope.spawn(move || validate_lines(schema, limits, chunk_rx, item_tx));
+            let result = self.write_validated(
+                &mut reader,
+                limits.max_record_bytes,
+                &chunk_tx,
+                &item_rx,
+                options,
+                progress,
+            );
+            // Closing the channel ends the validating thread, whatever the outcome.
+            drop(chunk_tx);
+            result
+        })
+    }
+
+    fn write_validated(
+        &mut self,
+        reader: &mut impl BufRead,
+        max: usize,
+        chunks: &SyncSender<Vec<RawLine>>,
+        items: &Receiver<Vec<Item>>,
+        options: &IngestOptions,
+        progress: &mut dyn FnMut(&IngestProgress),
+    ) -> Result<IngestReport, Error> {
         let mut report = IngestReport::default();
         let mut batch = Batch::default();
         let mut buf = Vec::new();
-        let max = self.options().limits.max_record_bytes;
-        while let Some(consumed) = read_bounded_line(&mut reader, &mut buf, max)? {
-            report.progress.bytes += consumed as u64;
-            report.progress.lines += 1;
-            let line = report.progress.lines;
-            if consumed > max {
-                let v = Violation::with_text(
-                    "$",
-                    Some(&format!("{consumed} bytes")),
-                    "limits.record_bytes",
-                    format!("record exceeds the limit of {max} bytes"),
-                );
-                if report.refuse(
-                    options,
-                    Rejection { line, id: None, code: v.rule, violations: vec![v] },
-                ) {
+        let mut physical = 0u64;
+        let (mut reading, mut in_flight) = (true, 0usize);
+        let stopped = std::io::Error::other("the validating thread stopped");
+        'lines: loop {
+            while reading && in_flight < CHUNKS_IN_FLIGHT {
+                let mut chunk = Vec::with_capacity(CHUNK_LINES);
+                while chunk.len() < CHUNK_LINES {
+                    let Some(consumed) = read_bounded_line(reader, &mut buf, max)? else {
+                        reading = false;
+                        break;
+                    };
+                    physical += 1;
+                    chunk.push(RawLine { line: physical, consumed, bytes: buf.clone() });
+                }
+                if chunk.is_empty() {
                     break;
                 }
-                continue;
+                chunks.send(chunk).map_err(|_| {
+                    Error::Input(std::io::Error::other("the validating thread stopped"))
+                })?;
+                in_flight += 1;
             }
-            let text = match std::str::from_utf8(&buf) {
-                Ok(t) => t.trim(),
-                Err(e) => {
-                    let v = Violation::with_text(
-                        "$",
-                        None,
-                        "json.encoding",
-                        format!("line is not UTF-8: {e}"),
-                    );
-                    if report.refuse(
-                        options,
-                        Rejection { line, id: None, code: v.rule, violations: vec![v] },
-                    ) {
-                        break;
+            if in_flight == 0 {
+                break;
+            }
+            let Ok(validated) = items.recv() else { return Err(Error::Input(stopped)) };
+            in_flight -= 1;
+            for item in validated {
+                let (line, consumed, validated, schema_source, id) = match item {
+                    Item::Blank { consumed } => {
+                        report.progress.bytes += consumed as u64;
+                        continue;
+                    }
+                    Item::Refused { line, consumed, violation } => {
+                        report.progress.bytes += consumed as u64;
+                        report.progress.lines += 1;
+                        let r = Rejection {
+                            line,
+                            id: None,
+                            code: violation.rule,
+                            violations: vec![violation],
+                        };
+                        if report.refuse(options, r) {
+                            break 'lines;
+                        }
+                        continue;
+                    }
+                    Item::Record { line, consumed, validated, schema_source, id } => {
+                        (line, consumed, validated, schema_source, id)
+                    }
+                };
+                report.progress.bytes += consumed as u64;
+                report.progress.lines += 1;
+                // Schema modules change what later lines may say, so they are applied at once.
+                if let Some(source) = schema_source {
+                    self.flush(&mut batch, options, &mut report, progress)?;
+                    match self.add_schema_module(&source) {
+                        Ok(IngestOutcome::New(p)) => report.accept(p),
+                        Ok(IngestOutcome::Duplicate(_)) => report.progress.duplicates += 1,
+                        Err(e) if e.is_user_error() => {
+                            let v = Violation::with_text("$.source", None, e.code(), e.to_string());
+                            let id = validated.as_ref().ok().map(|r| r.id().to_owned());
+                            if report.refuse(
+                                options,
+                                Rejection { line, id, code: v.rule, violations: vec![v] },
+                            ) {
+                                break 'lines;
+                            }
+                        }
+                        Err(e) => return Err(e),
                     }
                     continue;
                 }
-            };
-            if text.is_empty() {
-                report.progress.lines -= 1;
-                continue;
-            }
-            let validated = self.validate(text);
-            // Schema modules change what later lines may say, so they are applied at once. A module
-            // already in force is not an error here: re-ingesting it (a backup, say) is a duplicate.
-            let schema_source = match &validated {
-                Ok(record) => match record.body() {
-                    RecordBody::Schema(s) => Some(s.source.clone()),
-                    RecordBody::Event(_) | RecordBody::Edge(_) => None,
-                },
-                Err(e) if e.code() == "schema.duplicate_module" => schema_source_in(text),
-                Err(_) => None,
-            };
-            if let Some(source) = schema_source {
-                self.flush(&mut batch, options, &mut report, progress)?;
-                match self.add_schema_module(&source) {
-                    Ok(IngestOutcome::New(p)) => report.accept(p),
-                    Ok(IngestOutcome::Duplicate(_)) => report.progress.duplicates += 1,
-                    Err(e) if e.is_user_error() => {
-                        let v = Violation::with_text("$.source", None, e.code(), e.to_string());
-                        let id = validated.as_ref().ok().map(|r| r.id().to_owned());
-                        if report.refuse(
-                            options,
-                            Rejection { line, id, code: v.rule, violations: vec![v] },
-                        ) {
-                            break;
+                match validated {
+                    Ok(record) => {
+                        batch.lines.push(line);
+                        batch.records.push(record);
+                        if batch.records.len() >= options.batch_size.max(1)
+                            && !self.flush(&mut batch, options, &mut report, progress)?
+                        {
+                            break 'lines;
                         }
                     }
-                    Err(e) => return Err(e),
-                }
-                continue;
-            }
-            match validated {
-                Ok(record) => {
-                    batch.lines.push(line);
-                    batch.records.push(record);
-                    if batch.records.len() >= options.batch_size.max(1)
-                        && !self.flush(&mut batch, options, &mut report, progress)?
-                    {
-                        break;
-                    }
-                }
-                Err(errors) => {
-                    let id = serde_json::from_str::<serde_json::Value>(text).ok().and_then(|v| {
-                        ["event_id", "edge_id", "module"]
-                            .iter()
-                            .find_map(|k| v.get(k).and_then(|x| x.as_str()).map(str::to_owned))
-                    });
-                    let code = errors.code();
-                    if report.refuse(
-                        options,
-                        Rejection { line, id, code, violations: errors.violations },
-                    ) {
-                        break;
+                    Err(errors) => {
+                        let code = errors.code();
+                        if report.refuse(
+                            options,
+                            Rejection { line, id, code, violations: errors.violations },
+                        ) {
+                            break 'lines;
+                        }
                     }
                 }
             }

@@ -253,3 +253,54 @@ fn a_schema_record_ingested_again_is_a_duplicate() {
     assert_eq!(r.progress.rejected, 1, "same module name, different text");
     assert_eq!(r.rejections[0].code, "schema.duplicate_module");
 }
+
+/// Rejections name the physical line, blank lines included (they used to shift the numbers).
+#[test]
+fn rejected_line_numbers_count_blank_lines() {
+    let (_dir, mut e) = engine();
+    let text = format!(
+        "\n{}\n\n   \nnot json\n{}\n",
+        event("e1", "2026-11-20T09:00:00Z"),
+        event("e2", "2026-11-20T09:00:01Z")
+    );
+    let r = e.ingest_jsonl(text.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!((r.accepted, r.progress.rejected, r.progress.lines), (2, 1, 3));
+    assert_eq!(r.rejections[0].line, 5);
+    assert_eq!(r.progress.bytes, text.len() as u64 - 6, "every byte but the six newlines");
+}
+
+/// Many chunks in flight: order, strict stops and schema modules mid-stream behave as in one pass.
+#[test]
+fn pipelined_ingest_keeps_order_across_chunks() {
+    let (_dir, mut e) = engine();
+    let module = "module = \"late\"\n[enums.entity_type]\nvalues = [{ name = \"dataset\" }]\n";
+    let mut lines_: Vec<Value> =
+        (0..3000).map(|i| event(&format!("e{i:04}"), "2026-11-20T09:00:00Z")).collect();
+    let mut uses = event("uses", "2026-11-20T09:00:00Z");
+    uses["entities"] = json!([{"name": "sales", "entity_type": "dataset"}]);
+    lines_.insert(2500, json!({"record_type": "schema", "module": "late", "source": module}));
+    lines_.insert(2501, uses);
+    let r = e
+        .ingest_jsonl(
+            lines(&lines_).as_bytes(),
+            &IngestOptions { batch_size: 700, ..Default::default() },
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!((r.accepted, r.progress.rejected), (3002, 0), "{:?}", r.rejections.first());
+    let log = e.snapshot().unwrap().log(1, 5000).unwrap();
+    assert_eq!(log[2500].id, "late");
+    assert_eq!(log[2501].id, "uses");
+    assert_eq!(log[2999].id, "e2997");
+
+    let mut bad = (0..2000)
+        .map(|i| format!("{}\n", event(&format!("s{i:04}"), "2026-11-20T09:00:00Z")))
+        .collect::<String>();
+    bad.push_str("{oops\n");
+    bad.push_str(&lines(&[event("after", "2026-11-20T09:00:00Z")]));
+    let strict = IngestOptions { strict: true, ..IngestOptions::default() };
+    let r = e.ingest_jsonl(bad.as_bytes(), &strict, &mut |_| {}).unwrap();
+    assert!(r.stopped);
+    assert_eq!((r.accepted, r.rejections[0].line), (2000, 2001));
+    assert!(e.snapshot().unwrap().event("after").unwrap().is_none(), "read ahead, never written");
+}
