@@ -4,12 +4,7 @@
 use ctxgraph::{Direction, IngestOptions, NodeKey, View};
 use serde_json::json;
 
-use super::{dump, engine};
-
-fn trace(events: usize) -> String {
-    let config = ctxgraph_synth::TraceConfig { events, ..Default::default() };
-    ctxgraph_synth::trace(&config).map(|e| format!("{e}\n")).collect()
-}
+use super::{dump, engine, trace};
 
 #[test]
 fn sessions_and_days_are_summarised_deterministically() {

@@ -9,12 +9,7 @@ use ctxgraph::{
 };
 use serde_json::Value;
 
-use super::{dump, engine};
-
-fn trace(events: usize) -> String {
-    let config = ctxgraph_synth::TraceConfig { events, ..Default::default() };
-    ctxgraph_synth::trace(&config).map(|e| format!("{e}\n")).collect()
-}
+use super::{dump, engine, trace};
 
 #[test]
 fn enrichment_fills_every_event_and_is_idempotent_and_deterministic() {

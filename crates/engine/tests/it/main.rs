@@ -56,3 +56,9 @@ pub(crate) fn dump(engine: &Engine) -> GraphDump {
     edges.sort_by(|a, b| a.key.cmp(&b.key));
     GraphDump { nodes, edges, pending: snap.pending_edges().unwrap() }
 }
+
+/// A synthetic trace of `events` events as JSONL (the default generator configuration).
+pub(crate) fn trace(events: usize) -> String {
+    let config = ctxgraph_synth::TraceConfig { events, ..Default::default() };
+    ctxgraph_synth::trace(&config).map(|e| format!("{e}\n")).collect()
+}

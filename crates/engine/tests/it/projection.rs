@@ -4,7 +4,7 @@ use ctxgraph::{IngestOptions, Projection, ValidRecord};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::{dump, engine};
+use super::{dump, engine, trace};
 
 /// A random event over small pools, so that sessions, parents, entities and ties collide often.
 fn event_strategy(n: usize) -> impl Strategy<Value = Vec<Value>> {
@@ -140,11 +140,8 @@ proptest! {
 
 #[test]
 fn deferred_projection_catches_up_to_the_same_graph() {
-    let events: Vec<Value> =
-        ctxgraph_synth::trace(&ctxgraph_synth::TraceConfig { events: 300, ..Default::default() })
-            .collect();
     let (_d1, mut inline) = engine();
-    let text: String = events.iter().map(|e| format!("{e}\n")).collect();
+    let text = trace(300);
     inline.ingest_jsonl(text.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
 
     let (_d2, mut deferred) = engine();
