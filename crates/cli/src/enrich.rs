@@ -12,9 +12,10 @@ use crate::output::{describe_entity, describe_event, node_json, print_json, shor
 
 /// Enrich with a progress bar on stderr (shared by `ingest`, `demo`, `reproject`).
 pub(crate) fn with_progress(engine: &mut Engine, quiet: bool) -> anyhow::Result<EnrichReport> {
-    let lag = engine.snapshot()?.stats()?.enrichment_lag();
+    let at = engine.snapshot()?.checkpoints()?;
+    let lag = at.enrichment_lag();
     let bar = crate::ingest::progress_bar(lag, "records enriched", quiet || lag == 0);
-    let start = engine.snapshot()?.stats()?.enriched_through;
+    let start = at.enriched_through;
     let report = engine.enrich(&mut |done, _| bar.set_position(done.saturating_sub(start)))?;
     bar.finish_and_clear();
     Ok(report)

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
-use ctxgraph::{Edge, LogEntry, Node, NodeKey, Rejection};
+use ctxgraph::{Edge, LogEntry, Node, NodeKey, Rejection, telling_text};
 use serde_json::{Value, json};
 
 /// Print a JSON value on stdout.
@@ -62,10 +62,6 @@ fn prop<'a>(node: &'a Node, name: &str) -> Option<&'a str> {
     node.props.get(name).and_then(Value::as_str)
 }
 
-/// Payload fields worth a glance, in order of usefulness.
-const TELLING_FIELDS: &[&str] =
-    &["error", "text", "query", "summary", "result", "response", "prompt", "reason"];
-
 /// One line that says what an event was: type, tool, status and the most telling payload field.
 pub(crate) fn describe_event(node: &Node) -> String {
     let mut parts = vec![prop(node, "event_type").unwrap_or("?").to_owned()];
@@ -75,9 +71,7 @@ pub(crate) fn describe_event(node: &Node) -> String {
     if let Some(status) = prop(node, "status") {
         parts.push(if status == "failed" { "FAILED".to_owned() } else { status.to_owned() });
     }
-    let payload = node.props.get("payload").and_then(Value::as_object);
-    if let Some(text) =
-        payload.and_then(|p| TELLING_FIELDS.iter().find_map(|f| p.get(*f).and_then(Value::as_str)))
+    if let Some(text) = node.props.get("payload").and_then(Value::as_object).and_then(telling_text)
     {
         parts.push(format!("\"{}\"", shorten(text, 70)));
     }

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use ctxgraph::{Direction, EngineOptions, NodeKey, OpenMode, View};
+use ctxgraph::{Direction, EngineOptions, FORMAT_VERSION, NodeKey, OpenMode, View};
 use serde_json::{Value, json};
 
 use crate::Outcome;
@@ -16,24 +16,22 @@ use crate::output::{
 pub(crate) fn init(cli: &Cli) -> anyhow::Result<Outcome> {
     let existed = cli.db.exists();
     let engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
-    let stats = engine.snapshot()?.stats()?;
+    let records = engine.snapshot()?.checkpoints()?.log_length;
     if cli.json {
-        print_json(
-            &json!({"db": cli.db, "created": !existed, "format_version": stats.format_version}),
-        )?;
+        print_json(&json!({"db": cli.db, "created": !existed, "format_version": FORMAT_VERSION}))?;
     } else if existed {
         writeln!(
             std::io::stdout(),
             "{} is already a ctxgraph store ({} records)",
             cli.db.display(),
-            stats.log_length
+            records
         )?;
     } else {
         writeln!(
             std::io::stdout(),
             "created {} (format version {})",
             cli.db.display(),
-            stats.format_version
+            FORMAT_VERSION
         )?;
     }
     Ok(Outcome::Done)
@@ -249,16 +247,12 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
     writeln!(
         out,
         "{}  (format v{}, schema modules: {})",
-        engine_path(cli),
+        cli.db.display(),
         s.format_version,
         s.modules.join(", ")
     )?;
     writeln!(out, "{t}")?;
     Ok(Outcome::Done)
-}
-
-fn engine_path(cli: &Cli) -> String {
-    cli.db.display().to_string()
 }
 
 pub(crate) fn log(cli: &Cli, from: u64, limit: usize) -> anyhow::Result<Outcome> {
@@ -286,8 +280,8 @@ pub(crate) fn log(cli: &Cli, from: u64, limit: usize) -> anyhow::Result<Outcome>
 pub(crate) fn reproject(cli: &Cli) -> anyhow::Result<Outcome> {
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let started = std::time::Instant::now();
-    let bar =
-        crate::ingest::progress_bar(engine.snapshot()?.stats()?.log_length, "records", cli.json);
+    let records = engine.snapshot()?.checkpoints()?.log_length;
+    let bar = crate::ingest::progress_bar(records, "records", cli.json);
     let report = engine.reproject(&mut |done, _| bar.set_position(done))?;
     bar.finish_and_clear();
     crate::enrich::with_progress(&mut engine, cli.json)?;

@@ -9,7 +9,7 @@ use ctxgraph_embed::Embedder;
 use ctxgraph_ontology::{Limits, RecordKind, Schema, ValidRecord, ValidationErrors, validate};
 use ctxgraph_projection::project;
 use ctxgraph_store::{
-    Appended, Embedded, EmbeddedWrite, GraphReader, GraphStore, Log, LogReader, OpenMode,
+    Appended, Embedded, EmbeddedWrite, GraphReader, GraphStore, Log, LogEntry, LogReader, OpenMode,
     StoreError,
 };
 
@@ -23,7 +23,7 @@ use crate::snapshot::Snapshot;
 const CATCH_UP_CHUNK: usize = 20_000;
 
 /// Decoding records already in the log applies no size limits: they were checked on the way in.
-pub(crate) const STORED: Limits = Limits {
+const STORED: Limits = Limits {
     max_record_bytes: usize::MAX,
     max_id_bytes: usize::MAX,
     max_name_bytes: usize::MAX,
@@ -260,10 +260,7 @@ fn fold_lagging(schema: &Schema, w: &mut EmbeddedWrite<'_>, max: usize) -> Resul
         }
         for entry in entries {
             if entry.kind != RecordKind::Schema {
-                let record = validate(schema, &STORED, &entry.body).map_err(|e| {
-                    Error::Corruption { position: entry.position, reason: e.to_string() }
-                })?;
-                project(schema, w, entry.position, &record)?;
+                project(schema, w, entry.position, &decode(schema, &entry)?)?;
             }
             position = entry.position;
             folded += 1;
@@ -273,7 +270,18 @@ fn fold_lagging(schema: &Schema, w: &mut EmbeddedWrite<'_>, max: usize) -> Resul
     Ok(folded)
 }
 
-fn schema_source(body: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+/// A record read back from the log. Stored records were valid when written and the schema only
+/// grows, so a failure here means the log was damaged.
+pub(crate) fn decode(schema: &Schema, entry: &LogEntry) -> Result<ValidRecord, Error> {
+    validate(schema, &STORED, &entry.body)
+        .map_err(|e| Error::Corruption { position: entry.position, reason: e.to_string() })
+}
+
+/// The module text of a schema record (stored, or a line being ingested), if it is one.
+pub(crate) fn schema_source(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    if value.get("record_type")?.as_str()? != "schema" {
+        return None;
+    }
     value.get("source")?.as_str().map(str::to_owned)
 }

@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use ctxgraph_embed::{Embedder, StaticEmbedder};
 use ctxgraph_ontology::graph::NodeKey;
-use ctxgraph_ontology::{RecordBody, RecordKind, entity_id, validate};
+use ctxgraph_ontology::{RecordBody, RecordKind, entity_id};
 use ctxgraph_projection::{enrich_event, mentions};
 use ctxgraph_store::{GraphReader, GraphStore, LogReader};
 use serde_json::Value;
 
-use crate::engine::{Engine, STORED};
+use crate::engine::{Engine, decode};
 use crate::error::Error;
 
 /// Records enriched per transaction.
@@ -86,9 +86,7 @@ impl Engine {
             let Some(last) = entries.last().map(|e| e.position) else { return Ok(report) };
             let mut events = Vec::new();
             for entry in entries.iter().filter(|e| e.kind == RecordKind::Event) {
-                let record = validate(self.schema(), &STORED, &entry.body).map_err(|e| {
-                    Error::Corruption { position: entry.position, reason: e.to_string() }
-                })?;
+                let record = decode(self.schema(), entry)?;
                 if let RecordBody::Event(event) = record.body() {
                     let enrichment = enrich_event(event);
                     events.push((event.clone(), enrichment));

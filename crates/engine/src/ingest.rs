@@ -9,7 +9,7 @@ use ctxgraph_ontology::{
     Limits, RecordBody, Schema, ValidRecord, ValidationErrors, Violation, validate,
 };
 
-use crate::engine::{Engine, Projection};
+use crate::engine::{Engine, Projection, schema_source};
 use crate::error::Error;
 
 /// Result of appending one record.
@@ -193,7 +193,7 @@ fn classify(schema: &mut Schema, limits: &Limits, raw: RawLine) -> Item {
         return Item::Blank { consumed };
     }
     let validated = validate(schema, limits, text);
-    let (schema_source, id) = match &validated {
+    let (source, id) = match &validated {
         Ok(record) => match record.body() {
             RecordBody::Schema(s) => {
                 if let Ok(extended) = schema.extend(&s.source) {
@@ -204,10 +204,15 @@ fn classify(schema: &mut Schema, limits: &Limits, raw: RawLine) -> Item {
             RecordBody::Event(_) | RecordBody::Edge(_) => (None, None),
         },
         // A module already in force: re-ingesting it (a backup, say) is a duplicate, not an error.
-        Err(e) if e.code() == "schema.duplicate_module" => (schema_source_in(text), None),
+        Err(e) if e.code() == "schema.duplicate_module" => (schema_source(text), None),
         Err(_) => (None, id_in(text)),
     };
-    Item::Record { line, consumed, validated, schema_source, id }
+    Item::Record { line, consumed, validated, schema_source: source, id }
+}
+
+/// The validating thread hung up: it can only have panicked, so the caller gets an error.
+fn validator_stopped() -> Error {
+    Error::Input(std::io::Error::other("the validating thread stopped"))
 }
 
 /// The record id of a refused line, when it has one.
@@ -262,7 +267,6 @@ impl Engine {
         let mut buf = Vec::new();
         let mut physical = 0u64;
         let (mut reading, mut in_flight) = (true, 0usize);
-        let stopped = std::io::Error::other("the validating thread stopped");
         'lines: loop {
             while reading && in_flight < CHUNKS_IN_FLIGHT {
                 let mut chunk = Vec::with_capacity(CHUNK_LINES);
@@ -277,15 +281,13 @@ impl Engine {
                 if chunk.is_empty() {
                     break;
                 }
-                chunks.send(chunk).map_err(|_| {
-                    Error::Input(std::io::Error::other("the validating thread stopped"))
-                })?;
+                chunks.send(chunk).map_err(|_| validator_stopped())?;
                 in_flight += 1;
             }
             if in_flight == 0 {
                 break;
             }
-            let Ok(validated) = items.recv() else { return Err(Error::Input(stopped)) };
+            let validated = items.recv().map_err(|_| validator_stopped())?;
             in_flight -= 1;
             for item in validated {
                 let (line, consumed, validated, schema_source, id) = match item {
@@ -398,15 +400,6 @@ impl Engine {
         progress(&report.progress);
         Ok(keep_going)
     }
-}
-
-/// The `source` of a line that is a schema record, if it is one.
-fn schema_source_in(text: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    if value.get("record_type")?.as_str()? != "schema" {
-        return None;
-    }
-    value.get("source")?.as_str().map(str::to_owned)
 }
 
 /// Read one line into `buf`, keeping at most `max + 1` bytes of it (the rest is consumed and

@@ -38,9 +38,10 @@ pub use ctxgraph_ontology::{
     EventClass, Limits, RecordBody, RecordKind, Schema, SchemaError, ValidRecord, ValidationErrors,
     Violation,
 };
+pub use ctxgraph_projection::telling_text;
 pub use ctxgraph_store::{FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, SessionSlot};
 pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
-pub use snapshot::{Snapshot, Stats, TimelineEntry, View};
+pub use snapshot::{Checkpoints, Snapshot, Stats, TimelineEntry, View};

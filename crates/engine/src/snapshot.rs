@@ -89,6 +89,38 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// The positions inside these figures.
+    pub fn checkpoints(&self) -> Checkpoints {
+        Checkpoints {
+            log_length: self.log_length,
+            projected_through: self.projected_through,
+            enriched_through: self.enriched_through,
+        }
+    }
+
+    /// Records appended but not yet folded into the graph.
+    pub fn projection_lag(&self) -> u64 {
+        self.checkpoints().projection_lag()
+    }
+
+    /// Records projected but not yet enriched.
+    pub fn enrichment_lag(&self) -> u64 {
+        self.checkpoints().enrichment_lag()
+    }
+}
+
+/// Where the log and the two stages are, read without counting anything (cheap at any size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checkpoints {
+    /// Records in the log (its head position).
+    pub log_length: u64,
+    /// Last log position folded into the graph.
+    pub projected_through: u64,
+    /// Last log position enriched.
+    pub enriched_through: u64,
+}
+
+impl Checkpoints {
     /// Records appended but not yet folded into the graph.
     pub fn projection_lag(&self) -> u64 {
         self.log_length.saturating_sub(self.projected_through)
@@ -326,7 +358,17 @@ impl<'a> Snapshot<'a> {
         Ok(self.read.read_from(from.max(1), limit)?)
     }
 
-    /// Counts and sizes.
+    /// The log head and the stage checkpoints, without the counts of [`Snapshot::stats`].
+    pub fn checkpoints(&self) -> Result<Checkpoints, Error> {
+        Ok(Checkpoints {
+            log_length: self.read.head()?,
+            projected_through: self.read.projected_through()?,
+            enriched_through: self.read.enriched_through()?,
+        })
+    }
+
+    /// Counts and sizes (counting scans every node and edge: use [`Snapshot::checkpoints`] when
+    /// only positions are needed).
     pub fn stats(&self) -> Result<Stats, Error> {
         let counts = self.read.counts()?;
         Ok(Stats {

@@ -112,8 +112,7 @@ fn summary(e: &EventRecord) -> String {
     if e.status.as_deref() == Some("failed") {
         head.push_str(" FAILED");
     }
-    let telling = TELLING_FIELDS.iter().find_map(|f| e.payload.get(*f).and_then(Value::as_str));
-    let line = match telling {
+    let line = match telling_text(&e.payload) {
         Some(text) => format!("{head}: {}", first_sentence(text)),
         None => head,
     };
@@ -121,6 +120,12 @@ fn summary(e: &EventRecord) -> String {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line,
     }
+}
+
+/// The most telling text of a payload: the first of its telling fields that holds a string
+/// (`error`, `text`, `query`, `summary`, `result`, `response`, `prompt`, `reason`, `goal`).
+pub fn telling_text(payload: &serde_json::Map<String, Value>) -> Option<&str> {
+    TELLING_FIELDS.iter().find_map(|f| payload.get(*f).and_then(Value::as_str))
 }
 
 fn first_sentence(text: &str) -> String {

@@ -26,7 +26,9 @@ mod event;
 
 pub use event::{Mention, mentions};
 
-pub use enrich::{Enrichment, MAX_KEYWORDS, MAX_SUMMARY_CHARS, MAX_TEXT_CHARS, enrich_event};
+pub use enrich::{
+    Enrichment, MAX_KEYWORDS, MAX_SUMMARY_CHARS, MAX_TEXT_CHARS, enrich_event, telling_text,
+};
 
 use ctxgraph_ontology::graph::{Edge, Node, NodeKey};
 use ctxgraph_ontology::{RecordBody, Schema, ValidRecord, Violation};
