@@ -21,6 +21,23 @@ struct Row {
     secs: f64,
 }
 
+/// The phases `ingest` times, for its progress lines.
+const PHASES: usize = 4;
+
+/// Time `work` (which returns how many records it handled) and add its row.
+fn measure(
+    rows: &mut Vec<Row>,
+    phase: &'static str,
+    what: &'static str,
+    work: impl FnOnce() -> anyhow::Result<u64>,
+) -> anyhow::Result<()> {
+    eprintln!("phase {}/{PHASES}: {phase} ...", rows.len() + 1);
+    let started = Instant::now();
+    let count = work()?;
+    rows.push(Row { phase, what, count, secs: started.elapsed().as_secs_f64() });
+    Ok(())
+}
+
 pub(crate) fn ingest(
     events: usize,
     batch_size: usize,
@@ -49,57 +66,37 @@ pub(crate) fn ingest(
     let mut rows = Vec::new();
 
     // A: validate + append to the log, durable, projection deferred.
-    eprintln!("phase 1/4: log append ...");
     let deferred_path = tmp.path().join("deferred.ctxg");
     let mut engine =
         Engine::open(&deferred_path, OpenMode::CreateIfMissing, EngineOptions::default())?;
-    let opts =
+    let deferred =
         IngestOptions { batch_size, projection: Projection::Deferred, ..IngestOptions::default() };
-    let t = Instant::now();
-    let report = engine.ingest_jsonl(text.as_bytes(), &opts, &mut |_| {})?;
-    rows.push(Row {
-        phase: "log append",
-        what: "parse + validate + append, fsync per batch",
-        count: report.accepted,
-        secs: t.elapsed().as_secs_f64(),
-    });
-
+    measure(&mut rows, "log append", "parse + validate + append, fsync per batch", || {
+        Ok(engine.ingest_jsonl(text.as_bytes(), &deferred, &mut |_| {})?.accepted)
+    })?;
     // B: stage-1 projection of that log (what `reproject` does).
-    eprintln!("phase 2/4: stage-1 projection ...");
-    let t = Instant::now();
-    let caught = engine.catch_up(&mut |_, _| {})?;
-    rows.push(Row {
-        phase: "stage-1 projection",
-        what: "decode + project from the log, committed in chunks",
-        count: caught.records,
-        secs: t.elapsed().as_secs_f64(),
-    });
-
+    measure(
+        &mut rows,
+        "stage-1 projection",
+        "decode + project from the log, committed in chunks",
+        || Ok(engine.catch_up(&mut |_, _| {})?.records),
+    )?;
     // Stage 2 on the same store: keywords, importance, summary, embedding, full-text index.
-    eprintln!("phase 3/4: stage-2 enrichment ...");
-    let t = Instant::now();
-    let enriched = engine.enrich(&mut |_, _| {})?;
-    rows.push(Row {
-        phase: "stage-2 enrichment",
-        what: "keywords, importance, summary, embedding (built-in model), BM25 index",
-        count: enriched.events,
-        secs: t.elapsed().as_secs_f64(),
-    });
+    measure(
+        &mut rows,
+        "stage-2 enrichment",
+        "keywords, importance, summary, embedding (built-in model), BM25 index",
+        || Ok(engine.enrich(&mut |_, _| {})?.events),
+    )?;
     drop(engine);
 
     // C: the real path, end to end, projection inline.
-    eprintln!("phase 4/4: end to end (stage 1) ...");
     let path = tmp.path().join("inline.ctxg");
     let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
-    let opts = IngestOptions { batch_size, ..IngestOptions::default() };
-    let t = Instant::now();
-    let report = engine.ingest_jsonl(text.as_bytes(), &opts, &mut |_| {})?;
-    rows.push(Row {
-        phase: "end to end",
-        what: "validate + append + project, fsync per batch",
-        count: report.accepted,
-        secs: t.elapsed().as_secs_f64(),
-    });
+    let inline = IngestOptions { batch_size, ..IngestOptions::default() };
+    measure(&mut rows, "end to end", "validate + append + project, fsync per batch", || {
+        Ok(engine.ingest_jsonl(text.as_bytes(), &inline, &mut |_| {})?.accepted)
+    })?;
     engine.checkpoint()?;
     let stats = engine.snapshot()?.stats()?;
     drop(engine);
