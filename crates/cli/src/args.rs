@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Agents write what happened as JSON records; ctxgraph keeps every record in an append-only log
 /// and projects it into a typed property graph of events, entities and the edges between them.
 ///
-/// Exit codes: 0 success; 1 nothing found (get, neighbors, session, chain); 2 error, including an
-/// ingestion that rejected any record.
+/// Exit codes: 0 success; 1 nothing found (get, neighbors, session, chain, entities candidates);
+/// 2 error, including an ingestion that rejected any record.
 #[derive(Debug, Parser)]
 #[command(name = "ctxgraph", version, propagate_version = true, max_term_width = 100)]
 pub(crate) struct Cli {
@@ -31,6 +31,19 @@ pub(crate) struct Cli {
     #[arg(long, global = true, env = "CTXGRAPH_EMBED_MODEL")]
     pub(crate) embed_model: Option<String>,
 
+    /// Embed with the all-MiniLM-L6-v2 transformer, run in-process, instead of the built-in
+    /// model: better vectors, far slower. DIR holds its `model.safetensors`, `tokenizer.json`
+    /// and `config.json` (`crates/embed/models/fetch-minilm.sh DIR` fetches them).
+    #[cfg(feature = "minilm")]
+    #[arg(
+        long,
+        global = true,
+        env = "CTXGRAPH_EMBED_MINILM",
+        value_name = "DIR",
+        conflicts_with = "embed_url"
+    )]
+    pub(crate) embed_minilm: Option<PathBuf>,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -45,6 +58,14 @@ pub(crate) enum Command {
     Init,
     /// Ingest JSONL records (events, explicit edges, schema modules) from a file or `-` for stdin.
     Ingest(IngestArgs),
+    /// Import conversations: chat messages as JSONL, or the LoCoMo benchmark's JSON.
+    ///
+    /// Each message becomes an `observation.message` event (speaker as the agent, session order
+    /// as FOLLOWS, reply_to as CAUSED_BY) with the names in its text as entities, extracted
+    /// without an LLM. Importing the same input again finds every record stored. Exits 2 when
+    /// any message was rejected (the summary says why).
+    #[command(subcommand)]
+    Import(ImportCommand),
     /// Show every node with this id (events, entities, summaries) and its edge counts.
     Get {
         /// The node id, e.g. an event id or an entity id such as `service:orders-db`.
@@ -101,23 +122,59 @@ pub(crate) enum Command {
     /// Show, check or add schema modules (the ontology is data).
     #[command(subcommand)]
     Schema(SchemaCommand),
+    /// Entity resolution: list SAME_AS candidates, merge or reject a pair, resolve again.
+    ///
+    /// Resolution proposes SAME_AS candidates between entities of one type whose names are
+    /// spelling variants (read_file, read-file, ReadFile), one-letter typos or plurals, or whose
+    /// name embeddings have cosine >= 0.9, and RELATED_TO between versions of one family (gpt-4,
+    /// gpt-4o, gpt-4-turbo). It never merges: a person decides, and the decision is a log record.
+    #[command(subcommand)]
+    Entities(EntitiesCommand),
     /// Rebuild the graph, then its enrichment and indexes, from the log (the only source of truth).
-    Reproject,
+    ///
+    /// Events that retention archived stay out of the graph unless --include-archive.
+    Reproject {
+        /// Bring archived events back into the graph (and forget that they were archived).
+        #[arg(long)]
+        include_archive: bool,
+    },
     /// Enrich what is not enriched yet: keywords, importance, summary, embedding, full-text index.
     ///
     /// `ingest` and `demo` do this after acknowledging records; this command catches up by hand
     /// (after `ingest --no-enrich`, or a crash during enrichment).
     Enrich,
-    /// Rebuild the summaries (one per session, one per day over its sessions) and SUMMARIZES edges.
-    Consolidate,
-    /// Full-text search (BM25) over event text, summaries and entity names.
+    /// Stage 3: rebuild summaries (per session, per day), the vector index and SIMILAR_TO edges.
+    ///
+    /// Deterministic and idempotent: running it twice gives the same graph. With --retention it
+    /// first applies the retention tiers (see `ctxgraph retention --help`).
+    Consolidate(ConsolidateArgs),
+    /// Show the retention tiers of the events (hot, warm, cold, archive), or apply them.
+    ///
+    /// Ages are measured at --as-of, by default the newest event's time. hot < 24 h: everything
+    /// stays; warm < 7 days: SIMILAR_TO edges of events with importance < 5 are pruned; cold < 30
+    /// days: only events with importance >= 5 or access count >= 3 stay; older: archived. Archived
+    /// events leave the graph but stay in the log (`reproject --include-archive` brings them back).
+    Retention(RetentionArgs),
+    /// Search: full text (BM25) over event text, summaries and entity names, or by meaning
+    /// (--semantic: nearest embeddings through the vector index).
     Search {
-        /// Words to look for (any of them; more matches rank higher).
+        /// Words to look for (any of them; more matches rank higher), or a sentence with --semantic.
         query: String,
         /// Show at most this many results.
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Rank by embedding similarity instead of BM25.
+        #[arg(long)]
+        semantic: bool,
     },
+    /// The context an agent needs for a question: ranked items, each with the path that brought
+    /// it in, the score's factors, provenance, the edges among the items and known unknowns.
+    ///
+    /// Candidates come from the vector index, BM25 and entity names in the question (fused by
+    /// reciprocal rank), then a walk over the graph weighted by the question's intent (why:
+    /// CAUSED_BY; when: FOLLOWS; who/what: REFERENCES, SAME_AS; related: SIMILAR_TO; overview:
+    /// SUMMARIZES), then score = relevance × path weight × confidence × salience.
+    Recall(RecallArgs),
     /// Re-embed every event with the configured model (after the embedding model changed).
     Reembed,
     /// Write a deterministic synthetic agent trace as JSONL to stdout.
@@ -132,6 +189,9 @@ pub(crate) enum Command {
     /// Measure ctxgraph and print a table.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Measure retrieval quality on labelled data.
+    #[command(subcommand)]
+    Eval(EvalCommand),
 }
 
 #[derive(Debug, Args)]
@@ -164,6 +224,195 @@ pub(crate) struct IngestArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum ImportCommand {
+    /// Import chat messages: one JSON object per line (JSONL), from a file or `-` for stdin.
+    ///
+    /// {"speaker": "Caroline", "text": "I went to the LGBTQ support group.", "timestamp":
+    /// "2023-05-08T13:56:00Z", "session": "s1"}
+    ///
+    /// Fields: speaker (required; an id without whitespace, becomes the event's agent), text
+    /// (required), timestamp (required; RFC 3339 with an offset), session (required; an id),
+    /// conversation (optional id; default: the session), id (optional; default
+    /// `<session>:<n>`, n = the message's 1-based position in its session in the file), reply_to
+    /// (optional; the id of the message answered), attributes (optional JSON object, kept in the
+    /// payload; not `text` or `speaker`). Unknown fields are refused; every bad line is reported
+    /// with its number, the path, the value and the rule.
+    ///
+    /// Names in the text (capitalised runs, acronyms) become `concept` entities, and a name of a
+    /// speaker of the same conversation is that speaker's `agent` entity.
+    Conversation(ConversationArgs),
+    /// Import LoCoMo conversations (a JSON list of `{sample_id, conversation, qa, ...}`).
+    ///
+    /// Each turn becomes an event `<sample_id>:<dia_id>` in session `<sample_id>:S<n>`, at the
+    /// session's date plus the turn's index in seconds, with an image's caption in the payload.
+    /// Only the conversations are imported: questions, answers and annotations are not read.
+    /// LoCoMo is CC BY-NC 4.0: use it for research, tests and benchmarks only (non-commercial).
+    Locomo(LocomoArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConversationArgs {
+    /// The JSONL file of messages, or `-` for standard input.
+    #[arg(default_value = "-")]
+    pub(crate) file: PathBuf,
+    /// Stop at the first bad message; nothing of it (or after it) is written.
+    #[arg(long)]
+    pub(crate) strict: bool,
+    #[command(flatten)]
+    pub(crate) import: ImportArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LocomoArgs {
+    /// The LoCoMo JSON file (e.g. `locomo10.json`).
+    pub(crate) file: PathBuf,
+    /// Import only this conversation (its `sample_id`, e.g. `conv-26`); repeat for more.
+    #[arg(long = "sample", value_name = "ID")]
+    pub(crate) samples: Vec<String>,
+    #[command(flatten)]
+    pub(crate) import: ImportArgs,
+}
+
+/// Flags shared by the import commands.
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    /// Do not show a progress bar.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+    /// Do not enrich after importing (run `ctxgraph enrich` later).
+    #[arg(long)]
+    pub(crate) no_enrich: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConsolidateArgs {
+    /// Most SIMILAR_TO edges an event chooses (its nearest events above the threshold).
+    #[arg(long, default_value_t = 5)]
+    pub(crate) similar_k: usize,
+    /// Least cosine similarity for a SIMILAR_TO edge, in [0, 1].
+    #[arg(long, default_value_t = 0.85)]
+    pub(crate) similar_threshold: f32,
+    /// Apply the retention tiers first (archive old and cold unimportant events).
+    #[arg(long)]
+    pub(crate) retention: bool,
+    /// With --retention: the time ages are measured at (RFC 3339, or `now`); default: the newest
+    /// event's time.
+    #[arg(long, requires = "retention")]
+    pub(crate) as_of: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RecallArgs {
+    /// The question or task, in words.
+    pub(crate) question: String,
+    /// Items to return.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) k: usize,
+    /// Override the classified intent: why, when, who_what, related, overview or lookup.
+    #[arg(long)]
+    pub(crate) intent: Option<String>,
+    /// Only events at or after this time (RFC 3339).
+    #[arg(long)]
+    pub(crate) since: Option<String>,
+    /// Only events at or before this time (RFC 3339).
+    #[arg(long)]
+    pub(crate) until: Option<String>,
+    /// Only events of this session.
+    #[arg(long)]
+    pub(crate) session: Option<String>,
+    /// Only events by this agent.
+    #[arg(long)]
+    pub(crate) agent: Option<String>,
+    /// Only events of this trace (a run, a conversation).
+    #[arg(long)]
+    pub(crate) trace: Option<String>,
+    /// Only node types (repeatable), e.g. --label Event; expansion still walks through others.
+    #[arg(long)]
+    pub(crate) label: Vec<String>,
+    /// Keep the most valuable items whose text fits this many tokens.
+    #[arg(long)]
+    pub(crate) budget_tokens: Option<usize>,
+    /// Diversify (maximal marginal relevance) with this λ in [0, 1]; 1 is no diversity.
+    #[arg(long)]
+    pub(crate) diversity: Option<f64>,
+    /// Only paths whose least confidence is at least this.
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) min_confidence: f64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RetentionArgs {
+    /// The time ages are measured at (RFC 3339, or `now`); default: the newest event's time.
+    #[arg(long)]
+    pub(crate) as_of: Option<String>,
+    /// Apply the tiers (without it, only show what would change).
+    #[arg(long)]
+    pub(crate) apply: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum EntitiesCommand {
+    /// List SAME_AS pairs, best first: candidates (with the rules that fired) and decided pairs.
+    ///
+    /// Exits 1 when there is none.
+    Candidates {
+        /// Show at most this many pairs.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Which pairs: undecided candidates, merged, rejected, or all.
+        #[arg(long, value_enum, default_value_t = CandidateStatusArg::Candidate)]
+        status: CandidateStatusArg,
+    },
+    /// Decide that two entities are the same thing (recorded in the log; `reproject` keeps it).
+    ///
+    /// The pair's SAME_AS edge becomes decided with confidence 1.0, and resolution never proposes
+    /// it again. A later `reject` of the pair replaces this decision.
+    Merge(DecisionArgs),
+    /// Decide that two entities are different things (recorded in the log; `reproject` keeps it).
+    ///
+    /// The pair's SAME_AS edge becomes decided with confidence 0.0, and resolution never proposes
+    /// it again. A later `merge` of the pair replaces this decision.
+    Reject(DecisionArgs),
+    /// Recompute the SAME_AS candidates and RELATED_TO edges now (deterministic, idempotent);
+    /// `consolidate` does this too, with the default settings.
+    Resolve {
+        /// Most candidates (and, separately, RELATED_TO edges) per entity.
+        #[arg(long, default_value_t = 5)]
+        max_per_entity: usize,
+        /// Least name-embedding cosine for a candidate on that evidence alone, in [0, 1].
+        #[arg(long, default_value_t = 0.9)]
+        min_cosine: f32,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DecisionArgs {
+    /// The first entity: an id such as `tool:read_file` (`{entity_type}:{name}`), or a bare name
+    /// when only one entity type has an entity of that name.
+    pub(crate) a: String,
+    /// The second entity, likewise.
+    pub(crate) b: String,
+    /// Why, in words (kept in the log and shown in the edge's justification).
+    #[arg(long)]
+    pub(crate) reason: Option<String>,
+    /// Who decides (an id without spaces, e.g. a user name).
+    #[arg(long)]
+    pub(crate) by: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CandidateStatusArg {
+    /// Proposed by resolution, not decided yet.
+    Candidate,
+    /// Merged by a person.
+    Merged,
+    /// Rejected by a person.
+    Rejected,
+    /// Every pair.
+    All,
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum SchemaCommand {
     /// Print the effective schema (PG-Schema notation; --json for the structure).
     Show,
@@ -180,6 +429,32 @@ pub(crate) enum SchemaCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum EvalCommand {
+    /// Evidence retrieval on LoCoMo conversations: recall_any@k and recall_all@k (k = 1, 5, 10,
+    /// 20) and NDCG@10 per category and overall, for `recall` and for plain BM25 in the same run.
+    ///
+    /// Each conversation is ingested into a fresh temporary store; the QA annotations never reach
+    /// it. The adversarial category (5) is left out unless --include-adversarial. LoCoMo is
+    /// CC BY-NC 4.0 (non-commercial research use).
+    Locomo {
+        /// The LoCoMo JSON file (a list of conversations with `qa`).
+        file: PathBuf,
+        /// Items ranked per question (at least 20).
+        #[arg(long, default_value_t = 20)]
+        k: usize,
+        /// Score the adversarial category too.
+        #[arg(long)]
+        include_adversarial: bool,
+        /// Write the rankings as JSONL (`{"sample_id", "qa_index", "ranked": [dia_id, ...]}`).
+        #[arg(long)]
+        rankings: Option<PathBuf>,
+        /// Only this conversation (its sample_id).
+        #[arg(long)]
+        sample: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
     /// Ingestion throughput: log append, stage-1 projection, end to end; bytes per event; open time.
     Ingest {
@@ -190,6 +465,36 @@ pub(crate) enum BenchCommand {
         #[arg(long, default_value_t = 2000)]
         batch_size: usize,
         /// Directory for the temporary stores (default: the system temp dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Recall latency (p50, p95, p99, query embedding included) and throughput on a synthetic
+    /// store (ingested, enriched and consolidated first).
+    Recall {
+        /// Number of synthetic events.
+        #[arg(long, default_value_t = 100_000)]
+        events: usize,
+        /// Questions asked (each once to warm up, then timed).
+        #[arg(long, default_value_t = 300)]
+        queries: usize,
+        /// Threads for the throughput measurement (one engine each).
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Directory for the temporary store (default: the system temp dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// The semantic layer: embedding throughput, enrichment, consolidation (summaries, vector
+    /// index build, SIMILAR_TO), vector query time and recall@10 against exact search, edges per
+    /// event.
+    Semantic {
+        /// Number of synthetic events.
+        #[arg(long, default_value_t = 100_000)]
+        events: usize,
+        /// Vector queries timed (and checked against exact search).
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        /// Directory for the temporary store (default: the system temp dir).
         #[arg(long)]
         dir: Option<PathBuf>,
     },

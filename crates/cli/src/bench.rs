@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use ctxgraph::{Engine, EngineOptions, IngestOptions, OpenMode, Projection};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::Outcome;
 use crate::output::{bytes, print_json, table};
@@ -22,16 +22,19 @@ struct Row {
 }
 
 /// The phases `ingest` times, for its progress lines.
-const PHASES: usize = 4;
+const INGEST_PHASES: usize = 4;
+/// The phases `semantic` times.
+const SEMANTIC_PHASES: usize = 4;
 
 /// Time `work` (which returns how many records it handled) and add its row.
 fn measure(
     rows: &mut Vec<Row>,
+    phases: usize,
     phase: &'static str,
     what: &'static str,
     work: impl FnOnce() -> anyhow::Result<u64>,
 ) -> anyhow::Result<()> {
-    eprintln!("phase {}/{PHASES}: {phase} ...", rows.len() + 1);
+    eprintln!("phase {}/{phases}: {phase} ...", rows.len() + 1);
     let started = Instant::now();
     let count = work()?;
     rows.push(Row { phase, what, count, secs: started.elapsed().as_secs_f64() });
@@ -44,24 +47,8 @@ pub(crate) fn ingest(
     dir: Option<&Path>,
     json: bool,
 ) -> anyhow::Result<Outcome> {
-    let tmp = match dir {
-        Some(d) => tempfile::Builder::new().prefix("ctxgraph-bench").tempdir_in(d),
-        None => tempfile::Builder::new().prefix("ctxgraph-bench").tempdir(),
-    }
-    .context("creating a temporary directory for the bench stores")?;
-    eprintln!("generating {events} synthetic events ...");
-    let config = ctxgraph_synth::TraceConfig {
-        events,
-        seed: 42,
-        agents: 8,
-        users: 200,
-        ..Default::default()
-    };
-    let mut text = String::with_capacity(events * 700);
-    for e in ctxgraph_synth::trace(&config) {
-        text.push_str(&e.to_string());
-        text.push('\n');
-    }
+    let tmp = temp_dir(dir)?;
+    let text = synthetic_jsonl(events);
     let input_bytes = text.len() as u64;
     let mut rows = Vec::new();
 
@@ -71,12 +58,17 @@ pub(crate) fn ingest(
         Engine::open(&deferred_path, OpenMode::CreateIfMissing, EngineOptions::default())?;
     let deferred =
         IngestOptions { batch_size, projection: Projection::Deferred, ..IngestOptions::default() };
-    measure(&mut rows, "log append", "parse + validate + append, fsync per batch", || {
-        Ok(engine.ingest_jsonl(text.as_bytes(), &deferred, &mut |_| {})?.accepted)
-    })?;
+    measure(
+        &mut rows,
+        INGEST_PHASES,
+        "log append",
+        "parse + validate + append, fsync per batch",
+        || Ok(engine.ingest_jsonl(text.as_bytes(), &deferred, &mut |_| {})?.accepted),
+    )?;
     // B: stage-1 projection of that log (what `reproject` does).
     measure(
         &mut rows,
+        INGEST_PHASES,
         "stage-1 projection",
         "decode + project from the log, committed in chunks",
         || Ok(engine.catch_up(&mut |_, _| {})?.records),
@@ -84,6 +76,7 @@ pub(crate) fn ingest(
     // Stage 2 on the same store: keywords, importance, summary, embedding, full-text index.
     measure(
         &mut rows,
+        INGEST_PHASES,
         "stage-2 enrichment",
         "keywords, importance, summary, embedding (built-in model), BM25 index",
         || Ok(engine.enrich(&mut |_, _| {})?.events),
@@ -94,9 +87,13 @@ pub(crate) fn ingest(
     let path = tmp.path().join("inline.ctxg");
     let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
     let inline = IngestOptions { batch_size, ..IngestOptions::default() };
-    measure(&mut rows, "end to end", "validate + append + project, fsync per batch", || {
-        Ok(engine.ingest_jsonl(text.as_bytes(), &inline, &mut |_| {})?.accepted)
-    })?;
+    measure(
+        &mut rows,
+        INGEST_PHASES,
+        "end to end",
+        "validate + append + project, fsync per batch",
+        || Ok(engine.ingest_jsonl(text.as_bytes(), &inline, &mut |_| {})?.accepted),
+    )?;
     engine.checkpoint()?;
     let stats = engine.snapshot()?.stats()?;
     drop(engine);
@@ -143,6 +140,318 @@ pub(crate) fn ingest(
     t.add_row(vec!["bytes per event".to_owned(), format!("{per_event:.0}")]);
     t.add_row(vec!["nodes / edges".to_owned(), format!("{nodes} / {edges}")]);
     t.add_row(vec!["time to open".to_owned(), format!("{open_ms:.2} ms")]);
+    writeln!(out, "{t}")?;
+    Ok(Outcome::Done)
+}
+
+fn temp_dir(dir: Option<&Path>) -> anyhow::Result<tempfile::TempDir> {
+    match dir {
+        Some(d) => tempfile::Builder::new().prefix("ctxgraph-bench").tempdir_in(d),
+        None => tempfile::Builder::new().prefix("ctxgraph-bench").tempdir(),
+    }
+    .context("creating a temporary directory for the bench stores")
+}
+
+/// The bench workload: a deterministic synthetic trace as JSONL.
+fn synthetic_jsonl(events: usize) -> String {
+    eprintln!("generating {events} synthetic events ...");
+    let config = ctxgraph_synth::TraceConfig {
+        events,
+        seed: 42,
+        agents: 8,
+        users: 200,
+        ..Default::default()
+    };
+    let mut text = String::with_capacity(events * 700);
+    for e in ctxgraph_synth::trace(&config) {
+        text.push_str(&e.to_string());
+        text.push('\n');
+    }
+    text
+}
+
+/// Recall@10 of the vector index is measured against exact search at this many neighbours.
+const RECALL_K: usize = 10;
+
+pub(crate) fn semantic(
+    events: usize,
+    queries: usize,
+    dir: Option<&Path>,
+    json: bool,
+) -> anyhow::Result<Outcome> {
+    let tmp = temp_dir(dir)?;
+    let jsonl = synthetic_jsonl(events);
+    let path = tmp.path().join("semantic.ctxg");
+    let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
+    // The texts enrichment embeds, in log order, for the embedder row and the exact ground truth.
+    let mut ids = Vec::with_capacity(events);
+    let mut texts = Vec::with_capacity(events);
+    for line in jsonl.lines() {
+        let record = engine.validate(line).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let ctxgraph::RecordBody::Event(e) = record.body() {
+            ids.push(e.event_id.clone());
+            texts.push(ctxgraph::enrich_event(e).text);
+        }
+    }
+    let embedder = engine.embedder()?;
+    let mut rows = Vec::new();
+    let mut vectors: Vec<f32> = Vec::with_capacity(texts.len() * embedder.dimension());
+    measure(&mut rows, SEMANTIC_PHASES, "embedding", "built-in static model, sentences", || {
+        for chunk in texts.chunks(2_000) {
+            let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            for v in embedder.embed(&refs)? {
+                vectors.extend_from_slice(&v);
+            }
+        }
+        Ok(texts.len() as u64)
+    })?;
+    let ingest = IngestOptions { projection: Projection::Deferred, ..IngestOptions::default() };
+    engine.ingest_jsonl(jsonl.as_bytes(), &ingest, &mut |_| {})?;
+    engine.catch_up(&mut |_, _| {})?;
+    measure(
+        &mut rows,
+        SEMANTIC_PHASES,
+        "stage-2 enrichment",
+        "keywords, importance, summary, embedding, BM25 index; events",
+        || Ok(engine.enrich(&mut |_, _| {})?.events),
+    )?;
+    let mut report = None;
+    measure(
+        &mut rows,
+        SEMANTIC_PHASES,
+        "stage-3 consolidation",
+        "summaries + vector index build + SIMILAR_TO; events",
+        || {
+            report = Some(engine.consolidate()?);
+            Ok(events as u64)
+        },
+    )?;
+    let report = report.unwrap_or_default();
+    for (phase, secs) in &report.seconds {
+        eprintln!("  {phase}: {secs:.2}s");
+    }
+
+    // Vector queries: held-in event texts (their own event is a legitimate answer), spread
+    // evenly over the trace; truth is exact search over every vector.
+    let dim = embedder.dimension();
+    let step = (texts.len() / queries.max(1)).max(1);
+    let picks: Vec<usize> = (0..texts.len()).step_by(step).take(queries).collect();
+    let row_ids: Vec<i64> = (0..texts.len() as i64).collect();
+    let by_id: std::collections::HashMap<&str, i64> =
+        ids.iter().enumerate().map(|(i, id)| (id.as_str(), i as i64)).collect();
+    engine.checkpoint()?;
+    let snapshot = engine.snapshot()?;
+    let search = engine.options().search;
+    let mut recall = 0.0;
+    let mut query_secs = 0.0;
+    for &q in &picks {
+        let query = &vectors[q * dim..(q + 1) * dim];
+        let started = Instant::now();
+        let found = snapshot.nearest(query, RECALL_K, search)?;
+        query_secs += started.elapsed().as_secs_f64();
+        let found: Vec<(i64, f32)> = found
+            .iter()
+            .filter_map(|(n, score)| by_id.get(n.key.id.as_str()).map(|&i| (i, *score)))
+            .collect();
+        let truth = ctxgraph_ann::exact_top_k(query, &row_ids, &vectors, RECALL_K)?;
+        recall += ctxgraph_ann::recall_at_k(&truth, &found, RECALL_K);
+    }
+    let n = picks.len().max(1) as f64;
+    let (recall, query_ms) = (recall / n, query_secs * 1000.0 / n);
+    let stats = snapshot.stats()?;
+    let count = |list: &[(String, u64)], name: &str| {
+        list.iter().find(|(k, _)| k == name).map_or(0, |(_, n)| *n)
+    };
+    let event_nodes = count(&stats.nodes, "Event").max(1) as f64;
+    let similar = count(&stats.edges, "SIMILAR_TO");
+    let same_as = count(&stats.edges, "SAME_AS");
+    let entities = count(&stats.nodes, "Entity");
+    let edges: u64 = stats.edges.iter().map(|(_, n)| n).sum();
+
+    if json {
+        print_json(&json!({
+            "events": events,
+            "phases": rows.iter().map(|r| json!({"phase": r.phase, "what": r.what, "count": r.count,
+                "seconds": r.secs, "per_second": r.count as f64 / r.secs})).collect::<Vec<_>>(),
+            "consolidation_phase_seconds": report.seconds.iter()
+                .map(|(k, v)| json!({"phase": k, "seconds": v})).collect::<Vec<_>>(),
+            "index": {"vectors": report.indexed_vectors, "lists": report.index_lists,
+                "queries": picks.len(), "query_ms": query_ms, "recall_at_10": recall},
+            "similar_to": similar, "similar_to_per_event": similar as f64 / event_nodes,
+            "same_as": same_as, "entities": entities,
+            "edges_per_event": edges as f64 / event_nodes,
+            "bytes_on_disk": stats.bytes_on_disk,
+        }))?;
+        return Ok(Outcome::Done);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ctxgraph bench semantic: {events} events, built-in model")?;
+    let mut t = table(&["phase", "what is timed", "items", "seconds", "items/s"]);
+    for r in &rows {
+        t.add_row(vec![
+            r.phase.to_owned(),
+            r.what.to_owned(),
+            r.count.to_string(),
+            format!("{:.2}", r.secs),
+            format!("{:.0}", r.count as f64 / r.secs),
+        ]);
+    }
+    for (phase, secs) in &report.seconds {
+        t.add_row(vec![
+            format!("  consolidation: {phase}"),
+            String::new(),
+            String::new(),
+            format!("{secs:.2}"),
+            String::new(),
+        ]);
+    }
+    writeln!(out, "{t}")?;
+    let mut t = table(&["measure", "value"]);
+    t.add_row(vec![
+        "vector index".to_owned(),
+        format!("{} vectors in {} lists", report.indexed_vectors, report.index_lists),
+    ]);
+    t.add_row(vec![
+        format!("vector query (k = {RECALL_K}), mean of {}", picks.len()),
+        format!("{query_ms:.2} ms"),
+    ]);
+    t.add_row(vec![format!("recall@{RECALL_K} vs exact search"), format!("{recall:.3}")]);
+    t.add_row(vec![
+        "SIMILAR_TO edges (per event)".to_owned(),
+        format!("{similar} ({:.2})", similar as f64 / event_nodes),
+    ]);
+    t.add_row(vec!["SAME_AS edges / entities".to_owned(), format!("{same_as} / {entities}")]);
+    t.add_row(vec![
+        "edges per event (all types)".to_owned(),
+        format!("{:.2}", edges as f64 / event_nodes),
+    ]);
+    t.add_row(vec!["size on disk".to_owned(), bytes(stats.bytes_on_disk)]);
+    writeln!(out, "{t}")?;
+    Ok(Outcome::Done)
+}
+
+/// Questions for the recall benchmark, made from the trace: every n-th event's summary as a
+/// lookup, its tool as a why-question, its session as a when-question.
+fn questions(jsonl: &str, count: usize) -> Vec<String> {
+    let events: Vec<Value> = jsonl.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let step = (events.len() / count.max(1)).max(1);
+    events
+        .iter()
+        .step_by(step)
+        .take(count)
+        .enumerate()
+        .map(|(i, e)| {
+            let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default();
+            let payload = e
+                .get("payload")
+                .and_then(|p| ctxgraph::telling_text(p.as_object()?))
+                .unwrap_or_default()
+                .split_whitespace()
+                .take(8)
+                .collect::<Vec<_>>()
+                .join(" ");
+            match i % 3 {
+                0 => format!("why did {} fail {payload}", text("tool_name")),
+                1 => format!("when did {} {payload}", text("agent_id")),
+                _ => payload,
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn recall(
+    events: usize,
+    queries: usize,
+    threads: usize,
+    dir: Option<&Path>,
+    json: bool,
+) -> anyhow::Result<Outcome> {
+    let tmp = temp_dir(dir)?;
+    let jsonl = synthetic_jsonl(events);
+    let path = tmp.path().join("recall.ctxg");
+    {
+        let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
+        let ingest = IngestOptions { projection: Projection::Deferred, ..IngestOptions::default() };
+        eprintln!("building the store: ingest ...");
+        engine.ingest_jsonl(jsonl.as_bytes(), &ingest, &mut |_| {})?;
+        engine.catch_up(&mut |_, _| {})?;
+        eprintln!("building the store: enrich ...");
+        engine.enrich(&mut |_, _| {})?;
+        eprintln!("building the store: consolidate ...");
+        engine.consolidate()?;
+        engine.checkpoint()?;
+    }
+    let qs = questions(&jsonl, queries);
+    drop(jsonl);
+    // One warm-up pass (the vector index's lists are read into the engine's cache once), then
+    // the timed pass, on one thread.
+    let engine = Engine::open(&path, OpenMode::MustExist, EngineOptions::default())?;
+    eprintln!("recall: {} questions, warm-up ...", qs.len());
+    let ask = |engine: &Engine, q: &str| -> anyhow::Result<f64> {
+        let t = Instant::now();
+        let pack = engine.recall(&ctxgraph::RecallQuery::new(q))?;
+        std::hint::black_box(pack);
+        Ok(t.elapsed().as_secs_f64() * 1000.0)
+    };
+    for q in &qs {
+        ask(&engine, q)?;
+    }
+    let mut ms = Vec::with_capacity(qs.len());
+    for q in &qs {
+        ms.push(ask(&engine, q)?);
+    }
+    ms.sort_by(f64::total_cmp);
+    let pct = |p: f64| ms[((ms.len() as f64 * p) as usize).min(ms.len() - 1)];
+    let (p50, p95, p99) = (pct(0.50), pct(0.95), pct(0.99));
+    let embed_ms = {
+        let embedder = engine.embedder()?;
+        let t = Instant::now();
+        for q in &qs {
+            std::hint::black_box(embedder.embed(&[q.as_str()])?);
+        }
+        t.elapsed().as_secs_f64() * 1000.0 / qs.len().max(1) as f64
+    };
+    drop(engine);
+    // Throughput: `threads` engines over the same file, each asking every question.
+    let threads = threads.max(1);
+    let started = Instant::now();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| -> anyhow::Result<()> {
+                    let engine =
+                        Engine::open(&path, OpenMode::MustExist, EngineOptions::default())?;
+                    for q in &qs {
+                        ask(&engine, q)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| anyhow::anyhow!("a benchmark thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    let qps = (threads * qs.len()) as f64 / started.elapsed().as_secs_f64();
+    if json {
+        print_json(&json!({"events": events, "queries": qs.len(), "p50_ms": p50, "p95_ms": p95,
+            "p99_ms": p99, "query_embedding_ms": embed_ms, "threads": threads,
+            "queries_per_second": qps}))?;
+        return Ok(Outcome::Done);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "ctxgraph bench recall: {events} events, {} questions, k = 10, warm engine",
+        qs.len()
+    )?;
+    let mut t = table(&["measure", "value"]);
+    t.add_row(vec!["p50 latency (with query embedding)".to_owned(), format!("{p50:.2} ms")]);
+    t.add_row(vec!["p95 latency".to_owned(), format!("{p95:.2} ms")]);
+    t.add_row(vec!["p99 latency".to_owned(), format!("{p99:.2} ms")]);
+    t.add_row(vec!["of which query embedding (mean)".to_owned(), format!("{embed_ms:.3} ms")]);
+    t.add_row(vec![format!("throughput, {threads} threads"), format!("{qps:.0} recalls/s")]);
     writeln!(out, "{t}")?;
     Ok(Outcome::Done)
 }

@@ -3,11 +3,14 @@
 use std::io::Write;
 use std::time::Instant;
 
-use ctxgraph::{Engine, EngineOptions, EnrichReport, OpenMode};
+use ctxgraph::{
+    ConsolidateOptions, Engine, EngineOptions, EnrichReport, OpenMode, RetentionOptions,
+    RetentionReport,
+};
 use serde_json::{Value, json};
 
 use crate::Outcome;
-use crate::args::Cli;
+use crate::args::{Cli, ConsolidateArgs, RetentionArgs};
 use crate::output::{describe_entity, describe_event, node_json, print_json, shorten, table};
 
 /// Enrich with a progress bar on stderr (shared by `ingest`, `demo`, `reproject`).
@@ -19,6 +22,24 @@ pub(crate) fn with_progress(engine: &mut Engine, quiet: bool) -> anyhow::Result<
     let report = engine.enrich(&mut |done, _| bar.set_position(done.saturating_sub(start)))?;
     bar.finish_and_clear();
     Ok(report)
+}
+
+/// Unindexed vectors after a load that make it rebuild the vector index (below this, exact
+/// search of the new vectors costs a few milliseconds per query).
+const INDEX_AFTER_LOAD: u64 = 20_000;
+
+/// After `ingest` or `import`: enrich, then index the new vectors if there are many.
+pub(crate) fn after_load(engine: &mut Engine, quiet: bool) -> anyhow::Result<()> {
+    with_progress(engine, quiet)?;
+    // Vectors not in the index are searched exactly: after a bulk load, index them.
+    let (_, unindexed) = engine.snapshot()?.stats_vectors()?;
+    if unindexed >= INDEX_AFTER_LOAD {
+        if !quiet {
+            eprintln!("indexing {unindexed} new vectors ...");
+        }
+        engine.index_vectors()?;
+    }
+    Ok(())
 }
 
 pub(crate) fn run(cli: &Cli, reembed: bool) -> anyhow::Result<Outcome> {
@@ -49,30 +70,123 @@ pub(crate) fn run(cli: &Cli, reembed: bool) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-pub(crate) fn consolidate(cli: &Cli) -> anyhow::Result<Outcome> {
+pub(crate) fn consolidate(cli: &Cli, args: &ConsolidateArgs) -> anyhow::Result<Outcome> {
+    if !(0.0..=1.0).contains(&args.similar_threshold) {
+        anyhow::bail!(
+            "--similar-threshold {} is out of range: a cosine threshold must be within [0, 1]",
+            args.similar_threshold
+        );
+    }
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let started = Instant::now();
-    let r = engine.consolidate()?;
+    let retention = if args.retention {
+        let options = retention_options(args.as_of.as_deref())?;
+        Some(engine.apply_retention(&options)?)
+    } else {
+        None
+    };
+    let options = ConsolidateOptions {
+        similar_k: args.similar_k,
+        similar_threshold: args.similar_threshold,
+        ..ConsolidateOptions::default()
+    };
+    let r = engine.consolidate_with(&options)?;
     let secs = started.elapsed().as_secs_f64();
     if cli.json {
+        let phases: serde_json::Map<String, Value> =
+            r.seconds.iter().map(|(k, v)| ((*k).to_owned(), json!(v))).collect();
         print_json(&json!({"session_summaries": r.sessions, "day_summaries": r.days,
-            "summarizes_edges": r.edges, "seconds": secs}))?;
+            "summarizes_edges": r.edges, "indexed_vectors": r.indexed_vectors,
+            "index_lists": r.index_lists, "similar_edges": r.similar_edges,
+            "same_as_candidates": r.resolve.same_as, "related_to_edges": r.resolve.related_to,
+            "retention": retention.as_ref().map(retention_json),
+            "phase_seconds": phases, "seconds": secs}))?;
     } else {
+        let mut out = std::io::stdout().lock();
+        if let Some(t) = &retention {
+            writeln!(out, "{}", retention_line(t, true))?;
+        }
         writeln!(
-            std::io::stdout(),
-            "{} session and {} day summaries, {} SUMMARIZES edges, in {secs:.2}s",
+            out,
+            "{} session and {} day summaries, {} SUMMARIZES edges; vector index: {} vectors in {} lists; {} SIMILAR_TO edges; {} SAME_AS candidates and {} RELATED_TO edges over {} entities; in {secs:.2}s",
             r.sessions,
             r.days,
-            r.edges
+            r.edges,
+            r.indexed_vectors,
+            r.index_lists,
+            r.similar_edges,
+            r.resolve.same_as,
+            r.resolve.related_to,
+            r.resolve.entities
         )?;
     }
     Ok(Outcome::Done)
 }
 
-pub(crate) fn search(cli: &Cli, query: &str, limit: usize) -> anyhow::Result<Outcome> {
+/// Retention options from `--as-of` (RFC 3339, `now`, or absent: the newest event's time).
+fn retention_options(as_of: Option<&str>) -> anyhow::Result<RetentionOptions> {
+    let as_of = match as_of {
+        None => None,
+        Some("now") => Some(chrono::Utc::now().fixed_offset()),
+        Some(t) => Some(chrono::DateTime::parse_from_rfc3339(t).map_err(|e| {
+            anyhow::anyhow!("--as-of `{t}` is not an RFC 3339 time with offset or `now`: {e}")
+        })?),
+    };
+    Ok(RetentionOptions { as_of, ..RetentionOptions::default() })
+}
+
+fn retention_json(r: &RetentionReport) -> Value {
+    json!({"as_of": r.as_of, "hot": r.tiers[0], "warm": r.tiers[1], "cold": r.tiers[2],
+        "archive": r.tiers[3], "cold_kept": r.cold_kept, "archived": r.archived,
+        "similar_pruned": r.similar_pruned})
+}
+
+fn retention_line(r: &RetentionReport, applied: bool) -> String {
+    let verb = if applied { "archived" } else { "would archive" };
+    let prune = if applied { "pruned" } else { "would prune" };
+    format!(
+        "as of {}: {} hot, {} warm, {} cold ({} kept), {} past archive age; {verb} {} events, {prune} {} SIMILAR_TO edges",
+        r.as_of.as_deref().unwrap_or("(no events)"),
+        r.tiers[0],
+        r.tiers[1],
+        r.tiers[2],
+        r.cold_kept,
+        r.tiers[3],
+        r.archived,
+        r.similar_pruned
+    )
+}
+
+pub(crate) fn retention(cli: &Cli, args: &RetentionArgs) -> anyhow::Result<Outcome> {
+    let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let options = retention_options(args.as_of.as_deref())?;
+    let report = if args.apply {
+        engine.apply_retention(&options)?
+    } else {
+        engine.retention_plan(&options)?
+    };
+    if cli.json {
+        let mut v = retention_json(&report);
+        v["applied"] = json!(args.apply);
+        print_json(&v)?;
+    } else {
+        writeln!(std::io::stdout(), "{}", retention_line(&report, args.apply))?;
+    }
+    Ok(Outcome::Done)
+}
+
+pub(crate) fn search(
+    cli: &Cli,
+    query: &str,
+    limit: usize,
+    semantic: bool,
+) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let snap = engine.snapshot()?;
-    let hits = snap.search(query, limit)?;
+    let hits = if semantic {
+        engine.similar(query, limit)?.into_iter().map(|(n, s)| (n, f64::from(s))).collect()
+    } else {
+        engine.snapshot()?.search(query, limit)?
+    };
     if cli.json {
         let list: Vec<Value> = hits
             .iter()

@@ -72,7 +72,7 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
     print_report(cli, &report, secs)?;
     // Behind the acknowledgement: records are durable before enrichment starts.
     if !args.no_enrich {
-        crate::enrich::with_progress(&mut engine, cli.json || args.quiet || acks)?;
+        crate::enrich::after_load(&mut engine, cli.json || args.quiet || acks)?;
     }
     Ok(if report.progress.rejected == 0 { Outcome::Done } else { Outcome::Failed })
 }

@@ -5,9 +5,13 @@ mod bench;
 mod chain;
 mod demo;
 mod enrich;
+mod entities;
+mod eval;
+mod import;
 mod ingest;
 mod output;
 mod read;
+mod recall;
 mod schema;
 
 use std::process::ExitCode;
@@ -16,7 +20,7 @@ use anyhow::Context;
 use clap::Parser;
 use ctxgraph::{EmbedderChoice, Engine, EngineOptions, OpenMode};
 
-use crate::args::{BenchCommand, Cli, Command};
+use crate::args::{BenchCommand, Cli, Command, EvalCommand};
 
 /// How a successful command ended.
 pub(crate) enum Outcome {
@@ -43,13 +47,15 @@ fn main() -> ExitCode {
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    // A JSON printer reports the pipe closing as its own error, wrapping the io error.
     e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<std::io::Error>().map(std::io::Error::kind).or_else(|| {
+            c.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind)
+        }) == Some(std::io::ErrorKind::BrokenPipe)
     })
 }
 
-/// Open the store named by `--db`, with the embedder chosen by `--embed-url`.
+/// Open the store named by `--db`, with the embedder chosen by `--embed-url` or `--embed-minilm`.
 pub(crate) fn open(
     cli: &Cli,
     mode: OpenMode,
@@ -61,6 +67,12 @@ pub(crate) fn open(
             .with_context(|| format!("connecting to the embedding endpoint {url}"))?;
         options.embedder = EmbedderChoice::Custom(std::sync::Arc::new(embedder));
     }
+    #[cfg(feature = "minilm")]
+    if let Some(dir) = &cli.embed_minilm {
+        let embedder = ctxgraph_embed::MiniLmEmbedder::load(dir)
+            .with_context(|| format!("loading the MiniLM model from {}", dir.display()))?;
+        options.embedder = EmbedderChoice::Custom(std::sync::Arc::new(embedder));
+    }
     Engine::open(&cli.db, mode, options)
         .with_context(|| format!("opening store {}", cli.db.display()))
 }
@@ -70,6 +82,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Demo => demo::run(&cli),
         Command::Init => read::init(&cli),
         Command::Ingest(args) => ingest::run(&cli, args),
+        Command::Import(cmd) => import::run(&cli, cmd),
         Command::Get { id } => read::get(&cli, id),
         Command::Neighbors { id, edge, direction, label } => {
             read::neighbors(&cli, id, edge.as_deref(), *direction, label.as_deref())
@@ -80,14 +93,35 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Stats => read::stats(&cli),
         Command::Log { from, limit } => read::log(&cli, *from, *limit),
         Command::Schema(cmd) => schema::run(&cli, cmd),
-        Command::Reproject => read::reproject(&cli),
+        Command::Entities(cmd) => entities::run(&cli, cmd),
+        Command::Reproject { include_archive } => read::reproject(&cli, *include_archive),
         Command::Enrich => enrich::run(&cli, false),
-        Command::Consolidate => enrich::consolidate(&cli),
+        Command::Consolidate(args) => enrich::consolidate(&cli, args),
+        Command::Retention(args) => enrich::retention(&cli, args),
         Command::Reembed => enrich::run(&cli, true),
-        Command::Search { query, limit } => enrich::search(&cli, query, *limit),
+        Command::Recall(args) => recall::run(&cli, args),
+        Command::Eval(EvalCommand::Locomo { file, k, include_adversarial, rankings, sample }) => {
+            eval::locomo(&eval::EvalArgs {
+                file,
+                k: *k,
+                include_adversarial: *include_adversarial,
+                rankings: rankings.as_deref(),
+                sample: sample.as_deref(),
+                json: cli.json,
+            })
+        }
+        Command::Search { query, limit, semantic } => {
+            enrich::search(&cli, query, *limit, *semantic)
+        }
         Command::Generate { events, seed } => read::generate(*events, *seed),
         Command::Bench(BenchCommand::Ingest { events, batch_size, dir }) => {
             bench::ingest(*events, *batch_size, dir.as_deref(), cli.json)
+        }
+        Command::Bench(BenchCommand::Recall { events, queries, threads, dir }) => {
+            bench::recall(*events, *queries, *threads, dir.as_deref(), cli.json)
+        }
+        Command::Bench(BenchCommand::Semantic { events, queries, dir }) => {
+            bench::semantic(*events, *queries, dir.as_deref(), cli.json)
         }
     }
 }

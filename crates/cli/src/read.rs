@@ -224,6 +224,7 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
             "nodes": s.nodes.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
             "edges": s.edges.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
             "pending_edges": s.pending_edges, "bytes_on_disk": s.bytes_on_disk,
+            "vectors": s.vectors.0, "unindexed_vectors": s.vectors.1,
             "format_version": s.format_version, "schema_modules": s.modules,
         }))?;
         return Ok(Outcome::Done);
@@ -240,6 +241,10 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
         t.add_row(vec![format!("edges: {edge_type}"), n.to_string()]);
     }
     t.add_row(vec!["edges waiting for an endpoint".to_owned(), s.pending_edges.to_string()]);
+    t.add_row(vec![
+        "vectors (not yet in the vector index)".to_owned(),
+        format!("{} ({})", s.vectors.0, s.vectors.1),
+    ]);
     t.add_row(vec!["size on disk".to_owned(), bytes(s.bytes_on_disk)]);
     if let Some((model, dim)) = &s.embedding_model {
         writeln!(out, "embedding model: {model} ({dim} dimensions)")?;
@@ -277,12 +282,12 @@ pub(crate) fn log(cli: &Cli, from: u64, limit: usize) -> anyhow::Result<Outcome>
     Ok(if entries.is_empty() { Outcome::NotFound } else { Outcome::Done })
 }
 
-pub(crate) fn reproject(cli: &Cli) -> anyhow::Result<Outcome> {
+pub(crate) fn reproject(cli: &Cli, include_archive: bool) -> anyhow::Result<Outcome> {
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let started = std::time::Instant::now();
     let records = engine.snapshot()?.checkpoints()?.log_length;
     let bar = crate::ingest::progress_bar(records, "records", cli.json);
-    let report = engine.reproject(&mut |done, _| bar.set_position(done))?;
+    let report = engine.reproject_with(include_archive, &mut |done, _| bar.set_position(done))?;
     bar.finish_and_clear();
     crate::enrich::with_progress(&mut engine, cli.json)?;
     engine.consolidate()?;

@@ -6,17 +6,22 @@ use std::sync::{Arc, OnceLock};
 
 use ctxgraph_embed::Embedder;
 
-use ctxgraph_ontology::{Limits, RecordKind, Schema, ValidRecord, ValidationErrors, validate};
-use ctxgraph_projection::project;
+use ctxgraph_ontology::{
+    Limits, RecordBody, RecordKind, Schema, ValidRecord, ValidationErrors, entity_id, validate,
+};
+use ctxgraph_projection::{mentions, project};
 use ctxgraph_store::{
     Appended, Embedded, EmbeddedWrite, GraphReader, GraphStore, Log, LogEntry, LogReader, OpenMode,
     StoreError,
 };
 
+use crate::consolidate::ConsolidateOptions;
 use crate::enrich::EmbedderChoice;
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
 use crate::snapshot::Snapshot;
+use crate::vector_index::IndexCache;
+use ctxgraph_ann::SearchParams;
 
 /// Records folded per transaction when the graph catches up with the log, so a long reprojection
 /// commits progress (and can resume after a crash) without one huge transaction.
@@ -40,6 +45,10 @@ pub struct EngineOptions {
     pub embedder: EmbedderChoice,
     /// Open a store whose vectors were made by another model (to re-embed it).
     pub accept_new_embedder: bool,
+    /// Stage-3 settings used by [`Engine::consolidate`].
+    pub consolidate: ConsolidateOptions,
+    /// How vector searches probe the index.
+    pub search: SearchParams,
 }
 
 /// When the graph is updated for newly appended records.
@@ -67,6 +76,8 @@ pub struct Engine {
     pub(crate) schema: Schema,
     options: EngineOptions,
     pub(crate) embedder: OnceLock<Arc<dyn Embedder>>,
+    /// Vector index parts read so far, shared by snapshots (see `vector_index::IndexCache`).
+    pub(crate) index_cache: IndexCache,
 }
 
 impl Engine {
@@ -95,7 +106,13 @@ impl Engine {
         {
             return Err(Error::EmbeddingModel { stored, configured });
         }
-        Ok(Engine { store, schema, options, embedder: OnceLock::new() })
+        Ok(Engine {
+            store,
+            schema,
+            options,
+            embedder: OnceLock::new(),
+            index_cache: IndexCache::default(),
+        })
     }
 
     /// The effective schema.
@@ -121,9 +138,10 @@ impl Engine {
     /// Append `records` in one transaction and (with [`Projection::Inline`]) project them.
     ///
     /// Returns one outcome per record, in order: new at a position, duplicate of a stored record,
-    /// or an error for a conflicting record (nothing of it written). With `stop_on_conflict`, the
-    /// records after the first conflict are not attempted and get no outcome. Everything
-    /// acknowledged is durable when this returns.
+    /// or an error for a conflicting record or an entity decision naming an entity that does not
+    /// exist (nothing of it written). With `stop_on_conflict`, the records after the first such
+    /// error are not attempted and get no outcome. Everything acknowledged is durable when this
+    /// returns.
     pub fn ingest_batch(
         &mut self,
         records: &[ValidRecord],
@@ -137,11 +155,29 @@ impl Engine {
         let mut outcomes = Vec::with_capacity(records.len());
         let mut w = self.store.begin_write()?;
         let inline = projection == Projection::Inline;
-        if inline {
+        // An entity decision is checked against the graph, so the graph must be current for it.
+        let decides = records.iter().any(|r| r.kind() == RecordKind::EntityDecision);
+        if inline || decides {
             // A graph left behind by a deferred load catches up first, so folds stay in log order.
             fold_lagging(&self.schema, &mut w, usize::MAX)?;
         }
+        // Entities mentioned earlier in a deferred batch, which a decision may name.
+        let mut mentioned = std::collections::BTreeSet::new();
         for record in records {
+            match record.body() {
+                RecordBody::EntityDecision(d) => {
+                    if let Some(v) = crate::resolve::missing_entities(&w, d, &mentioned)? {
+                        outcomes.push(Err(Error::Validation(v.into())));
+                        if stop_on_conflict {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+                RecordBody::Event(e) if decides && !inline => mentioned
+                    .extend(mentions(e).into_iter().map(|m| entity_id(m.entity_type, m.name))),
+                RecordBody::Event(_) | RecordBody::Edge(_) | RecordBody::Schema(_) => {}
+            }
             match w.append(record, &recorded_at) {
                 Ok(Appended::New(position)) => {
                     if inline {
@@ -217,14 +253,33 @@ impl Engine {
     /// Rebuild the graph from the log: clear it, then fold every record in log order.
     ///
     /// The log is the only source of truth; the result equals the incrementally built graph.
+    ///
+    /// Events that retention archived stay out of the graph; see [`Engine::reproject_with`].
     pub fn reproject(
         &mut self,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ReprojectReport, Error> {
+        self.reproject_with(false, progress)
+    }
+
+    /// [`Engine::reproject`], bringing archived events back into the graph when `include_archive`
+    /// (their archive marks are dropped).
+    pub fn reproject_with(
+        &mut self,
+        include_archive: bool,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<ReprojectReport, Error> {
         let mut w = self.store.begin_write()?;
         w.clear_graph()?;
+        if include_archive {
+            w.clear_archived()?;
+        }
         w.commit()?;
-        self.catch_up(progress)
+        let report = self.catch_up(progress)?;
+        let mut w = self.store.begin_write()?;
+        crate::retention::reapply_archive(&self.schema, &mut w)?;
+        w.commit()?;
+        Ok(report)
     }
 
     /// Copy the write-ahead log into the main file (after bulk loads, to leave one file).
@@ -234,7 +289,12 @@ impl Engine {
 
     /// A consistent read snapshot.
     pub fn snapshot(&self) -> Result<Snapshot<'_>, Error> {
-        Ok(Snapshot::new(self.store.begin_read()?, &self.schema, self.store.size_on_disk()))
+        Ok(Snapshot::new(
+            self.store.begin_read()?,
+            &self.schema,
+            self.store.size_on_disk(),
+            &self.index_cache,
+        ))
     }
 }
 

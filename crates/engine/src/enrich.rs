@@ -145,6 +145,18 @@ impl Engine {
         self.enrich(progress)
     }
 
+    /// The `k` nodes most similar in meaning to `text`: its embedding by the configured model,
+    /// searched with [`crate::Snapshot::nearest`] and the engine's search options.
+    pub fn similar(
+        &self,
+        text: &str,
+        k: usize,
+    ) -> Result<Vec<(ctxgraph_ontology::graph::Node, f32)>, Error> {
+        let embedder = self.embedder()?;
+        let query = embedder.embed(&[text])?.into_iter().next().unwrap_or_default();
+        self.snapshot()?.nearest(&query, k, self.options().search)
+    }
+
     /// The configured embedder, loaded once.
     pub fn embedder(&self) -> Result<Arc<dyn Embedder>, Error> {
         if let Some(e) = self.embedder.get() {

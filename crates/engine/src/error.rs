@@ -35,6 +35,9 @@ pub enum Error {
         /// Model id and dimension configured.
         configured: (String, usize),
     },
+    /// The vector index failed (a damaged index blob or a vector of the wrong dimension).
+    #[error(transparent)]
+    Index(#[from] ctxgraph_ann::Error),
     /// Reading the input failed.
     #[error("reading input: {0}")]
     Input(#[from] std::io::Error),
@@ -60,6 +63,7 @@ impl Error {
             Error::Embed(e) => e.code(),
             Error::EmbeddingModel { .. } => "store.embedding_model_mismatch",
             Error::Corruption { .. } => "store.corruption",
+            Error::Index(e) => e.code(),
         }
     }
 
@@ -69,9 +73,11 @@ impl Error {
             Error::Validation(_) | Error::Schema(_) => true,
             Error::Store(e) => matches!(e, StoreError::Conflict { .. }),
             Error::EmbeddingModel { .. } => true,
-            Error::Projection(_) | Error::Input(_) | Error::Corruption { .. } | Error::Embed(_) => {
-                false
-            }
+            Error::Projection(_)
+            | Error::Input(_)
+            | Error::Corruption { .. }
+            | Error::Embed(_)
+            | Error::Index(_) => false,
         }
     }
 }

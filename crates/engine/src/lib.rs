@@ -5,7 +5,9 @@
 //! them) that answers "what context does the agent need?" with provenance on everything.
 //!
 //! - [`Engine`] accepts writes: [`Engine::ingest_jsonl`], [`Engine::ingest_batch`],
-//!   [`Engine::add_schema_module`], [`Engine::reproject`].
+//!   [`Engine::add_schema_module`], [`Engine::reproject`], [`Engine::decide_entities`].
+//! - Conversations become event records with [`parse_messages`] (chat messages as JSONL) or
+//!   [`locomo_conversations`] (the LoCoMo benchmark's format), ingested by [`Engine::import`].
 //! - [`Engine::snapshot`] gives a [`Snapshot`] for consistent reads.
 //!
 //! ```no_run
@@ -25,23 +27,40 @@
 #![warn(missing_docs)]
 
 mod consolidate;
+mod conversation;
 mod engine;
 mod enrich;
 mod error;
 mod ingest;
+mod recall;
+mod resolve;
+mod retention;
 mod snapshot;
+mod vector_index;
 
-pub use consolidate::ConsolidateReport;
+pub use consolidate::{ConsolidateOptions, ConsolidateReport};
+pub use conversation::{
+    Extracted, ImportBatch, LocomoConversation, LocomoError, LocomoQuestion, MAX_EXTRACTED,
+    MESSAGE_EVENT_TYPE, Message, extract_entities, locomo_conversations, message_to_record,
+    normalize_evidence, parse_messages,
+};
+pub use ctxgraph_ann::SearchParams;
 pub use ctxgraph_embed::{Embedder, StaticEmbedder};
 pub use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 pub use ctxgraph_ontology::{
-    EventClass, Limits, RecordBody, RecordKind, Schema, SchemaError, ValidRecord, ValidationErrors,
-    Violation,
+    EntityDecision, EventClass, Limits, RecordBody, RecordKind, Schema, SchemaError, ValidRecord,
+    ValidationErrors, Violation, entity_id, normalize_name,
 };
-pub use ctxgraph_projection::telling_text;
+pub use ctxgraph_projection::{enrich_event, telling_text};
 pub use ctxgraph_store::{FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, SessionSlot};
 pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
+pub use recall::{
+    ContextPack, Everyone, Factors, Intent, Item, Provenance, RecallParams, RecallQuery, Step,
+    Unknown, Visibility, classify, content_words,
+};
+pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};
+pub use retention::{RetentionOptions, RetentionReport, Tier, salience};
 pub use snapshot::{Checkpoints, Snapshot, Stats, TimelineEntry, View};

@@ -8,6 +8,8 @@ use ctxgraph_ontology::{RecordKind, Schema};
 use ctxgraph_store::{EmbeddedRead, FORMAT_VERSION, GraphReader, LogEntry, LogReader};
 
 use crate::error::Error;
+use crate::vector_index::IndexCache;
+use ctxgraph_ann::SearchParams;
 
 /// The five semantic views of seed 000: typed subgraphs over the shared node set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +78,9 @@ pub struct Stats {
     pub embedding_model: Option<(String, usize)>,
     /// Nodes per type.
     pub nodes: Vec<(String, u64)>,
+    /// Stored embeddings, and how many of them are not in the vector index yet (searched
+    /// exactly until the next `consolidate`).
+    pub vectors: (u64, u64),
     /// Edges per type.
     pub edges: Vec<(String, u64)>,
     /// Edges waiting for an endpoint that is not in the log yet (for example a missing parent).
@@ -145,17 +150,23 @@ pub struct TimelineEntry {
 
 /// A consistent read view of the store.
 pub struct Snapshot<'a> {
-    read: EmbeddedRead<'a>,
+    pub(crate) read: EmbeddedRead<'a>,
     schema: &'a Schema,
     bytes_on_disk: u64,
+    index_cache: &'a IndexCache,
 }
 
 /// The most events a causal walk visits, so a pathological graph cannot make a read unbounded.
 const MAX_WALK: usize = 10_000;
 
 impl<'a> Snapshot<'a> {
-    pub(crate) fn new(read: EmbeddedRead<'a>, schema: &'a Schema, bytes_on_disk: u64) -> Self {
-        Snapshot { read, schema, bytes_on_disk }
+    pub(crate) fn new(
+        read: EmbeddedRead<'a>,
+        schema: &'a Schema,
+        bytes_on_disk: u64,
+        index_cache: &'a IndexCache,
+    ) -> Self {
+        Snapshot { read, schema, bytes_on_disk, index_cache }
     }
 
     /// The effective schema.
@@ -168,7 +179,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// An event node with its payload, which is stored once, in the log record.
-    fn hydrate(&self, mut node: Node) -> Result<Node, Error> {
+    pub(crate) fn hydrate(&self, mut node: Node) -> Result<Node, Error> {
         if node.key.label != "Event" || node.props.contains_key("payload") {
             return Ok(node);
         }
@@ -353,6 +364,26 @@ impl<'a> Snapshot<'a> {
         Ok(self.read.vector(key)?)
     }
 
+    /// The `k` nodes whose embeddings are nearest `query` by cosine similarity, best first: the
+    /// vector index's probed lists re-ranked exactly, plus every vector written since the index
+    /// was last built. `query` must have the store's embedding dimension.
+    pub fn nearest(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: SearchParams,
+    ) -> Result<Vec<(Node, f32)>, Error> {
+        let mut out = Vec::new();
+        for (key, score) in
+            crate::vector_index::nearest(&self.read, self.index_cache, query, k, options)?
+        {
+            if let Some(node) = self.read_node(&key)? {
+                out.push((node, score));
+            }
+        }
+        Ok(out)
+    }
+
     /// Log records from `from`, at most `limit`.
     pub fn log(&self, from: u64, limit: usize) -> Result<Vec<LogEntry>, Error> {
         Ok(self.read.read_from(from.max(1), limit)?)
@@ -367,6 +398,11 @@ impl<'a> Snapshot<'a> {
         })
     }
 
+    /// How many vectors are stored, and how many are not in the vector index yet.
+    pub fn stats_vectors(&self) -> Result<(u64, u64), Error> {
+        Ok(self.read.vector_counts()?)
+    }
+
     /// Counts and sizes (counting scans every node and edge: use [`Snapshot::checkpoints`] when
     /// only positions are needed).
     pub fn stats(&self) -> Result<Stats, Error> {
@@ -377,6 +413,7 @@ impl<'a> Snapshot<'a> {
             enriched_through: self.read.enriched_through()?,
             embedding_model: self.read.embedding_model()?,
             nodes: counts.nodes,
+            vectors: self.read.vector_counts()?,
             edges: counts.edges,
             pending_edges: counts.pending_edges,
             bytes_on_disk: self.bytes_on_disk,

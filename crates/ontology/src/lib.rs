@@ -24,8 +24,8 @@ mod violation;
 pub use entity::{entity_id, normalize_name};
 pub use limits::Limits;
 pub use record::{
-    DEFAULT_ROLE, EdgeRecord, EntityRef, EventRecord, RecordBody, RecordKind, SchemaRecord,
-    ValidRecord, validate, validate_value,
+    DEFAULT_ROLE, EdgeRecord, EntityDecision, EntityDecisionRecord, EntityRef, EventRecord,
+    RecordBody, RecordKind, SchemaRecord, ValidRecord, validate, validate_value,
 };
 pub use schema::{
     CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef, NodeType, PropertyDef,

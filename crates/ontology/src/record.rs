@@ -5,7 +5,9 @@
 //!   parent, tool, user, status, payload and entity references); `record_type` may be omitted;
 //! - an explicit **edge** (`record_type: "edge"`) between two nodes, checked against the schema's
 //!   endpoint constraints;
-//! - a **schema module** extension, written by `schema add`.
+//! - a **schema module** extension, written by `schema add`;
+//! - an **entity decision** (`record_type: "entity_decision"`): a person's `merge` or `reject` of
+//!   a pair of entities that entity resolution proposed (or any other pair).
 //!
 //! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
 //! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
@@ -13,7 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::entity::entity_id;
+use crate::entity::{entity_id, normalize_name};
 use crate::graph::{NodeKey, Properties};
 use crate::limits::Limits;
 use crate::schema::{Schema, SchemaError, is_event_type};
@@ -28,6 +30,8 @@ pub enum RecordKind {
     Edge,
     /// A schema extension module.
     Schema,
+    /// A person's decision on a pair of entities.
+    EntityDecision,
 }
 
 impl RecordKind {
@@ -37,6 +41,7 @@ impl RecordKind {
             RecordKind::Event => "event",
             RecordKind::Edge => "edge",
             RecordKind::Schema => "schema",
+            RecordKind::EntityDecision => "entity_decision",
         }
     }
 
@@ -46,6 +51,7 @@ impl RecordKind {
             "event" => Some(RecordKind::Event),
             "edge" => Some(RecordKind::Edge),
             "schema" => Some(RecordKind::Schema),
+            "entity_decision" => Some(RecordKind::EntityDecision),
             _ => None,
         }
     }
@@ -124,6 +130,59 @@ pub struct SchemaRecord {
     pub source: String,
 }
 
+/// What a person decided about a pair of entities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EntityDecision {
+    /// The two entities are the same thing.
+    Merge,
+    /// The two entities are different things: never propose the pair again.
+    Reject,
+}
+
+impl EntityDecision {
+    /// The name written in records: `merge` or `reject`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntityDecision::Merge => "merge",
+            EntityDecision::Reject => "reject",
+        }
+    }
+
+    /// Parse a record's `decision`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "merge" => Some(EntityDecision::Merge),
+            "reject" => Some(EntityDecision::Reject),
+            _ => None,
+        }
+    }
+}
+
+/// A validated entity decision.
+///
+/// The pair is unordered: `entity_a` is the id that sorts first, so `merge A B` and `merge B A`
+/// are the same record. The record id is derived from the decision, the pair and `supersedes`,
+/// which makes a repeated write a duplicate while a later change of mind (a new `supersedes`) is
+/// a new record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityDecisionRecord {
+    /// Derived id, unique within the kind.
+    pub decision_id: String,
+    /// Merge or reject.
+    pub decision: EntityDecision,
+    /// The entity id that sorts first.
+    pub entity_a: String,
+    /// The other entity id.
+    pub entity_b: String,
+    /// Why, in words.
+    pub reason: Option<String>,
+    /// Who decided.
+    pub decided_by: Option<String>,
+    /// Log position of the earlier decision on the pair that this one replaces, as the writer saw
+    /// it. It only makes the id distinct: the latest decision in log order wins regardless.
+    pub supersedes: Option<u64>,
+}
+
 /// What a record says.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecordBody {
@@ -133,6 +192,8 @@ pub enum RecordBody {
     Edge(EdgeRecord),
     /// A schema module.
     Schema(SchemaRecord),
+    /// A decision on a pair of entities.
+    EntityDecision(EntityDecisionRecord),
 }
 
 /// A record that passed validation. Only this module constructs one.
@@ -154,15 +215,17 @@ impl ValidRecord {
             RecordBody::Event(_) => RecordKind::Event,
             RecordBody::Edge(_) => RecordKind::Edge,
             RecordBody::Schema(_) => RecordKind::Schema,
+            RecordBody::EntityDecision(_) => RecordKind::EntityDecision,
         }
     }
 
-    /// The id, unique within the kind: event id, edge id or module name.
+    /// The id, unique within the kind: event id, edge id, module name or derived decision id.
     pub fn id(&self) -> &str {
         match &self.body {
             RecordBody::Event(e) => &e.event_id,
             RecordBody::Edge(e) => &e.edge_id,
             RecordBody::Schema(s) => &s.module,
+            RecordBody::EntityDecision(d) => &d.decision_id,
         }
     }
 
@@ -236,6 +299,9 @@ pub fn validate_value(
         None => v.event(&obj).map(RecordBody::Event),
         Some(Value::String(t)) if t == "event" => v.event(&obj).map(RecordBody::Event),
         Some(Value::String(t)) if t == "edge" => v.edge(&obj).map(RecordBody::Edge),
+        Some(Value::String(t)) if t == "entity_decision" => {
+            v.entity_decision(&obj).map(RecordBody::EntityDecision)
+        }
         Some(Value::String(t)) if t == "schema" => {
             v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
             let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
@@ -264,7 +330,7 @@ pub fn validate_value(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
-                "must be \"event\" (the default) or \"edge\"",
+                "must be \"event\" (the default), \"edge\", \"schema\" or \"entity_decision\"",
             ));
             None
         }
@@ -297,6 +363,14 @@ const ENTITY_FIELDS: &[&str] = &["name", "entity_type", "role"];
 const EDGE_FIELDS: &[&str] = &["record_type", "edge_id", "edge_type", "from", "to", "properties"];
 const ENDPOINT_FIELDS: &[&str] = &["label", "id"];
 const SCHEMA_FIELDS: &[&str] = &["record_type", "module", "source"];
+const DECISION_FIELDS: &[&str] =
+    &["record_type", "decision", "entity_a", "entity_b", "reason", "decided_by", "supersedes"];
+
+/// Edge types written by entity resolution, and their properties only ctxgraph sets: `inferred`
+/// marks what resolution derived (and deletes on its next run), `decision` what a person decided
+/// through an entity_decision record.
+const RESOLUTION_EDGES: &[&str] = &["SAME_AS", "RELATED_TO"];
+const RESOLUTION_PROPERTIES: &[&str] = &["decision", "inferred"];
 
 /// Role given to an entity reference that names none: "other involved entity".
 pub const DEFAULT_ROLE: &str = "participant";
@@ -660,8 +734,143 @@ impl Validator<'_> {
             }
         }
         self.out.extend(self.schema.check_properties(&et.properties, &props, "$.properties."));
+        if RESOLUTION_EDGES.contains(&edge_type.as_str()) {
+            for name in RESOLUTION_PROPERTIES {
+                if let Some(value) = props.get(*name) {
+                    self.out.push(Violation::new(
+                        format!("$.properties.{name}"),
+                        Some(value),
+                        "schema.reserved_property",
+                        "set by entity resolution only; write an entity_decision record to decide a pair",
+                    ));
+                }
+            }
+        }
         Some(EdgeRecord { edge_id: edge_id?, edge_type, from: from?, to: to?, props })
     }
+
+    /// An entity id as the projection writes it: `{entity_type}:{normalised name}`.
+    fn entity_key(&mut self, obj: &Map<String, Value>, field: &str) -> Option<String> {
+        let path = format!("$.{field}");
+        let id = self.string(obj, field, &path, true)?;
+        let types = self.schema.enum_def("entity_type").map(|e| e.values.as_slice()).unwrap_or(&[]);
+        // Entity types have no whitespace but may hold a `:`: the longest matching type wins.
+        let Some(ty) = types
+            .iter()
+            .map(|v| v.name.as_str())
+            .filter(|t| id.len() > t.len() && id.starts_with(t) && id[t.len()..].starts_with(':'))
+            .max_by_key(|t| t.len())
+        else {
+            let names = types.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ");
+            self.out.push(Violation::for_str(
+                path,
+                id,
+                "envelope.entity_id_format",
+                format!(
+                    "entity ids are `{{entity_type}}:{{normalised name}}`, e.g. tool:read_file; entity types: {names}"
+                ),
+            ));
+            return None;
+        };
+        let name = &id[ty.len() + 1..];
+        if name.is_empty()
+            || name.len() > self.limits.max_name_bytes
+            || name.contains(char::is_control)
+        {
+            self.out.push(Violation::for_str(
+                path,
+                id,
+                "envelope.entity_id_format",
+                format!(
+                    "the name after `{ty}:` is 1 to {} bytes of text without control characters",
+                    self.limits.max_name_bytes
+                ),
+            ));
+            return None;
+        }
+        let normal = normalize_name(name);
+        if normal != name {
+            self.out.push(Violation::for_str(
+                path,
+                id,
+                "envelope.entity_id_format",
+                format!(
+                    "the name must be normalised (NFKC, lower case, single spaces), as in `{}`",
+                    entity_id(ty, name)
+                ),
+            ));
+            return None;
+        }
+        Some(id.to_owned())
+    }
+
+    fn entity_decision(&mut self, obj: &Map<String, Value>) -> Option<EntityDecisionRecord> {
+        self.unknown_fields(obj, DECISION_FIELDS, "$");
+        let decision = self.string(obj, "decision", "$.decision", true).and_then(|d| {
+            let parsed = EntityDecision::parse(d);
+            if parsed.is_none() {
+                self.out.push(Violation::for_str(
+                    "$.decision",
+                    d,
+                    "envelope.decision",
+                    "must be \"merge\" or \"reject\"",
+                ));
+            }
+            parsed
+        });
+        let a = self.entity_key(obj, "entity_a");
+        let b = self.entity_key(obj, "entity_b");
+        if let (Some(a), Some(b)) = (&a, &b)
+            && a == b
+        {
+            self.out.push(Violation::for_str(
+                "$.entity_b",
+                b,
+                "envelope.same_entity",
+                "a decision is about two different entities",
+            ));
+        }
+        let reason = self.string(obj, "reason", "$.reason", false).map(str::to_owned);
+        let decided_by = self.id(obj, "decided_by", "$.decided_by", false);
+        let supersedes = match obj.get("supersedes") {
+            None | Some(Value::Null) => None,
+            Some(value) => match value.as_u64() {
+                Some(p) if p >= 1 => Some(p),
+                _ => {
+                    self.out.push(Violation::new(
+                        "$.supersedes",
+                        Some(value),
+                        "envelope.type",
+                        "must be a log position (an integer from 1) of the decision this one replaces",
+                    ));
+                    None
+                }
+            },
+        };
+        let (decision, a, b) = (decision?, a?, b?);
+        let (entity_a, entity_b) = if a <= b { (a, b) } else { (b, a) };
+        let decision_id = decision_id(decision, &entity_a, &entity_b, supersedes);
+        Some(EntityDecisionRecord {
+            decision_id,
+            decision,
+            entity_a,
+            entity_b,
+            reason,
+            decided_by,
+            supersedes,
+        })
+    }
+}
+
+/// `{decision}|{entity_a}|{entity_b}` plus `|{supersedes}` when given; `\` and `|` in the ids are
+/// escaped, so two different decisions never share an id.
+fn decision_id(decision: EntityDecision, a: &str, b: &str, supersedes: Option<u64>) -> String {
+    let escape = |s: &str| s.replace('\\', "\\\\").replace('|', "\\|");
+    let mut id = format!("{}|{}|{}", decision.as_str(), escape(a), escape(b));
+    if let Some(p) = supersedes {
+        id.push_str(&format!("|{p}"));
+    }
+    id
 }
 
 fn depth(value: &Value) -> usize {
@@ -715,6 +924,22 @@ fn canonical_json(body: &RecordBody) -> String {
         RecordBody::Schema(s) => serde_json::json!({
             "record_type": "schema", "module": s.module, "source": s.source,
         }),
+        RecordBody::EntityDecision(d) => {
+            let mut m = Map::new();
+            m.insert("record_type".into(), "entity_decision".into());
+            m.insert("decision".into(), d.decision.as_str().into());
+            m.insert("entity_a".into(), d.entity_a.clone().into());
+            m.insert("entity_b".into(), d.entity_b.clone().into());
+            for (k, v) in [("reason", &d.reason), ("decided_by", &d.decided_by)] {
+                if let Some(v) = v {
+                    m.insert(k.into(), v.clone().into());
+                }
+            }
+            if let Some(p) = d.supersedes {
+                m.insert("supersedes".into(), p.into());
+            }
+            Value::Object(m)
+        }
     };
     value.to_string()
 }

@@ -1259,6 +1259,16 @@ mod tests {
                 "SUMMARIZES"
             ]
         );
+        // ctxgraph's additions for entity resolution: optional, so seed 000's edges stay valid.
+        let same_as = s.edge_type("SAME_AS").unwrap();
+        assert_eq!(same_as.properties["decision"].enum_name.as_deref(), Some("decision"));
+        assert!(
+            !same_as.properties["decision"].required && !same_as.properties["inferred"].required
+        );
+        assert!(!s.edge_type("RELATED_TO").unwrap().properties["inferred"].required);
+        let decision = s.enum_def("decision").unwrap();
+        assert_eq!(decision.canonical("merged"), Some("merged"));
+        assert_eq!(decision.canonical("rejected"), Some("rejected"));
         let ev = s.node_type("Event").unwrap();
         assert!(ev.properties["global_position"].required);
         assert_eq!(ev.properties["importance_score"].min, Some(1.0));

@@ -286,6 +286,12 @@ const STOP_WORDS: &[&str] = &[
     "localhost",
 ];
 
+/// Whether `word` (lower case) is an English function word or a boilerplate token that neither
+/// starts nor ends a key phrase; retrieval drops them from queries too.
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.contains(&word)
+}
+
 fn keywords(text: &str) -> Vec<String> {
     // Split into candidate phrases at stop words and at anything that is not part of a word.
     let mut phrases: Vec<Vec<String>> = Vec::new();
@@ -336,7 +342,9 @@ mod tests {
         let r = validate(&Schema::core().unwrap(), &Limits::default(), &json.to_string()).unwrap();
         match r.body() {
             RecordBody::Event(e) => e.clone(),
-            RecordBody::Edge(_) | RecordBody::Schema(_) => panic!("not an event"),
+            RecordBody::Edge(_) | RecordBody::Schema(_) | RecordBody::EntityDecision(_) => {
+                panic!("not an event")
+            }
         }
     }
 

@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 
 use ctxgraph_ontology::graph::{Edge, Node, NodeKey, Properties};
-use ctxgraph_ontology::{EventRecord, entity_id};
-use ctxgraph_store::SessionSlot;
+use ctxgraph_ontology::{EventRecord, Schema, entity_id};
+use ctxgraph_store::{GraphStore, SessionSlot};
 use serde_json::Value;
 
-use crate::{ProjectionError, Writer};
+use crate::{Projected, ProjectionError, Writer};
 
 const NANOS_PER_MS: i64 = 1_000_000;
 
@@ -76,6 +76,31 @@ fn follows(w: &mut Writer<'_>, e: &EventRecord) -> Result<(), ProjectionError> {
         w.edge_with_known_ends(edge, [true, true])?;
     }
     Ok(())
+}
+
+/// Take a projected event out of the graph (retention's archive tier): its node and every edge
+/// touching it go, and its session's order closes over the gap, so the events before and after it
+/// are linked by FOLLOWS as if it had never been projected. Whether the event was there.
+pub fn remove_event(
+    schema: &Schema,
+    graph: &mut dyn GraphStore,
+    event_id: &str,
+    session_id: &str,
+    at_ns: i64,
+) -> Result<bool, ProjectionError> {
+    let key = NodeKey::new("Event", event_id);
+    if !graph.delete_node(&key)? {
+        return Ok(false);
+    }
+    let slot = SessionSlot { at_ns, event_id: event_id.to_owned() };
+    let (prev, next) = graph.session_neighbors(session_id, &slot)?;
+    graph.delete_session_slot(session_id, &slot)?;
+    if let (Some(p), Some(n)) = (prev, next) {
+        let mut w = Writer { schema, graph, done: Projected::default() };
+        let edge = follows_edge(&w, session_id, &n, &p);
+        w.edge_with_known_ends(edge, [true, true])?;
+    }
+    Ok(true)
 }
 
 fn follows_edge(

@@ -12,22 +12,29 @@
 //!
 //! Explicit edge records are projected when both endpoints exist, parked until then.
 //!
+//! An entity decision record makes the `SAME_AS` edge of its pair decided (`decision.rs`): merged
+//! (confidence 1.0) or rejected (confidence 0.0). A later decision on the pair replaces it.
+//!
 //! # Determinism
 //! The graph after any arrival order of a set of records equals the graph after in-order arrival,
 //! except `global_position`, which is the arrival order itself. Every derived value is a
 //! commutative function of the records: minima, maxima, counts and the session order. An entity's
 //! display `name` is the spelling of its earliest mention (ties: the smallest spelling).
+//! Entity decisions are the one exception besides `global_position`: the last in log order wins,
+//! because a person's change of mind is ordered by when it was written.
 //! The crate's `clippy.toml` forbids clocks and hash-ordered collections.
 
 #![warn(missing_docs)]
 
+mod decision;
 mod enrich;
 mod event;
 
-pub use event::{Mention, mentions};
+pub use event::{Mention, mentions, remove_event};
 
 pub use enrich::{
-    Enrichment, MAX_KEYWORDS, MAX_SUMMARY_CHARS, MAX_TEXT_CHARS, enrich_event, telling_text,
+    Enrichment, MAX_KEYWORDS, MAX_SUMMARY_CHARS, MAX_TEXT_CHARS, enrich_event, is_stop_word,
+    telling_text,
 };
 
 use ctxgraph_ontology::graph::{Edge, Node, NodeKey};
@@ -89,6 +96,9 @@ pub fn project(
                 props: e.props.clone(),
             };
             w.edge_when_ready(edge)?;
+        }
+        RecordBody::EntityDecision(d) => {
+            w.edge_when_ready(decision::decided_edge(schema, position, d))?
         }
         // A schema module changes what later records may say, not the graph.
         RecordBody::Schema(_) => {}

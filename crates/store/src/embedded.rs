@@ -1,6 +1,6 @@
 //! The embedded backend: one SQLite file in WAL mode holding the log and the projected graph.
 //!
-//! # Storage layout (format version 1)
+//! # Storage layout (format version 2)
 //!
 //! ```text
 //! log            (position INTEGER PRIMARY KEY, kind, record_id, recorded_at, body)  UNIQUE(kind, record_id)
@@ -10,7 +10,9 @@
 //! session_order  (session_id, at_ns, event_id)                                      PK in that order
 //! sessions       (session_id, last_at_ns, last_event_id)  the latest slot per session  PK(session_id)
 //! meta           (key, value)          projected_through, enriched_through, embedding_model, embedding_dimension
-//! vectors        (nid, data)           one little-endian f32 embedding per node
+//! vectors        (nid, data, list)     one little-endian f32 embedding per node; its IVF list
+//! ann_lists      (list, members)       the IVF vector index: packed members per list
+//! archived       (label, id, archived_at)  nodes retention moved out of the graph
 //! text_index     FTS5 (rowid = nid)    BM25 full-text index of event text and entity names
 //! pending_edges  (wait_label, wait_id, <edge key>, props)                           PK(wait, edge key)
 //! ```
@@ -29,18 +31,19 @@ use ctxgraph_ontology::{RecordKind, ValidRecord};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::{
-    Appended, GraphCounts, GraphReader, GraphStore, Log, LogEntry, LogReader, SessionSlot,
-    StoreError,
+    Appended, Archived, GraphCounts, GraphReader, GraphStore, Log, LogEntry, LogReader,
+    SessionSlot, StoreError, StoredVector,
 };
 
 /// The newest on-disk format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// `PRAGMA application_id` of a ctxgraph store: "ctxg" in ASCII.
 const APPLICATION_ID: i32 = 0x6374_7867;
 
 /// Migrations from version N-1 to N, applied in order inside one transaction at open.
-const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("format_v1.sql"))];
+const MIGRATIONS: &[(u32, &str)] =
+    &[(1, include_str!("format_v1.sql")), (2, include_str!("format_v2.sql"))];
 
 /// Whether opening may create a missing store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +109,11 @@ impl Embedded {
         if version < FORMAT_VERSION {
             store.migrate(version)?;
         }
+        // Per connection, in the temp schema: document frequencies of the full-text index's
+        // terms, which searches use to leave out the commonest words. Writes nothing to the file.
+        store.conn.execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.text_vocab USING fts5vocab(main, text_index, row);",
+        )?;
         Ok(store)
     }
 
@@ -375,19 +383,142 @@ fn graph_vector(c: &Connection, key: &NodeKey) -> Result<Option<Vec<f32>>, Store
         .prepare_cached("SELECT data FROM vectors WHERE nid = ?1")?
         .query_row(params![nid], |r| r.get(0))
         .optional()?;
-    Ok(data.map(|bytes| {
-        bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
-    }))
+    Ok(data.map(|bytes| f32s(&bytes)))
 }
 
-/// A free-text query as an FTS5 expression: every word quoted (no operators reach FTS5), OR-ed.
-fn fts_query(query: &str) -> Option<String> {
-    let words: Vec<String> = query
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+/// Columns of a vector joined with its node.
+const VECTOR_JOIN: &str =
+    "SELECT v.nid, n.label, n.id, v.data FROM vectors v JOIN nodes n ON n.nid = v.nid";
+
+fn vector_row(row: &Row<'_>) -> rusqlite::Result<StoredVector> {
+    Ok(StoredVector {
+        nid: row.get(0)?,
+        key: NodeKey { label: row.get(1)?, id: row.get(2)? },
+        vector: f32s(&row.get::<_, Vec<u8>>(3)?),
+    })
+}
+
+fn graph_vectors_page(
+    c: &Connection,
+    after: i64,
+    limit: usize,
+) -> Result<Vec<StoredVector>, StoreError> {
+    let mut st =
+        c.prepare_cached(&format!("{VECTOR_JOIN} WHERE v.nid > ?1 ORDER BY v.nid LIMIT ?2"))?;
+    let rows = st.query_map(params![after, sql_int(limit as u64)], vector_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn graph_unindexed_vectors(c: &Connection) -> Result<Vec<StoredVector>, StoreError> {
+    let mut st = c.prepare_cached(&format!("{VECTOR_JOIN} WHERE v.list IS NULL ORDER BY v.nid"))?;
+    let rows = st.query_map([], vector_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn graph_vector_counts(c: &Connection) -> Result<(u64, u64), StoreError> {
+    let count = |sql: &str| -> Result<u64, StoreError> {
+        Ok(position(c.prepare_cached(sql)?.query_row([], |r| r.get(0))?))
+    };
+    Ok((
+        count("SELECT count(*) FROM vectors")?,
+        count("SELECT count(*) FROM vectors WHERE list IS NULL")?,
+    ))
+}
+
+fn graph_vectors_of(c: &Connection, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
+    let mut st = c.prepare_cached(&format!("{VECTOR_JOIN} WHERE v.nid = ?1"))?;
+    let mut out = Vec::with_capacity(nids.len());
+    for nid in nids {
+        if let Some(v) = st.query_row(params![nid], vector_row).optional()? {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+fn graph_ann_generation(c: &Connection) -> Result<u64, StoreError> {
+    let v: Option<i64> = c
+        .prepare_cached("SELECT value FROM meta WHERE key = 'ann_generation'")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    Ok(v.map_or(0, position))
+}
+
+/// Bump the vector index generation (every change of the index goes through here).
+const BUMP_ANN_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('ann_generation', 1)
+     ON CONFLICT (key) DO UPDATE SET value = value + 1;";
+
+fn graph_ann_centroids(c: &Connection) -> Result<Option<Vec<u8>>, StoreError> {
+    Ok(c.prepare_cached("SELECT value FROM meta WHERE key = 'ann_centroids'")?
+        .query_row([], |r| r.get(0))
+        .optional()?)
+}
+
+fn graph_ann_list(c: &Connection, list: u32) -> Result<Option<Vec<u8>>, StoreError> {
+    Ok(c.prepare_cached("SELECT members FROM ann_lists WHERE list = ?1")?
+        .query_row(params![list], |r| r.get(0))
+        .optional()?)
+}
+
+fn graph_is_archived(c: &Connection, key: &NodeKey) -> Result<bool, StoreError> {
+    Ok(c.prepare_cached("SELECT 1 FROM archived WHERE label = ?1 AND id = ?2")?
+        .query_row(params![key.label, key.id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+fn graph_archived(
+    c: &Connection,
+    after: Option<&NodeKey>,
+    limit: usize,
+) -> Result<Vec<Archived>, StoreError> {
+    let (label, id) = after.map_or(("", ""), |k| (k.label.as_str(), k.id.as_str()));
+    let mut st = c.prepare_cached(
+        "SELECT label, id, archived_at FROM archived WHERE (label, id) > (?1, ?2) ORDER BY label, id LIMIT ?3",
+    )?;
+    let rows = st.query_map(params![label, id, sql_int(limit as u64)], |r| {
+        Ok(Archived { key: NodeKey { label: r.get(0)?, id: r.get(1)? }, archived_at: r.get(2)? })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Documents the words of a search may match together before the commonest words are left out.
+/// BM25 scores every matching document, so a word found in half a million events would cost
+/// far more than it tells; the rarest word is always kept.
+const MAX_MATCHING_DOCS: u64 = 5_000;
+
+/// A free-text query as an FTS5 expression: every word quoted (no operators reach FTS5), OR-ed,
+/// rarest first, leaving out the commonest words once the matches would pass
+/// [`MAX_MATCHING_DOCS`].
+fn fts_query(c: &Connection, query: &str) -> Result<Option<String>, StoreError> {
+    let mut words: Vec<String> = query
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(|w| format!("\"{}\"", w.to_lowercase()))
+        .map(str::to_lowercase)
         .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
+    words.sort();
+    words.dedup();
+    let mut st = c.prepare_cached("SELECT doc FROM temp.text_vocab WHERE term = ?1")?;
+    let mut counted = Vec::with_capacity(words.len());
+    for w in words {
+        let docs: Option<i64> = st.query_row(params![w], |r| r.get(0)).optional()?;
+        counted.push((docs.map_or(0, position), w));
+    }
+    counted.sort();
+    let mut matching = 0;
+    let mut kept = Vec::new();
+    for (i, (docs, w)) in counted.into_iter().enumerate() {
+        matching += docs;
+        if i > 0 && matching > MAX_MATCHING_DOCS {
+            break;
+        }
+        kept.push(format!("\"{w}\""));
+    }
+    Ok((!kept.is_empty()).then(|| kept.join(" OR ")))
 }
 
 fn graph_search_text(
@@ -395,7 +526,7 @@ fn graph_search_text(
     query: &str,
     limit: usize,
 ) -> Result<Vec<(NodeKey, f64)>, StoreError> {
-    let Some(expr) = fts_query(query) else { return Ok(Vec::new()) };
+    let Some(expr) = fts_query(c, query)? else { return Ok(Vec::new()) };
     let mut st = c.prepare_cached(
         "SELECT n.label, n.id, -s.score FROM
            (SELECT rowid, bm25(text_index) AS score FROM text_index WHERE text_index MATCH ?1 ORDER BY score LIMIT ?2) s
@@ -731,6 +862,41 @@ macro_rules! impl_readers {
             ) -> Result<Vec<(NodeKey, f64)>, StoreError> {
                 graph_search_text(&self.tx, query, limit)
             }
+            fn vectors_page(
+                &self,
+                after: i64,
+                limit: usize,
+            ) -> Result<Vec<StoredVector>, StoreError> {
+                graph_vectors_page(&self.tx, after, limit)
+            }
+            fn unindexed_vectors(&self) -> Result<Vec<StoredVector>, StoreError> {
+                graph_unindexed_vectors(&self.tx)
+            }
+            fn vector_counts(&self) -> Result<(u64, u64), StoreError> {
+                graph_vector_counts(&self.tx)
+            }
+            fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
+                graph_vectors_of(&self.tx, nids)
+            }
+            fn ann_generation(&self) -> Result<u64, StoreError> {
+                graph_ann_generation(&self.tx)
+            }
+            fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError> {
+                graph_ann_centroids(&self.tx)
+            }
+            fn ann_list(&self, list: u32) -> Result<Option<Vec<u8>>, StoreError> {
+                graph_ann_list(&self.tx, list)
+            }
+            fn is_archived(&self, key: &NodeKey) -> Result<bool, StoreError> {
+                graph_is_archived(&self.tx, key)
+            }
+            fn archived(
+                &self,
+                after: Option<&NodeKey>,
+                limit: usize,
+            ) -> Result<Vec<Archived>, StoreError> {
+                graph_archived(&self.tx, after, limit)
+            }
         }
     };
 }
@@ -919,8 +1085,10 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn clear_enrichment(&mut self) -> Result<(), StoreError> {
         self.tx.execute_batch(
-            "DELETE FROM vectors; DELETE FROM text_index;
-             DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension');
+            "DELETE FROM vectors; DELETE FROM text_index; DELETE FROM ann_lists;
+             DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension', 'ann_centroids');
+             INSERT INTO meta (key, value) VALUES ('ann_generation', 1)
+                 ON CONFLICT (key) DO UPDATE SET value = value + 1;
              UPDATE meta SET value = 0 WHERE key = 'enriched_through';",
         )?;
         Ok(())
@@ -935,6 +1103,93 @@ impl GraphStore for EmbeddedWrite<'_> {
             "DELETE FROM nodes; DELETE FROM edges; DELETE FROM session_order; DELETE FROM sessions; DELETE FROM pending_edges;
              UPDATE meta SET value = 0 WHERE key = 'projected_through';",
         )?;
+        Ok(())
+    }
+
+    fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
+        let Some(nid) = self.nid(key)? else { return Ok(false) };
+        self.nodes.borrow_mut().remove(key);
+        self.nids.borrow_mut().remove(key);
+        let tx = &self.tx;
+        tx.prepare_cached("DELETE FROM edges WHERE from_nid = ?1")?.execute(params![nid])?;
+        tx.prepare_cached("DELETE FROM edges WHERE to_nid = ?1")?.execute(params![nid])?;
+        tx.prepare_cached("DELETE FROM vectors WHERE nid = ?1")?.execute(params![nid])?;
+        tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?.execute(params![nid])?;
+        tx.prepare_cached("DELETE FROM nodes WHERE nid = ?1")?.execute(params![nid])?;
+        Ok(true)
+    }
+
+    fn delete_edges_of_type(&mut self, edge_type: &str) -> Result<u64, StoreError> {
+        let n = self.tx.execute("DELETE FROM edges WHERE edge_type = ?1", params![edge_type])?;
+        Ok(n as u64)
+    }
+
+    fn delete_session_slot(
+        &mut self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(), StoreError> {
+        let tx = &self.tx;
+        tx.prepare_cached(
+            "DELETE FROM session_order WHERE session_id = ?1 AND at_ns = ?2 AND event_id = ?3",
+        )?
+        .execute(params![session_id, slot.at_ns, slot.event_id])?;
+        // The tail row follows the greatest remaining slot, or goes with the last one.
+        tx.prepare_cached("DELETE FROM sessions WHERE session_id = ?1")?
+            .execute(params![session_id])?;
+        tx.prepare_cached(
+            "INSERT INTO sessions (session_id, last_at_ns, last_event_id)
+             SELECT session_id, at_ns, event_id FROM session_order WHERE session_id = ?1
+             ORDER BY at_ns DESC, event_id DESC LIMIT 1",
+        )?
+        .execute(params![session_id])?;
+        Ok(())
+    }
+
+    fn clear_ann_index(&mut self) -> Result<(), StoreError> {
+        self.tx.execute_batch(
+            "DELETE FROM ann_lists; DELETE FROM meta WHERE key = 'ann_centroids';
+             UPDATE vectors SET list = NULL WHERE list IS NOT NULL;",
+        )?;
+        self.tx.execute_batch(BUMP_ANN_GENERATION)?;
+        Ok(())
+    }
+
+    fn put_ann_centroids(&mut self, blob: &[u8]) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('ann_centroids', ?1)",
+            )?
+            .execute(params![blob])?;
+        self.tx.execute_batch(BUMP_ANN_GENERATION)?;
+        Ok(())
+    }
+
+    fn put_ann_list(&mut self, list: u32, members: &[u8]) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("INSERT OR REPLACE INTO ann_lists (list, members) VALUES (?1, ?2)")?
+            .execute(params![list, members])?;
+        Ok(())
+    }
+
+    fn set_vector_list(&mut self, nid: i64, list: u32) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("UPDATE vectors SET list = ?1 WHERE nid = ?2")?
+            .execute(params![list, nid])?;
+        Ok(())
+    }
+
+    fn put_archived(&mut self, key: &NodeKey, archived_at: &str) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO archived (label, id, archived_at) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![key.label, key.id, archived_at])?;
+        Ok(())
+    }
+
+    fn clear_archived(&mut self) -> Result<(), StoreError> {
+        self.tx.execute_batch("DELETE FROM archived;")?;
         Ok(())
     }
 }

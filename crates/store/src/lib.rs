@@ -94,6 +94,26 @@ pub struct GraphCounts {
     pub pending_edges: u64,
 }
 
+/// A stored embedding with the node it belongs to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredVector {
+    /// The node's internal id: stable until the graph is reprojected, never shown to users.
+    pub nid: i64,
+    /// The node.
+    pub key: NodeKey,
+    /// The embedding.
+    pub vector: Vec<f32>,
+}
+
+/// A node retention moved out of the graph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Archived {
+    /// The node.
+    pub key: NodeKey,
+    /// When (the retention run's "as of" time, RFC 3339).
+    pub archived_at: String,
+}
+
 /// Read access to the projected graph.
 pub trait GraphReader {
     /// A node by key.
@@ -156,6 +176,24 @@ pub trait GraphReader {
     /// Nodes whose indexed text matches any word of `query`, best BM25 score first (higher is
     /// better), at most `limit`.
     fn search_text(&self, query: &str, limit: usize) -> Result<Vec<(NodeKey, f64)>, StoreError>;
+    /// Stored vectors with `nid > after`, in nid order, at most `limit` (for index builds).
+    fn vectors_page(&self, after: i64, limit: usize) -> Result<Vec<StoredVector>, StoreError>;
+    /// Vectors written since the vector index was last built, in nid order.
+    fn unindexed_vectors(&self) -> Result<Vec<StoredVector>, StoreError>;
+    /// How many vectors are stored, and how many of them are not in the vector index yet.
+    fn vector_counts(&self) -> Result<(u64, u64), StoreError>;
+    /// The stored vectors of these nids, in the order given; ids with no vector are skipped.
+    fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError>;
+    /// A number that changes whenever the vector index is rebuilt or dropped (for caches).
+    fn ann_generation(&self) -> Result<u64, StoreError>;
+    /// The vector index's centroids blob, if an index was built.
+    fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError>;
+    /// One inverted list of the vector index, if it exists.
+    fn ann_list(&self, list: u32) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Whether retention archived this node.
+    fn is_archived(&self, key: &NodeKey) -> Result<bool, StoreError>;
+    /// Archived nodes in key order, after `after` (exclusive), at most `limit`.
+    fn archived(&self, after: Option<&NodeKey>, limit: usize) -> Result<Vec<Archived>, StoreError>;
 }
 
 /// Write access to the projected graph. Every method is an upsert or an idempotent delete, so a
@@ -192,4 +230,26 @@ pub trait GraphStore: GraphReader {
     /// Remove every node, edge, vector, index entry and bookkeeping row and reset both
     /// checkpoints to 0 (the log is untouched): the start of a reprojection.
     fn clear_graph(&mut self) -> Result<(), StoreError>;
+    /// Delete a node with its edges (in and out), vector and index entry; whether it existed.
+    fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError>;
+    /// Delete every edge of a type; how many went. Used to rebuild derived edges.
+    fn delete_edges_of_type(&mut self, edge_type: &str) -> Result<u64, StoreError>;
+    /// Remove an event's slot from its session's order (and move the session's tail back).
+    fn delete_session_slot(
+        &mut self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(), StoreError>;
+    /// Drop the vector index: every vector becomes unindexed (searched exactly).
+    fn clear_ann_index(&mut self) -> Result<(), StoreError>;
+    /// Store the vector index's centroids blob.
+    fn put_ann_centroids(&mut self, blob: &[u8]) -> Result<(), StoreError>;
+    /// Store one inverted list of the vector index.
+    fn put_ann_list(&mut self, list: u32, members: &[u8]) -> Result<(), StoreError>;
+    /// Record that the vector of `nid` is filed under `list`.
+    fn set_vector_list(&mut self, nid: i64, list: u32) -> Result<(), StoreError>;
+    /// Record that retention archived a node (see [`GraphReader::is_archived`]).
+    fn put_archived(&mut self, key: &NodeKey, archived_at: &str) -> Result<(), StoreError>;
+    /// Forget every archive mark (reprojection that brings archived nodes back).
+    fn clear_archived(&mut self) -> Result<(), StoreError>;
 }

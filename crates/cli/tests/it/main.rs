@@ -8,6 +8,9 @@
 )]
 
 mod commands;
+mod entities;
+mod import;
+mod semantic;
 mod tidy;
 
 use std::path::{Path, PathBuf};

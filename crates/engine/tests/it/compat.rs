@@ -1,6 +1,6 @@
 //! Format compatibility: a store written by format version 1 (checked in) opens and reads back
-//! the same with this build (graph, enrichment, vectors, full-text index), and reprojects and
-//! re-enriches to the same graph.
+//! the same with this build (graph, enrichment, vectors, full-text index, after the migration's
+//! re-enrichment), and reprojects and re-enriches to the same graph.
 
 use ctxgraph::{Engine, EngineOptions, NodeKey, OpenMode};
 use serde_json::json;
@@ -28,12 +28,18 @@ fn a_format_v1_store_opens_and_reads_back_the_same() {
     assert_eq!(event.props["tool_name"], json!("read_file"));
     assert_eq!(event.props["global_position"], json!(7));
     assert_eq!(event.props["payload"]["result"], json!("106 lines"));
-    assert_eq!(stats.enriched_through, 60);
+    // Format 2 stems the full-text index: migrating resets stage 2, and enriching rebuilds it.
+    assert_eq!(stats.enriched_through, 0);
+    engine.enrich(&mut |_, _| {}).unwrap();
+    assert_eq!(engine.snapshot().unwrap().stats().unwrap().enriched_through, 60);
     assert!(event.props["summary"].as_str().unwrap().starts_with("tool.execute read_file"));
     let snap = engine.snapshot().unwrap();
     let stored_vector = snap.vector(&event.key).unwrap().unwrap();
     assert_eq!(stored_vector.len(), 256);
     assert!(!snap.search("invoice rounding", 5).unwrap().is_empty());
+    // Migrated to format 2: its vectors are unindexed until the next consolidation, and found.
+    let near = snap.nearest(&stored_vector, 3, ctxgraph::SearchParams::default()).unwrap();
+    assert_eq!(near[0].0.key, event.key);
     drop(snap);
     let stored = dump(&engine);
     engine.reproject(&mut |_, _| {}).unwrap();

@@ -9,9 +9,14 @@
 
 mod compat;
 mod consolidate;
+mod conversation;
 mod enrich;
 mod ingest;
 mod projection;
+mod recall;
+mod resolve;
+mod retention;
+mod semantic;
 
 use ctxgraph::{Direction, Edge, Engine, EngineOptions, Node, NodeKey, OpenMode};
 use tempfile::TempDir;

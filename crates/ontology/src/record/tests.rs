@@ -222,3 +222,146 @@ proptest! {
         prop_assert_eq!(got.is_ok(), expected, "{:?}", got.err());
     }
 }
+
+fn decision(value: Value) -> Value {
+    let mut d = json!({
+        "record_type": "entity_decision", "decision": "merge",
+        "entity_a": "tool:read_file", "entity_b": "tool:read-file",
+    });
+    if let (Value::Object(d), Value::Object(extra)) = (&mut d, value) {
+        d.extend(extra);
+    }
+    d
+}
+
+#[test]
+fn an_entity_decision_validates_with_an_ordered_pair_and_a_derived_id() {
+    let r = check(decision(json!({"reason": "same tool", "decided_by": "alice"}))).unwrap();
+    assert_eq!(r.kind(), RecordKind::EntityDecision);
+    let RecordBody::EntityDecision(d) = r.body() else { panic!() };
+    assert_eq!((d.entity_a.as_str(), d.entity_b.as_str()), ("tool:read-file", "tool:read_file"));
+    assert_eq!(d.decision, EntityDecision::Merge);
+    assert_eq!(r.id(), "merge|tool:read-file|tool:read_file");
+    assert_eq!(
+        r.canonical(),
+        r#"{"decided_by":"alice","decision":"merge","entity_a":"tool:read-file","entity_b":"tool:read_file","reason":"same tool","record_type":"entity_decision"}"#
+    );
+    // The pair is unordered: the other order is the same record.
+    let swapped = check(json!({
+        "record_type": "entity_decision", "decision": "merge", "reason": "same tool",
+        "entity_a": "tool:read-file", "entity_b": "tool:read_file", "decided_by": "alice",
+    }))
+    .unwrap();
+    assert_eq!(swapped.canonical(), r.canonical());
+    // A change of mind that names the decision it replaces is a new record.
+    let again = check(decision(json!({"decision": "reject", "supersedes": 12}))).unwrap();
+    assert_eq!(again.id(), "reject|tool:read-file|tool:read_file|12");
+}
+
+#[test]
+fn decision_ids_escape_the_separator() {
+    let a = check(decision(json!({"entity_a": "concept:a|b", "entity_b": "concept:c"}))).unwrap();
+    let b = check(decision(json!({"entity_a": "concept:a", "entity_b": "concept:b|c"}))).unwrap();
+    assert_ne!(a.id(), b.id());
+    assert_eq!(a.id(), "merge|concept:a\\|b|concept:c");
+}
+
+#[test]
+fn every_problem_with_an_entity_decision_is_reported() {
+    let err = check(json!({
+        "record_type": "entity_decision", "decision": "maybe", "entity_a": "gadget:x",
+        "entity_b": "tool:Read_File", "decided_by": "a b", "supersedes": 0, "colour": "red",
+    }))
+    .unwrap_err();
+    let got = rules(&err);
+    for want in [
+        ("$.colour", "envelope.unknown_field"),
+        ("$.decision", "envelope.decision"),
+        ("$.entity_a", "envelope.entity_id_format"),
+        ("$.entity_b", "envelope.entity_id_format"),
+        ("$.decided_by", "envelope.id_format"),
+        ("$.supersedes", "envelope.type"),
+    ] {
+        assert!(got.contains(&want), "missing {want:?} in {got:?}");
+    }
+    assert!(err.to_string().contains("as in `tool:read_file`"), "{err}");
+
+    let err = check(json!({"record_type": "entity_decision"})).unwrap_err();
+    assert_eq!(
+        rules(&err),
+        [
+            ("$.decision", "envelope.required_field"),
+            ("$.entity_a", "envelope.required_field"),
+            ("$.entity_b", "envelope.required_field"),
+        ]
+    );
+    let err = check(decision(json!({"entity_b": "tool:read_file"}))).unwrap_err();
+    assert_eq!(rules(&err), [("$.entity_b", "envelope.same_entity")]);
+    let err = check(decision(json!({"entity_a": "tool:"}))).unwrap_err();
+    assert_eq!(rules(&err), [("$.entity_a", "envelope.entity_id_format")]);
+}
+
+#[test]
+fn edge_records_may_not_set_what_entity_resolution_sets() {
+    let err = check(edge(
+        "SAME_AS",
+        ("Entity", "tool:a"),
+        ("Entity", "tool:b"),
+        json!({"confidence": 1.0, "justification": "x", "decision": "merged", "inferred": true}),
+    ))
+    .unwrap_err();
+    assert_eq!(
+        rules(&err),
+        [
+            ("$.properties.decision", "schema.reserved_property"),
+            ("$.properties.inferred", "schema.reserved_property"),
+        ]
+    );
+    let ok = check(edge(
+        "RELATED_TO",
+        ("Entity", "tool:a"),
+        ("Entity", "tool:b"),
+        json!({"confidence": 0.5, "justification": "same vendor"}),
+    ));
+    assert!(ok.is_ok(), "{ok:?}");
+}
+
+/// An independent statement of which entity ids a decision accepts (core entity types).
+fn entity_id_ok(s: &str) -> bool {
+    let Some((ty, name)) = s.split_once(':') else { return false };
+    ["agent", "user", "service", "tool", "resource", "concept"].contains(&ty)
+        && !name.is_empty()
+        && name.len() <= 512
+        && !name.chars().any(char::is_control)
+        && name == name.to_lowercase()
+        && name.split(' ').all(|w| !w.is_empty())
+}
+
+proptest! {
+    #[test]
+    fn decision_validation_accepts_exactly_what_the_reference_predicate_accepts(
+        verdict in prop_oneof![Just("merge".to_owned()), Just("reject".to_owned()), "[a-z]{0,7}"],
+        a in prop_oneof!["(tool|service|gadget):[a-z_ ]{0,6}", "[a-zA-Z: ]{0,8}"],
+        b in prop_oneof!["(tool|concept):[a-z_ -]{0,6}", "tool:[A-Z]{1,3}"],
+        decided_by in prop_oneof!["[a-z]{1,8}", ".{0,4}"],
+        supersedes in prop_oneof![Just(json!(null)), (0u64..5).prop_map(|p| json!(p)), Just(json!("3"))],
+    ) {
+        let value = json!({
+            "record_type": "entity_decision", "decision": verdict, "entity_a": a, "entity_b": b,
+            "decided_by": decided_by, "supersedes": supersedes,
+        });
+        let expected = ["merge", "reject"].contains(&verdict.as_str())
+            && entity_id_ok(&a)
+            && entity_id_ok(&b)
+            && a != b
+            && id_ok(&decided_by)
+            && (supersedes.is_null() || supersedes.as_u64().is_some_and(|p| p >= 1));
+        let got = check(value);
+        prop_assert_eq!(got.is_ok(), expected, "{:?}", got.err());
+        if let Ok(r) = got {
+            let again = validate(&schema(), &Limits::default(), r.canonical()).unwrap();
+            prop_assert_eq!(again.canonical(), r.canonical());
+            prop_assert_eq!(again.id(), r.id());
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! The coarse quantizer: k-means centroids that split the vector space into inverted lists.
+//!
+//! # Storage layout
+//!
+//! [`Centroids::to_bytes`] writes, all little-endian:
+//!
+//! | bytes   | field                                   |
+//! |---------|-----------------------------------------|
+//! | 0..4    | magic `CGAC`                            |
+//! | 4..8    | format version, u32 = 1                 |
+//! | 8..12   | dim, u32                                |
+//! | 12..16  | count (number of lists), u32 ≥ 1        |
+//! | 16..    | count × dim f32, row-major, list 0 first |
+
+use std::sync::OnceLock;
+
+use crate::error::Error;
+use crate::nearest::{NearestIndex, Scratch};
+use crate::quant::dot_f32;
+
+const MAGIC: &[u8; 4] = b"CGAC";
+const VERSION: u32 = 1;
+const HEADER: usize = 16;
+const WHAT: &str = "centroids";
+
+/// The centroids of the inverted lists: `len()` unit vectors of `dim()` floats, row-major. List
+/// `i` holds the vectors whose nearest centroid is row `i`.
+#[derive(Clone)]
+pub struct Centroids {
+    dim: usize,
+    data: Vec<f32>,
+    /// Derived from `data` on first use (decoding for queries, which only [`probe`], stays
+    /// cheap): what makes [`nearest`] fast.
+    ///
+    /// [`probe`]: Centroids::probe
+    /// [`nearest`]: Centroids::nearest
+    index: OnceLock<NearestIndex>,
+}
+
+impl PartialEq for Centroids {
+    fn eq(&self, other: &Centroids) -> bool {
+        self.dim == other.dim && self.data == other.data
+    }
+}
+
+impl std::fmt::Debug for Centroids {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Centroids")
+            .field("dim", &self.dim)
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Centroids {
+    /// Wraps `data` (row-major, `dim` floats a row) as centroids. Rows are used as they are;
+    /// they should be unit vectors, as training makes them ([`nearest`](Centroids::nearest)
+    /// falls back to scoring every centroid otherwise).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for a zero `dim`, [`Error::Shape`] if `data` is empty, not a whole
+    /// number of rows, or holds a non-finite value.
+    pub fn from_rows(dim: usize, data: Vec<f32>) -> Result<Centroids, Error> {
+        check_dim(dim)?;
+        if data.is_empty() || !data.len().is_multiple_of(dim) {
+            return Err(Error::Shape {
+                what: "centroids",
+                detail: format!(
+                    "{} floats are not a positive whole number of {dim}-d rows",
+                    data.len()
+                ),
+            });
+        }
+        if data.iter().any(|x| !x.is_finite()) {
+            return Err(Error::Shape { what: "centroids", detail: "non-finite value".to_owned() });
+        }
+        Ok(Centroids::new(dim, data))
+    }
+
+    /// Centroids of checked rows.
+    pub(crate) fn new(dim: usize, data: Vec<f32>) -> Centroids {
+        Centroids { dim, data, index: OnceLock::new() }
+    }
+
+    /// The search structures of [`Centroids::nearest`], built by `threads` threads on first use.
+    pub(crate) fn index(&self, threads: usize) -> &NearestIndex {
+        self.index.get_or_init(|| NearestIndex::build(self.dim, &self.data, threads))
+    }
+
+    /// Takes the rows back, to update them.
+    pub(crate) fn into_rows(self) -> Vec<f32> {
+        self.data
+    }
+
+    /// Number of centroids, which is the number of inverted lists.
+    pub fn len(&self) -> usize {
+        self.data.len() / self.dim
+    }
+
+    /// Whether there are no centroids (never true of trained or decoded centroids).
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// Length of every centroid and of the vectors they index.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Centroid of list `list`, if there is one.
+    pub fn get(&self, list: u32) -> Option<&[f32]> {
+        let start = usize::try_from(list).ok()?.checked_mul(self.dim)?;
+        self.data.get(start..start + self.dim)
+    }
+
+    /// All centroids, row-major.
+    pub fn as_slice(&self) -> &[f32] {
+        &self.data
+    }
+
+    /// Centroid of `list`, which must exist.
+    pub(crate) fn rows_at(&self, list: u32) -> &[f32] {
+        let start = list as usize * self.dim;
+        // In range: callers pass list ids below `len()`.
+        &self.data[start..start + self.dim]
+    }
+
+    /// Rows, list 0 first.
+    pub(crate) fn rows(&self) -> std::slice::ChunksExact<'_, f32> {
+        self.data.chunks_exact(self.dim)
+    }
+
+    /// Encodes the centroids as one blob; see the module docs for the layout.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER + self.data.len() * 4);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&(self.dim as u32).to_le_bytes());
+        out.extend_from_slice(&(self.len() as u32).to_le_bytes());
+        for x in &self.data {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        out
+    }
+
+    /// Decodes a blob written by [`Centroids::to_bytes`] for vectors of `dim` floats.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] if the blob is short, has the wrong magic, version or dimension, a
+    /// length that does not match its count, or non-finite values; [`Error::Config`] for a zero
+    /// `dim`.
+    pub fn from_bytes(dim: usize, bytes: &[u8]) -> Result<Centroids, Error> {
+        check_dim(dim)?;
+        let header = bytes
+            .get(..HEADER)
+            .ok_or_else(|| corrupt(format!("{} bytes is shorter than the header", bytes.len())))?;
+        if &header[..4] != MAGIC {
+            return Err(corrupt("wrong magic".to_owned()));
+        }
+        let version = u32_at(header, 4);
+        if version != VERSION {
+            return Err(corrupt(format!("unknown format version {version}")));
+        }
+        let stored_dim = u32_at(header, 8) as usize;
+        if stored_dim != dim {
+            return Err(corrupt(format!("dimension {stored_dim}, expected {dim}")));
+        }
+        let count = u32_at(header, 12) as usize;
+        let expected = count
+            .checked_mul(dim)
+            .and_then(|n| n.checked_mul(4))
+            .and_then(|n| n.checked_add(HEADER));
+        if count == 0 || expected != Some(bytes.len()) {
+            return Err(corrupt(format!(
+                "{} bytes for {count} centroids of {dim} floats",
+                bytes.len()
+            )));
+        }
+        let data: Vec<f32> = bytes[HEADER..]
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        if data.iter().any(|x| !x.is_finite()) {
+            return Err(corrupt("non-finite value".to_owned()));
+        }
+        Ok(Centroids::new(dim, data))
+    }
+
+    /// The list whose centroid has the highest dot product with `v` (cosine, for unit vectors);
+    /// ties go to the lower list id. `v` should have [`dim`](Centroids::dim) floats: extra ones
+    /// are ignored and missing ones count as zero. A NaN score never wins, so a vector of NaNs
+    /// goes to list 0.
+    ///
+    /// The answer is the exact f32 argmax, found without scoring most centroids; in rare cases
+    /// (a vector far from every centroid, non-unit centroids, fewer than 64 lists) it comes from
+    /// an int8 pass over all centroids whose best eight are scored again in f32, which misses
+    /// the exact argmax only if int8 rounding (about 1e-3) reorders near-ties.
+    pub fn nearest(&self, v: &[f32]) -> u32 {
+        self.nearest_scored(v, &mut Scratch::default()).0
+    }
+
+    /// [`Centroids::nearest`] and its f32 score.
+    pub(crate) fn nearest_scored(&self, v: &[f32], scratch: &mut Scratch) -> (u32, f32) {
+        self.index(1).nearest(self.dim, &self.data, v, scratch)
+    }
+
+    /// The `nprobe` lists whose centroids are nearest to `query`, best first, ties to the lower
+    /// list id; all lists if `nprobe` is at least [`len`](Centroids::len).
+    pub fn probe(&self, query: &[f32], nprobe: usize) -> Vec<u32> {
+        let scored: Vec<(f32, u32)> =
+            self.rows().enumerate().map(|(i, c)| (dot_f32(query, c), i as u32)).collect();
+        best_lists(scored, nprobe)
+    }
+}
+
+/// The `n` best `(score, list)` pairs' lists, best first, ties to the lower list; NaN sorts last.
+pub(crate) fn best_lists(mut scored: Vec<(f32, u32)>, n: usize) -> Vec<u32> {
+    let order = |a: &(f32, u32), b: &(f32, u32)| {
+        crate::search::score_key(b.0).total_cmp(&crate::search::score_key(a.0)).then(a.1.cmp(&b.1))
+    };
+    if n == 0 {
+        return Vec::new();
+    }
+    if n < scored.len() {
+        scored.select_nth_unstable_by(n - 1, order);
+        scored.truncate(n);
+    }
+    scored.sort_unstable_by(order);
+    scored.into_iter().map(|(_, l)| l).collect()
+}
+
+pub(crate) fn check_dim(dim: usize) -> Result<(), Error> {
+    if dim == 0 || u32::try_from(dim).is_err() {
+        return Err(Error::Config(format!("dimension {dim} is out of range")));
+    }
+    Ok(())
+}
+
+fn corrupt(detail: String) -> Error {
+    Error::Corrupt { what: WHAT, detail }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Centroids {
+        Centroids::from_rows(2, vec![1.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 1.0]).unwrap()
+    }
+
+    #[test]
+    fn bytes_round_trip() {
+        let c = sample();
+        let bytes = c.to_bytes();
+        assert_eq!(bytes.len(), 16 + 8 * 4);
+        assert_eq!(Centroids::from_bytes(2, &bytes).unwrap(), c);
+    }
+
+    #[test]
+    fn corrupt_bytes_are_refused() {
+        let bytes = sample().to_bytes();
+        let corrupt = |r: Result<Centroids, Error>| matches!(r, Err(Error::Corrupt { .. }));
+        assert!(corrupt(Centroids::from_bytes(2, &bytes[..10])));
+        assert!(corrupt(Centroids::from_bytes(2, &bytes[..bytes.len() - 1])));
+        assert!(corrupt(Centroids::from_bytes(3, &bytes)));
+        let mut b = bytes.clone();
+        b[0] = b'X';
+        assert!(corrupt(Centroids::from_bytes(2, &b)));
+        let mut b = bytes.clone();
+        b[4] = 9;
+        assert!(corrupt(Centroids::from_bytes(2, &b)));
+        let mut b = bytes.clone();
+        b[16..20].copy_from_slice(&f32::NAN.to_le_bytes());
+        assert!(corrupt(Centroids::from_bytes(2, &b)));
+        let mut b = bytes.clone();
+        b[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(corrupt(Centroids::from_bytes(2, &b)));
+        let mut b = bytes[..16].to_vec();
+        b[12..16].copy_from_slice(&0u32.to_le_bytes());
+        assert!(corrupt(Centroids::from_bytes(2, &b)));
+        assert!(matches!(Centroids::from_bytes(0, &bytes), Err(Error::Config(_))));
+    }
+
+    /// The exact f32 argmax, ties to the lower id.
+    fn brute_force(c: &Centroids, v: &[f32]) -> u32 {
+        (0..c.len() as u32)
+            .map(|l| (dot_f32(v, c.get(l).unwrap()), l))
+            .fold((f32::NEG_INFINITY, 0), |b, x| if x.0 > b.0 { x } else { b })
+            .1
+    }
+
+    #[test]
+    fn nearest_is_the_exact_f32_nearest() {
+        // 300 pseudo-random unit centroids in 16-d: enough lists for the pruned search.
+        let unit = |seed: usize| -> Vec<f32> {
+            let mut v: Vec<f32> = (0..16)
+                .map(|d| ((seed * 7919 + d * 104_729) % 1_000) as f32 / 500.0 - 1.0)
+                .collect();
+            crate::quant::normalize(&mut v);
+            v
+        };
+        let c = Centroids::from_rows(16, (0..300).flat_map(unit).collect()).unwrap();
+        for q in 0..300 {
+            // Vectors far from every centroid, near one, and on top of one.
+            let far = unit(q * 31 + 7);
+            let mut near: Vec<f32> =
+                c.get(q as u32).unwrap().iter().zip(&far).map(|(a, b)| a + 0.05 * b).collect();
+            crate::quant::normalize(&mut near);
+            let on = c.get(q as u32).unwrap().to_vec();
+            for v in [far, near, on] {
+                assert_eq!(c.nearest(&v), brute_force(&c, &v), "query {q}");
+            }
+        }
+    }
+
+    #[test]
+    fn nearest_and_probe_break_ties_by_lower_id() {
+        let c = sample();
+        assert_eq!(c.nearest(&[0.0, 1.0]), 1);
+        assert_eq!(c.nearest(&[-1.0, 0.0]), 2);
+        assert_eq!(c.nearest(&[f32::NAN, 0.0]), 0);
+        assert_eq!(c.nearest(&[0.0, 0.0]), 0);
+        assert_eq!(c.nearest(&[0.0, 0.5]), 1);
+        assert_eq!(c.probe(&[0.6, 0.8], 4), [1, 3, 0, 2]);
+        assert_eq!(c.probe(&[0.6, 0.8], 2), [1, 3]);
+        assert_eq!(c.probe(&[0.6, 0.8], 9), [1, 3, 0, 2]);
+        assert!(c.probe(&[0.6, 0.8], 0).is_empty());
+        assert_eq!(c.get(3), Some(&[0.0, 1.0][..]));
+        assert_eq!(c.get(4), None);
+    }
+}

@@ -1,0 +1,167 @@
+//! Retrieval: the context pack's items, paths, constraints, budget and unknowns, and the
+//! property that nothing a caller may not see is returned or walked through.
+
+use std::collections::BTreeSet;
+
+use ctxgraph::{Engine, IngestOptions, Intent, Node, NodeKey, RecallQuery, Visibility};
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::{engine, trace};
+
+fn loaded(events: usize) -> (tempfile::TempDir, Engine) {
+    let (dir, mut e) = engine();
+    e.ingest_jsonl(trace(events).as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    e.enrich(&mut |_, _| {}).unwrap();
+    e.consolidate().unwrap();
+    (dir, e)
+}
+
+/// The first failed event of the trace with a causal parent.
+fn failure_with_parent(e: &Engine) -> (Node, NodeKey) {
+    let snap = e.snapshot().unwrap();
+    for event in snap.events(None, 10_000).unwrap() {
+        if event.props.get("status") != Some(&json!("failed")) {
+            continue;
+        }
+        let parents = snap.edges(&event.key, Some("CAUSED_BY"), ctxgraph::Direction::Out).unwrap();
+        if let Some(p) = parents.first() {
+            return (event.clone(), p.key.to.clone());
+        }
+    }
+    panic!("the trace has a failure with a parent");
+}
+
+#[test]
+fn a_why_question_brings_in_the_cause_through_caused_by() {
+    let (_dir, e) = loaded(400);
+    let (failure, parent) = failure_with_parent(&e);
+    let summary = failure.props["summary"].as_str().unwrap().to_owned();
+    let mut q = RecallQuery::new(format!("why did this fail: {summary}"));
+    q.k = 30;
+    let pack = e.recall(&q).unwrap();
+    assert_eq!(pack.intent, Intent::Why);
+    assert!(pack.intent_classified);
+    let top = &pack.items[0];
+    assert!(top.path.is_empty() && !top.found_by.is_empty(), "the best item is a direct hit");
+    let cause =
+        pack.items.iter().find(|i| i.node.key == parent).expect("the parent is in the pack");
+    if !cause.path.is_empty() {
+        assert!(cause.path.iter().any(|s| s.edge_type == "CAUSED_BY"), "{:?}", cause.path);
+    }
+    for item in &pack.items {
+        let f = item.factors;
+        let product = f.relevance * f.path_weight * f.confidence * f.salience;
+        assert!((item.score - product).abs() < 1e-9, "the score is the product of its factors");
+        if item.node.key.label == "Event" {
+            assert!(item.provenance.log_position.is_some());
+            assert!(!item.provenance.created_by.is_empty());
+        }
+    }
+    let scores: Vec<f64> = pack.items.iter().map(|i| i.score).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]));
+    let keys: BTreeSet<&NodeKey> = pack.items.iter().map(|i| &i.node.key).collect();
+    for edge in &pack.edges {
+        assert!(keys.contains(&edge.key.from) && keys.contains(&edge.key.to));
+    }
+}
+
+#[test]
+fn constraints_hold_for_every_item_and_the_budget_for_the_sum() {
+    let (_dir, e) = loaded(400);
+    let mut q = RecallQuery::new("timeout calling the database");
+    q.k = 50;
+    q.session = Some("sess-0003".into());
+    q.labels = Some(vec!["Event".into()]);
+    let pack = e.recall(&q).unwrap();
+    assert!(!pack.items.is_empty());
+    for item in &pack.items {
+        assert_eq!(item.node.key.label, "Event");
+        assert_eq!(item.node.props["session_id"], json!("sess-0003"));
+    }
+    let since = chrono::DateTime::parse_from_rfc3339("2026-11-18T00:00:00Z").unwrap();
+    let mut q = RecallQuery::new("timeout calling the database");
+    q.since = Some(since);
+    q.labels = Some(vec!["Event".into()]);
+    for item in &e.recall(&q).unwrap().items {
+        let at = item.node.props["occurred_at"].as_str().unwrap();
+        assert!(chrono::DateTime::parse_from_rfc3339(at).unwrap() >= since, "{at}");
+    }
+    let mut q = RecallQuery::new("timeout calling the database");
+    q.k = 50;
+    q.budget_tokens = Some(200);
+    let pack = e.recall(&q).unwrap();
+    assert!(pack.items.iter().map(|i| i.tokens).sum::<usize>() <= 200);
+    assert!(pack.trimmed > 0, "50 items do not fit 200 tokens");
+}
+
+#[test]
+fn a_parent_that_never_arrived_is_an_explicit_unknown() {
+    let (_dir, mut e) = engine();
+    let line = json!({"event_id": "orphan", "event_type": "tool.execute", "tool_name": "deploy",
+        "occurred_at": "2026-11-20T10:00:00Z", "session_id": "s", "agent_id": "a", "trace_id": "t",
+        "parent_event_id": "never-came", "status": "failed", "payload": {"error": "deploy rejected"}});
+    e.ingest_jsonl(format!("{line}\n").as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    e.enrich(&mut |_, _| {}).unwrap();
+    let pack = e.recall(&RecallQuery::new("why was the deploy rejected")).unwrap();
+    assert_eq!(pack.items[0].node.key, NodeKey::new("Event", "orphan"));
+    let u = pack.unknowns.iter().find(|u| u.kind == "missing_parent").expect("named");
+    assert_eq!(u.missing, NodeKey::new("Event", "never-came"));
+}
+
+/// A caller who may not see the nodes with these ids.
+struct Deny(BTreeSet<String>);
+
+impl Visibility for Deny {
+    fn may_see(&self, node: &Node) -> bool {
+        !self.0.contains(&node.key.id)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn nothing_hidden_is_returned_or_walked_through(
+        hidden in prop::collection::btree_set(1usize..150, 0..60),
+        hide_entities in any::<bool>(),
+        question in prop::sample::select(vec![
+            "why did the email fail", "when was the config read", "who used sql_query",
+            "similar timeouts", "overview of the incident", "invoice rounding",
+        ]),
+    ) {
+        let (_dir, e) = LOADED.with(|l| l.clone());
+        let mut ids: BTreeSet<String> = hidden.iter().map(|n| format!("evt-{n:06}")).collect();
+        if hide_entities {
+            ids.insert("tool:sql_query".into());
+            ids.insert("service:mail-relay".into());
+        }
+        let who = Deny(ids.clone());
+        let mut q = RecallQuery::new(question);
+        q.k = 40;
+        let pack = e.lock().unwrap().recall_as(&q, &who).unwrap();
+        for item in &pack.items {
+            prop_assert!(!ids.contains(&item.node.key.id), "returned {}", item.node.key);
+            prop_assert!(!ids.contains(&item.seed.id), "seeded from {}", item.seed);
+            for step in &item.path {
+                prop_assert!(!ids.contains(&step.to.id), "walked through {}", step.to);
+            }
+        }
+        for edge in &pack.edges {
+            prop_assert!(!ids.contains(&edge.key.from.id) && !ids.contains(&edge.key.to.id));
+        }
+        for u in &pack.unknowns {
+            prop_assert!(!ids.contains(&u.item.id));
+        }
+    }
+}
+
+type Shared = (std::sync::Arc<tempfile::TempDir>, std::sync::Arc<std::sync::Mutex<Engine>>);
+
+thread_local! {
+    /// One loaded store for every case of the property test.
+    static LOADED: Shared = {
+        let (dir, e) = loaded(300);
+        (std::sync::Arc::new(dir), std::sync::Arc::new(std::sync::Mutex::new(e)))
+    };
+}
