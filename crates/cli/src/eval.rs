@@ -100,6 +100,8 @@ pub(crate) struct EvalArgs<'a> {
     pub(crate) rankings: Option<&'a Path>,
     pub(crate) sample: Option<&'a str>,
     pub(crate) json: bool,
+    /// Engine options for every conversation's store (the embedder chosen on the command line).
+    pub(crate) options: EngineOptions,
 }
 
 pub(crate) fn locomo(args: &EvalArgs<'_>) -> anyhow::Result<Outcome> {
@@ -127,7 +129,7 @@ pub(crate) fn locomo(args: &EvalArgs<'_>) -> anyhow::Result<Outcome> {
             conv.questions.len()
         );
         let path = tmp.path().join(format!("{}.ctxg", conv.sample_id));
-        let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
+        let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, args.options.clone())?;
         let jsonl: String = conv.records.iter().map(|r| format!("{r}\n")).collect();
         let report =
             engine.ingest_jsonl(jsonl.as_bytes(), &IngestOptions::default(), &mut |_| {})?;
@@ -148,26 +150,6 @@ pub(crate) fn locomo(args: &EvalArgs<'_>) -> anyhow::Result<Outcome> {
             let mut query = RecallQuery::new(q.question.clone());
             query.k = k;
             query.labels = Some(vec!["Event".to_owned()]);
-            if let Ok(t) = std::env::var("CTXGRAPH_TUNE") {
-                for kv in t.split(';').filter(|x| !x.is_empty()) {
-                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                    let f = |i: usize| {
-                        v.split(',').nth(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0)
-                    };
-                    match k {
-                        "w" => query.params.list_weights = [f(0), f(1), f(2)],
-                        "decay" => query.params.hop_decay = f(0),
-                        "seeds" => query.params.seeds = f(0) as usize,
-                        "exp" => query.params.expansions = f(0) as usize,
-                        "depth" => query.params.depth = f(0) as usize,
-                        "sal" => query.params.salience_weight = f(0),
-                        "pre" => query.params.prefilter = f(0) as usize,
-                        "rrf" => query.params.rrf_k = f(0),
-                        "intent" => query.intent = ctxgraph::Intent::parse(v),
-                        _ => {}
-                    }
-                }
-            }
             let t = Instant::now();
             let pack = engine.recall(&query)?;
             latency.push(t.elapsed().as_secs_f64() * 1000.0);

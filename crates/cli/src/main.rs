@@ -56,11 +56,17 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// Open the store named by `--db`, with the embedder chosen by `--embed-url` or `--embed-minilm`.
-pub(crate) fn open(
+pub(crate) fn open(cli: &Cli, mode: OpenMode, options: EngineOptions) -> anyhow::Result<Engine> {
+    let options = with_embedder(cli, options)?;
+    Engine::open(&cli.db, mode, options)
+        .with_context(|| format!("opening store {}", cli.db.display()))
+}
+
+/// `options` with the embedder chosen by `--embed-url` (or `--embed-minilm`), loaded once.
+pub(crate) fn with_embedder(
     cli: &Cli,
-    mode: OpenMode,
     mut options: EngineOptions,
-) -> anyhow::Result<Engine> {
+) -> anyhow::Result<EngineOptions> {
     if let (Some(url), Some(model)) = (&cli.embed_url, &cli.embed_model) {
         let key = std::env::var("CTXGRAPH_EMBED_API_KEY").ok();
         let embedder = ctxgraph_embed::HttpEmbedder::new(url, model, key)
@@ -73,8 +79,7 @@ pub(crate) fn open(
             .with_context(|| format!("loading the MiniLM model from {}", dir.display()))?;
         options.embedder = EmbedderChoice::Custom(std::sync::Arc::new(embedder));
     }
-    Engine::open(&cli.db, mode, options)
-        .with_context(|| format!("opening store {}", cli.db.display()))
+    Ok(options)
 }
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
@@ -108,6 +113,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 rankings: rankings.as_deref(),
                 sample: sample.as_deref(),
                 json: cli.json,
+                options: with_embedder(&cli, EngineOptions::default())?,
             })
         }
         Command::Search { query, limit, semantic } => {
