@@ -22,10 +22,11 @@ use crate::{EmbedError, Embedder};
 /// the model was trained on 128 and sentence-transformers truncates at 256; so does this crate.
 const MAX_TOKENS: usize = 256;
 
-/// Padded word pieces per forward pass. The feed-forward activations of a pass take 1536 floats
-/// per word piece (12.6 MB at this budget), which stay in the L3 cache of the 2-core CI machine
-/// (32 MB); there, 1024 to 2048 were the fastest budgets, and 512 and 4096 about half as fast.
-const BATCH_TOKENS: usize = 2048;
+/// Padded word pieces per forward pass. Small passes pay candle's per-operation overhead, large
+/// ones spill their activations (1536 floats per word piece in the feed-forward block) out of
+/// the cache: on the 2-core CI machine, 1024 and 2048 were within 5% of each other, and 512
+/// and 4096 were 10 to 15% slower.
+const BATCH_TOKENS: usize = 1024;
 
 /// Texts per forward pass, whatever their length.
 const BATCH_TEXTS: usize = 64;
