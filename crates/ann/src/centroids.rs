@@ -14,13 +14,12 @@
 
 use std::sync::OnceLock;
 
+use crate::blob::{BlobKind, HEADER};
 use crate::error::Error;
 use crate::nearest::{NearestIndex, Scratch};
 use crate::quant::dot_f32;
 
-const MAGIC: &[u8; 4] = b"CGAC";
-const VERSION: u32 = 1;
-const HEADER: usize = 16;
+const BLOB: BlobKind = BlobKind { magic: b"CGAC", version: 1, what: WHAT };
 const WHAT: &str = "centroids";
 
 /// The centroids of the inverted lists: `len()` unit vectors of `dim()` floats, row-major. List
@@ -134,10 +133,7 @@ impl Centroids {
     /// Encodes the centroids as one blob; see the module docs for the layout.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER + self.data.len() * 4);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend_from_slice(&(self.dim as u32).to_le_bytes());
-        out.extend_from_slice(&(self.len() as u32).to_le_bytes());
+        BLOB.write_header(&mut out, self.dim, self.len());
         for x in &self.data {
             out.extend_from_slice(&x.to_le_bytes());
         }
@@ -153,21 +149,7 @@ impl Centroids {
     /// `dim`.
     pub fn from_bytes(dim: usize, bytes: &[u8]) -> Result<Centroids, Error> {
         check_dim(dim)?;
-        let header = bytes
-            .get(..HEADER)
-            .ok_or_else(|| corrupt(format!("{} bytes is shorter than the header", bytes.len())))?;
-        if &header[..4] != MAGIC {
-            return Err(corrupt("wrong magic".to_owned()));
-        }
-        let version = u32_at(header, 4);
-        if version != VERSION {
-            return Err(corrupt(format!("unknown format version {version}")));
-        }
-        let stored_dim = u32_at(header, 8) as usize;
-        if stored_dim != dim {
-            return Err(corrupt(format!("dimension {stored_dim}, expected {dim}")));
-        }
-        let count = u32_at(header, 12) as usize;
+        let (count, body) = BLOB.read_header(bytes, dim)?;
         let expected = count
             .checked_mul(dim)
             .and_then(|n| n.checked_mul(4))
@@ -178,10 +160,8 @@ impl Centroids {
                 bytes.len()
             )));
         }
-        let data: Vec<f32> = bytes[HEADER..]
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let data: Vec<f32> =
+            body.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
         if data.iter().any(|x| !x.is_finite()) {
             return Err(corrupt("non-finite value".to_owned()));
         }
@@ -239,11 +219,7 @@ pub(crate) fn check_dim(dim: usize) -> Result<(), Error> {
 }
 
 fn corrupt(detail: String) -> Error {
-    Error::Corrupt { what: WHAT, detail }
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    BLOB.corrupt(detail)
 }
 
 #[cfg(test)]

@@ -15,15 +15,14 @@
 //! A record is the member's id (i64), its scale (f32, finite, ≥ 0) and its `dim` int8 codes
 //! (see [`quantize`](crate::quantize)). Members keep the order they were given in.
 
+use crate::blob::{BlobKind, HEADER};
 use crate::centroids::Centroids;
 use crate::error::Error;
 use crate::parallel::map_ranges;
 use crate::quant::quantize;
 use crate::train::rows;
 
-const MAGIC: &[u8; 4] = b"CGIL";
-const VERSION: u32 = 1;
-const HEADER: usize = 16;
+const BLOB: BlobKind = BlobKind { magic: b"CGIL", version: 1, what: WHAT };
 const WHAT: &str = "inverted list";
 
 /// Bytes of a member record before its codes: id and scale.
@@ -34,10 +33,7 @@ const RECORD_HEAD: usize = 12;
 /// padded with zeros and longer ones cut, so the blob always parses.
 pub fn encode_list(dim: usize, members: &[(i64, f32, &[i8])]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER + members.len() * (RECORD_HEAD + dim));
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&(dim as u32).to_le_bytes());
-    out.extend_from_slice(&(members.len() as u32).to_le_bytes());
+    BLOB.write_header(&mut out, dim, members.len());
     for (id, scale, codes) in members {
         push_record(&mut out, dim, *id, *scale, codes.iter().map(|&c| c as u8));
     }
@@ -109,10 +105,7 @@ pub fn encode_lists(
         .iter()
         .map(|&c| {
             let mut b = Vec::with_capacity(HEADER + c * (RECORD_HEAD + dim));
-            b.extend_from_slice(MAGIC);
-            b.extend_from_slice(&VERSION.to_le_bytes());
-            b.extend_from_slice(&(dim as u32).to_le_bytes());
-            b.extend_from_slice(&(c as u32).to_le_bytes());
+            BLOB.write_header(&mut b, dim, c);
             b
         })
         .collect();
@@ -157,22 +150,7 @@ impl<'a> ListView<'a> {
     /// [`Error::Corrupt`] if the blob is short or truncated, has the wrong magic, version or
     /// dimension, or a member scale that is negative or not finite. Never panics.
     pub fn parse(dim: usize, blob: &'a [u8]) -> Result<ListView<'a>, Error> {
-        let header = blob
-            .get(..HEADER)
-            .ok_or_else(|| corrupt(format!("{} bytes is shorter than the header", blob.len())))?;
-        if &header[..4] != MAGIC {
-            return Err(corrupt("wrong magic".to_owned()));
-        }
-        let version = u32_at(header, 4);
-        if version != VERSION {
-            return Err(corrupt(format!("unknown format version {version}")));
-        }
-        let stored_dim = u32_at(header, 8) as usize;
-        if stored_dim != dim {
-            return Err(corrupt(format!("dimension {stored_dim}, expected {dim}")));
-        }
-        let count = u32_at(header, 12) as usize;
-        let records = &blob[HEADER..];
+        let (count, records) = BLOB.read_header(blob, dim)?;
         if count.checked_mul(RECORD_HEAD + dim) != Some(records.len()) {
             return Err(corrupt(format!(
                 "{} bytes for {count} members of {dim} dimensions",
@@ -219,11 +197,7 @@ impl<'a> ListView<'a> {
 }
 
 fn corrupt(detail: String) -> Error {
-    Error::Corrupt { what: WHAT, detail }
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    BLOB.corrupt(detail)
 }
 
 #[cfg(test)]

@@ -170,6 +170,15 @@ fn synthetic_jsonl(events: usize) -> String {
     text
 }
 
+/// Append the workload (projection deferred, the fastest load) and project it: a store ready
+/// for stages 2 and 3.
+fn load_projected(engine: &mut Engine, jsonl: &str) -> anyhow::Result<()> {
+    let ingest = IngestOptions { projection: Projection::Deferred, ..IngestOptions::default() };
+    engine.ingest_jsonl(jsonl.as_bytes(), &ingest, &mut |_| {})?;
+    engine.catch_up(&mut |_, _| {})?;
+    Ok(())
+}
+
 /// Recall@10 of the vector index is measured against exact search at this many neighbours.
 const RECALL_K: usize = 10;
 
@@ -205,9 +214,7 @@ pub(crate) fn semantic(
         }
         Ok(texts.len() as u64)
     })?;
-    let ingest = IngestOptions { projection: Projection::Deferred, ..IngestOptions::default() };
-    engine.ingest_jsonl(jsonl.as_bytes(), &ingest, &mut |_| {})?;
-    engine.catch_up(&mut |_, _| {})?;
+    load_projected(&mut engine, &jsonl)?;
     measure(
         &mut rows,
         SEMANTIC_PHASES,
@@ -371,10 +378,8 @@ pub(crate) fn recall(
     let path = tmp.path().join("recall.ctxg");
     {
         let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
-        let ingest = IngestOptions { projection: Projection::Deferred, ..IngestOptions::default() };
         eprintln!("building the store: ingest ...");
-        engine.ingest_jsonl(jsonl.as_bytes(), &ingest, &mut |_| {})?;
-        engine.catch_up(&mut |_, _| {})?;
+        load_projected(&mut engine, &jsonl)?;
         eprintln!("building the store: enrich ...");
         engine.enrich(&mut |_, _| {})?;
         eprintln!("building the store: consolidate ...");

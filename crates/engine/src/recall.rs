@@ -41,7 +41,7 @@ use serde_json::Value;
 pub use intent::{Intent, classify};
 
 use crate::error::Error;
-use crate::retention::salience;
+use crate::retention::{occurred_at, salience};
 use crate::snapshot::Snapshot;
 
 /// Entity types looked up for names in a question.
@@ -735,13 +735,6 @@ fn edge_confidence(edge: &Edge) -> f64 {
         .iter()
         .find_map(|p| edge.props.get(*p).and_then(Value::as_f64))
         .unwrap_or(1.0)
-}
-
-fn occurred_at(node: &Node) -> Option<DateTime<FixedOffset>> {
-    node.props
-        .get("occurred_at")
-        .and_then(Value::as_str)
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
 }
 
 fn salience_factor(node: &Node, as_of: Option<DateTime<FixedOffset>>, alpha: f64) -> f64 {

@@ -21,7 +21,7 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, FixedOffset, SecondsFormat};
-use ctxgraph_ontology::graph::{Direction, EdgeKey, NodeKey};
+use ctxgraph_ontology::graph::{Direction, EdgeKey, Node, NodeKey};
 use ctxgraph_projection::remove_event;
 use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore};
 use serde_json::Value;
@@ -245,10 +245,7 @@ fn aged_events(w: &EmbeddedWrite<'_>) -> Result<Vec<Aged>, Error> {
         for node in page {
             let text = |p: &str| node.props.get(p).and_then(Value::as_str).unwrap_or_default();
             let int = |p: &str| node.props.get(p).and_then(Value::as_i64);
-            let Some(at_ns) = DateTime::parse_from_rfc3339(text("occurred_at"))
-                .ok()
-                .and_then(|t| t.timestamp_nanos_opt())
-            else {
+            let Some(at_ns) = occurred_at(&node).and_then(|t| t.timestamp_nanos_opt()) else {
                 continue;
             };
             out.push(Aged {
@@ -266,6 +263,14 @@ fn aged_events(w: &EmbeddedWrite<'_>) -> Result<Vec<Aged>, Error> {
     Ok(out)
 }
 
+/// An event's `occurred_at`, if it has a valid one.
+pub(crate) fn occurred_at(node: &Node) -> Option<DateTime<FixedOffset>> {
+    node.props
+        .get("occurred_at")
+        .and_then(Value::as_str)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+}
+
 /// Re-apply the archive marks after a reprojection: archived events leave the graph again.
 pub(crate) fn reapply_archive(
     schema: &ctxgraph_ontology::Schema,
@@ -279,10 +284,7 @@ pub(crate) fn reapply_archive(
         for archived in page {
             let Some(node) = w.node(&archived.key)? else { continue };
             let text = |p: &str| node.props.get(p).and_then(Value::as_str).unwrap_or_default();
-            let Some(at_ns) = DateTime::parse_from_rfc3339(text("occurred_at"))
-                .ok()
-                .and_then(|t| t.timestamp_nanos_opt())
-            else {
+            let Some(at_ns) = occurred_at(&node).and_then(|t| t.timestamp_nanos_opt()) else {
                 continue;
             };
             if remove_event(schema, w, &archived.key.id, text("session_id"), at_ns)? {
