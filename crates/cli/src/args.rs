@@ -481,8 +481,12 @@ pub(crate) enum BenchCommand {
         #[arg(long, default_value_t = 2)]
         threads: usize,
         /// Directory for the temporary store (default: the system temp dir).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "store")]
         dir: Option<PathBuf>,
+        /// Keep the built store at this path; when it exists, reuse it instead of building
+        /// (it must have been built by this command with the same --events).
+        #[arg(long)]
+        store: Option<PathBuf>,
     },
     /// The semantic layer: embedding throughput, enrichment, consolidation (summaries, vector
     /// index build, SIMILAR_TO), vector query time and recall@10 against exact search, edges per

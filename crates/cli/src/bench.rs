@@ -366,17 +366,39 @@ fn questions(jsonl: &str, count: usize) -> Vec<String> {
         .collect()
 }
 
+/// Where a benchmark's store lives.
+pub(crate) enum Place<'a> {
+    /// A temporary directory (in this directory, or the system's), removed at the end.
+    Temp(Option<&'a Path>),
+    /// This file, kept; reused when it exists.
+    Keep(&'a Path),
+}
+
 pub(crate) fn recall(
     events: usize,
     queries: usize,
     threads: usize,
-    dir: Option<&Path>,
+    place: Place<'_>,
     json: bool,
 ) -> anyhow::Result<Outcome> {
-    let tmp = temp_dir(dir)?;
+    let (_tmp, path) = match place {
+        Place::Temp(dir) => {
+            let tmp = temp_dir(dir)?;
+            let path = tmp.path().join("recall.ctxg");
+            (Some(tmp), path)
+        }
+        Place::Keep(path) => (None, path.to_path_buf()),
+    };
     let jsonl = synthetic_jsonl(events);
-    let path = tmp.path().join("recall.ctxg");
-    {
+    if path.exists() {
+        eprintln!("reusing the store at {}", path.display());
+        // A store built by an older version may lack the lexical index.
+        let mut engine = Engine::open(&path, OpenMode::MustExist, EngineOptions::default())?;
+        if engine.snapshot()?.text_docs_outside_index()? > 0 {
+            eprintln!("building the lexical index ...");
+            engine.index_text()?;
+        }
+    } else {
         let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
         eprintln!("building the store: ingest ...");
         load_projected(&mut engine, &jsonl)?;
@@ -392,30 +414,37 @@ pub(crate) fn recall(
     // the timed pass, on one thread.
     let engine = Engine::open(&path, OpenMode::MustExist, EngineOptions::default())?;
     eprintln!("recall: {} questions, warm-up ...", qs.len());
-    let ask = |engine: &Engine, q: &str| -> anyhow::Result<f64> {
+    let ask = |engine: &Engine, q: &str| -> anyhow::Result<(f64, ctxgraph::Timings)> {
         let t = Instant::now();
         let pack = engine.recall(&ctxgraph::RecallQuery::new(q))?;
+        let timings = pack.timings;
         std::hint::black_box(pack);
-        Ok(t.elapsed().as_secs_f64() * 1000.0)
+        Ok((t.elapsed().as_secs_f64() * 1000.0, timings))
     };
     for q in &qs {
         ask(&engine, q)?;
     }
     let mut ms = Vec::with_capacity(qs.len());
+    let mut phases = [0u64; 6];
     for q in &qs {
-        ms.push(ask(&engine, q)?);
+        let (elapsed, t) = ask(&engine, q)?;
+        ms.push(elapsed);
+        for (sum, us) in phases.iter_mut().zip([
+            t.embed_us,
+            t.vector_us,
+            t.bm25_us,
+            t.entity_us,
+            t.expand_us,
+            t.stitch_us,
+        ]) {
+            *sum += us;
+        }
     }
+    let phase_ms = phases.map(|us| us as f64 / 1000.0 / qs.len().max(1) as f64);
+    let phase_names = ["embed", "vector", "bm25", "entity", "expand", "stitch"];
     ms.sort_by(f64::total_cmp);
     let pct = |p: f64| ms[((ms.len() as f64 * p) as usize).min(ms.len() - 1)];
     let (p50, p95, p99) = (pct(0.50), pct(0.95), pct(0.99));
-    let embed_ms = {
-        let embedder = engine.embedder()?;
-        let t = Instant::now();
-        for q in &qs {
-            std::hint::black_box(embedder.embed(&[q.as_str()])?);
-        }
-        t.elapsed().as_secs_f64() * 1000.0 / qs.len().max(1) as f64
-    };
     drop(engine);
     // Throughput: `threads` engines over the same file, each asking every question.
     let threads = threads.max(1);
@@ -441,8 +470,9 @@ pub(crate) fn recall(
     let qps = (threads * qs.len()) as f64 / started.elapsed().as_secs_f64();
     if json {
         print_json(&json!({"events": events, "queries": qs.len(), "p50_ms": p50, "p95_ms": p95,
-            "p99_ms": p99, "query_embedding_ms": embed_ms, "threads": threads,
-            "queries_per_second": qps}))?;
+            "p99_ms": p99, "threads": threads, "queries_per_second": qps,
+            "phase_mean_ms": phase_names.iter().zip(phase_ms).map(|(n, v)| ((*n).to_owned(), json!(v)))
+                .collect::<serde_json::Map<_, _>>()}))?;
         return Ok(Outcome::Done);
     }
     let mut out = std::io::stdout().lock();
@@ -455,7 +485,9 @@ pub(crate) fn recall(
     t.add_row(vec!["p50 latency (with query embedding)".to_owned(), format!("{p50:.2} ms")]);
     t.add_row(vec!["p95 latency".to_owned(), format!("{p95:.2} ms")]);
     t.add_row(vec!["p99 latency".to_owned(), format!("{p99:.2} ms")]);
-    t.add_row(vec!["of which query embedding (mean)".to_owned(), format!("{embed_ms:.3} ms")]);
+    for (name, v) in phase_names.iter().zip(phase_ms) {
+        t.add_row(vec![format!("mean {name}"), format!("{v:.3} ms")]);
+    }
     t.add_row(vec![format!("throughput, {threads} threads"), format!("{qps:.0} recalls/s")]);
     writeln!(out, "{t}")?;
     Ok(Outcome::Done)

@@ -39,6 +39,14 @@ pub(crate) fn after_load(engine: &mut Engine, quiet: bool) -> anyhow::Result<()>
         }
         engine.index_vectors()?;
     }
+    // Likewise documents outside the lexical index are ranked by the slower full-text index.
+    let outside = engine.snapshot()?.text_docs_outside_index()?;
+    if outside >= ctxgraph::TEXT_INDEX_REBUILD_AFTER {
+        if !quiet {
+            eprintln!("indexing {outside} new documents for BM25 ...");
+        }
+        engine.index_text()?;
+    }
     Ok(())
 }
 

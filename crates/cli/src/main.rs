@@ -123,8 +123,12 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Bench(BenchCommand::Ingest { events, batch_size, dir }) => {
             bench::ingest(*events, *batch_size, dir.as_deref(), cli.json)
         }
-        Command::Bench(BenchCommand::Recall { events, queries, threads, dir }) => {
-            bench::recall(*events, *queries, *threads, dir.as_deref(), cli.json)
+        Command::Bench(BenchCommand::Recall { events, queries, threads, dir, store }) => {
+            let place = match store {
+                Some(path) => bench::Place::Keep(path),
+                None => bench::Place::Temp(dir.as_deref()),
+            };
+            bench::recall(*events, *queries, *threads, place, cli.json)
         }
         Command::Bench(BenchCommand::Semantic { events, queries, dir }) => {
             bench::semantic(*events, *queries, dir.as_deref(), cli.json)

@@ -97,6 +97,9 @@ pub(crate) fn pack_json(pack: &ContextPack) -> Value {
             "missing": key_json(&u.missing)})).collect::<Vec<_>>(),
         "candidates": pack.candidates,
         "trimmed": pack.trimmed,
+        "timings_us": {"embed": pack.timings.embed_us, "vector": pack.timings.vector_us,
+            "bm25": pack.timings.bm25_us, "entity": pack.timings.entity_us,
+            "expand": pack.timings.expand_us, "stitch": pack.timings.stitch_us},
     })
 }
 

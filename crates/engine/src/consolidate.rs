@@ -78,6 +78,8 @@ pub struct ConsolidateReport {
     pub index_lists: u64,
     /// SIMILAR_TO edges written.
     pub similar_edges: u64,
+    /// What the rebuilt lexical index covers.
+    pub text_index: crate::TextIndexReport,
     /// What entity resolution found.
     pub resolve: ResolveReport,
     /// Wall-clock seconds per phase (summaries, index, similar), for progress and benchmarks.
@@ -130,6 +132,9 @@ impl Engine {
             report.similar_edges = link_similar(schema, &mut w, &all, built, options)?;
         }
         report.seconds.push(("similar", started.elapsed().as_secs_f64()));
+        let started = std::time::Instant::now();
+        report.text_index = crate::text_index::rebuild(&mut w)?;
+        report.seconds.push(("lexical index", started.elapsed().as_secs_f64()));
         let started = std::time::Instant::now();
         report.resolve = resolve_entities(&mut w, schema, embedder.as_ref(), &options.resolve)?;
         report.seconds.push(("entity resolution", started.elapsed().as_secs_f64()));

@@ -20,6 +20,7 @@ use crate::enrich::EmbedderChoice;
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
 use crate::snapshot::Snapshot;
+use crate::text_index::TextCache;
 use crate::vector_index::IndexCache;
 use ctxgraph_ann::SearchParams;
 
@@ -76,8 +77,18 @@ pub struct Engine {
     pub(crate) schema: Schema,
     options: EngineOptions,
     pub(crate) embedder: OnceLock<Arc<dyn Embedder>>,
-    /// Vector index parts read so far, shared by snapshots (see `vector_index::IndexCache`).
-    pub(crate) index_cache: IndexCache,
+    /// Index parts read so far, shared by snapshots.
+    pub(crate) caches: Caches,
+}
+
+/// Index parts read so far, kept for the engine's life and shared by its snapshots, so that
+/// repeated searches (a server, a benchmark) read each part once.
+#[derive(Default)]
+pub(crate) struct Caches {
+    /// The vector index's centroids and lists (see `vector_index::IndexCache`).
+    pub(crate) vectors: IndexCache,
+    /// The lexical index's posting lists (see `text_index::TextCache`).
+    pub(crate) text: TextCache,
 }
 
 impl Engine {
@@ -106,13 +117,7 @@ impl Engine {
         {
             return Err(Error::EmbeddingModel { stored, configured });
         }
-        Ok(Engine {
-            store,
-            schema,
-            options,
-            embedder: OnceLock::new(),
-            index_cache: IndexCache::default(),
-        })
+        Ok(Engine { store, schema, options, embedder: OnceLock::new(), caches: Caches::default() })
     }
 
     /// The effective schema.
@@ -293,7 +298,7 @@ impl Engine {
             self.store.begin_read()?,
             &self.schema,
             self.store.size_on_disk(),
-            &self.index_cache,
+            &self.caches,
         ))
     }
 }

@@ -38,6 +38,9 @@ pub enum Error {
     /// The vector index failed (a damaged index blob or a vector of the wrong dimension).
     #[error(transparent)]
     Index(#[from] ctxgraph_ann::Error),
+    /// The lexical index failed (a damaged posting list).
+    #[error(transparent)]
+    TextIndex(#[from] ctxgraph_lexical::Error),
     /// Reading the input failed.
     #[error("reading input: {0}")]
     Input(#[from] std::io::Error),
@@ -64,6 +67,7 @@ impl Error {
             Error::EmbeddingModel { .. } => "store.embedding_model_mismatch",
             Error::Corruption { .. } => "store.corruption",
             Error::Index(e) => e.code(),
+            Error::TextIndex(e) => e.code(),
         }
     }
 
@@ -77,7 +81,8 @@ impl Error {
             | Error::Input(_)
             | Error::Corruption { .. }
             | Error::Embed(_)
-            | Error::Index(_) => false,
+            | Error::Index(_)
+            | Error::TextIndex(_) => false,
         }
     }
 }

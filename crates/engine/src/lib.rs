@@ -36,6 +36,7 @@ mod recall;
 mod resolve;
 mod retention;
 mod snapshot;
+mod text_index;
 mod vector_index;
 
 pub use consolidate::{ConsolidateOptions, ConsolidateReport};
@@ -59,8 +60,9 @@ pub use error::Error;
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
 pub use recall::{
     ContextPack, Everyone, Factors, Intent, Item, Provenance, RecallParams, RecallQuery, Step,
-    Unknown, Visibility, classify, content_words,
+    Timings, Unknown, Visibility, classify, content_words,
 };
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};
 pub use retention::{RetentionOptions, RetentionReport, Tier, salience};
 pub use snapshot::{Checkpoints, Snapshot, Stats, TimelineEntry, View};
+pub use text_index::{REBUILD_AFTER as TEXT_INDEX_REBUILD_AFTER, TextIndexReport};

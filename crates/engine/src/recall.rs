@@ -8,12 +8,14 @@
 //!    embedding ranks worse than BM25.
 //! 2. **Intent.** Rule-based (`intent.rs`), or given by the caller.
 //! 3. **Expansion.** From the best `seeds` candidates, a bounded best-first walk over the graph
-//!    (at most `depth` steps, `fanout` edges per node), each step weighted by the intent's
+//!    (at most `depth` steps; of a node's edges at most `fanout` per type and direction are read
+//!    and the heaviest `fanout` followed), each step weighted by the intent's
 //!    weight for its edge type and direction and damped by `hop_decay`. Entities mentioned by
 //!    more than `hub_mentions` events (a speaker, a busy agent) are returned but not walked
 //!    through: they connect everything and so explain nothing. Every constraint (time window,
 //!    session, trace, agent, minimum confidence) and the caller's [`Visibility`] is checked
 //!    before a node is used, so nothing filtered out is returned, counted or walked through.
+//!    A node reached by expansion is read (and checked) only when it is expanded or ranked.
 //! 4. **Re-rank.** `score = relevance × path_weight × confidence × salience`, every factor in the
 //!    output: relevance of the candidate itself, or of the seed it was reached from;
 //!    path_weight the product of step weights and decays (1 for a direct hit); confidence the
@@ -28,7 +30,8 @@
 mod fuse;
 mod intent;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use chrono::{DateTime, FixedOffset};
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
@@ -250,10 +253,38 @@ pub struct ContextPack {
     pub edges: Vec<Edge>,
     /// What is known to be missing.
     pub unknowns: Vec<Unknown>,
-    /// Candidates considered (prefilter and expansion), after constraints.
+    /// Nodes the recall read and the constraints admitted (prefilter hits, expanded nodes,
+    /// named entities and the ranked nodes it had to look at).
     pub candidates: usize,
     /// Items dropped to fit the token budget.
     pub trimmed: usize,
+    /// Where the time went.
+    pub timings: Timings,
+}
+
+/// Wall-clock time of each phase of one recall, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// Embedding the question (0 when the caller passed the vector).
+    pub embed_us: u64,
+    /// The vector-index prefilter list.
+    pub vector_us: u64,
+    /// The BM25 prefilter list.
+    pub bm25_us: u64,
+    /// Entity lookup and the entity prefilter list.
+    pub entity_us: u64,
+    /// Fusion and graph expansion.
+    pub expand_us: u64,
+    /// Re-ranking and stitching (payloads, provenance, edges among items, unknowns).
+    pub stitch_us: u64,
+}
+
+/// Microseconds since `start`, and restart the clock.
+fn lap(start: &mut std::time::Instant) -> u64 {
+    let now = std::time::Instant::now();
+    let us = u64::try_from(now.duration_since(*start).as_micros()).unwrap_or(u64::MAX);
+    *start = now;
+    us
 }
 
 /// A score ordered by `total_cmp`, for the expansion queue.
@@ -276,7 +307,9 @@ impl Ord for Score {
 
 /// A node under consideration.
 struct Cand {
-    node: Node,
+    /// The node once read and admitted: prefilter hits are read at once, nodes reached by
+    /// expansion only when expanded or ranked near the top (most are neither).
+    node: Option<Node>,
     /// Own relevance from the prefilter (0 if only expanded).
     direct: f64,
     found_by: Vec<&'static str>,
@@ -293,7 +326,7 @@ impl Cand {
     fn direct(node: Node, relevance: f64, found_by: Vec<&'static str>) -> Cand {
         let seed = node.key.clone();
         Cand {
-            node,
+            node: Some(node),
             direct: relevance,
             found_by,
             reach: relevance,
@@ -367,6 +400,8 @@ impl Snapshot<'_> {
             None => (classify(&query.text), true),
         };
         let mut r = Reader { snap: self, query, who, seen: BTreeMap::new() };
+        let mut timings = Timings::default();
+        let mut clock = std::time::Instant::now();
 
         // 1. Prefilter: three ranked lists of admissible nodes.
         let mut vector_list = Vec::new();
@@ -377,16 +412,19 @@ impl Snapshot<'_> {
                 }
             }
         }
+        timings.vector_us = lap(&mut clock);
         let words = content_words(&query.text);
         let mut bm25_list = Vec::new();
         if !words.is_empty() {
-            for (key, _) in self.read.search_text(&words.join(" "), p.prefilter)? {
+            for (key, _) in self.search_keys(&words.join(" "), p.prefilter)? {
                 if r.admissible(&key)?.is_some() {
                     bm25_list.push(key);
                 }
             }
         }
+        timings.bm25_us = lap(&mut clock);
         let (entity_list, named) = self.entity_matches(&mut r, &query.text, p)?;
+        timings.entity_us = lap(&mut clock);
         let fused = fuse::rrf(
             &[vector_list.clone(), bm25_list.clone(), entity_list.clone()],
             &p.list_weights,
@@ -424,9 +462,17 @@ impl Snapshot<'_> {
         let mut expanded = 0;
         while expanded < p.expansions {
             let Some((Score(reach), from)) = open.pop_last() else { break };
-            let Some(c) = cands.get(&from) else { continue };
-            // A stale entry (the node was reached better since), a hub or the depth limit.
-            if c.reach > reach || is_hub(&c.node, p.hub_mentions) || c.path.len() >= p.depth {
+            let Some(c) = cands.get_mut(&from) else { continue };
+            // A stale entry (the node was reached better since) or the depth limit.
+            if c.reach > reach || c.path.len() >= p.depth {
+                continue;
+            }
+            if c.node.is_none() {
+                c.node = r.admissible(&from)?;
+            }
+            // Not admitted (never walked through, never returned), or a hub.
+            let Some(node) = &c.node else { continue };
+            if is_hub(node, p.hub_mentions) {
                 continue;
             }
             expanded += 1;
@@ -435,7 +481,7 @@ impl Snapshot<'_> {
                 (c.relevance, c.path_weight, c.confidence, c.seed.clone(), c.path.clone());
             let mut steps: Vec<(f64, Edge, bool)> = self
                 .read
-                .edges_of(&from, None, Direction::Both)?
+                .edges_of_limited(&from, Direction::Both, p.fanout)?
                 .into_iter()
                 .filter_map(|e| {
                     let forward = e.key.from == from;
@@ -455,7 +501,10 @@ impl Snapshot<'_> {
                 if cands.get(&to).is_some_and(|c| c.reach >= via) {
                     continue;
                 }
-                let Some(node) = r.admissible(&to)? else { continue };
+                // Known not admitted: not reached through either.
+                if r.seen.get(&to).is_some_and(Option::is_none) {
+                    continue;
+                }
                 let mut steps = path.clone();
                 steps.push(Step {
                     edge_type: edge.key.edge_type.clone(),
@@ -464,7 +513,7 @@ impl Snapshot<'_> {
                     to: to.clone(),
                 });
                 let entry = cands.entry(to.clone()).or_insert_with(|| Cand {
-                    node,
+                    node: None,
                     direct: 0.0,
                     found_by: Vec::new(),
                     reach: 0.0,
@@ -484,41 +533,66 @@ impl Snapshot<'_> {
             }
         }
 
-        // 4. Re-rank.
+        timings.expand_us = lap(&mut clock);
+
+        // 4. Re-rank: candidates in order of the best score they could have (salience ≤ 1),
+        // each read and admitted when its turn comes, until no unread one can beat the k-th.
         let as_of = match query.as_of {
             Some(t) => Some(t),
-            None => cands.values().filter_map(|c| occurred_at(&c.node)).max(),
+            None => cands.values().filter_map(|c| c.node.as_ref().and_then(occurred_at)).max(),
         };
-        let candidates = cands.len();
-        let mut ranked: Vec<Item> = cands
-            .into_values()
-            .filter(|c| c.reach > 0.0)
-            .filter(|c| query.labels.as_ref().is_none_or(|l| l.contains(&c.node.key.label)))
-            .map(|c| {
-                let sal = salience_factor(&c.node, as_of, p.salience_weight);
-                let factors = Factors {
+        let want = match query.diversity {
+            Some(_) => query.k.saturating_mul(3).max(30),
+            None => query.k,
+        };
+        let mut order: Vec<(f64, NodeKey)> = cands
+            .iter()
+            .filter(|(_, c)| c.reach > 0.0)
+            .filter(|(k, _)| query.labels.as_ref().is_none_or(|l| l.contains(&k.label)))
+            .map(|(k, c)| (c.relevance * c.path_weight * c.confidence, k.clone()))
+            .collect();
+        order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::new();
+        let mut ranked: Vec<Item> = Vec::new();
+        for (bound, key) in order {
+            if best.len() >= want && best.peek().is_some_and(|Reverse(Score(kth))| bound < *kth) {
+                break;
+            }
+            let Some(mut c) = cands.remove(&key) else { continue };
+            if c.node.is_none() {
+                c.node = r.admissible(&key)?;
+            }
+            let Some(node) = c.node else { continue };
+            let sal = salience_factor(&node, as_of, p.salience_weight);
+            let score = c.relevance * c.path_weight * c.confidence * sal;
+            best.push(Reverse(Score(score)));
+            if best.len() > want {
+                best.pop();
+            }
+            ranked.push(Item {
+                score,
+                factors: Factors {
                     relevance: c.relevance,
                     path_weight: c.path_weight,
                     confidence: c.confidence,
                     salience: sal,
-                };
-                Item {
-                    score: c.relevance * c.path_weight * c.confidence * sal,
-                    factors,
-                    found_by: c.found_by,
-                    seed: c.seed,
-                    path: c.path,
-                    provenance: Provenance {
-                        log_position: None,
-                        recorded_at: None,
-                        created_by: String::new(),
-                        source: None,
-                    },
-                    tokens: tokens(&c.node),
-                    node: c.node,
-                }
-            })
-            .collect();
+                },
+                found_by: c.found_by,
+                seed: c.seed,
+                path: c.path,
+                provenance: Provenance {
+                    log_position: None,
+                    recorded_at: None,
+                    created_by: String::new(),
+                    source: None,
+                },
+                tokens: tokens(&node),
+                node,
+            });
+        }
+        // Nodes read and admitted: every candidate the constraints let through that this
+        // recall looked at (nothing filtered out is counted).
+        let candidates = r.seen.values().filter(|n| n.is_some()).count();
         ranked
             .sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.node.key.cmp(&b.node.key)));
         if let Some(lambda) = query.diversity {
@@ -574,6 +648,7 @@ impl Snapshot<'_> {
         }
         unknowns.sort_by(|a, b| (a.kind, &a.item, &a.missing).cmp(&(b.kind, &b.item, &b.missing)));
         unknowns.dedup();
+        timings.stitch_us = lap(&mut clock);
         Ok(ContextPack {
             query: query.text.clone(),
             intent,
@@ -583,6 +658,7 @@ impl Snapshot<'_> {
             unknowns,
             candidates,
             trimmed,
+            timings,
         })
     }
 
@@ -771,11 +847,15 @@ impl crate::Engine {
         query: &RecallQuery,
         who: &dyn Visibility,
     ) -> Result<ContextPack, Error> {
+        let mut clock = std::time::Instant::now();
         let vector = if query.text.trim().is_empty() {
             Vec::new()
         } else {
             self.embedder()?.embed(&[query.text.as_str()])?.into_iter().next().unwrap_or_default()
         };
-        self.snapshot()?.recall_with(query, &vector, who, self.options().search)
+        let embed_us = lap(&mut clock);
+        let mut pack = self.snapshot()?.recall_with(query, &vector, who, self.options().search)?;
+        pack.timings.embed_us = embed_us;
+        Ok(pack)
     }
 }

@@ -7,8 +7,8 @@ use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_ontology::{RecordKind, Schema};
 use ctxgraph_store::{EmbeddedRead, FORMAT_VERSION, GraphReader, LogEntry, LogReader};
 
+use crate::engine::Caches;
 use crate::error::Error;
-use crate::vector_index::IndexCache;
 use ctxgraph_ann::SearchParams;
 
 /// The five semantic views of seed 000: typed subgraphs over the shared node set.
@@ -153,7 +153,7 @@ pub struct Snapshot<'a> {
     pub(crate) read: EmbeddedRead<'a>,
     schema: &'a Schema,
     bytes_on_disk: u64,
-    index_cache: &'a IndexCache,
+    caches: &'a Caches,
 }
 
 /// The most events a causal walk visits, so a pathological graph cannot make a read unbounded.
@@ -164,9 +164,9 @@ impl<'a> Snapshot<'a> {
         read: EmbeddedRead<'a>,
         schema: &'a Schema,
         bytes_on_disk: u64,
-        index_cache: &'a IndexCache,
+        caches: &'a Caches,
     ) -> Self {
-        Snapshot { read, schema, bytes_on_disk, index_cache }
+        Snapshot { read, schema, bytes_on_disk, caches }
     }
 
     /// The effective schema.
@@ -351,12 +351,22 @@ impl<'a> Snapshot<'a> {
     /// best BM25 score first, at most `limit`.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<(Node, f64)>, Error> {
         let mut out = Vec::new();
-        for (key, score) in self.read.search_text(query, limit)? {
+        for (key, score) in self.search_keys(query, limit)? {
             if let Some(node) = self.read_node(&key)? {
                 out.push((node, score));
             }
         }
         Ok(out)
+    }
+
+    /// Node keys whose indexed text matches words of `query`, best BM25 score first: the
+    /// lexical index's posting lists and the full-text index for newer documents.
+    pub(crate) fn search_keys(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<(NodeKey, f64)>, Error> {
+        crate::text_index::search(&self.read, &self.caches.text, query, limit)
     }
 
     /// A node's embedding, once enriched.
@@ -375,7 +385,7 @@ impl<'a> Snapshot<'a> {
     ) -> Result<Vec<(Node, f32)>, Error> {
         let mut out = Vec::new();
         for (key, score) in
-            crate::vector_index::nearest(&self.read, self.index_cache, query, k, options)?
+            crate::vector_index::nearest(&self.read, &self.caches.vectors, query, k, options)?
         {
             if let Some(node) = self.read_node(&key)? {
                 out.push((node, score));
@@ -401,6 +411,13 @@ impl<'a> Snapshot<'a> {
     /// How many vectors are stored, and how many are not in the vector index yet.
     pub fn stats_vectors(&self) -> Result<(u64, u64), Error> {
         Ok(self.read.vector_counts()?)
+    }
+
+    /// How many full-text documents the lexical index does not cover yet (all of them before
+    /// its first build).
+    pub fn text_docs_outside_index(&self) -> Result<u64, Error> {
+        let after = self.read.text_index_build()?.map_or(-1, |b| b.through);
+        Ok(self.read.text_docs_after(after)?.0)
     }
 
     /// Counts and sizes (counting scans every node and edge: use [`Snapshot::checkpoints`] when

@@ -1,6 +1,6 @@
 //! The embedded backend: one SQLite file in WAL mode holding the log and the projected graph.
 //!
-//! # Storage layout (format version 2)
+//! # Storage layout (format version 3)
 //!
 //! ```text
 //! log            (position INTEGER PRIMARY KEY, kind, record_id, recorded_at, body)  UNIQUE(kind, record_id)
@@ -14,6 +14,7 @@
 //! ann_lists      (list, members)       the IVF vector index: packed members per list
 //! archived       (label, id, archived_at)  nodes retention moved out of the graph
 //! text_index     FTS5 (rowid = nid)    BM25 full-text index of event text and entity names
+//! text_postings  (term, postings)      the lexical index: one BM25 posting list per term
 //! pending_edges  (wait_label, wait_id, <edge key>, props)                           PK(wait, edge key)
 //! ```
 //!
@@ -32,18 +33,21 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavio
 
 use crate::{
     Appended, Archived, GraphCounts, GraphReader, GraphStore, Log, LogEntry, LogReader,
-    SessionSlot, StoreError, StoredVector,
+    SessionSlot, StoreError, StoredVector, TextIndexBuild,
 };
 
 /// The newest on-disk format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// `PRAGMA application_id` of a ctxgraph store: "ctxg" in ASCII.
 const APPLICATION_ID: i32 = 0x6374_7867;
 
 /// Migrations from version N-1 to N, applied in order inside one transaction at open.
-const MIGRATIONS: &[(u32, &str)] =
-    &[(1, include_str!("format_v1.sql")), (2, include_str!("format_v2.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("format_v1.sql")),
+    (2, include_str!("format_v2.sql")),
+    (3, include_str!("format_v3.sql")),
+];
 
 /// Whether opening may create a missing store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,11 +113,17 @@ impl Embedded {
         if version < FORMAT_VERSION {
             store.migrate(version)?;
         }
-        // Per connection, in the temp schema: document frequencies of the full-text index's
-        // terms, which searches use to leave out the commonest words. Writes nothing to the file.
-        store.conn.execute_batch(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.text_vocab USING fts5vocab(main, text_index, row);",
-        )?;
+        // Per connection, in the temp schema (nothing is written to the file): document
+        // frequencies of the full-text index's terms, which searches use to leave out the
+        // commonest words; its occurrences, which lexical index builds read; and a scratch
+        // full-text table with the index's tokenizer, which turns a question into the index's
+        // terms (so question and index are tokenized and stemmed by the same code).
+        store.conn.execute_batch(&format!(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.text_vocab USING fts5vocab(main, text_index, row);
+             CREATE VIRTUAL TABLE IF NOT EXISTS temp.text_instance USING fts5vocab(main, text_index, instance);
+             CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_text USING fts5(body, tokenize = '{TOKENIZER}');
+             CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_instance USING fts5vocab(temp, query_text, instance);"
+        ))?;
         Ok(store)
     }
 
@@ -440,10 +450,11 @@ fn graph_vectors_of(c: &Connection, nids: &[i64]) -> Result<Vec<StoredVector>, S
     Ok(out)
 }
 
-fn graph_ann_generation(c: &Connection) -> Result<u64, StoreError> {
+/// A counter in meta (an index generation), 0 before its first bump.
+fn meta_counter(c: &Connection, key: &str) -> Result<u64, StoreError> {
     let v: Option<i64> = c
-        .prepare_cached("SELECT value FROM meta WHERE key = 'ann_generation'")?
-        .query_row([], |r| r.get(0))
+        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+        .query_row(params![key], |r| r.get(0))
         .optional()?;
     Ok(v.map_or(0, position))
 }
@@ -486,29 +497,63 @@ fn graph_archived(
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The full-text index's tokenizer, as `format_v2.sql` creates it.
+const TOKENIZER: &str = "porter unicode61 remove_diacritics 2";
+
+/// The index terms of each word of `words` (a word may give none, e.g. punctuation), through
+/// the scratch table with the index's tokenizer: `(word position, term)`.
+fn index_terms(c: &Connection, words: &[&str]) -> Result<Vec<(usize, String)>, StoreError> {
+    c.prepare_cached("DELETE FROM temp.query_text")?.execute([])?;
+    let mut insert =
+        c.prepare_cached("INSERT INTO temp.query_text (rowid, body) VALUES (?1, ?2)")?;
+    for (i, w) in words.iter().enumerate() {
+        insert.execute(params![i as i64, w])?;
+    }
+    let mut st = c.prepare_cached("SELECT doc, term FROM temp.query_instance")?;
+    let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (doc, term) = row?;
+        out.push((usize::try_from(doc).unwrap_or(usize::MAX), term));
+    }
+    Ok(out)
+}
+
+/// Documents containing `term` in the full-text index. Costs a pass over the term's documents
+/// (the vocabulary table counts them), so only searches without a lexical index use it.
+fn term_docs(c: &Connection, term: &str) -> Result<u64, StoreError> {
+    let docs: Option<i64> = c
+        .prepare_cached("SELECT doc FROM temp.text_vocab WHERE term = ?1")?
+        .query_row(params![term], |r| r.get(0))
+        .optional()?;
+    Ok(docs.map_or(0, position))
+}
+
+fn graph_text_terms(c: &Connection, text: &str) -> Result<Vec<String>, StoreError> {
+    let mut terms: Vec<String> = index_terms(c, &[text])?.into_iter().map(|(_, t)| t).collect();
+    terms.sort();
+    terms.dedup();
+    Ok(terms)
+}
+
 /// Documents the words of a search may match together before the commonest words are left out.
 /// BM25 scores every matching document, so a word found in half a million events would cost
 /// far more than it tells; the rarest word is always kept.
 const MAX_MATCHING_DOCS: u64 = 5_000;
 
-/// A free-text query as an FTS5 expression: every word quoted (no operators reach FTS5), OR-ed,
-/// rarest first, leaving out the commonest words once the matches would pass
-/// [`MAX_MATCHING_DOCS`].
-fn fts_query(c: &Connection, query: &str) -> Result<Option<String>, StoreError> {
-    let mut words: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    words.sort();
-    words.dedup();
-    let mut st = c.prepare_cached("SELECT doc FROM temp.text_vocab WHERE term = ?1")?;
+/// Search words as an FTS5 expression: every word quoted (no operators reach FTS5), OR-ed; with
+/// `capped`, rarest first (by their index terms), leaving out the commonest once the matches
+/// would pass [`MAX_MATCHING_DOCS`].
+fn fts_query(c: &Connection, words: &[String], capped: bool) -> Result<Option<String>, StoreError> {
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let mut counted = Vec::with_capacity(words.len());
-    for w in words {
-        let docs: Option<i64> = st.query_row(params![w], |r| r.get(0)).optional()?;
-        counted.push((docs.map_or(0, position), w));
+    for (i, term) in index_terms(c, &words)? {
+        let Some(word) = words.get(i) else { continue };
+        let docs = if capped { term_docs(c, &term)? } else { 0 };
+        counted.push((docs, word.replace('"', "\"\"")));
     }
     counted.sort();
+    counted.dedup();
     let mut matching = 0;
     let mut kept = Vec::new();
     for (i, (docs, w)) in counted.into_iter().enumerate() {
@@ -523,20 +568,79 @@ fn fts_query(c: &Connection, query: &str) -> Result<Option<String>, StoreError> 
 
 fn graph_search_text(
     c: &Connection,
-    query: &str,
+    words: &[String],
+    after: i64,
     limit: usize,
-) -> Result<Vec<(NodeKey, f64)>, StoreError> {
-    let Some(expr) = fts_query(c, query)? else { return Ok(Vec::new()) };
+) -> Result<Vec<(i64, f64)>, StoreError> {
+    let Some(expr) = fts_query(c, words, after < 0)? else { return Ok(Vec::new()) };
     let mut st = c.prepare_cached(
-        "SELECT n.label, n.id, -s.score FROM
-           (SELECT rowid, bm25(text_index) AS score FROM text_index WHERE text_index MATCH ?1 ORDER BY score LIMIT ?2) s
-         JOIN nodes n ON n.nid = s.rowid ORDER BY s.score, n.label, n.id",
+        "SELECT rowid, -bm25(text_index) AS score FROM text_index
+         WHERE text_index MATCH ?1 AND rowid > ?2 ORDER BY score DESC, rowid LIMIT ?3",
     )?;
-    let rows = st.query_map(params![expr, sql_int(limit as u64)], |r| {
-        Ok((NodeKey { label: r.get(0)?, id: r.get(1)? }, r.get::<_, f64>(2)?))
+    let rows = st.query_map(params![expr, after, sql_int(limit as u64)], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
+
+fn graph_text_docs_after(c: &Connection, after: i64) -> Result<(u64, Option<i64>), StoreError> {
+    let count: i64 = c
+        .prepare_cached("SELECT count(*) FROM text_index_docsize WHERE id > ?1")?
+        .query_row(params![after], |r| r.get(0))?;
+    let max: Option<i64> =
+        c.prepare_cached("SELECT max(id) FROM text_index_docsize")?.query_row([], |r| r.get(0))?;
+    Ok((position(count), max))
+}
+
+fn graph_scan_text_index(
+    c: &Connection,
+    visit: &mut dyn FnMut(&str, i64) -> bool,
+) -> Result<(), StoreError> {
+    let mut st = c.prepare_cached("SELECT term, doc FROM temp.text_instance")?;
+    let mut rows = st.query([])?;
+    while let Some(row) = rows.next()? {
+        let term = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+        if !visit(term, row.get(1)?) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn graph_text_index_build(c: &Connection) -> Result<Option<TextIndexBuild>, StoreError> {
+    let mut st = c.prepare_cached("SELECT value FROM meta WHERE key = ?1")?;
+    let through: Option<i64> = st.query_row(["text_built_through"], |r| r.get(0)).optional()?;
+    let docs: Option<i64> = st.query_row(["text_docs"], |r| r.get(0)).optional()?;
+    let avg_len: Option<f64> = st.query_row(["text_avg_len"], |r| r.get(0)).optional()?;
+    Ok(match (through, docs, avg_len) {
+        (Some(through), Some(docs), Some(avg_len)) => {
+            Some(TextIndexBuild { through, docs: position(docs), avg_len })
+        }
+        _ => None,
+    })
+}
+
+fn graph_node_keys(c: &Connection, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, StoreError> {
+    let mut st = c.prepare_cached("SELECT label, id FROM nodes WHERE nid = ?1")?;
+    let mut out = Vec::with_capacity(nids.len());
+    for &nid in nids {
+        let key = st
+            .query_row(params![nid], |r| Ok(NodeKey { label: r.get(0)?, id: r.get(1)? }))
+            .optional()?;
+        if let Some(key) = key {
+            out.push((nid, key));
+        }
+    }
+    Ok(out)
+}
+
+/// Bump the lexical index generation (every change of the index goes through here).
+const BUMP_TEXT_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('text_generation', 1)
+     ON CONFLICT (key) DO UPDATE SET value = value + 1;";
+
+/// Drop the lexical index's lists and statistics (not the full-text index).
+const CLEAR_TEXT_INDEX: &str = "DELETE FROM text_postings;
+     DELETE FROM meta WHERE key IN ('text_built_through', 'text_docs', 'text_avg_len');";
 
 fn slot_row(row: &Row<'_>) -> rusqlite::Result<SessionSlot> {
     Ok(SessionSlot { at_ns: row.get(0)?, event_id: row.get(1)? })
@@ -580,6 +684,54 @@ fn graph_edge(c: &Connection, key: &EdgeKey) -> Result<Option<Edge>, StoreError>
     let props: Option<String> =
         st.query_row(params![from, key.edge_type, to, key.qualifier], |r| r.get(0)).optional()?;
     props.map(|p| Ok(Edge { key: key.clone(), props: props_from(&p)? })).transpose()
+}
+
+fn graph_edges_of_limited(
+    c: &Connection,
+    key: &NodeKey,
+    direction: Direction,
+    per_type: usize,
+) -> Result<Vec<Edge>, StoreError> {
+    let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for (dir, near, far) in
+        [(Direction::Out, "from_nid", "to_nid"), (Direction::In, "to_nid", "from_nid")]
+    {
+        if !(direction == dir || direction == Direction::Both) {
+            continue;
+        }
+        // The distinct types by successive index seeks (a skip scan), not a pass over edges.
+        let mut types = c.prepare_cached(&format!(
+            "WITH RECURSIVE t(ty) AS (
+                 SELECT min(edge_type) FROM edges WHERE {near} = ?1
+                 UNION ALL
+                 SELECT (SELECT min(edge_type) FROM edges WHERE {near} = ?1 AND edge_type > t.ty)
+                 FROM t WHERE t.ty IS NOT NULL)
+             SELECT ty FROM t WHERE ty IS NOT NULL"
+        ))?;
+        let types: Vec<String> =
+            types.query_map(params![nid], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        let mut st = c.prepare_cached(&format!(
+            "{EDGE_JOIN} WHERE e.{near} = ?1 AND e.edge_type = ?2 ORDER BY e.{far} LIMIT ?3"
+        ))?;
+        let mut edges = Vec::new();
+        for ty in &types {
+            edges.extend(collect_edges(
+                st.query_map(params![nid, ty, sql_int(per_type as u64)], edge_row)?,
+            )?);
+        }
+        let other =
+            |e: &Edge| if dir == Direction::Out { e.key.to.clone() } else { e.key.from.clone() };
+        edges.sort_by(|a, b| {
+            (&a.key.edge_type, other(a), &a.key.qualifier).cmp(&(
+                &b.key.edge_type,
+                other(b),
+                &b.key.qualifier,
+            ))
+        });
+        out.extend(edges);
+    }
+    Ok(out)
 }
 
 fn graph_edges_of(
@@ -855,12 +1007,49 @@ macro_rules! impl_readers {
             fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
                 graph_vector(&self.tx, key)
             }
+            fn edges_of_limited(
+                &self,
+                key: &NodeKey,
+                direction: Direction,
+                per_type: usize,
+            ) -> Result<Vec<Edge>, StoreError> {
+                graph_edges_of_limited(&self.tx, key, direction, per_type)
+            }
+            fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError> {
+                graph_text_terms(&self.tx, text)
+            }
             fn search_text(
                 &self,
-                query: &str,
+                words: &[String],
+                after: i64,
                 limit: usize,
-            ) -> Result<Vec<(NodeKey, f64)>, StoreError> {
-                graph_search_text(&self.tx, query, limit)
+            ) -> Result<Vec<(i64, f64)>, StoreError> {
+                graph_search_text(&self.tx, words, after, limit)
+            }
+            fn text_docs_after(&self, after: i64) -> Result<(u64, Option<i64>), StoreError> {
+                graph_text_docs_after(&self.tx, after)
+            }
+            fn scan_text_index(
+                &self,
+                visit: &mut dyn FnMut(&str, i64) -> bool,
+            ) -> Result<(), StoreError> {
+                graph_scan_text_index(&self.tx, visit)
+            }
+            fn text_generation(&self) -> Result<u64, StoreError> {
+                meta_counter(&self.tx, "text_generation")
+            }
+            fn text_index_build(&self) -> Result<Option<TextIndexBuild>, StoreError> {
+                graph_text_index_build(&self.tx)
+            }
+            fn text_postings(&self, term: &str) -> Result<Option<Vec<u8>>, StoreError> {
+                Ok(self
+                    .tx
+                    .prepare_cached("SELECT postings FROM text_postings WHERE term = ?1")?
+                    .query_row(params![term], |r| r.get(0))
+                    .optional()?)
+            }
+            fn node_keys(&self, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, StoreError> {
+                graph_node_keys(&self.tx, nids)
             }
             fn vectors_page(
                 &self,
@@ -879,7 +1068,7 @@ macro_rules! impl_readers {
                 graph_vectors_of(&self.tx, nids)
             }
             fn ann_generation(&self) -> Result<u64, StoreError> {
-                graph_ann_generation(&self.tx)
+                meta_counter(&self.tx, "ann_generation")
             }
             fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError> {
                 graph_ann_centroids(&self.tx)
@@ -1084,6 +1273,8 @@ impl GraphStore for EmbeddedWrite<'_> {
     }
 
     fn clear_enrichment(&mut self) -> Result<(), StoreError> {
+        self.tx.execute_batch(CLEAR_TEXT_INDEX)?;
+        self.tx.execute_batch(BUMP_TEXT_GENERATION)?;
         self.tx.execute_batch(
             "DELETE FROM vectors; DELETE FROM text_index; DELETE FROM ann_lists;
              DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension', 'ann_centroids');
@@ -1176,6 +1367,32 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.tx
             .prepare_cached("UPDATE vectors SET list = ?1 WHERE nid = ?2")?
             .execute(params![list, nid])?;
+        Ok(())
+    }
+
+    fn clear_text_index(&mut self) -> Result<(), StoreError> {
+        self.tx.execute_batch(CLEAR_TEXT_INDEX)?;
+        self.tx.execute_batch(BUMP_TEXT_GENERATION)?;
+        Ok(())
+    }
+
+    fn put_text_postings(&mut self, term: &str, postings: &[u8]) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO text_postings (term, postings) VALUES (?1, ?2)",
+            )?
+            .execute(params![term, postings])?;
+        Ok(())
+    }
+
+    fn set_text_index_build(&mut self, build: &TextIndexBuild) -> Result<(), StoreError> {
+        let mut st =
+            self.tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
+        st.execute(params!["text_built_through", build.through])?;
+        st.execute(params!["text_docs", sql_int(build.docs)])?;
+        st.execute(params!["text_avg_len", build.avg_len])?;
+        drop(st);
+        self.tx.execute_batch(BUMP_TEXT_GENERATION)?;
         Ok(())
     }
 

@@ -105,6 +105,18 @@ pub struct StoredVector {
     pub vector: Vec<f32>,
 }
 
+/// What the lexical index (one BM25 posting list per full-text term) covers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TextIndexBuild {
+    /// The highest node id it covers: documents written with a higher id are searched in the
+    /// full-text index alone.
+    pub through: i64,
+    /// Documents it covers.
+    pub docs: u64,
+    /// Their mean length in tokens.
+    pub avg_len: f64,
+}
+
 /// A node retention moved out of the graph.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Archived {
@@ -173,9 +185,42 @@ pub trait GraphReader {
     fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError>;
     /// A node's embedding.
     fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError>;
-    /// Nodes whose indexed text matches any word of `query`, best BM25 score first (higher is
-    /// better), at most `limit`.
-    fn search_text(&self, query: &str, limit: usize) -> Result<Vec<(NodeKey, f64)>, StoreError>;
+    /// Like [`GraphReader::edges_of`] over every type, but at most `per_type` edges of each
+    /// type in each direction (those whose other endpoint was stored first): a bounded read of
+    /// a node with thousands of edges. Each direction's types are found by index seeks, so the
+    /// cost grows with the types and the bound, not with the node's degree.
+    fn edges_of_limited(
+        &self,
+        key: &NodeKey,
+        direction: Direction,
+        per_type: usize,
+    ) -> Result<Vec<Edge>, StoreError>;
+    /// The full-text terms of `text` (tokenized and stemmed as the index does), deduplicated,
+    /// in term order.
+    fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError>;
+    /// Documents with an id above `after` that contain any of `words`, best BM25 score first
+    /// (higher is better), at most `limit`, as `(node id, score)`. Over the whole index
+    /// (`after` < 0) the commonest words are left out once the matching documents would pass
+    /// a bound (the rarest word is always kept); above a lexical index build, every word counts.
+    fn search_text(
+        &self,
+        words: &[String],
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, StoreError>;
+    /// How many full-text documents have an id above `after`, and the highest id of any.
+    fn text_docs_after(&self, after: i64) -> Result<(u64, Option<i64>), StoreError>;
+    /// Visit every `(term, document)` occurrence of the full-text index, grouped by term in
+    /// term order, documents ascending within a term; `visit` returns `false` to stop.
+    fn scan_text_index(&self, visit: &mut dyn FnMut(&str, i64) -> bool) -> Result<(), StoreError>;
+    /// A number that changes whenever the lexical index is rebuilt or dropped (for caches).
+    fn text_generation(&self) -> Result<u64, StoreError>;
+    /// What the lexical index covers; `None` before its first build.
+    fn text_index_build(&self) -> Result<Option<TextIndexBuild>, StoreError>;
+    /// One term's posting list blob, if the lexical index has it.
+    fn text_postings(&self, term: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// The node keys of these node ids, in the order given; unknown ids are skipped.
+    fn node_keys(&self, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, StoreError>;
     /// Stored vectors with `nid > after`, in nid order, at most `limit` (for index builds).
     fn vectors_page(&self, after: i64, limit: usize) -> Result<Vec<StoredVector>, StoreError>;
     /// Vectors written since the vector index was last built, in nid order.
@@ -248,6 +293,12 @@ pub trait GraphStore: GraphReader {
     fn put_ann_list(&mut self, list: u32, members: &[u8]) -> Result<(), StoreError>;
     /// Record that the vector of `nid` is filed under `list`.
     fn set_vector_list(&mut self, nid: i64, list: u32) -> Result<(), StoreError>;
+    /// Drop the lexical index: every full-text document is searched in the full-text index.
+    fn clear_text_index(&mut self) -> Result<(), StoreError>;
+    /// Store one term's posting list blob.
+    fn put_text_postings(&mut self, term: &str, postings: &[u8]) -> Result<(), StoreError>;
+    /// Record what the lexical index now covers (after its lists are stored).
+    fn set_text_index_build(&mut self, build: &TextIndexBuild) -> Result<(), StoreError>;
     /// Record that retention archived a node (see [`GraphReader::is_archived`]).
     fn put_archived(&mut self, key: &NodeKey, archived_at: &str) -> Result<(), StoreError>;
     /// Forget every archive mark (reprojection that brings archived nodes back).

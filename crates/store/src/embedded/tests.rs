@@ -1,6 +1,6 @@
 //! Tests of the embedded backend: log idempotency, durability across reopen, graph upserts, format checks.
 
-use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey, Properties};
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{Limits, Schema, validate};
 use tempfile::TempDir;
 
@@ -99,6 +99,49 @@ fn graph_upserts_neighbours_and_pending_edges() {
 }
 
 #[test]
+fn limited_edge_reads_take_a_bounded_number_per_type_and_direction() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    let hub = NodeKey::new("Event", "hub");
+    let nodes: Vec<NodeKey> = (0..6).map(|i| NodeKey::new("Event", format!("e{i}"))).collect();
+    for key in std::iter::once(&hub).chain(&nodes) {
+        let mut props = Properties::new();
+        props.insert("event_id".into(), key.id.clone().into());
+        w.put_node(&Node { key: key.clone(), props }).unwrap();
+    }
+    let edge = |t: &str, from: &NodeKey, to: &NodeKey| Edge {
+        key: EdgeKey {
+            edge_type: t.into(),
+            from: from.clone(),
+            to: to.clone(),
+            qualifier: String::new(),
+        },
+        props: Properties::new(),
+    };
+    // Five similar events point at the hub; the hub follows one and causes two.
+    for n in &nodes[..5] {
+        w.put_edge(&edge("SIMILAR_TO", n, &hub)).unwrap();
+    }
+    w.put_edge(&edge("FOLLOWS", &hub, &nodes[5])).unwrap();
+    w.put_edge(&edge("CAUSED_BY", &nodes[4], &hub)).unwrap();
+    w.put_edge(&edge("CAUSED_BY", &nodes[5], &hub)).unwrap();
+    let all = w.edges_of(&hub, None, Direction::Both).unwrap();
+    assert_eq!(w.edges_of_limited(&hub, Direction::Both, 100).unwrap(), all);
+    let two = w.edges_of_limited(&hub, Direction::Both, 2).unwrap();
+    let count = |t: &str| two.iter().filter(|e| e.key.edge_type == t).count();
+    assert_eq!((count("SIMILAR_TO"), count("CAUSED_BY"), count("FOLLOWS")), (2, 2, 1));
+    // The first stored endpoints, in the order of the unlimited read.
+    let similar: Vec<&Edge> =
+        all.iter().filter(|e| e.key.edge_type == "SIMILAR_TO").take(2).collect();
+    assert!(similar.iter().all(|e| two.contains(e)));
+    assert_eq!(w.edges_of_limited(&hub, Direction::Out, 2).unwrap().len(), 1);
+    assert!(
+        w.edges_of_limited(&NodeKey::new("Event", "none"), Direction::Both, 2).unwrap().is_empty()
+    );
+}
+
+#[test]
 fn session_neighbours_order_by_time_then_id() {
     let dir = TempDir::new().unwrap();
     let mut store = open(&dir);
@@ -194,12 +237,43 @@ fn vectors_text_search_and_enrichment_bookkeeping() {
     w.put_text(&a, "refund rejected by the billing api").unwrap();
     w.put_text(&b, "checkout latency regression after deploy").unwrap();
     w.put_text(&b, "checkout latency regression after deploy; billing unaffected").unwrap();
-    let hits = w.search_text("Billing refund?", 10).unwrap();
-    assert_eq!(hits[0].0, a, "two matching words beat one");
+    let words = |q: &str| q.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    let hits = w.search_text(&words("Billing refund?"), -1, 10).unwrap();
+    let keys = w.node_keys(&hits.iter().map(|h| h.0).collect::<Vec<_>>()).unwrap();
+    assert_eq!(keys[0].1, a, "two matching words beat one");
     assert_eq!(hits.len(), 2);
     assert!(hits[0].1 > hits[1].1);
-    assert!(w.search_text("\"; DROP TABLE nodes; --", 10).unwrap().is_empty());
-    assert!(w.search_text("   ", 10).unwrap().is_empty());
+    assert!(w.search_text(&words("\"; DROP TABLE nodes; --"), -1, 10).unwrap().is_empty());
+    assert!(w.search_text(&words("   "), -1, 10).unwrap().is_empty());
+    // Only documents above `after`.
+    let a_nid = keys[0].0;
+    let after: Vec<i64> =
+        w.search_text(&words("billing"), a_nid, 10).unwrap().iter().map(|h| h.0).collect();
+    assert!(!after.contains(&a_nid) && after.len() == 1);
+    // The question's words become the index's stemmed terms, with document frequencies.
+    assert_eq!(w.text_terms("Rejected deploys, billing!").unwrap(), ["bill", "deploi", "reject"]);
+    // Occurrences come grouped by term, documents ascending.
+    let mut seen = Vec::new();
+    w.scan_text_index(&mut |t, d| {
+        seen.push((t.to_owned(), d));
+        true
+    })
+    .unwrap();
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(seen, sorted);
+    assert!(seen.contains(&("unaffect".to_owned(), keys[1].0)));
+    assert_eq!(w.text_docs_after(-1).unwrap(), (2, Some(keys.iter().map(|k| k.0).max().unwrap())));
+
+    // The lexical index's blobs and statistics, and its generation.
+    assert_eq!(w.text_index_build().unwrap(), None);
+    let g0 = w.text_generation().unwrap();
+    w.put_text_postings("bill", b"blob").unwrap();
+    let build = TextIndexBuild { through: 2, docs: 2, avg_len: 5.5 };
+    w.set_text_index_build(&build).unwrap();
+    assert_eq!(w.text_index_build().unwrap(), Some(build));
+    assert_eq!(w.text_postings("bill").unwrap().as_deref(), Some(&b"blob"[..]));
+    assert!(w.text_generation().unwrap() > g0);
 
     assert_eq!(w.embedding_model().unwrap(), None);
     w.set_embedding_model("m1", 3).unwrap();
@@ -210,7 +284,9 @@ fn vectors_text_search_and_enrichment_bookkeeping() {
     assert_eq!(w.enriched_through().unwrap(), 7);
     w.clear_enrichment().unwrap();
     assert_eq!((w.enriched_through().unwrap(), w.embedding_model().unwrap()), (0, None));
-    assert!(w.search_text("billing", 10).unwrap().is_empty());
+    assert!(w.search_text(&words("billing"), -1, 10).unwrap().is_empty());
+    assert_eq!(w.text_index_build().unwrap(), None);
+    assert_eq!(w.text_postings("bill").unwrap(), None);
     assert_eq!(w.vector(&a).unwrap(), None);
     w.commit().unwrap();
 }

@@ -1,0 +1,193 @@
+//! The lexical index: BM25 posting lists built from the full-text index, searched together
+//! with the full-text index for documents written since the last build.
+//!
+//! Ranking in the full-text index (FTS5) costs a call of its `bm25()` per matching document,
+//! so a question with a common word gets slower as the store grows. The lexical index
+//! (`ctxgraph-lexical`) keeps one posting list per term and merges the question's lists in
+//! memory; its scores are FTS5's, so its hits and the full-text index's hits among newer
+//! documents (ids above the build's) merge into one ranking. `consolidate` rebuilds it, and so
+//! does every load that leaves [`REBUILD_AFTER`] documents outside it.
+//!
+//! Known limit: a document re-indexed with other text under an id the last build covers is
+//! searched with its old words until the next build; ids are reused only when the newest node
+//! was deleted (retention), so this is rare and the next `consolidate` clears it.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use ctxgraph_lexical::{Bm25, Builder, QueryTerm, Scratch, top_k};
+use ctxgraph_ontology::graph::NodeKey;
+use ctxgraph_store::{GraphReader, GraphStore, TextIndexBuild};
+
+use crate::error::Error;
+
+thread_local! {
+    /// The score array of [`top_k`], one per thread, reused by every search on it.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Documents outside the lexical index at which a load rebuilds it.
+pub const REBUILD_AFTER: u64 = 20_000;
+
+/// Postings a search reads at most, best first (see `ctxgraph_lexical::top_k`): exact for
+/// questions whose words' lists are shorter, the least valuable postings left out beyond, so
+/// a search costs about a millisecond however large the store.
+pub(crate) const MAX_POSTINGS: usize = 200_000;
+
+/// Extra hits asked of each source, so hits of deleted nodes can be dropped and `limit` still
+/// filled.
+const SLACK: usize = 16;
+
+/// Posting lists read so far, kept for the engine's life and tagged with the index generation
+/// (a rebuild elsewhere empties it on the next search).
+#[derive(Default)]
+pub(crate) struct TextCache(Mutex<CachedLists>);
+
+#[derive(Default)]
+struct CachedLists {
+    generation: u64,
+    lists: BTreeMap<String, Option<Arc<Vec<u8>>>>,
+}
+
+impl TextCache {
+    /// The posting list of each term (`None`: the index has no such term).
+    fn lists(
+        &self,
+        read: &dyn GraphReader,
+        terms: &[&str],
+    ) -> Result<Vec<Option<Arc<Vec<u8>>>>, Error> {
+        let generation = read.text_generation()?;
+        let mut cache = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.generation != generation {
+            *cache = CachedLists { generation, lists: BTreeMap::new() };
+        }
+        let mut out = Vec::with_capacity(terms.len());
+        for term in terms {
+            let list = match cache.lists.get(*term) {
+                Some(list) => list.clone(),
+                None => {
+                    let list = read.text_postings(term)?.map(Arc::new);
+                    cache.lists.insert((*term).to_owned(), list.clone());
+                    list
+                }
+            };
+            out.push(list);
+        }
+        Ok(out)
+    }
+}
+
+/// What a build indexed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TextIndexReport {
+    /// Documents covered.
+    pub docs: u64,
+    /// Terms (posting lists).
+    pub terms: u64,
+}
+
+/// Rebuild the lexical index from the full-text index, in the caller's transaction.
+pub(crate) fn rebuild(w: &mut dyn GraphStore) -> Result<TextIndexReport, Error> {
+    w.clear_text_index()?;
+    let (_, Some(max)) = w.text_docs_after(-1)? else { return Ok(TextIndexReport::default()) };
+    let mut builder = Builder::new(max)?;
+    let mut failed = None;
+    w.scan_text_index(&mut |term, doc| match builder.add(term, doc) {
+        Ok(()) => true,
+        Err(e) => {
+            failed = Some(e);
+            false
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    let built = builder.finish()?;
+    for (term, blob) in &built.lists {
+        w.put_text_postings(term, blob)?;
+    }
+    w.set_text_index_build(&TextIndexBuild {
+        through: max,
+        docs: built.docs,
+        avg_len: built.avg_len,
+    })?;
+    Ok(TextIndexReport { docs: built.docs, terms: built.lists.len() as u64 })
+}
+
+/// Nodes whose indexed text matches words of `query`, best BM25 score first (higher is better),
+/// at most `limit`.
+pub(crate) fn search(
+    read: &dyn GraphReader,
+    cache: &TextCache,
+    query: &str,
+    limit: usize,
+) -> Result<Vec<(NodeKey, f64)>, Error> {
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    let mut hits: Vec<(i64, f64)> = Vec::new();
+    let mut after = -1;
+    if let Some(build) = read.text_index_build()? {
+        let terms = read.text_terms(query)?;
+        let names: Vec<&str> = terms.iter().map(String::as_str).collect();
+        let lists = cache.lists(read, &names)?;
+        // Statistics as of the build plus the documents since: a term's document frequency is
+        // its list's length.
+        let (newer, _) = read.text_docs_after(build.through)?;
+        let docs = build.docs + newer;
+        let bm25 = Bm25::FTS5;
+        let mut query_terms = Vec::with_capacity(lists.len());
+        for list in lists.iter().flatten() {
+            let df = u64::from(ctxgraph_lexical::count(list)?);
+            // A term in more than half the documents gets FTS5's idf floor: merging its long
+            // list would change no ranking.
+            if df.saturating_mul(2) < docs {
+                query_terms.push(QueryTerm { idf: bm25.idf(docs, df), postings: list.as_slice() });
+            }
+        }
+        hits = SCRATCH.with_borrow_mut(|scratch| {
+            top_k(&query_terms, bm25, limit + SLACK, MAX_POSTINGS, scratch)
+        })?;
+        if newer == 0 {
+            return keys_of(read, hits, limit);
+        }
+        after = build.through;
+    }
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    hits.extend(read.search_text(&words, after, limit + SLACK)?);
+    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    keys_of(read, hits, limit)
+}
+
+/// The node keys of the best `limit` hits whose nodes still exist.
+fn keys_of(
+    read: &dyn GraphReader,
+    mut hits: Vec<(i64, f64)>,
+    limit: usize,
+) -> Result<Vec<(NodeKey, f64)>, Error> {
+    hits.truncate(limit + SLACK);
+    let nids: Vec<i64> = hits.iter().map(|h| h.0).collect();
+    let keys: BTreeMap<i64, NodeKey> = read.node_keys(&nids)?.into_iter().collect();
+    let mut out: Vec<(NodeKey, f64)> = hits
+        .into_iter()
+        .filter_map(|(nid, score)| keys.get(&nid).map(|k| (k.clone(), score)))
+        .collect();
+    out.truncate(limit);
+    Ok(out)
+}
+
+impl crate::Engine {
+    /// Rebuild the lexical index (searches then merge posting lists instead of ranking in the
+    /// full-text index); `consolidate` does this and more. Returns what it indexed.
+    pub fn index_text(&mut self) -> Result<TextIndexReport, Error> {
+        let mut w = self.store.begin_write()?;
+        let report = rebuild(&mut w)?;
+        w.commit()?;
+        Ok(report)
+    }
+}

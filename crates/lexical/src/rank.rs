@@ -1,0 +1,322 @@
+//! BM25 scoring and the document-at-a-time merge of a question's posting lists.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BinaryHeap};
+
+use crate::error::Error;
+use crate::postings::{ListView, impact_of};
+
+/// BM25's parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25 {
+    /// Term-frequency saturation.
+    pub k1: f64,
+    /// Length normalisation (0: none, 1: full).
+    pub b: f64,
+}
+
+impl Bm25 {
+    /// The parameters of FTS5's `bm25()`, so scores of both are on one scale.
+    pub const FTS5: Bm25 = Bm25 { k1: 1.2, b: 0.75 };
+
+    /// Inverse document frequency of a term in `df` of `docs` documents, FTS5's formula:
+    /// `ln((N − n + 0.5) / (n + 0.5))`, floored at 1e-6 so a very common term still counts a
+    /// little.
+    pub fn idf(self, docs: u64, df: u64) -> f64 {
+        let (n, df) = (docs as f64, df as f64);
+        let idf = ((n - df + 0.5) / (df + 0.5)).ln();
+        if idf > 0.0 { idf } else { 1e-6 }
+    }
+
+    /// The term-frequency part of a term's contribution:
+    /// `tf·(k1 + 1) / (tf + k1·(1 − b + b·len/avg_len))`.
+    pub fn impact(self, tf: u32, len: u32, avg_len: f64) -> f64 {
+        let tf = f64::from(tf);
+        let norm = if avg_len > 0.0 { f64::from(len) / avg_len } else { 1.0 };
+        tf * (self.k1 + 1.0) / (tf + self.k1 * (1.0 - self.b + self.b * norm))
+    }
+
+    /// A term's contribution to a document's score: `idf × impact`.
+    pub fn term_score(self, idf: f64, tf: u32, len: u32, avg_len: f64) -> f64 {
+        idf * self.impact(tf, len, avg_len)
+    }
+}
+
+/// One term of a question: its idf and its stored posting list.
+#[derive(Debug, Clone, Copy)]
+pub struct QueryTerm<'a> {
+    /// The term's inverse document frequency ([`Bm25::idf`]); a non-positive one counts as
+    /// FTS5's floor, 1e-6.
+    pub idf: f64,
+    /// The blob written by [`crate::encode`].
+    pub postings: &'a [u8],
+}
+
+/// A candidate in the bounded heap: the worst kept one on top (lowest score, then highest id).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Kept(f64, i64);
+
+impl Eq for Kept {}
+
+impl PartialOrd for Kept {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Kept {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then_with(|| other.1.cmp(&self.1))
+    }
+}
+
+/// Document ids up to this are scored in a dense array; beyond, in a sorted map (slower,
+/// bounded memory).
+const DENSE_LIMIT: i64 = 1 << 24;
+
+/// Reusable memory for [`top_k`]: a dense score array indexed by document id and the ids
+/// touched, so a search allocates little once warm. Keep one per thread.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    scores: Vec<f64>,
+    touched: Vec<i64>,
+}
+
+/// The `k` documents with the highest BM25 score summed over `terms`, best first (ties: lower
+/// id first), reading at most `max_postings` postings.
+///
+/// Score at a time: every list's segments (documents of one impact level) are read in
+/// decreasing order of what they add, `idf × impact`, across all terms, until the next
+/// segment would pass `max_postings` (the first is always read). The result is exact (for the
+/// quantized impacts) when the question's lists hold at most `max_postings` postings; beyond,
+/// the postings worth least are the ones left out, so the cost of a search is bounded however
+/// large the store and however common its words.
+pub fn top_k(
+    terms: &[QueryTerm<'_>],
+    bm25: Bm25,
+    k: usize,
+    max_postings: usize,
+    scratch: &mut Scratch,
+) -> Result<Vec<(i64, f64)>, Error> {
+    if k == 0 || terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let views: Vec<ListView<'_>> =
+        terms.iter().map(|t| ListView::parse(t.postings)).collect::<Result<_, Error>>()?;
+    // (what each posting adds, term, segment), best first; a non-positive idf counts as
+    // FTS5's floor so that every score is positive (0 marks an untouched slot).
+    let mut order: Vec<(f64, usize, usize)> = Vec::new();
+    for (t, (term, view)) in terms.iter().zip(&views).enumerate() {
+        let idf = if term.idf > 0.0 { term.idf } else { 1e-6 };
+        for s in 0..view.segments() {
+            order.push((idf * impact_of(bm25, view.level(s)), t, s));
+        }
+    }
+    order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut read = 0usize;
+    let mut chosen = Vec::with_capacity(order.len());
+    let mut max_doc = 0;
+    for &(add, t, s) in &order {
+        let len = views[t].len(s) as usize;
+        if read > 0 && read + len > max_postings {
+            break;
+        }
+        read += len;
+        chosen.push((add, t, s));
+        max_doc = max_doc.max(views[t].max_doc(s));
+    }
+    let Scratch { scores, touched } = scratch;
+    let mut out = if max_doc < DENSE_LIMIT {
+        if scores.len() <= max_doc as usize {
+            scores.resize(max_doc as usize + 1, 0.0);
+        }
+        let mut visit = |view: &ListView<'_>, s: usize, add: f64| {
+            view.for_each(s, &mut |doc| {
+                let slot = &mut scores[doc as usize];
+                if *slot == 0.0 {
+                    touched.push(doc);
+                }
+                *slot += add;
+            })
+        };
+        let mut failed = Ok(());
+        for &(add, t, s) in &chosen {
+            failed = visit(&views[t], s, add);
+            if failed.is_err() {
+                break;
+            }
+        }
+        let best = best_k(touched.iter().map(|&d| (d, scores[d as usize])), k);
+        for &doc in touched.iter() {
+            scores[doc as usize] = 0.0;
+        }
+        touched.clear();
+        failed?;
+        best
+    } else {
+        let mut map: BTreeMap<i64, f64> = BTreeMap::new();
+        for &(add, t, s) in &chosen {
+            views[t].for_each(s, &mut |doc| *map.entry(doc).or_insert(0.0) += add)?;
+        }
+        best_k(map.into_iter(), k)
+    };
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(out)
+}
+
+/// The `k` best `(document, score)` pairs, in no particular order.
+fn best_k(all: impl Iterator<Item = (i64, f64)>, k: usize) -> Vec<(i64, f64)> {
+    let mut heap: BinaryHeap<Reverse<Kept>> = BinaryHeap::with_capacity(k + 1);
+    for (doc, score) in all {
+        let kept = Kept(score, doc);
+        if heap.len() < k {
+            heap.push(Reverse(kept));
+        } else if heap.peek().is_some_and(|worst| kept > worst.0) {
+            heap.pop();
+            heap.push(Reverse(kept));
+        }
+    }
+    heap.into_iter().map(|Reverse(Kept(s, d))| (d, s)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::postings::{Posting, encode, level};
+
+    const AVG: f64 = 9.0;
+
+    /// Brute force: every posting's quantized score summed per document, sorted.
+    fn brute(lists: &[(f64, Vec<Posting>)], k: usize) -> Vec<(i64, f64)> {
+        let mut sums: BTreeMap<i64, f64> = BTreeMap::new();
+        for (idf, list) in lists {
+            for p in list {
+                *sums.entry(p.doc).or_default() +=
+                    idf * impact_of(Bm25::FTS5, level(Bm25::FTS5, p.tf, p.len, AVG));
+            }
+        }
+        let mut out: Vec<(i64, f64)> = sums.into_iter().collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.truncate(k);
+        out
+    }
+
+    /// Per term: its idf and, per document, `(tf, extra length)`.
+    type RawLists = Vec<(f64, BTreeMap<i64, (u32, u32)>)>;
+
+    fn lists_of(raw: RawLists, shift: i64) -> Vec<(f64, Vec<Posting>)> {
+        raw.into_iter()
+            .map(|(idf, docs)| {
+                let list = docs
+                    .into_iter()
+                    .map(|(doc, (tf, extra))| Posting { doc: doc + shift, tf, len: tf + extra })
+                    .collect();
+                (idf, list)
+            })
+            .collect()
+    }
+
+    fn search(
+        lists: &[(f64, Vec<Posting>)],
+        k: usize,
+        max: usize,
+        scratch: &mut Scratch,
+    ) -> Vec<(i64, f64)> {
+        let blobs: Vec<Vec<u8>> =
+            lists.iter().map(|(_, l)| encode(l, Bm25::FTS5, AVG).unwrap()).collect();
+        let terms: Vec<QueryTerm<'_>> = lists
+            .iter()
+            .zip(&blobs)
+            .map(|((idf, _), b)| QueryTerm { idf: *idf, postings: b })
+            .collect();
+        top_k(&terms, Bm25::FTS5, k, max, scratch).unwrap()
+    }
+
+    fn same(got: &[(i64, f64)], want: &[(i64, f64)]) -> Result<(), TestCaseError> {
+        prop_assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(want) {
+            prop_assert_eq!(g.0, w.0);
+            prop_assert!((g.1 - w.1).abs() < 1e-9);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn idf_and_impact_follow_the_fts5_formula() {
+        let bm25 = Bm25::FTS5;
+        assert!((bm25.idf(100, 1) - (99.5f64 / 1.5).ln()).abs() < 1e-12);
+        assert_eq!(bm25.idf(10, 9), 1e-6);
+        // Longer documents score lower at equal tf; more occurrences score higher.
+        assert!(bm25.term_score(1.0, 1, 5, 10.0) > bm25.term_score(1.0, 1, 20, 10.0));
+        assert!(bm25.term_score(1.0, 2, 10, 10.0) > bm25.term_score(1.0, 1, 10, 10.0));
+        // tf = 1 in a document of average length: (k1 + 1) / (1 + k1) = 1.
+        assert!((bm25.impact(1, 10, 10.0) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_budget_keeps_the_postings_worth_most() {
+        // A rare word in documents 1 and 2, a common one in 0..300 (and 2).
+        let rare =
+            (5.0, vec![Posting { doc: 1, tf: 1, len: 9 }, Posting { doc: 2, tf: 1, len: 9 }]);
+        let common = (0.1, (0..300).map(|doc| Posting { doc, tf: 1, len: 9 }).collect());
+        let lists = vec![rare, common];
+        let mut scratch = Scratch::default();
+        let exact = search(&lists, 3, usize::MAX, &mut scratch);
+        assert_eq!(exact.iter().map(|h| h.0).collect::<Vec<_>>(), [1, 2, 0]);
+        // Two postings allowed: the rare word's only.
+        let cut = search(&lists, 3, 2, &mut scratch);
+        assert_eq!(cut.iter().map(|h| h.0).collect::<Vec<_>>(), [1, 2]);
+    }
+
+    proptest! {
+        #[test]
+        fn unbounded_search_equals_brute_force(
+            raw in proptest::collection::vec(
+                (-1.0f64..5.0, proptest::collection::btree_map(0i64..300, (1u32..4, 0u32..20), 0..120)),
+                0..5),
+            k in 0usize..40,
+        ) {
+            let lists = lists_of(raw, 0);
+            let floored: Vec<(f64, Vec<Posting>)> =
+                lists.iter().map(|(idf, l)| (if *idf > 0.0 { *idf } else { 1e-6 }, l.clone())).collect();
+            let want_floored = brute(&floored, k);
+            let mut scratch = Scratch::default();
+            // Twice with one scratch (it must come back clean), then past the dense limit.
+            for _ in 0..2 {
+                same(&search(&lists, k, usize::MAX, &mut scratch), &want_floored)?;
+            }
+            let far: Vec<(f64, Vec<Posting>)> = floored
+                .iter()
+                .map(|(idf, l)| (*idf, l.iter().map(|p| Posting { doc: p.doc + DENSE_LIMIT, ..*p }).collect()))
+                .collect();
+            same(&search(&far, k, usize::MAX, &mut scratch), &brute(&far, k))?;
+        }
+
+        #[test]
+        fn a_bounded_search_is_the_exact_ranking_of_what_it_read(
+            raw in proptest::collection::vec(
+                (0.01f64..8.0, proptest::collection::btree_map(0i64..3000, (1u32..4, 0u32..30), 1..500)),
+                1..5),
+            k in 1usize..60,
+            max in 1usize..1500,
+        ) {
+            let lists = lists_of(raw, 0);
+            let got = search(&lists, k, max, &mut Scratch::default());
+            prop_assert!(got.len() <= k);
+            prop_assert!(got.windows(2).all(|w| w[0].1 > w[1].1 || (w[0].1 == w[1].1 && w[0].0 < w[1].0)));
+            // Never more than the exact scores.
+            let exact: BTreeMap<i64, f64> = brute(&lists, usize::MAX).into_iter().collect();
+            for (doc, score) in &got {
+                prop_assert!(*score <= exact[doc] + 1e-9);
+            }
+            let total: usize = lists.iter().map(|(_, l)| l.len()).sum();
+            if max >= total {
+                same(&got, &brute(&lists, k))?;
+            }
+        }
+    }
+}
