@@ -8,8 +8,8 @@
 //!    embedding ranks worse than BM25.
 //! 2. **Intent.** Rule-based (`intent.rs`), or given by the caller.
 //! 3. **Expansion.** From the best `seeds` candidates, a bounded best-first walk over the graph
-//!    (at most `depth` steps; of a node's edges at most `fanout` per type and direction are read
-//!    and the heaviest `fanout` followed), each step weighted by the intent's
+//!    (at most `depth` steps; the heaviest `fanout` edges of a node are read and followed),
+//!    each step weighted by the intent's
 //!    weight for its edge type and direction and damped by `hop_decay`. Entities mentioned by
 //!    more than `hub_mentions` events (a speaker, a busy agent) are returned but not walked
 //!    through: they connect everything and so explain nothing. Every constraint (time window,
@@ -479,18 +479,8 @@ impl Snapshot<'_> {
             let decay = if c.path.is_empty() { 1.0 } else { p.hop_decay };
             let (relevance, weight, confidence, seed, path) =
                 (c.relevance, c.path_weight, c.confidence, c.seed.clone(), c.path.clone());
-            let mut steps: Vec<(f64, Edge, bool)> = self
-                .read
-                .edges_of_limited(&from, Direction::Both, p.fanout)?
-                .into_iter()
-                .filter_map(|e| {
-                    let forward = e.key.from == from;
-                    let w = intent.edge_weight(&e.key.edge_type, forward);
-                    (w > 0.0).then_some((w, e, forward))
-                })
-                .collect();
-            steps.sort_by(|a, b| b.0.total_cmp(&a.0));
-            steps.truncate(p.fanout);
+            let intent_weight = |edge_type: &str, out: bool| intent.edge_weight(edge_type, out);
+            let steps = self.read.heaviest_edges(&from, &intent_weight, p.fanout)?;
             for (w, edge, forward) in steps {
                 let to = if forward { edge.key.to.clone() } else { edge.key.from.clone() };
                 let confidence = confidence.min(edge_confidence(&edge));

@@ -33,7 +33,7 @@ pub const REBUILD_AFTER: u64 = 20_000;
 /// Postings a search reads at most, best first (see `ctxgraph_lexical::top_k`): exact for
 /// questions whose words' lists are shorter, the least valuable postings left out beyond, so
 /// a search costs about a millisecond however large the store.
-pub(crate) const MAX_POSTINGS: usize = 200_000;
+pub(crate) const MAX_POSTINGS: usize = 100_000;
 
 /// Extra hits asked of each source, so hits of deleted nodes can be dropped and `limit` still
 /// filled.

@@ -338,6 +338,61 @@ fn decode_entry(raw: (i64, String, String, String, String)) -> Result<LogEntry, 
 const EDGE_JOIN: &str = "SELECT f.label, f.id, e.edge_type, t.label, t.id, e.qualifier, e.props
      FROM edges e JOIN nodes f ON f.nid = e.from_nid JOIN nodes t ON t.nid = e.to_nid";
 
+/// The edges of one node (`?1`, its nid) in one direction: single-table equality lookups
+/// with the far endpoint's key read by nid. A join, `ORDER BY` or `DISTINCT` makes this SQLite
+/// build (STAT4) mark the bound parameters as affecting the plan, and then every new binding
+/// re-prepares the statement: most of the time of a neighbour read.
+fn near_edges_sql(out: bool, filter: &str) -> String {
+    let (near, far) = if out { ("from_nid", "to_nid") } else { ("to_nid", "from_nid") };
+    format!("SELECT edge_type, {far}, qualifier, props FROM edges WHERE {near} = ?1 {filter}")
+}
+
+/// Run a [`near_edges_sql`] statement: `key` is the near endpoint. Edges whose far endpoint is
+/// gone (never: edges are deleted with their nodes) are skipped.
+fn near_edges(
+    c: &Connection,
+    st: &mut rusqlite::CachedStatement<'_>,
+    params: impl rusqlite::Params,
+    key: &NodeKey,
+    out: bool,
+) -> Result<Vec<Edge>, StoreError> {
+    let rows = st.query_map(params, |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+        ))
+    })?;
+    let rows = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut keys: BTreeMap<i64, Option<NodeKey>> = BTreeMap::new();
+    let mut edges = Vec::with_capacity(rows.len());
+    for (edge_type, far, qualifier, props) in rows {
+        let other = match keys.get(&far) {
+            Some(k) => k.clone(),
+            None => {
+                let k = node_key_of(c, far)?;
+                keys.insert(far, k.clone());
+                k
+            }
+        };
+        let Some(other) = other else { continue };
+        let (from, to) = if out { (key.clone(), other) } else { (other, key.clone()) };
+        edges.push(Edge {
+            key: EdgeKey { from, edge_type, to, qualifier },
+            props: props_from(&props)?,
+        });
+    }
+    Ok(edges)
+}
+
+/// The key of the node with this nid.
+fn node_key_of(c: &Connection, nid: i64) -> Result<Option<NodeKey>, StoreError> {
+    Ok(c.prepare_cached("SELECT label, id FROM nodes WHERE nid = ?1")?
+        .query_row(params![nid], |r| Ok(NodeKey { label: r.get(0)?, id: r.get(1)? }))
+        .optional()?)
+}
+
 fn edge_row(row: &Row<'_>) -> rusqlite::Result<(EdgeKey, String)> {
     Ok((
         EdgeKey {
@@ -440,11 +495,13 @@ fn graph_vector_counts(c: &Connection) -> Result<(u64, u64), StoreError> {
 }
 
 fn graph_vectors_of(c: &Connection, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
-    let mut st = c.prepare_cached(&format!("{VECTOR_JOIN} WHERE v.nid = ?1"))?;
+    // Two equality lookups, not a join (see `near_edges_sql`).
+    let mut st = c.prepare_cached("SELECT data FROM vectors WHERE nid = ?1")?;
     let mut out = Vec::with_capacity(nids.len());
-    for nid in nids {
-        if let Some(v) = st.query_row(params![nid], vector_row).optional()? {
-            out.push(v);
+    for &nid in nids {
+        let data: Option<Vec<u8>> = st.query_row(params![nid], |r| r.get(0)).optional()?;
+        if let (Some(data), Some(key)) = (data, node_key_of(c, nid)?) {
+            out.push(StoredVector { nid, key, vector: f32s(&data) });
         }
     }
     Ok(out)
@@ -621,13 +678,9 @@ fn graph_text_index_build(c: &Connection) -> Result<Option<TextIndexBuild>, Stor
 }
 
 fn graph_node_keys(c: &Connection, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, StoreError> {
-    let mut st = c.prepare_cached("SELECT label, id FROM nodes WHERE nid = ?1")?;
     let mut out = Vec::with_capacity(nids.len());
     for &nid in nids {
-        let key = st
-            .query_row(params![nid], |r| Ok(NodeKey { label: r.get(0)?, id: r.get(1)? }))
-            .optional()?;
-        if let Some(key) = key {
+        if let Some(key) = node_key_of(c, nid)? {
             out.push((nid, key));
         }
     }
@@ -686,52 +739,43 @@ fn graph_edge(c: &Connection, key: &EdgeKey) -> Result<Option<Edge>, StoreError>
     props.map(|p| Ok(Edge { key: key.clone(), props: props_from(&p)? })).transpose()
 }
 
-fn graph_edges_of_limited(
+fn graph_heaviest_edges(
     c: &Connection,
     key: &NodeKey,
-    direction: Direction,
-    per_type: usize,
-) -> Result<Vec<Edge>, StoreError> {
+    weight: &dyn Fn(&str, bool) -> f64,
+    limit: usize,
+) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
-    let mut out = Vec::new();
-    for (dir, near, far) in
-        [(Direction::Out, "from_nid", "to_nid"), (Direction::In, "to_nid", "from_nid")]
-    {
-        if !(direction == dir || direction == Direction::Both) {
-            continue;
+    // (weight, out, type) of every type present in each direction, heaviest first.
+    let mut groups: Vec<(f64, bool, String)> = Vec::new();
+    for (out, near) in [(true, "from_nid"), (false, "to_nid")] {
+        // Equality lookups only (see `near_edges_sql`): the index lists a node's edges by type,
+        // so this covering pass reads each type once per edge but nothing else.
+        let mut st = c.prepare_cached(&format!("SELECT edge_type FROM edges WHERE {near} = ?1"))?;
+        let mut types: Vec<String> =
+            st.query_map(params![nid], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        types.dedup();
+        for ty in types {
+            let w = weight(&ty, out);
+            if w > 0.0 {
+                groups.push((w, out, ty));
+            }
         }
-        // The distinct types by successive index seeks (a skip scan), not a pass over edges.
-        let mut types = c.prepare_cached(&format!(
-            "WITH RECURSIVE t(ty) AS (
-                 SELECT min(edge_type) FROM edges WHERE {near} = ?1
-                 UNION ALL
-                 SELECT (SELECT min(edge_type) FROM edges WHERE {near} = ?1 AND edge_type > t.ty)
-                 FROM t WHERE t.ty IS NOT NULL)
-             SELECT ty FROM t WHERE ty IS NOT NULL"
-        ))?;
-        let types: Vec<String> =
-            types.query_map(params![nid], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-        let mut st = c.prepare_cached(&format!(
-            "{EDGE_JOIN} WHERE e.{near} = ?1 AND e.edge_type = ?2 ORDER BY e.{far} LIMIT ?3"
-        ))?;
-        let mut edges = Vec::new();
-        for ty in &types {
-            edges.extend(collect_edges(
-                st.query_map(params![nid, ty, sql_int(per_type as u64)], edge_row)?,
-            )?);
-        }
-        let other =
-            |e: &Edge| if dir == Direction::Out { e.key.to.clone() } else { e.key.from.clone() };
-        edges.sort_by(|a, b| {
-            (&a.key.edge_type, other(a), &a.key.qualifier).cmp(&(
-                &b.key.edge_type,
-                other(b),
-                &b.key.qualifier,
-            ))
-        });
-        out.extend(edges);
     }
-    Ok(out)
+    groups.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    let mut found = Vec::new();
+    for (w, out, ty) in groups {
+        let left = limit.saturating_sub(found.len());
+        if left == 0 {
+            break;
+        }
+        // In index order: by the far endpoint's nid, then qualifier.
+        let mut st = c.prepare_cached(&near_edges_sql(out, "AND edge_type = ?2 LIMIT ?3"))?;
+        for edge in near_edges(c, &mut st, params![nid, ty, sql_int(left as u64)], key, out)? {
+            found.push((w, edge, out));
+        }
+    }
+    Ok(found)
 }
 
 fn graph_edges_of(
@@ -741,12 +785,22 @@ fn graph_edges_of(
     direction: Direction,
 ) -> Result<Vec<Edge>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
-    let type_filter = if edge_type.is_some() { "AND e.edge_type = ?2" } else { "AND ?2 IS NULL" };
+    // Two statements rather than `?2 IS NULL`, equality lookups only (see `near_edges_sql`).
+    let edges_where = |out: bool| -> Result<Vec<Edge>, StoreError> {
+        match edge_type {
+            Some(t) => {
+                let mut st = c.prepare_cached(&near_edges_sql(out, "AND edge_type = ?2"))?;
+                near_edges(c, &mut st, params![nid, t], key, out)
+            }
+            None => {
+                let mut st = c.prepare_cached(&near_edges_sql(out, ""))?;
+                near_edges(c, &mut st, params![nid], key, out)
+            }
+        }
+    };
     let mut out = Vec::new();
     if matches!(direction, Direction::Out | Direction::Both) {
-        let mut st =
-            c.prepare_cached(&format!("{EDGE_JOIN} WHERE e.from_nid = ?1 {type_filter}"))?;
-        let mut edges = collect_edges(st.query_map(params![nid, edge_type], edge_row)?)?;
+        let mut edges = edges_where(true)?;
         edges.sort_by(|a, b| {
             (&a.key.edge_type, &a.key.to, &a.key.qualifier).cmp(&(
                 &b.key.edge_type,
@@ -757,8 +811,7 @@ fn graph_edges_of(
         out.extend(edges);
     }
     if matches!(direction, Direction::In | Direction::Both) {
-        let mut st = c.prepare_cached(&format!("{EDGE_JOIN} WHERE e.to_nid = ?1 {type_filter}"))?;
-        let mut edges = collect_edges(st.query_map(params![nid, edge_type], edge_row)?)?;
+        let mut edges = edges_where(false)?;
         edges.sort_by(|a, b| {
             (&a.key.edge_type, &a.key.from, &a.key.qualifier).cmp(&(
                 &b.key.edge_type,
@@ -1007,13 +1060,13 @@ macro_rules! impl_readers {
             fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
                 graph_vector(&self.tx, key)
             }
-            fn edges_of_limited(
+            fn heaviest_edges(
                 &self,
                 key: &NodeKey,
-                direction: Direction,
-                per_type: usize,
-            ) -> Result<Vec<Edge>, StoreError> {
-                graph_edges_of_limited(&self.tx, key, direction, per_type)
+                weight: &dyn Fn(&str, bool) -> f64,
+                limit: usize,
+            ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
+                graph_heaviest_edges(&self.tx, key, weight, limit)
             }
             fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError> {
                 graph_text_terms(&self.tx, text)

@@ -185,16 +185,18 @@ pub trait GraphReader {
     fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError>;
     /// A node's embedding.
     fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError>;
-    /// Like [`GraphReader::edges_of`] over every type, but at most `per_type` edges of each
-    /// type in each direction (those whose other endpoint was stored first): a bounded read of
-    /// a node with thousands of edges. Each direction's types are found by index seeks, so the
-    /// cost grows with the types and the bound, not with the node's degree.
-    fn edges_of_limited(
+    /// The `limit` heaviest edges of a node in both directions under `weight(edge type,
+    /// outgoing)`, heaviest first, with their weight and direction (`true`: outgoing); edges
+    /// of weight ≤ 0 are left out. Within one type and direction (one weight) the edges whose
+    /// other endpoint was stored first are taken. A bounded read of a node with thousands of
+    /// edges: the types are found by index seeks and each read stops at the limit, so the cost
+    /// grows with the types and the limit, not with the node's degree.
+    fn heaviest_edges(
         &self,
         key: &NodeKey,
-        direction: Direction,
-        per_type: usize,
-    ) -> Result<Vec<Edge>, StoreError>;
+        weight: &dyn Fn(&str, bool) -> f64,
+        limit: usize,
+    ) -> Result<Vec<(f64, Edge, bool)>, StoreError>;
     /// The full-text terms of `text` (tokenized and stemmed as the index does), deduplicated,
     /// in term order.
     fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError>;

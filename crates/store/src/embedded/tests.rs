@@ -99,7 +99,7 @@ fn graph_upserts_neighbours_and_pending_edges() {
 }
 
 #[test]
-fn limited_edge_reads_take_a_bounded_number_per_type_and_direction() {
+fn heaviest_edges_are_read_heaviest_first_up_to_the_limit() {
     let dir = TempDir::new().unwrap();
     let mut store = open(&dir);
     let mut w = store.begin_write().unwrap();
@@ -127,18 +127,25 @@ fn limited_edge_reads_take_a_bounded_number_per_type_and_direction() {
     w.put_edge(&edge("CAUSED_BY", &nodes[4], &hub)).unwrap();
     w.put_edge(&edge("CAUSED_BY", &nodes[5], &hub)).unwrap();
     let all = w.edges_of(&hub, None, Direction::Both).unwrap();
-    assert_eq!(w.edges_of_limited(&hub, Direction::Both, 100).unwrap(), all);
-    let two = w.edges_of_limited(&hub, Direction::Both, 2).unwrap();
-    let count = |t: &str| two.iter().filter(|e| e.key.edge_type == t).count();
-    assert_eq!((count("SIMILAR_TO"), count("CAUSED_BY"), count("FOLLOWS")), (2, 2, 1));
-    // The first stored endpoints, in the order of the unlimited read.
-    let similar: Vec<&Edge> =
-        all.iter().filter(|e| e.key.edge_type == "SIMILAR_TO").take(2).collect();
-    assert!(similar.iter().all(|e| two.contains(e)));
-    assert_eq!(w.edges_of_limited(&hub, Direction::Out, 2).unwrap().len(), 1);
-    assert!(
-        w.edges_of_limited(&NodeKey::new("Event", "none"), Direction::Both, 2).unwrap().is_empty()
-    );
+    let every = |_: &str, _: bool| 1.0;
+    let read = w.heaviest_edges(&hub, &every, 100).unwrap();
+    assert_eq!(read.len(), all.len());
+    assert!(read.iter().all(|(_, e, out)| all.contains(e) && *out == (e.key.from == hub)));
+    // Heaviest first, and a type of weight 0 is never read.
+    let weight = |t: &str, out: bool| match (t, out) {
+        ("FOLLOWS", true) => 0.9,
+        ("SIMILAR_TO", false) => 0.5,
+        _ => 0.0,
+    };
+    let three = w.heaviest_edges(&hub, &weight, 3).unwrap();
+    let types: Vec<&str> = three.iter().map(|(_, e, _)| e.key.edge_type.as_str()).collect();
+    assert_eq!(types, ["FOLLOWS", "SIMILAR_TO", "SIMILAR_TO"]);
+    assert_eq!(three[0].0, 0.9);
+    // Within a weight, the endpoints stored first.
+    assert_eq!(three[1].1.key.from, nodes[0]);
+    assert_eq!(three[2].1.key.from, nodes[1]);
+    assert_eq!(w.heaviest_edges(&hub, &weight, 100).unwrap().len(), 6);
+    assert!(w.heaviest_edges(&NodeKey::new("Event", "none"), &every, 2).unwrap().is_empty());
 }
 
 #[test]
