@@ -45,9 +45,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ctxgraph_embed::Embedder;
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordBody, Schema, ValidRecord, Violation};
-use ctxgraph_projection::{
-    LINK_VOTE, MEMORY, MEMORY_SESSION, TOPIC, link_props, topic_id,
-};
+use ctxgraph_projection::{LINK_VOTE, MEMORY, MEMORY_SESSION, TOPIC, link_props, topic_id};
 use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore};
 use serde_json::Value;
 
@@ -437,7 +435,8 @@ fn candidate(
     let delta_ms = delta_ns / NS_PER_MS;
     let (confidence, reason) = match rule {
         Rule::Temporal => {
-            let same_session = earlier.session_id.is_some() && earlier.session_id == later.session_id;
+            let same_session =
+                earlier.session_id.is_some() && earlier.session_id == later.session_id;
             let window_ns = o.temporal_window_ms.saturating_mul(NS_PER_MS);
             if !same_session || delta_ns >= window_ns {
                 return None;
@@ -463,8 +462,13 @@ fn candidate(
             (score, "semantic_match")
         }
     };
-    let mut props =
-        link_props(confidence.clamp(0.0, 1.0), "system", &later.created_at, rule.name(), Some(reason));
+    let mut props = link_props(
+        confidence.clamp(0.0, 1.0),
+        "system",
+        &later.created_at,
+        rule.name(),
+        Some(reason),
+    );
     props.insert("time_delta_ms".into(), delta_ms.into());
     if let Some(s) = similarity.filter(|_| rule == Rule::Semantic) {
         props.insert("similarity".into(), f64::from(s).into());
@@ -591,7 +595,8 @@ impl Engine {
         let schema = &self.schema;
         let mut w = self.store.begin_write()?;
         for id in new {
-            let Some(m) = w.node(&NodeKey::new(MEMORY, id))?.as_ref().and_then(MemoryView::from_node)
+            let Some(m) =
+                w.node(&NodeKey::new(MEMORY, id))?.as_ref().and_then(MemoryView::from_node)
             else {
                 continue;
             };

@@ -187,7 +187,10 @@ pub(crate) fn project_outcome(
     Ok(())
 }
 
-pub(crate) fn project_link(w: &mut Writer<'_>, l: &MemoryLinkRecord) -> Result<(), ProjectionError> {
+pub(crate) fn project_link(
+    w: &mut Writer<'_>,
+    l: &MemoryLinkRecord,
+) -> Result<(), ProjectionError> {
     let mut props =
         link_props(l.confidence, &l.created_by, &l.created_at, "explicit", l.reason.as_deref());
     props.insert("link_id".into(), l.link_id.clone().into());

@@ -124,7 +124,8 @@ impl Snapshot<'_> {
             let votes = votes_of(&self.read, &key)?;
             let mut superseded = false;
             for e in self.read.edges_of(&key, Some("SUPERSEDES"), Direction::In)? {
-                let vote = votes.get(&(e.key.from.id.clone(), e.key.to.id.clone(), "SUPERSEDES".into()));
+                let vote =
+                    votes.get(&(e.key.from.id.clone(), e.key.to.id.clone(), "SUPERSEDES".into()));
                 if t.links.effective(&e, vote, as_of).is_none() {
                     continue;
                 }

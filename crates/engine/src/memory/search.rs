@@ -147,7 +147,13 @@ impl Snapshot<'_> {
                 if similarity >= f64::from(options.min_similarity) { similarity } else { 0.0 };
             let relevance = semantic.max(lex);
             if relevance > 0.0 {
-                hits.push(MemoryHit { memory: m, score: relevance, similarity, lexical: lex, connected: false });
+                hits.push(MemoryHit {
+                    memory: m,
+                    score: relevance,
+                    similarity,
+                    lexical: lex,
+                    connected: false,
+                });
             }
         }
         let order = |a: &MemoryHit, b: &MemoryHit| {

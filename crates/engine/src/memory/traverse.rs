@@ -45,7 +45,8 @@ impl Default for TraversalOptions {
 
 impl TraversalOptions {
     pub(crate) fn as_of(&self) -> i64 {
-        self.as_of_ns.unwrap_or_else(|| chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX))
+        self.as_of_ns
+            .unwrap_or_else(|| chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX))
     }
 }
 
@@ -114,7 +115,8 @@ impl Snapshot<'_> {
             if e.key.from.label != OUTCOME {
                 continue;
             }
-            if let Some(o) = self.read.node(&e.key.from)?.as_ref().and_then(OutcomeView::from_node) {
+            if let Some(o) = self.read.node(&e.key.from)?.as_ref().and_then(OutcomeView::from_node)
+            {
                 out.push(o);
             }
         }
@@ -180,7 +182,9 @@ impl Snapshot<'_> {
             let key = NodeKey::new(MEMORY, &current.id);
             let votes = votes_of(&self.read, &key)?;
             let mut implemented_by = Vec::new();
-            for (e, _) in self.live_links(&key, "IMPLEMENTS", Direction::In, &votes, options, as_of)? {
+            for (e, _) in
+                self.live_links(&key, "IMPLEMENTS", Direction::In, &votes, options, as_of)?
+            {
                 if let Some(m) = self.memory(&e.key.from.id)? {
                     implemented_by.push(m);
                 }
@@ -192,8 +196,15 @@ impl Snapshot<'_> {
                 .live_links(&key, "SUPERSEDES", Direction::Out, &votes, options, as_of)?
                 .into_iter()
                 .filter(|(e, _)| !seen.contains(&e.key.to.id))
-                .max_by(|(a, ca), (b, cb)| ca.total_cmp(cb).then_with(|| b.key.to.id.cmp(&a.key.to.id)));
-            steps.push(EvolutionStep { memory: current, outcomes, implemented_by, link_confidence });
+                .max_by(|(a, ca), (b, cb)| {
+                    ca.total_cmp(cb).then_with(|| b.key.to.id.cmp(&a.key.to.id))
+                });
+            steps.push(EvolutionStep {
+                memory: current,
+                outcomes,
+                implemented_by,
+                link_confidence,
+            });
             let Some((edge, c)) = next else { break };
             if steps.len() >= options.max_evolution_depth {
                 break;
@@ -213,9 +224,8 @@ impl Snapshot<'_> {
     pub fn impact(&self, id: &str, options: &TraversalOptions) -> Result<Option<Impact>, Error> {
         let as_of = options.as_of();
         let Some(start) = self.memory(id)? else { return Ok(None) };
-        let until = start
-            .created_at_ns
-            .saturating_add(options.impact_window_ms.saturating_mul(1_000_000));
+        let until =
+            start.created_at_ns.saturating_add(options.impact_window_ms.saturating_mul(1_000_000));
         let mut items = Vec::new();
         let mut outcomes = self.outcomes_of(&start.id)?;
         let mut seen = BTreeSet::from([start.id.clone()]);
@@ -232,7 +242,8 @@ impl Snapshot<'_> {
                 ("OUTCOME_OF", Direction::In),
                 ("TEMPORAL", Direction::Out),
             ] {
-                let mut links = self.live_links(&key, edge_type, direction, &votes, options, as_of)?;
+                let mut links =
+                    self.live_links(&key, edge_type, direction, &votes, options, as_of)?;
                 links.sort_by(|(a, _), (b, _)| a.key.cmp(&b.key));
                 for (e, c) in links {
                     let other = if direction == Direction::In { &e.key.from } else { &e.key.to };
