@@ -103,6 +103,11 @@ pub struct Impact {
 }
 
 impl Snapshot<'_> {
+    /// Every memory, oldest first (by `created_at`, then id).
+    pub fn memories(&self) -> Result<Vec<MemoryView>, Error> {
+        super::all_memories(&self.read)
+    }
+
     /// A memory by id.
     pub fn memory(&self, id: &str) -> Result<Option<MemoryView>, Error> {
         Ok(self.read.node(&NodeKey::new(MEMORY, id))?.as_ref().and_then(MemoryView::from_node))
