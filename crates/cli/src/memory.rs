@@ -154,16 +154,16 @@ fn save(cli: &Cli, a: &MemorySaveArgs) -> anyhow::Result<Outcome> {
 /// Validate and write one memory record; print its id and whether it was new.
 fn write(cli: &Cli, record: Value, what: &str) -> anyhow::Result<Outcome> {
     let mut engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
+    // The error's own text holds every violation; a context chain would print them twice.
     let valid = engine
         .validate(&record.to_string())
-        .map_err(ctxgraph::Error::Validation)
-        .with_context(|| format!("refused {what}"))?;
+        .map_err(|e| anyhow::anyhow!("refused {what}: {}", ctxgraph::Error::Validation(e)))?;
     let id = valid.id().to_owned();
     let outcome = engine
         .save_memories(std::slice::from_ref(&valid))?
         .pop()
         .context("saving reported no outcome")?
-        .with_context(|| format!("refused {what}"))?;
+        .map_err(|e| anyhow::anyhow!("refused {what}: {e}"))?;
     let (status, position) = match outcome {
         IngestOutcome::New(p) => ("new", p),
         IngestOutcome::Duplicate(p) => ("duplicate", p),
