@@ -78,7 +78,7 @@ fn records(memories: usize) -> Vec<Value> {
                     r["supersedes"] = json!(prev);
                 }
                 decisions += 1;
-                if decisions % 3 == 0 {
+                if decisions.is_multiple_of(3) {
                     out.push(r);
                     let outcome = ["failed", "success", "partial"][(decisions / 3) % 3];
                     let at = chrono::DateTime::from_timestamp(at + 3_600, 0).unwrap_or_default();
