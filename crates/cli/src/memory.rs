@@ -197,7 +197,7 @@ fn evolution_json(e: &Evolution) -> Value {
         "steps": e.steps.iter().map(|s| json!({
             "memory": memory_json(&s.memory),
             "outcomes": s.outcomes.iter().map(outcome_json).collect::<Vec<_>>(),
-            "implemented_by": s.implemented_by.iter().map(memory_json).collect::<Vec<_>>(),
+            "implemented_by": s.implemented_by,
             "supersedes_confidence": s.link_confidence,
         })).collect::<Vec<_>>(),
     })
@@ -233,8 +233,8 @@ fn print_evolution(out: &mut impl Write, e: &Evolution) -> std::io::Result<()> {
         for o in &s.outcomes {
             writeln!(out, "       outcome {} at {}: {}", o.outcome.to_uppercase(), o.at, o.reason)?;
         }
-        for m in &s.implemented_by {
-            writeln!(out, "       implemented by {}", one_line(m))?;
+        if !s.implemented_by.is_empty() {
+            writeln!(out, "       implemented by {}", s.implemented_by.join(", "))?;
         }
     }
     Ok(())

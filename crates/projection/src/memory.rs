@@ -230,6 +230,14 @@ pub(crate) fn project_vote(
         .unwrap_or(0);
     props.insert("deleted".into(), (deleted || v.vote == "delete").into());
     props.insert("downvotes".into(), (downvotes + i64::from(v.vote == "downvote")).into());
+    // Each memory counts the votes on its links, so readers skip looking for votes when none.
+    for end in [&key.from, &key.to] {
+        if let Some(mut node) = w.graph().node(end)? {
+            let n = node.props.get("link_votes").and_then(Value::as_i64).unwrap_or(0);
+            node.props.insert("link_votes".into(), (n + 1).into());
+            w.put_node(&node, false)?;
+        }
+    }
     w.edge_when_ready(Edge { key, props })
 }
 

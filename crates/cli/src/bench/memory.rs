@@ -229,7 +229,7 @@ pub(crate) fn memory(
     ]);
     tb.add_row(vec!["memory links (all types)".to_owned(), links.to_string()]);
     tb.add_row(vec![
-        "links per memory (mean, both ends / 2)".to_owned(),
+        "links per memory (links / memories)".to_owned(),
         format!("{per_memory:.2}"),
     ]);
     tb.add_row(vec!["most links at one memory".to_owned(), max_degree.to_string()]);

@@ -23,7 +23,7 @@ use ctxgraph_projection::MEMORY;
 use ctxgraph_store::GraphReader;
 
 use super::traverse::TraversalOptions;
-use super::{MemoryView, OutcomeView, all_memories, votes_of};
+use super::{MemoryView, OutcomeView, all_memories, votes_on};
 use crate::error::Error;
 use crate::snapshot::Snapshot;
 
@@ -118,10 +118,13 @@ impl Snapshot<'_> {
                 r.decisions.push(m.clone());
             }
             let outcomes: Vec<OutcomeView> =
-                self.outcomes_of(&m.id)?.into_iter().filter(|o| o.at_ns < until_ns).collect();
+                if m.outcome.is_some() { self.outcomes_of(&m.id)? } else { Vec::new() }
+                    .into_iter()
+                    .filter(|o| o.at_ns < until_ns)
+                    .collect();
             r.outcomes.extend(outcomes.iter().filter(|o| o.at_ns >= since_ns).cloned());
             let key = NodeKey::new(MEMORY, &m.id);
-            let votes = votes_of(&self.read, &key)?;
+            let votes = votes_on(&self.read, &m)?;
             let mut superseded = false;
             for e in self.read.edges_of(&key, Some("SUPERSEDES"), Direction::In)? {
                 let vote =

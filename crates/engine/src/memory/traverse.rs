@@ -8,7 +8,7 @@ use ctxgraph_projection::{MEMORY, OUTCOME, TOPIC, topic_id};
 use ctxgraph_store::GraphReader;
 use serde_json::Value;
 
-use super::{MemoryOptions, MemoryView, OutcomeView, votes_of};
+use super::{MemoryOptions, MemoryView, OutcomeView, votes_of, votes_on};
 use crate::error::Error;
 use crate::snapshot::Snapshot;
 
@@ -57,8 +57,8 @@ pub struct EvolutionStep {
     pub memory: MemoryView,
     /// Its outcomes, oldest first.
     pub outcomes: Vec<OutcomeView>,
-    /// Memories that implement it (IMPLEMENTS into it), oldest first.
-    pub implemented_by: Vec<MemoryView>,
+    /// Ids of the memories that implement it (live IMPLEMENTS links into it), in id order.
+    pub implemented_by: Vec<String>,
     /// The effective confidence of the SUPERSEDES link from the previous (newer) step to this
     /// one; `None` for the first step.
     pub link_confidence: Option<f64>,
@@ -185,18 +185,17 @@ impl Snapshot<'_> {
         loop {
             seen.insert(current.id.clone());
             let key = NodeKey::new(MEMORY, &current.id);
-            let votes = votes_of(&self.read, &key)?;
-            let mut implemented_by = Vec::new();
-            for (e, _) in
-                self.live_links(&key, "IMPLEMENTS", Direction::In, &votes, options, as_of)?
-            {
-                if let Some(m) = self.memory(&e.key.from.id)? {
-                    implemented_by.push(m);
-                }
-            }
-            implemented_by.sort_by(|a, b| (a.created_at_ns, &a.id).cmp(&(b.created_at_ns, &b.id)));
-            implemented_by.dedup_by(|a, b| a.id == b.id);
-            let outcomes = self.outcomes_of(&current.id)?;
+            let votes = votes_on(&self.read, &current)?;
+            let mut implemented_by: Vec<String> = self
+                .live_links(&key, "IMPLEMENTS", Direction::In, &votes, options, as_of)?
+                .into_iter()
+                .map(|(e, _)| e.key.from.id)
+                .collect();
+            implemented_by.sort();
+            implemented_by.dedup();
+            // The node names its latest outcome: no outcome there, none to read.
+            let outcomes =
+                if current.outcome.is_some() { self.outcomes_of(&current.id)? } else { Vec::new() };
             let next = self
                 .live_links(&key, "SUPERSEDES", Direction::Out, &votes, options, as_of)?
                 .into_iter()
@@ -232,15 +231,17 @@ impl Snapshot<'_> {
         let until =
             start.created_at_ns.saturating_add(options.impact_window_ms.saturating_mul(1_000_000));
         let mut items = Vec::new();
-        let mut outcomes = self.outcomes_of(&start.id)?;
+        let mut outcomes =
+            if start.outcome.is_some() { self.outcomes_of(&start.id)? } else { Vec::new() };
         let mut seen = BTreeSet::from([start.id.clone()]);
-        let mut queue = VecDeque::from([(start.id.clone(), 0usize)]);
-        while let Some((at, depth)) = queue.pop_front() {
+        let mut queue = VecDeque::from([(start.clone(), 0usize)]);
+        while let Some((here, depth)) = queue.pop_front() {
+            let at = here.id.clone();
             if depth >= options.max_impact_depth {
                 continue;
             }
             let key = NodeKey::new(MEMORY, &at);
-            let votes = votes_of(&self.read, &key)?;
+            let votes = votes_on(&self.read, &here)?;
             let mut next = Vec::new();
             for (edge_type, direction) in [
                 ("IMPLEMENTS", Direction::In),
@@ -266,8 +267,10 @@ impl Snapshot<'_> {
                 if m.created_at_ns > until || m.created_at_ns < start.created_at_ns {
                     continue;
                 }
-                outcomes.extend(self.outcomes_of(&m.id)?);
-                queue.push_back((m.id.clone(), depth + 1));
+                if m.outcome.is_some() {
+                    outcomes.extend(self.outcomes_of(&m.id)?);
+                }
+                queue.push_back((m.clone(), depth + 1));
                 items.push(ImpactItem {
                     memory: m,
                     via: via.to_owned(),
@@ -280,7 +283,7 @@ impl Snapshot<'_> {
         outcomes.sort_by(|a, b| (a.at_ns, &a.id).cmp(&(b.at_ns, &b.id)));
         let mut superseded_by = Vec::new();
         let key = NodeKey::new(MEMORY, &start.id);
-        let votes = votes_of(&self.read, &key)?;
+        let votes = votes_on(&self.read, &start)?;
         for (e, _) in self.live_links(&key, "SUPERSEDES", Direction::In, &votes, options, as_of)? {
             if let Some(m) = self.memory(&e.key.from.id)? {
                 superseded_by.push(m);
