@@ -215,6 +215,12 @@ fn impact_json(i: &Impact) -> Value {
     })
 }
 
+/// An Outcome node in one line: `FAILED for memory_1: the reason`.
+pub(crate) fn describe_outcome(node: &ctxgraph::Node) -> String {
+    let s = |k: &str| node.props.get(k).and_then(Value::as_str).unwrap_or_default();
+    format!("{} for {}: {}", s("outcome").to_uppercase(), s("memory_id"), s("reason"))
+}
+
 fn one_line(m: &MemoryView) -> String {
     let mut s = format!("{}  {}  {}  {}", m.id, m.kind, m.created_at, shorten(&m.content, 70));
     if let Some(r) = &m.reasoning {

@@ -289,3 +289,16 @@ proptest! {
         prop_assert_eq!(dump(&a), incremental);
     }
 }
+
+#[test]
+fn recall_answers_a_why_question_through_supersedes_and_outcome_of() {
+    let (_dir, mut engine) = engine();
+    jwt_scenario(&mut engine);
+    let pack = engine.recall(&ctxgraph::RecallQuery::new("Why did we abandon JWT?")).unwrap();
+    let keys: Vec<String> = pack.items.iter().map(|i| i.node.key.to_string()).collect();
+    assert_eq!(keys[0], "Memory:memory_1", "{keys:?}");
+    assert!(keys.contains(&"Memory:memory_3".to_owned()), "{keys:?}");
+    let outcome = pack.items.iter().find(|i| i.node.key.label == "Outcome").expect("the outcome");
+    assert_eq!(outcome.node.props["outcome"], "failed");
+    assert_eq!(outcome.path[0].edge_type, "OUTCOME_OF");
+}
