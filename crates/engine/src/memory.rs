@@ -30,7 +30,7 @@
 //! `exp(-rate × age in days)` with the per-type rate (SUPERSEDES never decays), times
 //! `downvote_factor` per down-vote; a deleted link is gone. Automatic links whose effective
 //! confidence is below `prune_below` (0.3) are pruned from every traversal; explicit links (made by
-//! a user or an LLM) only decay.
+//! a record, whoever wrote it) only decay.
 
 mod rollup;
 mod search;
@@ -156,9 +156,14 @@ impl MemoryOptions {
             let age_days = (as_of_ns.saturating_sub(created)).max(0) as f64 / NS_PER_DAY;
             c *= (-self.decay(&edge.key.edge_type) * age_days).exp();
         }
-        let automatic = edge.props.get("created_by").and_then(Value::as_str) == Some("system");
+        let automatic = is_automatic(edge);
         (!automatic || c >= self.prune_below).then_some(c)
     }
+}
+
+/// Whether a link was made by an automatic rule (not by a record, whoever wrote that record).
+fn is_automatic(edge: &Edge) -> bool {
+    edge.props.get("rule").and_then(Value::as_str).is_some_and(|r| r != "explicit")
 }
 
 /// What [`Engine::link_memories`] did.
@@ -697,11 +702,7 @@ pub(crate) fn relink_all(
             let Some(last) = page.last() else { break };
             after = Some(last.key.clone());
             let full = page.len() == PAGE;
-            doomed.extend(
-                page.into_iter()
-                    .filter(|e| e.props.get("created_by").and_then(Value::as_str) == Some("system"))
-                    .map(|e| e.key),
-            );
+            doomed.extend(page.into_iter().filter(is_automatic).map(|e| e.key));
             if !full {
                 break;
             }

@@ -302,3 +302,23 @@ fn recall_answers_a_why_question_through_supersedes_and_outcome_of() {
     assert_eq!(outcome.node.props["outcome"], "failed");
     assert_eq!(outcome.path[0].edge_type, "OUTCOME_OF");
 }
+
+#[test]
+fn an_explicit_link_written_by_the_system_survives_relinking() {
+    let (_dir, mut engine) = engine();
+    jwt_scenario(&mut engine);
+    save(
+        &mut engine,
+        json!({"record_type": "memory_link", "from": "memory_2", "to": "memory_3",
+        "link_type": "temporal", "confidence": 0.2, "created_by": "system",
+        "created_at": "2026-11-21T11:00:00Z"}),
+    )
+    .unwrap();
+    engine.link_memories().unwrap();
+    let links =
+        engine.snapshot().unwrap().memory_links("memory_3", &at("2026-11-21T11:00:00Z")).unwrap();
+    assert!(
+        links.iter().any(|(e, c)| e.key.edge_type == "TEMPORAL" && (*c - 0.2).abs() < 1e-12),
+        "an explicit link is neither deleted by relinking nor pruned: {links:?}"
+    );
+}
