@@ -175,6 +175,46 @@ pub(crate) enum Command {
     /// CAUSED_BY; when: FOLLOWS; who/what: REFERENCES, SAME_AS; related: SIMILAR_TO; overview:
     /// SUMMARIZES), then score = relevance × path weight × confidence × salience.
     Recall(RecallArgs),
+    /// Decision memory (seed 003): save memories, outcomes and links; show, list and search them.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
+    /// A topic's decision evolution chain: the decision in force, back through SUPERSEDES, with
+    /// each decision's outcomes and the memories implementing it. Exits 1 when the topic has no
+    /// decision.
+    Evolution {
+        /// The topic (matched after normalisation: case and spacing do not matter).
+        topic: String,
+        /// Decay link confidences as of this time (RFC 3339 or YYYY-MM-DD; default: now).
+        #[arg(long)]
+        as_of: Option<String>,
+    },
+    /// What happened after a memory: the memories implementing it, its results and the memories
+    /// saved soon after it in its session (TEMPORAL), within a window. Exits 1 for an unknown
+    /// memory.
+    Impact {
+        /// The memory id.
+        memory: String,
+        /// Follow memories saved at most this long after it: e.g. 7d, 12h, 90m.
+        #[arg(long, default_value = "7d")]
+        window: String,
+        /// Decay link confidences as of this time (RFC 3339 or YYYY-MM-DD; default: now).
+        #[arg(long)]
+        as_of: Option<String>,
+    },
+    /// Weekly rollup of decision memory: decisions made and outcomes recorded in [since, until),
+    /// open and blocked items at `until`, and suggested next actions.
+    ///
+    /// Blocked: not superseded, latest outcome failed or partial. Next actions, in order:
+    /// supersede each blocked item; record the outcome of decisions open for 7 days or more;
+    /// record progress on open decisions nothing implements.
+    Rollup {
+        /// Start of the window (RFC 3339 or YYYY-MM-DD; default: 7 days before --until).
+        #[arg(long)]
+        since: Option<String>,
+        /// End of the window, exclusive (RFC 3339 or YYYY-MM-DD; default: now).
+        #[arg(long)]
+        until: Option<String>,
+    },
     /// Re-embed every event with the configured model (after the embedding model changed).
     Reembed,
     /// Write a deterministic synthetic agent trace as JSONL to stdout.
@@ -455,6 +495,158 @@ pub(crate) enum EvalCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum MemoryCommand {
+    /// Save a memory: a decision, checkpoint, insight or context.
+    ///
+    /// New memories are linked automatically to earlier ones: temporal (same session, within an
+    /// hour), same topic (decisions), semantic (similar meaning). Prints the memory id.
+    Save(MemorySaveArgs),
+    /// Record the outcome of a memory: success, failed or partial, with the reason.
+    Outcome {
+        /// The memory id.
+        memory: String,
+        /// success, failed or partial (any letter case).
+        #[arg(long)]
+        outcome: String,
+        /// Why it went that way.
+        #[arg(long)]
+        reason: String,
+        /// Who says so: user, system or llm.
+        #[arg(long, default_value = "user")]
+        created_by: String,
+        /// When (RFC 3339 or YYYY-MM-DD; default: now).
+        #[arg(long)]
+        at: Option<String>,
+        /// The outcome id (default: derived from the content).
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Link two memories explicitly.
+    Link {
+        /// Source memory id.
+        from: String,
+        /// Target memory id.
+        to: String,
+        /// supersedes, implements, outcome_of, relates_to or temporal.
+        #[arg(long = "type")]
+        link_type: String,
+        /// Confidence in [0, 1].
+        #[arg(long, default_value_t = 1.0)]
+        confidence: f64,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who links: user, system or llm.
+        #[arg(long, default_value = "user")]
+        created_by: String,
+        /// Free-form metadata, a JSON object.
+        #[arg(long)]
+        metadata: Option<String>,
+        /// When (RFC 3339 or YYYY-MM-DD; default: now).
+        #[arg(long)]
+        at: Option<String>,
+    },
+    /// Delete (or with --downvote, down-vote) the links of a type from one memory to another.
+    ///
+    /// A vote is a record: a deleted link stays out of every traversal, and each down-vote
+    /// halves the link's confidence, after any rebuild.
+    Unlink {
+        /// Source memory id.
+        from: String,
+        /// Target memory id.
+        to: String,
+        /// supersedes, implements, outcome_of, relates_to or temporal.
+        #[arg(long = "type")]
+        link_type: String,
+        /// Down-vote instead of deleting.
+        #[arg(long)]
+        downvote: bool,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+        /// When (RFC 3339 or YYYY-MM-DD; default: now).
+        #[arg(long)]
+        at: Option<String>,
+    },
+    /// Show a memory with its outcomes and live links. Exits 1 when there is none.
+    Show {
+        /// The memory id.
+        id: String,
+        /// Decay link confidences as of this time (RFC 3339 or YYYY-MM-DD; default: now).
+        #[arg(long)]
+        as_of: Option<String>,
+    },
+    /// List memories, newest first. Exits 1 when there is none.
+    List {
+        /// Only this kind: decision, checkpoint, insight or context.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only this topic.
+        #[arg(long)]
+        topic: Option<String>,
+        /// Show at most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Contextual search, and the decision history behind a question such as "Why did we abandon
+    /// JWT?": the evolution chain of the decision it is about, the evidence and the outcomes.
+    /// Exits 1 when no memory matches.
+    Search {
+        /// The question.
+        query: String,
+        /// The memory in context (its connected memories are boosted; default: the best match).
+        #[arg(long)]
+        context: Option<String>,
+        /// Show at most this many matches.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Decay link confidences as of this time (RFC 3339 or YYYY-MM-DD; default: now).
+        #[arg(long)]
+        as_of: Option<String>,
+    },
+    /// Rebuild every memory's embedding, full-text entry and automatic links from the log (after
+    /// `reproject` or a bulk `ingest` of memory records).
+    Relink,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MemorySaveArgs {
+    /// decision, checkpoint, insight or context.
+    #[arg(long)]
+    pub(crate) kind: String,
+    /// The topic (required for a decision).
+    #[arg(long)]
+    pub(crate) topic: Option<String>,
+    /// The memory itself.
+    #[arg(long)]
+    pub(crate) content: String,
+    /// Why.
+    #[arg(long)]
+    pub(crate) reasoning: Option<String>,
+    /// The memory this one replaces.
+    #[arg(long)]
+    pub(crate) supersedes: Option<String>,
+    /// A memory this one carries out (repeatable).
+    #[arg(long)]
+    pub(crate) implements: Vec<String>,
+    /// How sure, in [0, 1].
+    #[arg(long)]
+    pub(crate) confidence: Option<f64>,
+    /// Who saves it: user, system or llm.
+    #[arg(long, default_value = "user")]
+    pub(crate) created_by: String,
+    /// The session it belongs to (temporal links stay inside one).
+    #[arg(long)]
+    pub(crate) session: Option<String>,
+    /// When (RFC 3339 or YYYY-MM-DD; default: now).
+    #[arg(long)]
+    pub(crate) at: Option<String>,
+    /// The memory id (default: derived from the content).
+    #[arg(long)]
+    pub(crate) id: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
     /// Ingestion throughput: log append, stage-1 projection, end to end; bytes per event; open time.
     Ingest {
@@ -497,6 +689,22 @@ pub(crate) enum BenchCommand {
         events: usize,
         /// Vector queries timed (and checked against exact search).
         #[arg(long, default_value_t = 200)]
+        queries: usize,
+        /// Directory for the temporary store (default: the system temp dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Decision-memory traversals: evolution chain and impact latency (p50, p99) on a store of
+    /// memories (optionally among background events), link building time and links per memory.
+    Memory {
+        /// Number of memories.
+        #[arg(long, default_value_t = 10_000)]
+        memories: usize,
+        /// Synthetic background events loaded first.
+        #[arg(long, default_value_t = 0)]
+        events: usize,
+        /// Traversals timed per kind.
+        #[arg(long, default_value_t = 2_000)]
         queries: usize,
         /// Directory for the temporary store (default: the system temp dir).
         #[arg(long)]

@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 use crate::Outcome;
 use crate::output::{bytes, print_json, table};
 
+mod memory;
+pub(crate) use memory::memory;
+
 /// Opens timed to average the store's open cost.
 const OPENS: u32 = 20;
 

@@ -108,6 +108,7 @@ pub(crate) fn consolidate(cli: &Cli, args: &ConsolidateArgs) -> anyhow::Result<O
             "index_lists": r.index_lists, "similar_edges": r.similar_edges,
             "same_as_candidates": r.resolve.same_as, "related_to_edges": r.resolve.related_to,
             "retention": retention.as_ref().map(retention_json),
+            "memory_links": r.memory_links.total(),
             "phase_seconds": phases, "seconds": secs}))?;
     } else {
         let mut out = std::io::stdout().lock();
@@ -127,6 +128,14 @@ pub(crate) fn consolidate(cli: &Cli, args: &ConsolidateArgs) -> anyhow::Result<O
             r.resolve.related_to,
             r.resolve.entities
         )?;
+        if r.memory_links.memories > 0 {
+            writeln!(
+                out,
+                "{} memories indexed, {} automatic memory links",
+                r.memory_links.memories,
+                r.memory_links.total()
+            )?;
+        }
     }
     Ok(Outcome::Done)
 }

@@ -9,6 +9,7 @@ mod entities;
 mod eval;
 mod import;
 mod ingest;
+mod memory;
 mod output;
 mod read;
 mod recall;
@@ -105,6 +106,14 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Retention(args) => enrich::retention(&cli, args),
         Command::Reembed => enrich::run(&cli, true),
         Command::Recall(args) => recall::run(&cli, args),
+        Command::Memory(cmd) => memory::run(&cli, cmd),
+        Command::Evolution { topic, as_of } => memory::evolution(&cli, topic, as_of.as_deref()),
+        Command::Impact { memory, window, as_of } => {
+            memory::impact(&cli, memory, window, as_of.as_deref())
+        }
+        Command::Rollup { since, until } => {
+            memory::rollup(&cli, since.as_deref(), until.as_deref())
+        }
         Command::Eval(EvalCommand::Locomo { file, k, include_adversarial, rankings, sample }) => {
             eval::locomo(&eval::EvalArgs {
                 file,
@@ -132,6 +141,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Bench(BenchCommand::Semantic { events, queries, dir }) => {
             bench::semantic(*events, *queries, dir.as_deref(), cli.json)
+        }
+        Command::Bench(BenchCommand::Memory { memories, events, queries, dir }) => {
+            bench::memory(*memories, *events, *queries, dir.as_deref(), cli.json)
         }
     }
 }

@@ -107,6 +107,11 @@ fn describe(node: &Node) -> String {
     match node.key.label.as_str() {
         "Event" => describe_event(node),
         "Entity" => describe_entity(node),
+        "Outcome" => crate::memory::describe_outcome(node),
+        "Topic" => format!(
+            "topic {}",
+            node.props.get("name").and_then(Value::as_str).unwrap_or(&node.key.id)
+        ),
         _ => node.props.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(),
     }
 }

@@ -82,6 +82,8 @@ pub struct ConsolidateReport {
     pub text_index: crate::TextIndexReport,
     /// What entity resolution found.
     pub resolve: ResolveReport,
+    /// Memories indexed and automatic memory links written (decision memory).
+    pub memory_links: crate::memory::LinkReport,
     /// Wall-clock seconds per phase (summaries, index, similar), for progress and benchmarks.
     pub seconds: Vec<(&'static str, f64)>,
 }
@@ -108,18 +110,25 @@ impl Engine {
     }
 
     /// Rebuild everything stage 3 derives, in one transaction: summaries, the vector index,
-    /// SIMILAR_TO edges and the inferred SAME_AS / RELATED_TO edges of entity resolution. Deterministic for a given log, model and options; idempotent.
+    /// SIMILAR_TO edges, the inferred SAME_AS / RELATED_TO edges of entity resolution and the
+    /// automatic memory links. Deterministic for a given log, model and options; idempotent.
     pub fn consolidate_with(
         &mut self,
         options: &ConsolidateOptions,
     ) -> Result<ConsolidateReport, Error> {
         let mut report = ConsolidateReport::default();
         let embedder = self.embedder()?;
+        let memory = self.options().memory.clone();
         let schema = &self.schema;
         let mut w = self.store.begin_write()?;
         let started = std::time::Instant::now();
         summarize(schema, &mut w, &mut report)?;
         report.seconds.push(("summaries", started.elapsed().as_secs_f64()));
+        let started = std::time::Instant::now();
+        // Memory vectors first, so the vector index holds them too.
+        report.memory_links =
+            crate::memory::relink_all(&mut w, schema, embedder.as_ref(), &memory)?;
+        report.seconds.push(("memory links", started.elapsed().as_secs_f64()));
         let started = std::time::Instant::now();
         let all = AllVectors::load(&w)?;
         let built = vector_index::rebuild(&mut w, &all, options.threads.max(1))?;

@@ -50,6 +50,8 @@ pub struct EngineOptions {
     pub consolidate: ConsolidateOptions,
     /// How vector searches probe the index.
     pub search: SearchParams,
+    /// Decision-memory link rules and how links are read.
+    pub memory: crate::memory::MemoryOptions,
 }
 
 /// When the graph is updated for newly appended records.
@@ -160,14 +162,19 @@ impl Engine {
         let mut outcomes = Vec::with_capacity(records.len());
         let mut w = self.store.begin_write()?;
         let inline = projection == Projection::Inline;
-        // An entity decision is checked against the graph, so the graph must be current for it.
-        let decides = records.iter().any(|r| r.kind() == RecordKind::EntityDecision);
+        // An entity decision or a memory record is checked against the graph, so the graph must
+        // be current for it.
+        let decides = records.iter().any(|r| {
+            r.kind() == RecordKind::EntityDecision || crate::memory::names_memories(r.body())
+        });
         if inline || decides {
             // A graph left behind by a deferred load catches up first, so folds stay in log order.
             fold_lagging(&self.schema, &mut w, usize::MAX)?;
         }
         // Entities mentioned earlier in a deferred batch, which a decision may name.
         let mut mentioned = std::collections::BTreeSet::new();
+        // Memories saved earlier in this batch, which a later memory record may name.
+        let mut saved = std::collections::BTreeSet::new();
         for record in records {
             match record.body() {
                 RecordBody::EntityDecision(d) => {
@@ -181,6 +188,21 @@ impl Engine {
                 }
                 RecordBody::Event(e) if decides && !inline => mentioned
                     .extend(mentions(e).into_iter().map(|m| entity_id(m.entity_type, m.name))),
+                RecordBody::Memory(_)
+                | RecordBody::MemoryOutcome(_)
+                | RecordBody::MemoryLink(_)
+                | RecordBody::MemoryLinkVote(_) => {
+                    if let Some(v) = crate::memory::missing_memories(&w, record.body(), &saved)? {
+                        outcomes.push(Err(Error::Validation(v.into())));
+                        if stop_on_conflict {
+                            break;
+                        }
+                        continue;
+                    }
+                    if let RecordBody::Memory(m) = record.body() {
+                        saved.insert(m.memory_id.clone());
+                    }
+                }
                 RecordBody::Event(_) | RecordBody::Edge(_) | RecordBody::Schema(_) => {}
             }
             match w.append(record, &recorded_at) {

@@ -6,6 +6,9 @@
 //!
 //! - [`Engine`] accepts writes: [`Engine::ingest_jsonl`], [`Engine::ingest_batch`],
 //!   [`Engine::add_schema_module`], [`Engine::reproject`], [`Engine::decide_entities`].
+//! - Decision memory (seed 003): [`Engine::save_memories`] and [`Engine::link_memories`] write;
+//!   [`Snapshot::evolution`], [`Snapshot::impact`], [`Snapshot::memory_context`] and
+//!   [`Snapshot::rollup`] read.
 //! - Conversations become event records with [`parse_messages`] (chat messages as JSONL) or
 //!   [`locomo_conversations`] (the LoCoMo benchmark's format), ingested by [`Engine::import`].
 //! - [`Engine::snapshot`] gives a [`Snapshot`] for consistent reads.
@@ -32,6 +35,7 @@ mod engine;
 mod enrich;
 mod error;
 mod ingest;
+mod memory;
 mod recall;
 mod resolve;
 mod retention;
@@ -58,6 +62,11 @@ pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
+pub use memory::{
+    Evolution, EvolutionStep, Impact, ImpactItem, LinkReport, MemoryContext, MemoryHit,
+    MemoryOptions, MemorySearchOptions, MemoryView, NextAction, OutcomeView, Rollup, RollupItem,
+    RollupOptions, TraversalOptions,
+};
 pub use recall::{
     ContextPack, Everyone, Factors, Intent, Item, Provenance, RecallParams, RecallQuery, Step,
     Timings, Unknown, Visibility, classify, content_words,

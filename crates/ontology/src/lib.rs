@@ -25,10 +25,11 @@ pub use entity::{entity_id, normalize_name};
 pub use limits::Limits;
 pub use record::{
     DEFAULT_ROLE, EdgeRecord, EntityDecision, EntityDecisionRecord, EntityRef, EventRecord,
-    RecordBody, RecordKind, SchemaRecord, ValidRecord, validate, validate_value,
+    MemoryLinkRecord, MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord, RecordBody,
+    RecordKind, SchemaRecord, ValidRecord, validate, validate_value,
 };
 pub use schema::{
-    CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef, NodeType, PropertyDef,
-    PropertyType, Schema, SchemaError, is_event_type, is_zoned_datetime,
+    CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef, MEMORY_MODULE, NodeType,
+    PropertyDef, PropertyType, Schema, SchemaError, is_event_type, is_zoned_datetime,
 };
 pub use violation::{ValidationErrors, Violation};

@@ -7,7 +7,9 @@
 //!   endpoint constraints;
 //! - a **schema module** extension, written by `schema add`;
 //! - an **entity decision** (`record_type: "entity_decision"`): a person's `merge` or `reject` of
-//!   a pair of entities that entity resolution proposed (or any other pair).
+//!   a pair of entities that entity resolution proposed (or any other pair);
+//! - decision memory (`record/memory.rs`): a `memory`, a `memory_outcome`, an explicit
+//!   `memory_link` and a `memory_link_vote` (seed 003).
 //!
 //! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
 //! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
@@ -21,6 +23,10 @@ use crate::limits::Limits;
 use crate::schema::{Schema, SchemaError, is_event_type};
 use crate::violation::{ValidationErrors, Violation};
 
+mod memory;
+
+pub use memory::{MemoryLinkRecord, MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord};
+
 /// Kinds of record, as stored in the log's `kind` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKind {
@@ -32,6 +38,14 @@ pub enum RecordKind {
     Schema,
     /// A person's decision on a pair of entities.
     EntityDecision,
+    /// A saved memory (decision, checkpoint, insight, context).
+    Memory,
+    /// The outcome of a memory.
+    MemoryOutcome,
+    /// An explicit link between two memories.
+    MemoryLink,
+    /// A person's delete or down-vote of a memory link.
+    MemoryLinkVote,
 }
 
 impl RecordKind {
@@ -42,6 +56,10 @@ impl RecordKind {
             RecordKind::Edge => "edge",
             RecordKind::Schema => "schema",
             RecordKind::EntityDecision => "entity_decision",
+            RecordKind::Memory => "memory",
+            RecordKind::MemoryOutcome => "memory_outcome",
+            RecordKind::MemoryLink => "memory_link",
+            RecordKind::MemoryLinkVote => "memory_link_vote",
         }
     }
 
@@ -52,6 +70,10 @@ impl RecordKind {
             "edge" => Some(RecordKind::Edge),
             "schema" => Some(RecordKind::Schema),
             "entity_decision" => Some(RecordKind::EntityDecision),
+            "memory" => Some(RecordKind::Memory),
+            "memory_outcome" => Some(RecordKind::MemoryOutcome),
+            "memory_link" => Some(RecordKind::MemoryLink),
+            "memory_link_vote" => Some(RecordKind::MemoryLinkVote),
             _ => None,
         }
     }
@@ -194,6 +216,14 @@ pub enum RecordBody {
     Schema(SchemaRecord),
     /// A decision on a pair of entities.
     EntityDecision(EntityDecisionRecord),
+    /// A saved memory.
+    Memory(MemoryRecord),
+    /// The outcome of a memory.
+    MemoryOutcome(MemoryOutcomeRecord),
+    /// An explicit memory link.
+    MemoryLink(MemoryLinkRecord),
+    /// A vote on a memory link.
+    MemoryLinkVote(MemoryLinkVoteRecord),
 }
 
 /// A record that passed validation. Only this module constructs one.
@@ -216,6 +246,10 @@ impl ValidRecord {
             RecordBody::Edge(_) => RecordKind::Edge,
             RecordBody::Schema(_) => RecordKind::Schema,
             RecordBody::EntityDecision(_) => RecordKind::EntityDecision,
+            RecordBody::Memory(_) => RecordKind::Memory,
+            RecordBody::MemoryOutcome(_) => RecordKind::MemoryOutcome,
+            RecordBody::MemoryLink(_) => RecordKind::MemoryLink,
+            RecordBody::MemoryLinkVote(_) => RecordKind::MemoryLinkVote,
         }
     }
 
@@ -226,6 +260,10 @@ impl ValidRecord {
             RecordBody::Edge(e) => &e.edge_id,
             RecordBody::Schema(s) => &s.module,
             RecordBody::EntityDecision(d) => &d.decision_id,
+            RecordBody::Memory(m) => &m.memory_id,
+            RecordBody::MemoryOutcome(o) => &o.outcome_id,
+            RecordBody::MemoryLink(l) => &l.link_id,
+            RecordBody::MemoryLinkVote(v) => &v.vote_id,
         }
     }
 
@@ -302,6 +340,16 @@ pub fn validate_value(
         Some(Value::String(t)) if t == "entity_decision" => {
             v.entity_decision(&obj).map(RecordBody::EntityDecision)
         }
+        Some(Value::String(t)) if t == "memory" => v.memory(&obj).map(RecordBody::Memory),
+        Some(Value::String(t)) if t == "memory_outcome" => {
+            v.memory_outcome(&obj).map(RecordBody::MemoryOutcome)
+        }
+        Some(Value::String(t)) if t == "memory_link" => {
+            v.memory_link(&obj).map(RecordBody::MemoryLink)
+        }
+        Some(Value::String(t)) if t == "memory_link_vote" => {
+            v.memory_link_vote(&obj).map(RecordBody::MemoryLinkVote)
+        }
         Some(Value::String(t)) if t == "schema" => {
             v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
             let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
@@ -330,7 +378,7 @@ pub fn validate_value(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
-                "must be \"event\" (the default), \"edge\", \"schema\" or \"entity_decision\"",
+                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\" or \"memory_link_vote\"",
             ));
             None
         }
@@ -940,6 +988,10 @@ fn canonical_json(body: &RecordBody) -> String {
             }
             Value::Object(m)
         }
+        RecordBody::Memory(r) => memory::memory_json(r),
+        RecordBody::MemoryOutcome(r) => memory::outcome_json(r),
+        RecordBody::MemoryLink(r) => memory::link_json(r),
+        RecordBody::MemoryLinkVote(r) => memory::vote_json(r),
     };
     value.to_string()
 }

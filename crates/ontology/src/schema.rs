@@ -20,6 +20,9 @@ use crate::violation::Violation;
 /// The core module text, shipped inside the binary.
 pub const CORE_MODULE: &str = include_str!("../schema/core.toml");
 
+/// The decision-memory module text (seed 003), shipped inside the binary and loaded with core.
+pub const MEMORY_MODULE: &str = include_str!("../schema/memory.toml");
+
 /// The shape a property value must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PropertyType {
@@ -260,9 +263,9 @@ pub struct Schema {
 }
 
 impl Schema {
-    /// The core module alone.
+    /// The core module with the modules shipped alongside it (decision memory).
     pub fn core() -> Result<Schema, SchemaError> {
-        Schema::empty().extend(CORE_MODULE)
+        Schema::empty().extend(CORE_MODULE)?.extend(MEMORY_MODULE)
     }
 
     fn empty() -> Schema {
@@ -1244,8 +1247,20 @@ mod tests {
     }
 
     #[test]
-    fn core_module_holds_the_seed_ontology() {
+    fn memory_module_loads_with_core_and_every_link_edge_is_derived() {
         let s = core();
+        assert_eq!(s.modules(), ["core", "memory"]);
+        for t in ["SUPERSEDES", "IMPLEMENTS", "OUTCOME_OF", "RELATES_TO", "TEMPORAL", "LINK_VOTE"] {
+            assert!(s.edge_type(t).unwrap().derived, "{t} must be written by memory records only");
+        }
+        assert_eq!(s.enum_def("outcome").unwrap().canonical("failure"), Some("failed"));
+        let link_types = &s.enum_def("link_type").unwrap().values;
+        assert_eq!(link_types.len(), 5);
+    }
+
+    #[test]
+    fn core_module_holds_the_seed_ontology() {
+        let s = Schema::empty().extend(CORE_MODULE).unwrap();
         assert_eq!(s.node_types().keys().collect::<Vec<_>>(), ["Entity", "Event", "Summary"]);
         assert_eq!(
             s.edge_types().keys().collect::<Vec<_>>(),
@@ -1351,7 +1366,7 @@ mod tests {
         );
         assert_eq!(s.enum_def("entity_type").unwrap().canonical("dataset"), Some("dataset"));
         assert!(s.classify_event_type("tool.retry").known);
-        assert_eq!(s.modules(), ["core", "ops"]);
+        assert_eq!(s.modules(), ["core", "memory", "ops"]);
     }
 
     #[test]

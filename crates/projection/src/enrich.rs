@@ -340,12 +340,8 @@ mod tests {
 
     fn event(json: serde_json::Value) -> EventRecord {
         let r = validate(&Schema::core().unwrap(), &Limits::default(), &json.to_string()).unwrap();
-        match r.body() {
-            RecordBody::Event(e) => e.clone(),
-            RecordBody::Edge(_) | RecordBody::Schema(_) | RecordBody::EntityDecision(_) => {
-                panic!("not an event")
-            }
-        }
+        let RecordBody::Event(e) = r.body() else { panic!("not an event") };
+        e.clone()
     }
 
     fn base(extra: serde_json::Value) -> serde_json::Value {

@@ -15,6 +15,9 @@
 //! An entity decision record makes the `SAME_AS` edge of its pair decided (`decision.rs`): merged
 //! (confidence 1.0) or rejected (confidence 0.0). A later decision on the pair replaces it.
 //!
+//! Decision-memory records (seed 003) become Memory, Topic, MemorySession and Outcome nodes and
+//! their explicit links (`memory.rs`); automatic links are the engine's stage 3.
+//!
 //! # Determinism
 //! The graph after any arrival order of a set of records equals the graph after in-order arrival,
 //! except `global_position`, which is the arrival order itself. Every derived value is a
@@ -29,8 +32,12 @@
 mod decision;
 mod enrich;
 mod event;
+mod memory;
 
 pub use event::{Mention, mentions, remove_event};
+pub use memory::{
+    LINK_VOTE, MEMORY, MEMORY_SESSION, OUTCOME, TOPIC, link_edge_type, link_props, topic_id,
+};
 
 pub use enrich::{
     Enrichment, MAX_KEYWORDS, MAX_SUMMARY_CHARS, MAX_TEXT_CHARS, enrich_event, is_stop_word,
@@ -100,6 +107,10 @@ pub fn project(
         RecordBody::EntityDecision(d) => {
             w.edge_when_ready(decision::decided_edge(schema, position, d))?
         }
+        RecordBody::Memory(m) => memory::project_memory(&mut w, position, m)?,
+        RecordBody::MemoryOutcome(o) => memory::project_outcome(&mut w, position, o)?,
+        RecordBody::MemoryLink(l) => memory::project_link(&mut w, l)?,
+        RecordBody::MemoryLinkVote(v) => memory::project_vote(&mut w, v)?,
         // A schema module changes what later records may say, not the graph.
         RecordBody::Schema(_) => {}
     }

@@ -89,6 +89,10 @@ impl Intent {
             // A summary reaches down to what it summarises; an event up to its summary.
             ("SUMMARIZES", Overview) => (0.9, 0.9),
             ("SUMMARIZES", _) => (0.2, 0.3),
+            // Decision memory (seed 003): why → SUPERSEDES / OUTCOME_OF, when → TEMPORAL.
+            ("SUPERSEDES" | "OUTCOME_OF", Why) => (0.9, 0.9),
+            ("IMPLEMENTS" | "RELATES_TO", Why | Related) => (0.7, 0.7),
+            ("TEMPORAL", When) => (0.8, 0.8),
             // Edge types from extension modules: followed, weakly.
             (_, _) => (0.3, 0.3),
         };
