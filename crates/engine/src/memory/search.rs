@@ -130,7 +130,7 @@ impl Snapshot<'_> {
         options: &MemorySearchOptions,
     ) -> Result<Vec<MemoryHit>, Error> {
         let mut lexical: BTreeMap<String, f64> = BTreeMap::new();
-        for (key, score) in self.read.search_text(query, 200)? {
+        for (key, score) in self.search_keys(query, 200)? {
             if key.label == MEMORY {
                 lexical.insert(key.id, score);
             }
