@@ -138,8 +138,8 @@ impl Engine {
     /// Append `records` in one transaction and (with [`Projection::Inline`]) project them.
     ///
     /// Returns one outcome per record, in order: new at a position, duplicate of a stored record,
-    /// or an error for a conflicting record or an entity decision naming an entity that does not
-    /// exist (nothing of it written). With `stop_on_conflict`, the records after the first such
+    /// or an error for a conflicting record, or for an entity decision, instance_of, slot or goal
+    /// naming an entity, type or checklist that does not exist (nothing of it written). With `stop_on_conflict`, the records after the first such
     /// error are not attempted and get no outcome. Everything acknowledged is durable when this
     /// returns.
     pub fn ingest_batch(
@@ -155,14 +155,19 @@ impl Engine {
         let mut outcomes = Vec::with_capacity(records.len());
         let mut w = self.store.begin_write()?;
         let inline = projection == Projection::Inline;
-        // An entity decision is checked against the graph, so the graph must be current for it.
-        let decides = records.iter().any(|r| r.kind() == RecordKind::EntityDecision);
+        // An entity decision, type, slot, checklist or goal record is checked against the graph,
+        // so the graph must be current for it.
+        let decides = records.iter().any(|r| {
+            r.kind() == RecordKind::EntityDecision || matches!(r.body(), RecordBody::Slots(_))
+        });
         if inline || decides {
             // A graph left behind by a deferred load catches up first, so folds stay in log order.
             fold_lagging(&self.schema, &mut w, usize::MAX)?;
         }
         // Entities mentioned earlier in a deferred batch, which a decision may name.
         let mut mentioned = std::collections::BTreeSet::new();
+        // Types and checklists declared earlier in a deferred batch.
+        let mut declared = std::collections::BTreeSet::new();
         for record in records {
             match record.body() {
                 RecordBody::EntityDecision(d) => {
@@ -172,6 +177,18 @@ impl Engine {
                             break;
                         }
                         continue;
+                    }
+                }
+                RecordBody::Slots(s) => {
+                    if let Some(v) = crate::slots::missing_refs(&w, s, &mentioned, &declared)? {
+                        outcomes.push(Err(Error::Validation(v.into())));
+                        if stop_on_conflict {
+                            break;
+                        }
+                        continue;
+                    }
+                    if !inline {
+                        crate::slots::created(s, &mut mentioned, &mut declared);
                     }
                 }
                 RecordBody::Event(e) if decides && !inline => mentioned

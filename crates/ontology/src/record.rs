@@ -7,7 +7,9 @@
 //!   endpoint constraints;
 //! - a **schema module** extension, written by `schema add`;
 //! - an **entity decision** (`record_type: "entity_decision"`): a person's `merge` or `reject` of
-//!   a pair of entities that entity resolution proposed (or any other pair).
+//!   a pair of entities that entity resolution proposed (or any other pair);
+//! - a **type**, **instance_of**, **slot**, **checklist** or **goal** record (seed 001; see
+//!   [`slots`](self::slots) for their rules).
 //!
 //! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
 //! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
@@ -21,6 +23,9 @@ use crate::limits::Limits;
 use crate::schema::{Schema, SchemaError, is_event_type};
 use crate::violation::{ValidationErrors, Violation};
 
+pub(crate) mod slots;
+pub use slots::SlotsRecord;
+
 /// Kinds of record, as stored in the log's `kind` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKind {
@@ -32,6 +37,16 @@ pub enum RecordKind {
     Schema,
     /// A person's decision on a pair of entities.
     EntityDecision,
+    /// A declared Type.
+    Type,
+    /// An entity's INSTANCE_OF a Type.
+    InstanceOf,
+    /// An observation of an entity's slot value.
+    Slot,
+    /// A checklist with its slot specs.
+    Checklist,
+    /// A user's goal.
+    Goal,
 }
 
 impl RecordKind {
@@ -42,6 +57,11 @@ impl RecordKind {
             RecordKind::Edge => "edge",
             RecordKind::Schema => "schema",
             RecordKind::EntityDecision => "entity_decision",
+            RecordKind::Type => "type",
+            RecordKind::InstanceOf => "instance_of",
+            RecordKind::Slot => "slot",
+            RecordKind::Checklist => "checklist",
+            RecordKind::Goal => "goal",
         }
     }
 
@@ -52,6 +72,11 @@ impl RecordKind {
             "edge" => Some(RecordKind::Edge),
             "schema" => Some(RecordKind::Schema),
             "entity_decision" => Some(RecordKind::EntityDecision),
+            "type" => Some(RecordKind::Type),
+            "instance_of" => Some(RecordKind::InstanceOf),
+            "slot" => Some(RecordKind::Slot),
+            "checklist" => Some(RecordKind::Checklist),
+            "goal" => Some(RecordKind::Goal),
             _ => None,
         }
     }
@@ -194,6 +219,8 @@ pub enum RecordBody {
     Schema(SchemaRecord),
     /// A decision on a pair of entities.
     EntityDecision(EntityDecisionRecord),
+    /// A type, instance_of, slot, checklist or goal record.
+    Slots(SlotsRecord),
 }
 
 /// A record that passed validation. Only this module constructs one.
@@ -211,11 +238,18 @@ impl ValidRecord {
 
     /// The kind.
     pub fn kind(&self) -> RecordKind {
-        match self.body {
+        match &self.body {
             RecordBody::Event(_) => RecordKind::Event,
             RecordBody::Edge(_) => RecordKind::Edge,
             RecordBody::Schema(_) => RecordKind::Schema,
             RecordBody::EntityDecision(_) => RecordKind::EntityDecision,
+            RecordBody::Slots(s) => match s {
+                SlotsRecord::Type(_) => RecordKind::Type,
+                SlotsRecord::InstanceOf(_) => RecordKind::InstanceOf,
+                SlotsRecord::Slot(_) => RecordKind::Slot,
+                SlotsRecord::Checklist(_) => RecordKind::Checklist,
+                SlotsRecord::Goal(_) => RecordKind::Goal,
+            },
         }
     }
 
@@ -226,6 +260,7 @@ impl ValidRecord {
             RecordBody::Edge(e) => &e.edge_id,
             RecordBody::Schema(s) => &s.module,
             RecordBody::EntityDecision(d) => &d.decision_id,
+            RecordBody::Slots(s) => s.id(),
         }
     }
 
@@ -302,6 +337,9 @@ pub fn validate_value(
         Some(Value::String(t)) if t == "entity_decision" => {
             v.entity_decision(&obj).map(RecordBody::EntityDecision)
         }
+        Some(Value::String(t)) if slots::SLOTS_RECORD_TYPES.contains(&t.as_str()) => {
+            v.slots_record(t, &obj).map(RecordBody::Slots)
+        }
         Some(Value::String(t)) if t == "schema" => {
             v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
             let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
@@ -330,7 +368,7 @@ pub fn validate_value(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
-                "must be \"event\" (the default), \"edge\", \"schema\" or \"entity_decision\"",
+                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"type\", \"instance_of\", \"slot\", \"checklist\" or \"goal\"",
             ));
             None
         }
@@ -940,6 +978,7 @@ fn canonical_json(body: &RecordBody) -> String {
             }
             Value::Object(m)
         }
+        RecordBody::Slots(s) => slots::canonical(s),
     };
     value.to_string()
 }

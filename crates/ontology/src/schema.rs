@@ -20,6 +20,12 @@ use crate::violation::Violation;
 /// The core module text, shipped inside the binary.
 pub const CORE_MODULE: &str = include_str!("../schema/core.toml");
 
+/// The slots module (types, slots, checklists and goals of seed 001), loaded with the core.
+pub const SLOTS_MODULE: &str = include_str!("../schema/slots.toml");
+
+/// The modules every schema starts from, in load order.
+pub const BUILTIN_MODULES: &[&str] = &[CORE_MODULE, SLOTS_MODULE];
+
 /// The shape a property value must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PropertyType {
@@ -260,9 +266,9 @@ pub struct Schema {
 }
 
 impl Schema {
-    /// The core module alone.
+    /// The built-in modules: the core and the modules loaded with it ([`BUILTIN_MODULES`]).
     pub fn core() -> Result<Schema, SchemaError> {
-        Schema::empty().extend(CORE_MODULE)
+        BUILTIN_MODULES.iter().try_fold(Schema::empty(), |schema, module| schema.extend(module))
     }
 
     fn empty() -> Schema {
@@ -1239,8 +1245,22 @@ impl Merge {
 mod tests {
     use super::*;
 
+    /// The core module alone: these tests are about it, not the modules loaded with it.
     fn core() -> Schema {
-        Schema::core().unwrap()
+        Schema::empty().extend(CORE_MODULE).unwrap()
+    }
+
+    #[test]
+    fn the_builtin_schema_loads_the_slots_module_after_the_core() {
+        let s = Schema::core().unwrap();
+        assert_eq!(s.modules(), ["core", "slots"]);
+        for label in ["Type", "SlotValue", "Checklist", "SlotSpec", "Goal"] {
+            assert_eq!(s.node_type(label).unwrap().module, "slots", "{label}");
+        }
+        for edge in ["INSTANCE_OF", "HAS_SLOT", "REQUIRES", "GOAL_OF", "INFLUENCES"] {
+            assert!(s.edge_type(edge).unwrap().derived, "{edge} is written by its records only");
+        }
+        assert_eq!(s.enum_def("cardinality").unwrap().canonical("MANY"), Some("many"));
     }
 
     #[test]

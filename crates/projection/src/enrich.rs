@@ -342,7 +342,10 @@ mod tests {
         let r = validate(&Schema::core().unwrap(), &Limits::default(), &json.to_string()).unwrap();
         match r.body() {
             RecordBody::Event(e) => e.clone(),
-            RecordBody::Edge(_) | RecordBody::Schema(_) | RecordBody::EntityDecision(_) => {
+            RecordBody::Edge(_)
+            | RecordBody::Schema(_)
+            | RecordBody::EntityDecision(_)
+            | RecordBody::Slots(_) => {
                 panic!("not an event")
             }
         }

@@ -15,6 +15,10 @@
 //! An entity decision record makes the `SAME_AS` edge of its pair decided (`decision.rs`): merged
 //! (confidence 1.0) or rejected (confidence 0.0). A later decision on the pair replaces it.
 //!
+//! Types, slots, checklists and goals (seed 001) are projected by `slots.rs`: `Type`,
+//! `SlotValue`, `Checklist`, `SlotSpec` and `Goal` nodes, with `HAS_SLOT` folded commutatively
+//! (maximum confidence, union of sources).
+//!
 //! # Determinism
 //! The graph after any arrival order of a set of records equals the graph after in-order arrival,
 //! except `global_position`, which is the arrival order itself. Every derived value is a
@@ -29,8 +33,10 @@
 mod decision;
 mod enrich;
 mod event;
+mod slots;
 
 pub use event::{Mention, mentions, remove_event};
+pub use slots::{merge_has_slot, slot_value_id};
 
 pub use enrich::{
     Enrichment, MAX_KEYWORDS, MAX_SUMMARY_CHARS, MAX_TEXT_CHARS, enrich_event, is_stop_word,
@@ -100,6 +106,7 @@ pub fn project(
         RecordBody::EntityDecision(d) => {
             w.edge_when_ready(decision::decided_edge(schema, position, d))?
         }
+        RecordBody::Slots(s) => slots::project_slots(&mut w, s)?,
         // A schema module changes what later records may say, not the graph.
         RecordBody::Schema(_) => {}
     }
