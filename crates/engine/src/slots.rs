@@ -472,8 +472,10 @@ impl Engine {
 
 /// Two goal records that say the same thing, whichever way they named the user.
 fn same_goal(a: &ctxgraph_ontology::GoalRecord, b: &ctxgraph_ontology::GoalRecord) -> bool {
-    (&a.name, a.user.entity_id(), &a.description, &a.horizon, a.priority, &a.influences)
-        == (&b.name, b.user.entity_id(), &b.description, &b.horizon, b.priority, &b.influences)
+    let set =
+        |g: &ctxgraph_ontology::GoalRecord| g.influences.iter().cloned().collect::<BTreeSet<_>>();
+    (&a.name, a.user.entity_id(), &a.description, &a.horizon, a.priority, set(a))
+        == (&b.name, b.user.entity_id(), &b.description, &b.horizon, b.priority, set(b))
 }
 
 /// Nodes a record of this family brings into the graph, for the existence checks of later

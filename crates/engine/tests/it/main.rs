@@ -17,6 +17,7 @@ mod recall;
 mod resolve;
 mod retention;
 mod semantic;
+mod slots;
 
 use ctxgraph::{Direction, Edge, Engine, EngineOptions, Node, NodeKey, OpenMode};
 use tempfile::TempDir;

@@ -252,8 +252,8 @@ pub struct GoalRecord {
     pub horizon: Option<String>,
     /// Priority, 0 the highest.
     pub priority: Option<u64>,
-    /// Normalised names of the checklists it influences (sorted, without repeats); the engine
-    /// checks that they are defined.
+    /// Normalised names of the checklists it influences (in the order given, without repeats);
+    /// the engine checks that they are defined.
     pub influences: Vec<String>,
 }
 
@@ -763,11 +763,14 @@ impl Validator<'_> {
                         continue;
                     };
                     if let Some(l) = self.label(s, &path, "a checklist name") {
-                        ids.push(normalize_name(&l));
+                        let id = normalize_name(&l);
+                        // Repeats are dropped; the order is kept, so the paths of the engine's
+                        // existence checks match the input.
+                        if !ids.contains(&id) {
+                            ids.push(id);
+                        }
                     }
                 }
-                ids.sort();
-                ids.dedup();
                 (self.out.len() == before).then_some(ids)
             }
             Some(other) => {
