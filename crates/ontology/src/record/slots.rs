@@ -911,3 +911,6 @@ pub fn checklist_from_file(
     }
     super::validate_value(schema, limits, Value::Object(obj))
 }
+
+#[cfg(test)]
+mod tests;
