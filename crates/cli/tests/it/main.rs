@@ -11,6 +11,7 @@ mod commands;
 mod entities;
 mod import;
 mod semantic;
+mod slots;
 mod tidy;
 
 use std::path::{Path, PathBuf};
