@@ -408,8 +408,8 @@ pub(crate) struct EntityRefArgs {
     /// The entity: an id such as `concept:alien` (`{entity_type}:{name}`), or a bare name when
     /// only one entity type has an entity of that name; with --entity-type, a name.
     pub(crate) entity: String,
-    /// Create the entity with this type (agent, user, service, tool, resource, concept) when
-    /// it does not exist; ENTITY is then its name. Without it, the entity must exist.
+    /// Create the entity with this entity type (such as concept, user, tool or service) when it
+    /// does not exist; ENTITY is then its name. Without it, the entity must exist.
     #[arg(long)]
     pub(crate) entity_type: Option<String>,
 }

@@ -461,10 +461,10 @@ proptest! {
         // The naive model: per (entity, slot, normalised value), max confidence, sorted sources.
         let mut model: std::collections::BTreeMap<(String, String, String), (f64, std::collections::BTreeSet<String>)> = Default::default();
         for o in &obs {
-            let entity = match &o["entity"] {
-                Value::String(s) => s.clone(),
-                v => format!("concept:{}", v["name"].as_str().unwrap().to_lowercase()),
-            };
+            let entity = o["entity"].as_str().map_or_else(
+                || format!("concept:{}", o["entity"]["name"].as_str().unwrap().to_lowercase()),
+                str::to_owned,
+            );
             let key = (entity, o["slot"].as_str().unwrap().to_lowercase(), o["value"].as_str().unwrap().to_lowercase());
             let entry = model.entry(key).or_insert((0.0, Default::default()));
             entry.0 = entry.0.max(o["confidence"].as_f64().unwrap());
