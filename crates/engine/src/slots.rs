@@ -50,6 +50,9 @@ const GAIN_TIE: f64 = 1e-12;
 /// Most edges of one kind read for one node; far above any real slot or type count.
 const MAX_EDGES: usize = 100_000;
 
+/// Nodes read once per question (see `Snapshot::cached`).
+type NodeCache = BTreeMap<NodeKey, Option<Node>>;
+
 /// An entity named in a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EntityArg {
@@ -615,11 +618,33 @@ impl Snapshot<'_> {
         Ok(out)
     }
 
+    /// A node read through `cache`: candidates share their types and slot values, so
+    /// `next_slot` reads each once.
+    fn cached<'c>(
+        &self,
+        cache: &'c mut NodeCache,
+        key: &NodeKey,
+    ) -> Result<Option<&'c Node>, Error> {
+        if !cache.contains_key(key) {
+            let node = self.read.node(key)?;
+            cache.insert(key.clone(), node);
+        }
+        Ok(cache.get(key).and_then(Option::as_ref))
+    }
+
     /// The types an entity is an instance of, as (id, name), by id.
     pub fn types_of(&self, entity_id: &str) -> Result<Vec<(String, String)>, Error> {
+        self.types_with(entity_id, &mut NodeCache::new())
+    }
+
+    fn types_with(
+        &self,
+        entity_id: &str,
+        cache: &mut NodeCache,
+    ) -> Result<Vec<(String, String)>, Error> {
         let mut out = Vec::new();
         for e in self.out_edges(&NodeKey::new("Entity", entity_id), "INSTANCE_OF")? {
-            let name = self.read.node(&e.key.to)?.and_then(|n| text(&n, "name"));
+            let name = self.cached(cache, &e.key.to)?.and_then(|n| text(n, "name"));
             out.push((e.key.to.id.clone(), name.unwrap_or_else(|| e.key.to.id.clone())));
         }
         out.sort();
@@ -628,14 +653,18 @@ impl Snapshot<'_> {
 
     /// An entity's slot values, by slot then normalised value.
     pub fn slots_of(&self, entity_id: &str) -> Result<Vec<SlotFill>, Error> {
+        self.slots_with(entity_id, &mut NodeCache::new())
+    }
+
+    fn slots_with(&self, entity_id: &str, cache: &mut NodeCache) -> Result<Vec<SlotFill>, Error> {
         let mut out = Vec::new();
         let edges = self.out_edges(&NodeKey::new("Entity", entity_id), "HAS_SLOT")?;
         for e in edges.into_iter().take(MAX_EDGES) {
-            let Some(node) = self.read.node(&e.key.to)? else { continue };
+            let Some(node) = self.cached(cache, &e.key.to)? else { continue };
             out.push(SlotFill {
-                slot: text(&node, "slot").unwrap_or_default(),
-                value: text(&node, "value").unwrap_or_default(),
-                value_key: text(&node, "value_key").unwrap_or_default(),
+                slot: text(node, "slot").unwrap_or_default(),
+                value: text(node, "value").unwrap_or_default(),
+                value_key: text(node, "value_key").unwrap_or_default(),
                 confidence: e.props.get("confidence").and_then(Value::as_f64),
                 sources: e
                     .props
@@ -799,6 +828,7 @@ impl Snapshot<'_> {
         }
         let mut seen = BTreeSet::new();
         let mut known = Vec::with_capacity(candidates.len());
+        let mut cache = NodeCache::new();
         for c in candidates {
             if !seen.insert(c.as_str()) {
                 return Err(Self::unknown(
@@ -809,7 +839,11 @@ impl Snapshot<'_> {
                 ));
             }
             self.require_entity("candidates", c)?;
-            known.push((c.clone(), self.slots_of(c)?, self.types_of(c)?));
+            known.push((
+                c.clone(),
+                self.slots_with(c, &mut cache)?,
+                self.types_with(c, &mut cache)?,
+            ));
         }
         let mut ranking = Vec::with_capacity(checklist.specs.len());
         for (position, spec) in checklist.specs.into_iter().enumerate() {
