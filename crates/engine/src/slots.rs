@@ -53,6 +53,9 @@ const MAX_EDGES: usize = 100_000;
 /// Nodes read once per question (see `Snapshot::cached`).
 type NodeCache = BTreeMap<NodeKey, Option<Node>>;
 
+/// An entity's slot values and its types as (id, name).
+type Facts = (Vec<SlotFill>, Vec<(String, String)>);
+
 /// An entity named in a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EntityArg {
@@ -634,48 +637,49 @@ impl Snapshot<'_> {
 
     /// The types an entity is an instance of, as (id, name), by id.
     pub fn types_of(&self, entity_id: &str) -> Result<Vec<(String, String)>, Error> {
-        self.types_with(entity_id, &mut NodeCache::new())
-    }
-
-    fn types_with(
-        &self,
-        entity_id: &str,
-        cache: &mut NodeCache,
-    ) -> Result<Vec<(String, String)>, Error> {
-        let mut out = Vec::new();
-        for e in self.out_edges(&NodeKey::new("Entity", entity_id), "INSTANCE_OF")? {
-            let name = self.cached(cache, &e.key.to)?.and_then(|n| text(n, "name"));
-            out.push((e.key.to.id.clone(), name.unwrap_or_else(|| e.key.to.id.clone())));
-        }
-        out.sort();
-        Ok(out)
+        Ok(self.facts(entity_id, &mut NodeCache::new())?.1)
     }
 
     /// An entity's slot values, by slot then normalised value.
     pub fn slots_of(&self, entity_id: &str) -> Result<Vec<SlotFill>, Error> {
-        self.slots_with(entity_id, &mut NodeCache::new())
+        Ok(self.facts(entity_id, &mut NodeCache::new())?.0)
     }
 
-    fn slots_with(&self, entity_id: &str, cache: &mut NodeCache) -> Result<Vec<SlotFill>, Error> {
-        let mut out = Vec::new();
-        let edges = self.out_edges(&NodeKey::new("Entity", entity_id), "HAS_SLOT")?;
+    /// An entity's slot values (by slot, then value) and types (by id), from one read of its
+    /// outgoing edges.
+    fn facts(&self, entity_id: &str, cache: &mut NodeCache) -> Result<Facts, Error> {
+        let (mut slots, mut types) = (Vec::new(), Vec::new());
+        let edges = self.read.edges_of(&NodeKey::new("Entity", entity_id), None, Direction::Out)?;
         for e in edges.into_iter().take(MAX_EDGES) {
-            let Some(node) = self.cached(cache, &e.key.to)? else { continue };
-            out.push(SlotFill {
-                slot: text(node, "slot").unwrap_or_default(),
-                value: text(node, "value").unwrap_or_default(),
-                value_key: text(node, "value_key").unwrap_or_default(),
-                confidence: e.props.get("confidence").and_then(Value::as_f64),
-                sources: e
-                    .props
-                    .get("sources")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-                    .unwrap_or_default(),
-            });
+            match e.key.edge_type.as_str() {
+                "HAS_SLOT" => {
+                    let Some(node) = self.cached(cache, &e.key.to)? else { continue };
+                    slots.push(SlotFill {
+                        slot: text(node, "slot").unwrap_or_default(),
+                        value: text(node, "value").unwrap_or_default(),
+                        value_key: text(node, "value_key").unwrap_or_default(),
+                        confidence: e.props.get("confidence").and_then(Value::as_f64),
+                        sources: e
+                            .props
+                            .get("sources")
+                            .and_then(Value::as_array)
+                            .map(|a| {
+                                a.iter().filter_map(Value::as_str).map(str::to_owned).collect()
+                            })
+                            .unwrap_or_default(),
+                    });
+                }
+                "INSTANCE_OF" => {
+                    let name = self.cached(cache, &e.key.to)?.and_then(|n| text(n, "name"));
+                    types.push((e.key.to.id.clone(), name.unwrap_or_else(|| e.key.to.id.clone())));
+                }
+                // SAME_AS, RELATED_TO: not slots.
+                _ => {}
+            }
         }
-        out.sort_by(|a, b| (&a.slot, &a.value_key).cmp(&(&b.slot, &b.value_key)));
-        Ok(out)
+        slots.sort_by(|a, b| (&a.slot, &a.value_key).cmp(&(&b.slot, &b.value_key)));
+        types.sort();
+        Ok((slots, types))
     }
 
     /// Every defined checklist, by id.
@@ -793,8 +797,7 @@ impl Snapshot<'_> {
     pub fn check_checklist(&self, name: &str, entity_id: &str) -> Result<CheckReport, Error> {
         let checklist = self.require_checklist(name)?;
         self.require_entity("entity", entity_id)?;
-        let slots = self.slots_of(entity_id)?;
-        let types = self.types_of(entity_id)?;
+        let (slots, types) = self.facts(entity_id, &mut NodeCache::new())?;
         let specs = checklist
             .specs
             .into_iter()
@@ -838,12 +841,12 @@ impl Snapshot<'_> {
                     "each candidate is listed once".into(),
                 ));
             }
-            self.require_entity("candidates", c)?;
-            known.push((
-                c.clone(),
-                self.slots_with(c, &mut cache)?,
-                self.types_with(c, &mut cache)?,
-            ));
+            let (slots, types) = self.facts(c, &mut cache)?;
+            // An entity with a slot or a type exists: only a bare one needs the lookup.
+            if slots.is_empty() && types.is_empty() {
+                self.require_entity("candidates", c)?;
+            }
+            known.push((c.clone(), slots, types));
         }
         let mut ranking = Vec::with_capacity(checklist.specs.len());
         for (position, spec) in checklist.specs.into_iter().enumerate() {
