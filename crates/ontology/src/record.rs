@@ -9,7 +9,7 @@
 //! - an **entity decision** (`record_type: "entity_decision"`): a person's `merge` or `reject` of
 //!   a pair of entities that entity resolution proposed (or any other pair);
 //! - a **type**, **instance_of**, **slot**, **checklist** or **goal** record (seed 001; see
-//!   [`slots`](self::slots) for their rules).
+//!   `record/slots.rs` for their rules).
 //!
 //! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
 //! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
