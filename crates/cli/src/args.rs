@@ -9,7 +9,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Agents write what happened as JSON records; ctxgraph keeps every record in an append-only log
 /// and projects it into a typed property graph of events, entities and the edges between them.
 ///
-/// Exit codes: 0 success; 1 nothing found (get, neighbors, session, chain, entities candidates);
+/// Exit codes: 0 success; 1 nothing found (get, neighbors, session, chain, entities candidates, the
+/// list commands of type, slot, checklist and goal, checklist next without a splitting slot);
 /// 2 error, including an ingestion that rejected any record.
 #[derive(Debug, Parser)]
 #[command(name = "ctxgraph", version, propagate_version = true, max_term_width = 100)]
@@ -130,6 +131,22 @@ pub(crate) enum Command {
     /// gpt-4o, gpt-4-turbo). It never merges: a person decides, and the decision is a log record.
     #[command(subcommand)]
     Entities(EntitiesCommand),
+    /// Types (seed 001): declare a type, make an entity an instance of one, list them.
+    #[command(subcommand)]
+    Type(TypeCommand),
+    /// Slots: record an entity's slot value with confidence and source, list an entity's slots.
+    ///
+    /// An entity keeps one HAS_SLOT edge per value: its confidence is the highest ever recorded
+    /// and its sources accumulate, so nothing is overwritten and order does not matter.
+    #[command(subcommand)]
+    Slot(SlotCommand),
+    /// Checklists: what must be known to answer a kind of question, what an entity still lacks,
+    /// and which slot to ask about next to tell candidates apart.
+    #[command(subcommand)]
+    Checklist(ChecklistCommand),
+    /// Goals: a user's long-term ambitions and the checklists they influence.
+    #[command(subcommand)]
+    Goal(GoalCommand),
     /// Rebuild the graph, then its enrichment and indexes, from the log (the only source of truth).
     ///
     /// Events that retention archived stay out of the graph unless --include-archive.
@@ -422,6 +439,136 @@ pub(crate) enum EntitiesCommand {
         /// Least name-embedding cosine for a candidate on that evidence alone, in [0, 1].
         #[arg(long, default_value_t = 0.9)]
         min_cosine: f32,
+    },
+}
+
+/// How a write names an entity: an existing one, or one to create with `--entity-type`.
+#[derive(Debug, Args)]
+pub(crate) struct EntityRefArgs {
+    /// The entity: an id such as `concept:alien` (`{entity_type}:{name}`), or a bare name when
+    /// only one entity type has an entity of that name; with --entity-type, a name.
+    pub(crate) entity: String,
+    /// Create the entity with this entity type (such as concept, user, tool or service) when it
+    /// does not exist; ENTITY is then its name. Without it, the entity must exist.
+    #[arg(long)]
+    pub(crate) entity_type: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TypeCommand {
+    /// Declare a type (a lightweight class such as Film or CVE). Names are case-insensitive.
+    Add {
+        /// The type's name.
+        name: String,
+        /// What it is.
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Record that an entity is an instance of a declared type (INSTANCE_OF).
+    Instance {
+        #[command(flatten)]
+        entity: EntityRefArgs,
+        /// The type's name (declared with `type add`).
+        #[arg(value_name = "TYPE")]
+        type_name: String,
+    },
+    /// List the declared types with their instances. Exits 1 when there is none.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SlotCommand {
+    /// Record one observation of an entity's slot value (HAS_SLOT), e.g. `slot set alien genre
+    /// "science fiction" --confidence 0.8 --source imdb`.
+    Set {
+        #[command(flatten)]
+        entity: EntityRefArgs,
+        /// The slot label, e.g. genre (case-insensitive).
+        slot: String,
+        /// The value, e.g. drama.
+        value: String,
+        /// How sure, in [0, 1]. The edge keeps the highest confidence ever recorded.
+        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+        confidence: f64,
+        /// Where it comes from (kept verbatim, never fetched); sources accumulate.
+        #[arg(long)]
+        source: Option<String>,
+    },
+    /// List an entity's slot values and types. Exits 1 when it has none.
+    List {
+        /// The entity: an id such as `concept:alien`, or a bare name.
+        entity: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ChecklistCommand {
+    /// Define a checklist from a TOML or JSON file (`-` for stdin).
+    ///
+    /// The file holds `name`, `description` and `slots`, a list of slot specs `{name,
+    /// expect_labels, relation = HAS_SLOT | INSTANCE_OF, required = true | false, cardinality =
+    /// one | many}`; only `name` is needed in a spec (labels default to [name], relation to
+    /// HAS_SLOT, required to true, cardinality to one). A checklist is immutable: defining it
+    /// again differently is refused.
+    Define {
+        /// The checklist file, TOML or JSON (a file starting with `{` is JSON).
+        file: PathBuf,
+    },
+    /// List the checklists with their slot specs. Exits 1 when there is none.
+    List,
+    /// Which slot specs of a checklist an entity satisfies, which are missing (required or
+    /// optional), and which have more distinct values than their cardinality allows.
+    Check {
+        /// The checklist's name.
+        name: String,
+        /// The entity: an id such as `concept:alien`, or a bare name.
+        entity: String,
+    },
+    /// The slot to ask about next: the spec whose answer best splits the candidates.
+    ///
+    /// Expected information gain over equally likely candidates: log2 n minus the sum over
+    /// answer groups of (n_g / n) log2 n_g, where candidates without a value form one "unknown"
+    /// group. Ties: fewer unknowns, then required first, then checklist order. Exits 1 when no
+    /// slot splits the candidates.
+    Next {
+        /// The checklist's name.
+        name: String,
+        /// The candidate entities, comma-separated (ids or bare names).
+        #[arg(long, value_delimiter = ',', required = true, num_args = 1..)]
+        candidates: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GoalCommand {
+    /// Add a user's goal, linked to the user (GOAL_OF) and the checklists it influences.
+    Add {
+        /// The goal, e.g. "watch the AFI top 100".
+        name: String,
+        /// The user: an id such as `user:alice` or a bare name of a user entity.
+        #[arg(long)]
+        user: String,
+        /// Create the user entity when it does not exist (USER is then its name).
+        #[arg(long)]
+        create_user: bool,
+        /// Checklists it influences, comma-separated (each must be defined).
+        #[arg(long, value_delimiter = ',')]
+        influences: Vec<String>,
+        /// What it means.
+        #[arg(long)]
+        description: Option<String>,
+        /// Its time horizon in words, e.g. "this year".
+        #[arg(long)]
+        horizon: Option<String>,
+        /// Its priority, 0 the highest.
+        #[arg(long)]
+        priority: Option<u64>,
+    },
+    /// List goals, of one user or all. Exits 1 when there is none.
+    List {
+        /// Only this user's goals (an id such as `user:alice`, or a bare name).
+        #[arg(long)]
+        user: Option<String>,
     },
 }
 

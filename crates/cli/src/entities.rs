@@ -74,7 +74,7 @@ fn candidates(cli: &Cli, limit: usize, status: CandidateStatusArg) -> anyhow::Re
 
 /// The entity id an argument names: an id (`tool:Read_File` is normalised to `tool:read_file`),
 /// or a bare name that exactly one entity type has an entity of.
-fn entity_arg(engine: &Engine, arg: &str) -> anyhow::Result<String> {
+pub(crate) fn entity_arg(engine: &Engine, arg: &str) -> anyhow::Result<String> {
     let types: Vec<String> = engine
         .schema()
         .enum_def("entity_type")

@@ -14,6 +14,7 @@ mod output;
 mod read;
 mod recall;
 mod schema;
+mod slots;
 
 use std::process::ExitCode;
 
@@ -100,6 +101,10 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Log { from, limit } => read::log(&cli, *from, *limit),
         Command::Schema(cmd) => schema::run(&cli, cmd),
         Command::Entities(cmd) => entities::run(&cli, cmd),
+        Command::Type(cmd) => slots::types(&cli, cmd),
+        Command::Slot(cmd) => slots::slots(&cli, cmd),
+        Command::Checklist(cmd) => slots::checklists(&cli, cmd),
+        Command::Goal(cmd) => slots::goals(&cli, cmd),
         Command::Reproject { include_archive } => read::reproject(&cli, *include_archive),
         Command::Enrich => enrich::run(&cli, false),
         Command::Consolidate(args) => enrich::consolidate(&cli, args),

@@ -145,8 +145,8 @@ impl Engine {
     /// Append `records` in one transaction and (with [`Projection::Inline`]) project them.
     ///
     /// Returns one outcome per record, in order: new at a position, duplicate of a stored record,
-    /// or an error for a conflicting record or an entity decision naming an entity that does not
-    /// exist (nothing of it written). With `stop_on_conflict`, the records after the first such
+    /// or an error for a conflicting record, or for an entity decision, instance_of, slot or goal
+    /// naming an entity, type or checklist that does not exist (nothing of it written). With `stop_on_conflict`, the records after the first such
     /// error are not attempted and get no outcome. Everything acknowledged is durable when this
     /// returns.
     pub fn ingest_batch(
@@ -162,10 +162,12 @@ impl Engine {
         let mut outcomes = Vec::with_capacity(records.len());
         let mut w = self.store.begin_write()?;
         let inline = projection == Projection::Inline;
-        // An entity decision or a memory record is checked against the graph, so the graph must
-        // be current for it.
+        // An entity decision, a memory record, or a type, slot, checklist or goal record is
+        // checked against the graph, so the graph must be current for it.
         let decides = records.iter().any(|r| {
-            r.kind() == RecordKind::EntityDecision || crate::memory::names_memories(r.body())
+            r.kind() == RecordKind::EntityDecision
+                || crate::memory::names_memories(r.body())
+                || matches!(r.body(), RecordBody::Slots(_))
         });
         if inline || decides {
             // A graph left behind by a deferred load catches up first, so folds stay in log order.
@@ -175,6 +177,8 @@ impl Engine {
         let mut mentioned = std::collections::BTreeSet::new();
         // Memories saved earlier in this batch, which a later memory record may name.
         let mut saved = std::collections::BTreeSet::new();
+        // Types and checklists declared earlier in a deferred batch.
+        let mut declared = std::collections::BTreeSet::new();
         for record in records {
             match record.body() {
                 RecordBody::EntityDecision(d) => {
@@ -184,6 +188,18 @@ impl Engine {
                             break;
                         }
                         continue;
+                    }
+                }
+                RecordBody::Slots(s) => {
+                    if let Some(v) = crate::slots::missing_refs(&w, s, &mentioned, &declared)? {
+                        outcomes.push(Err(Error::Validation(v.into())));
+                        if stop_on_conflict {
+                            break;
+                        }
+                        continue;
+                    }
+                    if !inline {
+                        crate::slots::created(s, &mut mentioned, &mut declared);
                     }
                 }
                 RecordBody::Event(e) if decides && !inline => mentioned

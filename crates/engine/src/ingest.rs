@@ -207,7 +207,8 @@ fn classify(schema: &mut Schema, limits: &Limits, raw: RawLine) -> Item {
             | RecordBody::Memory(_)
             | RecordBody::MemoryOutcome(_)
             | RecordBody::MemoryLink(_)
-            | RecordBody::MemoryLinkVote(_) => (None, None),
+            | RecordBody::MemoryLinkVote(_)
+            | RecordBody::Slots(_) => (None, None),
         },
         // A module already in force: re-ingesting it (a backup, say) is a duplicate, not an error.
         Err(e) if e.code() == "schema.duplicate_module" => (schema_source(text), None),

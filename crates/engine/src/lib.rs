@@ -11,6 +11,10 @@
 //!   [`Snapshot::rollup`] read.
 //! - Conversations become event records with [`parse_messages`] (chat messages as JSONL) or
 //!   [`locomo_conversations`] (the LoCoMo benchmark's format), ingested by [`Engine::import`].
+//! - Types, slots, checklists and goals (seed 001): [`Engine::declare_type`],
+//!   [`Engine::add_instance`], [`Engine::set_slot`], [`Engine::define_checklist`],
+//!   [`Engine::add_goal`]; [`Snapshot::check_checklist`] and [`Snapshot::next_slot`] (expected
+//!   information gain, see [`information_gain`]).
 //! - [`Engine::snapshot`] gives a [`Snapshot`] for consistent reads.
 //!
 //! ```no_run
@@ -39,6 +43,7 @@ mod memory;
 mod recall;
 mod resolve;
 mod retention;
+mod slots;
 mod snapshot;
 mod text_index;
 mod vector_index;
@@ -53,8 +58,9 @@ pub use ctxgraph_ann::SearchParams;
 pub use ctxgraph_embed::{Embedder, StaticEmbedder};
 pub use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 pub use ctxgraph_ontology::{
-    EntityDecision, EventClass, Limits, RecordBody, RecordKind, Schema, SchemaError, ValidRecord,
-    ValidationErrors, Violation, entity_id, normalize_name,
+    Cardinality, EntityDecision, EventClass, Limits, RecordBody, RecordKind, Schema, SchemaError,
+    SlotSpec, SlotsRecord, SpecRelation, ValidRecord, ValidationErrors, Violation, entity_id,
+    normalize_name,
 };
 pub use ctxgraph_projection::{enrich_event, telling_text};
 pub use ctxgraph_store::{FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, SessionSlot};
@@ -73,5 +79,9 @@ pub use recall::{
 };
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};
 pub use retention::{RetentionOptions, RetentionReport, Tier, salience};
+pub use slots::{
+    AnswerGroup, CheckReport, Checklist, ChecklistDraft, EntityArg, Goal, GoalDraft, NextReport,
+    SlotFill, SlotGain, SlotSpecDraft, SpecCheck, SpecStatus, TypeInfo, information_gain,
+};
 pub use snapshot::{Checkpoints, Snapshot, Stats, TimelineEntry, View};
 pub use text_index::{REBUILD_AFTER as TEXT_INDEX_REBUILD_AFTER, TextIndexReport};

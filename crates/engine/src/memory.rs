@@ -337,7 +337,8 @@ pub(crate) fn missing_memories(
         RecordBody::Event(_)
         | RecordBody::Edge(_)
         | RecordBody::Schema(_)
-        | RecordBody::EntityDecision(_) => Vec::new(),
+        | RecordBody::EntityDecision(_)
+        | RecordBody::Slots(_) => Vec::new(),
     };
     let mut violations = Vec::new();
     for (path, id) in named {

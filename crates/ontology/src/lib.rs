@@ -23,13 +23,19 @@ mod violation;
 
 pub use entity::{entity_id, normalize_name};
 pub use limits::Limits;
+pub use record::slots::{
+    Cardinality, ChecklistRecord, EntityTarget, GOAL_OWNER_TYPE, GoalRecord, InstanceOfRecord,
+    MAX_INFLUENCES, MAX_SPECS, MAX_TEXT_BYTES, MAX_VALUE_BYTES, SLOTS_RECORD_TYPES, SlotRecord,
+    SlotSpec, SpecRelation, TypeRecord, checklist_from_file, joined_id,
+};
 pub use record::{
     DEFAULT_ROLE, EdgeRecord, EntityDecision, EntityDecisionRecord, EntityRef, EventRecord,
     MemoryLinkRecord, MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord, RecordBody,
-    RecordKind, SchemaRecord, ValidRecord, validate, validate_value,
+    RecordKind, SchemaRecord, SlotsRecord, ValidRecord, validate, validate_value,
 };
 pub use schema::{
-    CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef, MEMORY_MODULE, NodeType,
-    PropertyDef, PropertyType, Schema, SchemaError, is_event_type, is_zoned_datetime,
+    BUILTIN_MODULES, CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef,
+    MEMORY_MODULE, NodeType, PropertyDef, PropertyType, SLOTS_MODULE, Schema, SchemaError,
+    is_event_type, is_zoned_datetime,
 };
 pub use violation::{ValidationErrors, Violation};

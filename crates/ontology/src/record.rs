@@ -10,6 +10,8 @@
 //!   a pair of entities that entity resolution proposed (or any other pair);
 //! - decision memory (`record/memory.rs`): a `memory`, a `memory_outcome`, an explicit
 //!   `memory_link` and a `memory_link_vote` (seed 003).
+//! - a **type**, **instance_of**, **slot**, **checklist** or **goal** record (seed 001; see
+//!   `record/slots.rs` for their rules).
 //!
 //! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
 //! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
@@ -26,6 +28,8 @@ use crate::violation::{ValidationErrors, Violation};
 mod memory;
 
 pub use memory::{MemoryLinkRecord, MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord};
+pub(crate) mod slots;
+pub use slots::SlotsRecord;
 
 /// Kinds of record, as stored in the log's `kind` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -46,6 +50,16 @@ pub enum RecordKind {
     MemoryLink,
     /// A person's delete or down-vote of a memory link.
     MemoryLinkVote,
+    /// A declared Type.
+    Type,
+    /// An entity's INSTANCE_OF a Type.
+    InstanceOf,
+    /// An observation of an entity's slot value.
+    Slot,
+    /// A checklist with its slot specs.
+    Checklist,
+    /// A user's goal.
+    Goal,
 }
 
 impl RecordKind {
@@ -60,6 +74,11 @@ impl RecordKind {
             RecordKind::MemoryOutcome => "memory_outcome",
             RecordKind::MemoryLink => "memory_link",
             RecordKind::MemoryLinkVote => "memory_link_vote",
+            RecordKind::Type => "type",
+            RecordKind::InstanceOf => "instance_of",
+            RecordKind::Slot => "slot",
+            RecordKind::Checklist => "checklist",
+            RecordKind::Goal => "goal",
         }
     }
 
@@ -74,6 +93,11 @@ impl RecordKind {
             "memory_outcome" => Some(RecordKind::MemoryOutcome),
             "memory_link" => Some(RecordKind::MemoryLink),
             "memory_link_vote" => Some(RecordKind::MemoryLinkVote),
+            "type" => Some(RecordKind::Type),
+            "instance_of" => Some(RecordKind::InstanceOf),
+            "slot" => Some(RecordKind::Slot),
+            "checklist" => Some(RecordKind::Checklist),
+            "goal" => Some(RecordKind::Goal),
             _ => None,
         }
     }
@@ -224,6 +248,8 @@ pub enum RecordBody {
     MemoryLink(MemoryLinkRecord),
     /// A vote on a memory link.
     MemoryLinkVote(MemoryLinkVoteRecord),
+    /// A type, instance_of, slot, checklist or goal record.
+    Slots(SlotsRecord),
 }
 
 /// A record that passed validation. Only this module constructs one.
@@ -241,7 +267,7 @@ impl ValidRecord {
 
     /// The kind.
     pub fn kind(&self) -> RecordKind {
-        match self.body {
+        match &self.body {
             RecordBody::Event(_) => RecordKind::Event,
             RecordBody::Edge(_) => RecordKind::Edge,
             RecordBody::Schema(_) => RecordKind::Schema,
@@ -250,6 +276,13 @@ impl ValidRecord {
             RecordBody::MemoryOutcome(_) => RecordKind::MemoryOutcome,
             RecordBody::MemoryLink(_) => RecordKind::MemoryLink,
             RecordBody::MemoryLinkVote(_) => RecordKind::MemoryLinkVote,
+            RecordBody::Slots(s) => match s {
+                SlotsRecord::Type(_) => RecordKind::Type,
+                SlotsRecord::InstanceOf(_) => RecordKind::InstanceOf,
+                SlotsRecord::Slot(_) => RecordKind::Slot,
+                SlotsRecord::Checklist(_) => RecordKind::Checklist,
+                SlotsRecord::Goal(_) => RecordKind::Goal,
+            },
         }
     }
 
@@ -264,6 +297,7 @@ impl ValidRecord {
             RecordBody::MemoryOutcome(o) => &o.outcome_id,
             RecordBody::MemoryLink(l) => &l.link_id,
             RecordBody::MemoryLinkVote(v) => &v.vote_id,
+            RecordBody::Slots(s) => s.id(),
         }
     }
 
@@ -350,6 +384,9 @@ pub fn validate_value(
         Some(Value::String(t)) if t == "memory_link_vote" => {
             v.memory_link_vote(&obj).map(RecordBody::MemoryLinkVote)
         }
+        Some(Value::String(t)) if slots::SLOTS_RECORD_TYPES.contains(&t.as_str()) => {
+            v.slots_record(t, &obj).map(RecordBody::Slots)
+        }
         Some(Value::String(t)) if t == "schema" => {
             v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
             let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
@@ -378,7 +415,7 @@ pub fn validate_value(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
-                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\" or \"memory_link_vote\"",
+                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\" or \"goal\"",
             ));
             None
         }
@@ -430,6 +467,38 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
+    /// A `confidence` in [0, 1], `1.0` when absent; out of range is refused under `rule`.
+    pub(super) fn confidence(
+        &mut self,
+        obj: &Map<String, Value>,
+        rule: &'static str,
+    ) -> Option<f64> {
+        match obj.get("confidence") {
+            None | Some(Value::Null) => Some(1.0),
+            Some(value) => match value.as_f64() {
+                Some(c) if (0.0..=1.0).contains(&c) => Some(c),
+                Some(_) => {
+                    self.out.push(Violation::new(
+                        "$.confidence",
+                        Some(value),
+                        rule,
+                        "must be a number from 0.0 to 1.0",
+                    ));
+                    None
+                }
+                None => {
+                    self.out.push(Violation::new(
+                        "$.confidence",
+                        Some(value),
+                        "envelope.type",
+                        "must be a number from 0.0 to 1.0",
+                    ));
+                    None
+                }
+            },
+        }
+    }
+
     fn unknown_fields(&mut self, obj: &Map<String, Value>, allowed: &[&str], prefix: &str) {
         for (k, val) in obj {
             if !allowed.contains(&k.as_str()) {
@@ -992,6 +1061,7 @@ fn canonical_json(body: &RecordBody) -> String {
         RecordBody::MemoryOutcome(r) => memory::outcome_json(r),
         RecordBody::MemoryLink(r) => memory::link_json(r),
         RecordBody::MemoryLinkVote(r) => memory::vote_json(r),
+        RecordBody::Slots(s) => slots::canonical(s),
     };
     value.to_string()
 }

@@ -23,6 +23,12 @@ pub const CORE_MODULE: &str = include_str!("../schema/core.toml");
 /// The decision-memory module text (seed 003), shipped inside the binary and loaded with core.
 pub const MEMORY_MODULE: &str = include_str!("../schema/memory.toml");
 
+/// The slots module (types, slots, checklists and goals of seed 001), loaded with the core.
+pub const SLOTS_MODULE: &str = include_str!("../schema/slots.toml");
+
+/// The modules every schema starts from, in load order.
+pub const BUILTIN_MODULES: &[&str] = &[CORE_MODULE, MEMORY_MODULE, SLOTS_MODULE];
+
 /// The shape a property value must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PropertyType {
@@ -263,9 +269,9 @@ pub struct Schema {
 }
 
 impl Schema {
-    /// The core module with the modules shipped alongside it (decision memory).
+    /// The built-in modules: the core and the modules loaded with it ([`BUILTIN_MODULES`]).
     pub fn core() -> Result<Schema, SchemaError> {
-        Schema::empty().extend(CORE_MODULE)?.extend(MEMORY_MODULE)
+        BUILTIN_MODULES.iter().try_fold(Schema::empty(), |schema, module| schema.extend(module))
     }
 
     fn empty() -> Schema {
@@ -1242,8 +1248,22 @@ impl Merge {
 mod tests {
     use super::*;
 
+    /// The core module alone: these tests are about it, not the modules loaded with it.
     fn core() -> Schema {
-        Schema::core().unwrap()
+        Schema::empty().extend(CORE_MODULE).unwrap()
+    }
+
+    #[test]
+    fn the_builtin_schema_loads_the_slots_module_after_the_core() {
+        let s = Schema::core().unwrap();
+        assert_eq!(s.modules(), ["core", "slots"]);
+        for label in ["Type", "SlotValue", "Checklist", "SlotSpec", "Goal"] {
+            assert_eq!(s.node_type(label).unwrap().module, "slots", "{label}");
+        }
+        for edge in ["INSTANCE_OF", "HAS_SLOT", "REQUIRES", "GOAL_OF", "INFLUENCES"] {
+            assert!(s.edge_type(edge).unwrap().derived, "{edge} is written by its records only");
+        }
+        assert_eq!(s.enum_def("cardinality").unwrap().canonical("MANY"), Some("many"));
     }
 
     #[test]

@@ -181,12 +181,24 @@ fn references(w: &mut Writer<'_>, event: &NodeKey, e: &EventRecord) -> Result<()
 /// Ties between equal instants written with different offsets keep the smaller string, so the
 /// result does not depend on arrival order.
 fn merge_entity(existing: Option<Node>, key: NodeKey, m: &Mention<'_>, e: &EventRecord) -> Node {
-    let at = e.occurred_at.as_str();
+    mention_entity(existing, key, m.name, m.entity_type, &e.occurred_at)
+}
+
+/// Fold one mention of the entity `key` (spelled `spelling`, of `entity_type`) at time `at` into
+/// its node, creating it when `existing` is `None`: the rule events follow, shared by every
+/// record that mentions an entity, so the node does not depend on which record came first.
+pub(crate) fn mention_entity(
+    existing: Option<Node>,
+    key: NodeKey,
+    spelling: &str,
+    entity_type: &str,
+    at: &str,
+) -> Node {
     let Some(mut node) = existing else {
         let mut p = Properties::new();
         p.insert("entity_id".into(), key.id.clone().into());
-        p.insert("name".into(), m.name.into());
-        p.insert("entity_type".into(), m.entity_type.into());
+        p.insert("name".into(), spelling.into());
+        p.insert("entity_type".into(), entity_type.into());
         p.insert("first_seen".into(), at.into());
         p.insert("last_seen".into(), at.into());
         p.insert("mention_count".into(), 1.into());
@@ -197,8 +209,8 @@ fn merge_entity(existing: Option<Node>, key: NodeKey, m: &Mention<'_>, e: &Event
         |name: &str| node.props.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
     let (first_text, last_text, name) = (text("first_seen"), text("last_seen"), text("name"));
     let (first, last) = (instant(&first_text), instant(&last_text));
-    if this < first || (this == first && m.name < name.as_str()) {
-        node.props.insert("name".into(), m.name.into());
+    if this < first || (this == first && spelling < name.as_str()) {
+        node.props.insert("name".into(), spelling.into());
     }
     if (this, at) < (first, first_text.as_str()) {
         node.props.insert("first_seen".into(), at.into());

@@ -17,6 +17,9 @@
 //!
 //! Decision-memory records (seed 003) become Memory, Topic, MemorySession and Outcome nodes and
 //! their explicit links (`memory.rs`); automatic links are the engine's stage 3.
+//! Types, slots, checklists and goals (seed 001) are projected by `slots.rs`: `Type`,
+//! `SlotValue`, `Checklist`, `SlotSpec` and `Goal` nodes, with `HAS_SLOT` folded commutatively
+//! (maximum confidence, union of sources).
 //!
 //! # Determinism
 //! The graph after any arrival order of a set of records equals the graph after in-order arrival,
@@ -33,11 +36,13 @@ mod decision;
 mod enrich;
 mod event;
 mod memory;
+mod slots;
 
 pub use event::{Mention, mentions, remove_event};
 pub use memory::{
     LINK_VOTE, MEMORY, MEMORY_SESSION, OUTCOME, TOPIC, link_edge_type, link_props, topic_id,
 };
+pub use slots::{merge_has_slot, slot_value_id};
 
 pub use enrich::{
     Enrichment, MAX_KEYWORDS, MAX_SUMMARY_CHARS, MAX_TEXT_CHARS, enrich_event, is_stop_word,
@@ -111,6 +116,7 @@ pub fn project(
         RecordBody::MemoryOutcome(o) => memory::project_outcome(&mut w, position, o)?,
         RecordBody::MemoryLink(l) => memory::project_link(&mut w, l)?,
         RecordBody::MemoryLinkVote(v) => memory::project_vote(&mut w, v)?,
+        RecordBody::Slots(s) => slots::project_slots(&mut w, s)?,
         // A schema module changes what later records may say, not the graph.
         RecordBody::Schema(_) => {}
     }

@@ -12,6 +12,7 @@ mod entities;
 mod import;
 mod memory;
 mod semantic;
+mod slots;
 mod tidy;
 
 use std::path::{Path, PathBuf};

@@ -18,6 +18,7 @@ mod recall;
 mod resolve;
 mod retention;
 mod semantic;
+mod slots;
 mod text_index;
 
 use ctxgraph::{Direction, Edge, Engine, EngineOptions, Node, NodeKey, OpenMode};

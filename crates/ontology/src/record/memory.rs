@@ -179,25 +179,6 @@ impl Validator<'_> {
         }
     }
 
-    /// A confidence in [0, 1], `1.0` when absent.
-    fn confidence(&mut self, obj: &Map<String, Value>) -> Option<f64> {
-        match obj.get("confidence") {
-            None | Some(Value::Null) => Some(1.0),
-            Some(v) => match v.as_f64() {
-                Some(c) if (0.0..=1.0).contains(&c) => Some(c),
-                _ => {
-                    self.out.push(Violation::new(
-                        "$.confidence",
-                        Some(v),
-                        "memory.confidence_range",
-                        "must be a number from 0.0 to 1.0",
-                    ));
-                    None
-                }
-            },
-        }
-    }
-
     /// An enum value given in any letter case (seed 003 writes outcomes as `FAILED`).
     fn enum_any_case(
         &mut self,
@@ -222,7 +203,12 @@ impl Validator<'_> {
     }
 
     /// Non-blank text.
-    fn text(&mut self, obj: &Map<String, Value>, field: &str, required: bool) -> Option<String> {
+    fn non_blank(
+        &mut self,
+        obj: &Map<String, Value>,
+        field: &str,
+        required: bool,
+    ) -> Option<String> {
         let path = format!("$.{field}");
         let s = self.string(obj, field, &path, required)?;
         if s.trim().is_empty() {
@@ -236,7 +222,7 @@ impl Validator<'_> {
         self.unknown_fields(obj, MEMORY_FIELDS, "$");
         let given_id = self.id(obj, "memory_id", "$.memory_id", false);
         let kind = self.enum_any_case(obj, "kind", "memory_kind", None);
-        let topic = self.text(obj, "topic", false).map(|t| t.trim().to_owned());
+        let topic = self.non_blank(obj, "topic", false).map(|t| t.trim().to_owned());
         if kind.as_deref() == Some("decision") && topic.is_none() && !obj.contains_key("topic") {
             self.out.push(Violation::new(
                 "$.topic",
@@ -245,8 +231,8 @@ impl Validator<'_> {
                 "a decision needs a topic: its evolution chain is found by topic",
             ));
         }
-        let content = self.text(obj, "content", true);
-        let reasoning = self.text(obj, "reasoning", false);
+        let content = self.non_blank(obj, "content", true);
+        let reasoning = self.non_blank(obj, "reasoning", false);
         let supersedes = self.id(obj, "supersedes", "$.supersedes", false);
         let implements = match obj.get("implements") {
             None | Some(Value::Null) => Some(Vec::new()),
@@ -278,7 +264,7 @@ impl Validator<'_> {
                 None
             }
         };
-        let confidence = self.confidence(obj);
+        let confidence = self.confidence(obj, "memory.confidence_range");
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
         let session_id = self.id(obj, "session_id", "$.session_id", false);
         let created = self.timestamp(obj, "created_at");
@@ -328,7 +314,7 @@ impl Validator<'_> {
         let given_id = self.id(obj, "outcome_id", "$.outcome_id", false);
         let memory_id = self.id(obj, "memory_id", "$.memory_id", true);
         let outcome = self.enum_any_case(obj, "outcome", "outcome", None);
-        let reason = self.text(obj, "reason", true);
+        let reason = self.non_blank(obj, "reason", true);
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
         let at = self.timestamp(obj, "at");
         let (at, at_ns) = at?;
@@ -353,10 +339,10 @@ impl Validator<'_> {
         let from = self.id(obj, "from", "$.from", true);
         let to = self.id(obj, "to", "$.to", true);
         let link_type = self.enum_any_case(obj, "link_type", "link_type", None);
-        let confidence = self.confidence(obj);
+        let confidence = self.confidence(obj, "memory.confidence_range");
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
         let created = self.timestamp(obj, "created_at");
-        let reason = self.text(obj, "reason", false);
+        let reason = self.non_blank(obj, "reason", false);
         let metadata = match obj.get("metadata") {
             None | Some(Value::Null) => Some(None),
             Some(Value::Object(m)) => Some(Some(m.clone())),
@@ -406,7 +392,7 @@ impl Validator<'_> {
         let to = self.id(obj, "to", "$.to", true);
         let link_type = self.enum_any_case(obj, "link_type", "link_type", None);
         let vote = self.enum_any_case(obj, "vote", "link_vote", None);
-        let reason = self.text(obj, "reason", false);
+        let reason = self.non_blank(obj, "reason", false);
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
         let created = self.timestamp(obj, "created_at");
         let mut record = MemoryLinkVoteRecord {

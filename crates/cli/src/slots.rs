@@ -1,0 +1,433 @@
+//! `ctxgraph type|slot|checklist|goal`: types, slots, checklists and goals (seed 001).
+
+use std::io::{Read, Write};
+
+use anyhow::Context;
+use ctxgraph::{
+    CheckReport, Checklist, Engine, EngineOptions, EntityArg, Goal, GoalDraft, IngestOutcome,
+    NextReport, OpenMode, SlotFill, SlotSpec, SpecStatus, TypeInfo,
+};
+use serde_json::{Value, json};
+
+use crate::Outcome;
+use crate::args::{ChecklistCommand, Cli, EntityRefArgs, GoalCommand, SlotCommand, TypeCommand};
+use crate::entities::entity_arg;
+use crate::output::{print_json, table};
+
+/// An engine error as one message: its display already lists every violation, which the
+/// error chain would print a second time as the source.
+fn flat(e: ctxgraph::Error) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}
+
+fn open(cli: &Cli) -> anyhow::Result<Engine> {
+    crate::open(cli, OpenMode::MustExist, EngineOptions::default())
+}
+
+/// An entity argument as the engine takes it: a name to create with `--entity-type`, otherwise
+/// an existing entity's id (or unique bare name).
+fn entity(engine: &Engine, args: &EntityRefArgs) -> anyhow::Result<EntityArg> {
+    match &args.entity_type {
+        Some(t) => Ok(EntityArg::Named { name: args.entity.clone(), entity_type: t.clone() }),
+        None => Ok(EntityArg::Id(existing(engine, &args.entity)?)),
+    }
+}
+
+fn existing(engine: &Engine, arg: &str) -> anyhow::Result<String> {
+    entity_arg(engine, arg)
+        .with_context(|| format!("entity `{arg}` (give --entity-type TYPE to create it)"))
+}
+
+/// Report a write: `what` names the record for people.
+fn written(cli: &Cli, kind: &str, what: &str, outcome: IngestOutcome) -> anyhow::Result<Outcome> {
+    let (new, position) = match outcome {
+        IngestOutcome::New(p) => (true, p),
+        IngestOutcome::Duplicate(p) => (false, p),
+    };
+    if cli.json {
+        print_json(&json!({"record_type": kind, "new": new, "position": position}))?;
+    } else if new {
+        writeln!(std::io::stdout(), "recorded {what} (log position {position})")?;
+    } else {
+        writeln!(
+            std::io::stdout(),
+            "{what} was already recorded (log position {position}); nothing written"
+        )?;
+    }
+    Ok(Outcome::Done)
+}
+
+pub(crate) fn types(cli: &Cli, cmd: &TypeCommand) -> anyhow::Result<Outcome> {
+    let mut engine = open(cli)?;
+    match cmd {
+        TypeCommand::Add { name, description } => {
+            let outcome = engine
+                .declare_type(name, description.as_deref())
+                .map_err(flat)
+                .with_context(|| format!("declaring type `{name}`"))?;
+            written(cli, "type", &format!("type `{name}`"), outcome)
+        }
+        TypeCommand::Instance { entity: args, type_name } => {
+            let e = entity(&engine, args)?;
+            let outcome = engine.add_instance(&e, type_name).map_err(flat).with_context(|| {
+                format!("recording `{}` INSTANCE_OF `{type_name}`", args.entity)
+            })?;
+            written(
+                cli,
+                "instance_of",
+                &format!("{} INSTANCE_OF {type_name}", args.entity),
+                outcome,
+            )
+        }
+        TypeCommand::List => {
+            let list = engine.snapshot()?.types()?;
+            if cli.json {
+                print_json(&Value::Array(list.iter().map(type_json).collect()))?;
+            } else if list.is_empty() {
+                writeln!(std::io::stdout(), "no types (`ctxgraph type add NAME` declares one)")?;
+            } else {
+                let mut t = table(&["type", "name", "instances", "description"]);
+                for ty in &list {
+                    t.add_row(vec![
+                        ty.id.clone(),
+                        ty.name.clone(),
+                        ty.instances.join(", "),
+                        ty.description.clone().unwrap_or_default(),
+                    ]);
+                }
+                writeln!(std::io::stdout(), "{t}")?;
+            }
+            Ok(if list.is_empty() { Outcome::NotFound } else { Outcome::Done })
+        }
+    }
+}
+
+fn type_json(t: &TypeInfo) -> Value {
+    json!({"id": t.id, "name": t.name, "description": t.description, "instances": t.instances})
+}
+
+fn fill_json(f: &SlotFill) -> Value {
+    json!({
+        "slot": f.slot, "value": f.value, "value_key": f.value_key,
+        "confidence": f.confidence, "sources": f.sources,
+    })
+}
+
+pub(crate) fn slots(cli: &Cli, cmd: &SlotCommand) -> anyhow::Result<Outcome> {
+    let mut engine = open(cli)?;
+    match cmd {
+        SlotCommand::Set { entity: args, slot, value, confidence, source } => {
+            let e = entity(&engine, args)?;
+            let outcome = engine
+                .set_slot(&e, slot, value, Some(*confidence), source.as_deref())
+                .map_err(flat)
+                .with_context(|| format!("setting slot `{slot}` of `{}`", args.entity))?;
+            written(cli, "slot", &format!("{} {slot} = {value}", args.entity), outcome)
+        }
+        SlotCommand::List { entity } => {
+            let id = existing(&engine, entity)?;
+            let snap = engine.snapshot()?;
+            let slots = snap.slots_of(&id)?;
+            let types = snap.types_of(&id)?;
+            if cli.json {
+                print_json(&json!({
+                    "entity": id,
+                    "types": types.iter().map(|(id, name)| json!({"id": id, "name": name})).collect::<Vec<_>>(),
+                    "slots": slots.iter().map(fill_json).collect::<Vec<_>>(),
+                }))?;
+            } else {
+                let mut out = std::io::stdout().lock();
+                let names: Vec<&str> = types.iter().map(|(_, n)| n.as_str()).collect();
+                writeln!(
+                    out,
+                    "{id}: instance of {}",
+                    if names.is_empty() { "no type".to_owned() } else { names.join(", ") }
+                )?;
+                if slots.is_empty() {
+                    writeln!(out, "no slot values (`ctxgraph slot set` records one)")?;
+                } else {
+                    let mut t = table(&["slot", "value", "confidence", "sources"]);
+                    for f in &slots {
+                        t.add_row(vec![
+                            f.slot.clone(),
+                            f.value.clone(),
+                            f.confidence.map_or_else(String::new, |c| format!("{c:.3}")),
+                            f.sources.join(", "),
+                        ]);
+                    }
+                    writeln!(out, "{t}")?;
+                }
+            }
+            Ok(if slots.is_empty() && types.is_empty() { Outcome::NotFound } else { Outcome::Done })
+        }
+    }
+}
+
+fn spec_json(s: &SlotSpec) -> Value {
+    json!({
+        "name": s.name, "expect_labels": s.expect_labels, "relation": s.relation.as_str(),
+        "required": s.required, "cardinality": s.cardinality.as_str(),
+    })
+}
+
+fn checklist_json(c: &Checklist) -> Value {
+    json!({
+        "id": c.id, "name": c.name, "description": c.description,
+        "slots": c.specs.iter().map(spec_json).collect::<Vec<_>>(),
+    })
+}
+
+/// A spec in a few words: `year (required, one: year | date)`.
+fn describe_spec(s: &SlotSpec) -> String {
+    let via = match s.relation {
+        ctxgraph::SpecRelation::HasSlot => "slot",
+        ctxgraph::SpecRelation::InstanceOf => "instance of",
+    };
+    format!(
+        "{} ({}, {}, {via} {})",
+        s.name,
+        if s.required { "required" } else { "optional" },
+        s.cardinality.as_str(),
+        s.expect_labels.join(" | ")
+    )
+}
+
+pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Outcome> {
+    let mut engine = open(cli)?;
+    match cmd {
+        ChecklistCommand::Define { file } => {
+            let mut text = String::new();
+            if file.as_os_str() == "-" {
+                std::io::stdin().read_to_string(&mut text).context("reading stdin")?;
+            } else {
+                text = std::fs::read_to_string(file)
+                    .with_context(|| format!("reading {}", file.display()))?;
+            }
+            let outcome = engine
+                .define_checklist_file(&text)
+                .map_err(flat)
+                .with_context(|| format!("defining a checklist from {}", file.display()))?;
+            written(cli, "checklist", &format!("the checklist of {}", file.display()), outcome)
+        }
+        ChecklistCommand::List => {
+            let list = engine.snapshot()?.checklists()?;
+            if cli.json {
+                print_json(&Value::Array(list.iter().map(checklist_json).collect()))?;
+            } else if list.is_empty() {
+                writeln!(
+                    std::io::stdout(),
+                    "no checklists (`ctxgraph checklist define FILE` defines one)"
+                )?;
+            } else {
+                let mut t = table(&["checklist", "slot specs", "description"]);
+                for c in &list {
+                    let specs: Vec<String> = c.specs.iter().map(describe_spec).collect();
+                    t.add_row(vec![
+                        c.name.clone(),
+                        specs.join("\n"),
+                        c.description.clone().unwrap_or_default(),
+                    ]);
+                }
+                writeln!(std::io::stdout(), "{t}")?;
+            }
+            Ok(if list.is_empty() { Outcome::NotFound } else { Outcome::Done })
+        }
+        ChecklistCommand::Check { name, entity } => {
+            let id = existing(&engine, entity)?;
+            let report = engine
+                .snapshot()?
+                .check_checklist(name, &id)
+                .map_err(flat)
+                .with_context(|| format!("checking `{id}` against checklist `{name}`"))?;
+            print_check(cli, &report)?;
+            Ok(Outcome::Done)
+        }
+        ChecklistCommand::Next { name, candidates } => {
+            let ids = candidates
+                .iter()
+                .map(|c| existing(&engine, c.trim()))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let report = engine
+                .snapshot()?
+                .next_slot(name, &ids)
+                .map_err(flat)
+                .with_context(|| format!("choosing the next slot of checklist `{name}`"))?;
+            print_next(cli, &report)?;
+            Ok(if report.best().is_some() { Outcome::Done } else { Outcome::NotFound })
+        }
+    }
+}
+
+fn print_check(cli: &Cli, r: &CheckReport) -> anyhow::Result<()> {
+    let names = |status: SpecStatus, required: Option<bool>| -> Vec<&str> {
+        r.specs
+            .iter()
+            .filter(|s| s.status == status && required.is_none_or(|q| q == s.spec.required))
+            .map(|s| s.spec.name.as_str())
+            .collect()
+    };
+    if cli.json {
+        return print_json(&json!({
+            "checklist": r.checklist,
+            "entity": r.entity,
+            "complete": r.complete(),
+            "satisfied": names(SpecStatus::Satisfied, None),
+            "missing_required": names(SpecStatus::Missing, Some(true)),
+            "missing_optional": names(SpecStatus::Missing, Some(false)),
+            "cardinality_violations": names(SpecStatus::TooMany, None),
+            "specs": r.specs.iter().map(|s| json!({
+                "spec": spec_json(&s.spec),
+                "status": s.status.as_str(),
+                "values": s.values.iter().map(fill_json).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    let mut out = std::io::stdout().lock();
+    let verdict = if r.complete() { "complete" } else { "incomplete" };
+    writeln!(out, "{} against {}: {verdict}", r.entity, r.checklist)?;
+    let mut t = table(&["slot spec", "required", "status", "values"]);
+    for s in &r.specs {
+        let status = match s.status {
+            SpecStatus::Satisfied => "satisfied",
+            SpecStatus::Missing if s.spec.required => "MISSING",
+            SpecStatus::Missing => "missing (optional)",
+            SpecStatus::TooMany => "TOO MANY (cardinality one)",
+        };
+        let values: Vec<String> = s
+            .values
+            .iter()
+            .map(|v| match v.confidence {
+                Some(c) => format!("{} ({c:.2})", v.value),
+                None => v.value.clone(),
+            })
+            .collect();
+        t.add_row(vec![
+            s.spec.name.clone(),
+            if s.spec.required { "yes" } else { "no" }.to_owned(),
+            status.to_owned(),
+            values.join(", "),
+        ]);
+    }
+    writeln!(out, "{t}")?;
+    Ok(())
+}
+
+fn print_next(cli: &Cli, r: &NextReport) -> anyhow::Result<()> {
+    if cli.json {
+        return print_json(&json!({
+            "checklist": r.checklist,
+            "candidates": r.candidates,
+            "entropy_bits": r.entropy,
+            "best": r.best().map(|g| g.spec.name.clone()),
+            "ranking": r.ranking.iter().map(|g| json!({
+                "slot": g.spec.name,
+                "required": g.spec.required,
+                "gain_bits": g.gain,
+                "unknown": g.unknown,
+                "groups": g.groups.iter().map(|a| json!({
+                    "answer": a.answer, "candidates": a.candidates,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    let mut out = std::io::stdout().lock();
+    match r.best() {
+        Some(best) => writeln!(
+            out,
+            "ask about `{}`: expected information gain {:.3} of {:.3} bits over {} candidates",
+            best.spec.name,
+            best.gain,
+            r.entropy,
+            r.candidates.len()
+        )?,
+        None => writeln!(
+            out,
+            "no slot of {} splits these {} candidates (every gain is 0)",
+            r.checklist,
+            r.candidates.len()
+        )?,
+    }
+    let mut t = table(&["slot spec", "gain (bits)", "answers"]);
+    for g in &r.ranking {
+        let groups: Vec<String> = g
+            .groups
+            .iter()
+            .map(|a| {
+                format!(
+                    "{}: {}",
+                    a.answer.as_deref().unwrap_or("(unknown)"),
+                    a.candidates.join(", ")
+                )
+            })
+            .collect();
+        t.add_row(vec![g.spec.name.clone(), format!("{:.3}", g.gain), groups.join("\n")]);
+    }
+    writeln!(out, "{t}")?;
+    Ok(())
+}
+
+fn goal_json(g: &Goal) -> Value {
+    json!({
+        "id": g.id, "name": g.name, "user": g.user_id, "description": g.description,
+        "horizon": g.horizon, "priority": g.priority, "influences": g.influences,
+    })
+}
+
+pub(crate) fn goals(cli: &Cli, cmd: &GoalCommand) -> anyhow::Result<Outcome> {
+    let mut engine = open(cli)?;
+    match cmd {
+        GoalCommand::Add {
+            name,
+            user,
+            create_user,
+            influences,
+            description,
+            horizon,
+            priority,
+        } => {
+            let user_arg =
+                if *create_user {
+                    EntityArg::Named { name: user.clone(), entity_type: "user".into() }
+                } else {
+                    EntityArg::Id(entity_arg(&engine, user).with_context(|| {
+                        format!("user `{user}` (give --create-user to create it)")
+                    })?)
+                };
+            let draft = GoalDraft {
+                name: name.clone(),
+                user: user_arg,
+                description: description.clone(),
+                horizon: horizon.clone(),
+                priority: *priority,
+                influences: influences.iter().map(|s| s.trim().to_owned()).collect(),
+            };
+            let outcome = engine
+                .add_goal(&draft)
+                .map_err(flat)
+                .with_context(|| format!("adding goal `{name}` of `{user}`"))?;
+            written(cli, "goal", &format!("goal `{name}` of {user}"), outcome)
+        }
+        GoalCommand::List { user } => {
+            let user = user.as_deref().map(|u| entity_arg(&engine, u)).transpose()?;
+            let list = engine.snapshot()?.goals(user.as_deref())?;
+            if cli.json {
+                print_json(&Value::Array(list.iter().map(goal_json).collect()))?;
+            } else if list.is_empty() {
+                writeln!(std::io::stdout(), "no goals (`ctxgraph goal add` adds one)")?;
+            } else {
+                let mut t = table(&["user", "goal", "priority", "horizon", "influences"]);
+                for g in &list {
+                    t.add_row(vec![
+                        g.user_id.clone(),
+                        g.name.clone(),
+                        g.priority.map_or_else(String::new, |p| p.to_string()),
+                        g.horizon.clone().unwrap_or_default(),
+                        g.influences.join(", "),
+                    ]);
+                }
+                writeln!(std::io::stdout(), "{t}")?;
+            }
+            Ok(if list.is_empty() { Outcome::NotFound } else { Outcome::Done })
+        }
+    }
+}

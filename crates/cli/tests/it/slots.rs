@@ -1,0 +1,288 @@
+//! `ctxgraph type|slot|checklist|goal` through the real binary: the film example of seed 001,
+//! `--json` everywhere, errors that name the field, value and rule and write nothing, and the
+//! records surviving a reprojection.
+
+use serde_json::Value;
+
+use super::{Dir, stdout};
+
+const CHECKLIST: &str = r#"
+name = "IdentifyFilm"
+description = "What tells films apart"
+
+[[slots]]
+name = "film"
+expect_labels = ["Film"]
+relation = "INSTANCE_OF"
+cardinality = "ONE"
+
+[[slots]]
+name = "genre"
+
+[[slots]]
+name = "era"
+expect_labels = ["Era", "Decade"]
+
+[[slots]]
+name = "actor"
+required = false
+cardinality = "MANY"
+"#;
+
+fn json(d: &Dir, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&stdout(&mut d.cmd(&all))).unwrap()
+}
+
+fn stderr(d: &Dir, args: &[&str]) -> String {
+    let out = d.cmd(args).assert().code(2);
+    String::from_utf8(out.get_output().stderr.clone()).unwrap()
+}
+
+/// Four films (the worked example of the README): genre splits them best.
+fn films(d: &Dir) {
+    d.cmd(&["init"]).assert().success();
+    d.cmd(&["type", "add", "Film", "--description", "A motion picture"]).assert().success();
+    for (name, genre, era) in [
+        ("A", Some("drama"), "1980s"),
+        ("B", Some("drama"), "1990s"),
+        ("C", Some("comedy"), "1980s"),
+        ("D", None, "1990s"),
+    ] {
+        d.cmd(&["type", "instance", name, "Film", "--entity-type", "concept"]).assert().success();
+        if let Some(g) = genre {
+            d.cmd(&[
+                "slot",
+                "set",
+                name,
+                "genre",
+                g,
+                "--confidence",
+                "0.8",
+                "--source",
+                "catalogue",
+            ])
+            .assert()
+            .success();
+        }
+        d.cmd(&["slot", "set", name, "decade", era]).assert().success();
+    }
+    let f = d.write("films.toml", CHECKLIST);
+    d.cmd(&["checklist", "define", f.to_str().unwrap()]).assert().success();
+}
+
+#[test]
+fn the_film_example_from_types_to_the_next_question() {
+    let d = Dir::new();
+    films(&d);
+
+    let types = json(&d, &["type", "list"]);
+    assert_eq!(types[0]["id"], "film");
+    assert_eq!(types[0]["instances"].as_array().unwrap().len(), 4, "{types}");
+
+    let slots = json(&d, &["slot", "list", "a"]);
+    assert_eq!(slots["entity"], "concept:a");
+    assert_eq!(slots["types"][0]["name"], "Film");
+    assert_eq!(slots["slots"].as_array().unwrap().len(), 2, "{slots}");
+
+    let check = json(&d, &["checklist", "check", "IdentifyFilm", "concept:d"]);
+    assert_eq!(check["complete"], false);
+    assert_eq!(check["satisfied"], serde_json::json!(["film", "era"]));
+    assert_eq!(check["missing_required"], serde_json::json!(["genre"]));
+    assert_eq!(check["missing_optional"], serde_json::json!(["actor"]));
+    let table = stdout(&mut d.cmd(&["checklist", "check", "identifyfilm", "d"]));
+    assert!(table.contains("incomplete") && table.contains("MISSING"), "{table}");
+
+    // Genre: {A, B} drama, {C} comedy, {D} unknown: 2 − 0.5 = 1.5 bits.
+    let next = json(&d, &["checklist", "next", "IdentifyFilm", "--candidates", "a,b,c,d"]);
+    assert_eq!(next["best"], "genre");
+    assert_eq!(next["entropy_bits"], 2.0);
+    assert_eq!(next["ranking"][0]["gain_bits"], 1.5);
+    assert_eq!(next["ranking"][0]["unknown"], 1);
+    assert_eq!(next["ranking"][1]["slot"], "era");
+    assert_eq!(next["ranking"][1]["gain_bits"], 1.0);
+    let text =
+        stdout(&mut d.cmd(&["checklist", "next", "IdentifyFilm", "--candidates", "a,b,c,d"]));
+    assert!(text.contains("ask about `genre`"), "{text}");
+    // Between A and B only era splits; for A alone, nothing does (exit 1).
+    let next = json(&d, &["checklist", "next", "IdentifyFilm", "--candidates", "a,b"]);
+    assert_eq!(next["best"], "era");
+    d.cmd(&["checklist", "next", "IdentifyFilm", "--candidates", "a"]).assert().code(1);
+
+    // Goals.
+    let out = json(
+        &d,
+        &[
+            "goal",
+            "add",
+            "Watch the AFI top 100",
+            "--user",
+            "Alice",
+            "--create-user",
+            "--influences",
+            "IdentifyFilm",
+            "--priority",
+            "1",
+        ],
+    );
+    assert_eq!(out["new"], true);
+    let again = stdout(&mut d.cmd(&[
+        "goal",
+        "add",
+        "Watch the AFI top 100",
+        "--user",
+        "Alice",
+        "--create-user",
+        "--influences",
+        "IdentifyFilm",
+        "--priority",
+        "1",
+    ]));
+    assert!(again.contains("already recorded"), "{again}");
+    let goals = json(&d, &["goal", "list", "--user", "user:alice"]);
+    assert_eq!(goals[0]["influences"], serde_json::json!(["identifyfilm"]));
+
+    // Everything is in the log: the graph rebuilds the same.
+    let before = (
+        json(&d, &["type", "list"]),
+        json(&d, &["checklist", "list"]),
+        json(&d, &["slot", "list", "a"]),
+        json(&d, &["goal", "list"]),
+    );
+    d.cmd(&["reproject"]).assert().success();
+    let after = (
+        json(&d, &["type", "list"]),
+        json(&d, &["checklist", "list"]),
+        json(&d, &["slot", "list", "a"]),
+        json(&d, &["goal", "list"]),
+    );
+    assert_eq!(before, after);
+}
+
+#[test]
+fn slot_confidence_is_the_maximum_and_sources_accumulate() {
+    let d = Dir::new();
+    d.cmd(&["init"]).assert().success();
+    d.cmd(&[
+        "slot",
+        "set",
+        "Alien",
+        "genre",
+        "Science Fiction",
+        "--entity-type",
+        "concept",
+        "--confidence",
+        "0.6",
+        "--source",
+        "imdb",
+    ])
+    .assert()
+    .success();
+    d.cmd(&[
+        "slot",
+        "set",
+        "alien",
+        "GENRE",
+        "science fiction",
+        "--confidence",
+        "0.9",
+        "--source",
+        "wiki",
+    ])
+    .assert()
+    .success();
+    d.cmd(&[
+        "slot",
+        "set",
+        "concept:alien",
+        "genre",
+        "Science Fiction",
+        "--confidence",
+        "0.3",
+        "--source",
+        "blog",
+    ])
+    .assert()
+    .success();
+    let slots = json(&d, &["slot", "list", "alien"]);
+    let s = &slots["slots"][0];
+    assert_eq!(s["confidence"], 0.9);
+    assert_eq!(s["sources"], serde_json::json!(["blog", "imdb", "wiki"]));
+    assert_eq!(s["value"], "Science Fiction");
+}
+
+#[test]
+fn bad_input_is_named_and_writes_nothing() {
+    let d = Dir::new();
+    films(&d);
+    let before = d.store_files();
+
+    let err = stderr(&d, &["slot", "set", "a", "genre", "x", "--confidence", "1.5"]);
+    assert!(
+        err.contains("$.confidence")
+            && err.contains("1.5")
+            && err.contains("slots.confidence_range"),
+        "{err}"
+    );
+    let err = stderr(&d, &["slot", "set", "ghost", "genre", "x"]);
+    assert!(err.contains("ghost") && err.contains("--entity-type"), "{err}");
+    let err = stderr(&d, &["slot", "set", "concept:ghost", "genre", "x"]);
+    assert!(err.contains("concept:ghost") && err.contains("slots.unknown_entity"), "{err}");
+    let err = stderr(&d, &["checklist", "check", "Nope", "a"]);
+    assert!(
+        err.contains("\"Nope\"")
+            && err.contains("checklist.unknown")
+            && err.contains("IdentifyFilm"),
+        "{err}"
+    );
+    let bad = d.write("bad.toml", "name = \"x\"\n[[slots]]\nname = \"a\"\ncardinality = \"TWO\"\n");
+    let err = stderr(&d, &["checklist", "define", bad.to_str().unwrap()]);
+    assert!(
+        err.contains("$.slots[0].cardinality")
+            && err.contains("\"TWO\"")
+            && err.contains("one, many"),
+        "{err}"
+    );
+    assert_eq!(err.matches("$.slots[0].cardinality").count(), 1, "each violation once: {err}");
+    let malformed = d.write("malformed.toml", "name = \"x\" slots");
+    let err = stderr(&d, &["checklist", "define", malformed.to_str().unwrap()]);
+    assert!(err.contains("checklist.syntax") && err.contains("line 1"), "{err}");
+    let err = stderr(&d, &["type", "instance", "a", "Movie"]);
+    assert!(err.contains("\"movie\"") && err.contains("slots.unknown_type"), "{err}");
+    let err = stderr(&d, &["goal", "add", "g", "--user", "a"]);
+    assert!(err.contains("goal.user_type"), "{err}");
+    let err =
+        stderr(&d, &["goal", "add", "g", "--user", "bob", "--create-user", "--influences", "Nope"]);
+    assert!(err.contains("$.influences[0]") && err.contains("goal.unknown_checklist"), "{err}");
+    let err = stderr(&d, &["type", "add", "film", "--description", "different"]);
+    assert!(err.contains("log.conflict"), "{err}");
+
+    assert_eq!(d.store_files(), before, "refused commands leave the store byte for byte");
+}
+
+#[test]
+fn help_names_every_subcommand_and_lists_exit_1_when_empty() {
+    let d = Dir::new();
+    d.cmd(&["init"]).assert().success();
+    for (cmd, subs) in [
+        ("type", &["add", "instance", "list"][..]),
+        ("slot", &["set", "list"][..]),
+        ("checklist", &["define", "list", "check", "next"][..]),
+        ("goal", &["add", "list"][..]),
+    ] {
+        let help = stdout(&mut d.cmd(&[cmd, "--help"]));
+        for s in subs {
+            assert!(help.contains(s), "`{cmd} --help` lacks {s}: {help}");
+        }
+    }
+    let help = stdout(&mut d.cmd(&["checklist", "next", "--help"]));
+    assert!(help.contains("log2") && help.contains("unknown"), "{help}");
+    for args in [&["type", "list"][..], &["checklist", "list"][..], &["goal", "list"][..]] {
+        d.cmd(args).assert().code(1);
+        let mut with_json = vec!["--json"];
+        with_json.extend_from_slice(args);
+        assert_eq!(json(&d, args), Value::Array(Vec::new()));
+        d.cmd(&with_json).assert().code(1);
+    }
+}
