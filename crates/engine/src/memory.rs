@@ -851,20 +851,28 @@ mod tests {
     #[test]
     fn decay_spares_supersedes_and_prunes_only_automatic_links() {
         let o = MemoryOptions::default();
-        let edge = |t: &str, by: &str, c: f64| Edge {
+        // `rule`: `explicit` for a link from a record, the rule's name for an automatic one.
+        let edge = |t: &str, by: &str, rule: &str, c: f64| Edge {
             key: ctxgraph_ontology::graph::EdgeKey {
                 edge_type: t.into(),
                 from: NodeKey::new(MEMORY, "a"),
                 to: NodeKey::new(MEMORY, "b"),
                 qualifier: String::new(),
             },
-            props: link_props(c, by, "2026-11-20T00:00:00Z", "explicit", None),
+            props: link_props(c, by, "2026-11-20T00:00:00Z", rule, None),
         };
-        let ten_days = ns_prop(&edge("X", "user", 1.0).props, "created_at").unwrap()
+        let ten_days = ns_prop(&edge("X", "user", "explicit", 1.0).props, "created_at").unwrap()
             + (10.0 * NS_PER_DAY) as i64;
-        assert_eq!(o.effective(&edge("SUPERSEDES", "llm", 1.0), None, ten_days), Some(1.0));
-        let t = o.effective(&edge("TEMPORAL", "user", 0.5), None, ten_days).unwrap();
+        assert_eq!(
+            o.effective(&edge("SUPERSEDES", "llm", "explicit", 1.0), None, ten_days),
+            Some(1.0)
+        );
+        let t = o.effective(&edge("TEMPORAL", "user", "explicit", 0.5), None, ten_days).unwrap();
         assert!((t - 0.5 * (-1.0f64).exp()).abs() < 1e-12);
-        assert_eq!(o.effective(&edge("TEMPORAL", "system", 0.5), None, ten_days), None);
+        // Pruned below 0.3 only when automatic, whoever wrote an explicit one.
+        assert_eq!(o.effective(&edge("TEMPORAL", "system", "temporal", 0.5), None, ten_days), None);
+        assert!(
+            o.effective(&edge("TEMPORAL", "system", "explicit", 0.5), None, ten_days).is_some()
+        );
     }
 }
