@@ -84,7 +84,7 @@ impl Engine {
     /// Open the store at `path`, loading the core schema and every schema module in its log.
     pub fn open(path: &Path, mode: OpenMode, options: EngineOptions) -> Result<Engine, Error> {
         let store = Embedded::open(path, mode)?;
-        let mut schema = Schema::core()?;
+        let mut schema = Schema::builtin()?;
         {
             let read = store.begin_read()?;
             for entry in read.read_kind(RecordKind::Schema)? {

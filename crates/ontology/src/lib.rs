@@ -13,6 +13,8 @@
 
 #![warn(missing_docs)]
 
+mod digest;
+mod document;
 mod entity;
 pub mod graph;
 mod limits;
@@ -21,14 +23,21 @@ mod schema;
 mod schema_file;
 mod violation;
 
+pub use digest::sha256_hex;
+pub use document::{
+    ABBREVIATIONS, DocumentFormat, DocumentTree, SectionPart, split_document, split_sentences,
+};
 pub use entity::{entity_id, normalize_name};
 pub use limits::Limits;
 pub use record::{
-    DEFAULT_ROLE, EdgeRecord, EntityDecision, EntityDecisionRecord, EntityRef, EventRecord,
-    RecordBody, RecordKind, SchemaRecord, ValidRecord, validate, validate_value,
+    DEFAULT_CONFIDENCE, DEFAULT_ROLE, DocumentMention, DocumentRecord, EdgeRecord, EntityDecision,
+    EntityDecisionRecord, EntityRef, EventRecord, FactObject, FactRecord, FactRetractionRecord,
+    MAX_URL_BYTES, RecordBody, RecordKind, ResolvedEntity, SchemaRecord, ValidRecord, content_hash,
+    document_id, fact_id, normalize_time, part_id, validate, validate_value,
 };
 pub use schema::{
-    CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef, NodeType, PropertyDef,
-    PropertyType, Schema, SchemaError, is_event_type, is_zoned_datetime,
+    BUILTIN_MODULES, CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef,
+    KNOWLEDGE_MODULE, NodeType, ObjectKind, PredicateDef, PropertyDef, PropertyType, Schema,
+    SchemaError, is_event_type, is_zoned_datetime,
 };
 pub use violation::{ValidationErrors, Violation};

@@ -7,7 +7,8 @@
 //!   endpoint constraints;
 //! - a **schema module** extension, written by `schema add`;
 //! - an **entity decision** (`record_type: "entity_decision"`): a person's `merge` or `reject` of
-//!   a pair of entities that entity resolution proposed (or any other pair).
+//!   a pair of entities that entity resolution proposed (or any other pair);
+//! - a **fact** claim, a **fact retraction** and a source **document** (`fact.rs`, `document.rs`).
 //!
 //! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
 //! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
@@ -21,6 +22,17 @@ use crate::limits::Limits;
 use crate::schema::{Schema, SchemaError, is_event_type};
 use crate::violation::{ValidationErrors, Violation};
 
+mod document;
+mod fact;
+
+pub use document::{
+    DocumentMention, DocumentRecord, MAX_URL_BYTES, content_hash, document_id, part_id,
+};
+pub use fact::{
+    DEFAULT_CONFIDENCE, FactObject, FactRecord, FactRetractionRecord, ResolvedEntity, fact_id,
+    normalize_time,
+};
+
 /// Kinds of record, as stored in the log's `kind` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKind {
@@ -32,6 +44,12 @@ pub enum RecordKind {
     Schema,
     /// A person's decision on a pair of entities.
     EntityDecision,
+    /// A claim about an entity (a fact).
+    Fact,
+    /// The retraction of a fact.
+    FactRetraction,
+    /// A source document version.
+    Document,
 }
 
 impl RecordKind {
@@ -42,6 +60,9 @@ impl RecordKind {
             RecordKind::Edge => "edge",
             RecordKind::Schema => "schema",
             RecordKind::EntityDecision => "entity_decision",
+            RecordKind::Fact => "fact",
+            RecordKind::FactRetraction => "fact_retraction",
+            RecordKind::Document => "document",
         }
     }
 
@@ -52,6 +73,9 @@ impl RecordKind {
             "edge" => Some(RecordKind::Edge),
             "schema" => Some(RecordKind::Schema),
             "entity_decision" => Some(RecordKind::EntityDecision),
+            "fact" => Some(RecordKind::Fact),
+            "fact_retraction" => Some(RecordKind::FactRetraction),
+            "document" => Some(RecordKind::Document),
             _ => None,
         }
     }
@@ -194,6 +218,12 @@ pub enum RecordBody {
     Schema(SchemaRecord),
     /// A decision on a pair of entities.
     EntityDecision(EntityDecisionRecord),
+    /// A claim.
+    Fact(FactRecord),
+    /// A fact's retraction.
+    FactRetraction(FactRetractionRecord),
+    /// A source document version.
+    Document(DocumentRecord),
 }
 
 /// A record that passed validation. Only this module constructs one.
@@ -216,6 +246,9 @@ impl ValidRecord {
             RecordBody::Edge(_) => RecordKind::Edge,
             RecordBody::Schema(_) => RecordKind::Schema,
             RecordBody::EntityDecision(_) => RecordKind::EntityDecision,
+            RecordBody::Fact(_) => RecordKind::Fact,
+            RecordBody::FactRetraction(_) => RecordKind::FactRetraction,
+            RecordBody::Document(_) => RecordKind::Document,
         }
     }
 
@@ -226,6 +259,9 @@ impl ValidRecord {
             RecordBody::Edge(e) => &e.edge_id,
             RecordBody::Schema(s) => &s.module,
             RecordBody::EntityDecision(d) => &d.decision_id,
+            RecordBody::Fact(f) => &f.claim_id,
+            RecordBody::FactRetraction(r) => &r.retraction_id,
+            RecordBody::Document(d) => &d.document_id,
         }
     }
 
@@ -302,6 +338,11 @@ pub fn validate_value(
         Some(Value::String(t)) if t == "entity_decision" => {
             v.entity_decision(&obj).map(RecordBody::EntityDecision)
         }
+        Some(Value::String(t)) if t == "fact" => v.fact(&obj).map(RecordBody::Fact),
+        Some(Value::String(t)) if t == "fact_retraction" => {
+            v.fact_retraction(&obj).map(RecordBody::FactRetraction)
+        }
+        Some(Value::String(t)) if t == "document" => v.document(&obj).map(RecordBody::Document),
         Some(Value::String(t)) if t == "schema" => {
             v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
             let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
@@ -330,7 +371,7 @@ pub fn validate_value(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
-                "must be \"event\" (the default), \"edge\", \"schema\" or \"entity_decision\"",
+                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"fact\", \"fact_retraction\" or \"document\"",
             ));
             None
         }
@@ -752,7 +793,13 @@ impl Validator<'_> {
     /// An entity id as the projection writes it: `{entity_type}:{normalised name}`.
     fn entity_key(&mut self, obj: &Map<String, Value>, field: &str) -> Option<String> {
         let path = format!("$.{field}");
-        let id = self.string(obj, field, &path, true)?;
+        let id = self.string(obj, field, &path, true)?.to_owned();
+        self.entity_key_at(&id, &path)
+    }
+
+    /// Check that `id` is an entity id as the projection writes it (see [`Self::entity_key`]).
+    fn entity_key_at(&mut self, id: &str, path: &str) -> Option<String> {
+        let path = path.to_owned();
         let types = self.schema.enum_def("entity_type").map(|e| e.values.as_slice()).unwrap_or(&[]);
         // Entity types have no whitespace but may hold a `:`: the longest matching type wins.
         let Some(ty) = types
@@ -940,6 +987,9 @@ fn canonical_json(body: &RecordBody) -> String {
             }
             Value::Object(m)
         }
+        RecordBody::Fact(f) => fact::canonical_fact(f),
+        RecordBody::FactRetraction(r) => fact::canonical_retraction(r),
+        RecordBody::Document(d) => document::canonical_document(d),
     };
     value.to_string()
 }
