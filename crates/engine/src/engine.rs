@@ -156,13 +156,17 @@ impl Engine {
         let mut w = self.store.begin_write()?;
         let inline = projection == Projection::Inline;
         // An entity decision is checked against the graph, so the graph must be current for it.
-        let decides = records.iter().any(|r| r.kind() == RecordKind::EntityDecision);
+        let decides = records
+            .iter()
+            .any(|r| matches!(r.kind(), RecordKind::EntityDecision | RecordKind::FactRetraction));
         if inline || decides {
             // A graph left behind by a deferred load catches up first, so folds stay in log order.
             fold_lagging(&self.schema, &mut w, usize::MAX)?;
         }
         // Entities mentioned earlier in a deferred batch, which a decision may name.
         let mut mentioned = std::collections::BTreeSet::new();
+        // Facts claimed earlier in a deferred batch, which a retraction may name.
+        let mut claimed = std::collections::BTreeSet::new();
         for record in records {
             match record.body() {
                 RecordBody::EntityDecision(d) => {
@@ -176,7 +180,23 @@ impl Engine {
                 }
                 RecordBody::Event(e) if decides && !inline => mentioned
                     .extend(mentions(e).into_iter().map(|m| entity_id(m.entity_type, m.name))),
-                RecordBody::Event(_) | RecordBody::Edge(_) | RecordBody::Schema(_) => {}
+                RecordBody::FactRetraction(r) => {
+                    if let Some(v) = crate::knowledge::unknown_fact(&w, &r.fact_id, &claimed)? {
+                        outcomes.push(Err(Error::Validation(v.into())));
+                        if stop_on_conflict {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+                RecordBody::Fact(f) if decides && !inline => {
+                    claimed.insert(f.fact_id.clone());
+                }
+                RecordBody::Event(_)
+                | RecordBody::Edge(_)
+                | RecordBody::Schema(_)
+                | RecordBody::Fact(_)
+                | RecordBody::Document(_) => {}
             }
             match w.append(record, &recorded_at) {
                 Ok(Appended::New(position)) => {

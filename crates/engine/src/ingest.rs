@@ -201,9 +201,12 @@ fn classify(schema: &mut Schema, limits: &Limits, raw: RawLine) -> Item {
                 }
                 (Some(s.source.clone()), None)
             }
-            RecordBody::Event(_) | RecordBody::Edge(_) | RecordBody::EntityDecision(_) => {
-                (None, None)
-            }
+            RecordBody::Event(_)
+            | RecordBody::Edge(_)
+            | RecordBody::EntityDecision(_)
+            | RecordBody::Fact(_)
+            | RecordBody::FactRetraction(_)
+            | RecordBody::Document(_) => (None, None),
         },
         // A module already in force: re-ingesting it (a backup, say) is a duplicate, not an error.
         Err(e) if e.code() == "schema.duplicate_module" => (schema_source(text), None),

@@ -6,6 +6,9 @@
 //!
 //! - [`Engine`] accepts writes: [`Engine::ingest_jsonl`], [`Engine::ingest_batch`],
 //!   [`Engine::add_schema_module`], [`Engine::reproject`], [`Engine::decide_entities`].
+//! - Knowledge: [`Engine::record_fact`], [`Engine::retract_fact`] and [`Engine::add_document`]
+//!   write facts and source documents; [`Snapshot::facts`], [`Snapshot::facts_about`],
+//!   [`Snapshot::contradictions`] and [`Snapshot::document`] read them.
 //! - Conversations become event records with [`parse_messages`] (chat messages as JSONL) or
 //!   [`locomo_conversations`] (the LoCoMo benchmark's format), ingested by [`Engine::import`].
 //! - [`Engine::snapshot`] gives a [`Snapshot`] for consistent reads.
@@ -32,6 +35,7 @@ mod engine;
 mod enrich;
 mod error;
 mod ingest;
+mod knowledge;
 mod recall;
 mod resolve;
 mod retention;
@@ -47,6 +51,7 @@ pub use conversation::{
 pub use ctxgraph_ann::SearchParams;
 pub use ctxgraph_embed::{Embedder, StaticEmbedder};
 pub use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
+pub use ctxgraph_ontology::{DocumentFormat, ResolvedEntity};
 pub use ctxgraph_ontology::{
     EntityDecision, EventClass, Limits, RecordBody, RecordKind, Schema, SchemaError, ValidRecord,
     ValidationErrors, Violation, entity_id, normalize_name,
@@ -57,6 +62,12 @@ pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
+pub use knowledge::{
+    Contradiction, DocumentInput, DocumentOutcome, DocumentSummary, DocumentView,
+    EXTRACTED_CONFIDENCE, EntityInput, FactEntity, FactInput, FactOutcome, FactQuery, FactView,
+    MAX_EMBEDDED_CANDIDATES, MIN_NAME_COSINE, NameCandidate, ObjectInput, Resolution, SectionView,
+    SentenceMention, SentenceView, format_for_path, parse_time,
+};
 pub use recall::{
     ContextPack, Everyone, Factors, Intent, Item, Provenance, RecallParams, RecallQuery, Step,
     Unknown, Visibility, classify, content_words,

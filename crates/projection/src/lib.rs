@@ -15,6 +15,9 @@
 //! An entity decision record makes the `SAME_AS` edge of its pair decided (`decision.rs`): merged
 //! (confidence 1.0) or rejected (confidence 0.0). A later decision on the pair replaces it.
 //!
+//! Facts, fact retractions and documents are projected by `knowledge.rs` (its module docs give
+//! the write-back policy: noisy-or confidence, accumulated sources, contradictions kept).
+//!
 //! # Determinism
 //! The graph after any arrival order of a set of records equals the graph after in-order arrival,
 //! except `global_position`, which is the arrival order itself. Every derived value is a
@@ -29,6 +32,9 @@
 mod decision;
 mod enrich;
 mod event;
+mod knowledge;
+
+pub use knowledge::noisy_or;
 
 pub use event::{Mention, mentions, remove_event};
 
@@ -100,6 +106,9 @@ pub fn project(
         RecordBody::EntityDecision(d) => {
             w.edge_when_ready(decision::decided_edge(schema, position, d))?
         }
+        RecordBody::Fact(f) => knowledge::project_fact(&mut w, f)?,
+        RecordBody::FactRetraction(r) => knowledge::project_retraction(&mut w, r)?,
+        RecordBody::Document(d) => knowledge::project_document(&mut w, d)?,
         // A schema module changes what later records may say, not the graph.
         RecordBody::Schema(_) => {}
     }
