@@ -9,6 +9,7 @@ mod entities;
 mod eval;
 mod import;
 mod ingest;
+mod knowledge;
 mod output;
 mod read;
 mod recall;
@@ -99,6 +100,8 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Log { from, limit } => read::log(&cli, *from, *limit),
         Command::Schema(cmd) => schema::run(&cli, cmd),
         Command::Entities(cmd) => entities::run(&cli, cmd),
+        Command::Fact(cmd) => knowledge::fact(&cli, cmd),
+        Command::Doc(cmd) => knowledge::doc(&cli, cmd),
         Command::Reproject { include_archive } => read::reproject(&cli, *include_archive),
         Command::Enrich => enrich::run(&cli, false),
         Command::Consolidate(args) => enrich::consolidate(&cli, args),

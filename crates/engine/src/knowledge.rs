@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_ontology::{
-    DocumentFormat, RecordKind, ResolvedEntity, Violation, content_hash, document_id,
-    normalize_name, normalize_time, split_document,
+    DocumentFormat, ObjectKind, RecordKind, ResolvedEntity, Violation, canonical_predicate,
+    content_hash, document_id, normalize_name, normalize_time, split_document,
 };
 use ctxgraph_store::{GraphReader, LogReader};
 use serde_json::{Map, Value};
@@ -69,8 +69,9 @@ pub enum ObjectInput {
     Entity(EntityInput),
     /// A string, number or boolean.
     Literal(Value),
-    /// For a predicate whose object may be either (`object = "any"`): an entity when the name
-    /// resolves to one, a string literal when nothing matches.
+    /// Decided by the predicate: an entity for an entity predicate, a string for a literal one,
+    /// and for one that allows either (`object = "any"`) an entity when the name resolves to one,
+    /// a string literal when nothing matches.
     Either(String),
 }
 
@@ -278,9 +279,13 @@ impl Engine {
                 }
                 ObjectInput::Literal(v) => Some((None, Some(v.clone()), true)),
                 ObjectInput::Either(name) => {
-                    let r = match resolve::check_name(name, max, "$.object.name") {
-                        Some(_) => Resolution::Unknown,
-                        None => resolve::resolve_name(
+                    let kind = self
+                        .schema
+                        .predicate(&canonical_predicate(&input.predicate))
+                        .map_or(ObjectKind::Any, |p| p.object);
+                    let r = match (kind, resolve::check_name(name, max, "$.object.name")) {
+                        (ObjectKind::Literal, _) | (_, Some(_)) => Resolution::Unknown,
+                        (ObjectKind::Entity | ObjectKind::Any, None) => resolve::resolve_name(
                             &read,
                             &self.schema,
                             embedder.as_ref(),
@@ -290,6 +295,15 @@ impl Engine {
                     };
                     match r {
                         Resolution::Resolved(e, _) => Some((Some(e), None, true)),
+                        Resolution::Unknown if kind == ObjectKind::Entity => {
+                            violations.extend(resolve::violation(
+                                "$.object",
+                                name,
+                                &r,
+                                "--object-type",
+                            ));
+                            Some((Some(placeholder()), None, false))
+                        }
                         Resolution::Unknown => {
                             Some((None, Some(Value::String(name.clone())), true))
                         }

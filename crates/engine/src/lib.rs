@@ -51,7 +51,7 @@ pub use conversation::{
 pub use ctxgraph_ann::SearchParams;
 pub use ctxgraph_embed::{Embedder, StaticEmbedder};
 pub use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
-pub use ctxgraph_ontology::{DocumentFormat, ResolvedEntity};
+pub use ctxgraph_ontology::{DocumentFormat, ResolvedEntity, canonical_predicate};
 pub use ctxgraph_ontology::{
     EntityDecision, EventClass, Limits, RecordBody, RecordKind, Schema, SchemaError, ValidRecord,
     ValidationErrors, Violation, entity_id, normalize_name,

@@ -32,8 +32,9 @@ pub use limits::Limits;
 pub use record::{
     DEFAULT_CONFIDENCE, DEFAULT_ROLE, DocumentMention, DocumentRecord, EdgeRecord, EntityDecision,
     EntityDecisionRecord, EntityRef, EventRecord, FactObject, FactRecord, FactRetractionRecord,
-    MAX_URL_BYTES, RecordBody, RecordKind, ResolvedEntity, SchemaRecord, ValidRecord, content_hash,
-    document_id, fact_id, normalize_time, part_id, validate, validate_value,
+    MAX_URL_BYTES, RecordBody, RecordKind, ResolvedEntity, SchemaRecord, ValidRecord,
+    canonical_predicate, content_hash, document_id, fact_id, normalize_time, part_id, validate,
+    validate_value,
 };
 pub use schema::{
     BUILTIN_MODULES, CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef,

@@ -29,8 +29,8 @@ pub use document::{
     DocumentMention, DocumentRecord, MAX_URL_BYTES, content_hash, document_id, part_id,
 };
 pub use fact::{
-    DEFAULT_CONFIDENCE, FactObject, FactRecord, FactRetractionRecord, ResolvedEntity, fact_id,
-    normalize_time,
+    DEFAULT_CONFIDENCE, FactObject, FactRecord, FactRetractionRecord, ResolvedEntity,
+    canonical_predicate, fact_id, normalize_time,
 };
 
 /// Kinds of record, as stored in the log's `kind` column.

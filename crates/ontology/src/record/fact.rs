@@ -119,6 +119,15 @@ fn escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('|', "\\|")
 }
 
+/// The predicate name `raw` stands for: trimmed, ASCII lower case, `-` and spaces as `_`
+/// (`Reports-To` is `reports_to`). Whether it is declared is the schema's question.
+pub fn canonical_predicate(raw: &str) -> String {
+    raw.trim()
+        .chars()
+        .map(|c| if c == '-' || c == ' ' { '_' } else { c.to_ascii_lowercase() })
+        .collect()
+}
+
 /// A time as facts store it: UTC, millisecond precision, fixed width
 /// (`2026-05-01T00:00:00.000Z`), so stored times compare as strings. Accepts RFC 3339 with an
 /// offset or a date (`2026-05-01`, midnight UTC).
@@ -202,13 +211,9 @@ impl Validator<'_> {
         }
     }
 
-    /// The canonical predicate for `raw`: lower case, `-` and spaces as `_`, declared.
+    /// The canonical predicate for `raw` (see [`canonical_predicate`]), if declared.
     fn predicate(&mut self, raw: &str) -> Option<(String, ObjectKind)> {
-        let name: String = raw
-            .trim()
-            .chars()
-            .map(|c| if c == '-' || c == ' ' { '_' } else { c.to_ascii_lowercase() })
-            .collect();
+        let name = canonical_predicate(raw);
         match self.schema.predicate(&name) {
             Some(p) => Some((name, p.object)),
             None => {
