@@ -318,7 +318,8 @@ pub fn split_sentences(text: &str) -> Vec<String> {
         } else if chars[j].1.is_whitespace() {
             let next = chars[j..].iter().map(|(_, c)| *c).find(|c| !c.is_whitespace());
             let lower_next = next.is_some_and(char::is_lowercase);
-            !lower_next && !(c == '.' && j == dot_at + 1 && abbreviation_before(&chars, dot_at))
+            let abbreviation = c == '.' && j == dot_at + 1 && abbreviation_before(&chars, dot_at);
+            !(lower_next || abbreviation)
         } else {
             false
         };

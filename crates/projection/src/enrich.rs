@@ -342,9 +342,12 @@ mod tests {
         let r = validate(&Schema::core().unwrap(), &Limits::default(), &json.to_string()).unwrap();
         match r.body() {
             RecordBody::Event(e) => e.clone(),
-            RecordBody::Edge(_) | RecordBody::Schema(_) | RecordBody::EntityDecision(_) => {
-                panic!("not an event")
-            }
+            RecordBody::Edge(_)
+            | RecordBody::Schema(_)
+            | RecordBody::EntityDecision(_)
+            | RecordBody::Fact(_)
+            | RecordBody::FactRetraction(_)
+            | RecordBody::Document(_) => panic!("not an event"),
         }
     }
 

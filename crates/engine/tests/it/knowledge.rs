@@ -38,10 +38,8 @@ fn seeded() -> (tempfile::TempDir, Engine) {
 }
 
 fn codes(err: Error) -> Vec<&'static str> {
-    match err {
-        Error::Validation(v) => v.violations.iter().map(|v| v.rule).collect(),
-        other => panic!("expected a validation error, got {other}"),
-    }
+    let Error::Validation(v) = err else { panic!("expected a validation error, got {err}") };
+    v.violations.iter().map(|v| v.rule).collect()
 }
 
 #[test]
@@ -143,7 +141,7 @@ fn names_resolve_by_alias_forms_and_ambiguity_is_reported_not_guessed() {
     };
     let via = |r: Resolution| match r {
         Resolution::Resolved(x, _) => (x.id, x.via),
-        other => panic!("{other:?}"),
+        other @ (Resolution::Unknown | Resolution::Ambiguous(_)) => panic!("{other:?}"),
     };
     assert_eq!(via(resolve(&e, "tool:read_file", None)), ("tool:read_file".into(), "id".into()));
     assert_eq!(via(resolve(&e, "  ALICE ", None)), ("user:alice".into(), "name".into()));
