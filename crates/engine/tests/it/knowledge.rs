@@ -424,3 +424,36 @@ proptest! {
         prop_assert_eq!(run(&claims), run(&shuffled));
     }
 }
+
+#[test]
+fn the_log_restores_facts_and_documents_into_a_fresh_store() {
+    let (_d, mut e) = seeded();
+    let notes = e.add_document(&doc(NOTES)).unwrap();
+    let mut f = claim("alice", "reports_to", ObjectInput::Entity(EntityInput::named("bob")));
+    f.cites = Some(format!("{}/t1", notes.document_id));
+    let fact = e.record_fact(&f).unwrap();
+    e.retract_fact(&fact.fact_id, Some("moved"), Some("2026-07-01")).unwrap();
+    e.add_document(&doc(&format!("{NOTES}\nMore.\n"))).unwrap();
+    let backup: String = e
+        .snapshot()
+        .unwrap()
+        .log(1, usize::MAX >> 2)
+        .unwrap()
+        .iter()
+        .map(|entry| format!("{}\n", entry.body))
+        .collect();
+
+    let (_d2, mut restored) = engine();
+    let report =
+        restored.ingest_jsonl(backup.as_bytes(), &Default::default(), &mut |_| {}).unwrap();
+    assert_eq!(report.rejections.len(), 0, "{:?}", report.rejections);
+    assert_eq!(dump(&restored), dump(&e));
+
+    // A retraction of a fact the store does not have is refused on this path too.
+    let stray = json!({"record_type": "fact_retraction", "fact_id": "user:zed|tagged|=\"x\"", "retracted_at": "2026-07-01"});
+    let report = restored
+        .ingest_jsonl(stray.to_string().as_bytes(), &Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(report.rejections.len(), 1);
+    assert!(format!("{:?}", report.rejections[0]).contains("fact.unknown_fact"));
+}
