@@ -226,6 +226,29 @@ impl Engine {
     /// candidates), an unknown name without a type (`fact.unknown_entity`), an unknown cited
     /// sentence (`fact.unknown_sentence`). The same claim again (same subject, predicate, object,
     /// source, validity and citation) is a duplicate and changes nothing.
+    ///
+    /// ```
+    /// use ctxgraph::{Engine, EngineOptions, EntityInput, FactInput, FactQuery, ObjectInput, OpenMode};
+    /// # fn main() -> Result<(), ctxgraph::Error> {
+    /// # let dir = tempfile::TempDir::new()?;
+    /// let mut engine = Engine::open(&dir.path().join("kb.ctxg"), OpenMode::CreateIfMissing, EngineOptions::default())?;
+    /// let bob = || ObjectInput::Entity(EntityInput::typed("Bob", "person"));
+    /// let mut claim = FactInput::new(EntityInput::typed("Alice", "person"), "reports_to", bob());
+    /// claim.confidence = Some(0.6);
+    /// claim.source = Some("org chart".into());
+    /// engine.record_fact(&claim)?;
+    /// // Another source for the same claim; the names now resolve to the existing entities.
+    /// let mut again = FactInput::new(EntityInput::named("alice"), "Reports-To", ObjectInput::Either("bob".into()));
+    /// again.confidence = Some(0.5);
+    /// again.source = Some("hr export".into());
+    /// let outcome = engine.record_fact(&again)?;
+    /// assert_eq!(outcome.fact_id, "user:alice|reports_to|user:bob");
+    /// let facts = engine.snapshot()?.facts(&FactQuery::default())?;
+    /// assert!((facts[0].confidence - 0.8).abs() < 1e-9); // noisy-or: 1 - 0.4 × 0.5
+    /// assert_eq!(facts[0].sources, ["hr export", "org chart"]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn record_fact(&mut self, input: &FactInput) -> Result<FactOutcome, Error> {
         let embedder = self.embedder()?;
         let max = self.options().limits.max_name_bytes;
