@@ -1,4 +1,4 @@
-//! Fuzzes `ctxgraph_ontology::validate` (core schema, default limits) on arbitrary text; checks it never panics and that the canonical form of a valid record is a fixed point (re-validates to the same canonical string, kind, id and body).
+//! Fuzzes `ctxgraph_ontology::validate` (built-in schema: core and knowledge modules, default limits) on arbitrary text; checks it never panics and that the canonical form of a valid record is a fixed point (re-validates to the same canonical string, kind, id and body).
 #![no_main]
 
 use std::sync::OnceLock;
@@ -6,12 +6,12 @@ use std::sync::OnceLock;
 use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
 use libfuzzer_sys::fuzz_target;
 
-/// The core schema, built once per process.
+/// The built-in schema, built once per process.
 fn schema() -> &'static Schema {
     static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::core() {
+    SCHEMA.get_or_init(|| match Schema::builtin() {
         Ok(s) => s,
-        Err(e) => panic!("the core schema does not load: {e}"),
+        Err(e) => panic!("the built-in schema does not load: {e}"),
     })
 }
 

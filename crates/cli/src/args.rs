@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// and projects it into a typed property graph of events, entities and the edges between them.
 ///
 /// Exit codes: 0 success; 1 nothing found (get, neighbors, session, chain, entities candidates, the
-/// list commands of type, slot, checklist and goal, checklist next without a splitting slot);
+/// list commands of type, slot, checklist and goal, checklist next without a splitting slot, fact
+/// list, about and contradictions, doc show and list);
 /// 2 error, including an ingestion that rejected any record.
 #[derive(Debug, Parser)]
 #[command(name = "ctxgraph", version, propagate_version = true, max_term_width = 100)]
@@ -147,6 +148,21 @@ pub(crate) enum Command {
     /// Goals: a user's long-term ambitions and the checklists they influence.
     #[command(subcommand)]
     Goal(GoalCommand),
+    /// Facts: claims about entities with confidence, sources and validity (add, retract, list,
+    /// about, contradictions).
+    ///
+    /// Names are forgiving: `alice`, `Alice`, `ReadFile` for read_file, a one-letter typo or a
+    /// close name embedding all find the entity; a name that matches several is an error listing
+    /// them. Predicates are controlled: mentioned_in, decided_in, reports_to, depends_on,
+    /// resolved_by, blocked_by, tagged, belongs_to (and any a schema module adds). The same claim
+    /// from another source raises the fact's confidence (noisy-or); a second object of a
+    /// single-valued predicate (reports_to, decided_in, belongs_to) is kept as a contradiction.
+    #[command(subcommand)]
+    Fact(FactCommand),
+    /// Source documents: text or Markdown split into sections, paragraphs and sentences that
+    /// facts can cite (add, show, list).
+    #[command(subcommand)]
+    Doc(DocCommand),
     /// Rebuild the graph, then its enrichment and indexes, from the log (the only source of truth).
     ///
     /// Events that retention archived stay out of the graph unless --include-archive.
@@ -405,6 +421,136 @@ pub(crate) struct RetentionArgs {
     /// Apply the tiers (without it, only show what would change).
     #[arg(long)]
     pub(crate) apply: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FactCommand {
+    /// Record a claim: SUBJECT PREDICATE OBJECT, e.g. `fact add alice reports_to bob`.
+    ///
+    /// The object is an entity or, with --literal (or when the predicate allows either and no
+    /// entity matches), a literal string. Exits 2, writing nothing, on any problem.
+    Add(FactAddArgs),
+    /// Retract a fact: it is not true from --at (default now) on. The claims stay in the log.
+    Retract {
+        /// The fact id, as `fact list` shows it.
+        fact_id: String,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+        /// From when (RFC 3339 or YYYY-MM-DD); now by default.
+        #[arg(long)]
+        at: Option<String>,
+    },
+    /// List the facts true now (or on --as-of), with confidence, sources and contradictions.
+    ///
+    /// Exits 1 when there is none.
+    List {
+        /// True on this date instead of now (RFC 3339 or YYYY-MM-DD).
+        #[arg(long, value_name = "DATE")]
+        as_of: Option<String>,
+        /// Only facts about this subject (a forgiving name or an entity id).
+        #[arg(long)]
+        subject: Option<String>,
+        /// Only facts with this predicate.
+        #[arg(long)]
+        predicate: Option<String>,
+        /// Also facts not true at that time (retracted, expired, not yet valid).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Every fact about an entity, as subject or object, true or not. Exits 1 when there is none.
+    About {
+        /// A name (forgiving) or an entity id.
+        entity: String,
+        /// The entity's type, when the name is ambiguous.
+        #[arg(long = "type")]
+        entity_type: Option<String>,
+        /// Which facts count as true: on this date instead of now.
+        #[arg(long, value_name = "DATE")]
+        as_of: Option<String>,
+    },
+    /// Facts that contradict each other now (or on --as-of): one subject, one single-valued
+    /// predicate, different objects. Exits 1 when there is none.
+    Contradictions {
+        /// On this date instead of now (RFC 3339 or YYYY-MM-DD).
+        #[arg(long, value_name = "DATE")]
+        as_of: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FactAddArgs {
+    /// What the claim is about: a name (forgiving) or an entity id.
+    pub(crate) subject: String,
+    /// A controlled predicate, e.g. reports_to (case and `-` forgiven).
+    pub(crate) predicate: String,
+    /// An entity name or id, or a literal (see --literal).
+    pub(crate) object: String,
+    /// The subject's type (person, project, decision, concept, source, or a seed-000 type):
+    /// restricts matching, and creates the entity when no name matches.
+    #[arg(long)]
+    pub(crate) subject_type: Option<String>,
+    /// The object's type, as --subject-type.
+    #[arg(long, conflicts_with = "literal")]
+    pub(crate) object_type: Option<String>,
+    /// The object is a literal string, not an entity.
+    #[arg(long)]
+    pub(crate) literal: bool,
+    /// How sure, from 0 to 1 (default 1).
+    #[arg(long)]
+    pub(crate) confidence: Option<f64>,
+    /// Where the claim comes from: stored verbatim, never fetched.
+    #[arg(long)]
+    pub(crate) source: Option<String>,
+    /// True from this date (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    pub(crate) valid_from: Option<String>,
+    /// True until this date, exclusive.
+    #[arg(long)]
+    pub(crate) valid_to: Option<String>,
+    /// The sentence the claim was read from (an id `doc show` prints, e.g. doc-…/t3).
+    #[arg(long)]
+    pub(crate) cites: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DocCommand {
+    /// Ingest a text or Markdown file. The same URL and content again is a no-op; changed
+    /// content under the same URL is the next version.
+    Add {
+        /// The file (`-` for stdin).
+        file: PathBuf,
+        /// The source URL or name stored with it (verbatim, never fetched); default: FILE as given.
+        #[arg(long)]
+        url: Option<String>,
+        /// How to split it; default: markdown for .md and .markdown files, text otherwise.
+        #[arg(long, value_enum)]
+        format: Option<DocFormatArg>,
+        /// A title (default: the first level-1 heading).
+        #[arg(long)]
+        title: Option<String>,
+        /// Also turn capitalised names and acronyms found by the LLM-free extractor into
+        /// `concept` entities that the sentences mention.
+        #[arg(long)]
+        extract: bool,
+    },
+    /// A document's sections, paragraphs and sentences (with ids to cite and the entities they
+    /// mention). Exits 1 when there is no such document.
+    Show {
+        /// A document id, or a URL (its latest version).
+        id: String,
+    },
+    /// Every document version. Exits 1 when there is none.
+    List,
+}
+
+/// How a document is split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DocFormatArg {
+    /// Headings, lists and code fences.
+    Markdown,
+    /// Blank-line paragraphs.
+    Text,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@ mod entities;
 mod eval;
 mod import;
 mod ingest;
+mod knowledge;
 mod memory;
 mod output;
 mod read;
@@ -105,6 +106,8 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Slot(cmd) => slots::slots(&cli, cmd),
         Command::Checklist(cmd) => slots::checklists(&cli, cmd),
         Command::Goal(cmd) => slots::goals(&cli, cmd),
+        Command::Fact(cmd) => knowledge::fact(&cli, cmd),
+        Command::Doc(cmd) => knowledge::doc(&cli, cmd),
         Command::Reproject { include_archive } => read::reproject(&cli, *include_archive),
         Command::Enrich => enrich::run(&cli, false),
         Command::Consolidate(args) => enrich::consolidate(&cli, args),

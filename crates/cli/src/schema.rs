@@ -11,7 +11,7 @@ use crate::args::{Cli, SchemaCommand};
 use crate::output::print_json;
 
 pub(crate) fn run(cli: &Cli, cmd: &SchemaCommand) -> anyhow::Result<Outcome> {
-    // Without a store, the schema in force is the core module.
+    // Without a store, the schema in force is the built-in modules.
     let base = || -> anyhow::Result<Schema> {
         if cli.db.exists() {
             Ok(crate::open(cli, OpenMode::MustExist, EngineOptions::default())?.schema().clone())

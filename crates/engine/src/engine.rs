@@ -162,10 +162,10 @@ impl Engine {
         let mut outcomes = Vec::with_capacity(records.len());
         let mut w = self.store.begin_write()?;
         let inline = projection == Projection::Inline;
-        // An entity decision, a memory record, or a type, slot, checklist or goal record is
-        // checked against the graph, so the graph must be current for it.
+        // An entity decision, a memory record, a fact retraction, or a type, slot, checklist or
+        // goal record is checked against the graph, so the graph must be current for it.
         let decides = records.iter().any(|r| {
-            r.kind() == RecordKind::EntityDecision
+            matches!(r.kind(), RecordKind::EntityDecision | RecordKind::FactRetraction)
                 || crate::memory::names_memories(r.body())
                 || matches!(r.body(), RecordBody::Slots(_))
         });
@@ -179,6 +179,8 @@ impl Engine {
         let mut saved = std::collections::BTreeSet::new();
         // Types and checklists declared earlier in a deferred batch.
         let mut declared = std::collections::BTreeSet::new();
+        // Facts claimed earlier in a deferred batch, which a retraction may name.
+        let mut claimed = std::collections::BTreeSet::new();
         for record in records {
             match record.body() {
                 RecordBody::EntityDecision(d) => {
@@ -219,7 +221,23 @@ impl Engine {
                         saved.insert(m.memory_id.clone());
                     }
                 }
-                RecordBody::Event(_) | RecordBody::Edge(_) | RecordBody::Schema(_) => {}
+                RecordBody::FactRetraction(r) => {
+                    if let Some(v) = crate::knowledge::unknown_fact(&w, &r.fact_id, &claimed)? {
+                        outcomes.push(Err(Error::Validation(v.into())));
+                        if stop_on_conflict {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+                RecordBody::Fact(f) if decides && !inline => {
+                    claimed.insert(f.fact_id.clone());
+                }
+                RecordBody::Event(_)
+                | RecordBody::Edge(_)
+                | RecordBody::Schema(_)
+                | RecordBody::Fact(_)
+                | RecordBody::Document(_) => {}
             }
             match w.append(record, &recorded_at) {
                 Ok(Appended::New(position)) => {

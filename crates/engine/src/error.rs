@@ -10,8 +10,11 @@ use ctxgraph_store::StoreError;
 #[non_exhaustive]
 pub enum Error {
     /// A record broke the envelope or schema rules (user error).
+    ///
+    /// Not a `source`: the message already lists every violation, and a report that prints the
+    /// chain would list them twice.
     #[error("invalid record: {0}")]
-    Validation(#[from] ValidationErrors),
+    Validation(ValidationErrors),
     /// A schema module was refused (user error).
     #[error(transparent)]
     Schema(#[from] SchemaError),
@@ -52,6 +55,12 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+}
+
+impl From<ValidationErrors> for Error {
+    fn from(e: ValidationErrors) -> Self {
+        Error::Validation(e)
+    }
 }
 
 impl Error {

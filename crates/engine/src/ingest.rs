@@ -208,7 +208,10 @@ fn classify(schema: &mut Schema, limits: &Limits, raw: RawLine) -> Item {
             | RecordBody::MemoryOutcome(_)
             | RecordBody::MemoryLink(_)
             | RecordBody::MemoryLinkVote(_)
-            | RecordBody::Slots(_) => (None, None),
+            | RecordBody::Slots(_)
+            | RecordBody::Fact(_)
+            | RecordBody::FactRetraction(_)
+            | RecordBody::Document(_) => (None, None),
         },
         // A module already in force: re-ingesting it (a backup, say) is a duplicate, not an error.
         Err(e) if e.code() == "schema.duplicate_module" => (schema_source(text), None),

@@ -9,6 +9,9 @@
 //! - Decision memory (seed 003): [`Engine::save_memories`] and [`Engine::link_memories`] write;
 //!   [`Snapshot::evolution`], [`Snapshot::impact`], [`Snapshot::memory_context`] and
 //!   [`Snapshot::rollup`] read.
+//! - Knowledge: [`Engine::record_fact`], [`Engine::retract_fact`] and [`Engine::add_document`]
+//!   write facts and source documents; [`Snapshot::facts`], [`Snapshot::facts_about`],
+//!   [`Snapshot::contradictions`] and [`Snapshot::document`] read them.
 //! - Conversations become event records with [`parse_messages`] (chat messages as JSONL) or
 //!   [`locomo_conversations`] (the LoCoMo benchmark's format), ingested by [`Engine::import`].
 //! - Types, slots, checklists and goals (seed 001): [`Engine::declare_type`],
@@ -39,6 +42,7 @@ mod engine;
 mod enrich;
 mod error;
 mod ingest;
+mod knowledge;
 mod memory;
 mod recall;
 mod resolve;
@@ -62,12 +66,19 @@ pub use ctxgraph_ontology::{
     SlotSpec, SlotsRecord, SpecRelation, ValidRecord, ValidationErrors, Violation, entity_id,
     normalize_name,
 };
+pub use ctxgraph_ontology::{DocumentFormat, ResolvedEntity, canonical_predicate};
 pub use ctxgraph_projection::{enrich_event, telling_text};
 pub use ctxgraph_store::{FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, SessionSlot};
 pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
+pub use knowledge::{
+    Contradiction, DocumentInput, DocumentOutcome, DocumentSummary, DocumentView,
+    EXTRACTED_CONFIDENCE, EntityInput, FactEntity, FactInput, FactOutcome, FactQuery, FactView,
+    MAX_EMBEDDED_CANDIDATES, MIN_NAME_COSINE, NameCandidate, ObjectInput, Resolution, SectionView,
+    SentenceMention, SentenceView, format_for_path, parse_time,
+};
 pub use memory::{
     Evolution, EvolutionStep, Impact, ImpactItem, LinkReport, MemoryContext, MemoryHit,
     MemoryOptions, MemorySearchOptions, MemoryView, NextAction, OutcomeView, Rollup, RollupItem,

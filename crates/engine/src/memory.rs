@@ -338,7 +338,10 @@ pub(crate) fn missing_memories(
         | RecordBody::Edge(_)
         | RecordBody::Schema(_)
         | RecordBody::EntityDecision(_)
-        | RecordBody::Slots(_) => Vec::new(),
+        | RecordBody::Slots(_)
+        | RecordBody::Fact(_)
+        | RecordBody::FactRetraction(_)
+        | RecordBody::Document(_) => Vec::new(),
     };
     let mut violations = Vec::new();
     for (path, id) in named {

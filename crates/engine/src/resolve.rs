@@ -38,7 +38,7 @@
 //! edges of each type: pairs are taken best first (confidence, then ids) while both of their
 //! entities have room.
 
-mod names;
+pub(crate) mod names;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -637,17 +637,17 @@ impl Snapshot<'_> {
 
     /// The types an entity is an instance of, as (id, name), by id.
     pub fn types_of(&self, entity_id: &str) -> Result<Vec<(String, String)>, Error> {
-        Ok(self.facts(entity_id, &mut NodeCache::new())?.1)
+        Ok(self.slots_and_types(entity_id, &mut NodeCache::new())?.1)
     }
 
     /// An entity's slot values, by slot then normalised value.
     pub fn slots_of(&self, entity_id: &str) -> Result<Vec<SlotFill>, Error> {
-        Ok(self.facts(entity_id, &mut NodeCache::new())?.0)
+        Ok(self.slots_and_types(entity_id, &mut NodeCache::new())?.0)
     }
 
     /// An entity's slot values (by slot, then value) and types (by id), from one read of its
     /// outgoing edges.
-    fn facts(&self, entity_id: &str, cache: &mut NodeCache) -> Result<Facts, Error> {
+    fn slots_and_types(&self, entity_id: &str, cache: &mut NodeCache) -> Result<Facts, Error> {
         let (mut slots, mut types) = (Vec::new(), Vec::new());
         let edges = self.read.edges_of(&NodeKey::new("Entity", entity_id), None, Direction::Out)?;
         for e in edges.into_iter().take(MAX_EDGES) {
@@ -797,7 +797,7 @@ impl Snapshot<'_> {
     pub fn check_checklist(&self, name: &str, entity_id: &str) -> Result<CheckReport, Error> {
         let checklist = self.require_checklist(name)?;
         self.require_entity("entity", entity_id)?;
-        let (slots, types) = self.facts(entity_id, &mut NodeCache::new())?;
+        let (slots, types) = self.slots_and_types(entity_id, &mut NodeCache::new())?;
         let specs = checklist
             .specs
             .into_iter()
@@ -841,7 +841,7 @@ impl Snapshot<'_> {
                     "each candidate is listed once".into(),
                 ));
             }
-            let (slots, types) = self.facts(c, &mut cache)?;
+            let (slots, types) = self.slots_and_types(c, &mut cache)?;
             // An entity with a slot or a type exists: only a bare one needs the lookup.
             if slots.is_empty() && types.is_empty() {
                 self.require_entity("candidates", c)?;

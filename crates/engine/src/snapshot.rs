@@ -151,7 +151,7 @@ pub struct TimelineEntry {
 /// A consistent read view of the store.
 pub struct Snapshot<'a> {
     pub(crate) read: EmbeddedRead<'a>,
-    schema: &'a Schema,
+    pub(crate) schema: &'a Schema,
     bytes_on_disk: u64,
     caches: &'a Caches,
 }

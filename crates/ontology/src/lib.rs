@@ -13,6 +13,8 @@
 
 #![warn(missing_docs)]
 
+mod digest;
+mod document;
 mod entity;
 pub mod graph;
 mod limits;
@@ -21,6 +23,10 @@ mod schema;
 mod schema_file;
 mod violation;
 
+pub use digest::sha256_hex;
+pub use document::{
+    ABBREVIATIONS, DocumentFormat, DocumentTree, SectionPart, split_document, split_sentences,
+};
 pub use entity::{entity_id, normalize_name};
 pub use limits::Limits;
 pub use record::slots::{
@@ -29,13 +35,16 @@ pub use record::slots::{
     SlotSpec, SpecRelation, TypeRecord, checklist_from_file, joined_id,
 };
 pub use record::{
-    DEFAULT_ROLE, EdgeRecord, EntityDecision, EntityDecisionRecord, EntityRef, EventRecord,
-    MemoryLinkRecord, MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord, RecordBody,
-    RecordKind, SchemaRecord, SlotsRecord, ValidRecord, validate, validate_value,
+    DEFAULT_CONFIDENCE, DEFAULT_ROLE, DocumentMention, DocumentRecord, EdgeRecord, EntityDecision,
+    EntityDecisionRecord, EntityRef, EventRecord, FactObject, FactRecord, FactRetractionRecord,
+    MAX_URL_BYTES, MemoryLinkRecord, MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord,
+    RecordBody, RecordKind, ResolvedEntity, SchemaRecord, SlotsRecord, ValidRecord,
+    canonical_predicate, content_hash, document_id, fact_id, normalize_time, part_id, validate,
+    validate_value,
 };
 pub use schema::{
     BUILTIN_MODULES, CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef,
-    MEMORY_MODULE, NodeType, PropertyDef, PropertyType, SLOTS_MODULE, Schema, SchemaError,
-    is_event_type, is_zoned_datetime,
+    KNOWLEDGE_MODULE, MEMORY_MODULE, NodeType, ObjectKind, PredicateDef, PropertyDef, PropertyType,
+    SLOTS_MODULE, Schema, SchemaError, is_event_type, is_zoned_datetime,
 };
 pub use violation::{ValidationErrors, Violation};

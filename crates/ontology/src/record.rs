@@ -12,6 +12,7 @@
 //!   `memory_link` and a `memory_link_vote` (seed 003).
 //! - a **type**, **instance_of**, **slot**, **checklist** or **goal** record (seed 001; see
 //!   `record/slots.rs` for their rules).
+//! - a **fact** claim, a **fact retraction** and a source **document** (`fact.rs`, `document.rs`).
 //!
 //! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
 //! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
@@ -30,6 +31,16 @@ mod memory;
 pub use memory::{MemoryLinkRecord, MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord};
 pub(crate) mod slots;
 pub use slots::SlotsRecord;
+mod document;
+mod fact;
+
+pub use document::{
+    DocumentMention, DocumentRecord, MAX_URL_BYTES, content_hash, document_id, part_id,
+};
+pub use fact::{
+    DEFAULT_CONFIDENCE, FactObject, FactRecord, FactRetractionRecord, ResolvedEntity,
+    canonical_predicate, fact_id, normalize_time,
+};
 
 /// Kinds of record, as stored in the log's `kind` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -60,6 +71,12 @@ pub enum RecordKind {
     Checklist,
     /// A user's goal.
     Goal,
+    /// A claim about an entity (a fact).
+    Fact,
+    /// The retraction of a fact.
+    FactRetraction,
+    /// A source document version.
+    Document,
 }
 
 impl RecordKind {
@@ -79,6 +96,9 @@ impl RecordKind {
             RecordKind::Slot => "slot",
             RecordKind::Checklist => "checklist",
             RecordKind::Goal => "goal",
+            RecordKind::Fact => "fact",
+            RecordKind::FactRetraction => "fact_retraction",
+            RecordKind::Document => "document",
         }
     }
 
@@ -98,6 +118,9 @@ impl RecordKind {
             "slot" => Some(RecordKind::Slot),
             "checklist" => Some(RecordKind::Checklist),
             "goal" => Some(RecordKind::Goal),
+            "fact" => Some(RecordKind::Fact),
+            "fact_retraction" => Some(RecordKind::FactRetraction),
+            "document" => Some(RecordKind::Document),
             _ => None,
         }
     }
@@ -250,6 +273,12 @@ pub enum RecordBody {
     MemoryLinkVote(MemoryLinkVoteRecord),
     /// A type, instance_of, slot, checklist or goal record.
     Slots(SlotsRecord),
+    /// A claim.
+    Fact(FactRecord),
+    /// A fact's retraction.
+    FactRetraction(FactRetractionRecord),
+    /// A source document version.
+    Document(DocumentRecord),
 }
 
 /// A record that passed validation. Only this module constructs one.
@@ -283,6 +312,9 @@ impl ValidRecord {
                 SlotsRecord::Checklist(_) => RecordKind::Checklist,
                 SlotsRecord::Goal(_) => RecordKind::Goal,
             },
+            RecordBody::Fact(_) => RecordKind::Fact,
+            RecordBody::FactRetraction(_) => RecordKind::FactRetraction,
+            RecordBody::Document(_) => RecordKind::Document,
         }
     }
 
@@ -298,6 +330,9 @@ impl ValidRecord {
             RecordBody::MemoryLink(l) => &l.link_id,
             RecordBody::MemoryLinkVote(v) => &v.vote_id,
             RecordBody::Slots(s) => s.id(),
+            RecordBody::Fact(f) => &f.claim_id,
+            RecordBody::FactRetraction(r) => &r.retraction_id,
+            RecordBody::Document(d) => &d.document_id,
         }
     }
 
@@ -387,6 +422,11 @@ pub fn validate_value(
         Some(Value::String(t)) if slots::SLOTS_RECORD_TYPES.contains(&t.as_str()) => {
             v.slots_record(t, &obj).map(RecordBody::Slots)
         }
+        Some(Value::String(t)) if t == "fact" => v.fact(&obj).map(RecordBody::Fact),
+        Some(Value::String(t)) if t == "fact_retraction" => {
+            v.fact_retraction(&obj).map(RecordBody::FactRetraction)
+        }
+        Some(Value::String(t)) if t == "document" => v.document(&obj).map(RecordBody::Document),
         Some(Value::String(t)) if t == "schema" => {
             v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
             let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
@@ -415,7 +455,7 @@ pub fn validate_value(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
-                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\" or \"goal\"",
+                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\", \"goal\", \"fact\", \"fact_retraction\" or \"document\"",
             ));
             None
         }
@@ -467,14 +507,15 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
-    /// A `confidence` in [0, 1], `1.0` when absent; out of range is refused under `rule`.
+    /// A `confidence` in [0, 1], `1.0` when absent ([`DEFAULT_CONFIDENCE`]); out of range is
+    /// refused under `rule`, a value that is not a number as `envelope.type`.
     pub(super) fn confidence(
         &mut self,
         obj: &Map<String, Value>,
         rule: &'static str,
     ) -> Option<f64> {
         match obj.get("confidence") {
-            None | Some(Value::Null) => Some(1.0),
+            None | Some(Value::Null) => Some(DEFAULT_CONFIDENCE),
             Some(value) => match value.as_f64() {
                 Some(c) if (0.0..=1.0).contains(&c) => Some(c),
                 Some(_) => {
@@ -869,7 +910,13 @@ impl Validator<'_> {
     /// An entity id as the projection writes it: `{entity_type}:{normalised name}`.
     fn entity_key(&mut self, obj: &Map<String, Value>, field: &str) -> Option<String> {
         let path = format!("$.{field}");
-        let id = self.string(obj, field, &path, true)?;
+        let id = self.string(obj, field, &path, true)?.to_owned();
+        self.entity_key_at(&id, &path)
+    }
+
+    /// Check that `id` is an entity id as the projection writes it (see [`Self::entity_key`]).
+    fn entity_key_at(&mut self, id: &str, path: &str) -> Option<String> {
+        let path = path.to_owned();
         let types = self.schema.enum_def("entity_type").map(|e| e.values.as_slice()).unwrap_or(&[]);
         // Entity types have no whitespace but may hold a `:`: the longest matching type wins.
         let Some(ty) = types
@@ -1062,6 +1109,9 @@ fn canonical_json(body: &RecordBody) -> String {
         RecordBody::MemoryLink(r) => memory::link_json(r),
         RecordBody::MemoryLinkVote(r) => memory::vote_json(r),
         RecordBody::Slots(s) => slots::canonical(s),
+        RecordBody::Fact(f) => fact::canonical_fact(f),
+        RecordBody::FactRetraction(r) => fact::canonical_retraction(r),
+        RecordBody::Document(d) => document::canonical_document(d),
     };
     value.to_string()
 }

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::graph::{Edge, EdgeKey, Node, NodeKey, Properties};
 use crate::schema_file::{
-    EdgeTypeFile, EnumFile, EnumValueFile, EventTypeFile, NodeTypeFile, PropertyFile, SchemaFile,
+    EdgeTypeFile, EnumFile, EnumValueFile, EventTypeFile, NodeTypeFile, PredicateFile,
+    PropertyFile, SchemaFile,
 };
 use crate::violation::Violation;
 
@@ -26,8 +27,11 @@ pub const MEMORY_MODULE: &str = include_str!("../schema/memory.toml");
 /// The slots module (types, slots, checklists and goals of seed 001), loaded with the core.
 pub const SLOTS_MODULE: &str = include_str!("../schema/slots.toml");
 
-/// The modules every schema starts from, in load order.
-pub const BUILTIN_MODULES: &[&str] = &[CORE_MODULE, MEMORY_MODULE, SLOTS_MODULE];
+/// The knowledge module text (facts, predicates, documents), shipped inside the binary.
+pub const KNOWLEDGE_MODULE: &str = include_str!("../schema/knowledge.toml");
+
+/// The modules every store loads, in order: core first, then the modules that extend it.
+pub const BUILTIN_MODULES: &[&str] = &[CORE_MODULE, MEMORY_MODULE, SLOTS_MODULE, KNOWLEDGE_MODULE];
 
 /// The shape a property value must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,6 +200,50 @@ impl EnumDef {
     }
 }
 
+/// What the object of a fact with a given predicate may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectKind {
+    /// An entity reference only.
+    Entity,
+    /// A literal (string, number, boolean) only.
+    Literal,
+    /// Either.
+    Any,
+}
+
+impl ObjectKind {
+    /// The name used in schema files: `entity`, `literal` or `any`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectKind::Entity => "entity",
+            ObjectKind::Literal => "literal",
+            ObjectKind::Any => "any",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "entity" => Some(ObjectKind::Entity),
+            "literal" => Some(ObjectKind::Literal),
+            "any" => Some(ObjectKind::Any),
+            _ => None,
+        }
+    }
+}
+
+/// A controlled fact predicate (seed 002's vocabulary plus extensions; seed 001's RelationType).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PredicateDef {
+    /// What it means.
+    pub description: String,
+    /// A subject has at most one true object: a second one is a contradiction.
+    pub single_valued: bool,
+    /// What the object may be.
+    pub object: ObjectKind,
+    /// Module that declared it.
+    pub module: String,
+}
+
 /// A declared event type of the taxonomy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventTypeDef {
@@ -266,10 +314,12 @@ pub struct Schema {
     enums: BTreeMap<String, EnumDef>,
     event_categories: BTreeMap<String, String>,
     event_types: BTreeMap<String, EventTypeDef>,
+    predicates: BTreeMap<String, PredicateDef>,
 }
 
 impl Schema {
-    /// The built-in modules: the core and the modules loaded with it ([`BUILTIN_MODULES`]).
+    /// The built-in modules, what a store starts with: the core and the modules loaded with it
+    /// ([`BUILTIN_MODULES`]).
     pub fn core() -> Result<Schema, SchemaError> {
         BUILTIN_MODULES.iter().try_fold(Schema::empty(), |schema, module| schema.extend(module))
     }
@@ -283,6 +333,7 @@ impl Schema {
             enums: BTreeMap::new(),
             event_categories: BTreeMap::new(),
             event_types: BTreeMap::new(),
+            predicates: BTreeMap::new(),
         }
     }
 
@@ -315,6 +366,9 @@ impl Schema {
         for (name, t) in &file.event_types {
             merge.event_type(&mut next, name, t);
         }
+        for (name, p) in &file.predicates {
+            merge.predicate(&mut next.predicates, name, p);
+        }
         if merge.violations.is_empty() {
             Ok(next)
         } else {
@@ -330,6 +384,16 @@ impl Schema {
     /// A node type by label.
     pub fn node_type(&self, label: &str) -> Option<&NodeType> {
         self.node_types.get(label)
+    }
+
+    /// A fact predicate by name.
+    pub fn predicate(&self, name: &str) -> Option<&PredicateDef> {
+        self.predicates.get(name)
+    }
+
+    /// All fact predicates, by name.
+    pub fn predicates(&self) -> &BTreeMap<String, PredicateDef> {
+        &self.predicates
     }
 
     /// All node types, by label.
@@ -646,6 +710,16 @@ impl Schema {
                 let _ = writeln!(out, "//   accepted alias {alias} -> {target}");
             }
         }
+        if !self.predicates.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n// fact predicates (object: entity, literal or any; * single-valued)"
+            );
+            for (name, p) in &self.predicates {
+                let star = if p.single_valued { " *" } else { "" };
+                let _ = writeln!(out, "//   {name}{star} : {}", p.object.as_str());
+            }
+        }
         let _ = writeln!(out, "\n// event taxonomy");
         for (cat, class) in &self.event_categories {
             let _ = writeln!(out, "//   {cat}.* : {class}");
@@ -710,6 +784,10 @@ impl Schema {
             "event_categories": self.event_categories,
             "event_types": self.event_types.iter().map(|(n, d)| (n.clone(), serde_json::json!({
                 "class": d.class, "otel": d.otel, "module": d.module,
+            }))).collect::<serde_json::Map<_, _>>(),
+            "predicates": self.predicates.iter().map(|(n, p)| (n.clone(), serde_json::json!({
+                "description": p.description, "single_valued": p.single_valued,
+                "object": p.object.as_str(), "module": p.module,
             }))).collect::<serde_json::Map<_, _>>(),
         })
     }
@@ -1188,6 +1266,52 @@ impl Merge {
             Some(_) => {}
             None => {
                 cats.insert(name.to_owned(), class.to_owned());
+            }
+        }
+    }
+
+    fn predicate(
+        &mut self,
+        predicates: &mut BTreeMap<String, PredicateDef>,
+        name: &str,
+        p: &PredicateFile,
+    ) {
+        let path = format!("predicates.{name}");
+        if !is_identifier(name, false) {
+            self.refuse(
+                path,
+                Some(name.into()),
+                "schema.name_format",
+                "predicates are lower_snake_case".into(),
+            );
+            return;
+        }
+        let Some(object) = ObjectKind::parse(p.object.as_deref().unwrap_or("any")) else {
+            self.refuse(
+                format!("{path}.object"),
+                p.object.clone(),
+                "schema.enum",
+                "must be one of entity, literal, any".into(),
+            );
+            return;
+        };
+        let def = PredicateDef {
+            description: p.description.clone().unwrap_or_default(),
+            single_valued: p.single_valued.unwrap_or(false),
+            object,
+            module: self.module.clone(),
+        };
+        match predicates.get(name) {
+            Some(old) => {
+                if (&old.description, old.single_valued, old.object)
+                    != (&def.description, def.single_valued, def.object)
+                {
+                    let owner = old.module.clone();
+                    self.changed(path, &owner, &format!("predicate `{name}`"));
+                }
+            }
+            None => {
+                predicates.insert(name.to_owned(), def);
             }
         }
     }

@@ -21,6 +21,17 @@ pub(crate) struct SchemaFile {
     pub(crate) event_categories: BTreeMap<String, String>,
     #[serde(default)]
     pub(crate) event_types: BTreeMap<String, EventTypeFile>,
+    #[serde(default)]
+    pub(crate) predicates: BTreeMap<String, PredicateFile>,
+}
+
+/// A fact predicate: `single_valued` defaults to false, `object` to `any`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PredicateFile {
+    pub(crate) description: Option<String>,
+    pub(crate) single_valued: Option<bool>,
+    pub(crate) object: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -20,6 +20,8 @@
 //! Types, slots, checklists and goals (seed 001) are projected by `slots.rs`: `Type`,
 //! `SlotValue`, `Checklist`, `SlotSpec` and `Goal` nodes, with `HAS_SLOT` folded commutatively
 //! (maximum confidence, union of sources).
+//! Facts, fact retractions and documents are projected by `knowledge.rs` (its module docs give
+//! the write-back policy: noisy-or confidence, accumulated sources, contradictions kept).
 //!
 //! # Determinism
 //! The graph after any arrival order of a set of records equals the graph after in-order arrival,
@@ -35,8 +37,11 @@
 mod decision;
 mod enrich;
 mod event;
+mod knowledge;
 mod memory;
 mod slots;
+
+pub use knowledge::noisy_or;
 
 pub use event::{Mention, mentions, remove_event};
 pub use memory::{
@@ -117,6 +122,9 @@ pub fn project(
         RecordBody::MemoryLink(l) => memory::project_link(&mut w, l)?,
         RecordBody::MemoryLinkVote(v) => memory::project_vote(&mut w, v)?,
         RecordBody::Slots(s) => slots::project_slots(&mut w, s)?,
+        RecordBody::Fact(f) => knowledge::project_fact(&mut w, f)?,
+        RecordBody::FactRetraction(r) => knowledge::project_retraction(&mut w, r)?,
+        RecordBody::Document(d) => knowledge::project_document(&mut w, d)?,
         // A schema module changes what later records may say, not the graph.
         RecordBody::Schema(_) => {}
     }

@@ -10,6 +10,7 @@
 mod commands;
 mod entities;
 mod import;
+mod knowledge;
 mod memory;
 mod semantic;
 mod slots;

@@ -12,6 +12,7 @@ mod consolidate;
 mod conversation;
 mod enrich;
 mod ingest;
+mod knowledge;
 mod memory;
 mod projection;
 mod recall;

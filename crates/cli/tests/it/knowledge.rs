@@ -1,0 +1,207 @@
+//! `ctxgraph fact` and `ctxgraph doc` through the real binary: claims, merges, contradictions,
+//! retractions, dates, documents, refusals that leave the store byte for byte unchanged, and
+//! reprojection.
+
+use serde_json::Value;
+
+use super::{Dir, stdout};
+
+fn json(d: &Dir, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = stdout(&mut d.cmd(&all));
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+const NOTES: &str = "# Atlas standup\n\nAlice said the ReadFile tool is slow. Bob agreed.\n\n## Decisions\n\n- Atlas depends on Postgres.\n";
+
+#[test]
+fn facts_merge_contradict_retract_and_survive_reprojection() {
+    let d = Dir::new();
+    let add = |args: &[&str]| {
+        let mut all = vec!["fact", "add"];
+        all.extend_from_slice(args);
+        json(&d, &all)
+    };
+    let first = add(&[
+        "Alice",
+        "reports_to",
+        "Bob",
+        "--subject-type",
+        "person",
+        "--object-type",
+        "person",
+        "--confidence",
+        "0.6",
+        "--source",
+        "org chart",
+    ]);
+    assert_eq!(first["status"], "new");
+    assert_eq!(first["subject"]["via"], "created");
+    assert_eq!(first["fact_id"], "user:alice|reports_to|user:bob");
+    // Forgiving names: case, and the same claim from a second source raises the confidence.
+    let second =
+        add(&["ALICE", "Reports-To", "bob", "--confidence", "0.5", "--source", "hr export"]);
+    assert_eq!(second["subject"]["via"], "name");
+    assert!((second["fact"]["confidence"].as_f64().unwrap() - 0.8).abs() < 1e-9, "{second}");
+    assert_eq!(second["fact"]["sources"], serde_json::json!(["hr export", "org chart"]));
+    // The same claim again is a duplicate.
+    assert_eq!(
+        add(&["alice", "reports_to", "bob", "--confidence", "0.5", "--source", "hr export"])["status"],
+        "duplicate"
+    );
+
+    let carol = add(&[
+        "alice",
+        "reports_to",
+        "Carol",
+        "--object-type",
+        "person",
+        "--confidence",
+        "0.3",
+        "--valid-from",
+        "2026-01-01",
+    ]);
+    let found = json(&d, &["fact", "contradictions"]);
+    assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(found[0]["facts"][0]["object"]["id"], "user:bob");
+    assert_eq!(found[0]["facts"][1]["object"]["id"], "user:carol");
+    let text = stdout(&mut d.cmd(&["fact", "contradictions"]));
+    assert!(text.contains("user:alice reports_to: 2 competing objects"), "{text}");
+    // Before Carol's claim was valid there was nothing to contradict.
+    d.cmd(&["fact", "contradictions", "--as-of", "2025-12-31"]).assert().code(1);
+
+    let carol_id = carol["fact_id"].as_str().unwrap();
+    d.cmd(&["fact", "retract", carol_id, "--reason", "wrong team", "--at", "2026-03-01"])
+        .assert()
+        .success();
+    d.cmd(&["fact", "contradictions"]).assert().code(1);
+    assert_eq!(
+        json(&d, &["fact", "contradictions", "--as-of", "2026-02-01"]).as_array().unwrap().len(),
+        1
+    );
+    let now = json(&d, &["fact", "list", "--subject", "alice"]);
+    assert_eq!(now.as_array().unwrap().len(), 1);
+    let all = json(&d, &["fact", "list", "--all"]);
+    assert_eq!(all.as_array().unwrap().len(), 2);
+    let about = json(&d, &["fact", "about", "carol"]);
+    assert_eq!(about["facts"][0]["retraction_reason"], "wrong team");
+    assert_eq!(about["facts"][0]["active"], false);
+
+    let before = (json(&d, &["fact", "list", "--all"]), json(&d, &["fact", "about", "alice"]));
+    d.cmd(&["reproject"]).assert().success();
+    assert_eq!(
+        (json(&d, &["fact", "list", "--all"]), json(&d, &["fact", "about", "alice"])),
+        before
+    );
+}
+
+#[test]
+fn bad_facts_exit_2_name_the_rule_and_leave_the_store_unchanged() {
+    let d = Dir::new();
+    d.cmd(&["fact", "add", "Alice", "tagged", "oncall", "--subject-type", "person"])
+        .assert()
+        .success();
+    d.cmd(&["fact", "add", "alice", "tagged", "x", "--object-type", "concept"]).assert().success();
+    d.cmd(&["fact", "add", "Alice", "tagged", "y", "--subject-type", "concept"]).assert().success();
+    let before = d.store_files();
+    for (args, rule) in [
+        (
+            vec!["fact", "add", "bob", "likes", "alice", "--subject-type", "person"],
+            "fact.unknown_predicate",
+        ),
+        (vec!["fact", "add", "x", "tagged", "y", "--confidence", "1.5"], "fact.confidence_range"),
+        (vec!["fact", "add", "alice", "reports_to", "x"], "fact.ambiguous_entity"),
+        (vec!["fact", "add", "Zed", "reports_to", "x"], "fact.unknown_entity"),
+        (vec!["fact", "retract", "no|such|fact"], "fact.unknown_fact"),
+        (vec!["fact", "add", "x", "tagged", "y", "--cites", "doc-0/t0"], "fact.unknown_sentence"),
+    ] {
+        let out = d.cmd(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(rule), "{args:?}: {err}");
+        assert_eq!(err.matches(rule).count(), 1, "reported once: {err}");
+    }
+    let err = String::from_utf8(
+        d.cmd(&["fact", "add", "alice", "reports_to", "x"]).output().unwrap().stderr,
+    )
+    .unwrap();
+    assert!(
+        err.contains("user:alice") && err.contains("concept:alice"),
+        "candidates listed: {err}"
+    );
+    assert_eq!(d.store_files(), before, "refused writes change nothing, byte for byte");
+}
+
+#[test]
+fn documents_add_show_version_and_are_cited() {
+    let d = Dir::new();
+    d.cmd(&["fact", "add", "Alice", "tagged", "oncall", "--subject-type", "person"])
+        .assert()
+        .success();
+    let f = d.write("notes.md", NOTES);
+    let added =
+        json(&d, &["doc", "add", f.to_str().unwrap(), "--url", "https://wiki.example/atlas"]);
+    assert_eq!(
+        (added["status"].as_str(), added["version"].as_u64(), added["sentences"].as_u64()),
+        (Some("new"), Some(1), Some(3))
+    );
+    let again =
+        json(&d, &["doc", "add", f.to_str().unwrap(), "--url", "https://wiki.example/atlas"]);
+    assert_eq!(again["status"], "duplicate");
+
+    let shown = json(&d, &["doc", "show", "https://wiki.example/atlas"]);
+    assert_eq!(shown["document"]["title"], "Atlas standup");
+    let first = &shown["sections"][0]["paragraphs"][0][0];
+    assert_eq!(first["text"], "Alice said the ReadFile tool is slow.");
+    assert_eq!(first["mentions"][0]["entity_id"], "user:alice");
+    let sentence = first["sentence_id"].as_str().unwrap();
+    let text = stdout(&mut d.cmd(&["doc", "show", "https://wiki.example/atlas"]));
+    assert!(
+        text.contains("[t0] Alice said the ReadFile tool is slow.")
+            && text.contains("mentions user:alice"),
+        "{text}"
+    );
+
+    let cited = json(
+        &d,
+        &[
+            "fact",
+            "add",
+            "alice",
+            "mentioned_in",
+            "Atlas standup notes",
+            "--cites",
+            sentence,
+            "--source",
+            "https://wiki.example/atlas",
+        ],
+    );
+    assert!(cited["object"].is_null(), "no entity matches: a literal object");
+    assert_eq!(cited["fact"]["citations"][0]["sentence_id"], sentence);
+
+    d.write("notes.md", &format!("{NOTES}- Carol owns the migration.\n"));
+    let v2 = json(&d, &["doc", "add", f.to_str().unwrap(), "--url", "https://wiki.example/atlas"]);
+    assert_eq!(v2["version"], 2);
+    assert_eq!(v2["previous"], added["document_id"]);
+    let list = json(&d, &["doc", "list"]);
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    assert_eq!(list[0]["next"], v2["document_id"]);
+    d.cmd(&["doc", "show", "nope"]).assert().code(1);
+    let before = json(&d, &["doc", "show", added["document_id"].as_str().unwrap()]);
+    d.cmd(&["reproject"]).assert().success();
+    assert_eq!(json(&d, &["doc", "show", added["document_id"].as_str().unwrap()]), before);
+}
+
+#[test]
+fn help_explains_the_commands() {
+    let d = Dir::new();
+    let help = stdout(&mut d.cmd(&["fact", "--help"]));
+    for word in ["add", "retract", "list", "about", "contradictions"] {
+        assert!(help.contains(word), "{help}");
+    }
+    let help = stdout(&mut d.cmd(&["fact", "add", "--help"]));
+    assert!(help.contains("--subject-type") && help.contains("--cites"), "{help}");
+    let help = stdout(&mut d.cmd(&["doc", "--help"]));
+    assert!(help.contains("add") && help.contains("show"), "{help}");
+}
