@@ -507,8 +507,8 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
-    /// A `confidence` in [0, 1], `1.0` when absent ([`DEFAULT_CONFIDENCE`]); out of range is
-    /// refused under `rule`, a value that is not a number as `envelope.type`.
+    /// A `confidence` in [0, 1], `1.0` when absent ([`DEFAULT_CONFIDENCE`]); anything else (out
+    /// of range, not a number) is refused under `rule`.
     pub(super) fn confidence(
         &mut self,
         obj: &Map<String, Value>,
@@ -518,20 +518,11 @@ impl Validator<'_> {
             None | Some(Value::Null) => Some(DEFAULT_CONFIDENCE),
             Some(value) => match value.as_f64() {
                 Some(c) if (0.0..=1.0).contains(&c) => Some(c),
-                Some(_) => {
+                _ => {
                     self.out.push(Violation::new(
                         "$.confidence",
                         Some(value),
                         rule,
-                        "must be a number from 0.0 to 1.0",
-                    ));
-                    None
-                }
-                None => {
-                    self.out.push(Violation::new(
-                        "$.confidence",
-                        Some(value),
-                        "envelope.type",
                         "must be a number from 0.0 to 1.0",
                     ));
                     None

@@ -1378,9 +1378,9 @@ mod tests {
     }
 
     #[test]
-    fn the_builtin_schema_loads_the_slots_module_after_the_core() {
+    fn the_builtin_schema_loads_the_slots_module() {
         let s = Schema::core().unwrap();
-        assert_eq!(s.modules(), ["core", "slots"]);
+        assert_eq!(s.modules(), ["core", "memory", "slots", "knowledge"]);
         for label in ["Type", "SlotValue", "Checklist", "SlotSpec", "Goal"] {
             assert_eq!(s.node_type(label).unwrap().module, "slots", "{label}");
         }
@@ -1392,8 +1392,8 @@ mod tests {
 
     #[test]
     fn memory_module_loads_with_core_and_every_link_edge_is_derived() {
-        let s = core();
-        assert_eq!(s.modules(), ["core", "memory"]);
+        let s = Schema::core().unwrap();
+        assert_eq!(s.modules(), ["core", "memory", "slots", "knowledge"]);
         for t in ["SUPERSEDES", "IMPLEMENTS", "OUTCOME_OF", "RELATES_TO", "TEMPORAL", "LINK_VOTE"] {
             assert!(s.edge_type(t).unwrap().derived, "{t} must be written by memory records only");
         }
@@ -1510,7 +1510,7 @@ mod tests {
         );
         assert_eq!(s.enum_def("entity_type").unwrap().canonical("dataset"), Some("dataset"));
         assert!(s.classify_event_type("tool.retry").known);
-        assert_eq!(s.modules(), ["core", "memory", "ops"]);
+        assert_eq!(s.modules(), ["core", "ops"]);
     }
 
     #[test]

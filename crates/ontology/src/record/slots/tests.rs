@@ -95,7 +95,7 @@ fn confidence_outside_zero_one_is_refused_by_name() {
     let err = check(json!({"record_type": "slot", "entity": "concept:a", "slot": "s",
         "value": "v", "confidence": "high"}))
     .unwrap_err();
-    assert_eq!(rules(&err), [("$.confidence", "envelope.type")]);
+    assert_eq!(rules(&err), [("$.confidence", "slots.confidence_range")]);
 }
 
 #[test]
