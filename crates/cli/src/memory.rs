@@ -496,6 +496,11 @@ fn rollup_json(r: &Rollup) -> Value {
         "blocked": r.blocked.iter().map(|b| json!({
             "memory": memory_json(&b.memory), "outcome": outcome_json(&b.outcome),
         })).collect::<Vec<_>>(),
+        "blocked_by": r.blocked_by.iter().map(|f| json!({
+            "fact_id": f.fact_id, "subject": f.subject.id,
+            "object": f.object.as_ref().map(|o| o.id.clone()), "literal": f.literal,
+            "confidence": f.confidence, "sources": f.sources,
+        })).collect::<Vec<_>>(),
         "next_actions": r.next_actions.iter().map(|a| json!({
             "action": a.action, "memory_id": a.memory_id, "text": a.text,
         })).collect::<Vec<_>>(),
@@ -548,6 +553,15 @@ pub(crate) fn rollup(
             b.outcome.outcome.to_uppercase(),
             b.outcome.reason
         )?;
+    }
+    writeln!(out, "blocked by ({}):", r.blocked_by.len())?;
+    for f in &r.blocked_by {
+        let by = match (&f.object, &f.literal) {
+            (Some(o), _) => o.id.clone(),
+            (None, Some(v)) => v.to_string(),
+            (None, None) => String::new(),
+        };
+        writeln!(out, "  {} blocked by {by} (confidence {:.2})", f.subject.id, f.confidence)?;
     }
     writeln!(out, "next actions ({}):", r.next_actions.len())?;
     for a in &r.next_actions {

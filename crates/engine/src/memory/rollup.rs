@@ -7,15 +7,19 @@
 //! SUPERSEDES link to it.
 //! - **open**: decisions not superseded and without an outcome;
 //! - **blocked**: memories not superseded whose latest outcome is `failed` or `partial` (nothing
-//!   has replaced what did not work). Facts with a `blocked_by` predicate are not read here.
+//!   has replaced what did not work);
+//! - **blocked by**: facts with the `blocked_by` predicate (seed 002) true at `until`: an entity
+//!   (a project, a task) and what blocks it, with the fact's confidence and sources.
 //!
 //! # Next-action heuristic
 //! At most `max_actions` suggestions, each memory at most once, in this order:
 //! 1. `supersede`: each blocked item, `failed` before `partial`, oldest outcome first — decide
 //!    what replaces it;
-//! 2. `record_outcome`: each open decision saved at least `stale_days` before `until`, oldest
+//! 2. `unblock`: each `blocked_by` fact, most confident first, then oldest — remove what blocks
+//!    the entity;
+//! 3. `record_outcome`: each open decision saved at least `stale_days` before `until`, oldest
 //!    first — say how it went;
-//! 3. `checkpoint`: each other open decision that no memory implements, oldest first — record the
+//! 4. `checkpoint`: each other open decision that no memory implements, oldest first — record the
 //!    progress made on it.
 
 use ctxgraph_ontology::graph::{Direction, NodeKey};
@@ -39,9 +43,9 @@ pub struct RollupItem {
 /// A suggested next action.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NextAction {
-    /// `supersede`, `record_outcome` or `checkpoint`.
+    /// `supersede`, `unblock`, `record_outcome` or `checkpoint`.
     pub action: &'static str,
-    /// The memory it is about.
+    /// The memory it is about (for `unblock`, the blocking fact's id).
     pub memory_id: String,
     /// What to do, in words.
     pub text: String,
@@ -62,6 +66,8 @@ pub struct Rollup {
     pub open: Vec<MemoryView>,
     /// Blocked items at the end of the window, oldest first.
     pub blocked: Vec<RollupItem>,
+    /// `blocked_by` facts true at the end of the window, most confident first.
+    pub blocked_by: Vec<crate::FactView>,
     /// Suggested next actions (see the module docs).
     pub next_actions: Vec<NextAction>,
 }
@@ -91,6 +97,24 @@ fn label(m: &MemoryView) -> String {
 }
 
 impl Snapshot<'_> {
+    /// `blocked_by` facts true at `until_ns`, most confident first, then oldest claim, then id.
+    fn blocked_by_facts(&self, until_ns: i64) -> Result<Vec<crate::FactView>, Error> {
+        let until = chrono::DateTime::from_timestamp_nanos(until_ns).to_rfc3339();
+        let query = crate::FactQuery {
+            as_of: crate::parse_time(&until),
+            predicate: Some("blocked_by".to_owned()),
+            ..crate::FactQuery::default()
+        };
+        let mut facts = self.facts(&query)?;
+        facts.sort_by(|a, b| {
+            b.confidence
+                .total_cmp(&a.confidence)
+                .then_with(|| a.asserted.0.cmp(&b.asserted.0))
+                .then_with(|| a.fact_id.cmp(&b.fact_id))
+        });
+        Ok(facts)
+    }
+
     /// The rollup of `[since_ns, until_ns)`; see the module docs.
     pub fn rollup(
         &self,
@@ -107,6 +131,7 @@ impl Snapshot<'_> {
             outcomes: Vec::new(),
             open: Vec::new(),
             blocked: Vec::new(),
+            blocked_by: self.blocked_by_facts(until_ns)?,
             next_actions: Vec::new(),
         };
         let mut unimplemented = Vec::new();
@@ -177,6 +202,21 @@ impl Snapshot<'_> {
                     label(&b.memory),
                     b.outcome.outcome,
                     b.outcome.reason
+                ),
+            });
+        }
+        for f in &r.blocked_by {
+            let by = match (&f.object, &f.literal) {
+                (Some(o), _) => o.name.clone(),
+                (None, Some(v)) => v.to_string(),
+                (None, None) => String::new(),
+            };
+            actions.push(NextAction {
+                action: "unblock",
+                memory_id: f.fact_id.clone(),
+                text: format!(
+                    "unblock {}: it is blocked by {by} (confidence {:.2})",
+                    f.subject.name, f.confidence
                 ),
             });
         }

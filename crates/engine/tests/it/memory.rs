@@ -220,6 +220,29 @@ fn rollup_reports_decisions_outcomes_open_blocked_and_next_actions() {
     let actions: Vec<(&str, &str)> =
         r.next_actions.iter().map(|a| (a.action, a.memory_id.as_str())).collect();
     assert_eq!(actions, [("record_outcome", "memory_4"), ("checkpoint", "memory_3")]);
+    drop(snap);
+
+    // A blocked_by fact true at the end of the window is a blocked item with an unblock action,
+    // right after the supersede actions; one asserted later is not.
+    let mut blocked = ctxgraph::FactInput::new(
+        ctxgraph::EntityInput::typed("Project Atlas", "project"),
+        "blocked_by",
+        ctxgraph::ObjectInput::Entity(ctxgraph::EntityInput::typed("Vendor contract", "concept")),
+    );
+    blocked.asserted_at = Some("2026-11-18T09:00:00Z".into());
+    blocked.valid_from = Some("2026-11-18T09:00:00Z".into());
+    blocked.confidence = Some(0.8);
+    engine.record_fact(&blocked).unwrap();
+    let snap = engine.snapshot().unwrap();
+    let r = snap.rollup(ns("2026-11-16T00:00:00Z"), ns("2026-11-21T10:30:00Z"), &opts).unwrap();
+    assert_eq!(r.blocked_by.len(), 1);
+    assert_eq!(r.blocked_by[0].subject.id, "project:project atlas");
+    let actions: Vec<&str> = r.next_actions.iter().map(|a| a.action).collect();
+    assert_eq!(actions, ["supersede", "unblock", "record_outcome"]);
+    assert!(r.next_actions[1].text.contains("Vendor contract"), "{}", r.next_actions[1].text);
+    let before =
+        snap.rollup(ns("2026-11-10T00:00:00Z"), ns("2026-11-17T00:00:00Z"), &opts).unwrap();
+    assert!(before.blocked_by.is_empty(), "not yet true then");
 }
 
 /// A memory record of the generated set.
