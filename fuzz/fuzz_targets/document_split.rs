@@ -11,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 /// The built-in schema (core and knowledge), built once per process.
 fn schema() -> &'static Schema {
     static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::builtin() {
+    SCHEMA.get_or_init(|| match Schema::core() {
         Ok(s) => s,
         Err(e) => panic!("the built-in schema does not load: {e}"),
     })
