@@ -225,6 +225,7 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
             "edges": s.edges.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
             "pending_edges": s.pending_edges, "bytes_on_disk": s.bytes_on_disk,
             "vectors": s.vectors.0, "unindexed_vectors": s.vectors.1,
+            "text_documents": s.text_docs.0, "text_documents_outside_lexical_index": s.text_docs.1,
             "format_version": s.format_version, "schema_modules": s.modules,
         }))?;
         return Ok(Outcome::Done);
@@ -244,6 +245,10 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
     t.add_row(vec![
         "vectors (not yet in the vector index)".to_owned(),
         format!("{} ({})", s.vectors.0, s.vectors.1),
+    ]);
+    t.add_row(vec![
+        "full-text documents (not yet in the lexical index)".to_owned(),
+        format!("{} ({})", s.text_docs.0, s.text_docs.1),
     ]);
     t.add_row(vec!["size on disk".to_owned(), bytes(s.bytes_on_disk)]);
     if let Some((model, dim)) = &s.embedding_model {

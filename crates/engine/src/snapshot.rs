@@ -81,6 +81,9 @@ pub struct Stats {
     /// Stored embeddings, and how many of them are not in the vector index yet (searched
     /// exactly until the next `consolidate`).
     pub vectors: (u64, u64),
+    /// Full-text documents, and how many of them are not in the lexical index yet (ranked by
+    /// the full-text index until the next build).
+    pub text_docs: (u64, u64),
     /// Edges per type.
     pub edges: Vec<(String, u64)>,
     /// Edges waiting for an endpoint that is not in the log yet (for example a missing parent).
@@ -431,6 +434,7 @@ impl<'a> Snapshot<'a> {
             embedding_model: self.read.embedding_model()?,
             nodes: counts.nodes,
             vectors: self.read.vector_counts()?,
+            text_docs: (self.read.text_docs_after(-1)?.0, self.text_docs_outside_index()?),
             edges: counts.edges,
             pending_edges: counts.pending_edges,
             bytes_on_disk: self.bytes_on_disk,
