@@ -182,6 +182,18 @@ fn load_projected(engine: &mut Engine, jsonl: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Latencies in increasing order.
+fn sorted(mut ms: Vec<f64>) -> Vec<f64> {
+    ms.sort_by(f64::total_cmp);
+    ms
+}
+
+/// The `p` quantile (0..=1) of increasing latencies, nearest rank; 0 when there are none.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let at = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
+    sorted.get(at).copied().unwrap_or(0.0)
+}
+
 /// Recall@10 of the vector index is measured against exact search at this many neighbours.
 const RECALL_K: usize = 10;
 
@@ -445,9 +457,8 @@ pub(crate) fn recall(
     }
     let phase_ms = phases.map(|us| us as f64 / 1000.0 / qs.len().max(1) as f64);
     let phase_names = ["embed", "vector", "bm25", "entity", "expand", "stitch"];
-    ms.sort_by(f64::total_cmp);
-    let pct = |p: f64| ms[((ms.len() as f64 * p) as usize).min(ms.len() - 1)];
-    let (p50, p95, p99) = (pct(0.50), pct(0.95), pct(0.99));
+    let ms = sorted(ms);
+    let (p50, p95, p99) = (percentile(&ms, 0.50), percentile(&ms, 0.95), percentile(&ms, 0.99));
     drop(engine);
     // Throughput: `threads` engines over the same file, each asking every question.
     let threads = threads.max(1);

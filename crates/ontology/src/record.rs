@@ -507,6 +507,42 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
+    /// A required RFC 3339 timestamp with an offset, within the nanosecond range: its text and
+    /// nanoseconds since the epoch.
+    pub(super) fn timestamp(
+        &mut self,
+        obj: &Map<String, Value>,
+        field: &str,
+        path: &str,
+    ) -> Option<(String, i64)> {
+        let t = self.string(obj, field, path, true)?;
+        match chrono::DateTime::parse_from_rfc3339(t) {
+            Ok(dt) => match dt.timestamp_nanos_opt() {
+                Some(ns) => Some((t.to_owned(), ns)),
+                None => {
+                    self.out.push(Violation::for_str(
+                        path,
+                        t,
+                        "envelope.timestamp_range",
+                        "must lie between the years 1677 and 2262",
+                    ));
+                    None
+                }
+            },
+            Err(e) => {
+                self.out.push(Violation::for_str(
+                    path,
+                    t,
+                    "envelope.timestamp_format",
+                    format!(
+                        "must be an RFC 3339 timestamp with an offset, e.g. 2026-11-20T09:15:02Z ({e})"
+                    ),
+                ));
+                None
+            }
+        }
+    }
+
     /// A `confidence` in [0, 1], `1.0` when absent ([`DEFAULT_CONFIDENCE`]); anything else (out
     /// of range, not a number) is refused under `rule`.
     pub(super) fn confidence(
@@ -630,23 +666,7 @@ impl Validator<'_> {
                 None
             }
         });
-        let occurred = self.string(obj, "occurred_at", "$.occurred_at", true).and_then(|t| {
-            match chrono::DateTime::parse_from_rfc3339(t) {
-                Ok(dt) => match dt.timestamp_nanos_opt() {
-                    Some(ns) => Some((t.to_owned(), ns)),
-                    None => {
-                        self.out.push(Violation::for_str("$.occurred_at", t, "envelope.timestamp_range",
-                            "must lie between the years 1677 and 2262"));
-                        None
-                    }
-                },
-                Err(e) => {
-                    self.out.push(Violation::for_str("$.occurred_at", t, "envelope.timestamp_format",
-                        format!("must be an RFC 3339 timestamp with an offset, e.g. 2026-11-20T09:15:02Z ({e})")));
-                    None
-                }
-            }
-        });
+        let occurred = self.timestamp(obj, "occurred_at", "$.occurred_at");
         let session_id = self.id(obj, "session_id", "$.session_id", true);
         let agent_id = self.id(obj, "agent_id", "$.agent_id", true);
         let trace_id = self.id(obj, "trace_id", "$.trace_id", true);

@@ -100,10 +100,9 @@ fn records(memories: usize) -> Vec<Value> {
     out
 }
 
-fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
-    ms.sort_by(f64::total_cmp);
-    let pct = |p: f64| ms[((ms.len() as f64 * p) as usize).min(ms.len() - 1)];
-    if ms.is_empty() { (0.0, 0.0) } else { (pct(0.50), pct(0.99)) }
+fn percentiles(ms: Vec<f64>) -> (f64, f64) {
+    let sorted = super::sorted(ms);
+    (super::percentile(&sorted, 0.50), super::percentile(&sorted, 0.99))
 }
 
 pub(crate) fn memory(

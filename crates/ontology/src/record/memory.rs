@@ -150,35 +150,6 @@ pub(super) const VOTE_FIELDS: &[&str] = &[
 const DEFAULT_CREATOR: &str = "user";
 
 impl Validator<'_> {
-    /// A timestamp field: its text and nanoseconds since the epoch.
-    fn timestamp(&mut self, obj: &Map<String, Value>, field: &str) -> Option<(String, i64)> {
-        let path = format!("$.{field}");
-        let t = self.string(obj, field, &path, true)?;
-        match chrono::DateTime::parse_from_rfc3339(t) {
-            Ok(dt) => match dt.timestamp_nanos_opt() {
-                Some(ns) => Some((t.to_owned(), ns)),
-                None => {
-                    self.out.push(Violation::for_str(
-                        path,
-                        t,
-                        "envelope.timestamp_range",
-                        "must lie between the years 1677 and 2262",
-                    ));
-                    None
-                }
-            },
-            Err(e) => {
-                self.out.push(Violation::for_str(
-                    path,
-                    t,
-                    "envelope.timestamp_format",
-                    format!("must be an RFC 3339 timestamp with an offset, e.g. 2026-11-20T09:15:02Z ({e})"),
-                ));
-                None
-            }
-        }
-    }
-
     /// An enum value given in any letter case (seed 003 writes outcomes as `FAILED`).
     fn enum_any_case(
         &mut self,
@@ -267,7 +238,7 @@ impl Validator<'_> {
         let confidence = self.confidence(obj, "memory.confidence_range");
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
         let session_id = self.id(obj, "session_id", "$.session_id", false);
-        let created = self.timestamp(obj, "created_at");
+        let created = self.timestamp(obj, "created_at", "$.created_at");
         let mut implements = implements?;
         implements.sort();
         let (created_at, created_at_ns) = created?;
@@ -316,7 +287,7 @@ impl Validator<'_> {
         let outcome = self.enum_any_case(obj, "outcome", "outcome", None);
         let reason = self.non_blank(obj, "reason", true);
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
-        let at = self.timestamp(obj, "at");
+        let at = self.timestamp(obj, "at", "$.at");
         let (at, at_ns) = at?;
         let mut record = MemoryOutcomeRecord {
             outcome_id: given_id.clone().unwrap_or_default(),
@@ -341,7 +312,7 @@ impl Validator<'_> {
         let link_type = self.enum_any_case(obj, "link_type", "link_type", None);
         let confidence = self.confidence(obj, "memory.confidence_range");
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
-        let created = self.timestamp(obj, "created_at");
+        let created = self.timestamp(obj, "created_at", "$.created_at");
         let reason = self.non_blank(obj, "reason", false);
         let metadata = match obj.get("metadata") {
             None | Some(Value::Null) => Some(None),
@@ -394,7 +365,7 @@ impl Validator<'_> {
         let vote = self.enum_any_case(obj, "vote", "link_vote", None);
         let reason = self.non_blank(obj, "reason", false);
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
-        let created = self.timestamp(obj, "created_at");
+        let created = self.timestamp(obj, "created_at", "$.created_at");
         let mut record = MemoryLinkVoteRecord {
             vote_id: given_id.clone().unwrap_or_default(),
             from: from?,

@@ -390,33 +390,6 @@ impl Validator<'_> {
         Some(TypeRecord { type_id: normalize_name(&name), name, description })
     }
 
-    fn at(&mut self, obj: &Map<String, Value>, path: &str) -> Option<String> {
-        let t = self.string(obj, "at", path, true)?;
-        match chrono::DateTime::parse_from_rfc3339(t) {
-            Ok(dt) if dt.timestamp_nanos_opt().is_some() => Some(t.to_owned()),
-            Ok(_) => {
-                self.out.push(Violation::for_str(
-                    path,
-                    t,
-                    "envelope.timestamp_range",
-                    "must lie between the years 1677 and 2262",
-                ));
-                None
-            }
-            Err(e) => {
-                self.out.push(Violation::for_str(
-                    path,
-                    t,
-                    "envelope.timestamp_format",
-                    format!(
-                        "must be an RFC 3339 timestamp with an offset, e.g. 2026-11-20T09:15:02Z ({e})"
-                    ),
-                ));
-                None
-            }
-        }
-    }
-
     /// `field`: an entity id (must exist) or `{name, entity_type, at}` (created when missing).
     fn target(&mut self, obj: &Map<String, Value>, field: &str) -> Option<EntityTarget> {
         let path = format!("$.{field}");
@@ -446,7 +419,7 @@ impl Validator<'_> {
                     self.string(o, "entity_type", &format!("{path}.entity_type"), true).and_then(
                         |t| self.enum_value("entity_type", t, &format!("{path}.entity_type")),
                     );
-                let at = self.at(o, &format!("{path}.at"));
+                let at = self.timestamp(o, "at", &format!("{path}.at")).map(|(t, _)| t);
                 Some(EntityTarget::Create { name: name?, entity_type: entity_type?, at: at? })
             }
             None | Some(Value::Null) => {
