@@ -80,13 +80,7 @@ pub(crate) fn entity_arg(engine: &Engine, arg: &str) -> anyhow::Result<String> {
         .enum_def("entity_type")
         .map(|e| e.values.iter().map(|v| v.name.clone()).collect())
         .unwrap_or_default();
-    let prefixed = types
-        .iter()
-        .filter(|t| {
-            arg.len() > t.len() && arg.starts_with(t.as_str()) && arg[t.len()..].starts_with(':')
-        })
-        .max_by_key(|t| t.len());
-    if let Some(t) = prefixed {
+    if let Some(t) = engine.schema().entity_type_of(arg) {
         return Ok(entity_id(t, &arg[t.len() + 1..]));
     }
     let snap = engine.snapshot()?;

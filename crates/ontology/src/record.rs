@@ -928,14 +928,9 @@ impl Validator<'_> {
     /// Check that `id` is an entity id as the projection writes it (see [`Self::entity_key`]).
     fn entity_key_at(&mut self, id: &str, path: &str) -> Option<String> {
         let path = path.to_owned();
-        let types = self.schema.enum_def("entity_type").map(|e| e.values.as_slice()).unwrap_or(&[]);
-        // Entity types have no whitespace but may hold a `:`: the longest matching type wins.
-        let Some(ty) = types
-            .iter()
-            .map(|v| v.name.as_str())
-            .filter(|t| id.len() > t.len() && id.starts_with(t) && id[t.len()..].starts_with(':'))
-            .max_by_key(|t| t.len())
-        else {
+        let Some(ty) = self.schema.entity_type_of(id) else {
+            let types =
+                self.schema.enum_def("entity_type").map(|e| e.values.as_slice()).unwrap_or(&[]);
             let names = types.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ");
             self.out.push(Violation::for_str(
                 path,

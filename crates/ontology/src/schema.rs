@@ -401,6 +401,18 @@ impl Schema {
         &self.node_types
     }
 
+    /// The entity type of an entity id `{entity_type}:{name}`: the longest declared type the id
+    /// starts with, followed by `:` (types may hold a `:` themselves; the name may be empty,
+    /// which callers judge).
+    pub fn entity_type_of<'s>(&'s self, id: &str) -> Option<&'s str> {
+        self.enum_def("entity_type")?
+            .values
+            .iter()
+            .map(|v| v.name.as_str())
+            .filter(|t| id.len() > t.len() && id.starts_with(t) && id[t.len()..].starts_with(':'))
+            .max_by_key(|t| t.len())
+    }
+
     /// An edge type by name.
     pub fn edge_type(&self, name: &str) -> Option<&EdgeType> {
         self.edge_types.get(name)

@@ -39,18 +39,6 @@ use serde_json::Value;
 
 use crate::{ProjectionError, Writer};
 
-/// The entity type of an entity id `{entity_type}:{name}`: the longest declared type it starts
-/// with (types may hold a `:`).
-fn entity_type_of<'a>(w: &'a Writer<'_>, id: &str) -> Option<&'a str> {
-    w.schema()
-        .enum_def("entity_type")?
-        .values
-        .iter()
-        .map(|v| v.name.as_str())
-        .filter(|t| id.len() > t.len() && id.starts_with(t) && id[t.len()..].starts_with(':'))
-        .max_by_key(|t| t.len())
-}
-
 /// Create the entity unless it exists; its key either way.
 fn ensure_entity(
     w: &mut Writer<'_>,
@@ -61,7 +49,7 @@ fn ensure_entity(
     if w.graph().node_exists(&key)? {
         return Ok(key);
     }
-    let entity_type = entity_type_of(w, &e.id).unwrap_or_default().to_owned();
+    let entity_type = w.schema().entity_type_of(&e.id).unwrap_or_default().to_owned();
     let mut p = Properties::new();
     p.insert("entity_id".into(), e.id.clone().into());
     p.insert("name".into(), e.name.clone().into());
