@@ -55,6 +55,15 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// An access rule refused the request: a bad principal or tenant name, an unknown key, a
+    /// missing role, a principal registry that does not parse.
+    #[error("{message}")]
+    Access {
+        /// Stable code, e.g. `access.unknown_key`, `access.forbidden`.
+        code: &'static str,
+        /// What was refused, naming the value and the rule.
+        message: String,
+    },
 }
 
 impl From<ValidationErrors> for Error {
@@ -77,6 +86,7 @@ impl Error {
             Error::Corruption { .. } => "store.corruption",
             Error::Index(e) => e.code(),
             Error::TextIndex(e) => e.code(),
+            Error::Access { code, .. } => code,
         }
     }
 
@@ -85,7 +95,7 @@ impl Error {
         match self {
             Error::Validation(_) | Error::Schema(_) => true,
             Error::Store(e) => matches!(e, StoreError::Conflict { .. }),
-            Error::EmbeddingModel { .. } => true,
+            Error::EmbeddingModel { .. } | Error::Access { .. } => true,
             Error::Projection(_)
             | Error::Input(_)
             | Error::Corruption { .. }

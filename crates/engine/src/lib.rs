@@ -36,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 mod consolidate;
 mod conversation;
 mod engine;
@@ -52,6 +53,7 @@ mod snapshot;
 mod text_index;
 mod vector_index;
 
+pub use access::{Principal, Principals, Scoped};
 pub use consolidate::{ConsolidateOptions, ConsolidateReport};
 pub use conversation::{
     Extracted, ImportBatch, LocomoConversation, LocomoError, LocomoQuestion, MAX_EXTRACTED,

@@ -35,12 +35,12 @@ pub use record::slots::{
     SlotSpec, SpecRelation, TypeRecord, checklist_from_file, joined_id,
 };
 pub use record::{
-    DEFAULT_CONFIDENCE, DEFAULT_ROLE, DocumentMention, DocumentRecord, EdgeRecord, EntityDecision,
-    EntityDecisionRecord, EntityRef, EventRecord, FactObject, FactRecord, FactRetractionRecord,
-    MAX_URL_BYTES, MemoryLinkRecord, MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord,
-    RecordBody, RecordKind, ResolvedEntity, SchemaRecord, SlotsRecord, ValidRecord,
-    canonical_predicate, content_hash, document_id, fact_id, normalize_time, part_id, validate,
-    validate_value,
+    AUDIENCE_KINDS, DEFAULT_CONFIDENCE, DEFAULT_ROLE, DocumentMention, DocumentRecord, EdgeRecord,
+    EntityDecision, EntityDecisionRecord, EntityRef, EventRecord, FactObject, FactRecord,
+    FactRetractionRecord, MAX_URL_BYTES, MemoryLinkRecord, MemoryLinkVoteRecord,
+    MemoryOutcomeRecord, MemoryRecord, RecordBody, RecordKind, ResolvedEntity, SchemaRecord, Scope,
+    SlotsRecord, ValidRecord, canonical_predicate, content_hash, document_id, fact_id,
+    normalize_time, part_id, validate, validate_value,
 };
 pub use schema::{
     BUILTIN_MODULES, CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef,

@@ -33,6 +33,9 @@ pub(crate) mod slots;
 pub use slots::SlotsRecord;
 mod document;
 mod fact;
+mod scope;
+
+pub use scope::{AUDIENCE_KINDS, Scope};
 
 pub use document::{
     DocumentMention, DocumentRecord, MAX_URL_BYTES, content_hash, document_id, part_id,
@@ -173,6 +176,8 @@ pub struct EventRecord {
     pub payload: Map<String, Value>,
     /// Entity references.
     pub entities: Vec<EntityRef>,
+    /// Who it is for and its PII state.
+    pub scope: Scope,
 }
 
 /// A validated explicit edge.
@@ -483,6 +488,8 @@ const EVENT_FIELDS: &[&str] = &[
     "status",
     "payload",
     "entities",
+    "scope",
+    "pii",
 ];
 const ENTITY_FIELDS: &[&str] = &["name", "entity_type", "role"];
 const EDGE_FIELDS: &[&str] = &["record_type", "edge_id", "edge_type", "from", "to", "properties"];
@@ -712,6 +719,7 @@ impl Validator<'_> {
             ));
         }
         let entities = self.entities(obj.get("entities"));
+        let scope = self.scope(obj);
         Some(EventRecord {
             event_id: event_id?,
             event_type: event_type?,
@@ -726,6 +734,7 @@ impl Validator<'_> {
             status,
             payload: payload?,
             entities: entities?,
+            scope: scope?,
         })
     }
 
@@ -1081,6 +1090,7 @@ fn canonical_json(body: &RecordBody) -> String {
                     .collect();
                 m.insert("entities".into(), Value::Array(list));
             }
+            e.scope.write_json(&mut m);
             Value::Object(m)
         }
         RecordBody::Edge(e) => serde_json::json!({

@@ -45,6 +45,7 @@ fn event_node(key: &NodeKey, position: u64, e: &EventRecord) -> Node {
             p.insert(name.into(), v.clone().into());
         }
     }
+    e.scope.node_properties(&mut p);
     // The payload stays in the log record only (found by `global_position`): readers hydrate it,
     // so it is stored once and forgetting it (a redaction) has one place to remove it from.
     Node { key: key.clone(), props: p }

@@ -95,6 +95,7 @@ pub(crate) fn project_memory(
     }
     props.insert("confidence".into(), m.confidence.into());
     props.insert("created_by".into(), m.created_by.clone().into());
+    m.scope.node_properties(&mut props);
     if let Some(s) = &m.session_id {
         props.insert("session_id".into(), s.clone().into());
     }

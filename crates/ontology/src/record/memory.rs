@@ -40,6 +40,8 @@ pub struct MemoryRecord {
     pub created_at: String,
     /// `created_at` in nanoseconds since the Unix epoch.
     pub created_at_ns: i64,
+    /// Who it is for and its PII state.
+    pub scope: super::Scope,
 }
 
 /// A validated `memory_outcome` record: `evolve_outcome` of seed 003.
@@ -119,6 +121,8 @@ pub(super) const MEMORY_FIELDS: &[&str] = &[
     "created_by",
     "session_id",
     "created_at",
+    "scope",
+    "pii",
 ];
 pub(super) const OUTCOME_FIELDS: &[&str] =
     &["record_type", "outcome_id", "memory_id", "outcome", "reason", "created_by", "at"];
@@ -239,6 +243,7 @@ impl Validator<'_> {
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
         let session_id = self.id(obj, "session_id", "$.session_id", false);
         let created = self.timestamp(obj, "created_at", "$.created_at");
+        let scope = self.scope(obj);
         let mut implements = implements?;
         implements.sort();
         let (created_at, created_at_ns) = created?;
@@ -255,6 +260,7 @@ impl Validator<'_> {
             session_id,
             created_at,
             created_at_ns,
+            scope: scope?,
         };
         if given_id.is_none() {
             record.memory_id = derived_id("mem", &memory_json(&record));
@@ -419,6 +425,7 @@ pub(super) fn memory_json(r: &MemoryRecord) -> Value {
     m.insert("created_by".into(), r.created_by.clone().into());
     insert_opt(&mut m, "session_id", &r.session_id);
     m.insert("created_at".into(), r.created_at.clone().into());
+    r.scope.write_json(&mut m);
     Value::Object(m)
 }
 

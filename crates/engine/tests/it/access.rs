@@ -1,0 +1,260 @@
+//! Principals and policies: over random graphs, scopes and principals, nothing a principal may
+//! not see is returned, counted or walked through by any read of the choke point (`Scoped`).
+
+use std::collections::BTreeSet;
+
+use ctxgraph::{Engine, IngestOptions, NodeKey, Principal, RecallQuery, TraversalOptions};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::engine;
+
+const ROLES: [&str; 5] = ["operator", "visitor", "viewer", "pii_reviewer", "admin"];
+const WORDS: [&str; 8] =
+    ["deploy", "timeout", "database", "invoice", "rollback", "cache", "email", "token"];
+
+/// A random scope: (audience, allow, deny as role indexes; pii flag 0 none, 1 not cleared,
+/// 2 pending review, 3 cleared).
+type ScopeSpec = (Vec<usize>, Vec<usize>, Vec<usize>, usize, bool);
+
+fn scope_json(spec: &ScopeSpec) -> (Option<Value>, Option<Value>) {
+    let (audience, allow, deny, pii, named) = spec;
+    let roles = |ix: &Vec<usize>| ix.iter().map(|i| ROLES[*i].to_owned()).collect::<Vec<_>>();
+    let mut aud: Vec<String> = audience.iter().map(|i| format!("role:{}", ROLES[*i])).collect();
+    if *named {
+        aud.push("principal:p1".into());
+    }
+    let mut scope = serde_json::Map::new();
+    if !aud.is_empty() {
+        scope.insert("audience".into(), json!(aud));
+    }
+    if !allow.is_empty() {
+        scope.insert("allow_roles".into(), json!(roles(allow)));
+    }
+    if !deny.is_empty() {
+        scope.insert("deny_roles".into(), json!(roles(deny)));
+    }
+    let pii = match pii {
+        1 => Some(json!({"pii_cleared": false})),
+        2 => Some(json!({"pending_review": true})),
+        3 => Some(json!({"pii_cleared": true, "pii_redacted": true})),
+        _ => None,
+    };
+    ((!scope.is_empty()).then_some(Value::Object(scope)), pii)
+}
+
+fn spec() -> impl Strategy<Value = ScopeSpec> {
+    // Most records are open; a third carry some scope.
+    prop_oneof![
+        2 => Just((vec![], vec![], vec![], 0, false)),
+        1 => (
+            prop::collection::vec(0usize..5, 0..2),
+            prop::collection::vec(0usize..5, 0..2),
+            prop::collection::vec(0usize..5, 0..2),
+            0usize..4,
+            any::<bool>(),
+        ),
+    ]
+}
+
+fn build(
+    events: &[(ScopeSpec, usize, usize)],
+    memories: &[ScopeSpec],
+) -> (tempfile::TempDir, Engine) {
+    let (dir, mut e) = engine();
+    let mut lines = String::new();
+    for (i, (spec, parent, word)) in events.iter().enumerate() {
+        let (scope, pii) = scope_json(spec);
+        let mut ev = json!({"event_id": format!("e{i}"), "event_type": "tool.execute",
+            "occurred_at": format!("2026-11-20T10:{:02}:{:02}Z", i / 60, i % 60),
+            "session_id": format!("s{}", i % 3), "agent_id": "a", "trace_id": "t",
+            "tool_name": "deploy", "status": if i % 4 == 0 { "failed" } else { "completed" },
+            "payload": {"message": format!("{} {} step {i}", WORDS[*word], WORDS[(word + 3) % 8])}});
+        if i > 0 && *parent < i {
+            ev["parent_event_id"] = json!(format!("e{parent}"));
+        }
+        if let Some(s) = scope {
+            ev["scope"] = s;
+        }
+        if let Some(p) = pii {
+            ev["pii"] = p;
+        }
+        lines.push_str(&format!("{ev}\n"));
+    }
+    let report = e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(report.accepted as usize, events.len(), "{:?}", report.rejections);
+    let mut records = Vec::new();
+    for (i, spec) in memories.iter().enumerate() {
+        let (scope, pii) = scope_json(spec);
+        let mut m = json!({"record_type": "memory", "memory_id": format!("m{i}"),
+            "kind": "decision", "topic": "auth", "content": format!("use {} for auth", WORDS[i % 8]),
+            "session_id": "ms", "created_at": format!("2026-11-20T11:{i:02}:00Z")});
+        if i > 0 {
+            m["supersedes"] = json!(format!("m{}", i - 1));
+        }
+        if let Some(s) = scope {
+            m["scope"] = s;
+        }
+        if let Some(p) = pii {
+            m["pii"] = p;
+        }
+        records.push(e.validate(&m.to_string()).unwrap());
+    }
+    for r in e.save_memories(&records).unwrap() {
+        r.unwrap();
+    }
+    e.enrich(&mut |_, _| {}).unwrap();
+    e.consolidate().unwrap();
+    (dir, e)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_read_of_the_choke_point_leaks(
+        events in prop::collection::vec((spec(), 0usize..40, 0usize..8), 10..40),
+        memories in prop::collection::vec(spec(), 1..6),
+        roles in prop::collection::btree_set(0usize..5, 0..3),
+        question in prop::sample::select(vec!["why did the deploy fail", "database timeout",
+            "when was the cache rolled back", "what happened with the invoice email"]),
+    ) {
+        let (_dir, e) = build(&events, &memories);
+        let who = Principal::new("p1", "default", roles.iter().map(|i| ROLES[*i].to_owned())).unwrap();
+        let snap = e.snapshot().unwrap();
+        // Brute force: the policy applied to every scoped node.
+        let mut hidden = BTreeSet::new();
+        let mut visible = (0u64, 0u64);
+        for n in snap.nodes("Event", None, 10_000).unwrap() {
+            if who.allows(&n).is_ok() { visible.0 += 1 } else { hidden.insert(n.key.clone()); }
+        }
+        for n in snap.nodes("Memory", None, 10_000).unwrap() {
+            if who.allows(&n).is_ok() { visible.1 += 1 } else { hidden.insert(n.key.clone()); }
+        }
+        let scoped = snap.scoped(&who);
+        let leak = |k: &NodeKey| hidden.contains(k);
+
+        // Counts.
+        let stats = scoped.stats().unwrap();
+        prop_assert_eq!((stats.events, stats.memories), visible);
+
+        // Recall: items, seeds, paths, edges, unknowns.
+        let mut q = RecallQuery::new(question);
+        q.k = 30;
+        let vector = e.embedder().unwrap().embed(&[question]).unwrap().remove(0);
+        let pack = scoped.recall(&q, &vector, e.options().search).unwrap();
+        for item in &pack.items {
+            prop_assert!(!leak(&item.node.key), "returned {}", item.node.key);
+            prop_assert!(!leak(&item.seed), "seeded from {}", item.seed);
+            for step in &item.path {
+                prop_assert!(!leak(&step.to), "walked through {}", step.to);
+            }
+            if item.node.key.label == "Summary" {
+                let sess = item.node.props.get("session_id").and_then(Value::as_str).unwrap_or("");
+                for h in &hidden {
+                    if h.label == "Event" {
+                        let ev = snap.node(h).unwrap().unwrap();
+                        prop_assert!(ev.props["session_id"] != json!(sess),
+                            "a summary over hidden event {} was returned", h);
+                    }
+                }
+            }
+        }
+        for edge in &pack.edges {
+            prop_assert!(!leak(&edge.key.from) && !leak(&edge.key.to));
+        }
+        for u in &pack.unknowns {
+            prop_assert!(!leak(&u.item) && !leak(&u.missing));
+        }
+
+        // Point reads, timelines and causal chains.
+        for i in 0..events.len() {
+            let key = NodeKey::new("Event", format!("e{i}"));
+            prop_assert_eq!(scoped.event(&key.id).unwrap().is_some(), !leak(&key));
+            let (chain, _) = scoped.causes(&key.id).unwrap();
+            for n in &chain {
+                prop_assert!(!leak(&n.key), "chain through {}", n.key);
+            }
+        }
+        for s in 0..3 {
+            let tl = scoped.timeline(&format!("s{s}"), 1000).unwrap();
+            let expected = (0..events.len()).filter(|i| i % 3 == s)
+                .filter(|i| !leak(&NodeKey::new("Event", format!("e{i}")))).count();
+            prop_assert_eq!(tl.len(), expected);
+            for entry in &tl {
+                prop_assert!(!leak(&entry.event.key));
+                for c in &entry.caused_by {
+                    prop_assert!(!leak(&NodeKey::new("Event", c.clone())));
+                }
+            }
+        }
+        for (n, _) in scoped.search("deploy timeout database", 100).unwrap() {
+            prop_assert!(!leak(&n.key));
+        }
+
+        // Memories: lists, chains (stop at the first hidden), impact (not through hidden).
+        let listed: BTreeSet<String> = scoped.memories().unwrap().into_iter().map(|m| m.id).collect();
+        let expected: BTreeSet<String> = (0..memories.len()).map(|i| format!("m{i}"))
+            .filter(|id| !leak(&NodeKey::new("Memory", id.clone()))).collect();
+        prop_assert_eq!(listed, expected);
+        let t = TraversalOptions::default();
+        if let Some(evo) = scoped.evolution("auth", &t).unwrap() {
+            let mut expect = memories.len();
+            for step in &evo.steps {
+                expect -= 1;
+                prop_assert_eq!(&step.memory.id, &format!("m{expect}"));
+                prop_assert!(!leak(&NodeKey::new("Memory", step.memory.id.clone())));
+            }
+        } else {
+            let latest = NodeKey::new("Memory", format!("m{}", memories.len() - 1));
+            prop_assert!(leak(&latest), "the latest decision is visible but no chain came back");
+        }
+        for i in 0..memories.len() {
+            let id = format!("m{i}");
+            if let Some(imp) = scoped.impact(&id, &t).unwrap() {
+                let mut reached = BTreeSet::from([id.clone()]);
+                for item in &imp.items {
+                    prop_assert!(!leak(&NodeKey::new("Memory", item.memory.id.clone())));
+                    prop_assert!(reached.contains(&item.from), "walked through {}", item.from);
+                    reached.insert(item.memory.id.clone());
+                }
+                for m in &imp.superseded_by {
+                    prop_assert!(!leak(&NodeKey::new("Memory", m.id.clone())));
+                }
+            } else {
+                prop_assert!(leak(&NodeKey::new("Memory", id)));
+            }
+        }
+    }
+}
+
+#[test]
+fn scope_and_pii_are_validated_and_kept_in_the_canonical_record() {
+    let (_dir, e) = engine();
+    let ok = json!({"event_id": "e1", "event_type": "tool.execute", "occurred_at": "2026-11-20T10:00:00Z",
+        "session_id": "s", "agent_id": "a", "trace_id": "t",
+        "scope": {"audience": ["role:operator", "role:operator"], "deny_roles": ["visitor"],
+                  "time_range": ["2026-11-20T10:00:00Z", "2026-11-20T11:00:00Z"], "location": "lab/a"},
+        "pii": {"pii_cleared": true}});
+    let r = e.validate(&ok.to_string()).unwrap();
+    let canonical: Value = serde_json::from_str(r.canonical()).unwrap();
+    assert_eq!(canonical["scope"]["audience"], json!(["role:operator"]), "sorted, deduplicated");
+    assert_eq!(canonical["pii"], json!({"pii_cleared": true}));
+    for (field, value, code) in [
+        ("scope", json!({"audience": ["operator"]}), "scope.audience_format"),
+        (
+            "scope",
+            json!({"time_range": ["2026-11-21T00:00:00Z", "2026-11-20T00:00:00Z"]}),
+            "scope.time_range_order",
+        ),
+        ("scope", json!({"deny_roles": ["has space"]}), "scope.name_format"),
+        ("scope", json!({"colour": "red"}), "envelope.unknown_field"),
+        ("pii", json!({"pii_cleared": "yes"}), "envelope.type"),
+        ("scope", json!("everyone"), "envelope.type"),
+    ] {
+        let mut bad = ok.clone();
+        bad[field] = value.clone();
+        let err = e.validate(&bad.to_string()).unwrap_err();
+        assert!(err.violations.iter().any(|v| v.rule == code), "{value}: {err}");
+    }
+}
