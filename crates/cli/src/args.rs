@@ -24,6 +24,16 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) json: bool,
 
+    /// Act as this principal from the registry (see `--principals`): reads show only what its
+    /// roles may see, writes need the writer or admin role, and commands that read the graph
+    /// without the access policy are refused. Without it, the CLI acts as the store's owner.
+    #[arg(long = "as", global = true, env = "CTXGRAPH_AS", value_name = "PRINCIPAL")]
+    pub(crate) as_principal: Option<String>,
+
+    /// The principal registry `--as` reads [default: principals.json beside the store].
+    #[arg(long, global = true, env = "CTXGRAPH_PRINCIPALS", value_name = "FILE")]
+    pub(crate) principals: Option<PathBuf>,
+
     /// Embed with an OpenAI-compatible endpoint instead of the built-in model, e.g.
     /// `http://127.0.0.1:11434/v1`. Its API key, if any, is read from CTXGRAPH_EMBED_API_KEY.
     #[arg(long, global = true, env = "CTXGRAPH_EMBED_URL", requires = "embed_model")]

@@ -199,10 +199,20 @@ pub(crate) fn search(
     semantic: bool,
 ) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let who = crate::access::principal(cli)?;
+    let snap = engine.snapshot()?;
+    let scoped = snap.scoped(&who);
     let hits = if semantic {
-        engine.similar(query, limit)?.into_iter().map(|(n, s)| (n, f64::from(s))).collect()
+        let mut hits = Vec::new();
+        // Ask for more than shown: hidden nodes are dropped after the search.
+        for (n, s) in engine.similar(query, limit.saturating_mul(4))? {
+            if hits.len() < limit && scoped.may_see(&n)? {
+                hits.push((n, f64::from(s)));
+            }
+        }
+        hits
     } else {
-        engine.snapshot()?.search(query, limit)?
+        scoped.search(query, limit)?
     };
     if cli.json {
         let list: Vec<Value> = hits

@@ -1,5 +1,6 @@
 //! The `ctxgraph` binary: argument parsing, dispatch and exit codes.
 
+mod access;
 mod args;
 mod bench;
 mod chain;
@@ -86,6 +87,7 @@ pub(crate) fn with_embedder(
 }
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    access::gate(&cli)?;
     match &cli.command {
         Command::Demo => demo::run(&cli),
         Command::Init => read::init(&cli),

@@ -282,6 +282,8 @@ fn show(cli: &Cli, id: &str, as_of: Option<&str>) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let t = traversal(as_of)?;
     let snap = engine.snapshot()?;
+    let who = crate::access::principal(cli)?;
+    let snap = snap.scoped(&who);
     let Some(m) = snap.memory(id)? else {
         eprintln!("no memory `{id}` (see `ctxgraph memory list`)");
         return Ok(Outcome::NotFound);
@@ -335,7 +337,8 @@ fn list(
 ) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let want_topic = topic.map(ctxgraph::normalize_name);
-    let mut all = engine.snapshot()?.memories()?;
+    let who = crate::access::principal(cli)?;
+    let mut all = engine.snapshot()?.scoped(&who).memories()?;
     all.retain(|m| {
         kind.is_none_or(|k| m.kind == k.to_lowercase())
             && want_topic.as_ref().is_none_or(|t| {
@@ -381,7 +384,9 @@ fn search(
         traversal: traversal(as_of)?,
         ..MemorySearchOptions::default()
     };
-    let ctx = engine.memory_context(query, &options)?;
+    let who = crate::access::principal(cli)?;
+    let vector = engine.embed_query(query)?;
+    let ctx = engine.snapshot()?.scoped(&who).memory_context(query, &vector, &options)?;
     if cli.json {
         print_json(&json!({
             "query": query,
@@ -454,7 +459,8 @@ fn relink(cli: &Cli) -> anyhow::Result<Outcome> {
 
 pub(crate) fn evolution(cli: &Cli, topic: &str, as_of: Option<&str>) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let Some(e) = engine.snapshot()?.evolution(topic, &traversal(as_of)?)? else {
+    let who = crate::access::principal(cli)?;
+    let Some(e) = engine.snapshot()?.scoped(&who).evolution(topic, &traversal(as_of)?)? else {
         eprintln!("no decision on topic `{topic}`");
         return Ok(Outcome::NotFound);
     };
@@ -474,7 +480,8 @@ pub(crate) fn impact(
 ) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let t = TraversalOptions { impact_window_ms: duration_ms(window)?, ..traversal(as_of)? };
-    let Some(i) = engine.snapshot()?.impact(memory, &t)? else {
+    let who = crate::access::principal(cli)?;
+    let Some(i) = engine.snapshot()?.scoped(&who).impact(memory, &t)? else {
         eprintln!("no memory `{memory}` (see `ctxgraph memory list`)");
         return Ok(Outcome::NotFound);
     };
@@ -524,7 +531,8 @@ pub(crate) fn rollup(
     if since >= until {
         bail!("--since must be before --until");
     }
-    let r = engine.snapshot()?.rollup(since, until, &RollupOptions::default())?;
+    let who = crate::access::principal(cli)?;
+    let r = engine.snapshot()?.scoped(&who).rollup(since, until, &RollupOptions::default())?;
     if cli.json {
         print_json(&rollup_json(&r))?;
         return Ok(Outcome::Done);

@@ -40,13 +40,31 @@ pub(crate) fn init(cli: &Cli) -> anyhow::Result<Outcome> {
 pub(crate) fn get(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let snap = engine.snapshot()?;
-    let nodes = snap.find(id)?;
+    let who = crate::access::principal(cli)?;
+    let scoped = snap.scoped(&who);
+    let mut nodes = Vec::new();
+    for n in snap.find(id)? {
+        if scoped.may_see(&n)? {
+            nodes.push(n);
+        }
+    }
+    // Edges count only when the principal may see the other end too.
+    let edges_of = |key: &ctxgraph::NodeKey| -> anyhow::Result<Vec<ctxgraph::Edge>> {
+        let mut out = Vec::new();
+        for e in snap.edges(key, None, Direction::Both)? {
+            let other = if &e.key.from == key { &e.key.to } else { &e.key.from };
+            if scoped.node(other)?.is_some() {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    };
     let mut out = std::io::stdout().lock();
     if cli.json {
         let list: Vec<Value> = nodes
             .iter()
             .map(|n| {
-                let edges = snap.edges(&n.key, None, Direction::Both).unwrap_or_default();
+                let edges = edges_of(&n.key).unwrap_or_default();
                 let mut v = node_json(n);
                 v["degree"] = json!(edges.len());
                 v
@@ -64,7 +82,7 @@ pub(crate) fn get(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
                 t.add_row(vec![k.clone(), cell(v)]);
             }
             writeln!(out, "{t}")?;
-            let edges = snap.edges(&n.key, None, Direction::Both)?;
+            let edges = edges_of(&n.key)?;
             let mut counts = std::collections::BTreeMap::<(String, &str), usize>::new();
             for e in &edges {
                 let dir = if e.key.from == n.key { "out" } else { "in" };
@@ -135,7 +153,8 @@ pub(crate) fn neighbors(
 pub(crate) fn session(cli: &Cli, id: &str, limit: usize) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let snap = engine.snapshot()?;
-    let timeline = snap.timeline(id, limit)?;
+    let who = crate::access::principal(cli)?;
+    let timeline = snap.scoped(&who).timeline(id, limit)?;
     if cli.json {
         let list: Vec<Value> = timeline
             .iter()
@@ -214,6 +233,19 @@ pub(crate) fn view(cli: &Cli, view: ViewArg, limit: usize) -> anyhow::Result<Out
 
 pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let who = crate::access::principal(cli)?;
+    if !who.is_owner() {
+        // A principal counts only what it may see: no log positions, no edge or node totals.
+        let s = engine.snapshot()?.scoped(&who).stats()?;
+        if cli.json {
+            print_json(
+                &json!({"principal": who.name(), "events": s.events, "memories": s.memories}),
+            )?;
+        } else {
+            println!("as {}: {} events, {} memories visible", who.name(), s.events, s.memories);
+        }
+        return Ok(Outcome::Done);
+    }
     let s = engine.snapshot()?.stats()?;
     if cli.json {
         print_json(&json!({

@@ -14,7 +14,10 @@ use crate::output::{
 pub(crate) fn run(cli: &Cli, args: &RecallArgs) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let query = query(args)?;
-    let pack = engine.recall(&query)?;
+    let who = crate::access::principal(cli)?;
+    let vector =
+        if query.text.trim().is_empty() { Vec::new() } else { engine.embed_query(&query.text)? };
+    let pack = engine.snapshot()?.scoped(&who).recall(&query, &vector, engine.options().search)?;
     if cli.json {
         print_json(&pack_json(&pack))?;
     } else {

@@ -15,6 +15,8 @@
 //! 4. it names an audience (`scope_audience`) and no entry matches the principal
 //!    (`role:R` for a role it holds, `principal:`/`agent:`/`user:` its name), unless `admin`.
 //!
+//! The store's owner ([`Principal::local`], the CLI without `--as`) is not checked.
+//!
 //! Nodes without scope (entities, facts, summaries, types) are visible to everyone in the tenant.
 //! A summary is derived from events, so it is hidden when any event it summarises carries scope or
 //! PII flags (see [`Scoped`]).
@@ -52,6 +54,9 @@ pub struct Principal {
     name: String,
     tenant: String,
     roles: BTreeSet<String>,
+    /// The store's owner (the local CLI without `--as`): sees everything, since it can read the
+    /// file anyway. Only [`Principal::local`] makes one.
+    owner: bool,
 }
 
 /// Why a node is hidden from a principal (for tests and audits; never sent to the caller).
@@ -80,18 +85,24 @@ impl Principal {
         for r in &roles {
             check_name("role", r)?;
         }
-        Ok(Principal { name: name.to_owned(), tenant: tenant.to_owned(), roles })
+        Ok(Principal { name: name.to_owned(), tenant: tenant.to_owned(), roles, owner: false })
     }
 
-    /// The owner of a store opened directly: tenant `default`, roles admin, writer and
-    /// pii_reviewer. It still cannot see what denies one of its roles (it holds none that a
-    /// record would deny unless a record names these).
+    /// The owner of a store opened directly (the CLI without `--as`): tenant `default`, roles
+    /// admin, writer and pii_reviewer, and no rule applies to it — whoever can open the file can
+    /// read it anyway.
     pub fn local() -> Principal {
         Principal {
             name: LOCAL_PRINCIPAL.to_owned(),
             tenant: DEFAULT_TENANT.to_owned(),
             roles: [ROLE_ADMIN, ROLE_WRITER, ROLE_PII_REVIEWER].map(str::to_owned).into(),
+            owner: true,
         }
+    }
+
+    /// Whether it is the store's owner (see [`Principal::local`]).
+    pub fn is_owner(&self) -> bool {
+        self.owner
     }
 
     /// Name.
@@ -127,6 +138,9 @@ impl Principal {
     /// The policy: `Ok` when the node's scope lets this principal see it. The rules are in the
     /// module documentation; this is the only function that reads scope properties.
     pub fn allows(&self, node: &Node) -> Result<(), Denial> {
+        if self.owner {
+            return Ok(());
+        }
         let p = &node.props;
         if list(p.get("scope_deny_roles")).any(|r| self.roles.contains(r)) {
             return Err(Denial::DeniedRole);

@@ -57,7 +57,7 @@ pub enum Error {
     },
     /// An access rule refused the request: a bad principal or tenant name, an unknown key, a
     /// missing role, a principal registry that does not parse.
-    #[error("{message}")]
+    #[error("{message} ({code})")]
     Access {
         /// Stable code, e.g. `access.unknown_key`, `access.forbidden`.
         code: &'static str,

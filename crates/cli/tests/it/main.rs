@@ -7,6 +7,7 @@
     reason = "a test fails loudly on the first surprise"
 )]
 
+mod access;
 mod commands;
 mod entities;
 mod import;

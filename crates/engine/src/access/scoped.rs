@@ -53,6 +53,9 @@ impl Scoped<'_, '_> {
     /// Whether the principal may see `node`: the policy, and for a summary, the policy of every
     /// event it summarises (a summary carries their words).
     pub fn may_see(&self, node: &Node) -> Result<bool, Error> {
+        if self.who.is_owner() {
+            return Ok(true);
+        }
         if self.who.allows(node).is_err() {
             return Ok(false);
         }
@@ -163,6 +166,33 @@ impl Scoped<'_, '_> {
             return Ok(None);
         }
         self.snap.memory(id)
+    }
+
+    /// The outcomes of a visible memory.
+    pub fn outcomes_of(&self, id: &str) -> Result<Vec<crate::memory::OutcomeView>, Error> {
+        if !self.memory_visible(id)? {
+            return Ok(Vec::new());
+        }
+        self.snap.outcomes_of(id)
+    }
+
+    /// The live links of a visible memory whose other end is visible too.
+    pub fn memory_links(
+        &self,
+        id: &str,
+        options: &TraversalOptions,
+    ) -> Result<Vec<(ctxgraph_ontology::graph::Edge, f64)>, Error> {
+        if !self.memory_visible(id)? {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for (edge, confidence) in self.snap.memory_links(id, options)? {
+            let other = if edge.key.from.id == id { &edge.key.to } else { &edge.key.from };
+            if self.node(other)?.is_some() {
+                out.push((edge, confidence));
+            }
+        }
+        Ok(out)
     }
 
     /// The evolution chain of a topic, stopping before the first hidden memory; `None` when the

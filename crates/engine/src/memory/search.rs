@@ -252,7 +252,9 @@ impl Engine {
         self.snapshot()?.memory_context(query, &v, options)
     }
 
-    fn embed_query(&self, query: &str) -> Result<Vec<f32>, Error> {
+    /// A question's vector under the engine's model, for the reads that take one (recall,
+    /// memory search) through [`crate::Scoped`].
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, Error> {
         Ok(self.embedder()?.embed(&[query])?.into_iter().next().unwrap_or_default())
     }
 }
