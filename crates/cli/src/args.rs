@@ -409,6 +409,12 @@ pub(crate) struct RecallArgs {
     /// Only events of this trace (a run, a conversation).
     #[arg(long)]
     pub(crate) trace: Option<String>,
+    /// Only events and memories with one of these scope tags (repeatable).
+    #[arg(long = "tag")]
+    pub(crate) tags: Vec<String>,
+    /// Only events and memories whose scope location is this path or below it.
+    #[arg(long)]
+    pub(crate) location: Option<String>,
     /// Only node types (repeatable), e.g. --label Event; expansion still walks through others.
     #[arg(long)]
     pub(crate) label: Vec<String>,

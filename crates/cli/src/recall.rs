@@ -56,6 +56,8 @@ fn query(args: &RecallArgs) -> anyhow::Result<RecallQuery> {
     q.until = time("--until", &args.until)?;
     q.session = args.session.clone();
     q.agent = args.agent.clone();
+    q.tags = args.tags.clone();
+    q.location = args.location.clone();
     q.trace = args.trace.clone();
     q.budget_tokens = args.budget_tokens;
     q.diversity = args.diversity;

@@ -130,6 +130,11 @@ pub struct RecallQuery {
     pub trace: Option<String>,
     /// Only events by this agent.
     pub agent: Option<String>,
+    /// Only events and memories tagged (scope `tags`) with at least one of these; empty: any.
+    pub tags: Vec<String>,
+    /// Only events and memories whose scope `location` is this path or below it
+    /// (`lab` matches `lab/arm-bench`).
+    pub location: Option<String>,
     /// Only paths whose least confidence is at least this.
     pub min_confidence: f64,
     /// Node labels returned (`None`: all); expansion still walks through the others.
@@ -156,6 +161,8 @@ impl RecallQuery {
             session: None,
             trace: None,
             agent: None,
+            tags: Vec::new(),
+            location: None,
             min_confidence: 0.0,
             labels: None,
             budget_tokens: None,
@@ -363,10 +370,13 @@ impl Reader<'_, '_> {
         if !self.who.may_see(node) {
             return false;
         }
+        let q = self.query;
+        if matches!(node.key.label.as_str(), "Event" | "Memory") && !in_scope(node, q) {
+            return false;
+        }
         if node.key.label != "Event" {
             return true;
         }
-        let q = self.query;
         let text = |p: &str| node.props.get(p).and_then(Value::as_str);
         let eq = |p: &str, want: &Option<String>| want.as_ref().is_none_or(|w| text(p) == Some(w));
         if !(eq("session_id", &q.session) && eq("trace_id", &q.trace) && eq("agent_id", &q.agent)) {
@@ -383,6 +393,29 @@ impl Reader<'_, '_> {
         }
         true
     }
+}
+
+/// The tag and location constraints of `q` on a node's scope.
+fn in_scope(node: &Node, q: &RecallQuery) -> bool {
+    if !q.tags.is_empty() {
+        let tags = node.props.get("scope_tags").and_then(Value::as_array);
+        let tagged = tags.is_some_and(|t| {
+            t.iter().filter_map(Value::as_str).any(|tag| q.tags.iter().any(|w| w == tag))
+        });
+        if !tagged {
+            return false;
+        }
+    }
+    if let Some(want) = &q.location {
+        let want = want.trim_end_matches('/');
+        let at = node.props.get("scope_location").and_then(Value::as_str).unwrap_or("");
+        let below =
+            at.strip_prefix(want).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+        if !below {
+            return false;
+        }
+    }
+    true
 }
 
 impl Snapshot<'_> {

@@ -165,3 +165,45 @@ thread_local! {
         (std::sync::Arc::new(dir), std::sync::Arc::new(std::sync::Mutex::new(e)))
     };
 }
+
+#[test]
+fn tags_and_location_constrain_events() {
+    let (_dir, mut e) = engine();
+    let mut lines = String::new();
+    for (id, tags, location) in [
+        ("a", json!(["lab"]), "lab/arm-bench"),
+        ("b", json!(["prod"]), "lab"),
+        ("c", json!(["lab", "prod"]), "labs/other"),
+        ("d", json!([]), "lab/arm-bench/joint"),
+    ] {
+        let mut scope = json!({"location": location});
+        if tags.as_array().is_some_and(|t| !t.is_empty()) {
+            scope["tags"] = tags;
+        }
+        let ev = json!({"event_id": id, "event_type": "tool.execute", "tool_name": "calibrate",
+            "occurred_at": "2026-11-20T10:00:00Z", "session_id": id, "agent_id": "a", "trace_id": "t",
+            "payload": {"message": "calibrate the arm joint"}, "scope": scope});
+        lines.push_str(&format!("{ev}\n"));
+    }
+    e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    e.enrich(&mut |_, _| {}).unwrap();
+    let ids = |q: &RecallQuery| -> BTreeSet<String> {
+        e.recall(q)
+            .unwrap()
+            .items
+            .iter()
+            .filter(|i| i.node.key.label == "Event")
+            .map(|i| i.node.key.id.clone())
+            .collect()
+    };
+    let mut q = RecallQuery::new("calibrate the arm joint");
+    q.k = 20;
+    assert_eq!(ids(&q).len(), 4);
+    q.tags = vec!["lab".into()];
+    assert_eq!(ids(&q), BTreeSet::from(["a".to_owned(), "c".to_owned()]));
+    q.tags.clear();
+    q.location = Some("lab/".into());
+    assert_eq!(ids(&q), BTreeSet::from(["a".to_owned(), "b".to_owned(), "d".to_owned()]));
+    q.tags = vec!["prod".into()];
+    assert_eq!(ids(&q), BTreeSet::from(["b".to_owned()]));
+}
