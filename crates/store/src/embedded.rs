@@ -108,6 +108,11 @@ impl Embedded {
         conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
         conn.pragma_update(None, "foreign_keys", "OFF")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // The query planner stability guarantee: plans do not depend on the values bound to a
+        // statement. Without it, this build (STAT4) marks a statement whose parameter meets an
+        // index with samples, and re-prepares it every time the statement cache hands it out
+        // with new values; recall's edge lookups paid that on every call.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         conn.set_prepared_statement_cache_capacity(64);
         let mut store = Embedded { conn, path: path.to_owned() };
         if version < FORMAT_VERSION {
