@@ -1019,6 +1019,30 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Load on a server over loopback: rounds of N concurrent clients, each mixing batch
+    /// ingestion (one request in five, 10 events) and recall for a bounded time; reports
+    /// throughput, latency percentiles, errors and the server's peak memory. Starts its own
+    /// `ctxgraph serve` on a free port unless --url is given. Exits 2 if any request failed.
+    Serve {
+        /// Concurrent clients per round, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
+        clients: Vec<usize>,
+        /// Seconds per round.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Synthetic events loaded before the first round.
+        #[arg(long, default_value_t = 5_000)]
+        preload: usize,
+        /// Drive this running server instead of starting one, e.g. http://127.0.0.1:8080.
+        #[arg(long, requires = "key")]
+        url: Option<String>,
+        /// The API key for --url (a principal with the writer role).
+        #[arg(long, env = "CTXGRAPH_KEY", hide_env_values = true)]
+        key: Option<String>,
+        /// Data directory of the started server (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -12,7 +12,9 @@ use crate::Outcome;
 use crate::output::{bytes, print_json, table};
 
 mod memory;
+mod serve;
 pub(crate) use memory::memory;
+pub(crate) use serve::{ServeArgs, serve};
 
 /// Opens timed to average the store's open cost.
 const OPENS: u32 = 20;

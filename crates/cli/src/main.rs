@@ -152,6 +152,17 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Bench(BenchCommand::Semantic { events, queries, dir }) => {
             bench::semantic(*events, *queries, dir.as_deref(), cli.json)
         }
+        Command::Bench(BenchCommand::Serve { clients, seconds, preload, url, key, dir }) => {
+            bench::serve(&bench::ServeArgs {
+                clients,
+                seconds: *seconds,
+                preload: *preload,
+                url: url.as_deref(),
+                key: key.as_deref(),
+                dir: dir.as_deref(),
+                json: cli.json,
+            })
+        }
         Command::Bench(BenchCommand::Memory { memories, events, queries, dir }) => {
             bench::memory(*memories, *events, *queries, dir.as_deref(), cli.json)
         }

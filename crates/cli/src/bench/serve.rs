@@ -1,0 +1,315 @@
+//! `ctxgraph bench serve`: load on a running server over loopback.
+//!
+//! N client threads, each with its own HTTP connection, mix batch ingestion (one request in
+//! five, ten fresh events) and recall (the other four) for a bounded time; the table reports
+//! throughput, latency percentiles per operation, errors, and the server's peak memory (its
+//! `VmHWM`, when this command started the server itself).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use super::{percentile, questions, sorted, synthetic_jsonl, temp_dir};
+use crate::Outcome;
+use crate::output::{print_json, table};
+
+/// Events per ingest request.
+const BATCH: usize = 10;
+/// One request in this many is an ingest; the others are recalls.
+const INGEST_EVERY: u64 = 5;
+/// Events per request while preloading.
+const PRELOAD_BATCH: usize = 500;
+
+/// What `bench serve` was asked to do.
+pub(crate) struct ServeArgs<'a> {
+    /// Client counts, one round each.
+    pub(crate) clients: &'a [usize],
+    /// Seconds per round.
+    pub(crate) seconds: f64,
+    /// Events loaded before the rounds.
+    pub(crate) preload: usize,
+    /// A server already running, and a key for it; `None`: start one.
+    pub(crate) url: Option<&'a str>,
+    /// The API key for `url`.
+    pub(crate) key: Option<&'a str>,
+    /// Where the started server keeps its data (default: a temporary directory).
+    pub(crate) dir: Option<&'a Path>,
+    /// JSON output.
+    pub(crate) json: bool,
+}
+
+/// A server this command started: stopped (SIGTERM, then kill) when dropped.
+struct Started {
+    child: Child,
+    _data: Option<tempfile::TempDir>,
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        // Graceful first: the server finishes what is in flight.
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        for _ in 0..50 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Round {
+    clients: usize,
+    seconds: f64,
+    ingest_ms: Vec<f64>,
+    recall_ms: Vec<f64>,
+    errors: u64,
+    first_error: Option<String>,
+    peak_rss: Option<u64>,
+}
+
+pub(crate) fn serve(args: &ServeArgs<'_>) -> anyhow::Result<Outcome> {
+    if args.clients.is_empty() || args.clients.contains(&0) {
+        bail!("--clients: give one or more counts of at least 1, e.g. 1,8,64");
+    }
+    let (base, key, started) = match (args.url, args.key) {
+        (Some(url), Some(key)) => (url.trim_end_matches('/').to_owned(), key.to_owned(), None),
+        (Some(_), None) => bail!("--url needs --key (or CTXGRAPH_KEY)"),
+        (None, _) => {
+            let (base, key, started) = start_server(args.dir)?;
+            (base, key, Some(started))
+        }
+    };
+    let agent = agent();
+    eprintln!("preloading {} events ...", args.preload);
+    let jsonl = synthetic_jsonl(args.preload.max(100));
+    let lines: Vec<Value> = jsonl.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    for chunk in lines[..args.preload.min(lines.len())].chunks(PRELOAD_BATCH) {
+        post(&agent, &base, &key, "/v1/events", &json!({"events": chunk}))
+            .context("preloading events")?;
+    }
+    let asked = questions(&jsonl, 200);
+    let mut rounds = Vec::new();
+    for (round, &n) in args.clients.iter().enumerate() {
+        eprintln!("round {}: {n} clients for {} s ...", round + 1, args.seconds);
+        let mut r = run_round(&base, &key, n, args.seconds, &asked, round)?;
+        r.peak_rss = started.as_ref().and_then(|s| peak_rss(s.child.id()));
+        rounds.push(r);
+    }
+    print(&rounds, args)?;
+    drop(started);
+    let failed = rounds.iter().any(|r| r.errors > 0);
+    Ok(if failed { Outcome::Failed } else { Outcome::Done })
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// POST `body`; an error for a transport failure or a status other than 2xx.
+fn post(
+    agent: &ureq::Agent,
+    base: &str,
+    key: &str,
+    path: &str,
+    body: &Value,
+) -> anyhow::Result<Value> {
+    let mut resp = agent
+        .post(&format!("{base}{path}"))
+        .header("Authorization", &format!("Bearer {key}"))
+        .send_json(body)?;
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    if !(200..300).contains(&status) {
+        bail!("POST {path}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
+    }
+    Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn start_server(dir: Option<&Path>) -> anyhow::Result<(String, String, Started)> {
+    let (data, keep): (PathBuf, Option<tempfile::TempDir>) = match dir {
+        Some(d) => (d.to_owned(), None),
+        None => {
+            let t = temp_dir(None)?;
+            (t.path().to_owned(), Some(t))
+        }
+    };
+    let mut registry = ctxgraph::Principals::open(&data.join("principals.json"))?;
+    let name = format!("bench-{}", std::process::id());
+    let key = registry.add(&name, "bench", &["writer".to_owned()])?;
+    let exe = std::env::current_exe().context("finding the ctxgraph binary")?;
+    let mut child = Command::new(exe)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(&data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting ctxgraph serve")?;
+    let stdout = child.stdout.take().context("the server's output")?;
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    let started = Started { child, _data: keep };
+    let Some(base) = line.trim().strip_prefix("listening on ") else {
+        bail!("the server did not start: its first line was {line:?}");
+    };
+    Ok((base.to_owned(), key, started))
+}
+
+fn run_round(
+    base: &str,
+    key: &str,
+    clients: usize,
+    seconds: f64,
+    asked: &[String],
+    round: usize,
+) -> anyhow::Result<Round> {
+    let stop = AtomicBool::new(false);
+    let began = Instant::now();
+    let per_client: Vec<(Vec<f64>, Vec<f64>, u64, Option<String>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..clients)
+            .map(|c| {
+                let stop = &stop;
+                s.spawn(move || {
+                    let agent = agent();
+                    let (mut ingest, mut recall, mut errors, mut first) =
+                        (Vec::new(), Vec::new(), 0, None);
+                    let mut op: u64 = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        op += 1;
+                        let t = Instant::now();
+                        let result = if op % INGEST_EVERY == 0 {
+                            let events: Vec<Value> =
+                                (0..BATCH).map(|i| fresh_event(round, c, op, i)).collect();
+                            post(&agent, base, key, "/v1/events", &json!({"events": events}))
+                                .map(|_| true)
+                        } else {
+                            let q = &asked[(op as usize + c * 7) % asked.len().max(1)];
+                            post(&agent, base, key, "/v1/recall", &json!({"question": q, "k": 10}))
+                                .map(|_| false)
+                        };
+                        let ms = t.elapsed().as_secs_f64() * 1e3;
+                        match result {
+                            Ok(true) => ingest.push(ms),
+                            Ok(false) => recall.push(ms),
+                            Err(e) => {
+                                errors += 1;
+                                first.get_or_insert_with(|| format!("{e:#}"));
+                            }
+                        }
+                    }
+                    (ingest, recall, errors, first)
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        stop.store(true, Ordering::Relaxed);
+        workers.into_iter().map(|w| w.join().unwrap_or_default()).collect()
+    });
+    let mut r = Round {
+        clients,
+        seconds: began.elapsed().as_secs_f64(),
+        ingest_ms: Vec::new(),
+        recall_ms: Vec::new(),
+        errors: 0,
+        first_error: None,
+        peak_rss: None,
+    };
+    for (ingest, recall, errors, first) in per_client {
+        r.ingest_ms.extend(ingest);
+        r.recall_ms.extend(recall);
+        r.errors += errors;
+        if r.first_error.is_none() {
+            r.first_error = first;
+        }
+    }
+    Ok(r)
+}
+
+/// An event no earlier round or client wrote.
+fn fresh_event(round: usize, client: usize, op: u64, i: usize) -> Value {
+    json!({"event_id": format!("load-{round}-{client}-{op}-{i}"), "event_type": "tool.execute",
+        "occurred_at": "2026-11-22T12:00:00Z", "session_id": format!("load-{round}-{client}"),
+        "agent_id": format!("load-agent-{client}"), "trace_id": format!("load-{round}"),
+        "tool_name": "http_get", "status": "completed",
+        "payload": {"message": format!("fetched page {op} of the billing report for client {client}")}})
+}
+
+/// Peak resident memory of a process in bytes (Linux `VmHWM`).
+fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
+    let stats = |ms: &[f64]| {
+        let s = sorted(ms.to_vec());
+        (percentile(&s, 0.50), percentile(&s, 0.95), percentile(&s, 0.99))
+    };
+    if args.json {
+        let list: Vec<Value> = rounds
+            .iter()
+            .map(|r| {
+                let (ip50, ip95, ip99) = stats(&r.ingest_ms);
+                let (rp50, rp95, rp99) = stats(&r.recall_ms);
+                let requests = (r.ingest_ms.len() + r.recall_ms.len()) as f64;
+                json!({"clients": r.clients, "seconds": r.seconds,
+                    "requests_per_s": requests / r.seconds,
+                    "events_per_s": (r.ingest_ms.len() * BATCH) as f64 / r.seconds,
+                    "ingest_ms": {"count": r.ingest_ms.len(), "p50": ip50, "p95": ip95, "p99": ip99},
+                    "recall_ms": {"count": r.recall_ms.len(), "p50": rp50, "p95": rp95, "p99": rp99},
+                    "errors": r.errors, "first_error": r.first_error,
+                    "server_peak_rss_bytes": r.peak_rss})
+            })
+            .collect();
+        return print_json(&json!({"preload": args.preload, "rounds": list}));
+    }
+    println!(
+        "ctxgraph bench serve: {} events preloaded; one request in {INGEST_EVERY} ingests {BATCH} events, the others recall (k = 10)",
+        args.preload
+    );
+    let mut t = table(&[
+        "clients",
+        "requests/s",
+        "events/s",
+        "recall p50/p95/p99 ms",
+        "ingest p50/p95/p99 ms",
+        "errors",
+        "server peak RSS",
+    ]);
+    for r in rounds {
+        let (ip50, ip95, ip99) = stats(&r.ingest_ms);
+        let (rp50, rp95, rp99) = stats(&r.recall_ms);
+        let requests = (r.ingest_ms.len() + r.recall_ms.len()) as f64;
+        t.add_row(vec![
+            r.clients.to_string(),
+            format!("{:.0}", requests / r.seconds),
+            format!("{:.0}", (r.ingest_ms.len() * BATCH) as f64 / r.seconds),
+            format!("{rp50:.1} / {rp95:.1} / {rp99:.1}"),
+            format!("{ip50:.1} / {ip95:.1} / {ip99:.1}"),
+            r.errors.to_string(),
+            r.peak_rss.map_or("n/a".to_owned(), |b| format!("{:.0} MiB", b as f64 / 1048576.0)),
+        ]);
+    }
+    println!("{t}");
+    for r in rounds.iter().filter(|r| r.errors > 0) {
+        eprintln!(
+            "{} clients: {} errors; first: {}",
+            r.clients,
+            r.errors,
+            r.first_error.as_deref().unwrap_or("?")
+        );
+    }
+    Ok(())
+}
