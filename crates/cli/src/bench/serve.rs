@@ -64,6 +64,15 @@ impl Drop for Started {
     }
 }
 
+/// One client's ingest and recall latencies (ms), errors and the first error's text.
+#[derive(Default)]
+struct ClientRun {
+    ingest: Vec<f64>,
+    recall: Vec<f64>,
+    errors: u64,
+    first: Option<String>,
+}
+
 struct Round {
     clients: usize,
     seconds: f64,
@@ -175,7 +184,7 @@ fn run_round(
 ) -> anyhow::Result<Round> {
     let stop = AtomicBool::new(false);
     let began = Instant::now();
-    let per_client: Vec<(Vec<f64>, Vec<f64>, u64, Option<String>)> = std::thread::scope(|s| {
+    let per_client: Vec<ClientRun> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..clients)
             .map(|c| {
                 let stop = &stop;
@@ -187,7 +196,7 @@ fn run_round(
                     while !stop.load(Ordering::Relaxed) {
                         op += 1;
                         let t = Instant::now();
-                        let result = if op % INGEST_EVERY == 0 {
+                        let result = if op.is_multiple_of(INGEST_EVERY) {
                             let events: Vec<Value> =
                                 (0..BATCH).map(|i| fresh_event(round, c, op, i)).collect();
                             post(&agent, base, key, "/v1/events", &json!({"events": events}))
@@ -199,15 +208,15 @@ fn run_round(
                         };
                         let ms = t.elapsed().as_secs_f64() * 1e3;
                         match result {
-                            Ok(true) => ingest.push(ms),
-                            Ok(false) => recall.push(ms),
+                            Ok(true) => run.ingest.push(ms),
+                            Ok(false) => run.recall.push(ms),
                             Err(e) => {
-                                errors += 1;
-                                first.get_or_insert_with(|| format!("{e:#}"));
+                                run.errors += 1;
+                                run.first.get_or_insert_with(|| format!("{e:#}"));
                             }
                         }
                     }
-                    (ingest, recall, errors, first)
+                    run
                 })
             })
             .collect();
@@ -224,12 +233,12 @@ fn run_round(
         first_error: None,
         peak_rss: None,
     };
-    for (ingest, recall, errors, first) in per_client {
-        r.ingest_ms.extend(ingest);
-        r.recall_ms.extend(recall);
-        r.errors += errors;
+    for run in per_client {
+        r.ingest_ms.extend(run.ingest);
+        r.recall_ms.extend(run.recall);
+        r.errors += run.errors;
         if r.first_error.is_none() {
-            r.first_error = first;
+            r.first_error = run.first;
         }
     }
     Ok(r)
