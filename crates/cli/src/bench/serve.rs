@@ -190,8 +190,7 @@ fn run_round(
                 let stop = &stop;
                 s.spawn(move || {
                     let agent = agent();
-                    let (mut ingest, mut recall, mut errors, mut first) =
-                        (Vec::new(), Vec::new(), 0, None);
+                    let mut run = ClientRun::default();
                     let mut op: u64 = 0;
                     while !stop.load(Ordering::Relaxed) {
                         op += 1;
