@@ -163,6 +163,25 @@ pub(crate) enum Command {
     /// facts can cite (add, show, list).
     #[command(subcommand)]
     Doc(DocCommand),
+    /// Forget an event, a session or a memory: its log records become tombstones, everything
+    /// derived from them (nodes, edges, embeddings, full-text and lexical index entries,
+    /// summaries, links) is deleted, and a forget record (who, when, why, never the content) is
+    /// the trace. The store file is checkpointed so the bytes are gone from disk.
+    Forget {
+        /// What to forget.
+        #[arg(value_enum)]
+        kind: ForgetKindArg,
+        /// Its id (event id, session id or memory id).
+        id: String,
+        /// Why, in a few words (kept in the audit).
+        #[arg(long)]
+        reason: Option<String>,
+        /// The principal forgetting it, as recorded in the audit.
+        #[arg(long, default_value = "local")]
+        by: String,
+    },
+    /// The forget audit: what was forgotten, when, by whom and why, without the content.
+    Forgotten,
     /// Rebuild the graph, then its enrichment and indexes, from the log (the only source of truth).
     ///
     /// Events that retention archived stay out of the graph unless --include-archive.
@@ -1027,4 +1046,17 @@ pub(crate) enum ViewArg {
     Semantic,
     /// SUMMARIZES edges: what is the high-level picture?
     Hierarchical,
+}
+
+/// What `forget` removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ForgetKindArg {
+    /// One event.
+    Event,
+    /// Every event of a session.
+    Session,
+    /// An entity (not supported yet: refused with forget.unsupported_target).
+    Entity,
+    /// A memory with its outcomes and links.
+    Memory,
 }

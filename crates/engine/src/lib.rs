@@ -18,6 +18,8 @@
 //!   [`Engine::add_instance`], [`Engine::set_slot`], [`Engine::define_checklist`],
 //!   [`Engine::add_goal`]; [`Snapshot::check_checklist`] and [`Snapshot::next_slot`] (expected
 //!   information gain, see [`information_gain`]).
+//! - Forgetting: [`Engine::forget`] removes an event, a session or a memory from the stored
+//!   data and leaves a forget record; [`Snapshot::forgotten`] is the audit.
 //! - [`Engine::snapshot`] gives a [`Snapshot`] for consistent reads.
 //!
 //! ```no_run
@@ -41,6 +43,7 @@ mod conversation;
 mod engine;
 mod enrich;
 mod error;
+mod forget;
 mod ingest;
 mod knowledge;
 mod memory;
@@ -62,7 +65,7 @@ pub use ctxgraph_ann::SearchParams;
 pub use ctxgraph_embed::{Embedder, StaticEmbedder};
 pub use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 pub use ctxgraph_ontology::{
-    Cardinality, EntityDecision, EventClass, Limits, RecordBody, RecordKind, Schema, SchemaError,
+    Cardinality, EntityDecision, EventClass, ForgetKind, Limits, RecordBody, RecordKind, Schema, SchemaError,
     SlotSpec, SlotsRecord, SpecRelation, ValidRecord, ValidationErrors, Violation, entity_id,
     normalize_name,
 };
@@ -72,6 +75,7 @@ pub use ctxgraph_store::{FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, Sessio
 pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
+pub use forget::{ForgetReport, ForgetTarget, Forgotten};
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
 pub use knowledge::{
     Contradiction, DocumentInput, DocumentOutcome, DocumentSummary, DocumentView,

@@ -13,6 +13,8 @@
 //! - a **type**, **instance_of**, **slot**, **checklist** or **goal** record (seed 001; see
 //!   `record/slots.rs` for their rules).
 //! - a **fact** claim, a **fact retraction** and a source **document** (`fact.rs`, `document.rs`).
+//! - a **forget** record, the trace of a redaction (`forget.rs`); a redacted record's stored body
+//!   is a tombstone, which only [`validate_stored`] decodes.
 //!
 //! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
 //! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
@@ -33,6 +35,9 @@ pub(crate) mod slots;
 pub use slots::SlotsRecord;
 mod document;
 mod fact;
+mod forget;
+
+pub use forget::{ForgetKind, ForgetRecord, MAX_REASON_BYTES, Tombstone};
 
 pub use document::{
     DocumentMention, DocumentRecord, MAX_URL_BYTES, content_hash, document_id, part_id,
@@ -77,6 +82,8 @@ pub enum RecordKind {
     FactRetraction,
     /// A source document version.
     Document,
+    /// The trace of a redaction.
+    Forget,
 }
 
 impl RecordKind {
@@ -99,6 +106,7 @@ impl RecordKind {
             RecordKind::Fact => "fact",
             RecordKind::FactRetraction => "fact_retraction",
             RecordKind::Document => "document",
+            RecordKind::Forget => "forget",
         }
     }
 
@@ -121,6 +129,7 @@ impl RecordKind {
             "fact" => Some(RecordKind::Fact),
             "fact_retraction" => Some(RecordKind::FactRetraction),
             "document" => Some(RecordKind::Document),
+            "forget" => Some(RecordKind::Forget),
             _ => None,
         }
     }
@@ -279,6 +288,10 @@ pub enum RecordBody {
     FactRetraction(FactRetractionRecord),
     /// A source document version.
     Document(DocumentRecord),
+    /// The trace of a redaction.
+    Forget(ForgetRecord),
+    /// A stored record that a forget redacted: only its kind and id remain.
+    Redacted(Tombstone),
 }
 
 /// A record that passed validation. Only this module constructs one.
@@ -315,6 +328,8 @@ impl ValidRecord {
             RecordBody::Fact(_) => RecordKind::Fact,
             RecordBody::FactRetraction(_) => RecordKind::FactRetraction,
             RecordBody::Document(_) => RecordKind::Document,
+            RecordBody::Forget(_) => RecordKind::Forget,
+            RecordBody::Redacted(t) => t.kind,
         }
     }
 
@@ -333,6 +348,8 @@ impl ValidRecord {
             RecordBody::Fact(f) => &f.claim_id,
             RecordBody::FactRetraction(r) => &r.retraction_id,
             RecordBody::Document(d) => &d.document_id,
+            RecordBody::Forget(f) => &f.forget_id,
+            RecordBody::Redacted(t) => &t.id,
         }
     }
 
@@ -386,6 +403,18 @@ pub fn validate(
     validate_value(schema, limits, value)
 }
 
+/// Decode a body read back from the log: a tombstone (a record a forget redacted) or a record,
+/// validated against `schema` without size limits (stored records were checked on the way in).
+///
+/// Writers go through [`validate`], which refuses tombstones: only a redaction writes one.
+pub fn validate_stored(schema: &Schema, text: &str) -> Result<ValidRecord, ValidationErrors> {
+    if let Some(tombstone) = Tombstone::parse(text) {
+        let canonical = tombstone.to_json();
+        return Ok(ValidRecord { body: RecordBody::Redacted(tombstone), canonical });
+    }
+    validate(schema, &Limits::unlimited(), text)
+}
+
 /// Validate an already-parsed JSON record.
 pub fn validate_value(
     schema: &Schema,
@@ -427,6 +456,7 @@ pub fn validate_value(
             v.fact_retraction(&obj).map(RecordBody::FactRetraction)
         }
         Some(Value::String(t)) if t == "document" => v.document(&obj).map(RecordBody::Document),
+        Some(Value::String(t)) if t == "forget" => v.forget(&obj).map(RecordBody::Forget),
         Some(Value::String(t)) if t == "schema" => {
             v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
             let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
@@ -455,7 +485,7 @@ pub fn validate_value(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
-                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\", \"goal\", \"fact\", \"fact_retraction\" or \"document\"",
+                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\", \"goal\", \"fact\", \"fact_retraction\", \"document\" or \"forget\"",
             ));
             None
         }
@@ -1118,6 +1148,8 @@ fn canonical_json(body: &RecordBody) -> String {
         RecordBody::Fact(f) => fact::canonical_fact(f),
         RecordBody::FactRetraction(r) => fact::canonical_retraction(r),
         RecordBody::Document(d) => document::canonical_document(d),
+        RecordBody::Forget(f) => forget::forget_json(f),
+        RecordBody::Redacted(t) => return t.to_json(),
     };
     value.to_string()
 }

@@ -22,6 +22,8 @@
 //! (maximum confidence, union of sources).
 //! Facts, fact retractions and documents are projected by `knowledge.rs` (its module docs give
 //! the write-back policy: noisy-or confidence, accumulated sources, contradictions kept).
+//! A forget record removes what remains of its target (`forget.rs`); a redacted record (a
+//! tombstone) projects to nothing.
 //!
 //! # Determinism
 //! The graph after any arrival order of a set of records equals the graph after in-order arrival,
@@ -37,6 +39,7 @@
 mod decision;
 mod enrich;
 mod event;
+mod forget;
 mod knowledge;
 mod memory;
 mod slots;
@@ -125,6 +128,9 @@ pub fn project(
         RecordBody::Fact(f) => knowledge::project_fact(&mut w, f)?,
         RecordBody::FactRetraction(r) => knowledge::project_retraction(&mut w, r)?,
         RecordBody::Document(d) => knowledge::project_document(&mut w, d)?,
+        RecordBody::Forget(f) => forget::project_forget(&mut w, f)?,
+        // A redacted record says nothing any more; its forget record removes what it said.
+        RecordBody::Redacted(_) => {}
         // A schema module changes what later records may say, not the graph.
         RecordBody::Schema(_) => {}
     }
