@@ -4,13 +4,17 @@
 //! tombstone projects to nothing, so on a reprojection this fold finds nothing left to remove; on
 //! the live graph it removes the target as if its records had never been folded:
 //! - an event: its node with its edges, vector and full-text entry, its place in the session's
-//!   FOLLOWS order (the neighbours are re-linked), edges parked for it, the summaries built over
+//!   FOLLOWS order (the neighbours are re-linked), the summaries built over
 //!   it (stage 3 rebuilds them), and its mentions: each entity it referenced counts one mention
 //!   fewer, takes `first_seen` / `last_seen` from the events still referencing it, and goes when
 //!   nothing mentions or links it any more;
 //! - a session: each of its events so;
 //! - a memory: its node, its outcomes, its links, and its share of its topic (the topic's count,
 //!   its newest decision; a topic with no memory left goes).
+//!
+//! Edges that other records make to the target (a child event's CAUSED_BY, an explicit edge, a
+//! later memory's `supersedes`) are parked for it again, as they are on a fold where the target
+//! never arrived, so reprojection finds the same graph.
 //!
 //! An entity's display name keeps its earliest spelling even when that spelling came from a
 //! forgotten event (spellings differ in case and spacing only, since the id is the normalised
@@ -50,31 +54,69 @@ fn text(node: &ctxgraph_ontology::graph::Node, name: &str) -> String {
 
 fn forget_event(w: &mut Writer<'_>, event_id: &str) -> Result<(), ProjectionError> {
     let key = NodeKey::new("Event", event_id);
-    // Edges parked for the event (a child that named it as parent, an explicit edge) wait for
-    // a node that can no longer arrive under this id.
-    w.graph().take_pending(&key)?;
     let Some(node) = w.graph().node(&key)? else { return Ok(()) };
+    drop_own_pending(w, &key)?;
     let mut entities = BTreeSet::new();
     let mut summaries = BTreeSet::new();
+    let mut repark = Vec::new();
     for edge in w.graph().edges_of(&key, None, Direction::Both)? {
+        let outgoing = edge.key.from == key;
         match edge.key.edge_type.as_str() {
-            "REFERENCES" => {
+            "REFERENCES" if outgoing => {
                 entities.insert(edge.key.to.clone());
             }
             "SUMMARIZES" => {
                 summaries.insert(edge.key.from.clone());
             }
+            // The event's own record made these; they go with it.
+            "CAUSED_BY" | "REFERENCES" | "FOLLOWS" if outgoing => {}
+            // What other records say about the event (a child's CAUSED_BY, an explicit edge)
+            // waits for it again, as it would on a fold of a log where it never arrived.
+            _ if is_recorded(w, &edge.key.edge_type) => repark.push(edge),
             _ => {}
         }
     }
     let (session, at) = (text(&node, "session_id"), text(&node, "occurred_at"));
     let schema = w.schema;
     remove_event(schema, w.graph(), event_id, &session, instant(&at))?;
+    for edge in repark {
+        w.graph().put_pending(&key, &edge)?;
+    }
     remove_summaries(w, summaries)?;
     for entity in entities {
         unmention(w, &entity)?;
     }
     Ok(())
+}
+
+/// Drop the parked edges the forgotten event's own record made (its CAUSED_BY to a parent not
+/// yet arrived, or one forgotten before it): a fold without the record never parks them.
+fn drop_own_pending(w: &mut Writer<'_>, key: &NodeKey) -> Result<(), ProjectionError> {
+    let own = |e: &ctxgraph_ontology::graph::Edge| {
+        &e.key.from == key && matches!(e.key.edge_type.as_str(), "CAUSED_BY" | "REFERENCES")
+    };
+    let waiting: BTreeSet<NodeKey> = w
+        .graph()
+        .pending_edges()?
+        .into_iter()
+        .filter(|(_, e)| own(e))
+        .map(|(waiting_for, _)| waiting_for)
+        .collect();
+    for waiting_for in waiting {
+        for edge in w.graph().take_pending(&waiting_for)? {
+            if !own(&edge) {
+                w.graph().put_pending(&waiting_for, &edge)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether edges of this type come from records (explicit or a record's own field), not from
+/// enrichment or consolidation.
+fn is_recorded(w: &Writer<'_>, edge_type: &str) -> bool {
+    !matches!(edge_type, "SIMILAR_TO" | "SUMMARIZES" | "SAME_AS" | "RELATED_TO")
+        && w.schema().edge_type(edge_type).is_some_and(|t| !t.derived)
 }
 
 /// Delete summaries and the summaries over them (a day summary over a session summary).
@@ -118,8 +160,8 @@ fn unmention(w: &mut Writer<'_>, entity: &NodeKey) -> Result<(), ProjectionError
 
 fn forget_memory(w: &mut Writer<'_>, memory_id: &str) -> Result<(), ProjectionError> {
     let key = NodeKey::new(MEMORY, memory_id);
-    w.graph().take_pending(&key)?;
     let Some(_) = w.graph().node(&key)? else { return Ok(()) };
+    let mut repark = Vec::new();
     let mut topics = BTreeSet::new();
     let mut outcomes = BTreeSet::new();
     let mut sessions = BTreeSet::new();
@@ -134,10 +176,23 @@ fn forget_memory(w: &mut Writer<'_>, memory_id: &str) -> Result<(), ProjectionEr
             "OUTCOME_OF" if edge.key.from.label == OUTCOME => {
                 outcomes.insert(edge.key.from.clone());
             }
+            // Another memory's record names this one (`supersedes`, `implements`): on a fold
+            // where this memory never arrived, that link waits for it.
+            "SUPERSEDES" | "IMPLEMENTS"
+                if edge.key.to == key
+                    && edge.props.get("rule").and_then(Value::as_str) == Some("explicit")
+                    && edge.props.get("reason").and_then(Value::as_str)
+                        == Some(&edge.key.edge_type.to_ascii_lowercase()) =>
+            {
+                repark.push(edge.clone());
+            }
             _ => {}
         }
     }
     w.graph().delete_node(&key)?;
+    for edge in repark {
+        w.graph().put_pending(&key, &edge)?;
+    }
     for outcome in outcomes {
         w.graph().delete_node(&outcome)?;
     }

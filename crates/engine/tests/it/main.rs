@@ -11,6 +11,7 @@ mod compat;
 mod consolidate;
 mod conversation;
 mod enrich;
+mod forget;
 mod ingest;
 mod knowledge;
 mod memory;
