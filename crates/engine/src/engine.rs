@@ -28,7 +28,6 @@ use ctxgraph_ann::SearchParams;
 /// commits progress (and can resume after a crash) without one huge transaction.
 const CATCH_UP_CHUNK: usize = 20_000;
 
-
 /// Engine settings.
 #[derive(Debug, Clone, Default)]
 pub struct EngineOptions {
@@ -377,7 +376,11 @@ impl std::fmt::Debug for Engine {
 }
 
 /// Fold up to `max` records past the projection checkpoint; returns how many were folded.
-pub(crate) fn fold_lagging(schema: &Schema, w: &mut EmbeddedWrite<'_>, max: usize) -> Result<u64, Error> {
+pub(crate) fn fold_lagging(
+    schema: &Schema,
+    w: &mut EmbeddedWrite<'_>,
+    max: usize,
+) -> Result<u64, Error> {
     let mut position = w.projected_through()?;
     let head = w.head()?;
     let mut folded = 0u64;

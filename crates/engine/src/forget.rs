@@ -307,4 +307,3 @@ fn forgotten(position: u64, f: &ForgetRecord) -> Forgotten {
         redacted: f.redacted,
     }
 }
-

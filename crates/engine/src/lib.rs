@@ -65,9 +65,9 @@ pub use ctxgraph_ann::SearchParams;
 pub use ctxgraph_embed::{Embedder, StaticEmbedder};
 pub use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 pub use ctxgraph_ontology::{
-    Cardinality, EntityDecision, EventClass, ForgetKind, Limits, RecordBody, RecordKind, Schema, SchemaError,
-    SlotSpec, SlotsRecord, SpecRelation, ValidRecord, ValidationErrors, Violation, entity_id,
-    normalize_name,
+    Cardinality, EntityDecision, EventClass, ForgetKind, Limits, RecordBody, RecordKind, Schema,
+    SchemaError, SlotSpec, SlotsRecord, SpecRelation, ValidRecord, ValidationErrors, Violation,
+    entity_id, normalize_name,
 };
 pub use ctxgraph_ontology::{DocumentFormat, ResolvedEntity, canonical_predicate};
 pub use ctxgraph_projection::{enrich_event, telling_text};

@@ -37,10 +37,10 @@ pub use record::slots::{
 pub use record::{
     DEFAULT_CONFIDENCE, DEFAULT_ROLE, DocumentMention, DocumentRecord, EdgeRecord, EntityDecision,
     EntityDecisionRecord, EntityRef, EventRecord, FactObject, FactRecord, FactRetractionRecord,
-    ForgetKind, ForgetRecord, MAX_REASON_BYTES, Tombstone, validate_stored,
-    MAX_URL_BYTES, MemoryLinkRecord, MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord,
-    RecordBody, RecordKind, ResolvedEntity, SchemaRecord, SlotsRecord, ValidRecord,
-    canonical_predicate, content_hash, document_id, fact_id, normalize_time, part_id, validate,
+    ForgetKind, ForgetRecord, MAX_REASON_BYTES, MAX_URL_BYTES, MemoryLinkRecord,
+    MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord, RecordBody, RecordKind,
+    ResolvedEntity, SchemaRecord, SlotsRecord, Tombstone, ValidRecord, canonical_predicate,
+    content_hash, document_id, fact_id, normalize_time, part_id, validate, validate_stored,
     validate_value,
 };
 pub use schema::{

@@ -120,7 +120,10 @@ fn is_recorded(w: &Writer<'_>, edge_type: &str) -> bool {
 }
 
 /// Delete summaries and the summaries over them (a day summary over a session summary).
-fn remove_summaries(w: &mut Writer<'_>, mut todo: BTreeSet<NodeKey>) -> Result<(), ProjectionError> {
+fn remove_summaries(
+    w: &mut Writer<'_>,
+    mut todo: BTreeSet<NodeKey>,
+) -> Result<(), ProjectionError> {
     while let Some(key) = todo.pop_first() {
         for edge in w.graph().edges_of(&key, Some("SUMMARIZES"), Direction::In)? {
             todo.insert(edge.key.from);

@@ -468,7 +468,10 @@ fn graph_vector(c: &Connection, key: &NodeKey) -> Result<Option<Vec<f32>>, Store
     Ok(data.map(|bytes| f32s(&bytes)))
 }
 
-fn graph_vector_list(c: &Connection, key: &NodeKey) -> Result<Option<(i64, Option<u32>)>, StoreError> {
+fn graph_vector_list(
+    c: &Connection,
+    key: &NodeKey,
+) -> Result<Option<(i64, Option<u32>)>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(None) };
     let list: Option<Option<i64>> = c
         .prepare_cached("SELECT list FROM vectors WHERE nid = ?1")?

@@ -9,6 +9,7 @@
 
 mod commands;
 mod entities;
+mod forget;
 mod import;
 mod knowledge;
 mod memory;

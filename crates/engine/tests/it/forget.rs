@@ -101,11 +101,9 @@ fn an_unknown_target_is_a_typed_error_and_changes_nothing() {
     let (_dir, mut engine) = engine();
     ingest(&mut engine, &secret_events());
     let head = engine.snapshot().unwrap().checkpoints().unwrap().log_length;
-    for (kind, id) in [
-        (ForgetKind::Event, "nope"),
-        (ForgetKind::Session, "nope"),
-        (ForgetKind::Memory, "nope"),
-    ] {
+    for (kind, id) in
+        [(ForgetKind::Event, "nope"), (ForgetKind::Session, "nope"), (ForgetKind::Memory, "nope")]
+    {
         let err = engine.forget(&ForgetTarget { kind, id: id.into() }, "local", None).unwrap_err();
         assert_eq!(err.code(), "forget.unknown_target");
         assert!(err.is_user_error());
@@ -171,7 +169,10 @@ fn same_after_reprojection(engine: &mut Engine) {
     let nodes: Vec<_> = before.nodes.iter().filter(|n| !after.nodes.contains(n)).collect();
     let edges: Vec<_> = before.edges.iter().filter(|e| !after.edges.contains(e)).collect();
     let added: Vec<_> = after.edges.iter().filter(|e| !before.edges.contains(e)).collect();
-    assert!(nodes.is_empty() && edges.is_empty() && added.is_empty(), "{nodes:?} {edges:?} {added:?}");
+    assert!(
+        nodes.is_empty() && edges.is_empty() && added.is_empty(),
+        "{nodes:?} {edges:?} {added:?}"
+    );
     assert_eq!(after, before);
 }
 

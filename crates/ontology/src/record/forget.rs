@@ -226,10 +226,7 @@ pub(super) fn forget_json(r: &ForgetRecord) -> Value {
     if !r.forget_id.is_empty() {
         m.insert("forget_id".into(), r.forget_id.clone().into());
     }
-    m.insert(
-        "target".into(),
-        serde_json::json!({"kind": r.kind.as_str(), "id": r.target_id}),
-    );
+    m.insert("target".into(), serde_json::json!({"kind": r.kind.as_str(), "id": r.target_id}));
     m.insert("by".into(), r.by.clone().into());
     if let Some(reason) = &r.reason {
         m.insert("reason".into(), reason.clone().into());
