@@ -158,7 +158,7 @@ impl Engine {
         let decides = records.iter().any(|r| {
             matches!(r.kind(), RecordKind::EntityDecision | RecordKind::FactRetraction)
                 || crate::memory::names_memories(r.body())
-                || matches!(r.body(), RecordBody::Slots(_))
+                || matches!(r.body(), RecordBody::Slots(_) | RecordBody::Receipt(_))
         });
         if inline || decides {
             // A graph left behind by a deferred load catches up first, so folds stay in log order.
@@ -195,8 +195,12 @@ impl Engine {
                         crate::slots::created(s, &mut mentioned, &mut declared);
                     }
                 }
-                RecordBody::Event(e) if decides && !inline => mentioned
-                    .extend(mentions(e).into_iter().map(|m| entity_id(m.entity_type, m.name))),
+                RecordBody::Event(e) if decides && !inline => {
+                    mentioned
+                        .extend(mentions(e).into_iter().map(|m| entity_id(m.entity_type, m.name)));
+                    // A receipt later in the batch may cite the event.
+                    mentioned.insert(format!("event\u{0}{}", e.event_id));
+                }
                 RecordBody::Memory(_)
                 | RecordBody::MemoryOutcome(_)
                 | RecordBody::MemoryLink(_)
@@ -223,6 +227,15 @@ impl Engine {
                 }
                 RecordBody::Fact(f) if decides && !inline => {
                     claimed.insert(f.fact_id.clone());
+                }
+                RecordBody::Receipt(r) => {
+                    if let Some(v) = crate::receipt::missing_inputs(&w, r, &mentioned)? {
+                        outcomes.push(Err(Error::Validation(v.into())));
+                        if stop_on_conflict {
+                            break;
+                        }
+                        continue;
+                    }
                 }
                 // Only `Engine::forget` writes a forget record, with its redactions.
                 RecordBody::Forget(_) | RecordBody::Redacted(_) => {

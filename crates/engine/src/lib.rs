@@ -18,6 +18,8 @@
 //!   [`Engine::add_instance`], [`Engine::set_slot`], [`Engine::define_checklist`],
 //!   [`Engine::add_goal`]; [`Snapshot::check_checklist`] and [`Snapshot::next_slot`] (expected
 //!   information gain, see [`information_gain`]).
+//! - Decision receipts (seed 004): [`Engine::add_receipts`] writes; [`Snapshot::receipts`]
+//!   queries by task, actor, time window and policy result.
 //! - Forgetting: [`Engine::forget`] removes an event, a session or a memory from the stored
 //!   data and leaves a forget record; [`Snapshot::forgotten`] is the audit.
 //! - [`Engine::snapshot`] gives a [`Snapshot`] for consistent reads.
@@ -48,6 +50,7 @@ mod ingest;
 mod knowledge;
 mod memory;
 mod recall;
+mod receipt;
 mod resolve;
 mod retention;
 mod slots;
@@ -92,6 +95,7 @@ pub use recall::{
     ContextPack, Everyone, Factors, Intent, Item, Provenance, RecallParams, RecallQuery, Step,
     Timings, Unknown, Visibility, classify, content_words,
 };
+pub use receipt::{ReceiptQuery, ReceiptView};
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};
 pub use retention::{RetentionOptions, RetentionReport, Tier, salience};
 pub use slots::{

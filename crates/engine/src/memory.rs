@@ -343,7 +343,8 @@ pub(crate) fn missing_memories(
         | RecordBody::FactRetraction(_)
         | RecordBody::Document(_)
         | RecordBody::Forget(_)
-        | RecordBody::Redacted(_) => Vec::new(),
+        | RecordBody::Redacted(_)
+        | RecordBody::Receipt(_) => Vec::new(),
     };
     let mut violations = Vec::new();
     for (path, id) in named {

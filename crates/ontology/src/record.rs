@@ -13,6 +13,7 @@
 //! - a **type**, **instance_of**, **slot**, **checklist** or **goal** record (seed 001; see
 //!   `record/slots.rs` for their rules).
 //! - a **fact** claim, a **fact retraction** and a source **document** (`fact.rs`, `document.rs`).
+//! - a decision **receipt** (seed 004; `receipt.rs`);
 //! - a **forget** record, the trace of a redaction (`forget.rs`); a redacted record's stored body
 //!   is a tombstone, which only [`validate_stored`] decodes.
 //!
@@ -36,6 +37,12 @@ pub use slots::SlotsRecord;
 mod document;
 mod fact;
 mod forget;
+mod receipt;
+
+pub use receipt::{
+    MAX_RECEIPT_ITEMS, MAX_RECEIPT_TEXT_BYTES, PolicyCheck, ReceiptException, ReceiptInputs,
+    ReceiptOutcome, ReceiptRecord,
+};
 
 pub use forget::{ForgetKind, ForgetRecord, MAX_REASON_BYTES, Tombstone};
 
@@ -84,6 +91,8 @@ pub enum RecordKind {
     Document,
     /// The trace of a redaction.
     Forget,
+    /// A decision receipt.
+    Receipt,
 }
 
 impl RecordKind {
@@ -107,6 +116,7 @@ impl RecordKind {
             RecordKind::FactRetraction => "fact_retraction",
             RecordKind::Document => "document",
             RecordKind::Forget => "forget",
+            RecordKind::Receipt => "receipt",
         }
     }
 
@@ -130,6 +140,7 @@ impl RecordKind {
             "fact_retraction" => Some(RecordKind::FactRetraction),
             "document" => Some(RecordKind::Document),
             "forget" => Some(RecordKind::Forget),
+            "receipt" => Some(RecordKind::Receipt),
             _ => None,
         }
     }
@@ -292,6 +303,8 @@ pub enum RecordBody {
     Forget(ForgetRecord),
     /// A stored record that a forget redacted: only its kind and id remain.
     Redacted(Tombstone),
+    /// A decision receipt.
+    Receipt(ReceiptRecord),
 }
 
 /// A record that passed validation. Only this module constructs one.
@@ -330,6 +343,7 @@ impl ValidRecord {
             RecordBody::Document(_) => RecordKind::Document,
             RecordBody::Forget(_) => RecordKind::Forget,
             RecordBody::Redacted(t) => t.kind,
+            RecordBody::Receipt(_) => RecordKind::Receipt,
         }
     }
 
@@ -350,6 +364,7 @@ impl ValidRecord {
             RecordBody::Document(d) => &d.document_id,
             RecordBody::Forget(f) => &f.forget_id,
             RecordBody::Redacted(t) => &t.id,
+            RecordBody::Receipt(r) => &r.receipt_id,
         }
     }
 
@@ -457,6 +472,7 @@ pub fn validate_value(
         }
         Some(Value::String(t)) if t == "document" => v.document(&obj).map(RecordBody::Document),
         Some(Value::String(t)) if t == "forget" => v.forget(&obj).map(RecordBody::Forget),
+        Some(Value::String(t)) if t == "receipt" => v.receipt(&obj).map(RecordBody::Receipt),
         Some(Value::String(t)) if t == "schema" => {
             v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
             let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
@@ -485,7 +501,7 @@ pub fn validate_value(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
-                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\", \"goal\", \"fact\", \"fact_retraction\", \"document\" or \"forget\"",
+                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\", \"goal\", \"fact\", \"fact_retraction\", \"document\", \"forget\" or \"receipt\"",
             ));
             None
         }
@@ -1149,6 +1165,7 @@ fn canonical_json(body: &RecordBody) -> String {
         RecordBody::FactRetraction(r) => fact::canonical_retraction(r),
         RecordBody::Document(d) => document::canonical_document(d),
         RecordBody::Forget(f) => forget::forget_json(f),
+        RecordBody::Receipt(r) => receipt::receipt_json(r),
         RecordBody::Redacted(t) => return t.to_json(),
     };
     value.to_string()

@@ -29,9 +29,13 @@ pub const SLOTS_MODULE: &str = include_str!("../schema/slots.toml");
 
 /// The knowledge module text (facts, predicates, documents), shipped inside the binary.
 pub const KNOWLEDGE_MODULE: &str = include_str!("../schema/knowledge.toml");
+/// The decision-receipt module (seed 004): DecisionReceipt, Task, Actor, Policy,
+/// PolicyException and their edges.
+pub const RECEIPTS_MODULE: &str = include_str!("../schema/receipts.toml");
 
 /// The modules every store loads, in order: core first, then the modules that extend it.
-pub const BUILTIN_MODULES: &[&str] = &[CORE_MODULE, MEMORY_MODULE, SLOTS_MODULE, KNOWLEDGE_MODULE];
+pub const BUILTIN_MODULES: &[&str] =
+    &[CORE_MODULE, MEMORY_MODULE, SLOTS_MODULE, KNOWLEDGE_MODULE, RECEIPTS_MODULE];
 
 /// The shape a property value must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
