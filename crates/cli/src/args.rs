@@ -180,6 +180,10 @@ pub(crate) enum Command {
         #[arg(long, default_value = "local")]
         by: String,
     },
+    /// Decision receipts (seed 004): add one from JSON, list them by task, actor, time window
+    /// and policy result.
+    #[command(subcommand)]
+    Receipt(ReceiptCommand),
     /// The forget audit: what was forgotten, when, by whom and why, without the content.
     Forgotten,
     /// Rebuild the graph, then its enrichment and indexes, from the log (the only source of truth).
@@ -1059,4 +1063,39 @@ pub(crate) enum ForgetKindArg {
     Entity,
     /// A memory with its outcomes and links.
     Memory,
+}
+
+/// `receipt` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ReceiptCommand {
+    /// Add a decision receipt from a JSON file (or `-` for stdin): one object, or an array of
+    /// them, in seed 004's layout (task, actor, approvals, referenced_inputs, policies_checked,
+    /// exceptions, action, outcome, timestamps). Cited events and entities must exist. Exits 2,
+    /// writing nothing of a refused receipt, on any problem.
+    Add {
+        /// The JSON file, or `-` for stdin.
+        #[arg(default_value = "-")]
+        file: PathBuf,
+    },
+    /// List receipts, newest committed first. Exits 1 when none matches.
+    List {
+        /// Only receipts of this task.
+        #[arg(long)]
+        task: Option<String>,
+        /// Only receipts by this actor.
+        #[arg(long)]
+        actor: Option<String>,
+        /// Only receipts committed at or after this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only receipts committed at or before this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        until: Option<String>,
+        /// Only receipts that checked this policy: ID, or ID=allow, ID=deny.
+        #[arg(long, value_name = "ID[=allow|deny]")]
+        policy: Option<String>,
+        /// Show at most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
 }

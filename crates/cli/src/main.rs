@@ -15,6 +15,7 @@ mod memory;
 mod output;
 mod read;
 mod recall;
+mod receipt;
 mod schema;
 mod slots;
 
@@ -113,6 +114,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             forget::forget(&cli, *kind, id, reason.as_deref(), by)
         }
         Command::Forgotten => forget::forgotten(&cli),
+        Command::Receipt(cmd) => receipt::run(&cli, cmd),
         Command::Reproject { include_archive } => read::reproject(&cli, *include_archive),
         Command::Enrich => enrich::run(&cli, false),
         Command::Consolidate(args) => enrich::consolidate(&cli, args),
