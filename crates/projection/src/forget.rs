@@ -115,8 +115,10 @@ fn drop_own_pending(w: &mut Writer<'_>, key: &NodeKey) -> Result<(), ProjectionE
 /// Whether edges of this type come from records (explicit or a record's own field), not from
 /// enrichment or consolidation.
 fn is_recorded(w: &Writer<'_>, edge_type: &str) -> bool {
-    !matches!(edge_type, "SIMILAR_TO" | "SUMMARIZES" | "SAME_AS" | "RELATED_TO")
-        && w.schema().edge_type(edge_type).is_some_and(|t| !t.derived)
+    // A receipt's USED_INPUT is derived (only receipt records write it) but made by a record.
+    edge_type == "USED_INPUT"
+        || (!matches!(edge_type, "SIMILAR_TO" | "SUMMARIZES" | "SAME_AS" | "RELATED_TO")
+            && w.schema().edge_type(edge_type).is_some_and(|t| !t.derived))
 }
 
 /// Delete summaries and the summaries over them (a day summary over a session summary).

@@ -17,6 +17,7 @@ mod knowledge;
 mod memory;
 mod projection;
 mod recall;
+mod receipt;
 mod resolve;
 mod retention;
 mod semantic;

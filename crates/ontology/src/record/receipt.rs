@@ -534,3 +534,137 @@ impl ReceiptRecord {
         t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use crate::{Limits, RecordBody, Schema, ValidationErrors, validate};
+
+    use super::*;
+
+    fn check(value: &Value) -> Result<ReceiptRecord, ValidationErrors> {
+        let schema = Schema::core().unwrap();
+        validate(&schema, &Limits::default(), &value.to_string()).map(|r| match r.body() {
+            RecordBody::Receipt(r) => r.clone(),
+            other => panic!("not a receipt: {other:?}"),
+        })
+    }
+
+    /// Seed 004's example, as written there.
+    fn seed() -> Value {
+        json!({"record_type": "receipt", "id": "receipt/1", "task": "deploy_pi5_wavecore_loop",
+            "actor": "user/ops1", "approvals": ["user/reviewer_a", "check/ci_suite@v2"],
+            "referenced_inputs": {"episodes": ["rlds/episode/abc"], "cms_spans": ["cms/span/123"],
+                "configs": ["config/wavecore/v1.2"]},
+            "policies_checked": [{"id": "policy/pii_cleared", "result": "allow"},
+                {"id": "policy/budget", "result": "allow"}],
+            "exceptions": [{"id": "waiver/temp_net_degradation", "justification": "lab wifi outage"}],
+            "action": "promote_candidate",
+            "outcome": {"status": "success", "notes": "latency stable",
+                "follow_ups": ["validate on-device drift"]},
+            "timestamps": {"requested": "2025-01-05T12:00:00Z", "committed": "2025-01-05T12:07:00Z"}})
+    }
+
+    #[test]
+    fn seed_004s_receipt_validates_with_its_aliases_resolved() {
+        let r = check(&seed()).unwrap();
+        assert_eq!(r.receipt_id, "receipt/1");
+        assert_eq!(r.inputs.events, ["rlds/episode/abc"]);
+        assert_eq!(r.inputs.spans, ["cms/span/123"]);
+        assert_eq!(
+            r.policies.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+            ["policy/budget", "policy/pii_cleared"]
+        );
+        assert_eq!(r.requested_at.as_deref(), Some("2025-01-05T12:00:00Z"));
+        // The canonical form is stable: validating it again gives the same record.
+        let again = check(&receipt_json(&r)).unwrap();
+        assert_eq!(again, r);
+    }
+
+    #[test]
+    fn aliases_are_forgiven_and_canonical() {
+        let mut v = seed();
+        let o = v.as_object_mut().unwrap();
+        let policies = o.remove("policies_checked").unwrap();
+        o.insert("policies".into(), policies);
+        let approvals = o.remove("approvals").unwrap();
+        o.insert("approvers".into(), approvals);
+        o["policies"][0]["result"] = json!("PASSED");
+        o["policies"][1]["result"] = json!("Denied");
+        o.insert("outcome".into(), json!("failed"));
+        let ts = o.remove("timestamps").unwrap();
+        o.insert("committed_at".into(), ts["committed"].clone());
+        let r = check(&v).unwrap();
+        assert_eq!(r.policies[0].result, "deny");
+        assert_eq!(r.policies[1].result, "allow");
+        assert_eq!(r.outcome.status, "failure");
+        assert_eq!(r.approvals.len(), 2);
+        // Without an id, the id is derived from the content: the same receipt, the same id.
+        o_remove_id(&mut v);
+        assert_eq!(check(&v).unwrap().receipt_id, check(&v).unwrap().receipt_id);
+        assert!(check(&v).unwrap().receipt_id.starts_with("receipt-"));
+    }
+
+    fn o_remove_id(v: &mut Value) {
+        v.as_object_mut().unwrap().remove("id");
+    }
+
+    #[test]
+    fn bad_receipts_name_every_field_value_and_rule() {
+        let v = json!({"record_type": "receipt", "task": " ", "actor": "user ops",
+            "policies_checked": [{"id": "p", "result": "maybe"}, {"id": "p", "result": "allow"}],
+            "exceptions": [{"id": "w"}], "action": "apply",
+            "referenced_inputs": {"entities": ["Not An Id"], "tickets": []},
+            "outcome": {"status": "done"}, "timestamps": {"committed": "yesterday"}, "extra": 1});
+        let err = check(&v).unwrap_err();
+        let got: Vec<(&str, &str)> =
+            err.violations.iter().map(|v| (v.path.as_str(), v.rule)).collect();
+        for want in [
+            ("$.extra", "envelope.unknown_field"),
+            ("$.task", "receipt.text_format"),
+            ("$.actor", "envelope.id_format"),
+            ("$.policies_checked[0].result", "schema.enum"),
+            ("$.exceptions[0].justification", "receipt.justification"),
+            ("$.referenced_inputs.tickets", "envelope.unknown_field"),
+            ("$.outcome.status", "schema.enum"),
+            ("$.timestamps.committed", "envelope.timestamp_format"),
+        ] {
+            assert!(got.contains(&want), "{want:?} missing from {got:?}");
+        }
+        assert!(err.violations.iter().all(|v| !v.message.is_empty()));
+        let v = json!({"record_type": "receipt", "task": "t", "actor": "a", "action": "x",
+            "outcome": "success", "committed_at": "2025-01-05T12:07:00Z",
+            "policies_checked": [{"id": "p", "result": "allow"}, {"id": "p", "result": "deny"}]});
+        let err = check(&v).unwrap_err();
+        assert_eq!(err.violations[0].rule, "receipt.duplicate_policy");
+        let both = json!({"record_type": "receipt", "task": "t", "actor": "a", "action": "x",
+            "outcome": "success", "committed_at": "2025-01-05T12:07:00Z",
+            "approvals": ["a"], "approvers": ["b"]});
+        assert_eq!(check(&both).unwrap_err().violations[0].rule, "receipt.duplicate_field");
+    }
+
+    proptest! {
+        /// Accepted exactly when the result is one of the enum's names or aliases, in any case.
+        #[test]
+        fn policy_results_are_accepted_by_an_independent_rule(result in "[a-zA-Z]{1,8}") {
+            let v = json!({"record_type": "receipt", "task": "t", "actor": "a", "action": "x",
+                "outcome": "success", "committed_at": "2025-01-05T12:07:00Z",
+                "policies_checked": [{"id": "p", "result": result.clone()}]});
+            let lower = result.to_lowercase();
+            let allow = ["allow", "allowed", "pass", "passed"].contains(&lower.as_str());
+            let deny = ["deny", "denied", "fail", "failed", "block", "blocked"].contains(&lower.as_str());
+            match check(&v) {
+                Ok(r) => {
+                    prop_assert!(allow || deny);
+                    prop_assert_eq!(&r.policies[0].result, if allow { "allow" } else { "deny" });
+                }
+                Err(e) => {
+                    prop_assert!(!allow && !deny);
+                    prop_assert_eq!(e.violations[0].rule, "schema.enum");
+                }
+            }
+        }
+    }
+}
