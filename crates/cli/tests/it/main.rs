@@ -13,6 +13,7 @@ mod forget;
 mod import;
 mod knowledge;
 mod memory;
+mod receipt;
 mod semantic;
 mod slots;
 mod tidy;
