@@ -64,7 +64,11 @@ fn add(cli: &Cli, file: &std::path::Path) -> anyhow::Result<Outcome> {
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
     let items = match value {
         Value::Array(items) => items,
-        other => vec![other],
+        other @ (Value::Null
+        | Value::Bool(_)
+        | Value::Number(_)
+        | Value::String(_)
+        | Value::Object(_)) => vec![other],
     };
     let mut engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
     let mut records = Vec::new();

@@ -207,17 +207,26 @@ fn memory_records(
     for kind in [RecordKind::MemoryOutcome, RecordKind::MemoryLink, RecordKind::MemoryLinkVote] {
         for entry in w.read_kind(kind)? {
             let names = match decode(schema, &entry)?.body() {
-                RecordBody::MemoryOutcome(o) => {
-                    if o.memory_id == memory {
-                        keys.push(NodeKey::new(ctxgraph_projection::OUTCOME, &o.outcome_id));
-                        true
-                    } else {
-                        false
-                    }
+                RecordBody::MemoryOutcome(o) if o.memory_id == memory => {
+                    keys.push(NodeKey::new(ctxgraph_projection::OUTCOME, &o.outcome_id));
+                    true
                 }
                 RecordBody::MemoryLink(l) => l.from == memory || l.to == memory,
                 RecordBody::MemoryLinkVote(v) => v.from == memory || v.to == memory,
-                _ => false,
+                // Only the three kinds read above, and a redacted one, come back.
+                RecordBody::MemoryOutcome(_)
+                | RecordBody::Redacted(_)
+                | RecordBody::Event(_)
+                | RecordBody::Edge(_)
+                | RecordBody::Schema(_)
+                | RecordBody::EntityDecision(_)
+                | RecordBody::Memory(_)
+                | RecordBody::Slots(_)
+                | RecordBody::Fact(_)
+                | RecordBody::FactRetraction(_)
+                | RecordBody::Document(_)
+                | RecordBody::Forget(_)
+                | RecordBody::Receipt(_) => false,
             };
             if names {
                 records.push(entry);

@@ -192,7 +192,11 @@ impl Validator<'_> {
         let Some((value, path)) = value else { return Some(Vec::new()) };
         let items: Vec<&Value> = match value {
             Value::Array(a) => a.iter().collect(),
-            other => vec![other],
+            other @ (Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::String(_)
+            | Value::Object(_)) => vec![other],
         };
         if items.len() > MAX_RECEIPT_ITEMS {
             self.out.push(Violation::with_text(
@@ -265,7 +269,7 @@ impl Validator<'_> {
         let exceptions_value = self.aliased(obj, &["exceptions", "waivers"], "$");
         let exceptions = self.receipt_list(exceptions_value, false, |v, x, p| {
             let o = v.receipt_object(x, p, EXCEPTION_FIELDS)?;
-            let id = o.get("id").map(Value::clone).unwrap_or(Value::Null);
+            let id = o.get("id").cloned().unwrap_or(Value::Null);
             let id = if id.is_null() {
                 v.out.push(Violation::new(
                     format!("{p}.id"),
@@ -369,7 +373,11 @@ impl Validator<'_> {
             let list = if *kind == "entities" {
                 self.receipt_list(found, true, |v, x, p| match x {
                     Value::String(s) => v.entity_key_at(s, p),
-                    other => {
+                    other @ (Value::Null
+                    | Value::Bool(_)
+                    | Value::Number(_)
+                    | Value::Array(_)
+                    | Value::Object(_)) => {
                         v.out.push(Violation::new(
                             p,
                             Some(other),
@@ -445,7 +453,7 @@ impl Validator<'_> {
                         format!("$.{field}"),
                         Some(v),
                         "receipt.duplicate_field",
-                        format!("given both here and in `timestamps`: give one"),
+                        "given both here and in `timestamps`: give one",
                     ));
                 }
                 flat.insert(field.into(), v.clone());
@@ -546,9 +554,9 @@ mod tests {
 
     fn check(value: &Value) -> Result<ReceiptRecord, ValidationErrors> {
         let schema = Schema::core().unwrap();
-        validate(&schema, &Limits::default(), &value.to_string()).map(|r| match r.body() {
-            RecordBody::Receipt(r) => r.clone(),
-            other => panic!("not a receipt: {other:?}"),
+        validate(&schema, &Limits::default(), &value.to_string()).map(|r| {
+            let RecordBody::Receipt(r) = r.body() else { panic!("not a receipt: {r:?}") };
+            r.clone()
         })
     }
 
