@@ -235,3 +235,57 @@ pub(super) fn forget_json(r: &ForgetRecord) -> Value {
     m.insert("redacted".into(), r.redacted.into());
     Value::Object(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::{Limits, RecordBody, RecordKind, Schema, validate, validate_stored};
+
+    use super::*;
+
+    #[test]
+    fn a_forget_record_validates_and_never_needs_the_content() {
+        let schema = Schema::core().unwrap();
+        let v = json!({"record_type": "forget", "target": {"kind": "Entity", "id": "user:ada lovelace"},
+            "by": "ops", "reason": " leaked ", "at": "2026-11-20T09:00:00Z", "redacted": 3});
+        let r = validate(&schema, &Limits::default(), &v.to_string()).unwrap();
+        let RecordBody::Forget(f) = r.body() else { panic!("{r:?}") };
+        assert_eq!(
+            (f.kind, f.target_id.as_str(), f.redacted),
+            (ForgetKind::Entity, "user:ada lovelace", 3)
+        );
+        assert_eq!(f.reason.as_deref(), Some("leaked"));
+        assert!(f.forget_id.starts_with("forget-"));
+        // The canonical form (with its derived id) reads back the same.
+        assert_eq!(validate(&schema, &Limits::default(), r.canonical()).unwrap(), r);
+        let bad = json!({"record_type": "forget", "target": {"kind": "table", "id": ""},
+            "at": "now", "reason": "x".repeat(MAX_REASON_BYTES + 1)});
+        let err = validate(&schema, &Limits::default(), &bad.to_string()).unwrap_err();
+        let rules: Vec<(&str, &str)> =
+            err.violations.iter().map(|v| (v.path.as_str(), v.rule)).collect();
+        for want in [
+            ("$.target.kind", "forget.target_kind"),
+            ("$.target.id", "forget.target_id"),
+            ("$.by", "envelope.required_field"),
+            ("$.reason", "forget.reason_format"),
+            ("$.at", "envelope.timestamp_format"),
+        ] {
+            assert!(rules.contains(&want), "{want:?} missing from {rules:?}");
+        }
+    }
+
+    #[test]
+    fn only_stored_bodies_decode_as_tombstones() {
+        let schema = Schema::core().unwrap();
+        let t =
+            Tombstone { kind: RecordKind::Event, id: "e1".into(), forget_id: "forget-1".into() };
+        let stored = validate_stored(&schema, &t.to_json()).unwrap();
+        assert_eq!((stored.kind(), stored.id()), (RecordKind::Event, "e1"));
+        assert_eq!(stored.body(), &RecordBody::Redacted(t.clone()));
+        let err = validate(&schema, &Limits::default(), &t.to_json()).unwrap_err();
+        assert_eq!(err.violations[0].rule, "envelope.record_type");
+        // A body that merely mentions the word is not a tombstone.
+        assert_eq!(Tombstone::parse(r#"{"record_type":"event","note":"redacted"}"#), None);
+    }
+}
