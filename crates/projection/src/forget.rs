@@ -7,7 +7,7 @@
 //!   FOLLOWS order (the neighbours are re-linked), the summaries built over
 //!   it (stage 3 rebuilds them), and its mentions: each entity it referenced counts one mention
 //!   fewer, takes `first_seen` / `last_seen` from the events still referencing it, and goes when
-//!   nothing mentions or links it any more;
+//!   nothing mentions it any more;
 //! - a session: each of its events so;
 //! - a memory: its node, its outcomes, its links, and its share of its topic (the topic's count,
 //!   its newest decision; a topic with no memory left goes).
@@ -141,8 +141,18 @@ fn unmention(w: &mut Writer<'_>, entity: &NodeKey) -> Result<(), ProjectionError
     let Some(mut node) = w.graph().node(entity)? else { return Ok(()) };
     let count = node.props.get("mention_count").and_then(Value::as_i64).unwrap_or(1) - 1;
     let edges = w.graph().edges_of(entity, None, Direction::Both)?;
-    if count <= 0 && edges.is_empty() {
+    if count <= 0 {
+        // No record mentions it any more, so a fold without the forgotten ones never creates
+        // it: it goes, with what stage 3 inferred about it; what other records say about it
+        // (an explicit edge, a person's decision on a pair) waits for it, as on that fold.
+        let keep: Vec<_> = edges
+            .into_iter()
+            .filter(|e| is_recorded(w, &e.key.edge_type) || e.props.contains_key("decision"))
+            .collect();
         w.graph().delete_node(entity)?;
+        for edge in keep {
+            w.graph().put_pending(entity, &edge)?;
+        }
         return Ok(());
     }
     node.props.insert("mention_count".into(), count.max(0).into());

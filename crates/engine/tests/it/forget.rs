@@ -235,3 +235,18 @@ proptest! {
         prop_assert_eq!(dump(&engine), incremental);
     }
 }
+
+#[test]
+fn forgetting_sessions_of_a_consolidated_trace_equals_reprojecting() {
+    let (_dir, mut engine) = engine();
+    ingest(&mut engine, &trace(400));
+    engine.enrich(&mut |_, _| {}).unwrap();
+    engine.consolidate().unwrap();
+    for session in ["sess-0003", "sess-0010"] {
+        let target = ForgetTarget { kind: ForgetKind::Session, id: session.into() };
+        assert!(engine.forget(&target, "local", None).unwrap().redacted > 0);
+    }
+    let target = ForgetTarget { kind: ForgetKind::Event, id: "evt-000200".into() };
+    engine.forget(&target, "local", None).unwrap();
+    same_after_reprojection(&mut engine);
+}
