@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// and projects it into a typed property graph of events, entities and the edges between them.
 ///
 /// Exit codes: 0 success; 1 nothing found (get, neighbors, session, chain, entities candidates, the
-/// list commands of type, slot, checklist and goal, checklist next without a splitting slot, fact
+/// list commands of type, slot, checklist and goal, checklist next without a splitting slot, receipt
+/// list, forgotten, fact
 /// list, about and contradictions, doc show and list);
 /// 2 error, including an ingestion that rejected any record.
 #[derive(Debug, Parser)]
