@@ -11,8 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit codes: 0 success; 1 nothing found (get, neighbors, session, chain, entities candidates, the
 /// list commands of type, slot, checklist and goal, checklist next without a splitting slot, receipt
-/// list, forgotten, fact
-/// list, about and contradictions, doc show and list);
+/// list, forgotten, fact list, about and contradictions, doc show and list);
 /// 2 error, including an ingestion that rejected any record.
 #[derive(Debug, Parser)]
 #[command(name = "ctxgraph", version, propagate_version = true, max_term_width = 100)]
