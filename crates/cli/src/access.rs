@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use ctxgraph::{Principal, Principals};
 
-use crate::args::{Cli, Command, FactCommand, MemoryCommand};
+use crate::args::{Cli, Command, FactCommand, MemoryCommand, ReceiptCommand};
 
 /// Which way a command touches the store, for the `--as` gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +19,8 @@ enum Kind {
     Scoped,
     /// Writes records.
     Write,
+    /// Forgets records or reads the audit: admins only.
+    Admin,
     /// Reads without the policy (graph walks, logs, listings): owner only.
     Unscoped,
     /// Touches no store, or only makes its own.
@@ -52,6 +54,11 @@ fn kind(command: &Command) -> Kind {
             | FactCommand::Contradictions { .. } => Kind::Unscoped,
         },
         Command::Ingest(_) | Command::Import(_) | Command::Init => Kind::Write,
+        Command::Receipt(r) => match r {
+            ReceiptCommand::Add { .. } => Kind::Write,
+            ReceiptCommand::List { .. } => Kind::Scoped,
+        },
+        Command::Forget { .. } | Command::Forgotten => Kind::Admin,
         Command::Generate { .. } | Command::Bench(_) | Command::Eval(_) => Kind::None,
         Command::Demo
         | Command::Neighbors { .. }
@@ -94,6 +101,11 @@ pub(crate) fn gate(cli: &Cli) -> anyhow::Result<()> {
     match kind(&cli.command) {
         Kind::Scoped | Kind::None => Ok(()),
         Kind::Write if who.may_write() => Ok(()),
+        Kind::Admin if who.is_admin() => Ok(()),
+        Kind::Admin => refuse(
+            "access.forbidden",
+            format!("principal {:?} may not forget or read the audit: it needs the admin role", who.name()),
+        ),
         Kind::Write => refuse(
             "access.forbidden",
             format!("principal {:?} may not write: it needs the writer or admin role", who.name()),

@@ -10,8 +10,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// and projects it into a typed property graph of events, entities and the edges between them.
 ///
 /// Exit codes: 0 success; 1 nothing found (get, neighbors, session, chain, entities candidates, the
-/// list commands of type, slot, checklist and goal, checklist next without a splitting slot, fact
-/// list, about and contradictions, doc show and list);
+/// list commands of type, slot, checklist and goal, checklist next without a splitting slot, receipt
+/// list, forgotten, fact list, about and contradictions, doc show and list);
 /// 2 error, including an ingestion that rejected any record.
 #[derive(Debug, Parser)]
 #[command(name = "ctxgraph", version, propagate_version = true, max_term_width = 100)]
@@ -173,6 +173,29 @@ pub(crate) enum Command {
     /// facts can cite (add, show, list).
     #[command(subcommand)]
     Doc(DocCommand),
+    /// Forget an event, a session or a memory: its log records become tombstones, everything
+    /// derived from them (nodes, edges, embeddings, full-text and lexical index entries,
+    /// summaries, links) is deleted, and a forget record (who, when, why, never the content) is
+    /// the trace. The store file is checkpointed so the bytes are gone from disk.
+    Forget {
+        /// What to forget.
+        #[arg(value_enum)]
+        kind: ForgetKindArg,
+        /// Its id (event id, session id or memory id).
+        id: String,
+        /// Why, in a few words (kept in the audit).
+        #[arg(long)]
+        reason: Option<String>,
+        /// The principal forgetting it, as recorded in the audit.
+        #[arg(long, default_value = "local")]
+        by: String,
+    },
+    /// Decision receipts (seed 004): add one from JSON, list them by task, actor, time window
+    /// and policy result.
+    #[command(subcommand)]
+    Receipt(ReceiptCommand),
+    /// The forget audit: what was forgotten, when, by whom and why, without the content.
+    Forgotten,
     /// Rebuild the graph, then its enrichment and indexes, from the log (the only source of truth).
     ///
     /// Events that retention archived stay out of the graph unless --include-archive.
@@ -1067,4 +1090,52 @@ pub(crate) enum ViewArg {
     Semantic,
     /// SUMMARIZES edges: what is the high-level picture?
     Hierarchical,
+}
+
+/// What `forget` removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ForgetKindArg {
+    /// One event.
+    Event,
+    /// Every event of a session.
+    Session,
+    /// An entity (not supported yet: refused with forget.unsupported_target).
+    Entity,
+    /// A memory with its outcomes and links.
+    Memory,
+}
+
+/// `receipt` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ReceiptCommand {
+    /// Add a decision receipt from a JSON file (or `-` for stdin): one object, or an array of
+    /// them, in seed 004's layout (task, actor, approvals, referenced_inputs, policies_checked,
+    /// exceptions, action, outcome, timestamps). Cited events and entities must exist. Exits 2,
+    /// writing nothing of a refused receipt, on any problem.
+    Add {
+        /// The JSON file, or `-` for stdin.
+        #[arg(default_value = "-")]
+        file: PathBuf,
+    },
+    /// List receipts, newest committed first. Exits 1 when none matches.
+    List {
+        /// Only receipts of this task.
+        #[arg(long)]
+        task: Option<String>,
+        /// Only receipts by this actor.
+        #[arg(long)]
+        actor: Option<String>,
+        /// Only receipts committed at or after this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only receipts committed at or before this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        until: Option<String>,
+        /// Only receipts that checked this policy: ID, or ID=allow, ID=deny.
+        #[arg(long, value_name = "ID[=allow|deny]")]
+        policy: Option<String>,
+        /// Show at most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
 }

@@ -200,12 +200,15 @@ pub(crate) fn search(
 ) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let who = crate::access::principal(cli)?;
+    // Ask for more than shown: hidden nodes are dropped after the search (which holds its own
+    // snapshot, so it runs before ours).
+    let similar =
+        if semantic { engine.similar(query, limit.saturating_mul(4))? } else { Vec::new() };
     let snap = engine.snapshot()?;
     let scoped = snap.scoped(&who);
     let hits = if semantic {
         let mut hits = Vec::new();
-        // Ask for more than shown: hidden nodes are dropped after the search.
-        for (n, s) in engine.similar(query, limit.saturating_mul(4))? {
+        for (n, s) in similar {
             if hits.len() < limit && scoped.may_see(&n)? {
                 hits.push((n, f64::from(s)));
             }

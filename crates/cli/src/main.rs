@@ -8,6 +8,7 @@ mod demo;
 mod enrich;
 mod entities;
 mod eval;
+mod forget;
 mod import;
 mod ingest;
 mod knowledge;
@@ -15,6 +16,7 @@ mod memory;
 mod output;
 mod read;
 mod recall;
+mod receipt;
 mod schema;
 mod slots;
 
@@ -110,6 +112,11 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Goal(cmd) => slots::goals(&cli, cmd),
         Command::Fact(cmd) => knowledge::fact(&cli, cmd),
         Command::Doc(cmd) => knowledge::doc(&cli, cmd),
+        Command::Forget { kind, id, reason, by } => {
+            forget::forget(&cli, *kind, id, reason.as_deref(), by)
+        }
+        Command::Forgotten => forget::forgotten(&cli),
+        Command::Receipt(cmd) => receipt::run(&cli, cmd),
         Command::Reproject { include_archive } => read::reproject(&cli, *include_archive),
         Command::Enrich => enrich::run(&cli, false),
         Command::Consolidate(args) => enrich::consolidate(&cli, args),

@@ -117,6 +117,20 @@ fn describe(node: &Node) -> String {
             "topic {}",
             node.props.get("name").and_then(Value::as_str).unwrap_or(&node.key.id)
         ),
+        "DecisionReceipt" => {
+            let text = |k: &str| node.props.get(k).and_then(Value::as_str).unwrap_or_default();
+            format!(
+                "receipt {}: {} by {}, {} ({})",
+                text("task"),
+                text("action"),
+                text("actor"),
+                text("status"),
+                text("committed_at")
+            )
+        }
+        "Task" | "Actor" | "Policy" | "PolicyException" => {
+            format!("{} {}", node.key.label.to_ascii_lowercase(), node.key.id)
+        }
         _ => node.props.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(),
     }
 }

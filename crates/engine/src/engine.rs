@@ -28,15 +28,6 @@ use ctxgraph_ann::SearchParams;
 /// commits progress (and can resume after a crash) without one huge transaction.
 const CATCH_UP_CHUNK: usize = 20_000;
 
-/// Decoding records already in the log applies no size limits: they were checked on the way in.
-const STORED: Limits = Limits {
-    max_record_bytes: usize::MAX,
-    max_id_bytes: usize::MAX,
-    max_name_bytes: usize::MAX,
-    max_entities: usize::MAX,
-    max_payload_depth: usize::MAX,
-};
-
 /// Engine settings.
 #[derive(Debug, Clone, Default)]
 pub struct EngineOptions {
@@ -167,7 +158,7 @@ impl Engine {
         let decides = records.iter().any(|r| {
             matches!(r.kind(), RecordKind::EntityDecision | RecordKind::FactRetraction)
                 || crate::memory::names_memories(r.body())
-                || matches!(r.body(), RecordBody::Slots(_))
+                || matches!(r.body(), RecordBody::Slots(_) | RecordBody::Receipt(_))
         });
         if inline || decides {
             // A graph left behind by a deferred load catches up first, so folds stay in log order.
@@ -204,8 +195,12 @@ impl Engine {
                         crate::slots::created(s, &mut mentioned, &mut declared);
                     }
                 }
-                RecordBody::Event(e) if decides && !inline => mentioned
-                    .extend(mentions(e).into_iter().map(|m| entity_id(m.entity_type, m.name))),
+                RecordBody::Event(e) if decides && !inline => {
+                    mentioned
+                        .extend(mentions(e).into_iter().map(|m| entity_id(m.entity_type, m.name)));
+                    // A receipt later in the batch may cite the event.
+                    mentioned.insert(format!("event\u{0}{}", e.event_id));
+                }
                 RecordBody::Memory(_)
                 | RecordBody::MemoryOutcome(_)
                 | RecordBody::MemoryLink(_)
@@ -232,6 +227,31 @@ impl Engine {
                 }
                 RecordBody::Fact(f) if decides && !inline => {
                     claimed.insert(f.fact_id.clone());
+                }
+                RecordBody::Receipt(r) => {
+                    if let Some(v) = crate::receipt::missing_inputs(&w, r, &mentioned)? {
+                        outcomes.push(Err(Error::Validation(v.into())));
+                        if stop_on_conflict {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+                // Only `Engine::forget` writes a forget record, with its redactions.
+                RecordBody::Forget(_) | RecordBody::Redacted(_) => {
+                    outcomes.push(Err(Error::Validation(
+                        vec![ctxgraph_ontology::Violation::new(
+                            "$.record_type",
+                            Some(&serde_json::Value::String(record.kind().as_str().into())),
+                            "forget.engine_only",
+                            "a forget is written by `ctxgraph forget` (Engine::forget), which redacts what it names",
+                        )]
+                        .into(),
+                    )));
+                    if stop_on_conflict {
+                        break;
+                    }
+                    continue;
                 }
                 RecordBody::Event(_)
                 | RecordBody::Edge(_)
@@ -369,7 +389,11 @@ impl std::fmt::Debug for Engine {
 }
 
 /// Fold up to `max` records past the projection checkpoint; returns how many were folded.
-fn fold_lagging(schema: &Schema, w: &mut EmbeddedWrite<'_>, max: usize) -> Result<u64, Error> {
+pub(crate) fn fold_lagging(
+    schema: &Schema,
+    w: &mut EmbeddedWrite<'_>,
+    max: usize,
+) -> Result<u64, Error> {
     let mut position = w.projected_through()?;
     let head = w.head()?;
     let mut folded = 0u64;
@@ -394,7 +418,7 @@ fn fold_lagging(schema: &Schema, w: &mut EmbeddedWrite<'_>, max: usize) -> Resul
 /// A record read back from the log. Stored records were valid when written and the schema only
 /// grows, so a failure here means the log was damaged.
 pub(crate) fn decode(schema: &Schema, entry: &LogEntry) -> Result<ValidRecord, Error> {
-    validate(schema, &STORED, &entry.body)
+    ctxgraph_ontology::validate_stored(schema, &entry.body)
         .map_err(|e| Error::Corruption { position: entry.position, reason: e.to_string() })
 }
 

@@ -47,6 +47,21 @@ pub enum Error {
     /// Reading the input failed.
     #[error("reading input: {0}")]
     Input(#[from] std::io::Error),
+    /// The target of a forget does not exist, or was forgotten already (user error); nothing
+    /// was changed.
+    #[error("no {kind} `{id}` to forget (rule: forget.unknown_target)")]
+    UnknownForgetTarget {
+        /// Event, session, entity or memory.
+        kind: &'static str,
+        /// The id given.
+        id: String,
+    },
+    /// This kind of target cannot be forgotten by this build (user error); nothing was changed.
+    #[error("forgetting a {kind} is not supported (rule: forget.unsupported_target)")]
+    UnsupportedForgetTarget {
+        /// The kind asked for.
+        kind: &'static str,
+    },
     /// A stored record no longer validates: the log was damaged or written by something else.
     #[error("log record at position {position} does not decode: {reason}")]
     Corruption {
@@ -87,6 +102,8 @@ impl Error {
             Error::Index(e) => e.code(),
             Error::TextIndex(e) => e.code(),
             Error::Access { code, .. } => code,
+            Error::UnknownForgetTarget { .. } => "forget.unknown_target",
+            Error::UnsupportedForgetTarget { .. } => "forget.unsupported_target",
         }
     }
 
@@ -95,7 +112,10 @@ impl Error {
         match self {
             Error::Validation(_) | Error::Schema(_) => true,
             Error::Store(e) => matches!(e, StoreError::Conflict { .. }),
-            Error::EmbeddingModel { .. } | Error::Access { .. } => true,
+            Error::EmbeddingModel { .. }
+            | Error::Access { .. }
+            | Error::UnknownForgetTarget { .. }
+            | Error::UnsupportedForgetTarget { .. } => true,
             Error::Projection(_)
             | Error::Input(_)
             | Error::Corruption { .. }

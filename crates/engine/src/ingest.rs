@@ -211,7 +211,10 @@ fn classify(schema: &mut Schema, limits: &Limits, raw: RawLine) -> Item {
             | RecordBody::Slots(_)
             | RecordBody::Fact(_)
             | RecordBody::FactRetraction(_)
-            | RecordBody::Document(_) => (None, None),
+            | RecordBody::Document(_)
+            | RecordBody::Forget(_)
+            | RecordBody::Redacted(_)
+            | RecordBody::Receipt(_) => (None, None),
         },
         // A module already in force: re-ingesting it (a backup, say) is a duplicate, not an error.
         Err(e) if e.code() == "schema.duplicate_module" => (schema_source(text), None),

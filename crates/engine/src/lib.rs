@@ -18,6 +18,10 @@
 //!   [`Engine::add_instance`], [`Engine::set_slot`], [`Engine::define_checklist`],
 //!   [`Engine::add_goal`]; [`Snapshot::check_checklist`] and [`Snapshot::next_slot`] (expected
 //!   information gain, see [`information_gain`]).
+//! - Decision receipts (seed 004): [`Engine::add_receipts`] writes; [`Snapshot::receipts`]
+//!   queries by task, actor, time window and policy result.
+//! - Forgetting: [`Engine::forget`] removes an event, a session or a memory from the stored
+//!   data and leaves a forget record; [`Snapshot::forgotten`] is the audit.
 //! - [`Engine::snapshot`] gives a [`Snapshot`] for consistent reads.
 //!
 //! ```no_run
@@ -42,10 +46,12 @@ mod conversation;
 mod engine;
 mod enrich;
 mod error;
+mod forget;
 mod ingest;
 mod knowledge;
 mod memory;
 mod recall;
+mod receipt;
 mod resolve;
 mod retention;
 mod slots;
@@ -64,9 +70,9 @@ pub use ctxgraph_ann::SearchParams;
 pub use ctxgraph_embed::{Embedder, StaticEmbedder};
 pub use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 pub use ctxgraph_ontology::{
-    Cardinality, EntityDecision, EventClass, Limits, RecordBody, RecordKind, Schema, SchemaError,
-    SlotSpec, SlotsRecord, SpecRelation, ValidRecord, ValidationErrors, Violation, entity_id,
-    normalize_name,
+    Cardinality, EntityDecision, EventClass, ForgetKind, Limits, RecordBody, RecordKind, Schema,
+    SchemaError, SlotSpec, SlotsRecord, SpecRelation, ValidRecord, ValidationErrors, Violation,
+    entity_id, normalize_name,
 };
 pub use ctxgraph_ontology::{DocumentFormat, ResolvedEntity, canonical_predicate};
 pub use ctxgraph_projection::{enrich_event, telling_text};
@@ -74,6 +80,7 @@ pub use ctxgraph_store::{FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, Sessio
 pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
+pub use forget::{ForgetReport, ForgetTarget, Forgotten};
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
 pub use knowledge::{
     Contradiction, DocumentInput, DocumentOutcome, DocumentSummary, DocumentView,
@@ -90,6 +97,7 @@ pub use recall::{
     ContextPack, Everyone, Factors, Intent, Item, Provenance, RecallParams, RecallQuery, Step,
     Timings, Unknown, Visibility, classify, content_words,
 };
+pub use receipt::{ReceiptQuery, ReceiptView};
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};
 pub use retention::{RetentionOptions, RetentionReport, Tier, salience};
 pub use slots::{

@@ -341,7 +341,10 @@ pub(crate) fn missing_memories(
         | RecordBody::Slots(_)
         | RecordBody::Fact(_)
         | RecordBody::FactRetraction(_)
-        | RecordBody::Document(_) => Vec::new(),
+        | RecordBody::Document(_)
+        | RecordBody::Forget(_)
+        | RecordBody::Redacted(_)
+        | RecordBody::Receipt(_) => Vec::new(),
     };
     let mut violations = Vec::new();
     for (path, id) in named {

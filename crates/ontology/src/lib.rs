@@ -37,14 +37,16 @@ pub use record::slots::{
 pub use record::{
     AUDIENCE_KINDS, DEFAULT_CONFIDENCE, DEFAULT_ROLE, DocumentMention, DocumentRecord, EdgeRecord,
     EntityDecision, EntityDecisionRecord, EntityRef, EventRecord, FactObject, FactRecord,
-    FactRetractionRecord, MAX_URL_BYTES, MemoryLinkRecord, MemoryLinkVoteRecord,
-    MemoryOutcomeRecord, MemoryRecord, RecordBody, RecordKind, ResolvedEntity, SchemaRecord, Scope,
-    SlotsRecord, ValidRecord, canonical_predicate, content_hash, document_id, fact_id,
-    normalize_time, part_id, validate, validate_value,
+    FactRetractionRecord, ForgetKind, ForgetRecord, MAX_REASON_BYTES, MAX_RECEIPT_ITEMS,
+    MAX_RECEIPT_TEXT_BYTES, MAX_URL_BYTES, MemoryLinkRecord, MemoryLinkVoteRecord,
+    MemoryOutcomeRecord, MemoryRecord, PolicyCheck, ReceiptException, ReceiptInputs,
+    ReceiptOutcome, ReceiptRecord, RecordBody, RecordKind, ResolvedEntity, SchemaRecord, Scope,
+    SlotsRecord, Tombstone, ValidRecord, canonical_predicate, content_hash, document_id, fact_id,
+    normalize_time, part_id, validate, validate_stored, validate_value,
 };
 pub use schema::{
     BUILTIN_MODULES, CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef,
     KNOWLEDGE_MODULE, MEMORY_MODULE, NodeType, ObjectKind, PredicateDef, PropertyDef, PropertyType,
-    SLOTS_MODULE, Schema, SchemaError, is_event_type, is_zoned_datetime,
+    RECEIPTS_MODULE, SLOTS_MODULE, Schema, SchemaError, is_event_type, is_zoned_datetime,
 };
 pub use violation::{ValidationErrors, Violation};

@@ -15,6 +15,19 @@ pub struct Limits {
     pub max_payload_depth: usize,
 }
 
+impl Limits {
+    /// No limits: for records read back from the log, which were checked on the way in.
+    pub const fn unlimited() -> Limits {
+        Limits {
+            max_record_bytes: usize::MAX,
+            max_id_bytes: usize::MAX,
+            max_name_bytes: usize::MAX,
+            max_entities: usize::MAX,
+            max_payload_depth: usize::MAX,
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

@@ -13,6 +13,9 @@
 //! - a **type**, **instance_of**, **slot**, **checklist** or **goal** record (seed 001; see
 //!   `record/slots.rs` for their rules).
 //! - a **fact** claim, a **fact retraction** and a source **document** (`fact.rs`, `document.rs`).
+//! - a decision **receipt** (seed 004; `receipt.rs`);
+//! - a **forget** record, the trace of a redaction (`forget.rs`); a redacted record's stored body
+//!   is a tombstone, which only [`validate_stored`] decodes.
 //!
 //! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
 //! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
@@ -36,6 +39,15 @@ mod fact;
 mod scope;
 
 pub use scope::{AUDIENCE_KINDS, Scope};
+mod forget;
+mod receipt;
+
+pub use receipt::{
+    MAX_RECEIPT_ITEMS, MAX_RECEIPT_TEXT_BYTES, PolicyCheck, ReceiptException, ReceiptInputs,
+    ReceiptOutcome, ReceiptRecord,
+};
+
+pub use forget::{ForgetKind, ForgetRecord, MAX_REASON_BYTES, Tombstone};
 
 pub use document::{
     DocumentMention, DocumentRecord, MAX_URL_BYTES, content_hash, document_id, part_id,
@@ -80,6 +92,10 @@ pub enum RecordKind {
     FactRetraction,
     /// A source document version.
     Document,
+    /// The trace of a redaction.
+    Forget,
+    /// A decision receipt.
+    Receipt,
 }
 
 impl RecordKind {
@@ -102,6 +118,8 @@ impl RecordKind {
             RecordKind::Fact => "fact",
             RecordKind::FactRetraction => "fact_retraction",
             RecordKind::Document => "document",
+            RecordKind::Forget => "forget",
+            RecordKind::Receipt => "receipt",
         }
     }
 
@@ -124,6 +142,8 @@ impl RecordKind {
             "fact" => Some(RecordKind::Fact),
             "fact_retraction" => Some(RecordKind::FactRetraction),
             "document" => Some(RecordKind::Document),
+            "forget" => Some(RecordKind::Forget),
+            "receipt" => Some(RecordKind::Receipt),
             _ => None,
         }
     }
@@ -284,6 +304,12 @@ pub enum RecordBody {
     FactRetraction(FactRetractionRecord),
     /// A source document version.
     Document(DocumentRecord),
+    /// The trace of a redaction.
+    Forget(ForgetRecord),
+    /// A stored record that a forget redacted: only its kind and id remain.
+    Redacted(Tombstone),
+    /// A decision receipt.
+    Receipt(ReceiptRecord),
 }
 
 /// A record that passed validation. Only this module constructs one.
@@ -320,6 +346,9 @@ impl ValidRecord {
             RecordBody::Fact(_) => RecordKind::Fact,
             RecordBody::FactRetraction(_) => RecordKind::FactRetraction,
             RecordBody::Document(_) => RecordKind::Document,
+            RecordBody::Forget(_) => RecordKind::Forget,
+            RecordBody::Redacted(t) => t.kind,
+            RecordBody::Receipt(_) => RecordKind::Receipt,
         }
     }
 
@@ -338,6 +367,9 @@ impl ValidRecord {
             RecordBody::Fact(f) => &f.claim_id,
             RecordBody::FactRetraction(r) => &r.retraction_id,
             RecordBody::Document(d) => &d.document_id,
+            RecordBody::Forget(f) => &f.forget_id,
+            RecordBody::Redacted(t) => &t.id,
+            RecordBody::Receipt(r) => &r.receipt_id,
         }
     }
 
@@ -391,6 +423,18 @@ pub fn validate(
     validate_value(schema, limits, value)
 }
 
+/// Decode a body read back from the log: a tombstone (a record a forget redacted) or a record,
+/// validated against `schema` without size limits (stored records were checked on the way in).
+///
+/// Writers go through [`validate`], which refuses tombstones: only a redaction writes one.
+pub fn validate_stored(schema: &Schema, text: &str) -> Result<ValidRecord, ValidationErrors> {
+    if let Some(tombstone) = Tombstone::parse(text) {
+        let canonical = tombstone.to_json();
+        return Ok(ValidRecord { body: RecordBody::Redacted(tombstone), canonical });
+    }
+    validate(schema, &Limits::unlimited(), text)
+}
+
 /// Validate an already-parsed JSON record.
 pub fn validate_value(
     schema: &Schema,
@@ -432,6 +476,8 @@ pub fn validate_value(
             v.fact_retraction(&obj).map(RecordBody::FactRetraction)
         }
         Some(Value::String(t)) if t == "document" => v.document(&obj).map(RecordBody::Document),
+        Some(Value::String(t)) if t == "forget" => v.forget(&obj).map(RecordBody::Forget),
+        Some(Value::String(t)) if t == "receipt" => v.receipt(&obj).map(RecordBody::Receipt),
         Some(Value::String(t)) if t == "schema" => {
             v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
             let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
@@ -460,7 +506,7 @@ pub fn validate_value(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
-                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\", \"goal\", \"fact\", \"fact_retraction\" or \"document\"",
+                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\", \"goal\", \"fact\", \"fact_retraction\", \"document\", \"forget\" or \"receipt\"",
             ));
             None
         }
@@ -1128,6 +1174,9 @@ fn canonical_json(body: &RecordBody) -> String {
         RecordBody::Fact(f) => fact::canonical_fact(f),
         RecordBody::FactRetraction(r) => fact::canonical_retraction(r),
         RecordBody::Document(d) => document::canonical_document(d),
+        RecordBody::Forget(f) => forget::forget_json(f),
+        RecordBody::Receipt(r) => receipt::receipt_json(r),
+        RecordBody::Redacted(t) => return t.to_json(),
     };
     value.to_string()
 }

@@ -29,9 +29,13 @@ pub const SLOTS_MODULE: &str = include_str!("../schema/slots.toml");
 
 /// The knowledge module text (facts, predicates, documents), shipped inside the binary.
 pub const KNOWLEDGE_MODULE: &str = include_str!("../schema/knowledge.toml");
+/// The decision-receipt module (seed 004): DecisionReceipt, Task, Actor, Policy,
+/// PolicyException and their edges.
+pub const RECEIPTS_MODULE: &str = include_str!("../schema/receipts.toml");
 
 /// The modules every store loads, in order: core first, then the modules that extend it.
-pub const BUILTIN_MODULES: &[&str] = &[CORE_MODULE, MEMORY_MODULE, SLOTS_MODULE, KNOWLEDGE_MODULE];
+pub const BUILTIN_MODULES: &[&str] =
+    &[CORE_MODULE, MEMORY_MODULE, SLOTS_MODULE, KNOWLEDGE_MODULE, RECEIPTS_MODULE];
 
 /// The shape a property value must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1392,7 +1396,7 @@ mod tests {
     #[test]
     fn the_builtin_schema_loads_the_slots_module() {
         let s = Schema::core().unwrap();
-        assert_eq!(s.modules(), ["core", "memory", "slots", "knowledge"]);
+        assert_eq!(s.modules(), ["core", "memory", "slots", "knowledge", "receipts"]);
         for label in ["Type", "SlotValue", "Checklist", "SlotSpec", "Goal"] {
             assert_eq!(s.node_type(label).unwrap().module, "slots", "{label}");
         }
@@ -1403,9 +1407,28 @@ mod tests {
     }
 
     #[test]
+    fn the_receipts_module_loads_with_core_and_only_receipts_write_its_edges() {
+        let s = Schema::core().unwrap();
+        for label in ["DecisionReceipt", "Task", "Actor", "Policy", "PolicyException"] {
+            assert_eq!(s.node_type(label).unwrap().module, "receipts", "{label}");
+        }
+        for edge in [
+            "FOR_TASK",
+            "ACTED_BY",
+            "APPROVED_BY",
+            "USED_INPUT",
+            "CHECKED_POLICY",
+            "INVOKED_EXCEPTION",
+        ] {
+            assert!(s.edge_type(edge).unwrap().derived, "{edge} is written by receipts only");
+        }
+        assert_eq!(s.enum_def("policy_result").unwrap().canonical("denied"), Some("deny"));
+    }
+
+    #[test]
     fn memory_module_loads_with_core_and_every_link_edge_is_derived() {
         let s = Schema::core().unwrap();
-        assert_eq!(s.modules(), ["core", "memory", "slots", "knowledge"]);
+        assert_eq!(s.modules(), ["core", "memory", "slots", "knowledge", "receipts"]);
         for t in ["SUPERSEDES", "IMPLEMENTS", "OUTCOME_OF", "RELATES_TO", "TEMPORAL", "LINK_VOTE"] {
             assert!(s.edge_type(t).unwrap().derived, "{t} must be written by memory records only");
         }

@@ -22,6 +22,9 @@
 //! (maximum confidence, union of sources).
 //! Facts, fact retractions and documents are projected by `knowledge.rs` (its module docs give
 //! the write-back policy: noisy-or confidence, accumulated sources, contradictions kept).
+//! A decision receipt becomes its node and typed edges (`receipt.rs`).
+//! A forget record removes what remains of its target (`forget.rs`); a redacted record (a
+//! tombstone) projects to nothing.
 //!
 //! # Determinism
 //! The graph after any arrival order of a set of records equals the graph after in-order arrival,
@@ -37,8 +40,10 @@
 mod decision;
 mod enrich;
 mod event;
+mod forget;
 mod knowledge;
 mod memory;
+mod receipt;
 mod slots;
 
 pub use knowledge::noisy_or;
@@ -47,6 +52,7 @@ pub use event::{Mention, mentions, remove_event};
 pub use memory::{
     LINK_VOTE, MEMORY, MEMORY_SESSION, OUTCOME, TOPIC, link_edge_type, link_props, topic_id,
 };
+pub use receipt::RECEIPT;
 pub use slots::{merge_has_slot, slot_value_id};
 
 pub use enrich::{
@@ -125,6 +131,10 @@ pub fn project(
         RecordBody::Fact(f) => knowledge::project_fact(&mut w, f)?,
         RecordBody::FactRetraction(r) => knowledge::project_retraction(&mut w, r)?,
         RecordBody::Document(d) => knowledge::project_document(&mut w, d)?,
+        RecordBody::Forget(f) => forget::project_forget(&mut w, f)?,
+        RecordBody::Receipt(r) => receipt::project_receipt(&mut w, position, r)?,
+        // A redacted record says nothing any more; its forget record removes what it said.
+        RecordBody::Redacted(_) => {}
         // A schema module changes what later records may say, not the graph.
         RecordBody::Schema(_) => {}
     }

@@ -210,6 +210,23 @@ const NODE_CACHE_LIMIT: usize = 50_000;
 const NID_CACHE_LIMIT: usize = 500_000;
 
 impl EmbeddedWrite<'_> {
+    /// Make this transaction's deletions overwrite what they remove (SQLite's `secure_delete`:
+    /// freed cells and pages are zeroed), for forgetting; pass `false` again before commit.
+    /// Bytes left in the write-ahead log go with [`Embedded::checkpoint`].
+    pub fn secure_delete(&self, on: bool) -> Result<(), StoreError> {
+        self.tx.pragma_update(None, "secure_delete", on)?;
+        Ok(())
+    }
+
+    /// Merge the full-text index's segments into one. A delete from the contentless full-text
+    /// index only marks the row deleted, leaving its terms in the segments; a merge drops them,
+    /// and under [`EmbeddedWrite::secure_delete`] the freed pages are zeroed. Costs a rewrite of
+    /// the whole full-text index.
+    pub fn purge_text_index(&self) -> Result<(), StoreError> {
+        self.tx.execute("INSERT INTO text_index (text_index) VALUES ('optimize')", [])?;
+        Ok(())
+    }
+
     /// Commit: durable (fsynced) on return.
     pub fn commit(self) -> Result<(), StoreError> {
         self.flush_nodes()?;
@@ -454,6 +471,18 @@ fn graph_vector(c: &Connection, key: &NodeKey) -> Result<Option<Vec<f32>>, Store
         .query_row(params![nid], |r| r.get(0))
         .optional()?;
     Ok(data.map(|bytes| f32s(&bytes)))
+}
+
+fn graph_vector_list(
+    c: &Connection,
+    key: &NodeKey,
+) -> Result<Option<(i64, Option<u32>)>, StoreError> {
+    let Some(nid) = nid_of(c, key)? else { return Ok(None) };
+    let list: Option<Option<i64>> = c
+        .prepare_cached("SELECT list FROM vectors WHERE nid = ?1")?
+        .query_row(params![nid], |r| r.get(0))
+        .optional()?;
+    Ok(list.map(|l| (nid, l.and_then(|l| u32::try_from(l).ok()))))
 }
 
 fn f32s(bytes: &[u8]) -> Vec<f32> {
@@ -1065,6 +1094,12 @@ macro_rules! impl_readers {
             fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
                 graph_vector(&self.tx, key)
             }
+            fn vector_list(
+                &self,
+                key: &NodeKey,
+            ) -> Result<Option<(i64, Option<u32>)>, StoreError> {
+                graph_vector_list(&self.tx, key)
+            }
             fn heaviest_edges(
                 &self,
                 key: &NodeKey,
@@ -1181,6 +1216,16 @@ impl Log for EmbeddedWrite<'_> {
             };
         }
         Ok(Appended::New(position(self.tx.last_insert_rowid())))
+    }
+
+    fn redact(&mut self, position: u64, body: &str) -> Result<bool, StoreError> {
+        let position = i64::try_from(position)
+            .map_err(|_| StoreError::Corruption(format!("log position {position} out of range")))?;
+        let n = self
+            .tx
+            .prepare_cached("UPDATE log SET body = ?2 WHERE position = ?1")?
+            .execute(params![position, body])?;
+        Ok(n == 1)
     }
 }
 

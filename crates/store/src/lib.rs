@@ -72,6 +72,15 @@ pub trait Log: LogReader {
     /// different content: [`StoreError::Conflict`], nothing written. Durable when the enclosing
     /// write transaction commits, not before.
     fn append(&mut self, record: &ValidRecord, recorded_at: &str) -> Result<Appended, StoreError>;
+
+    /// Replace the stored body of the record at `position` with `body` (a tombstone, or the
+    /// record rewritten without what was forgotten), keeping its kind, id, position and
+    /// acknowledgement time; whether a record was there.
+    ///
+    /// The one exception to the log's immutability, for forgetting: the forget record appended
+    /// in the same transaction is the immutable trace of the change. The caller validates
+    /// `body`; the store does not decode it.
+    fn redact(&mut self, position: u64, body: &str) -> Result<bool, StoreError>;
 }
 
 /// A neighbouring event in a session's order: its position in time and its id.
@@ -185,6 +194,9 @@ pub trait GraphReader {
     fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError>;
     /// A node's embedding.
     fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError>;
+    /// The node id of a node's embedding and the vector index list it is filed under (`None`
+    /// when written since the last build); `None` when the node has no embedding.
+    fn vector_list(&self, key: &NodeKey) -> Result<Option<(i64, Option<u32>)>, StoreError>;
     /// The `limit` heaviest edges of a node in both directions under `weight(edge type,
     /// outgoing)`, heaviest first, with their weight and direction (`true`: outgoing); edges
     /// of weight ≤ 0 are left out. Within one type and direction (one weight) the edges whose

@@ -10,9 +10,11 @@
 mod access;
 mod commands;
 mod entities;
+mod forget;
 mod import;
 mod knowledge;
 mod memory;
+mod receipt;
 mod semantic;
 mod slots;
 mod tidy;

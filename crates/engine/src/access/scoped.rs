@@ -318,6 +318,37 @@ impl Scoped<'_, '_> {
         Ok(r)
     }
 
+    /// Decision receipts, each only when the principal may see the receipt node and every
+    /// event it cites (a receipt names and summarises its inputs). The limit applies after
+    /// filtering.
+    pub fn receipts(&self, query: &crate::ReceiptQuery) -> Result<Vec<crate::ReceiptView>, Error> {
+        let mut wider = query.clone();
+        wider.limit = usize::MAX;
+        let mut out = Vec::new();
+        for r in self.snap.receipts(&wider)? {
+            if out.len() >= query.limit {
+                break;
+            }
+            if self.node(&NodeKey::new("DecisionReceipt", r.receipt_id.clone()))?.is_none() {
+                continue;
+            }
+            let mut cited_visible = true;
+            for e in &r.inputs.events {
+                // A cited event missing from the graph (forgotten, archived) hides nothing.
+                if let Some(n) = self.snap.node(&NodeKey::new("Event", e.clone()))?
+                    && !self.may_see(&n)?
+                {
+                    cited_visible = false;
+                    break;
+                }
+            }
+            if cited_visible {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
     /// Counts of what the principal may see.
     pub fn stats(&self) -> Result<ScopedStats, Error> {
         let mut stats = ScopedStats::default();

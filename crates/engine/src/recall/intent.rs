@@ -93,6 +93,13 @@ impl Intent {
             ("SUPERSEDES" | "OUTCOME_OF", Why) => (0.9, 0.9),
             ("IMPLEMENTS" | "RELATES_TO", Why | Related) => (0.7, 0.7),
             ("TEMPORAL", When) => (0.8, 0.8),
+            // Decision receipts (seed 004) are provenance anchors: a why-question walks from a
+            // receipt to the inputs and policies behind it, and from an input to its receipts.
+            ("USED_INPUT", Why) => (0.9, 0.85),
+            ("CHECKED_POLICY" | "INVOKED_EXCEPTION" | "APPROVED_BY", Why) => (0.8, 0.5),
+            ("USED_INPUT", _) => (0.6, 0.5),
+            ("ACTED_BY" | "APPROVED_BY", WhoWhat) => (0.9, 0.6),
+            ("FOR_TASK", When | Related) => (0.6, 0.6),
             // Edge types from extension modules: followed, weakly.
             (_, _) => (0.3, 0.3),
         };

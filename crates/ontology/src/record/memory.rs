@@ -391,7 +391,7 @@ impl Validator<'_> {
 
 /// `{prefix}-` and the FNV-1a 64-bit hash of `value`'s JSON text, in hex: stable across builds
 /// and platforms (unlike the standard library's hasher).
-fn derived_id(prefix: &str, value: &Value) -> String {
+pub(super) fn derived_id(prefix: &str, value: &Value) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in value.to_string().bytes() {
         hash ^= u64::from(byte);

@@ -20,6 +20,33 @@ fn open(dir: &TempDir) -> Embedded {
 }
 
 #[test]
+fn redact_replaces_a_body_in_place_and_the_old_bytes_leave_the_files() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    w.append(&record("e1", "agent-with-a-secret-name"), "t0").unwrap();
+    w.append(&record("e2", "a"), "t0").unwrap();
+    w.commit().unwrap();
+    let mut w = store.begin_write().unwrap();
+    w.secure_delete(true).unwrap();
+    assert!(w.redact(1, r#"{"record_type":"redacted"}"#).unwrap());
+    assert!(!w.redact(9, "{}").unwrap(), "no record at position 9");
+    w.secure_delete(false).unwrap();
+    w.commit().unwrap();
+    store.checkpoint().unwrap();
+    let r = store.begin_read().unwrap();
+    let e1 = r.get(RecordKind::Event, "e1").unwrap().unwrap();
+    assert_eq!((e1.position, e1.body.as_str()), (1, r#"{"record_type":"redacted"}"#));
+    assert_eq!(r.head().unwrap(), 2);
+    drop(r);
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let needle = b"agent-with-a-secret-name";
+        assert!(!bytes.windows(needle.len()).any(|w| w == needle));
+    }
+}
+
+#[test]
 fn append_is_idempotent_by_id_and_refuses_conflicts() {
     let dir = TempDir::new().unwrap();
     let mut store = open(&dir);

@@ -1,0 +1,318 @@
+//! Forgetting (issue 6, item 5): an event, a session or a memory is removed from the stored data,
+//! not only hidden, and a `forget` record in the log is the trace.
+//!
+//! `Engine::forget` works in one write transaction with SQLite's `secure_delete` on:
+//! 1. it finds the target's log records (the event's record; every event of a session, archived
+//!    ones included; a memory's record, its outcomes and the links and votes that name it);
+//! 2. it appends the forget record (target, who, why, when and how many records were redacted,
+//!    never the content) and replaces each found record's body with a tombstone naming it
+//!    (`Log::redact`: the one, documented exception to the log's immutability);
+//! 3. it removes each embedding from the vector index's list blob, projects the forget record
+//!    (the nodes, their edges, vectors and full-text entries, summaries over them, mentions;
+//!    see `ctxgraph_projection`'s `forget.rs`) and rebuilds the lexical index, so no posting of
+//!    the content survives;
+//! 4. after commit it checkpoints and truncates the write-ahead log, so the old pages are gone
+//!    from the files.
+//!
+//! A tombstone projects to nothing, so `reproject` keeps the target forgotten.
+
+use std::collections::BTreeSet;
+
+use ctxgraph_ann::{ListView, encode_list};
+use ctxgraph_ontology::graph::{Direction, NodeKey};
+use ctxgraph_ontology::{ForgetKind, ForgetRecord, RecordBody, RecordKind, Tombstone, validate};
+use ctxgraph_projection::project;
+use ctxgraph_store::{GraphReader, GraphStore, Log, LogEntry, LogReader};
+use serde_json::Value;
+
+use crate::engine::{Engine, decode, fold_lagging};
+use crate::error::Error;
+use crate::snapshot::Snapshot;
+
+/// What to forget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForgetTarget {
+    /// Event, session, entity or memory.
+    pub kind: ForgetKind,
+    /// Its id.
+    pub id: String,
+}
+
+/// What a forget did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForgetReport {
+    /// The forget record's id.
+    pub forget_id: String,
+    /// Its log position.
+    pub position: u64,
+    /// Log records whose bodies were replaced by tombstones.
+    pub redacted: u64,
+}
+
+/// One entry of the forget audit: what was forgotten, when and by whom, without the content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forgotten {
+    /// The forget record's id.
+    pub forget_id: String,
+    /// Its log position.
+    pub position: u64,
+    /// What kind of thing was forgotten.
+    pub kind: ForgetKind,
+    /// Its id.
+    pub target_id: String,
+    /// Who forgot it.
+    pub by: String,
+    /// Why, if given.
+    pub reason: Option<String>,
+    /// When (RFC 3339).
+    pub at: String,
+    /// How many log records were redacted.
+    pub redacted: u64,
+}
+
+impl Engine {
+    /// Forget `target`: redact its log records, remove everything derived from them and append
+    /// a forget record naming the target, `by` (a principal name) and `reason`.
+    ///
+    /// An unknown target (or one already forgotten) is [`Error::UnknownForgetTarget`] and
+    /// changes nothing. Forgetting an entity is not supported yet
+    /// ([`Error::UnsupportedForgetTarget`]).
+    pub fn forget(
+        &mut self,
+        target: &ForgetTarget,
+        by: &str,
+        reason: Option<&str>,
+    ) -> Result<ForgetReport, Error> {
+        let unknown =
+            || Error::UnknownForgetTarget { kind: target.kind.as_str(), id: target.id.clone() };
+        let limits = self.options().limits;
+        let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut w = self.store.begin_write()?;
+        // The graph must be current: the target's nodes are found there.
+        fold_lagging(&self.schema, &mut w, usize::MAX)?;
+        let (records, candidates) = match target.kind {
+            ForgetKind::Event => {
+                let entry = live(w.get(RecordKind::Event, &target.id)?).ok_or_else(unknown)?;
+                (vec![entry], vec![NodeKey::new("Event", &target.id)])
+            }
+            ForgetKind::Session => session_records(&w, &target.id)?,
+            ForgetKind::Memory => memory_records(&self.schema, &w, &target.id)?,
+            ForgetKind::Entity => {
+                return Err(Error::UnsupportedForgetTarget { kind: target.kind.as_str() });
+            }
+        };
+        if records.is_empty() {
+            return Err(unknown());
+        }
+        let mut json = serde_json::json!({
+            "record_type": "forget",
+            "target": {"kind": target.kind.as_str(), "id": target.id},
+            "by": by,
+            "at": at,
+            "redacted": records.len(),
+        });
+        if let Some(reason) = reason {
+            json["reason"] = reason.into();
+        }
+        let record = validate(&self.schema, &limits, &json.to_string())?;
+        let RecordBody::Forget(forget) = record.body() else {
+            return Err(Error::Corruption { position: 0, reason: "forget record".into() });
+        };
+        let forget_id = forget.forget_id.clone();
+        w.secure_delete(true)?;
+        let position = match w.append(&record, &at)? {
+            ctxgraph_store::Appended::New(p) => p,
+            ctxgraph_store::Appended::Duplicate(_) => return Err(unknown()),
+        };
+        for entry in &records {
+            let tombstone =
+                Tombstone { kind: entry.kind, id: entry.id.clone(), forget_id: forget_id.clone() };
+            w.redact(entry.position, &tombstone.to_json())?;
+        }
+        // Nodes whose embedding may go with the target: the targets, the summaries over them,
+        // the entities and topics they mention.
+        let candidates = with_neighbours(&w, candidates)?;
+        let mut vectors = Vec::new();
+        for key in &candidates {
+            if let Some((nid, Some(list))) = w.vector_list(key)? {
+                vectors.push((key.clone(), nid, list));
+            }
+        }
+        project(&self.schema, &mut w, position, &record)?;
+        let mut gone = BTreeSet::new();
+        for (key, nid, list) in vectors {
+            if !w.node_exists(&key)? {
+                gone.insert((list, nid));
+            }
+        }
+        drop_from_lists(&mut w, &gone)?;
+        w.purge_text_index()?;
+        if w.text_index_build()?.is_some() {
+            crate::text_index::rebuild(&mut w)?;
+        }
+        w.set_projected_through(position)?;
+        w.secure_delete(false)?;
+        w.commit()?;
+        self.store.checkpoint()?;
+        self.caches = crate::engine::Caches::default();
+        Ok(ForgetReport { forget_id, position, redacted: records.len() as u64 })
+    }
+}
+
+/// A log entry unless it is a tombstone already.
+fn live(entry: Option<LogEntry>) -> Option<LogEntry> {
+    entry.filter(|e| Tombstone::parse(&e.body).is_none())
+}
+
+type Found = (Vec<LogEntry>, Vec<NodeKey>);
+
+/// Every event record of a session: those in the graph's session order and those retention
+/// archived (found by their records).
+fn session_records(w: &dyn ReadBoth, session: &str) -> Result<Found, Error> {
+    let mut ids: BTreeSet<String> =
+        w.session_events(session, usize::MAX)?.into_iter().map(|s| s.event_id).collect();
+    for archived in w.archived(None, usize::MAX)? {
+        if archived.key.label != "Event" || ids.contains(&archived.key.id) {
+            continue;
+        }
+        if let Some(entry) = live(w.get(RecordKind::Event, &archived.key.id)?) {
+            let body: Value = serde_json::from_str(&entry.body).unwrap_or(Value::Null);
+            if body.get("session_id").and_then(Value::as_str) == Some(session) {
+                ids.insert(archived.key.id);
+            }
+        }
+    }
+    let mut records = Vec::new();
+    let mut keys = Vec::new();
+    for id in ids {
+        if let Some(entry) = live(w.get(RecordKind::Event, &id)?) {
+            records.push(entry);
+        }
+        keys.push(NodeKey::new("Event", id));
+    }
+    Ok((records, keys))
+}
+
+/// A memory's record, its outcomes, and the links and votes that name it.
+fn memory_records(
+    schema: &ctxgraph_ontology::Schema,
+    w: &dyn ReadBoth,
+    memory: &str,
+) -> Result<Found, Error> {
+    let Some(entry) = live(w.get(RecordKind::Memory, memory)?) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let mut records = vec![entry];
+    let mut keys = vec![NodeKey::new(ctxgraph_projection::MEMORY, memory)];
+    for kind in [RecordKind::MemoryOutcome, RecordKind::MemoryLink, RecordKind::MemoryLinkVote] {
+        for entry in w.read_kind(kind)? {
+            let names = match decode(schema, &entry)?.body() {
+                RecordBody::MemoryOutcome(o) if o.memory_id == memory => {
+                    keys.push(NodeKey::new(ctxgraph_projection::OUTCOME, &o.outcome_id));
+                    true
+                }
+                RecordBody::MemoryLink(l) => l.from == memory || l.to == memory,
+                RecordBody::MemoryLinkVote(v) => v.from == memory || v.to == memory,
+                // Only the three kinds read above, and a redacted one, come back.
+                RecordBody::MemoryOutcome(_)
+                | RecordBody::Redacted(_)
+                | RecordBody::Event(_)
+                | RecordBody::Edge(_)
+                | RecordBody::Schema(_)
+                | RecordBody::EntityDecision(_)
+                | RecordBody::Memory(_)
+                | RecordBody::Slots(_)
+                | RecordBody::Fact(_)
+                | RecordBody::FactRetraction(_)
+                | RecordBody::Document(_)
+                | RecordBody::Forget(_)
+                | RecordBody::Receipt(_) => false,
+            };
+            if names {
+                records.push(entry);
+            }
+        }
+    }
+    Ok((records, keys))
+}
+
+/// Log and graph reads of one transaction.
+trait ReadBoth: LogReader + GraphReader {}
+impl<T: LogReader + GraphReader> ReadBoth for T {}
+
+/// The candidates and the nodes one edge away that a forget may delete with them (summaries,
+/// entities, topics, memory sessions, outcomes).
+fn with_neighbours(w: &dyn ReadBoth, keys: Vec<NodeKey>) -> Result<BTreeSet<NodeKey>, Error> {
+    let mut out = BTreeSet::new();
+    for key in keys {
+        for edge in w.edges_of(&key, None, Direction::Both)? {
+            for end in [edge.key.from, edge.key.to] {
+                if matches!(
+                    end.label.as_str(),
+                    "Summary" | "Entity" | "Topic" | "MemorySession" | "Outcome"
+                ) {
+                    // Day summaries over the session summaries.
+                    if end.label == "Summary" {
+                        for up in w.edges_of(&end, Some("SUMMARIZES"), Direction::In)? {
+                            out.insert(up.key.from);
+                        }
+                    }
+                    out.insert(end);
+                }
+            }
+        }
+        out.insert(key);
+    }
+    Ok(out)
+}
+
+/// Remove the members `(list, nid)` from the vector index's list blobs.
+fn drop_from_lists(
+    w: &mut ctxgraph_store::EmbeddedWrite<'_>,
+    gone: &BTreeSet<(u32, i64)>,
+) -> Result<(), Error> {
+    let Some((_, dim)) = w.embedding_model()? else { return Ok(()) };
+    let lists: BTreeSet<u32> = gone.iter().map(|(l, _)| *l).collect();
+    for list in lists {
+        let Some(blob) = w.ann_list(list)? else { continue };
+        let view = ListView::parse(dim, &blob)?;
+        let kept: Vec<(i64, f32, Vec<i8>)> = view
+            .iter()
+            .filter(|(nid, _, _)| !gone.contains(&(list, *nid)))
+            .map(|(nid, scale, codes)| {
+                (nid, scale, codes.iter().map(|&b| i8::from_le_bytes([b])).collect())
+            })
+            .collect();
+        let members: Vec<(i64, f32, &[i8])> =
+            kept.iter().map(|(nid, scale, codes)| (*nid, *scale, codes.as_slice())).collect();
+        w.put_ann_list(list, &encode_list(dim, &members))?;
+    }
+    Ok(())
+}
+
+impl Snapshot<'_> {
+    /// The forget audit: every forget record, oldest first — what was forgotten, when, by whom,
+    /// why and how many records were redacted. The content is not in it: it is gone.
+    pub fn forgotten(&self) -> Result<Vec<Forgotten>, Error> {
+        let mut out = Vec::new();
+        for entry in self.read.read_kind(RecordKind::Forget)? {
+            if let RecordBody::Forget(f) = decode(self.schema(), &entry)?.body() {
+                out.push(forgotten(entry.position, f));
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn forgotten(position: u64, f: &ForgetRecord) -> Forgotten {
+    Forgotten {
+        forget_id: f.forget_id.clone(),
+        position,
+        kind: f.kind,
+        target_id: f.target_id.clone(),
+        by: f.by.clone(),
+        reason: f.reason.clone(),
+        at: f.at.clone(),
+        redacted: f.redacted,
+    }
+}
