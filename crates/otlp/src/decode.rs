@@ -1,0 +1,119 @@
+//! OTLP/HTTP request bodies: the two encodings and their decoding.
+
+use std::fmt;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+
+use crate::OtlpError;
+
+/// The two OTLP/HTTP body encodings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// Binary protobuf, `Content-Type: application/x-protobuf`.
+    Protobuf,
+    /// OTLP/JSON (protobuf's JSON mapping with hex trace and span ids),
+    /// `Content-Type: application/json`.
+    Json,
+}
+
+impl Encoding {
+    /// The encoding a `Content-Type` header value names: `application/x-protobuf` or
+    /// `application/json`, in any letter case, parameters (`; charset=utf-8`) ignored.
+    /// `None` for any other media type.
+    pub fn from_content_type(content_type: &str) -> Option<Encoding> {
+        let media = content_type.split(';').next().unwrap_or_default().trim();
+        if media.eq_ignore_ascii_case("application/x-protobuf") {
+            Some(Encoding::Protobuf)
+        } else if media.eq_ignore_ascii_case("application/json") {
+            Some(Encoding::Json)
+        } else {
+            None
+        }
+    }
+
+    /// The media type OTLP/HTTP uses for this encoding.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Encoding::Protobuf => "application/x-protobuf",
+            Encoding::Json => "application/json",
+        }
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Encoding::Protobuf => "protobuf",
+            Encoding::Json => "JSON",
+        })
+    }
+}
+
+/// Decode an OTLP/HTTP traces request body.
+///
+/// An empty body is refused (`otlp.empty`) in both encodings, although zero bytes are a valid
+/// protobuf message: no exporter sends one, and accepting it would hide a truncated upload.
+/// Anything the decoder refuses is `otlp.decode`. A well-formed request may still hold spans
+/// that cannot become events; [`crate::convert`] reports those one by one.
+pub fn decode_request(
+    body: &[u8],
+    encoding: Encoding,
+) -> Result<ExportTraceServiceRequest, OtlpError> {
+    if body.is_empty() {
+        return Err(OtlpError::EmptyBody);
+    }
+    match encoding {
+        Encoding::Protobuf => ExportTraceServiceRequest::decode(body)
+            .map_err(|e| OtlpError::Decode { encoding, reason: e.to_string() }),
+        Encoding::Json => serde_json::from_slice(body)
+            .map_err(|e| OtlpError::Decode { encoding, reason: e.to_string() }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_types() {
+        assert_eq!(Encoding::from_content_type("application/x-protobuf"), Some(Encoding::Protobuf));
+        assert_eq!(Encoding::from_content_type("Application/JSON"), Some(Encoding::Json));
+        assert_eq!(
+            Encoding::from_content_type("application/json; charset=utf-8"),
+            Some(Encoding::Json)
+        );
+        assert_eq!(
+            Encoding::from_content_type(" application/x-protobuf ;q=1"),
+            Some(Encoding::Protobuf)
+        );
+        assert_eq!(Encoding::from_content_type("text/plain"), None);
+        assert_eq!(Encoding::from_content_type("application/jsonl"), None);
+        assert_eq!(Encoding::from_content_type(""), None);
+        for e in [Encoding::Protobuf, Encoding::Json] {
+            assert_eq!(Encoding::from_content_type(e.content_type()), Some(e));
+        }
+    }
+
+    #[test]
+    fn empty_body_is_refused_in_both_encodings() {
+        for e in [Encoding::Protobuf, Encoding::Json] {
+            assert_eq!(decode_request(b"", e).map_err(|e| e.code()), Err("otlp.empty"));
+        }
+    }
+
+    #[test]
+    fn garbage_is_a_decode_error() {
+        let err = decode_request(b"\xff\xff\xff", Encoding::Protobuf).unwrap_err();
+        assert_eq!(err.code(), "otlp.decode");
+        let err = decode_request(b"{\"resourceSpans\": 3}", Encoding::Json).unwrap_err();
+        assert_eq!(err.code(), "otlp.decode");
+        assert!(err.to_string().contains("OTLP/JSON"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_json_object_is_a_request_without_spans() {
+        let request = decode_request(b"{}", Encoding::Json).unwrap();
+        assert!(request.resource_spans.is_empty());
+    }
+}
