@@ -116,4 +116,20 @@ mod tests {
         let request = decode_request(b"{}", Encoding::Json).unwrap();
         assert!(request.resource_spans.is_empty());
     }
+
+    /// OTLP/JSON receivers accept 64-bit integers as strings or numbers and ignore unknown fields.
+    #[test]
+    fn json_accepts_numbers_for_int64_and_ignores_unknown_fields() {
+        let body = br#"{"resourceSpans":[{"scopeSpans":[{"spans":[{
+            "traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174",
+            "name":"x","kind":2,"startTimeUnixNano":1795379541517695176,
+            "endTimeUnixNano":"1795379541517695999","futureField":{"a":1},
+            "attributes":[{"key":"n","value":{"intValue":7}},{"key":"m","value":{"intValue":"8"}}]
+        }]}]}]}"#;
+        let request = decode_request(body, Encoding::Json).unwrap();
+        let span = &request.resource_spans[0].scope_spans[0].spans[0];
+        assert_eq!(span.start_time_unix_nano, 1_795_379_541_517_695_176);
+        assert_eq!(span.end_time_unix_nano, 1_795_379_541_517_695_999);
+        assert_eq!(span.attributes.len(), 2);
+    }
 }
