@@ -28,16 +28,24 @@ pub const MAX_ANCESTORS: usize = 64;
 pub const LINK_TYPE_ATTRIBUTE: &str = "ctxgraph.link.type";
 
 /// The outcome of converting one export request: the event records of the spans that convert,
-/// and one [`OtlpError::Span`] for each span that does not.
+/// and one [`OtlpError::Span`] for each span that does not. Spans are numbered from 1 in request
+/// order (resource, scope, span), so a report can point at them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Conversion {
-    /// One event record per converted span, ordered by start time, then event id. Each one
-    /// validates against the schema it was converted with (default [`Limits`]).
-    pub records: Vec<Value>,
-    /// The refused spans, in request order.
-    pub refused: Vec<OtlpError>,
+    /// `(span number, event record)` per converted span, ordered by start time, then event id.
+    /// Each record validates against the schema it was converted with (default [`Limits`]).
+    pub records: Vec<(usize, Value)>,
+    /// `(span number, why)` per refused span, in request order.
+    pub refused: Vec<(usize, OtlpError)>,
     /// Spans in the request.
     pub spans: usize,
+}
+
+impl Conversion {
+    /// The event records alone, in order.
+    pub fn into_records(self) -> Vec<Value> {
+        self.records.into_iter().map(|(_, r)| r).collect()
+    }
 }
 
 /// Decode a body and convert every span, keeping the good ones (OTLP's partial success).
@@ -58,10 +66,10 @@ pub fn records_from_request(
     schema: &Schema,
 ) -> Result<Vec<Value>, OtlpError> {
     let conversion = convert_request(body, encoding, schema)?;
-    match conversion.refused.into_iter().next() {
-        Some(first) => Err(first),
-        None => Ok(conversion.records),
+    if let Some((_, first)) = conversion.refused.first() {
+        return Err(first.clone());
     }
+    Ok(conversion.into_records())
 }
 
 /// Where a span sits and what encloses it.
@@ -131,13 +139,13 @@ pub fn convert(request: &ExportTraceServiceRequest, schema: &Schema) -> Conversi
             ))
         };
         match result {
-            Ok(converted) => records.push(converted),
-            Err(e) => refused.push(e),
+            Ok((start, id, record)) => records.push((start, id, n + 1, record)),
+            Err(e) => refused.push((n + 1, e)),
         }
     }
     records.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     Conversion {
-        records: records.into_iter().map(|(_, _, r)| r).collect(),
+        records: records.into_iter().map(|(_, _, n, r)| (n, r)).collect(),
         refused,
         spans: located.len(),
     }

@@ -73,13 +73,13 @@ fn event_id(span: u8) -> String {
 fn one(span: Span) -> Value {
     let c = convert(&request(vec![span]), &schema());
     assert!(c.refused.is_empty(), "{:?}", c.refused);
-    c.records.into_iter().next().unwrap()
+    c.into_records().into_iter().next().unwrap()
 }
 
 fn refused(span: Span) -> OtlpError {
     let c = convert(&request(vec![span]), &schema());
     assert!(c.records.is_empty(), "{:?}", c.records);
-    c.refused.into_iter().next().unwrap()
+    c.refused.into_iter().next().unwrap().1
 }
 
 #[test]
@@ -160,7 +160,7 @@ fn fallbacks_session_is_the_trace_agent_is_the_service() {
     let mut req = request(vec![span_with(1, None, vec![])]);
     req.resource_spans[0].resource = None;
     let c = convert(&req, &schema());
-    assert_eq!(c.records[0]["agent_id"], UNKNOWN_AGENT);
+    assert_eq!(c.records[0].1["agent_id"], UNKNOWN_AGENT);
 }
 
 #[test]
@@ -182,14 +182,14 @@ fn agent_conversation_and_user_are_inherited_from_ancestors() {
     let c = convert(&request(vec![http, other, chat, root]), &schema());
     assert!(c.refused.is_empty(), "{:?}", c.refused);
     // Ordered by start time.
-    let ids: Vec<_> = c.records.iter().map(|r| r["event_id"].as_str().unwrap()).collect();
+    let ids: Vec<_> = c.records.iter().map(|(_, r)| r["event_id"].as_str().unwrap()).collect();
     assert_eq!(ids, [event_id(1), event_id(2), event_id(3), event_id(4)]);
-    for r in &c.records[..3] {
+    for (_, r) in &c.records[..3] {
         assert_eq!(r["agent_id"], "agent-7");
         assert_eq!(r["session_id"], "conv-9");
         assert_eq!(r["user_id"], "u-1");
     }
-    assert_eq!(c.records[3]["agent_id"], "sub_agent");
+    assert_eq!(c.records[3].1["agent_id"], "sub_agent");
 }
 
 #[test]
@@ -198,7 +198,7 @@ fn a_parent_cycle_ends_the_walk() {
     let b = span_with(2, Some(1), vec![]);
     let c = convert(&request(vec![a, b]), &schema());
     assert!(c.refused.is_empty());
-    assert!(c.records.iter().all(|r| r["session_id"] == TRACE_HEX));
+    assert!(c.records.iter().all(|(_, r)| r["session_id"] == TRACE_HEX));
 }
 
 #[test]
@@ -235,12 +235,12 @@ fn bad_ids_and_times_are_refused_per_span() {
         let c = convert(&request(vec![good, bad]), &schema());
         assert_eq!(c.records.len(), 1, "{field}: the good span still converts");
         assert_eq!(c.spans, 2);
-        let [OtlpError::Span { at, field: f, value: v, .. }] = c.refused.as_slice() else {
+        let [(2, OtlpError::Span { at, field: f, value: v, .. })] = c.refused.as_slice() else {
             panic!("{field}: {:?}", c.refused)
         };
         assert!(at.starts_with("resourceSpans[0].scopeSpans[0].spans[1]"), "{at}");
         assert_eq!((f.as_str(), v.as_str()), (field, value));
-        assert_eq!(c.refused[0].code(), "otlp.span");
+        assert_eq!(c.refused[0].1.code(), "otlp.span");
     }
 }
 
@@ -257,8 +257,9 @@ fn a_duplicate_span_is_refused_the_first_kept() {
     let b = span_with(1, None, vec![s("n", "second")]);
     let c = convert(&request(vec![a, b]), &schema());
     assert_eq!(c.records.len(), 1);
-    assert_eq!(c.records[0]["payload"]["attributes"]["n"], "first");
-    let e = &c.refused[0];
+    assert_eq!(c.records[0].1["payload"]["attributes"]["n"], "first");
+    let (n, e) = &c.refused[0];
+    assert_eq!(*n, 2);
     assert!(e.to_string().contains("spans[1]") && e.to_string().contains("twice"), "{e}");
 }
 
@@ -323,7 +324,7 @@ fn links_keep_their_event_ids_and_mark_a_retry() {
         dropped_attributes_count: 0,
     }];
     let c = convert(&request(vec![failed, retry]), &schema());
-    let r = &c.records[1];
+    let r = &c.records[1].1;
     assert_eq!(r["payload"]["retry_of"], event_id(1));
     assert_eq!(r["payload"]["links"][0]["event_id"], event_id(1));
     assert_eq!(r["payload"]["events"][0]["name"], "exception");

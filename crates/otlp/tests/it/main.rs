@@ -177,11 +177,11 @@ fn a_bad_span_is_named_and_the_rest_still_convert() {
     let schema = schema();
     let c = convert_request(&body, Encoding::Json, &schema).unwrap();
     assert_eq!((c.spans, c.records.len(), c.refused.len()), (5, 4, 1));
-    let OtlpError::Span { at, field, value, .. } = &c.refused[0] else { panic!() };
+    let (2, OtlpError::Span { at, field, value, .. }) = &c.refused[0] else { panic!() };
     assert_eq!(at, "resourceSpans[0].scopeSpans[0].spans[1]");
     assert_eq!((field.as_str(), value.as_str()), ("spanId", "abcd (2 bytes)"));
     // All or nothing: the strict form refuses the request, and nothing is ingested.
     let e = records_from_request(&body, Encoding::Json, &schema).unwrap_err();
-    assert_eq!(e, c.refused[0]);
+    assert_eq!(e, c.refused[0].1);
     assert_eq!(e.code(), "otlp.span");
 }
