@@ -12,6 +12,7 @@ mod entities;
 mod import;
 mod knowledge;
 mod memory;
+mod otlp;
 mod semantic;
 mod slots;
 mod tidy;
