@@ -60,11 +60,11 @@ fn otlp(cli: &Cli, args: &OtlpArgs) -> anyhow::Result<Outcome> {
 
 /// A refused span as a report line: its number, and the field, value and rule.
 fn span_rejection(line: u64, e: &OtlpError) -> Rejection {
-    let violation = match e {
-        OtlpError::Span { at, field, value, rule } => {
-            Violation::with_text(field.clone(), Some(value), e.code(), format!("{rule} ({at})"))
-        }
-        other => Violation::with_text("$", None, other.code(), other.to_string()),
+    // Conversion refuses spans only with `OtlpError::Span`; anything else is reported whole.
+    let violation = if let OtlpError::Span { at, field, value, rule } = e {
+        Violation::with_text(field.clone(), Some(value), e.code(), format!("{rule} ({at})"))
+    } else {
+        Violation::with_text("$", None, e.code(), e.to_string())
     };
     Rejection { line, id: None, code: e.code(), violations: vec![violation] }
 }
