@@ -102,7 +102,7 @@ struct Located<'a> {
 ///   `retry_of` from a link whose [`LINK_TYPE_ATTRIBUTE`] is `retry_of`.
 ///
 /// A span with a missing or malformed id or time, an unknown kind or status code, a duplicate
-/// id, or a record the schema refuses is reported in [`Conversion::refused`]; the others convert.
+/// id, or a record the schema or the record size limit refuses is reported in [`Conversion::refused`]; the others convert.
 /// The output depends only on the request and the schema.
 pub fn convert(request: &ExportTraceServiceRequest, schema: &Schema) -> Conversion {
     let mut located = Vec::new();
@@ -128,7 +128,10 @@ pub fn convert(request: &ExportTraceServiceRequest, schema: &Schema) -> Conversi
     let mut refused = Vec::new();
     for (n, l) in located.iter().enumerate() {
         let key = (l.span.trace_id.as_slice(), l.span.span_id.as_slice());
-        let result = if index.get(&key) == Some(&n) {
+        // A span with a bad id is refused for its id, not as a repeat of another bad one.
+        let ids_valid = is_valid_id(&l.span.trace_id, TRACE_ID_BYTES)
+            && is_valid_id(&l.span.span_id, SPAN_ID_BYTES);
+        let result = if !ids_valid || index.get(&key) == Some(&n) {
             converter.span(n)
         } else {
             Err(refuse(
@@ -288,6 +291,19 @@ impl Converter<'_> {
         );
 
         let record = Value::Object(record);
+        // The engine refuses a record larger than this; say so here, under the span's name.
+        let bytes = record.to_string().len();
+        if bytes > self.limits.max_record_bytes {
+            return Err(refuse(
+                l,
+                "$",
+                format!("{bytes} bytes"),
+                &format!(
+                    "limits.record_bytes: the event record exceeds the limit of {} bytes",
+                    self.limits.max_record_bytes
+                ),
+            ));
+        }
         match validate_value(self.schema, self.limits, record.clone()) {
             Ok(_) => Ok((start, event_id, record)),
             Err(errors) => {

@@ -396,3 +396,25 @@ fn records_from_request_is_all_or_nothing() {
     let c = convert_request(&pb, Encoding::Protobuf, &schema).unwrap();
     assert_eq!((c.records.len(), c.refused.len()), (1, 1));
 }
+
+#[test]
+fn a_record_over_the_size_limit_is_refused() {
+    let big = "x".repeat(Limits::default().max_record_bytes);
+    let e = refused(span_with(1, None, vec![s("blob", &big)]));
+    let OtlpError::Span { field, rule, .. } = &e else { panic!("{e:?}") };
+    assert_eq!(field, "$");
+    assert!(rule.starts_with("limits.record_bytes"), "{rule}");
+}
+
+#[test]
+fn two_spans_with_the_same_bad_id_are_refused_for_the_id() {
+    let mut a = span_with(1, None, vec![]);
+    let mut b = span_with(2, None, vec![]);
+    a.span_id.clear();
+    b.span_id.clear();
+    let c = convert(&request(vec![a, b]), &schema());
+    assert_eq!(c.refused.len(), 2);
+    for (_, e) in &c.refused {
+        assert!(e.to_string().contains("must be 8 bytes"), "{e}");
+    }
+}
