@@ -33,7 +33,11 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    assert_eq!(convert_request(body, encoding, schema()).as_ref(), Ok(&conversion), "not deterministic");
+    assert_eq!(
+        convert_request(body, encoding, schema()).as_ref(),
+        Ok(&conversion),
+        "not deterministic"
+    );
 
     // One outcome per span, numbered 1..=spans.
     let mut numbers: Vec<usize> = conversion.records.iter().map(|(n, _)| *n).collect();

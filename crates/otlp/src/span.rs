@@ -102,8 +102,9 @@ struct Located<'a> {
 ///   `retry_of` from a link whose [`LINK_TYPE_ATTRIBUTE`] is `retry_of`.
 ///
 /// A span with a missing or malformed id or time, an unknown kind or status code, a duplicate
-/// id, or a record the schema or the record size limit refuses is reported in [`Conversion::refused`]; the others convert.
-/// The output depends only on the request and the schema.
+/// id, or a record the schema or the record size limit refuses is reported in
+/// [`Conversion::refused`]; the others convert. The output depends only on the request and the
+/// schema.
 pub fn convert(request: &ExportTraceServiceRequest, schema: &Schema) -> Conversion {
     let mut located = Vec::new();
     for (r, resource) in request.resource_spans.iter().enumerate() {
