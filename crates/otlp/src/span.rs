@@ -292,20 +292,18 @@ impl Converter<'_> {
         );
 
         let record = Value::Object(record);
-        // The engine refuses a record larger than this; say so here, under the span's name.
-        let bytes = record.to_string().len();
-        if bytes > self.limits.max_record_bytes {
-            return Err(refuse(
+        match validate_value(self.schema, self.limits, record.clone()) {
+            // The engine refuses a record larger than this; say so here, under the span's name.
+            // The canonical text is the record's own, keys in order: the same length.
+            Ok(valid) if valid.canonical().len() > self.limits.max_record_bytes => Err(refuse(
                 l,
                 "$",
-                format!("{bytes} bytes"),
+                format!("{} bytes", valid.canonical().len()),
                 &format!(
                     "limits.record_bytes: the event record exceeds the limit of {} bytes",
                     self.limits.max_record_bytes
                 ),
-            ));
-        }
-        match validate_value(self.schema, self.limits, record.clone()) {
+            )),
             Ok(_) => Ok((start, event_id, record)),
             Err(errors) => {
                 let n = errors.violations.len();
