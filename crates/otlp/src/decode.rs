@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 use prost::Message;
 
 use crate::OtlpError;
@@ -71,6 +73,33 @@ pub fn decode_request(
     }
 }
 
+/// The body of the answer to an accepted export request, in the request's encoding: an
+/// `ExportTraceServiceResponse`, empty when every span was taken, else with `partial_success`
+/// counting the rejected spans and saying why (OTLP/HTTP's partial success).
+pub fn response_body(encoding: Encoding, rejected_spans: usize, error_message: &str) -> Vec<u8> {
+    let partial =
+        (rejected_spans > 0 || !error_message.is_empty()).then(|| ExportTracePartialSuccess {
+            rejected_spans: i64::try_from(rejected_spans).unwrap_or(i64::MAX),
+            error_message: error_message.to_owned(),
+        });
+    match encoding {
+        Encoding::Protobuf => {
+            ExportTraceServiceResponse { partial_success: partial }.encode_to_vec()
+        }
+        // By hand: OTLP/JSON writes 64-bit integers as strings.
+        Encoding::Json => {
+            let body = match partial {
+                None => serde_json::json!({}),
+                Some(p) => serde_json::json!({"partialSuccess": {
+                    "rejectedSpans": p.rejected_spans.to_string(),
+                    "errorMessage": p.error_message,
+                }}),
+            };
+            body.to_string().into_bytes()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +138,22 @@ mod tests {
         let err = decode_request(b"{\"resourceSpans\": 3}", Encoding::Json).unwrap_err();
         assert_eq!(err.code(), "otlp.decode");
         assert!(err.to_string().contains("OTLP/JSON"), "{err}");
+    }
+
+    #[test]
+    fn response_bodies() {
+        assert!(response_body(Encoding::Protobuf, 0, "").is_empty());
+        assert_eq!(response_body(Encoding::Json, 0, ""), b"{}");
+        let pb = response_body(Encoding::Protobuf, 2, "2 spans refused");
+        let decoded = ExportTraceServiceResponse::decode(pb.as_slice()).unwrap();
+        let p = decoded.partial_success.unwrap();
+        assert_eq!((p.rejected_spans, p.error_message.as_str()), (2, "2 spans refused"));
+        let js: serde_json::Value =
+            serde_json::from_slice(&response_body(Encoding::Json, 2, "why")).unwrap();
+        assert_eq!(
+            js,
+            serde_json::json!({"partialSuccess": {"rejectedSpans": "2", "errorMessage": "why"}})
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //!
 //! The crate is pure: no I/O, no async, no clock, no engine. The HTTP endpoint
 //! (`POST /v1/traces`) and `ctxgraph import otlp` both call [`records_from_request`] or
-//! [`convert_request`].
+//! [`convert_request`]; [`response_body`] writes the endpoint's answer (with OTLP's partial
+//! success when spans were refused).
 //!
 //! ```
 //! use ctxgraph_ontology::Schema;
@@ -35,7 +36,7 @@ mod decode;
 mod error;
 mod span;
 
-pub use decode::{Encoding, decode_request};
+pub use decode::{Encoding, decode_request, response_body};
 pub use error::OtlpError;
 /// The decoded OTLP request type, so callers need no OpenTelemetry dependency of their own.
 pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
