@@ -70,7 +70,8 @@ pub(crate) enum Command {
     Init,
     /// Ingest JSONL records (events, explicit edges, schema modules) from a file or `-` for stdin.
     Ingest(IngestArgs),
-    /// Import conversations: chat messages as JSONL, or the LoCoMo benchmark's JSON.
+    /// Import conversations (chat messages as JSONL, or the LoCoMo benchmark's JSON) or an
+    /// OpenTelemetry trace export (`import otlp`).
     ///
     /// Each message becomes an `observation.message` event (speaker as the agent, session order
     /// as FOLLOWS, reply_to as CAUSED_BY) with the names in its text as entities, extracted
@@ -354,6 +355,36 @@ pub(crate) enum ImportCommand {
     /// Only the conversations are imported: questions, answers and annotations are not read.
     /// LoCoMo is CC BY-NC 4.0: use it for research, tests and benchmarks only (non-commercial).
     Locomo(LocomoArgs),
+    /// Import an OTLP/HTTP traces export request (protobuf or OTLP/JSON): one event per span.
+    ///
+    /// GenAI spans map through the schema's OpenTelemetry mapping (`gen_ai.operation.name`:
+    /// `invoke_agent` → agent.invoke, `chat` → llm.chat, `execute_tool` → tool.execute, ...);
+    /// span → event id `<trace id>-<span id>`, parent span → parent_event_id,
+    /// `gen_ai.conversation.id` → session (default: the trace), agent, tool, status and timing;
+    /// every other attribute is kept in the payload. A span that cannot become an event is
+    /// rejected under its number in the request (counted from 1); the others are imported.
+    /// A body that is not an export request changes nothing.
+    Otlp(OtlpArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct OtlpArgs {
+    /// The request body as saved from an exporter, e.g. `trace.pb` or `trace.json`.
+    pub(crate) file: PathBuf,
+    /// The body's encoding; default: from the file's extension (`.json` or `.pb`).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<OtlpFormat>,
+    #[command(flatten)]
+    pub(crate) import: ImportArgs,
+}
+
+/// The two OTLP/HTTP body encodings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OtlpFormat {
+    /// OTLP/JSON (`application/json`).
+    Json,
+    /// Binary protobuf (`application/x-protobuf`).
+    Protobuf,
 }
 
 #[derive(Debug, Args)]

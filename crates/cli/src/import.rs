@@ -1,23 +1,72 @@
-//! `ctxgraph import conversation|locomo`: conversations in, one event per message, with the
-//! same summary, exit codes and enrichment as `ingest`.
+//! `ctxgraph import conversation|locomo|otlp`: conversations in, one event per message, or an
+//! OpenTelemetry trace export in, one event per span; with the same summary, exit codes and
+//! enrichment as `ingest`.
 
 use std::io::{Read, Write};
 use std::time::Instant;
 
 use anyhow::Context;
 use ctxgraph::{
-    EngineOptions, ImportBatch, IngestOptions, Limits, OpenMode, locomo_conversations,
-    parse_messages,
+    Engine, EngineOptions, ImportBatch, IngestOptions, Limits, OpenMode, Rejection, Violation,
+    locomo_conversations, parse_messages,
 };
+use ctxgraph_otlp::{Encoding, OtlpError};
 
 use crate::Outcome;
-use crate::args::{Cli, ConversationArgs, ImportArgs, ImportCommand, LocomoArgs};
+use crate::args::{
+    Cli, ConversationArgs, ImportArgs, ImportCommand, LocomoArgs, OtlpArgs, OtlpFormat,
+};
 
 pub(crate) fn run(cli: &Cli, cmd: &ImportCommand) -> anyhow::Result<Outcome> {
     match cmd {
         ImportCommand::Conversation(args) => conversation(cli, args),
         ImportCommand::Locomo(args) => locomo(cli, args),
+        ImportCommand::Otlp(args) => otlp(cli, args),
     }
+}
+
+fn otlp(cli: &Cli, args: &OtlpArgs) -> anyhow::Result<Outcome> {
+    let encoding = match args.format {
+        Some(OtlpFormat::Json) => Encoding::Json,
+        Some(OtlpFormat::Protobuf) => Encoding::Protobuf,
+        None => match args.file.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("json") => Encoding::Json,
+            Some(e) if e.eq_ignore_ascii_case("pb") => Encoding::Protobuf,
+            _ => anyhow::bail!(
+                "cannot tell the encoding of {} from its name: pass --format json or --format protobuf",
+                args.file.display()
+            ),
+        },
+    };
+    let body =
+        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    // Decode before opening the store: a body that is not an export request changes nothing.
+    let request = ctxgraph_otlp::decode_request(&body, encoding)
+        .with_context(|| format!("reading an OTLP export request from {}", args.file.display()))?;
+    let engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
+    // The store's schema, with its extension modules: their OTel operations map too.
+    let conversion = ctxgraph_otlp::convert(&request, engine.schema());
+    let to_line = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    let batch = ImportBatch {
+        records: conversion.records.into_iter().map(|(n, r)| (to_line(n), r)).collect(),
+        rejections: conversion
+            .refused
+            .into_iter()
+            .map(|(n, e)| span_rejection(to_line(n), &e))
+            .collect(),
+    };
+    import_into(cli, engine, &batch, &args.import, false)
+}
+
+/// A refused span as a report line: its number, and the field, value and rule.
+fn span_rejection(line: u64, e: &OtlpError) -> Rejection {
+    // Conversion refuses spans only with `OtlpError::Span`; anything else is reported whole.
+    let violation = if let OtlpError::Span { at, field, value, rule } = e {
+        Violation::with_text(field.clone(), Some(value), e.code(), format!("{rule} ({at})"))
+    } else {
+        Violation::with_text("$", None, e.code(), e.to_string())
+    };
+    Rejection { line, id: None, code: e.code(), violations: vec![violation] }
 }
 
 fn conversation(cli: &Cli, args: &ConversationArgs) -> anyhow::Result<Outcome> {
@@ -76,7 +125,18 @@ fn import(
     args: &ImportArgs,
     strict: bool,
 ) -> anyhow::Result<Outcome> {
-    let mut engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
+    let engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
+    import_into(cli, engine, batch, args, strict)
+}
+
+/// [`import`] into an open store.
+fn import_into(
+    cli: &Cli,
+    mut engine: Engine,
+    batch: &ImportBatch,
+    args: &ImportArgs,
+    strict: bool,
+) -> anyhow::Result<Outcome> {
     let options = IngestOptions { strict, ..IngestOptions::default() };
     let quiet = cli.json || args.quiet;
     let started = Instant::now();

@@ -15,6 +15,7 @@ mod import;
 mod knowledge;
 mod memory;
 mod receipt;
+mod otlp;
 mod semantic;
 mod slots;
 mod tidy;
