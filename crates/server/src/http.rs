@@ -531,3 +531,42 @@ pub fn openapi_document() -> String {
     text.push('\n');
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The OpenAPI document is a golden file: a change to the wire shows up as a reviewed diff.
+    /// `UPDATE_GOLDEN=1 cargo test -p ctxgraph-server openapi` rewrites it.
+    #[test]
+    fn openapi_document_matches_the_golden_file() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("openapi.json");
+        let doc = openapi_document();
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(&path, &doc).unwrap();
+        }
+        let golden = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            golden == doc,
+            "{} is out of date: run UPDATE_GOLDEN=1 cargo test -p ctxgraph-server openapi and review the diff",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn every_route_is_documented() {
+        let doc: serde_json::Value = serde_json::from_str(&openapi_document()).unwrap();
+        let paths = doc["paths"].as_object().unwrap();
+        for p in [
+            "/v1/events",
+            "/v1/recall",
+            "/v1/facts",
+            "/v1/memories",
+            "/v1/memories/rollup",
+            "/metrics",
+        ] {
+            assert!(paths.contains_key(p), "{p}");
+        }
+        assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+    }
+}

@@ -11,6 +11,7 @@ pub struct Metrics {
     registry: Registry,
     records: IntCounterVec,
     lag: IntGaugeVec,
+    enrich_lag: IntGaugeVec,
     recall: Histogram,
     requests: IntCounterVec,
 }
@@ -42,6 +43,14 @@ impl Metrics {
             &["tenant"],
         )
         .expect("constant metric options are valid");
+        let enrich_lag = IntGaugeVec::new(
+            Opts::new(
+                "ctxgraph_enrichment_lag_records",
+                "Records in the graph not yet enriched (keywords, embeddings, text index), by tenant.",
+            ),
+            &["tenant"],
+        )
+        .expect("constant metric options are valid");
         let recall = Histogram::with_opts(
             HistogramOpts::new(
                 "ctxgraph_recall_seconds",
@@ -58,12 +67,13 @@ impl Metrics {
         for c in [
             Box::new(records.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(lag.clone()),
+            Box::new(enrich_lag.clone()),
             Box::new(recall.clone()),
             Box::new(requests.clone()),
         ] {
             let _ = registry.register(c);
         }
-        Metrics { registry, records, lag, recall, requests }
+        Metrics { registry, records, lag, enrich_lag, recall, requests }
     }
 
     /// Count the records of an ingest by result.
@@ -75,9 +85,12 @@ impl Metrics {
         }
     }
 
-    /// The tenant's projection lag after a write.
-    pub fn projection_lag(&self, tenant: &str, lag: u64) {
-        self.lag.with_label_values(&[tenant]).set(i64::try_from(lag).unwrap_or(i64::MAX));
+    /// The tenant's projection and enrichment lags after a write.
+    pub fn lags(&self, tenant: &str, (projection, enrichment): (u64, u64)) {
+        self.lag.with_label_values(&[tenant]).set(i64::try_from(projection).unwrap_or(i64::MAX));
+        self.enrich_lag
+            .with_label_values(&[tenant])
+            .set(i64::try_from(enrichment).unwrap_or(i64::MAX));
     }
 
     /// One recall's latency.

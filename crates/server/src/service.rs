@@ -133,16 +133,47 @@ impl Tenant {
         out
     }
 
-    /// Run `f` on the writer; `schema_changed` tells readers to reopen.
+    /// Run `f` on the writer, then enrich what it wrote; returns the projection and enrichment
+    /// lags after it.
     fn write<T>(
         &self,
         f: impl FnOnce(&mut Engine) -> Result<T, ServiceError>,
-    ) -> Result<(T, u64), ServiceError> {
+    ) -> Result<(T, (u64, u64)), ServiceError> {
         let mut w = lock(&self.writer);
         let out = f(&mut w)?;
-        let lag =
-            w.snapshot().and_then(|s| s.checkpoints()).map(|c| c.projection_lag()).unwrap_or(0);
-        Ok((out, lag))
+        enrich_behind(&mut w);
+        let lags = w
+            .snapshot()
+            .and_then(|s| s.checkpoints())
+            .map(|c| (c.projection_lag(), c.enrichment_lag()))
+            .unwrap_or((0, 0));
+        Ok((out, lags))
+    }
+}
+
+/// Vectors and documents outside their indexes (searched exactly until indexed) that make an
+/// index rebuild worth its cost after a write.
+const INDEX_AFTER: u64 = 20_000;
+
+/// Enrich what a write added (keywords, summaries, embeddings, full-text entries) so that reads
+/// find it, and rebuild an index that lags far behind. The write is already durable: a failure
+/// here leaves records unenriched, which the enrichment-lag gauge shows and the next write
+/// retries, and does not turn the acknowledged write into an error.
+fn enrich_behind(w: &mut Engine) {
+    if w.enrich(&mut |_, _| {}).is_err() {
+        return;
+    }
+    let (vectors, texts) = match w.snapshot() {
+        Ok(s) => {
+            (s.stats_vectors().map(|v| v.1).unwrap_or(0), s.text_docs_outside_index().unwrap_or(0))
+        }
+        Err(_) => return,
+    };
+    if vectors >= INDEX_AFTER {
+        let _ = w.index_vectors();
+    }
+    if texts >= ctxgraph::TEXT_INDEX_REBUILD_AFTER {
+        let _ = w.index_text();
     }
 }
 
@@ -376,8 +407,8 @@ impl Service {
         let tenant = self.tenant(who)?;
         let metrics = self.inner.metrics.clone();
         blocking(move || {
-            let (out, lag) = tenant.write(f)?;
-            metrics.projection_lag(&tenant.name, lag);
+            let (out, lags) = tenant.write(f)?;
+            metrics.lags(&tenant.name, lags);
             Ok(out)
         })
         .await
@@ -466,7 +497,7 @@ impl Service {
             if schema_changed {
                 tenant.generation.fetch_add(1, Ordering::AcqRel);
             }
-            metrics.projection_lag(&tenant.name, lag);
+            metrics.lags(&tenant.name, lag);
             Ok(response)
         })
         .await?;

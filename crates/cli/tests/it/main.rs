@@ -9,10 +9,13 @@
 
 mod commands;
 mod entities;
+mod http;
 mod import;
 mod knowledge;
+mod mcp;
 mod memory;
 mod semantic;
+mod server;
 mod slots;
 mod tidy;
 
