@@ -104,9 +104,10 @@ impl From<ctxgraph::Error> for ServiceError {
             _ if e.is_user_error() => ErrorClass::BadRequest,
             _ => ErrorClass::Internal,
         };
-        let violations = match &e {
-            ctxgraph::Error::Validation(v) => v.violations.iter().map(ViolationDto::from).collect(),
-            _ => Vec::new(),
+        let violations = if let ctxgraph::Error::Validation(v) = &e {
+            v.violations.iter().map(ViolationDto::from).collect()
+        } else {
+            Vec::new()
         };
         ServiceError { code: code.to_owned(), message: e.to_string(), violations, class }
     }

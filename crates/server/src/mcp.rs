@@ -61,7 +61,7 @@ pub fn parse_arguments<T: DeserializeOwned>(raw: &Value) -> Result<T, ServiceErr
     let raw = match raw {
         Value::Null => Value::Object(serde_json::Map::new()),
         Value::Object(_) => raw.clone(),
-        other => {
+        other @ (Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_)) => {
             return Err(ServiceError::bad_request(
                 "mcp.invalid_arguments",
                 format!("arguments must be a JSON object, not {other}"),

@@ -981,10 +981,11 @@ impl Service {
                 who.name()
             )));
         }
-        let mut reg = lock(&self.inner.registry);
-        self.refresh(&mut reg)?;
-        Ok(PrincipalList {
-            principals: reg
+        let service = self.clone();
+        blocking(move || {
+            let mut reg = lock(&service.inner.registry);
+            service.refresh(&mut reg)?;
+            let principals = reg
                 .principals
                 .list()
                 .map(|p| PrincipalDto {
@@ -993,7 +994,9 @@ impl Service {
                     roles: p.roles.clone(),
                     created_at: p.created_at.clone(),
                 })
-                .collect(),
+                .collect();
+            Ok(PrincipalList { principals })
         })
+        .await
     }
 }

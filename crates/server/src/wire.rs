@@ -954,7 +954,7 @@ impl From<&MemoryContext> for MemoryContextDto {
                 .map(|h| MemoryHitDto {
                     memory: (&h.memory).into(),
                     score: h.score,
-                    similarity: f64::from(h.similarity),
+                    similarity: h.similarity,
                     lexical: h.lexical,
                     connected: h.connected,
                 })
