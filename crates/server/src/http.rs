@@ -103,28 +103,29 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(Body(v)),
-            Err(rejection) => {
-                let message = rejection.body_text();
-                let e = match rejection.status() {
-                    StatusCode::PAYLOAD_TOO_LARGE => ServiceError::new(
-                        ErrorClass::TooLarge,
-                        "request.too_large",
-                        format!("the body is larger than {BODY_LIMIT} bytes: split the batch"),
-                    ),
-                    StatusCode::UNPROCESSABLE_ENTITY => {
-                        ServiceError::new(ErrorClass::Invalid, "request.invalid_body", message)
-                    }
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE => ServiceError::bad_request(
-                        "request.content_type",
-                        "send the body as JSON with Content-Type: application/json",
-                    ),
-                    _ => ServiceError::bad_request("request.malformed_json", message),
-                };
-                Err(ApiError(e))
-            }
+        // Forgiving: a body without a content type is read as JSON; one that names another
+        // type is refused.
+        let declared = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+        if let Some(ct) = declared
+            && !(ct.starts_with("application/json") || ct.contains("+json"))
+        {
+            return Err(ApiError(ServiceError::bad_request(
+                "request.content_type",
+                format!("content type {ct:?}: send the body as JSON (application/json)"),
+            )));
         }
+        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|r| {
+            if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ServiceError::new(
+                    ErrorClass::TooLarge,
+                    "request.too_large",
+                    format!("the body is larger than {BODY_LIMIT} bytes: split the batch"),
+                )
+            } else {
+                ServiceError::bad_request("request.body", r.body_text())
+            }
+        })?;
+        Ok(Body(crate::wire::parse_body(&bytes)?))
     }
 }
 

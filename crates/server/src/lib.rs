@@ -14,25 +14,30 @@
 #![warn(missing_docs)]
 
 pub mod error;
+#[cfg(feature = "net")]
 pub mod http;
+#[cfg(feature = "net")]
 pub mod mcp;
+#[cfg(feature = "net")]
 mod metrics;
+#[cfg(feature = "net")]
 mod service;
 pub mod wire;
 
-use std::future::Future;
-
 pub use error::{ErrorBody, ErrorClass, ServiceError, ViolationDto};
+#[cfg(feature = "net")]
 pub use metrics::Metrics;
+#[cfg(feature = "net")]
 pub use service::{MAX_BATCH, Service};
 
+#[cfg(feature = "net")]
 /// Serve the HTTP API (and `/mcp`) on `listener` until `shutdown` completes, then stop accepting
 /// connections and finish the requests in flight: every write acknowledged is committed before
 /// its response is sent, so nothing acknowledged is lost.
 pub async fn serve(
     service: Service,
     listener: tokio::net::TcpListener,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let token = tokio_util::sync::CancellationToken::new();
     let app = http::router(service, token.clone());
@@ -44,6 +49,7 @@ pub async fn serve(
         .await
 }
 
+#[cfg(feature = "net")]
 /// Resolves on Ctrl-C or (on Unix) SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {
@@ -66,6 +72,7 @@ pub async fn shutdown_signal() {
     }
 }
 
+#[cfg(feature = "net")]
 /// Serve the MCP tools over stdin/stdout as `principal` until the client closes the stream.
 pub async fn serve_stdio(
     service: Service,

@@ -56,23 +56,6 @@ impl<T: schemars::JsonSchema> schemars::JsonSchema for Args<T> {
     }
 }
 
-/// Parse tool arguments (a JSON object) into a request; the error names the field and the rule.
-pub fn parse_arguments<T: DeserializeOwned>(raw: &Value) -> Result<T, ServiceError> {
-    let raw = match raw {
-        Value::Null => Value::Object(serde_json::Map::new()),
-        Value::Object(_) => raw.clone(),
-        other @ (Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_)) => {
-            return Err(ServiceError::bad_request(
-                "mcp.invalid_arguments",
-                format!("arguments must be a JSON object, not {other}"),
-            ));
-        }
-    };
-    serde_json::from_value(raw).map_err(|e| {
-        ServiceError::bad_request("mcp.invalid_arguments", format!("invalid arguments: {e}"))
-    })
-}
-
 /// A failure as a tool result an agent can read.
 fn tool_error(e: &ServiceError) -> CallToolResult {
     CallToolResult::structured_error(serde_json::to_value(ErrorBody::from(e)).unwrap_or_default())
@@ -139,7 +122,7 @@ impl Tools {
             Ok(p) => p,
             Err(e) => return Ok(tool_error(&e)),
         };
-        let req = match parse_arguments::<T>(&args.raw) {
+        let req = match crate::wire::parse_arguments::<T>(&args.raw) {
             Ok(r) => r,
             Err(e) => return Ok(tool_error(&e)),
         };

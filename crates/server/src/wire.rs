@@ -15,7 +15,46 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::error::ViolationDto;
+use crate::error::{ErrorClass, ServiceError, ViolationDto};
+
+// ---------------------------------------------------------------------------------------------
+// Parsers of untrusted input (fuzzed: `fuzz/fuzz_targets/http_batch.rs`, `mcp_arguments.rs`).
+
+/// Parse a JSON request body: not JSON is `request.malformed_json` (HTTP 400), JSON of the wrong
+/// shape (a missing field, a wrong type) is `request.invalid_body` (HTTP 422).
+pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ServiceError> {
+    serde_json::from_slice(bytes).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => ServiceError::new(
+            ErrorClass::Invalid,
+            "request.invalid_body",
+            format!("the body does not fit the request: {e}"),
+        ),
+        serde_json::error::Category::Syntax
+        | serde_json::error::Category::Eof
+        | serde_json::error::Category::Io => ServiceError::bad_request(
+            "request.malformed_json",
+            format!("the body is not JSON: {e}"),
+        ),
+    })
+}
+
+/// Parse MCP tool arguments (absent, or a JSON object) into a request: anything else, a missing
+/// field or a wrong type is `mcp.invalid_arguments`, naming the field and the rule.
+pub fn parse_arguments<T: serde::de::DeserializeOwned>(raw: &Value) -> Result<T, ServiceError> {
+    let raw = match raw {
+        Value::Null => Value::Object(serde_json::Map::new()),
+        Value::Object(_) => raw.clone(),
+        other @ (Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_)) => {
+            return Err(ServiceError::bad_request(
+                "mcp.invalid_arguments",
+                format!("arguments must be a JSON object, not {other}"),
+            ));
+        }
+    };
+    serde_json::from_value(raw).map_err(|e| {
+        ServiceError::bad_request("mcp.invalid_arguments", format!("invalid arguments: {e}"))
+    })
+}
 
 // ---------------------------------------------------------------------------------------------
 // Requests.
