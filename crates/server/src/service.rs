@@ -67,7 +67,7 @@ struct Inner {
 
 struct Registry {
     principals: Principals,
-    modified: Option<SystemTime>,
+    modified: FileStamp,
 }
 
 /// One tenant's store: a writer and idle readers.
@@ -87,8 +87,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+/// What tells a changed registry file apart: its modification time, length and (on Unix) inode,
+/// since the registry is replaced by a rename and two changes may share a coarse timestamp.
+type FileStamp = Option<(SystemTime, u64, u64)>;
+
+fn modified(path: &Path) -> FileStamp {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some((m.modified().ok()?, m.len(), inode))
 }
 
 impl Tenant {
@@ -644,11 +653,14 @@ impl Service {
         input.confidence = req.confidence;
         input.valid_from = req.valid_from;
         input.valid_to = req.valid_to;
+        let who_owned = who.clone();
         let (done, fact) = self
             .write(who, move |engine| {
+                let who = who_owned;
                 let done = engine.record_fact(&input)?;
-                let fact = engine
-                    .snapshot()?
+                let snap = engine.snapshot()?;
+                let fact = snap
+                    .scoped(&who)
                     .facts_about(&done.subject.id, None)?
                     .into_iter()
                     .find(|f| f.fact_id == done.fact_id);

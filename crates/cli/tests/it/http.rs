@@ -244,7 +244,7 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
     );
     let huge = format!("{{\"events\": [\"{}\"]}}", "x".repeat(9 * 1024 * 1024));
     assert_eq!(
-        code(s.call("POST", "/v1/events", Some(k), Some(&huge))),
+        code(s.post_raw("/v1/events", k, huge.into_bytes())),
         (413, "request.too_large".into())
     );
     assert_eq!(
@@ -272,6 +272,20 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
     let (status, list) = s.get("/v1/principals", &s.keys.admin);
     assert_eq!(status, 200);
     assert_eq!(list["principals"].as_array().unwrap().len(), 4);
+
+    // A principal added while the server runs can use its key at once; a removed one cannot.
+    let late = crate::server::add_principal(&s.data(), "dave", "acme", &["writer"]);
+    assert_eq!(s.get("/v1/stats", &late).0, 200);
+    let removed = std::process::Command::new(env!("CARGO_BIN_EXE_ctxgraph"))
+        .args(["principal", "remove", "dave", "--data"])
+        .arg(s.data())
+        .status()
+        .unwrap();
+    assert!(removed.success());
+    assert_eq!(
+        code(s.call("GET", "/v1/stats", Some(&late), None)),
+        (401, "access.unknown_key".into())
+    );
     assert!(!list.to_string().contains("cgk_"), "keys never leave the registry");
 }
 

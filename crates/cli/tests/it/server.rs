@@ -115,6 +115,40 @@ impl Server {
         (status, v)
     }
 
+    /// POST a body over a raw connection, writing on one thread and reading the response on
+    /// this one: a server that answers before reading all of a too-large body (and then closes
+    /// the connection) is still heard. Returns the status and the JSON body.
+    pub(crate) fn post_raw(&self, path: &str, key: &str, body: Vec<u8>) -> (u16, Value) {
+        use std::io::{Read, Write};
+        let addr = self.base.trim_start_matches("http://").to_owned();
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        let mut writer = stream.try_clone().unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let sending = std::thread::spawn(move || {
+            // The server may close before taking everything: a failed write is expected.
+            let _ = writer.write_all(head.as_bytes()).and_then(|()| writer.write_all(&body));
+        });
+        let mut response = Vec::new();
+        let mut chunk = [0u8; 8192];
+        loop {
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => response.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let _ = sending.join();
+        let text = String::from_utf8_lossy(&response).into_owned();
+        let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let json = text.split("\r\n\r\n").nth(1).unwrap_or("");
+        // A chunked body: the JSON object sits between the chunk-size lines.
+        let start = json.find('{').unwrap_or(0);
+        let end = json.rfind('}').map_or(json.len(), |e| e + 1);
+        (status, serde_json::from_str(&json[start..end]).unwrap_or(Value::Null))
+    }
+
     pub(crate) fn get(&self, path: &str, key: &str) -> (u16, Value) {
         self.call("GET", path, Some(key), None)
     }
