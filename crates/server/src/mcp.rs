@@ -258,3 +258,39 @@ impl ServerHandler for Tools {
             )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tool list with its schemas is a golden file (`crates/server/mcp-tools.json`): a change
+    /// to what agents see shows up as a reviewed diff. `UPDATE_GOLDEN=1` rewrites it.
+    #[test]
+    fn tool_list_matches_the_golden_file() {
+        let mut tools = Tools::tool_router().list_all();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut doc = serde_json::to_string_pretty(&tools).unwrap();
+        doc.push('\n');
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-tools.json");
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(&path, &doc).unwrap();
+        }
+        let golden = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            golden == doc,
+            "{} is out of date: run UPDATE_GOLDEN=1 cargo test -p ctxgraph-server tool_list and review the diff",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn bad_arguments_are_invalid_arguments() {
+        let e = crate::wire::parse_arguments::<RecallRequest>(&serde_json::json!([1])).unwrap_err();
+        assert_eq!(e.code, "mcp.invalid_arguments");
+        let e = crate::wire::parse_arguments::<RecallRequest>(&serde_json::json!({"k": 3})).unwrap_err();
+        assert!(e.message.contains("question"), "{}", e.message);
+        let ok: RecallRequest =
+            crate::wire::parse_arguments(&serde_json::json!({"query": "why", "top_k": 3})).unwrap();
+        assert_eq!((ok.question.as_str(), ok.k), ("why", Some(3)));
+    }
+}
