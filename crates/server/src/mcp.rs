@@ -287,7 +287,8 @@ mod tests {
     fn bad_arguments_are_invalid_arguments() {
         let e = crate::wire::parse_arguments::<RecallRequest>(&serde_json::json!([1])).unwrap_err();
         assert_eq!(e.code, "mcp.invalid_arguments");
-        let e = crate::wire::parse_arguments::<RecallRequest>(&serde_json::json!({"k": 3})).unwrap_err();
+        let e = crate::wire::parse_arguments::<RecallRequest>(&serde_json::json!({"k": 3}))
+            .unwrap_err();
         assert!(e.message.contains("question"), "{}", e.message);
         let ok: RecallRequest =
             crate::wire::parse_arguments(&serde_json::json!({"query": "why", "top_k": 3})).unwrap();
