@@ -19,6 +19,8 @@ pub enum ErrorClass {
     NotFound,
     /// The body is larger than the limit (413).
     TooLarge,
+    /// The route exists but not with this method (405).
+    MethodNotAllowed,
     /// The service failed (500).
     Internal,
 }

@@ -52,6 +52,7 @@ fn status(class: ErrorClass) -> StatusCode {
         ErrorClass::Forbidden => StatusCode::FORBIDDEN,
         ErrorClass::NotFound => StatusCode::NOT_FOUND,
         ErrorClass::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorClass::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -185,7 +186,10 @@ pub fn router(service: Service, shutdown: CancellationToken) -> Router {
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), count_request))
         .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT));
-    v1.merge(mcp).fallback(not_found).with_state(state)
+    v1.merge(mcp)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
 }
 
 /// Count every routed request by route template and status.
@@ -222,6 +226,14 @@ async fn not_found(req: Request) -> ApiError {
     ApiError(ServiceError::not_found(
         "route.not_found",
         format!("no route {} {}: see /openapi.json", req.method(), req.uri().path()),
+    ))
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError(ServiceError::new(
+        ErrorClass::MethodNotAllowed,
+        "route.method_not_allowed",
+        format!("{} is not allowed on {}: see /openapi.json", req.method(), req.uri().path()),
     ))
 }
 

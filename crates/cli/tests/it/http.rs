@@ -252,6 +252,10 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
         (404, "route.not_found".into())
     );
     assert_eq!(
+        code(s.call("GET", "/v1/events", Some(k), None)),
+        (405, "route.method_not_allowed".into())
+    );
+    assert_eq!(
         code(s.call("GET", "/v1/principals", Some(k), None)),
         (403, "access.forbidden".into())
     );
