@@ -59,7 +59,13 @@ fn kind(command: &Command) -> Kind {
             ReceiptCommand::List { .. } => Kind::Scoped,
         },
         Command::Forget { .. } | Command::Forgotten => Kind::Admin,
-        Command::Generate { .. } | Command::Bench(_) | Command::Eval(_) => Kind::None,
+        // The server and MCP authenticate for themselves; the registry is a file of its own.
+        Command::Generate { .. }
+        | Command::Bench(_)
+        | Command::Eval(_)
+        | Command::Serve(_)
+        | Command::Mcp(_)
+        | Command::Principal(_) => Kind::None,
         Command::Demo
         | Command::Neighbors { .. }
         | Command::Chain { .. }
@@ -91,14 +97,15 @@ pub(crate) fn principal(cli: &Cli) -> anyhow::Result<Principal> {
 
 /// Refuse, before anything is opened, what `--as` may not do.
 pub(crate) fn gate(cli: &Cli) -> anyhow::Result<()> {
-    if cli.as_principal.is_none() {
+    let kind = kind(&cli.command);
+    if cli.as_principal.is_none() || kind == Kind::None {
         return Ok(());
     }
     let who = principal(cli)?;
     let refuse = |code: &'static str, message: String| -> anyhow::Result<()> {
         Err(ctxgraph::Error::Access { code, message }.into())
     };
-    match kind(&cli.command) {
+    match kind {
         Kind::Scoped | Kind::None => Ok(()),
         Kind::Write if who.may_write() => Ok(()),
         Kind::Admin if who.is_admin() => Ok(()),

@@ -242,6 +242,17 @@ pub(crate) enum Command {
     /// CAUSED_BY; when: FOLLOWS; who/what: REFERENCES, SAME_AS; related: SIMILAR_TO; overview:
     /// SUMMARIZES), then score = relevance × path weight × confidence × salience.
     Recall(RecallArgs),
+    /// Serve the HTTP API and MCP (streamable HTTP at /mcp) over a data directory.
+    ///
+    /// Prints `listening on http://ADDR` as its first line. Every route but /healthz, /readyz,
+    /// /metrics and /openapi.json needs `Authorization: Bearer <key>` (`ctxgraph principal add`).
+    /// Stops on Ctrl-C or SIGTERM after finishing the requests in flight.
+    Serve(ServeArgs),
+    /// Serve the MCP tools over stdin/stdout, for an agent that starts ctxgraph itself.
+    Mcp(McpArgs),
+    /// Manage the principals (API keys, tenants, roles) of a data directory.
+    #[command(subcommand)]
+    Principal(PrincipalCommand),
     /// Decision memory (seed 003): save memories, outcomes and links; show, list and search them.
     #[command(subcommand)]
     Memory(MemoryCommand),
@@ -1007,6 +1018,60 @@ pub(crate) struct MemorySaveArgs {
     /// The memory id (default: derived from the content).
     #[arg(long)]
     pub(crate) id: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The data directory: principals.json and one store per tenant under tenants/.
+    #[arg(long, env = "CTXGRAPH_DATA", default_value = "ctxgraph-data")]
+    pub(crate) data: PathBuf,
+    /// Address to listen on; port 0 picks a free port (printed on the first line).
+    #[arg(long, default_value = "127.0.0.1:8377")]
+    pub(crate) addr: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// The data directory (with the global --as, naming a principal of its registry): the
+    /// principal's tenant picks the store.
+    #[arg(long, env = "CTXGRAPH_DATA", conflicts_with = "store", requires = "as_principal")]
+    pub(crate) data: Option<PathBuf>,
+    /// Serve one store file directly, acting as the local principal (admin, writer,
+    /// pii_reviewer of tenant `default`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) store: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PrincipalCommand {
+    /// Add a principal and print its API key (shown once; only its hash is stored).
+    Add {
+        /// Name, unique in the registry.
+        name: String,
+        /// Its tenant: the store it reads and writes.
+        #[arg(long)]
+        tenant: String,
+        /// A role (repeat): writer, admin, pii_reviewer, or any role records name in their scope.
+        #[arg(long = "role")]
+        roles: Vec<String>,
+        /// The data directory.
+        #[arg(long, env = "CTXGRAPH_DATA", default_value = "ctxgraph-data")]
+        data: PathBuf,
+    },
+    /// List principals (never their keys).
+    List {
+        /// The data directory.
+        #[arg(long, env = "CTXGRAPH_DATA", default_value = "ctxgraph-data")]
+        data: PathBuf,
+    },
+    /// Remove a principal; its key stops working at once.
+    Remove {
+        /// Name.
+        name: String,
+        /// The data directory.
+        #[arg(long, env = "CTXGRAPH_DATA", default_value = "ctxgraph-data")]
+        data: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

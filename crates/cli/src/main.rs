@@ -18,6 +18,7 @@ mod read;
 mod recall;
 mod receipt;
 mod schema;
+mod serve;
 mod slots;
 
 use std::process::ExitCode;
@@ -124,6 +125,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Reembed => enrich::run(&cli, true),
         Command::Recall(args) => recall::run(&cli, args),
         Command::Memory(cmd) => memory::run(&cli, cmd),
+        Command::Serve(args) => serve::serve(&cli, args),
+        Command::Mcp(args) => serve::mcp(&cli, args),
+        Command::Principal(cmd) => serve::principal(&cli, cmd),
         Command::Evolution { topic, as_of } => memory::evolution(&cli, topic, as_of.as_deref()),
         Command::Impact { memory, window, as_of } => {
             memory::impact(&cli, memory, window, as_of.as_deref())

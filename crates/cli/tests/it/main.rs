@@ -11,12 +11,15 @@ mod access;
 mod commands;
 mod entities;
 mod forget;
+mod http;
 mod import;
 mod knowledge;
+mod mcp;
 mod memory;
-mod receipt;
 mod otlp;
+mod receipt;
 mod semantic;
+mod server;
 mod slots;
 mod tidy;
 

@@ -12,6 +12,7 @@ use ctxgraph_store::GraphReader;
 
 use super::{Principal, is_scoped};
 use crate::error::Error;
+use crate::knowledge::FactView;
 use crate::memory::{
     Evolution, Impact, MemoryContext, MemoryHit, MemorySearchOptions, MemoryView, Rollup,
     RollupOptions, TraversalOptions,
@@ -147,6 +148,19 @@ impl Scoped<'_, '_> {
         search: ctxgraph_ann::SearchParams,
     ) -> Result<ContextPack, Error> {
         self.snap.recall_with(query, query_vector, self, search)
+    }
+
+    /// The facts about an entity (as subject or object), true at `as_of` (now when `None`).
+    ///
+    /// Facts, entities and the documents they cite carry no scope (see the `access` module
+    /// documentation), so every fact of the tenant is visible; interfaces still read them here so
+    /// that the policy stays the one place that decides.
+    pub fn facts_about(
+        &self,
+        entity_id: &str,
+        as_of: Option<&str>,
+    ) -> Result<Vec<FactView>, Error> {
+        self.snap.facts_about(entity_id, as_of)
     }
 
     /// Every visible memory.

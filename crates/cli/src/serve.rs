@@ -1,0 +1,124 @@
+//! `ctxgraph serve`, `ctxgraph mcp` and `ctxgraph principal add|list|remove`: the network
+//! interfaces and the principals they authenticate.
+
+use std::io::Write;
+
+use anyhow::Context;
+use ctxgraph::{EngineOptions, Principals};
+use ctxgraph_server::Service;
+use serde_json::json;
+
+use crate::Outcome;
+use crate::args::{Cli, McpArgs, PrincipalCommand, ServeArgs};
+use crate::output::{print_json, table};
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
+    let options = crate::with_embedder(cli, EngineOptions::default())?;
+    let service = Service::open(&args.data, options)
+        .with_context(|| format!("opening the data directory {}", args.data.display()))?;
+    runtime()?.block_on(async {
+        let listener = tokio::net::TcpListener::bind(&args.addr)
+            .await
+            .with_context(|| format!("listening on {}", args.addr))?;
+        let addr = listener.local_addr().context("reading the bound address")?;
+        {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "listening on http://{addr}")?;
+            out.flush()?;
+        }
+        ctxgraph_server::serve(service, listener, ctxgraph_server::shutdown_signal())
+            .await
+            .context("serving")?;
+        eprintln!("stopped: every acknowledged write is committed");
+        Ok(Outcome::Done)
+    })
+}
+
+pub(crate) fn mcp(cli: &Cli, args: &McpArgs) -> anyhow::Result<Outcome> {
+    let options = crate::with_embedder(cli, EngineOptions::default())?;
+    let (service, principal) = match (&args.data, &cli.as_principal, &args.store) {
+        (Some(data), Some(name), None) => {
+            let service = Service::open(data, options)
+                .with_context(|| format!("opening the data directory {}", data.display()))?;
+            let who = service.principal(name).with_context(|| format!("acting as {name}"))?;
+            (service, who)
+        }
+        (None, _, store) => {
+            let store = store.clone().unwrap_or_else(|| cli.db.clone());
+            let service = Service::single_store(&store, options)
+                .with_context(|| format!("opening the store {}", store.display()))?;
+            // The store's owner, or with --as a principal of the registry beside it.
+            (service, crate::access::principal(cli)?)
+        }
+        _ => anyhow::bail!("give either --data DIR --as NAME, or --store FILE (default: --db)"),
+    };
+    // Stdout carries the protocol; anything else goes to stderr.
+    runtime()?.block_on(async {
+        ctxgraph_server::serve_stdio(service, principal)
+            .await
+            .map_err(|e| anyhow::anyhow!("serving MCP over stdio: {e}"))
+    })?;
+    Ok(Outcome::Done)
+}
+
+pub(crate) fn principal(cli: &Cli, cmd: &PrincipalCommand) -> anyhow::Result<Outcome> {
+    let path = |data: &std::path::Path| data.join("principals.json");
+    match cmd {
+        PrincipalCommand::Add { name, tenant, roles, data } => {
+            std::fs::create_dir_all(data)
+                .with_context(|| format!("creating the data directory {}", data.display()))?;
+            let mut reg = Principals::open(&path(data))?;
+            let key = reg.add(name, tenant, roles).with_context(|| format!("adding {name}"))?;
+            if cli.json {
+                print_json(&json!({"name": name, "tenant": tenant, "roles": roles, "key": key}))?;
+            } else {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "{key}")?;
+                eprintln!("added {name} (tenant {tenant}); the key above is shown once");
+            }
+            Ok(Outcome::Done)
+        }
+        PrincipalCommand::List { data } => {
+            let reg = Principals::open(&path(data))?;
+            let list: Vec<_> = reg.list().collect();
+            if cli.json {
+                let v: Vec<_> = list
+                    .iter()
+                    .map(|p| json!({"name": p.name, "tenant": p.tenant, "roles": p.roles, "created_at": p.created_at}))
+                    .collect();
+                print_json(&serde_json::Value::Array(v))?;
+            } else {
+                let mut t = table(&["name", "tenant", "roles", "created"]);
+                for p in &list {
+                    t.add_row(vec![
+                        p.name.clone(),
+                        p.tenant.clone(),
+                        p.roles.join(", "),
+                        p.created_at.clone(),
+                    ]);
+                }
+                writeln!(std::io::stdout().lock(), "{t}")?;
+            }
+            Ok(if list.is_empty() { Outcome::NotFound } else { Outcome::Done })
+        }
+        PrincipalCommand::Remove { name, data } => {
+            let mut reg = Principals::open(&path(data))?;
+            if reg.remove(name)? {
+                if cli.json {
+                    print_json(&json!({"removed": name}))?;
+                }
+                Ok(Outcome::Done)
+            } else {
+                eprintln!("no principal {name}");
+                Ok(Outcome::NotFound)
+            }
+        }
+    }
+}

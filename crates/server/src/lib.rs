@@ -1,0 +1,85 @@
+//! ctxgraph over the network: the HTTP API, the MCP tools (stdio and streamable HTTP) and the
+//! [`Service`] behind both.
+//!
+//! - [`Service`]: a data directory (principal registry + one store per tenant); one async
+//!   function per operation, taking the [`ctxgraph::Principal`] and a request type of [`wire`].
+//!   Writes need a writing role; reads go through [`ctxgraph::Scoped`], the policy choke point.
+//! - [`http::router`]: the `/v1` routes, `/openapi.json`, health, readiness, metrics, and the
+//!   MCP endpoint `/mcp`; [`serve`] runs it with graceful shutdown.
+//! - [`mcp::Tools`]: the MCP tools; [`serve_stdio`] runs them over stdin/stdout.
+//!
+//! This is the only crate that knows HTTP, MCP or JSON wire shapes: engine types are converted
+//! by hand in [`wire`].
+
+#![warn(missing_docs)]
+
+pub mod error;
+#[cfg(feature = "net")]
+pub mod http;
+#[cfg(feature = "net")]
+pub mod mcp;
+#[cfg(feature = "net")]
+mod metrics;
+#[cfg(feature = "net")]
+mod service;
+pub mod wire;
+
+pub use error::{ErrorBody, ErrorClass, ServiceError, ViolationDto};
+#[cfg(feature = "net")]
+pub use metrics::Metrics;
+#[cfg(feature = "net")]
+pub use service::{MAX_BATCH, Service};
+
+#[cfg(feature = "net")]
+/// Serve the HTTP API (and `/mcp`) on `listener` until `shutdown` completes, then stop accepting
+/// connections and finish the requests in flight: every write acknowledged is committed before
+/// its response is sent, so nothing acknowledged is lost.
+pub async fn serve(
+    service: Service,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let token = tokio_util::sync::CancellationToken::new();
+    let app = http::router(service, token.clone());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            token.cancel();
+        })
+        .await
+}
+
+#[cfg(feature = "net")]
+/// Resolves on Ctrl-C or (on Unix) SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+#[cfg(feature = "net")]
+/// Serve the MCP tools over stdin/stdout as `principal` until the client closes the stream.
+pub async fn serve_stdio(
+    service: Service,
+    principal: ctxgraph::Principal,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    use rmcp::ServiceExt;
+    let running = mcp::Tools::new(service, Some(principal)).serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}

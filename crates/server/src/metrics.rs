@@ -1,0 +1,112 @@
+//! Prometheus metrics: records ingested, projection lag per tenant, recall latency, requests by
+//! route and status. Exposed as text at `/metrics`.
+
+use prometheus::{Encoder, Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+use crate::wire::IngestResponse;
+
+/// The server's metrics. Cheap to clone; clones share the counters.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Registry,
+    records: IntCounterVec,
+    lag: IntGaugeVec,
+    enrich_lag: IntGaugeVec,
+    recall: Histogram,
+    requests: IntCounterVec,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Fresh metrics in their own registry.
+    #[allow(
+        clippy::expect_used,
+        reason = "constant names, help texts and labels; the tests build them"
+    )]
+    pub fn new() -> Metrics {
+        let registry = Registry::new();
+        let records = IntCounterVec::new(
+            Opts::new("ctxgraph_records_ingested_total", "Records ingested, by tenant and result."),
+            &["tenant", "status"],
+        )
+        .expect("constant metric options are valid");
+        let lag = IntGaugeVec::new(
+            Opts::new(
+                "ctxgraph_projection_lag_records",
+                "Records in the log not yet folded into the graph, by tenant.",
+            ),
+            &["tenant"],
+        )
+        .expect("constant metric options are valid");
+        let enrich_lag = IntGaugeVec::new(
+            Opts::new(
+                "ctxgraph_enrichment_lag_records",
+                "Records in the graph not yet enriched (keywords, embeddings, text index), by tenant.",
+            ),
+            &["tenant"],
+        )
+        .expect("constant metric options are valid");
+        let recall = Histogram::with_opts(
+            HistogramOpts::new(
+                "ctxgraph_recall_seconds",
+                "Recall latency (embedding the question included).",
+            )
+            .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5]),
+        )
+        .expect("constant metric options are valid");
+        let requests = IntCounterVec::new(
+            Opts::new("ctxgraph_http_requests_total", "HTTP requests, by route and status."),
+            &["route", "status"],
+        )
+        .expect("constant metric options are valid");
+        for c in [
+            Box::new(records.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(lag.clone()),
+            Box::new(enrich_lag.clone()),
+            Box::new(recall.clone()),
+            Box::new(requests.clone()),
+        ] {
+            let _ = registry.register(c);
+        }
+        Metrics { registry, records, lag, enrich_lag, recall, requests }
+    }
+
+    /// Count the records of an ingest by result.
+    pub fn ingested(&self, tenant: &str, r: &IngestResponse) {
+        for (status, n) in
+            [("accepted", r.accepted), ("duplicate", r.duplicates), ("rejected", r.rejected)]
+        {
+            self.records.with_label_values(&[tenant, status]).inc_by(n);
+        }
+    }
+
+    /// The tenant's projection and enrichment lags after a write.
+    pub fn lags(&self, tenant: &str, (projection, enrichment): (u64, u64)) {
+        self.lag.with_label_values(&[tenant]).set(i64::try_from(projection).unwrap_or(i64::MAX));
+        self.enrich_lag
+            .with_label_values(&[tenant])
+            .set(i64::try_from(enrichment).unwrap_or(i64::MAX));
+    }
+
+    /// One recall's latency.
+    pub fn recall_seconds(&self, seconds: f64) {
+        self.recall.observe(seconds);
+    }
+
+    /// One HTTP request.
+    pub fn request(&self, route: &str, status: u16) {
+        self.requests.with_label_values(&[route, &status.to_string()]).inc();
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        let _ = prometheus::TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}

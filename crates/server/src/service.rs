@@ -1,0 +1,1014 @@
+//! The service: one data directory, its principal registry, and one store per tenant; every
+//! operation the HTTP API and the MCP tools offer, taking the principal and a typed request.
+//!
+//! # Data directory
+//! - `principals.json`: the registry (hashed API keys, see [`ctxgraph::Principals`]); re-read
+//!   when its modification time changes, so `ctxgraph principal add` takes effect on a running
+//!   server.
+//! - `tenants/<tenant>.ctxg`: one store per tenant. A principal's tenant picks the file, so no read
+//!   or write can cross tenants.
+//!
+//! # Concurrency
+//! Engines are blocking and not `Sync` (one SQLite connection each; a snapshot borrows its
+//! engine). Per tenant, writes go through one writer engine behind a mutex (SQLite has one writer
+//! anyway) and reads through a small pool of reader engines with their own connections, so
+//! reads never wait for a write. Every engine call runs on tokio's blocking pool. A schema
+//! module changes how records validate and read, so readers opened before one was written are
+//! dropped rather than reused.
+//!
+//! # Adding an operation
+//! One `pub async fn` here taking `&Principal` and a request type from [`crate::wire`], one
+//! route in [`crate::http`], one tool in [`crate::mcp`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Instant, SystemTime};
+
+use ctxgraph::{
+    Engine, EngineOptions, EntityInput, FactInput, IngestOutcome, Intent, MemorySearchOptions,
+    NodeKey, ObjectInput, OpenMode, Principal, Principals, Projection, RecallQuery, RecordKind,
+    Resolution, RollupOptions, TraversalOptions, ValidRecord,
+};
+use serde_json::{Map, Value};
+
+use crate::error::{ServiceError, ViolationDto};
+use crate::metrics::Metrics;
+use crate::wire::*;
+
+/// Reader engines kept per tenant between requests.
+const MAX_IDLE_READERS: usize = 4;
+/// Most records in one batch.
+pub const MAX_BATCH: usize = 10_000;
+/// Default and largest page sizes.
+const DEFAULT_PAGE: usize = 100;
+const MAX_PAGE: usize = 1_000;
+/// Largest `k` of a recall and limit of a search.
+const MAX_K: usize = 100;
+const MAX_HITS: usize = 200;
+
+/// The service over a data directory. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Service {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    data: PathBuf,
+    registry: Mutex<Registry>,
+    tenants: Mutex<BTreeMap<String, Arc<Tenant>>>,
+    metrics: Metrics,
+    /// A store opened directly (`ctxgraph mcp --store FILE`): every principal uses it.
+    single_store: Option<PathBuf>,
+    /// How engines are opened (the embedder above all).
+    options: EngineOptions,
+}
+
+struct Registry {
+    principals: Principals,
+    modified: FileStamp,
+}
+
+/// One tenant's store: a writer and idle readers.
+struct Tenant {
+    name: String,
+    path: PathBuf,
+    writer: Mutex<Engine>,
+    options: EngineOptions,
+    readers: Mutex<Vec<(u64, Engine)>>,
+    /// Bumped when a schema module is written; readers of an older generation are dropped.
+    generation: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves no half-done state that matters here: an engine's
+    // write transaction rolls back when dropped, and the maps hold complete entries only.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What tells a changed registry file apart: its modification time, length and (on Unix) inode,
+/// since the registry is replaced by a rename and two changes may share a coarse timestamp.
+type FileStamp = Option<(SystemTime, u64, u64)>;
+
+fn modified(path: &Path) -> FileStamp {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some((m.modified().ok()?, m.len(), inode))
+}
+
+impl Tenant {
+    fn open(name: &str, path: PathBuf, options: EngineOptions) -> Result<Tenant, ServiceError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                ServiceError::internal("store.io", format!("creating {}: {e}", dir.display()))
+            })?;
+        }
+        let writer = Engine::open(&path, OpenMode::CreateIfMissing, options.clone())?;
+        Ok(Tenant {
+            name: name.to_owned(),
+            path,
+            writer: Mutex::new(writer),
+            options,
+            readers: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
+        })
+    }
+
+    /// Run `f` on a reader engine of the current schema generation.
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&Engine) -> Result<T, ServiceError>,
+    ) -> Result<T, ServiceError> {
+        let generation = self.generation.load(Ordering::Acquire);
+        let idle = {
+            let mut readers = lock(&self.readers);
+            readers.retain(|(g, _)| *g == generation);
+            readers.pop()
+        };
+        let engine = match idle {
+            Some((_, e)) => e,
+            None => Engine::open(&self.path, OpenMode::MustExist, self.options.clone())?,
+        };
+        let out = f(&engine);
+        let mut readers = lock(&self.readers);
+        if readers.len() < MAX_IDLE_READERS && self.generation.load(Ordering::Acquire) == generation
+        {
+            readers.push((generation, engine));
+        }
+        out
+    }
+
+    /// Run `f` on the writer, then enrich what it wrote; returns the projection and enrichment
+    /// lags after it.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&mut Engine) -> Result<T, ServiceError>,
+    ) -> Result<(T, (u64, u64)), ServiceError> {
+        let mut w = lock(&self.writer);
+        let out = f(&mut w)?;
+        enrich_behind(&mut w);
+        let lags = w
+            .snapshot()
+            .and_then(|s| s.checkpoints())
+            .map(|c| (c.projection_lag(), c.enrichment_lag()))
+            .unwrap_or((0, 0));
+        Ok((out, lags))
+    }
+}
+
+/// Vectors and documents outside their indexes (searched exactly until indexed) that make an
+/// index rebuild worth its cost after a write.
+const INDEX_AFTER: u64 = 20_000;
+
+/// Enrich what a write added (keywords, summaries, embeddings, full-text entries) so that reads
+/// find it, and rebuild an index that lags far behind. The write is already durable: a failure
+/// here leaves records unenriched, which the enrichment-lag gauge shows and the next write
+/// retries, and does not turn the acknowledged write into an error.
+fn enrich_behind(w: &mut Engine) {
+    if w.enrich(&mut |_, _| {}).is_err() {
+        return;
+    }
+    let (vectors, texts) = match w.snapshot() {
+        Ok(s) => {
+            (s.stats_vectors().map(|v| v.1).unwrap_or(0), s.text_docs_outside_index().unwrap_or(0))
+        }
+        Err(_) => return,
+    };
+    if vectors >= INDEX_AFTER {
+        let _ = w.index_vectors();
+    }
+    if texts >= ctxgraph::TEXT_INDEX_REBUILD_AFTER {
+        let _ = w.index_text();
+    }
+}
+
+/// Run blocking engine work on tokio's blocking pool; a panic becomes an internal error.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, ServiceError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(ServiceError::internal("server.panic", format!("the operation failed: {e}"))),
+    }
+}
+
+fn require_write(who: &Principal) -> Result<(), ServiceError> {
+    if who.may_write() {
+        Ok(())
+    } else {
+        Err(ServiceError::forbidden(format!(
+            "principal {:?} may not write: it needs the writer or admin role",
+            who.name()
+        )))
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// A time argument (RFC 3339 or YYYY-MM-DD) in nanoseconds since the epoch.
+fn time_ns(field: &str, t: &str) -> Result<i64, ServiceError> {
+    ctxgraph::parse_time(t)
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(&s).ok())
+        .and_then(|d| d.timestamp_nanos_opt())
+        .ok_or_else(|| {
+            ServiceError::bad_request(
+                "request.time_format",
+                format!("{field} {t:?} is not a time: write RFC 3339 (2026-11-20T09:00:00Z) or a date (2026-11-20)"),
+            )
+        })
+}
+
+fn rfc3339(
+    field: &str,
+    t: Option<&str>,
+) -> Result<Option<chrono::DateTime<chrono::FixedOffset>>, ServiceError> {
+    t.map(|t| {
+        chrono::DateTime::parse_from_rfc3339(t).map_err(|e| {
+            ServiceError::bad_request(
+                "request.time_format",
+                format!("{field} {t:?} is not an RFC 3339 time with offset: {e}"),
+            )
+        })
+    })
+    .transpose()
+}
+
+fn traversal(as_of: Option<&str>) -> Result<TraversalOptions, ServiceError> {
+    Ok(TraversalOptions {
+        as_of_ns: as_of.map(|t| time_ns("as_of", t)).transpose()?,
+        ..TraversalOptions::default()
+    })
+}
+
+fn page_size(limit: Option<usize>) -> Result<usize, ServiceError> {
+    match limit {
+        None => Ok(DEFAULT_PAGE),
+        Some(0) => Err(ServiceError::bad_request(
+            "request.limit_range",
+            "limit 0: ask for 1 to 1000 items",
+        )),
+        Some(n) => Ok(n.min(MAX_PAGE)),
+    }
+}
+
+/// Cursors are opaque to callers; inside they are the count of items already returned.
+fn cursor_offset(cursor: Option<&str>) -> Result<usize, ServiceError> {
+    match cursor {
+        None => Ok(0),
+        Some(c) => c.strip_prefix("o").and_then(|n| n.parse().ok()).ok_or_else(|| {
+            ServiceError::bad_request(
+                "request.cursor",
+                format!("cursor {c:?} is not one this server returned: pass next_cursor unchanged"),
+            )
+        }),
+    }
+}
+
+fn status_of(outcome: IngestOutcome) -> (&'static str, u64) {
+    match outcome {
+        IngestOutcome::New(p) => ("accepted", p),
+        IngestOutcome::Duplicate(p) => ("duplicate", p),
+    }
+}
+
+/// The question's vector from the engine's model (empty for an empty question).
+fn embed(e: &Engine, text: &str) -> Result<Vec<f32>, ServiceError> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let vectors = e.embedder()?.embed(&[text]).map_err(ctxgraph::Error::from)?;
+    Ok(vectors.into_iter().next().unwrap_or_default())
+}
+
+fn schema_record(r: &ValidRecord) -> bool {
+    r.kind() == RecordKind::Schema
+}
+
+impl Service {
+    /// The service over `data` (created if missing): its registry and its tenants' stores.
+    pub fn open(data: &Path, options: EngineOptions) -> Result<Service, ServiceError> {
+        std::fs::create_dir_all(data.join("tenants")).map_err(|e| {
+            ServiceError::internal("store.io", format!("creating {}: {e}", data.display()))
+        })?;
+        let path = data.join("principals.json");
+        let principals = Principals::open(&path)?;
+        Ok(Service {
+            inner: Arc::new(Inner {
+                data: data.to_owned(),
+                registry: Mutex::new(Registry { principals, modified: modified(&path) }),
+                tenants: Mutex::new(BTreeMap::new()),
+                metrics: Metrics::new(),
+                single_store: None,
+                options,
+            }),
+        })
+    }
+
+    /// A service over one store file, for a principal acting on it directly (`ctxgraph mcp
+    /// --store FILE`): no registry, every principal reads and writes that file.
+    pub fn single_store(store: &Path, options: EngineOptions) -> Result<Service, ServiceError> {
+        let dir = store.parent().unwrap_or(Path::new(".")).to_owned();
+        Ok(Service {
+            inner: Arc::new(Inner {
+                registry: Mutex::new(Registry {
+                    principals: Principals::open(&dir.join("principals.json"))?,
+                    modified: None,
+                }),
+                data: dir,
+                tenants: Mutex::new(BTreeMap::new()),
+                metrics: Metrics::new(),
+                single_store: Some(store.to_owned()),
+                options,
+            }),
+        })
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data
+    }
+
+    /// The metrics registry.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// The principal holding `key`; the registry is re-read first when its file changed.
+    pub fn authenticate(&self, key: &str) -> Result<Principal, ServiceError> {
+        let mut reg = lock(&self.inner.registry);
+        self.refresh(&mut reg)?;
+        Ok(reg.principals.authenticate(key)?)
+    }
+
+    /// The principal called `name` (`ctxgraph mcp --as NAME`).
+    pub fn principal(&self, name: &str) -> Result<Principal, ServiceError> {
+        let mut reg = lock(&self.inner.registry);
+        self.refresh(&mut reg)?;
+        Ok(reg.principals.get(name)?)
+    }
+
+    /// Whether the data directory and the registry can be read (readiness).
+    pub fn ready(&self) -> Result<(), ServiceError> {
+        let mut reg = lock(&self.inner.registry);
+        self.refresh(&mut reg)?;
+        std::fs::read_dir(self.inner.data.join("tenants")).map_err(|e| {
+            ServiceError::internal(
+                "store.io",
+                format!("reading {}: {e}", self.inner.data.display()),
+            )
+        })?;
+        Ok(())
+    }
+
+    fn refresh(&self, reg: &mut Registry) -> Result<(), ServiceError> {
+        if self.inner.single_store.is_some() {
+            return Ok(());
+        }
+        let path = self.inner.data.join("principals.json");
+        let now = modified(&path);
+        if now != reg.modified {
+            reg.principals = Principals::open(&path)?;
+            reg.modified = now;
+        }
+        Ok(())
+    }
+
+    fn tenant(&self, who: &Principal) -> Result<Arc<Tenant>, ServiceError> {
+        let name = who.tenant();
+        ctxgraph::access::check_name("tenant", name)?;
+        let mut tenants = lock(&self.inner.tenants);
+        if let Some(t) = tenants.get(name) {
+            return Ok(Arc::clone(t));
+        }
+        let path = match &self.inner.single_store {
+            Some(p) => p.clone(),
+            None => self.inner.data.join("tenants").join(format!("{name}.ctxg")),
+        };
+        let t = Arc::new(Tenant::open(name, path, self.inner.options.clone())?);
+        tenants.insert(name.to_owned(), Arc::clone(&t));
+        Ok(t)
+    }
+
+    /// Run a read for `who` on a reader of its tenant.
+    async fn read<T: Send + 'static>(
+        &self,
+        who: &Principal,
+        f: impl FnOnce(&Engine, &Principal) -> Result<T, ServiceError> + Send + 'static,
+    ) -> Result<T, ServiceError> {
+        let tenant = self.tenant(who)?;
+        let who = who.clone();
+        blocking(move || tenant.read(|e| f(e, &who))).await
+    }
+
+    /// Run a write for `who` (which must hold a writing role) on its tenant's writer.
+    async fn write<T: Send + 'static>(
+        &self,
+        who: &Principal,
+        f: impl FnOnce(&mut Engine) -> Result<T, ServiceError> + Send + 'static,
+    ) -> Result<T, ServiceError> {
+        require_write(who)?;
+        let tenant = self.tenant(who)?;
+        let metrics = self.inner.metrics.clone();
+        blocking(move || {
+            let (out, lags) = tenant.write(f)?;
+            metrics.lags(&tenant.name, lags);
+            Ok(out)
+        })
+        .await
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Events.
+
+    /// Validate and append a batch of event records; one result per record.
+    pub async fn ingest(
+        &self,
+        who: &Principal,
+        req: IngestRequest,
+    ) -> Result<IngestResponse, ServiceError> {
+        if req.events.len() > MAX_BATCH {
+            return Err(ServiceError::bad_request(
+                "request.batch_too_large",
+                format!("{} records in one batch: send at most {MAX_BATCH}", req.events.len()),
+            ));
+        }
+        require_write(who)?;
+        let tenant = self.tenant(who)?;
+        let metrics = self.inner.metrics.clone();
+        let tenant_name = tenant.name.clone();
+        let response = blocking(move || {
+            let ((response, schema_changed), lag) = tenant.write(|engine| {
+                let mut results = Vec::with_capacity(req.events.len());
+                let mut valid = Vec::new();
+                let mut slots = Vec::new();
+                for (index, record) in req.events.iter().enumerate() {
+                    let id = record
+                        .get("event_id")
+                        .or_else(|| record.get("id"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    match engine.validate(&record.to_string()) {
+                        Ok(r) => {
+                            slots.push(results.len());
+                            results.push(ItemResult {
+                                index,
+                                id: Some(r.id().to_owned()),
+                                status: String::new(),
+                                position: None,
+                                code: None,
+                                violations: Vec::new(),
+                            });
+                            valid.push(r);
+                        }
+                        Err(e) => results.push(ItemResult {
+                            index,
+                            id,
+                            status: "rejected".into(),
+                            position: None,
+                            code: Some(e.code().to_owned()),
+                            violations: e.violations.iter().map(ViolationDto::from).collect(),
+                        }),
+                    }
+                }
+                let schema_changed = valid.iter().any(schema_record);
+                let outcomes = engine.ingest_batch(&valid, Projection::Inline, false)?;
+                for (slot, outcome) in slots.iter().zip(outcomes) {
+                    let item = &mut results[*slot];
+                    match outcome {
+                        Ok(o) => {
+                            let (status, position) = status_of(o);
+                            item.status = status.into();
+                            item.position = Some(position);
+                        }
+                        Err(e) => {
+                            let e = ServiceError::from(e);
+                            item.status = "rejected".into();
+                            item.code = Some(e.code);
+                            item.violations = e.violations;
+                        }
+                    }
+                }
+                let count = |s: &str| results.iter().filter(|r| r.status == s).count() as u64;
+                let response = IngestResponse {
+                    accepted: count("accepted"),
+                    duplicates: count("duplicate"),
+                    rejected: count("rejected"),
+                    results,
+                };
+                Ok((response, schema_changed))
+            })?;
+            if schema_changed {
+                tenant.generation.fetch_add(1, Ordering::AcqRel);
+            }
+            metrics.lags(&tenant.name, lag);
+            Ok(response)
+        })
+        .await?;
+        self.inner.metrics.ingested(&tenant_name, &response);
+        Ok(response)
+    }
+
+    /// One event by id, if visible.
+    pub async fn event(&self, who: &Principal, id: String) -> Result<NodeDto, ServiceError> {
+        self.read(who, move |e, who| {
+            let snap = e.snapshot()?;
+            match snap.scoped(who).event(&id)? {
+                Some(n) => Ok(NodeDto::from(&n)),
+                None => Err(ServiceError::not_found("event.not_found", format!("no event {id:?}"))),
+            }
+        })
+        .await
+    }
+
+    /// A page of a session's visible events in time order.
+    pub async fn timeline(
+        &self,
+        who: &Principal,
+        session: String,
+        page: PageQuery,
+    ) -> Result<TimelinePage, ServiceError> {
+        let limit = page_size(page.limit)?;
+        let offset = cursor_offset(page.cursor.as_deref())?;
+        self.read(who, move |e, who| {
+            let snap = e.snapshot()?;
+            let want = offset.saturating_add(limit).saturating_add(1);
+            let all = snap.scoped(who).timeline(&session, want)?;
+            let more = all.len() > offset + limit;
+            let events: Vec<TimelineItem> =
+                all.iter().skip(offset).take(limit).map(TimelineItem::from).collect();
+            let next_cursor = more.then(|| format!("o{}", offset + events.len()));
+            Ok(TimelinePage { session_id: session, events, next_cursor })
+        })
+        .await
+    }
+
+    /// The context pack for a question.
+    pub async fn recall(
+        &self,
+        who: &Principal,
+        req: RecallRequest,
+    ) -> Result<ContextPackDto, ServiceError> {
+        if req.question.trim().is_empty() {
+            return Err(ServiceError::bad_request(
+                "request.empty_question",
+                "question is empty: ask something",
+            ));
+        }
+        let mut q = RecallQuery::new(req.question.clone());
+        q.k = match req.k {
+            Some(0) => {
+                return Err(ServiceError::bad_request(
+                    "request.k_range",
+                    "k 0: ask for 1 to 100 items",
+                ));
+            }
+            Some(k) => k.min(MAX_K),
+            None => 10,
+        };
+        q.intent = match &req.intent {
+            None => None,
+            Some(name) => Some(Intent::parse(name).ok_or_else(|| {
+                ServiceError::bad_request(
+                    "request.intent",
+                    format!("intent {name:?} is not one of why, when, who_what, related, overview, lookup"),
+                )
+            })?),
+        };
+        q.since = rfc3339("since", req.since.as_deref())?;
+        q.until = rfc3339("until", req.until.as_deref())?;
+        q.session = req.session;
+        q.agent = req.agent;
+        q.trace = req.trace;
+        q.budget_tokens = req.budget_tokens;
+        if let Some(c) = req.min_confidence {
+            if !(0.0..=1.0).contains(&c) {
+                return Err(ServiceError::bad_request(
+                    "request.confidence_range",
+                    format!("min_confidence {c} is outside [0, 1]"),
+                ));
+            }
+            q.min_confidence = c;
+        }
+        let metrics = self.inner.metrics.clone();
+        self.read(who, move |e, who| {
+            let started = Instant::now();
+            let vector = embed(e, &q.text)?;
+            let snap = e.snapshot()?;
+            let pack = snap.scoped(who).recall(&q, &vector, e.options().search)?;
+            metrics.recall_seconds(started.elapsed().as_secs_f64());
+            Ok(ContextPackDto::from(&pack))
+        })
+        .await
+    }
+
+    /// Full-text search over visible nodes.
+    pub async fn search(
+        &self,
+        who: &Principal,
+        req: SearchRequest,
+    ) -> Result<SearchResponse, ServiceError> {
+        let limit = req.limit.unwrap_or(20).clamp(1, MAX_HITS);
+        self.read(who, move |e, who| {
+            let snap = e.snapshot()?;
+            let hits = snap.scoped(who).search(&req.query, limit)?;
+            Ok(SearchResponse {
+                hits: hits.iter().map(|(n, s)| SearchHit { node: n.into(), score: *s }).collect(),
+            })
+        })
+        .await
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Facts.
+
+    /// Record a claim (seed 002's `record_fact`).
+    pub async fn record_fact(
+        &self,
+        who: &Principal,
+        req: RecordFactRequest,
+    ) -> Result<FactRecorded, ServiceError> {
+        let object = match (&req.object, &req.object_type) {
+            (Value::String(s), Some(t)) => ObjectInput::Entity(EntityInput::typed(s, t)),
+            (Value::String(s), None) => ObjectInput::Either(s.clone()),
+            (v @ (Value::Number(_) | Value::Bool(_)), _) => ObjectInput::Literal(v.clone()),
+            (other, _) => {
+                return Err(ServiceError::bad_request(
+                    "request.object_type",
+                    format!(
+                        "object {other}: give an entity name or a string, number or boolean value"
+                    ),
+                ));
+            }
+        };
+        let subject =
+            EntityInput { name: req.subject.clone(), entity_type: req.subject_type.clone() };
+        let mut input = FactInput::new(subject, &req.predicate, object);
+        input.source = req.source;
+        input.confidence = req.confidence;
+        input.valid_from = req.valid_from;
+        input.valid_to = req.valid_to;
+        let who_owned = who.clone();
+        let (done, fact) = self
+            .write(who, move |engine| {
+                let who = who_owned;
+                let done = engine.record_fact(&input)?;
+                let snap = engine.snapshot()?;
+                let fact = snap
+                    .scoped(&who)
+                    .facts_about(&done.subject.id, None)?
+                    .into_iter()
+                    .find(|f| f.fact_id == done.fact_id);
+                Ok((done, fact))
+            })
+            .await?;
+        let (status, position) = status_of(done.outcome);
+        Ok(FactRecorded {
+            status: status.into(),
+            position,
+            fact_id: done.fact_id,
+            claim_id: done.claim_id,
+            subject: (&done.subject).into(),
+            object: done.object.as_ref().map(ResolvedDto::from),
+            fact: fact.as_ref().map(FactDto::from),
+        })
+    }
+
+    /// Retract a fact.
+    pub async fn retract_fact(
+        &self,
+        who: &Principal,
+        fact_id: String,
+        req: RetractFactRequest,
+    ) -> Result<Written, ServiceError> {
+        let id = fact_id.clone();
+        let outcome = self
+            .write(who, move |engine| {
+                Ok(engine.retract_fact(&id, req.reason.as_deref(), req.at.as_deref())?)
+            })
+            .await?;
+        let (status, position) = status_of(outcome);
+        Ok(Written { id: fact_id, status: status.into(), position })
+    }
+
+    /// An entity, found by a forgiving name, with the facts about it.
+    pub async fn recall_entity(
+        &self,
+        who: &Principal,
+        req: RecallEntityRequest,
+    ) -> Result<EntityFacts, ServiceError> {
+        let as_of = req
+            .as_of
+            .as_deref()
+            .map(|t| {
+                ctxgraph::parse_time(t).ok_or_else(|| {
+                    ServiceError::bad_request(
+                        "request.time_format",
+                        format!("as_of {t:?} is not a time: write RFC 3339 or YYYY-MM-DD"),
+                    )
+                })
+            })
+            .transpose()?;
+        self.read(who, move |e, who| {
+            let input =
+                EntityInput { name: req.entity.clone(), entity_type: req.entity_type.clone() };
+            let resolved = match e.resolve_entity(&input)? {
+                Resolution::Resolved(r, _) if r.via != "created" => r,
+                Resolution::Resolved(..) | Resolution::Unknown => {
+                    return Err(ServiceError::not_found(
+                        "entity.not_found",
+                        format!("no entity matches {:?}", req.entity),
+                    ));
+                }
+                Resolution::Ambiguous(list) => {
+                    return Err(ServiceError::bad_request(
+                        "entity.ambiguous",
+                        format!(
+                            "{:?} matches several entities: {}; give an id or an entity_type",
+                            req.entity,
+                            list.iter()
+                                .map(|c| format!("{} ({})", c.id, c.via))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            };
+            let snap = e.snapshot()?;
+            let scoped = snap.scoped(who);
+            let Some(node) = scoped.node(&NodeKey::new("Entity", &resolved.id))? else {
+                return Err(ServiceError::not_found(
+                    "entity.not_found",
+                    format!("no entity matches {:?}", req.entity),
+                ));
+            };
+            let facts = scoped.facts_about(&resolved.id, as_of.as_deref())?;
+            Ok(EntityFacts {
+                entity: (&node).into(),
+                via: resolved.via,
+                facts: facts.iter().map(FactDto::from).collect(),
+            })
+        })
+        .await
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Memories.
+
+    async fn write_memory_record(
+        &self,
+        who: &Principal,
+        record: Map<String, Value>,
+    ) -> Result<Written, ServiceError> {
+        let (id, outcome) = self
+            .write(who, move |engine| {
+                let valid = engine
+                    .validate(&Value::Object(record).to_string())
+                    .map_err(ctxgraph::Error::from)?;
+                let id = valid.id().to_owned();
+                let outcome = engine
+                    .save_memories(std::slice::from_ref(&valid))?
+                    .pop()
+                    .ok_or_else(|| {
+                        ServiceError::internal("server.no_outcome", "saving reported no outcome")
+                    })??;
+                Ok((id, outcome))
+            })
+            .await?;
+        let (status, position) = status_of(outcome);
+        Ok(Written { id, status: status.into(), position })
+    }
+
+    /// Save a memory (decision, checkpoint, insight or context).
+    pub async fn save_memory(
+        &self,
+        who: &Principal,
+        req: SaveMemoryRequest,
+    ) -> Result<Written, ServiceError> {
+        let mut r = Map::new();
+        r.insert("record_type".into(), "memory".into());
+        r.insert("kind".into(), req.kind.into());
+        r.insert("content".into(), req.content.into());
+        r.insert("created_at".into(), req.created_at.unwrap_or_else(now).into());
+        for (k, v) in [
+            ("memory_id", req.memory_id),
+            ("topic", req.topic),
+            ("reasoning", req.reasoning),
+            ("supersedes", req.supersedes),
+            ("session_id", req.session_id),
+        ] {
+            if let Some(v) = v {
+                r.insert(k.into(), v.into());
+            }
+        }
+        if !req.implements.is_empty() {
+            r.insert("implements".into(), req.implements.into());
+        }
+        if let Some(c) = req.confidence {
+            r.insert("confidence".into(), c.into());
+        }
+        self.write_memory_record(who, r).await
+    }
+
+    /// Record the outcome of a memory.
+    pub async fn outcome(
+        &self,
+        who: &Principal,
+        req: OutcomeRequest,
+    ) -> Result<Written, ServiceError> {
+        let Some(memory_id) = req.memory_id else {
+            return Err(ServiceError::bad_request(
+                "request.required_field",
+                "memory_id is required",
+            ));
+        };
+        let mut r = Map::new();
+        r.insert("record_type".into(), "memory_outcome".into());
+        r.insert("memory_id".into(), memory_id.into());
+        r.insert("outcome".into(), req.outcome.into());
+        r.insert("reason".into(), req.reason.into());
+        r.insert("at".into(), req.at.unwrap_or_else(now).into());
+        self.write_memory_record(who, r).await
+    }
+
+    /// Link two memories explicitly.
+    pub async fn link(&self, who: &Principal, req: LinkRequest) -> Result<Written, ServiceError> {
+        let mut r = Map::new();
+        r.insert("record_type".into(), "memory_link".into());
+        r.insert("from".into(), req.from.into());
+        r.insert("to".into(), req.to.into());
+        r.insert("link_type".into(), req.link_type.into());
+        r.insert("confidence".into(), req.confidence.unwrap_or(1.0).into());
+        r.insert("created_at".into(), now().into());
+        if let Some(reason) = req.reason {
+            r.insert("reason".into(), reason.into());
+        }
+        self.write_memory_record(who, r).await
+    }
+
+    /// A memory by id, if visible.
+    pub async fn memory(&self, who: &Principal, id: String) -> Result<MemoryDto, ServiceError> {
+        self.read(who, move |e, who| {
+            let snap = e.snapshot()?;
+            match snap.scoped(who).memory(&id)? {
+                Some(m) => Ok(MemoryDto::from(&m)),
+                None => {
+                    Err(ServiceError::not_found("memory.not_found", format!("no memory {id:?}")))
+                }
+            }
+        })
+        .await
+    }
+
+    /// A page of visible memories, newest first.
+    pub async fn memories(
+        &self,
+        who: &Principal,
+        q: MemoryListQuery,
+    ) -> Result<MemoryPage, ServiceError> {
+        let limit = page_size(q.limit)?;
+        let offset = cursor_offset(q.cursor.as_deref())?;
+        self.read(who, move |e, who| {
+            let snap = e.snapshot()?;
+            let mut all = snap.scoped(who).memories()?;
+            all.retain(|m| {
+                q.kind.as_deref().is_none_or(|k| m.kind == k)
+                    && q.topic.as_deref().is_none_or(|t| m.topic.as_deref() == Some(t))
+            });
+            all.sort_by(|a, b| (b.created_at_ns, &b.id).cmp(&(a.created_at_ns, &a.id)));
+            let memories: Vec<MemoryDto> =
+                all.iter().skip(offset).take(limit).map(MemoryDto::from).collect();
+            let next_cursor = (all.len() > offset + memories.len())
+                .then(|| format!("o{}", offset + memories.len()));
+            Ok(MemoryPage { memories, next_cursor })
+        })
+        .await
+    }
+
+    /// The evolution chain of a topic.
+    pub async fn evolution(
+        &self,
+        who: &Principal,
+        req: EvolutionRequest,
+    ) -> Result<EvolutionDto, ServiceError> {
+        let options = traversal(req.as_of.as_deref())?;
+        self.read(who, move |e, who| {
+            let snap = e.snapshot()?;
+            match snap.scoped(who).evolution(&req.topic, &options)? {
+                Some(evo) => Ok(EvolutionDto::from(&evo)),
+                None => Err(ServiceError::not_found(
+                    "memory.no_decisions",
+                    format!("no decision on topic {:?}", req.topic),
+                )),
+            }
+        })
+        .await
+    }
+
+    /// What depends on a memory.
+    pub async fn impact(
+        &self,
+        who: &Principal,
+        id: String,
+        q: AsOfQuery,
+    ) -> Result<ImpactDto, ServiceError> {
+        let options = traversal(q.as_of.as_deref())?;
+        self.read(who, move |e, who| {
+            let snap = e.snapshot()?;
+            match snap.scoped(who).impact(&id, &options)? {
+                Some(i) => Ok(ImpactDto::from(&i)),
+                None => {
+                    Err(ServiceError::not_found("memory.not_found", format!("no memory {id:?}")))
+                }
+            }
+        })
+        .await
+    }
+
+    /// Contextual memory search with the evolution of the decision the question is about.
+    pub async fn search_memories(
+        &self,
+        who: &Principal,
+        req: MemorySearchRequest,
+    ) -> Result<MemoryContextDto, ServiceError> {
+        let options = MemorySearchOptions {
+            limit: req.limit.unwrap_or(20).clamp(1, MAX_HITS),
+            context: req.context,
+            ..MemorySearchOptions::default()
+        };
+        self.read(who, move |e, who| {
+            let vector = embed(e, &req.query)?;
+            let snap = e.snapshot()?;
+            let ctx = snap.scoped(who).memory_context(&req.query, &vector, &options)?;
+            Ok(MemoryContextDto::from(&ctx))
+        })
+        .await
+    }
+
+    /// The rollup of a window (a week by default).
+    pub async fn rollup(
+        &self,
+        who: &Principal,
+        req: RollupRequest,
+    ) -> Result<RollupDto, ServiceError> {
+        let until = match &req.until {
+            Some(t) => time_ns("until", t)?,
+            None => chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX),
+        };
+        let since = match &req.since {
+            Some(t) => time_ns("since", t)?,
+            None => until.saturating_sub(7 * 86_400_000_000_000),
+        };
+        if since >= until {
+            return Err(ServiceError::bad_request("request.window", "since must be before until"));
+        }
+        self.read(who, move |e, who| {
+            let snap = e.snapshot()?;
+            let r = snap.scoped(who).rollup(since, until, &RollupOptions::default())?;
+            Ok(RollupDto::from(&r))
+        })
+        .await
+    }
+
+    /// What the principal may count.
+    pub async fn stats(&self, who: &Principal) -> Result<StatsDto, ServiceError> {
+        self.read(who, move |e, who| {
+            let snap = e.snapshot()?;
+            let s = snap.scoped(who).stats()?;
+            Ok(StatsDto { tenant: who.tenant().to_owned(), events: s.events, memories: s.memories })
+        })
+        .await
+    }
+
+    /// Every principal of the registry (admins only).
+    pub async fn principals(&self, who: &Principal) -> Result<PrincipalList, ServiceError> {
+        if !who.is_admin() {
+            return Err(ServiceError::forbidden(format!(
+                "principal {:?} may not list principals: it needs the admin role",
+                who.name()
+            )));
+        }
+        let service = self.clone();
+        blocking(move || {
+            let mut reg = lock(&service.inner.registry);
+            service.refresh(&mut reg)?;
+            let principals = reg
+                .principals
+                .list()
+                .map(|p| PrincipalDto {
+                    name: p.name.clone(),
+                    tenant: p.tenant.clone(),
+                    roles: p.roles.clone(),
+                    created_at: p.created_at.clone(),
+                })
+                .collect();
+            Ok(PrincipalList { principals })
+        })
+        .await
+    }
+}

@@ -1,0 +1,1106 @@
+//! Wire shapes: the request and response types shared by the HTTP API and the MCP tools, and
+//! the hand-written conversions from engine types (engine types are not `Serialize`).
+//!
+//! Requests are forgiving: fields accept the aliases a caller (or an LLM) is likely to use
+//! (`entity`/`name`/`subject`, `question`/`query`), unknown fields are ignored. Responses are
+//! strict: fixed field names, no free-form blobs except the properties of a node, which are
+//! the schema-checked properties of the graph.
+
+use ctxgraph::{
+    ContextPack, Edge, Evolution, FactEntity, FactView, Impact, Item, MemoryContext, MemoryView,
+    Node, NodeKey, OutcomeView, ResolvedEntity, Rollup, TimelineEntry,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::error::{ErrorClass, ServiceError, ViolationDto};
+
+// ---------------------------------------------------------------------------------------------
+// Parsers of untrusted input (fuzzed: `fuzz/fuzz_targets/http_batch.rs`, `mcp_arguments.rs`).
+
+/// Parse a JSON request body: not JSON is `request.malformed_json` (HTTP 400), JSON of the wrong
+/// shape (a missing field, a wrong type) is `request.invalid_body` (HTTP 422).
+pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ServiceError> {
+    serde_json::from_slice(bytes).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => ServiceError::new(
+            ErrorClass::Invalid,
+            "request.invalid_body",
+            format!("the body does not fit the request: {e}"),
+        ),
+        serde_json::error::Category::Syntax
+        | serde_json::error::Category::Eof
+        | serde_json::error::Category::Io => ServiceError::bad_request(
+            "request.malformed_json",
+            format!("the body is not JSON: {e}"),
+        ),
+    })
+}
+
+/// Parse MCP tool arguments (absent, or a JSON object) into a request: anything else, a missing
+/// field or a wrong type is `mcp.invalid_arguments`, naming the field and the rule.
+pub fn parse_arguments<T: serde::de::DeserializeOwned>(raw: &Value) -> Result<T, ServiceError> {
+    let raw = match raw {
+        Value::Null => Value::Object(serde_json::Map::new()),
+        Value::Object(_) => raw.clone(),
+        other @ (Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_)) => {
+            return Err(ServiceError::bad_request(
+                "mcp.invalid_arguments",
+                format!("arguments must be a JSON object, not {other}"),
+            ));
+        }
+    };
+    serde_json::from_value(raw).map_err(|e| {
+        ServiceError::bad_request("mcp.invalid_arguments", format!("invalid arguments: {e}"))
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests.
+
+/// A batch of event records (`POST /v1/events`, tool `ingest_event` takes one).
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct IngestRequest {
+    /// Event records, each a JSON object in the event envelope (`event_id`, `event_type`,
+    /// `occurred_at`, `session_id`, `agent_id`, ... plus optional scope and PII fields). Each
+    /// gets its own result; a refused one does not stop the others.
+    #[serde(alias = "records")]
+    #[schema(value_type = Vec<Object>)]
+    pub events: Vec<Value>,
+}
+
+/// Record one event (tool `ingest_event`).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct IngestEventArgs {
+    /// The event record: a JSON object with at least `event_id`, `event_type` (e.g.
+    /// `tool.execute`, `message.user`), `occurred_at` (RFC 3339), `session_id` and `agent_id`;
+    /// optional `parent_event_id`, `trace_id`, `tool_name`, `status`, `payload`, `entities`,
+    /// and scope fields (`scope_allow_roles`, `scope_audience`, ...).
+    #[serde(alias = "record")]
+    pub event: Value,
+}
+
+/// Page through a session's events.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Most items on this page (default 100, at most 1000).
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page; absent for the first page.
+    pub cursor: Option<String>,
+}
+
+/// A question for the recall pipeline (`POST /v1/recall`, tool `recall`).
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct RecallRequest {
+    /// The question, in words: what the agent needs context for.
+    #[serde(alias = "query", alias = "q", alias = "text")]
+    pub question: String,
+    /// How many items to return (default 10, at most 100).
+    #[serde(default, alias = "limit", alias = "top_k")]
+    pub k: Option<usize>,
+    /// `why`, `when`, `who_what`, `related`, `overview` or `lookup`; classified from the
+    /// question when absent.
+    #[serde(default)]
+    pub intent: Option<String>,
+    /// Only events at or after this time (RFC 3339).
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Only events before this time (RFC 3339).
+    #[serde(default)]
+    pub until: Option<String>,
+    /// Only this session.
+    #[serde(default, alias = "session_id")]
+    pub session: Option<String>,
+    /// Only this agent.
+    #[serde(default, alias = "agent_id")]
+    pub agent: Option<String>,
+    /// Only this trace.
+    #[serde(default, alias = "trace_id")]
+    pub trace: Option<String>,
+    /// Most tokens the pack may hold (items beyond are trimmed).
+    #[serde(default)]
+    pub budget_tokens: Option<usize>,
+    /// Least confidence of an item, in [0, 1].
+    #[serde(default)]
+    pub min_confidence: Option<f64>,
+}
+
+/// Full-text search (`POST /v1/search`).
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct SearchRequest {
+    /// Words to look for.
+    #[serde(alias = "question", alias = "q", alias = "text")]
+    pub query: String,
+    /// Most hits (default 20, at most 200).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// A claim (`POST /v1/facts`, tool `record_fact`): subject, predicate, object.
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct RecordFactRequest {
+    /// What the claim is about: a name, an alias, a near spelling or an entity id.
+    #[serde(alias = "entity", alias = "name")]
+    pub subject: String,
+    /// The subject's type (`person`, `project`, `decision`, `concept`, `source`, or a type of
+    /// the schema); needed to create the entity when nothing matches.
+    #[serde(default, alias = "subject_entity_type", alias = "type")]
+    pub subject_type: Option<String>,
+    /// A controlled predicate: `mentioned_in`, `decided_in`, `reports_to`, `depends_on`,
+    /// `resolved_by`, `blocked_by`, `tagged`, `belongs_to` (case, `-` and spaces forgiven).
+    #[serde(alias = "relation", alias = "verb")]
+    pub predicate: String,
+    /// The object: an entity name for an entity predicate, a value for a literal one.
+    #[serde(alias = "target", alias = "value")]
+    #[schema(value_type = Object)]
+    pub object: Value,
+    /// The object's type, when it is an entity to create.
+    #[serde(default, alias = "object_entity_type")]
+    pub object_type: Option<String>,
+    /// Where the claim comes from, stored verbatim, never fetched.
+    #[serde(default, alias = "provenance")]
+    pub source: Option<String>,
+    /// In [0, 1]; 1.0 when absent. Lower it for inferred claims.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// Start of validity (RFC 3339 or YYYY-MM-DD).
+    #[serde(default)]
+    pub valid_from: Option<String>,
+    /// End of validity, exclusive.
+    #[serde(default)]
+    pub valid_to: Option<String>,
+}
+
+/// Retract a fact (`POST /v1/facts/{fact_id}/retract`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema)]
+pub struct RetractFactRequest {
+    /// Why it no longer holds.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// From when it no longer holds (RFC 3339); now when absent.
+    #[serde(default)]
+    pub at: Option<String>,
+}
+
+/// An entity and the facts about it (`POST /v1/entities/recall`, tool `recall_entity`).
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct RecallEntityRequest {
+    /// The entity: a name, an alias, a near spelling or an entity id.
+    #[serde(alias = "name", alias = "subject", alias = "entity_id", alias = "id")]
+    pub entity: String,
+    /// Its type, to tell apart entities of the same name.
+    #[serde(default, alias = "type")]
+    pub entity_type: Option<String>,
+    /// Facts true at this time (RFC 3339 or YYYY-MM-DD); now when absent.
+    #[serde(default)]
+    pub as_of: Option<String>,
+}
+
+/// A memory to save (`POST /v1/memories`, tool `save_memory`).
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct SaveMemoryRequest {
+    /// `decision`, `checkpoint`, `insight` or `context`.
+    #[serde(default = "default_kind", alias = "type", alias = "memory_type")]
+    pub kind: String,
+    /// The memory itself, in words.
+    #[serde(alias = "text", alias = "memory", alias = "decision")]
+    pub content: String,
+    /// The topic it belongs to (decisions on one topic form its evolution chain).
+    #[serde(default, alias = "subject")]
+    pub topic: Option<String>,
+    /// Why.
+    #[serde(default, alias = "rationale", alias = "why")]
+    pub reasoning: Option<String>,
+    /// In [0, 1].
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// Its id; derived from the content when absent.
+    #[serde(default, alias = "id")]
+    pub memory_id: Option<String>,
+    /// The memory this one replaces.
+    #[serde(default)]
+    pub supersedes: Option<String>,
+    /// Memories (decisions) this one implements.
+    #[serde(default)]
+    pub implements: Vec<String>,
+    /// The session it was made in.
+    #[serde(default, alias = "session")]
+    pub session_id: Option<String>,
+    /// When (RFC 3339); now when absent.
+    #[serde(default, alias = "at")]
+    pub created_at: Option<String>,
+}
+
+fn default_kind() -> String {
+    "decision".to_owned()
+}
+
+/// The outcome of a memory (`POST /v1/memories/{id}/outcome`, tool `evolve_outcome`).
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct OutcomeRequest {
+    /// The memory (usually a decision) the outcome is about; taken from the path over HTTP.
+    #[serde(default, alias = "memory", alias = "id", alias = "decision_id")]
+    pub memory_id: Option<String>,
+    /// `success`, `failed` or `partial`.
+    #[serde(alias = "result", alias = "status")]
+    pub outcome: String,
+    /// Why, in words.
+    #[serde(default, alias = "why", alias = "notes")]
+    pub reason: String,
+    /// When (RFC 3339); now when absent.
+    #[serde(default)]
+    pub at: Option<String>,
+}
+
+/// An explicit link between memories (`POST /v1/memories/links`, tool `link_memories`).
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct LinkRequest {
+    /// The memory the link starts at.
+    #[serde(alias = "source", alias = "from_id")]
+    pub from: String,
+    /// The memory the link points to.
+    #[serde(alias = "target", alias = "to_id")]
+    pub to: String,
+    /// `supersedes`, `implements`, `outcome_of`, `relates_to` or `temporal`.
+    #[serde(default = "default_link", alias = "type", alias = "relation")]
+    pub link_type: String,
+    /// In [0, 1]; 1.0 when absent.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// Why the memories are linked.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+fn default_link() -> String {
+    "relates_to".to_owned()
+}
+
+/// A topic's decision chain (tool `evolution`).
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct EvolutionRequest {
+    /// The topic, as the decisions name it.
+    #[serde(alias = "subject", alias = "name")]
+    pub topic: String,
+    /// Link confidences decayed to this time (RFC 3339 or YYYY-MM-DD); now when absent.
+    #[serde(default)]
+    pub as_of: Option<String>,
+}
+
+/// What depends on a memory (`GET /v1/memories/{id}/impact`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AsOfQuery {
+    /// Link confidences decayed to this time (RFC 3339 or YYYY-MM-DD); now when absent.
+    pub as_of: Option<String>,
+}
+
+/// Contextual search over memories (`POST /v1/memories/search`).
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct MemorySearchRequest {
+    /// The question about decisions.
+    #[serde(alias = "question", alias = "q", alias = "text")]
+    pub query: String,
+    /// The memory the caller is looking at (its connected memories are boosted).
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Most hits (default 20, at most 200).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// A window for the rollup (tool `weekly_rollup`, `GET /v1/memories/rollup`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RollupRequest {
+    /// Start (RFC 3339 or YYYY-MM-DD); seven days before `until` when absent.
+    #[serde(default, alias = "from", alias = "start")]
+    pub since: Option<String>,
+    /// End (RFC 3339 or YYYY-MM-DD); now when absent.
+    #[serde(default, alias = "to", alias = "end")]
+    pub until: Option<String>,
+}
+
+/// List memories (`GET /v1/memories`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MemoryListQuery {
+    /// Only this kind.
+    pub kind: Option<String>,
+    /// Only this topic.
+    pub topic: Option<String>,
+    /// Most items on this page (default 100, at most 1000).
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses.
+
+/// A graph node: label, id and its schema-checked properties.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct NodeDto {
+    /// Node type, e.g. `Event`, `Entity`, `Memory`.
+    pub label: String,
+    /// Id, unique within the label.
+    pub id: String,
+    /// Properties.
+    #[schema(value_type = Object)]
+    pub properties: Value,
+}
+
+impl From<&Node> for NodeDto {
+    fn from(n: &Node) -> Self {
+        NodeDto {
+            label: n.key.label.clone(),
+            id: n.key.id.clone(),
+            properties: serde_json::to_value(&n.props).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// A node's label and id.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct KeyDto {
+    /// Node type.
+    pub label: String,
+    /// Id.
+    pub id: String,
+}
+
+impl From<&NodeKey> for KeyDto {
+    fn from(k: &NodeKey) -> Self {
+        KeyDto { label: k.label.clone(), id: k.id.clone() }
+    }
+}
+
+/// A graph edge.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct EdgeDto {
+    /// Edge type, e.g. `CAUSED_BY`.
+    #[serde(rename = "type")]
+    pub edge_type: String,
+    /// Start node.
+    pub from: KeyDto,
+    /// End node.
+    pub to: KeyDto,
+    /// Properties.
+    #[schema(value_type = Object)]
+    pub properties: Value,
+}
+
+impl From<&Edge> for EdgeDto {
+    fn from(e: &Edge) -> Self {
+        EdgeDto {
+            edge_type: e.key.edge_type.clone(),
+            from: (&e.key.from).into(),
+            to: (&e.key.to).into(),
+            properties: serde_json::to_value(&e.props).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// The result of one record of a batch.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ItemResult {
+    /// Index in the batch.
+    pub index: usize,
+    /// The record id, when it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `accepted` (new), `duplicate` (already stored, identical) or `rejected`.
+    pub status: String,
+    /// Log position (accepted and duplicate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<u64>,
+    /// Stable code of the first broken rule (rejected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Every broken rule (rejected).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<ViolationDto>,
+}
+
+/// What a batch ingest did; every accepted record is durable when this is returned.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct IngestResponse {
+    /// New records.
+    pub accepted: u64,
+    /// Records already stored.
+    pub duplicates: u64,
+    /// Records refused.
+    pub rejected: u64,
+    /// One result per record, in order.
+    pub results: Vec<ItemResult>,
+}
+
+/// One event of a session timeline.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct TimelineItem {
+    /// The event.
+    pub event: NodeDto,
+    /// Visible events it was caused by.
+    pub caused_by: Vec<String>,
+    /// A parent it names that is not in the log (yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_parent: Option<String>,
+}
+
+impl From<&TimelineEntry> for TimelineItem {
+    fn from(t: &TimelineEntry) -> Self {
+        TimelineItem {
+            event: (&t.event).into(),
+            caused_by: t.caused_by.clone(),
+            missing_parent: t.missing_parent.clone(),
+        }
+    }
+}
+
+/// A page of a session's events, in time order.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct TimelinePage {
+    /// The session.
+    pub session_id: String,
+    /// Events on this page.
+    pub events: Vec<TimelineItem>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// One step of the path that brought a recall item in.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct StepDto {
+    /// Edge type.
+    pub edge_type: String,
+    /// Whether the step followed the edge's direction.
+    pub forward: bool,
+    /// The edge's qualifier (e.g. a role), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qualifier: Option<String>,
+    /// The node reached.
+    pub to: KeyDto,
+}
+
+/// One item of a context pack with its score, the path that found it and its provenance.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct PackItem {
+    /// The node.
+    pub node: NodeDto,
+    /// Final score.
+    pub score: f64,
+    /// Relevance of the item or its seed.
+    pub relevance: f64,
+    /// Product of the path's step weights.
+    pub path_weight: f64,
+    /// Confidence.
+    pub confidence: f64,
+    /// Salience after decay.
+    pub salience: f64,
+    /// Which prefilters found the seed (`vector`, `bm25`, `entity`).
+    pub found_by: Vec<String>,
+    /// The seed the item was reached from.
+    pub seed: KeyDto,
+    /// The path from the seed.
+    pub path: Vec<StepDto>,
+    /// Log position of the record behind it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_position: Option<u64>,
+    /// When that record was acknowledged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<String>,
+    /// Who produced it.
+    pub created_by: String,
+    /// The source its payload names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Estimated tokens.
+    pub tokens: usize,
+}
+
+impl From<&Item> for PackItem {
+    fn from(i: &Item) -> Self {
+        PackItem {
+            node: (&i.node).into(),
+            score: i.score,
+            relevance: i.factors.relevance,
+            path_weight: i.factors.path_weight,
+            confidence: i.factors.confidence,
+            salience: i.factors.salience,
+            found_by: i.found_by.iter().map(|s| (*s).to_owned()).collect(),
+            seed: (&i.seed).into(),
+            path: i
+                .path
+                .iter()
+                .map(|s| StepDto {
+                    edge_type: s.edge_type.clone(),
+                    forward: s.forward,
+                    qualifier: (!s.qualifier.is_empty()).then(|| s.qualifier.clone()),
+                    to: (&s.to).into(),
+                })
+                .collect(),
+            log_position: i.provenance.log_position,
+            recorded_at: i.provenance.recorded_at.clone(),
+            created_by: i.provenance.created_by.clone(),
+            source: i.provenance.source.clone(),
+            tokens: i.tokens,
+        }
+    }
+}
+
+/// Something a pack item refers to that is not known.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct UnknownDto {
+    /// What is missing, e.g. `missing_parent`.
+    pub kind: String,
+    /// The item that refers to it.
+    pub item: KeyDto,
+    /// What it refers to.
+    pub missing: KeyDto,
+}
+
+/// The context pack: the items an agent needs for a question, with provenance and unknowns.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ContextPackDto {
+    /// The question.
+    pub query: String,
+    /// The intent used.
+    pub intent: String,
+    /// Whether the intent was classified (not given).
+    pub intent_classified: bool,
+    /// Items, best first.
+    pub items: Vec<PackItem>,
+    /// Edges between the items.
+    pub edges: Vec<EdgeDto>,
+    /// What the items refer to but is not known.
+    pub unknowns: Vec<UnknownDto>,
+    /// Candidates considered.
+    pub candidates: usize,
+    /// Items left out to fit the token budget.
+    pub trimmed: usize,
+}
+
+impl From<&ContextPack> for ContextPackDto {
+    fn from(p: &ContextPack) -> Self {
+        ContextPackDto {
+            query: p.query.clone(),
+            intent: p.intent.name().to_owned(),
+            intent_classified: p.intent_classified,
+            items: p.items.iter().map(PackItem::from).collect(),
+            edges: p.edges.iter().map(EdgeDto::from).collect(),
+            unknowns: p
+                .unknowns
+                .iter()
+                .map(|u| UnknownDto {
+                    kind: u.kind.to_owned(),
+                    item: (&u.item).into(),
+                    missing: (&u.missing).into(),
+                })
+                .collect(),
+            candidates: p.candidates,
+            trimmed: p.trimmed,
+        }
+    }
+}
+
+/// A full-text hit.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct SearchHit {
+    /// The node.
+    pub node: NodeDto,
+    /// BM25 score.
+    pub score: f64,
+}
+
+/// Full-text hits, best first.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct SearchResponse {
+    /// Hits.
+    pub hits: Vec<SearchHit>,
+}
+
+/// An entity end of a fact.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct FactEntityDto {
+    /// Entity id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Entity type.
+    pub entity_type: String,
+}
+
+impl From<&FactEntity> for FactEntityDto {
+    fn from(e: &FactEntity) -> Self {
+        FactEntityDto { id: e.id.clone(), name: e.name.clone(), entity_type: e.entity_type.clone() }
+    }
+}
+
+/// A cited sentence.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct CitationDto {
+    /// Sentence id.
+    pub sentence_id: String,
+    /// How well it supports the claim.
+    pub support: f64,
+    /// The sentence.
+    pub text: String,
+}
+
+/// A fact with what supports it.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct FactDto {
+    /// Fact id.
+    pub fact_id: String,
+    /// Subject.
+    pub subject: FactEntityDto,
+    /// Predicate.
+    pub predicate: String,
+    /// Entity object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<FactEntityDto>,
+    /// Literal object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub literal: Option<Value>,
+    /// Merged confidence of the claims.
+    pub confidence: f64,
+    /// Number of claims.
+    pub claims: u64,
+    /// Sources, verbatim.
+    pub sources: Vec<String>,
+    /// Cited sentences.
+    pub citations: Vec<CitationDto>,
+    /// Validity start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<String>,
+    /// Validity end, exclusive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<String>,
+    /// Retracted from this time on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retracted_at: Option<String>,
+    /// Whether it holds at the time asked.
+    pub active: bool,
+    /// Facts it contradicts.
+    pub contradicted_by: Vec<String>,
+}
+
+impl From<&FactView> for FactDto {
+    fn from(f: &FactView) -> Self {
+        FactDto {
+            fact_id: f.fact_id.clone(),
+            subject: (&f.subject).into(),
+            predicate: f.predicate.clone(),
+            object: f.object.as_ref().map(FactEntityDto::from),
+            literal: f.literal.clone(),
+            confidence: f.confidence,
+            claims: f.claims,
+            sources: f.sources.clone(),
+            citations: f
+                .citations
+                .iter()
+                .map(|(id, support, text)| CitationDto {
+                    sentence_id: id.clone(),
+                    support: *support,
+                    text: text.clone(),
+                })
+                .collect(),
+            valid_from: f.valid_from.clone(),
+            valid_to: f.valid_to.clone(),
+            retracted_at: f.retracted_at.clone(),
+            active: f.active,
+            contradicted_by: f.contradicted_by.clone(),
+        }
+    }
+}
+
+/// How a name was matched to an entity.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ResolvedDto {
+    /// Entity id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// How it matched: `id`, `exact`, `alias`, `fuzzy`, `embedding` or `created`.
+    pub via: String,
+}
+
+impl From<&ResolvedEntity> for ResolvedDto {
+    fn from(e: &ResolvedEntity) -> Self {
+        ResolvedDto { id: e.id.clone(), name: e.name.clone(), via: e.via.clone() }
+    }
+}
+
+/// What recording a claim did.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct FactRecorded {
+    /// `accepted` or `duplicate`.
+    pub status: String,
+    /// Log position.
+    pub position: u64,
+    /// The fact the claim supports.
+    pub fact_id: String,
+    /// The claim's record id.
+    pub claim_id: String,
+    /// How the subject resolved.
+    pub subject: ResolvedDto,
+    /// How the object resolved (entity objects).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<ResolvedDto>,
+    /// The fact after merging the claim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fact: Option<FactDto>,
+}
+
+/// What a write of one record did.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct Written {
+    /// The record id (memory, outcome, link or retraction).
+    pub id: String,
+    /// `accepted` or `duplicate`.
+    pub status: String,
+    /// Log position.
+    pub position: u64,
+}
+
+/// An entity and the facts about it.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct EntityFacts {
+    /// The entity.
+    pub entity: NodeDto,
+    /// How the caller's name matched it.
+    pub via: String,
+    /// Facts about it (as subject or object), true ones first.
+    pub facts: Vec<FactDto>,
+}
+
+/// A memory.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct MemoryDto {
+    /// Id.
+    pub id: String,
+    /// `decision`, `checkpoint`, `insight` or `context`.
+    pub kind: String,
+    /// Topic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    /// The memory.
+    pub content: String,
+    /// Why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Confidence.
+    pub confidence: f64,
+    /// Who saved it.
+    pub created_by: String,
+    /// Session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// When (RFC 3339).
+    pub created_at: String,
+    /// Latest outcome.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// Why, for the latest outcome.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome_reason: Option<String>,
+}
+
+impl From<&MemoryView> for MemoryDto {
+    fn from(m: &MemoryView) -> Self {
+        MemoryDto {
+            id: m.id.clone(),
+            kind: m.kind.clone(),
+            topic: m.topic.clone(),
+            content: m.content.clone(),
+            reasoning: m.reasoning.clone(),
+            confidence: m.confidence,
+            created_by: m.created_by.clone(),
+            session_id: m.session_id.clone(),
+            created_at: m.created_at.clone(),
+            outcome: m.outcome.clone(),
+            outcome_reason: m.outcome_reason.clone(),
+        }
+    }
+}
+
+/// A page of memories, newest first.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct MemoryPage {
+    /// Memories on this page.
+    pub memories: Vec<MemoryDto>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// An outcome.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct OutcomeDto {
+    /// Outcome id.
+    pub id: String,
+    /// The memory.
+    pub memory_id: String,
+    /// `success`, `failed` or `partial`.
+    pub outcome: String,
+    /// Why.
+    pub reason: String,
+    /// When.
+    pub at: String,
+}
+
+impl From<&OutcomeView> for OutcomeDto {
+    fn from(o: &OutcomeView) -> Self {
+        OutcomeDto {
+            id: o.id.clone(),
+            memory_id: o.memory_id.clone(),
+            outcome: o.outcome.clone(),
+            reason: o.reason.clone(),
+            at: o.at.clone(),
+        }
+    }
+}
+
+/// One decision of an evolution chain.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct EvolutionStepDto {
+    /// The decision.
+    pub memory: MemoryDto,
+    /// Its outcomes.
+    pub outcomes: Vec<OutcomeDto>,
+    /// Memories implementing it.
+    pub implemented_by: Vec<String>,
+    /// Confidence of the supersedes link to the previous step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supersedes_confidence: Option<f64>,
+}
+
+/// A topic's decisions, newest first, along supersedes links.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct EvolutionDto {
+    /// The topic.
+    pub topic: String,
+    /// The chain.
+    pub steps: Vec<EvolutionStepDto>,
+}
+
+impl From<&Evolution> for EvolutionDto {
+    fn from(e: &Evolution) -> Self {
+        EvolutionDto {
+            topic: e.topic.clone(),
+            steps: e
+                .steps
+                .iter()
+                .map(|s| EvolutionStepDto {
+                    memory: (&s.memory).into(),
+                    outcomes: s.outcomes.iter().map(OutcomeDto::from).collect(),
+                    implemented_by: s.implemented_by.clone(),
+                    supersedes_confidence: s.link_confidence,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A memory reached by an impact walk.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ImpactItemDto {
+    /// The memory.
+    pub memory: MemoryDto,
+    /// The link type followed.
+    pub via: String,
+    /// The memory it was reached from.
+    pub from: String,
+    /// Depth.
+    pub depth: usize,
+    /// Effective link confidence.
+    pub confidence: f64,
+}
+
+/// What depends on a memory.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ImpactDto {
+    /// The start.
+    pub start: MemoryDto,
+    /// Memories reached.
+    pub items: Vec<ImpactItemDto>,
+    /// Outcomes of the start and the items.
+    pub outcomes: Vec<OutcomeDto>,
+    /// Memories that supersede the start.
+    pub superseded_by: Vec<MemoryDto>,
+}
+
+impl From<&Impact> for ImpactDto {
+    fn from(i: &Impact) -> Self {
+        ImpactDto {
+            start: (&i.start).into(),
+            items: i
+                .items
+                .iter()
+                .map(|x| ImpactItemDto {
+                    memory: (&x.memory).into(),
+                    via: x.via.to_string(),
+                    from: x.from.clone(),
+                    depth: x.depth,
+                    confidence: x.confidence,
+                })
+                .collect(),
+            outcomes: i.outcomes.iter().map(OutcomeDto::from).collect(),
+            superseded_by: i.superseded_by.iter().map(MemoryDto::from).collect(),
+        }
+    }
+}
+
+/// A memory search hit.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct MemoryHitDto {
+    /// The memory.
+    pub memory: MemoryDto,
+    /// Final score.
+    pub score: f64,
+    /// Cosine similarity to the question.
+    pub similarity: f64,
+    /// Lexical match score.
+    pub lexical: f64,
+    /// Whether it is connected to the context memory.
+    pub connected: bool,
+}
+
+/// Memories relevant to a question, with the evolution of the decision it is most about.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct MemoryContextDto {
+    /// Hits, best first.
+    pub hits: Vec<MemoryHitDto>,
+    /// The evolution chain of the top decision's topic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evolution: Option<EvolutionDto>,
+    /// What depends on the decisions along it.
+    pub evidence: Vec<ImpactDto>,
+    /// Their outcomes.
+    pub outcomes: Vec<OutcomeDto>,
+}
+
+impl From<&MemoryContext> for MemoryContextDto {
+    fn from(c: &MemoryContext) -> Self {
+        MemoryContextDto {
+            hits: c
+                .hits
+                .iter()
+                .map(|h| MemoryHitDto {
+                    memory: (&h.memory).into(),
+                    score: h.score,
+                    similarity: h.similarity,
+                    lexical: h.lexical,
+                    connected: h.connected,
+                })
+                .collect(),
+            evolution: c.evolution.as_ref().map(EvolutionDto::from),
+            evidence: c.evidence.iter().map(ImpactDto::from).collect(),
+            outcomes: c.outcomes.iter().map(OutcomeDto::from).collect(),
+        }
+    }
+}
+
+/// A decision blocked by its latest outcome.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct BlockedDto {
+    /// The memory.
+    pub memory: MemoryDto,
+    /// The outcome that blocks it.
+    pub outcome: OutcomeDto,
+}
+
+/// A suggested next step.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct NextActionDto {
+    /// What to do, e.g. `record_outcome`, `supersede`.
+    pub action: String,
+    /// The memory it is about.
+    pub memory_id: String,
+    /// In words.
+    pub text: String,
+}
+
+/// The week's decisions, outcomes, open and blocked items and next actions.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct RollupDto {
+    /// Window start.
+    pub since: String,
+    /// Window end.
+    pub until: String,
+    /// Decisions made in the window.
+    pub decisions: Vec<MemoryDto>,
+    /// Outcomes recorded in the window.
+    pub outcomes: Vec<OutcomeDto>,
+    /// Decisions without an outcome.
+    pub open: Vec<MemoryDto>,
+    /// Decisions whose latest outcome failed.
+    pub blocked: Vec<BlockedDto>,
+    /// `blocked_by` facts true at the end of the window.
+    pub blocked_by: Vec<FactDto>,
+    /// Suggested next steps.
+    pub next_actions: Vec<NextActionDto>,
+}
+
+impl From<&Rollup> for RollupDto {
+    fn from(r: &Rollup) -> Self {
+        let at = |ns: i64| chrono::DateTime::from_timestamp_nanos(ns).to_rfc3339();
+        RollupDto {
+            since: at(r.since_ns),
+            until: at(r.until_ns),
+            decisions: r.decisions.iter().map(MemoryDto::from).collect(),
+            outcomes: r.outcomes.iter().map(OutcomeDto::from).collect(),
+            open: r.open.iter().map(MemoryDto::from).collect(),
+            blocked: r
+                .blocked
+                .iter()
+                .map(|b| BlockedDto { memory: (&b.memory).into(), outcome: (&b.outcome).into() })
+                .collect(),
+            blocked_by: r.blocked_by.iter().map(FactDto::from).collect(),
+            next_actions: r
+                .next_actions
+                .iter()
+                .map(|a| NextActionDto {
+                    action: a.action.to_string(),
+                    memory_id: a.memory_id.clone(),
+                    text: a.text.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What the principal may count in its tenant.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct StatsDto {
+    /// The tenant.
+    pub tenant: String,
+    /// Visible events.
+    pub events: u64,
+    /// Visible memories.
+    pub memories: u64,
+}
+
+/// A principal (never its key).
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct PrincipalDto {
+    /// Name.
+    pub name: String,
+    /// Tenant.
+    pub tenant: String,
+    /// Roles.
+    pub roles: Vec<String>,
+    /// When it was added.
+    pub created_at: String,
+}
+
+/// Every principal of the registry.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct PrincipalList {
+    /// Principals, by name.
+    pub principals: Vec<PrincipalDto>,
+}
