@@ -38,11 +38,14 @@ def field(obj, snake, camel):
 TOOLS = {
     "evolution",
     "evolve_outcome",
+    "forget",
     "ingest_event",
+    "list_receipts",
     "link_memories",
     "recall",
     "recall_entity",
     "record_fact",
+    "record_receipt",
     "save_memory",
     "weekly_rollup",
 }
@@ -104,6 +107,21 @@ async def exercise(session, prefix):
     check(any(d["id"] == f"{prefix}-m2" for d in r["decisions"]), r)
     r = await call(session, "recall", {"question": "orders database timeout"})
     check(r["items"], r)
+    r = await call(session, "record_receipt", {"receipt": {
+        "id": f"{prefix}-receipt", "task": f"{prefix}-deploy", "actor": "user/ops1",
+        "referenced_inputs": {"events": [f"{prefix}-e1"]},
+        "policies_checked": [{"id": "policy/budget", "result": "allow"}],
+        "action": "promote", "outcome": {"status": "success"},
+        "timestamps": {"committed": "2026-11-20T10:00:00Z"}}})
+    check(r["accepted"] + r["duplicates"] == 1, r)
+    r = await call(session, "list_receipts", {"task": f"{prefix}-deploy"})
+    check([x["receipt_id"] for x in r["receipts"]] == [f"{prefix}-receipt"], r)
+    secret = dict(event, event_id=f"{prefix}-e2", payload={"note": "temporary credential"})
+    await call(session, "ingest_event", {"event": secret})
+    r = await call(session, "forget", {"kind": "event", "id": f"{prefix}-e2", "reason": "credential"})
+    check(r["redacted"] >= 1, r)
+    r = await call(session, "forget", {"kind": "event", "id": f"{prefix}-e2"}, expect_error=True)
+    check(r["error"]["code"] == "forget.unknown_target", r)
 
     r = await call(session, "record_fact", {"subject": 7, "predicate": "tagged", "object": "x"}, expect_error=True)
     check(r["error"]["code"] == "mcp.invalid_arguments", r)

@@ -25,19 +25,9 @@ pub(crate) fn run(cli: &Cli, cmd: &ReceiptCommand) -> anyhow::Result<Outcome> {
             };
             let policy = match policy.as_deref() {
                 None => None,
-                Some(p) => match p.split_once('=') {
-                    None => Some((p.to_owned(), None)),
-                    Some((id, result)) => {
-                        let result = match result.trim().to_ascii_lowercase().as_str() {
-                            "allow" | "allowed" | "pass" | "passed" => "allow",
-                            "deny" | "denied" | "fail" | "failed" | "block" | "blocked" => "deny",
-                            other => anyhow::bail!(
-                                "--policy {p}: the result `{other}` is neither allow nor deny"
-                            ),
-                        };
-                        Some((id.to_owned(), Some(result.to_owned())))
-                    }
-                },
+                Some(p) => Some(ctxgraph::policy_filter(p).with_context(|| {
+                    format!("--policy {p}: the result after `=` is neither allow nor deny")
+                })?),
             };
             let query = ReceiptQuery {
                 task: task.clone(),
@@ -120,29 +110,12 @@ fn add(cli: &Cli, file: &std::path::Path) -> anyhow::Result<Outcome> {
     Ok(if failed { Outcome::Failed } else { Outcome::Done })
 }
 
-pub(crate) fn receipt_json(r: &ReceiptView) -> Value {
-    json!({
-        "receipt_id": r.receipt_id,
-        "position": r.position,
-        "task": r.task,
-        "actor": r.actor,
-        "approvals": r.approvals,
-        "referenced_inputs": {"events": r.inputs.events, "entities": r.inputs.entities,
-            "documents": r.inputs.documents, "configs": r.inputs.configs, "spans": r.inputs.spans},
-        "policies_checked": r.policies.iter().map(|p| json!({"id": p.id, "result": p.result})).collect::<Vec<_>>(),
-        "exceptions": r.exceptions.iter().map(|e| json!({"id": e.id, "justification": e.justification})).collect::<Vec<_>>(),
-        "action": r.action,
-        "outcome": {"status": r.status, "notes": r.notes, "follow_ups": r.follow_ups},
-        "timestamps": {"requested": r.requested_at, "committed": r.committed_at},
-    })
-}
-
 fn list(cli: &Cli, query: &ReceiptQuery) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let who = crate::access::principal(cli)?;
     let list = engine.snapshot()?.scoped(&who).receipts(query)?;
     if cli.json {
-        print_json(&Value::Array(list.iter().map(receipt_json).collect()))?;
+        print_json(&Value::Array(list.iter().map(ReceiptView::to_json).collect()))?;
     } else {
         let mut t = table(&["committed", "task", "actor", "action", "outcome", "policies", "id"]);
         for r in &list {

@@ -97,7 +97,7 @@ pub use recall::{
     ContextPack, Everyone, Factors, Intent, Item, Provenance, RecallParams, RecallQuery, Step,
     Timings, Unknown, Visibility, classify, content_words,
 };
-pub use receipt::{ReceiptQuery, ReceiptView};
+pub use receipt::{ReceiptQuery, ReceiptView, policy_filter};
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};
 pub use retention::{RetentionOptions, RetentionReport, Tier, salience};
 pub use slots::{

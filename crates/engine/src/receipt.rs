@@ -107,6 +107,43 @@ pub(crate) fn index_missing(
     index(w, embedder, &todo)
 }
 
+/// A policy filter of a receipt query: `ID` (any result) or `ID=allow|deny` (also `allowed`,
+/// `pass`, `denied`, `fail`, `blocked`, ...). `None` when the result is neither.
+pub fn policy_filter(text: &str) -> Option<(String, Option<String>)> {
+    match text.split_once('=') {
+        None => Some((text.to_owned(), None)),
+        Some((id, result)) => {
+            let result = match result.trim().to_ascii_lowercase().as_str() {
+                "allow" | "allowed" | "pass" | "passed" => "allow",
+                "deny" | "denied" | "fail" | "failed" | "block" | "blocked" => "deny",
+                _ => return None,
+            };
+            Some((id.to_owned(), Some(result.to_owned())))
+        }
+    }
+}
+
+impl ReceiptView {
+    /// The receipt in seed 004's layout, with its id and log position: what the CLI prints and
+    /// the HTTP API returns.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "receipt_id": self.receipt_id,
+            "position": self.position,
+            "task": self.task,
+            "actor": self.actor,
+            "approvals": self.approvals,
+            "referenced_inputs": {"events": self.inputs.events, "entities": self.inputs.entities,
+                "documents": self.inputs.documents, "configs": self.inputs.configs, "spans": self.inputs.spans},
+            "policies_checked": self.policies.iter().map(|p| serde_json::json!({"id": p.id, "result": p.result})).collect::<Vec<_>>(),
+            "exceptions": self.exceptions.iter().map(|e| serde_json::json!({"id": e.id, "justification": e.justification})).collect::<Vec<_>>(),
+            "action": self.action,
+            "outcome": {"status": self.status, "notes": self.notes, "follow_ups": self.follow_ups},
+            "timestamps": {"requested": self.requested_at, "committed": self.committed_at},
+        })
+    }
+}
+
 impl Engine {
     /// Write receipt records; each new one is embedded and indexed, so retrieval finds it.
     ///

@@ -21,6 +21,8 @@ pub enum ErrorClass {
     TooLarge,
     /// The route exists but not with this method (405).
     MethodNotAllowed,
+    /// The body's content type is not one the route reads (415).
+    UnsupportedMediaType,
     /// The service failed (500).
     Internal,
 }

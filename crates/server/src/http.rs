@@ -53,6 +53,7 @@ fn status(class: ErrorClass) -> StatusCode {
         ErrorClass::NotFound => StatusCode::NOT_FOUND,
         ErrorClass::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorClass::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        ErrorClass::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -180,6 +181,10 @@ pub fn router(service: Service, shutdown: CancellationToken) -> Router {
         .route("/v1/topics/{topic}/evolution", get(evolution))
         .route("/v1/stats", get(stats))
         .route("/v1/principals", get(principals))
+        .route("/v1/forget", post(forget))
+        .route("/v1/forgotten", get(forgotten))
+        .route("/v1/receipts", post(add_receipts).get(receipts))
+        .route("/v1/traces", post(traces))
         .route("/openapi.json", get(openapi_json))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -487,6 +492,82 @@ async fn principals(State(s): State<AppState>, Auth(who): Auth) -> ApiResult<Pri
     Ok(Json(s.service.principals(&who).await?))
 }
 
+/// Forget an event, a session, an entity or a memory for good (admins only).
+#[utoipa::path(post, path = "/v1/forget", tag = "admin", request_body = ForgetRequest,
+    responses((status = 200, description = "Forgotten: content removed from the store", body = ForgetResponse),
+        (status = "4XX", description = "Unknown target, bad key, not an admin", body = ErrorBody)),
+    security(("bearer" = [])))]
+async fn forget(
+    State(s): State<AppState>,
+    Auth(who): Auth,
+    Body(req): Body<ForgetRequest>,
+) -> ApiResult<ForgetResponse> {
+    Ok(Json(s.service.forget(&who, req).await?))
+}
+
+/// The forget audit: what was forgotten, when, by whom and why, without content (admins only).
+#[utoipa::path(get, path = "/v1/forgotten", tag = "admin",
+    responses((status = 200, description = "The audit, oldest first", body = ForgottenList),
+        (status = "4XX", description = "Bad key, not an admin", body = ErrorBody)),
+    security(("bearer" = [])))]
+async fn forgotten(State(s): State<AppState>, Auth(who): Auth) -> ApiResult<ForgottenList> {
+    Ok(Json(s.service.forgotten(&who).await?))
+}
+
+/// Record decision receipts, one result per receipt.
+#[utoipa::path(post, path = "/v1/receipts", tag = "receipts", request_body = ReceiptsRequest,
+    responses((status = 200, description = "One result per receipt", body = IngestResponse),
+        (status = "4XX", description = "Bad request, key or role", body = ErrorBody)),
+    security(("bearer" = [])))]
+async fn add_receipts(
+    State(s): State<AppState>,
+    Auth(who): Auth,
+    Body(req): Body<ReceiptsRequest>,
+) -> ApiResult<IngestResponse> {
+    Ok(Json(s.service.add_receipts(&who, req).await?))
+}
+
+/// Receipts by task, actor, committed window and policy, newest first.
+#[utoipa::path(get, path = "/v1/receipts", tag = "receipts", params(ReceiptListQuery),
+    responses((status = 200, description = "Receipts the principal may see", body = ReceiptList),
+        (status = "4XX", description = "Bad filter or key", body = ErrorBody)),
+    security(("bearer" = [])))]
+async fn receipts(
+    State(s): State<AppState>,
+    Auth(who): Auth,
+    Query(q): Query<ReceiptListQuery>,
+) -> ApiResult<ReceiptList> {
+    Ok(Json(s.service.receipts(&who, q).await?))
+}
+
+/// OTLP/HTTP trace export (`application/x-protobuf` or `application/json`): GenAI spans become
+/// events; refused spans are reported as partial success.
+#[utoipa::path(post, path = "/v1/traces", tag = "events",
+    request_body(content = Vec<u8>, description = "ExportTraceServiceRequest", content_type = "application/x-protobuf"),
+    responses((status = 200, description = "ExportTraceServiceResponse in the request's encoding"),
+        (status = "4XX", description = "Undecodable body, unknown content type, bad key or role", body = ErrorBody)),
+    security(("bearer" = [])))]
+async fn traces(
+    State(s): State<AppState>,
+    Auth(who): Auth,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let content_type =
+        headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let encoding = ctxgraph_otlp::Encoding::from_content_type(content_type).ok_or_else(|| {
+        ApiError(ServiceError::new(
+            ErrorClass::UnsupportedMediaType,
+            "request.content_type",
+            format!(
+                "content type {content_type:?}: send application/x-protobuf or application/json"
+            ),
+        ))
+    })?;
+    let out = s.service.traces(&who, body.to_vec(), encoding).await?;
+    Ok(([(header::CONTENT_TYPE, encoding.content_type())], out.body).into_response())
+}
+
 /// Alive.
 #[utoipa::path(get, path = "/healthz", tag = "admin", responses((status = 200, description = "The process serves requests")))]
 async fn healthz() -> &'static str {
@@ -531,7 +612,7 @@ impl utoipa::Modify for BearerScheme {
     info(title = "ctxgraph", description = "Long-term memory for AI agents: events, facts, decision memories and recall over one context graph. Every route but /healthz, /readyz, /metrics and /openapi.json needs Authorization: Bearer <key>."),
     paths(ingest, event, timeline, recall, search, record_fact, retract_fact, recall_entity, save_memory,
         memories, memory, outcome, link_memories, impact, evolution, search_memories, rollup, stats,
-        principals, healthz, readyz, metrics),
+        principals, forget, forgotten, add_receipts, receipts, traces, healthz, readyz, metrics),
     modifiers(&BearerScheme)
 )]
 struct ApiDoc;

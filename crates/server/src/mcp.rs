@@ -246,6 +246,39 @@ impl Tools {
         })
         .await
     }
+
+    #[tool(
+        description = "Forget an event, a session, an entity or a memory for good (admins only): its content is removed from the store, with everything derived from it (embeddings, index entries, summaries, links), and stays forgotten after a rebuild. kind is event, session, entity or memory; id is its id; reason is kept in the audit (do not repeat the content there). Returns the forget record's id and how many records were redacted."
+    )]
+    async fn forget(
+        &self,
+        Parameters(args): Parameters<Args<ForgetRequest>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(&ctx, &args, |s, who, req| async move { s.forget(&who, req).await }).await
+    }
+
+    #[tool(
+        description = "Record a decision receipt (write-time provenance of a stateful change such as a deploy, a promotion or a config rollout): task, actor, approvals, referenced_inputs (events, entities, documents, configs, spans), policies_checked ([{id, result: allow|deny}]), exceptions ([{id, justification}]), action, outcome ({status, notes, follow_ups}), timestamps ({requested, committed}). Cited events and entities must exist. Recall then uses receipts as provenance anchors for why-questions."
+    )]
+    async fn record_receipt(
+        &self,
+        Parameters(args): Parameters<Args<ReceiptsRequest>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(&ctx, &args, |s, who, req| async move { s.add_receipts(&who, req).await }).await
+    }
+
+    #[tool(
+        description = "List decision receipts, newest committed first, filtered by task, actor, committed window (since, until) and policy (ID or ID=allow|deny). Use it to answer 'what was approved for X, by whom, under which policies'."
+    )]
+    async fn list_receipts(
+        &self,
+        Parameters(args): Parameters<Args<ReceiptListQuery>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(&ctx, &args, |s, who, req| async move { s.receipts(&who, req).await }).await
+    }
 }
 
 #[tool_handler(router = self.tool_router)]

@@ -37,6 +37,8 @@ use crate::error::{ServiceError, ViolationDto};
 use crate::metrics::Metrics;
 use crate::wire::*;
 
+mod trust;
+
 /// Reader engines kept per tenant between requests.
 const MAX_IDLE_READERS: usize = 4;
 /// Most records in one batch.

@@ -1104,3 +1104,137 @@ pub struct PrincipalList {
     /// Principals, by name.
     pub principals: Vec<PrincipalDto>,
 }
+
+/// Forget an event, a session, an entity or a memory (`POST /v1/forget`, tool `forget`; admins
+/// only). The content leaves the store for good; the audit keeps what, when, by whom and why.
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct ForgetRequest {
+    /// `event`, `session`, `entity` or `memory`.
+    #[serde(alias = "target_kind", alias = "type")]
+    pub kind: String,
+    /// The id of the event, session, entity (`{type}:{name}`) or memory.
+    #[serde(alias = "target", alias = "target_id", alias = "event_id", alias = "session_id")]
+    pub id: String,
+    /// Why (kept in the audit; do not repeat the forgotten content here).
+    #[serde(default, alias = "why")]
+    pub reason: Option<String>,
+}
+
+/// What a forget did.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ForgetResponse {
+    /// The forget record's id (in the audit).
+    pub forget_id: String,
+    /// Its log position.
+    pub position: u64,
+    /// Log records whose content was removed.
+    pub redacted: u64,
+}
+
+/// One entry of the forget audit, without the content.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ForgottenDto {
+    /// The forget record's id.
+    pub forget_id: String,
+    /// Its log position.
+    pub position: u64,
+    /// `event`, `session`, `entity` or `memory`.
+    pub kind: String,
+    /// The forgotten target's id.
+    pub target_id: String,
+    /// The principal who forgot it.
+    pub by: String,
+    /// Why, if given.
+    pub reason: Option<String>,
+    /// When (RFC 3339).
+    pub at: String,
+    /// Log records redacted.
+    pub redacted: u64,
+}
+
+impl From<&ctxgraph::Forgotten> for ForgottenDto {
+    fn from(f: &ctxgraph::Forgotten) -> Self {
+        ForgottenDto {
+            forget_id: f.forget_id.clone(),
+            position: f.position,
+            kind: f.kind.as_str().to_owned(),
+            target_id: f.target_id.clone(),
+            by: f.by.clone(),
+            reason: f.reason.clone(),
+            at: f.at.clone(),
+            redacted: f.redacted,
+        }
+    }
+}
+
+/// The forget audit (`GET /v1/forgotten`; admins only).
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ForgottenList {
+    /// Oldest first.
+    pub forgotten: Vec<ForgottenDto>,
+}
+
+/// Decision receipts to record (`POST /v1/receipts`, tool `record_receipt`).
+#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+pub struct ReceiptsRequest {
+    /// Receipts in seed 004's layout: `task`, `actor`, `approvals`, `referenced_inputs`
+    /// (`events`, `entities`, `documents`, `configs`, `spans`), `policies_checked`
+    /// (`[{id, result: allow|deny}]`), `exceptions` (`[{id, justification}]`), `action`,
+    /// `outcome` (`{status, notes, follow_ups}`), `timestamps` (`{requested, committed}`).
+    /// Cited events and entities must exist.
+    #[serde(alias = "receipt")]
+    #[schema(value_type = Vec<Object>)]
+    pub receipts: OneOrMany,
+}
+
+/// One JSON object or a list of them.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// A list.
+    Many(Vec<Value>),
+    /// One.
+    One(Value),
+}
+
+impl OneOrMany {
+    /// The items as a list.
+    pub fn into_vec(self) -> Vec<Value> {
+        match self {
+            OneOrMany::Many(v) => v,
+            OneOrMany::One(v) => vec![v],
+        }
+    }
+}
+
+/// Which receipts to list (`GET /v1/receipts`, tool `list_receipts`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReceiptListQuery {
+    /// Only this task.
+    #[serde(default)]
+    pub task: Option<String>,
+    /// Only this actor.
+    #[serde(default)]
+    pub actor: Option<String>,
+    /// Only receipts committed at or after this time (RFC 3339 or a date).
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Only receipts committed before this time.
+    #[serde(default)]
+    pub until: Option<String>,
+    /// Only receipts that checked this policy: `ID` or `ID=allow|deny`.
+    #[serde(default)]
+    pub policy: Option<String>,
+    /// Most receipts (default 100, at most 1000).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// Receipts, newest committed first.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ReceiptList {
+    /// Each in seed 004's layout with its `receipt_id` and log `position`.
+    #[schema(value_type = Vec<Object>)]
+    pub receipts: Vec<Value>,
+}

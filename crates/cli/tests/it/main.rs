@@ -22,6 +22,7 @@ mod semantic;
 mod server;
 mod slots;
 mod tidy;
+mod trust;
 
 use std::path::{Path, PathBuf};
 

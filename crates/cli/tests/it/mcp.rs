@@ -13,14 +13,17 @@ use crate::server::{Server, add_principal, event};
 
 type Client = RunningService<RoleClient, ()>;
 
-const TOOLS: [&str; 9] = [
+const TOOLS: [&str; 12] = [
     "evolution",
     "evolve_outcome",
+    "forget",
     "ingest_event",
     "link_memories",
+    "list_receipts",
     "recall",
     "recall_entity",
     "record_fact",
+    "record_receipt",
     "save_memory",
     "weekly_rollup",
 ];
@@ -112,6 +115,36 @@ async fn every_tool(client: &Client) {
     assert!(!roll["decisions"].as_array().unwrap().is_empty(), "{roll}");
     let pack = ok(client, "recall", json!({"query": "orders database timeout"})).await;
     assert!(!pack["items"].as_array().unwrap().is_empty(), "{pack}");
+
+    // Receipts: recorded citing an event, then listed.
+    let r = ok(
+        client,
+        "record_receipt",
+        json!({"receipt": {"id": "receipt/1", "task": "deploy", "actor": "user/ops1",
+            "referenced_inputs": {"events": ["e1"]},
+            "policies_checked": [{"id": "policy/budget", "result": "allow"}],
+            "action": "promote", "outcome": {"status": "success"},
+            "timestamps": {"committed": "2026-11-20T10:00:00Z"}}}),
+    )
+    .await;
+    assert_eq!(r["accepted"], 1, "{r}");
+    let list =
+        ok(client, "list_receipts", json!({"task": "deploy", "policy": "policy/budget=allow"}))
+            .await;
+    assert_eq!(list["receipts"][0]["receipt_id"], "receipt/1", "{list}");
+    // Forget: an admin forgets; anyone else gets a tool error with the stable code.
+    ok(client, "ingest_event", json!({"event": event("e-secret", "s9", 1, json!({}))})).await;
+    let forgot =
+        call(client, "forget", json!({"kind": "event", "id": "e-secret", "reason": "test"})).await;
+    if forgot.is_error == Some(true) {
+        let e = err(client, "forget", json!({"kind": "event", "id": "e-secret"})).await;
+        assert_eq!(e["code"], "access.forbidden", "{e}");
+    } else {
+        let e = err(client, "forget", json!({"kind": "event", "id": "e-secret"})).await;
+        assert_eq!(e["code"], "forget.unknown_target", "forgotten once: {e}");
+    }
+    let e = err(client, "forget", json!({"kind": "planet", "id": "x"})).await;
+    assert!(e["code"] == "request.forget_kind" || e["code"] == "access.forbidden", "{e}");
 
     // Bad arguments are tool errors with stable codes, and change nothing.
     let e = err(client, "record_fact", json!({"subject": 5, "predicate": "tagged", "object": "x"}))
