@@ -163,9 +163,20 @@ impl Engine {
             return Ok(Arc::clone(e));
         }
         let e: Arc<dyn Embedder> = match &self.options().embedder {
-            EmbedderChoice::Builtin => Arc::new(StaticEmbedder::builtin()?),
+            EmbedderChoice::Builtin => builtin()?,
             EmbedderChoice::Custom(e) => Arc::clone(e),
         };
         Ok(Arc::clone(self.embedder.get_or_init(|| e)))
     }
+}
+
+/// The built-in model, decoded once per process and shared by every engine (a server opens
+/// one engine per connection; each decoding its own copy cost tens of megabytes apiece).
+fn builtin() -> Result<Arc<dyn Embedder>, Error> {
+    static BUILTIN: std::sync::OnceLock<Arc<StaticEmbedder>> = std::sync::OnceLock::new();
+    if let Some(e) = BUILTIN.get() {
+        return Ok(Arc::clone(e) as Arc<dyn Embedder>);
+    }
+    let e = Arc::new(StaticEmbedder::builtin()?);
+    Ok(Arc::clone(BUILTIN.get_or_init(|| e)) as Arc<dyn Embedder>)
 }

@@ -221,7 +221,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Record one agent event (a tool call, a message, a decision step) in the event envelope: event_id, event_type, occurred_at (RFC 3339), session_id, agent_id, and optionally parent_event_id, trace_id, tool_name, status, payload, entities and scope fields. Returns accepted or duplicate with the log position, or a tool error listing every broken rule."
+        description = "Record one agent event (a tool call, a message, a decision step) in the event envelope: event_id, event_type, occurred_at (RFC 3339), session_id, agent_id, and optionally parent_event_id, trace_id, tool_name, status, payload, entities, scope ({audience, allow_roles, deny_roles, tags, location, time_range}) and pii ({pii_cleared, pending_review, pii_redacted}). Returns accepted or duplicate with the log position, or a tool error listing every broken rule."
     )]
     async fn ingest_event(
         &self,

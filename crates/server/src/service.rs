@@ -41,6 +41,9 @@ mod trust;
 
 /// Reader engines kept per tenant between requests.
 const MAX_IDLE_READERS: usize = 4;
+/// Reader engines open at once per tenant: more requests wait for one, so memory stays bounded
+/// (each holds a connection with its page cache) however many clients there are.
+const MAX_READERS: usize = 8;
 /// Most records in one batch.
 pub const MAX_BATCH: usize = 10_000;
 /// Default and largest page sizes.
@@ -72,13 +75,23 @@ struct Registry {
     modified: FileStamp,
 }
 
+/// Reader engines of a tenant: the idle ones (with the schema generation they were opened at)
+/// and how many are open, idle or in use.
+#[derive(Default)]
+struct ReaderPool {
+    idle: Vec<(u64, Engine)>,
+    open: usize,
+}
+
 /// One tenant's store: a writer and idle readers.
 struct Tenant {
     name: String,
     path: PathBuf,
     writer: Mutex<Engine>,
     options: EngineOptions,
-    readers: Mutex<Vec<(u64, Engine)>>,
+    readers: Mutex<ReaderPool>,
+    /// Signalled when a reader engine is returned or closed.
+    reader_freed: std::sync::Condvar,
     /// Bumped when a schema module is written; readers of an older generation are dropped.
     generation: AtomicU64,
 }
@@ -115,32 +128,57 @@ impl Tenant {
             path,
             writer: Mutex::new(writer),
             options,
-            readers: Mutex::new(Vec::new()),
+            readers: Mutex::new(ReaderPool::default()),
+            reader_freed: std::sync::Condvar::new(),
             generation: AtomicU64::new(0),
         })
     }
 
-    /// Run `f` on a reader engine of the current schema generation.
+    /// Run `f` on a reader engine of the current schema generation, waiting for one when
+    /// [`MAX_READERS`] are in use.
     fn read<T>(
         &self,
         f: impl FnOnce(&Engine) -> Result<T, ServiceError>,
     ) -> Result<T, ServiceError> {
         let generation = self.generation.load(Ordering::Acquire);
         let idle = {
-            let mut readers = lock(&self.readers);
-            readers.retain(|(g, _)| *g == generation);
-            readers.pop()
+            let mut pool = lock(&self.readers);
+            loop {
+                let before = pool.idle.len();
+                pool.idle.retain(|(g, _)| *g == generation);
+                pool.open -= before - pool.idle.len();
+                if let Some((_, e)) = pool.idle.pop() {
+                    break Some(e);
+                }
+                if pool.open < MAX_READERS {
+                    pool.open += 1;
+                    break None;
+                }
+                pool = self.reader_freed.wait(pool).unwrap_or_else(PoisonError::into_inner);
+            }
         };
         let engine = match idle {
-            Some((_, e)) => e,
-            None => Engine::open(&self.path, OpenMode::MustExist, self.options.clone())?,
+            Some(e) => e,
+            None => match Engine::open(&self.path, OpenMode::MustExist, self.options.clone()) {
+                Ok(e) => e,
+                Err(e) => {
+                    lock(&self.readers).open -= 1;
+                    self.reader_freed.notify_one();
+                    return Err(e.into());
+                }
+            },
         };
         let out = f(&engine);
-        let mut readers = lock(&self.readers);
-        if readers.len() < MAX_IDLE_READERS && self.generation.load(Ordering::Acquire) == generation
+        let mut pool = lock(&self.readers);
+        if pool.idle.len() < MAX_IDLE_READERS
+            && self.generation.load(Ordering::Acquire) == generation
         {
-            readers.push((generation, engine));
+            pool.idle.push((generation, engine));
+        } else {
+            pool.open -= 1;
         }
+        drop(pool);
+        self.reader_freed.notify_one();
         out
     }
 
@@ -162,9 +200,10 @@ impl Tenant {
     }
 }
 
-/// Vectors and documents outside their indexes (searched exactly until indexed) that make an
-/// index rebuild worth its cost after a write.
-const INDEX_AFTER: u64 = 20_000;
+/// Vectors outside the vector index (searched exactly until indexed) that make a rebuild worth
+/// its cost after a write: at least this many, and at least a quarter of those indexed, so the
+/// rebuilds' total cost stays proportional to the vectors written.
+const INDEX_AFTER: u64 = 2_000;
 
 /// Enrich what a write added (keywords, summaries, embeddings, full-text entries) so that reads
 /// find it, and rebuild an index that lags far behind. The write is already durable: a failure
@@ -174,13 +213,11 @@ fn enrich_behind(w: &mut Engine) {
     if w.enrich(&mut |_, _| {}).is_err() {
         return;
     }
-    let (vectors, texts) = match w.snapshot() {
-        Ok(s) => {
-            (s.stats_vectors().map(|v| v.1).unwrap_or(0), s.text_docs_outside_index().unwrap_or(0))
-        }
+    let ((total, unindexed), texts) = match w.snapshot() {
+        Ok(s) => (s.stats_vectors().unwrap_or((0, 0)), s.text_docs_outside_index().unwrap_or(0)),
         Err(_) => return,
     };
-    if vectors >= INDEX_AFTER {
+    if unindexed >= INDEX_AFTER.max(total.saturating_sub(unindexed) / 4) {
         let _ = w.index_vectors();
     }
     if texts >= ctxgraph::TEXT_INDEX_REBUILD_AFTER {

@@ -76,7 +76,8 @@ pub struct IngestEventArgs {
     /// The event record: a JSON object with at least `event_id`, `event_type` (e.g.
     /// `tool.execute`, `message.user`), `occurred_at` (RFC 3339), `session_id` and `agent_id`;
     /// optional `parent_event_id`, `trace_id`, `tool_name`, `status`, `payload`, `entities`,
-    /// and scope fields (`scope_allow_roles`, `scope_audience`, ...).
+    /// `scope` (`{audience, allow_roles, deny_roles, tags, location, time_range}`) and `pii`
+    /// (`{pii_cleared, pending_review, pii_redacted}`).
     #[serde(alias = "record")]
     pub event: Value,
 }

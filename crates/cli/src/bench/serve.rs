@@ -103,7 +103,9 @@ pub(crate) fn serve(args: &ServeArgs<'_>) -> anyhow::Result<Outcome> {
         post(&agent, &base, &key, "/v1/events", &json!({"events": chunk}))
             .context("preloading events")?;
     }
-    let asked = questions(&jsonl, 200);
+    // Questions with words only: an empty question is refused by design, not a failure.
+    let asked: Vec<String> =
+        questions(&jsonl, 300).into_iter().filter(|q| !q.trim().is_empty()).collect();
     let mut rounds = Vec::new();
     for (round, &n) in args.clients.iter().enumerate() {
         eprintln!("round {}: {n} clients for {} s ...", round + 1, args.seconds);
