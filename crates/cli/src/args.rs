@@ -174,16 +174,19 @@ pub(crate) enum Command {
     /// facts can cite (add, show, list).
     #[command(subcommand)]
     Doc(DocCommand),
-    /// Forget an event, a session or a memory: its log records become tombstones, everything
-    /// derived from them (nodes, edges, embeddings, full-text and lexical index entries,
-    /// summaries, links) is deleted, and a forget record (who, when, why, never the content) is
-    /// the trace. The store file is checkpointed so the bytes are gone from disk.
+    /// Forget events, sessions, entities or memories: their log records become tombstones (an
+    /// entity's events are rewritten without it), everything derived from them (nodes, edges,
+    /// embeddings, full-text and lexical index entries, summaries, links) is deleted, and a
+    /// forget record per target (who, when, why, never the content) is the trace. Several ids
+    /// are forgotten in one transaction; the store file is rewritten so the bytes are gone
+    /// from disk.
     Forget {
         /// What to forget.
         #[arg(value_enum)]
         kind: ForgetKindArg,
-        /// Its id (event id, session id or memory id).
-        id: String,
+        /// The ids (event ids, session ids, entity ids such as `user:ada`, or memory ids).
+        #[arg(required = true)]
+        ids: Vec<String>,
         /// Why, in a few words (kept in the audit).
         #[arg(long)]
         reason: Option<String>,
@@ -1130,7 +1133,9 @@ pub(crate) enum ForgetKindArg {
     Event,
     /// Every event of a session.
     Session,
-    /// An entity (not supported yet: refused with forget.unsupported_target).
+    /// An entity: what is about it (facts, slots, types, decisions, explicit edges) goes, and
+    /// the events, documents and receipts that name it are rewritten without it. An agent
+    /// cannot be forgotten alone (forget.entity_required): forget its sessions.
     Entity,
     /// A memory with its outcomes and links.
     Memory,

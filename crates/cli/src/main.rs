@@ -112,8 +112,8 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Goal(cmd) => slots::goals(&cli, cmd),
         Command::Fact(cmd) => knowledge::fact(&cli, cmd),
         Command::Doc(cmd) => knowledge::doc(&cli, cmd),
-        Command::Forget { kind, id, reason, by } => {
-            forget::forget(&cli, *kind, id, reason.as_deref(), by)
+        Command::Forget { kind, ids, reason, by } => {
+            forget::forget(&cli, *kind, ids, reason.as_deref(), by)
         }
         Command::Forgotten => forget::forgotten(&cli),
         Command::Receipt(cmd) => receipt::run(&cli, cmd),

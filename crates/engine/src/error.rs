@@ -62,6 +62,22 @@ pub enum Error {
         /// The kind asked for.
         kind: &'static str,
     },
+    /// The entity cannot be forgotten on its own (user error): a record names it in a field
+    /// that cannot be left out (an event's `agent_id`); forget those events or sessions.
+    /// Nothing was changed.
+    #[error(
+        "entity `{id}` is the `{field}` of {kind} `{record}`: forget its events or sessions instead (rule: forget.entity_required)"
+    )]
+    ForgetEntityRequired {
+        /// The entity id.
+        id: String,
+        /// The kind of the record naming it.
+        kind: &'static str,
+        /// That record's id.
+        record: String,
+        /// The field.
+        field: &'static str,
+    },
     /// A stored record no longer validates: the log was damaged or written by something else.
     #[error("log record at position {position} does not decode: {reason}")]
     Corruption {
@@ -104,6 +120,7 @@ impl Error {
             Error::Access { code, .. } => code,
             Error::UnknownForgetTarget { .. } => "forget.unknown_target",
             Error::UnsupportedForgetTarget { .. } => "forget.unsupported_target",
+            Error::ForgetEntityRequired { .. } => "forget.entity_required",
         }
     }
 
@@ -115,7 +132,8 @@ impl Error {
             Error::EmbeddingModel { .. }
             | Error::Access { .. }
             | Error::UnknownForgetTarget { .. }
-            | Error::UnsupportedForgetTarget { .. } => true,
+            | Error::UnsupportedForgetTarget { .. }
+            | Error::ForgetEntityRequired { .. } => true,
             Error::Projection(_)
             | Error::Input(_)
             | Error::Corruption { .. }

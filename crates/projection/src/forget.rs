@@ -10,7 +10,8 @@
 //!   nothing mentions it any more;
 //! - a session: each of its events so;
 //! - a memory: its node, its outcomes, its links, and its share of its topic (the topic's count,
-//!   its newest decision; a topic with no memory left goes).
+//!   its newest decision; a topic with no memory left goes);
+//! - an entity: nothing here; see [`forget_entity`].
 //!
 //! Edges that other records make to the target (a child event's CAUSED_BY, an explicit edge, a
 //! later memory's `supersedes`) are parked for it again, as they are on a fold where the target
@@ -23,11 +24,12 @@
 use std::collections::BTreeSet;
 
 use ctxgraph_ontology::graph::{Direction, NodeKey};
-use ctxgraph_ontology::{ForgetKind, ForgetRecord};
+use ctxgraph_ontology::{EventRecord, ForgetKind, ForgetRecord, Schema};
+use ctxgraph_store::GraphStore;
 use serde_json::Value;
 
 use crate::memory::{MEMORY, OUTCOME};
-use crate::{ProjectionError, Writer, remove_event};
+use crate::{Projected, ProjectionError, Writer, remove_event};
 
 pub(crate) fn project_forget(w: &mut Writer<'_>, f: &ForgetRecord) -> Result<(), ProjectionError> {
     match f.kind {
@@ -39,7 +41,9 @@ pub(crate) fn project_forget(w: &mut Writer<'_>, f: &ForgetRecord) -> Result<(),
             Ok(())
         }
         ForgetKind::Memory => forget_memory(w, &f.target_id),
-        ForgetKind::Entity => forget_entity(w, &f.target_id),
+        // The record names a digest of the entity: the engine removes it with
+        // [`forget_entity`] in the same transaction.
+        ForgetKind::Entity => Ok(()),
     }
 }
 
@@ -253,9 +257,85 @@ fn retopic(w: &mut Writer<'_>, topic: &NodeKey) -> Result<(), ProjectionError> {
     w.put_node(&node, false)
 }
 
-fn forget_entity(w: &mut Writer<'_>, entity_id: &str) -> Result<(), ProjectionError> {
-    let key = NodeKey::new("Entity", entity_id);
-    w.graph().take_pending(&key)?;
-    w.graph().delete_node(&key)?;
+/// Take a forgotten entity out of the live graph, after the engine tombstoned the records about
+/// it and rewrote the ones naming it (`rewritten` holds the events among them, as rewritten).
+///
+/// A `forget` record of an entity names a digest, not the entity (the id is the name), so
+/// projecting it removes nothing: the engine calls this in the same transaction instead, and a
+/// reprojection finds nothing naming the entity. What goes:
+/// - the entity node with every edge touching it (REFERENCES, MENTIONS, HAS_SLOT, INSTANCE_OF,
+///   SAME_AS and RELATED_TO, explicit edges, a receipt's USED_INPUT), its vector and its
+///   full-text entry, and any edge parked for it or from it;
+/// - the facts with it as subject or object, its goals, and slot values no other entity has;
+/// - the summaries over the events that named it (stage 3 rebuilds them);
+/// - on each rewritten event, the `tool_name` or `user_id` that named it.
+pub fn forget_entity(
+    schema: &Schema,
+    graph: &mut dyn GraphStore,
+    entity: &NodeKey,
+    rewritten: &[EventRecord],
+) -> Result<(), ProjectionError> {
+    let mut w = Writer { schema, graph, done: Projected::default() };
+    let mut doomed = BTreeSet::new();
+    let mut slot_values = BTreeSet::new();
+    let mut summaries = BTreeSet::new();
+    for edge in w.graph().edges_of(entity, None, Direction::Both)? {
+        match (edge.key.edge_type.as_str(), edge.key.to == *entity) {
+            ("SUBJECT" | "OBJECT" | "GOAL_OF", true) => {
+                doomed.insert(edge.key.from.clone());
+            }
+            ("HAS_SLOT", false) => {
+                slot_values.insert(edge.key.to.clone());
+            }
+            ("REFERENCES", true) => {
+                for s in w.graph().edges_of(&edge.key.from, Some("SUMMARIZES"), Direction::In)? {
+                    summaries.insert(s.key.from);
+                }
+            }
+            _ => {}
+        }
+    }
+    for event in rewritten {
+        let key = NodeKey::new("Event", &event.event_id);
+        let Some(mut node) = w.graph().node(&key)? else { continue };
+        let mut changed = false;
+        for (name, value) in [("tool_name", &event.tool_name), ("user_id", &event.user_id)] {
+            if value.is_none() {
+                changed |= node.props.remove(name).is_some();
+            }
+        }
+        if changed {
+            w.put_node(&node, false)?;
+        }
+    }
+    doomed.insert(entity.clone());
+    for key in &doomed {
+        w.graph().delete_node(key)?;
+    }
+    for value in slot_values {
+        if w.graph().edges_of(&value, Some("HAS_SLOT"), Direction::In)?.is_empty() {
+            w.graph().delete_node(&value)?;
+            doomed.insert(value);
+        }
+    }
+    remove_summaries(&mut w, summaries)?;
+    // Parked edges made by the redacted records: waiting for a doomed node, or from or to one.
+    let touches = |e: &ctxgraph_ontology::graph::Edge| {
+        doomed.contains(&e.key.from) || doomed.contains(&e.key.to)
+    };
+    let waits: BTreeSet<NodeKey> = w
+        .graph()
+        .pending_edges()?
+        .into_iter()
+        .filter(|(wait, e)| doomed.contains(wait) || touches(e))
+        .map(|(wait, _)| wait)
+        .collect();
+    for wait in waits {
+        for edge in w.graph().take_pending(&wait)? {
+            if !doomed.contains(&wait) && !touches(&edge) {
+                w.graph().put_pending(&wait, &edge)?;
+            }
+        }
+    }
     Ok(())
 }

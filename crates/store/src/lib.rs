@@ -81,6 +81,11 @@ pub trait Log: LogReader {
     /// in the same transaction is the immutable trace of the change. The caller validates
     /// `body`; the store does not decode it.
     fn redact(&mut self, position: u64, body: &str) -> Result<bool, StoreError>;
+
+    /// [`Log::redact`] that also replaces the record's id with `id`, for a record whose id
+    /// spells what was forgotten (a fact claim's id holds its subject's name). The new id must
+    /// be unique within the kind: [`StoreError::Conflict`] otherwise, nothing written.
+    fn redact_as(&mut self, position: u64, id: &str, body: &str) -> Result<bool, StoreError>;
 }
 
 /// A neighbouring event in a session's order: its position in time and its id.
