@@ -16,7 +16,7 @@
 //!
 //! A tombstone projects to nothing, so `reproject` keeps the target forgotten.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use ctxgraph_embed::Embedder;
@@ -212,6 +212,19 @@ impl Forgetter<'_> {
                 });
             }
         };
+        // Nodes whose embedding and full-text entry may go with the target: the targets, the
+        // summaries over them, the entities, facts, goals and topics next to them. Their
+        // indexed text is read now, while their records are still there.
+        for key in with_neighbours(w, candidates)? {
+            if let Some((nid, Some(list))) = w.vector_list(&key)? {
+                purge.vectors.push((key.clone(), nid, list));
+            }
+            if let Some(nid) = w.node_nid(&key)?
+                && let Some(text) = indexed_text(self.schema, w, &key)?
+            {
+                purge.texts.push((key, nid, text));
+            }
+        }
         for entry in &records {
             let tombstone =
                 Tombstone { kind: entry.kind, id: entry.id.clone(), forget_id: forget_id.clone() };
@@ -227,13 +240,6 @@ impl Forgetter<'_> {
         }
         for (entry, rewritten) in &plan.names {
             w.redact(entry.position, rewritten.canonical())?;
-        }
-        // Nodes whose embedding may go with the target: the targets, the summaries over them,
-        // the entities, facts, goals and topics next to them.
-        for key in with_neighbours(w, candidates)? {
-            if let Some((nid, Some(list))) = w.vector_list(&key)? {
-                purge.vectors.push((key, nid, list));
-            }
         }
         project(self.schema, w, position, &record)?;
         if target.kind == ForgetKind::Entity {
@@ -306,9 +312,22 @@ impl Forgetter<'_> {
             }
         }
         drop_from_lists(w, &gone)?;
+        // A contentless full-text index only marks a deleted row: its terms stay in the segment
+        // until the segment is merged, and nothing short of merging them all ('optimize')
+        // reaches every segment that may hold them.
         w.purge_text_index()?;
-        if w.text_index_build()?.is_some() {
-            crate::text_index::rebuild(w)?;
+        if purge.rebuild_lexical {
+            if w.text_index_build()?.is_some() {
+                crate::text_index::rebuild(w)?;
+            }
+        } else {
+            let mut docs = BTreeMap::new();
+            for (key, nid, text) in purge.texts {
+                if !w.node_exists(&key)? {
+                    docs.insert(nid, text);
+                }
+            }
+            crate::text_index::remove(w, &docs)?;
         }
         Ok(())
     }
@@ -321,8 +340,34 @@ struct Purge {
     vectors: Vec<(NodeKey, i64, u32)>,
     /// List members whose vector was replaced: `(list, nid)`.
     stale: BTreeSet<(u32, i64)>,
+    /// Nodes with a full-text entry, their node id and the text it was made from.
+    texts: Vec<(NodeKey, i64, String)>,
     /// Whether a document's text changed in place, so the lexical index must be rebuilt.
     rebuild_lexical: bool,
+}
+
+/// The text a node was full-text indexed with, as enrichment, consolidation and the memory
+/// index write it (event, entity, summary, memory); `None` for a node without one.
+fn indexed_text(schema: &Schema, w: &dyn ReadBoth, key: &NodeKey) -> Result<Option<String>, Error> {
+    let Some(node) = w.node(key)? else { return Ok(None) };
+    let prop = |name: &str| node.props.get(name).and_then(Value::as_str).map(str::to_owned);
+    Ok(match key.label.as_str() {
+        // Only an enriched event is indexed.
+        "Event" if node.props.contains_key("summary") => {
+            let Some(entry) = live(w.get(RecordKind::Event, &key.id)?) else { return Ok(None) };
+            let record = decode(schema, &entry)?;
+            if let RecordBody::Event(e) = record.body() { Some(enrich_event(e).text) } else { None }
+        }
+        "Entity" => match (prop("name"), prop("entity_type")) {
+            (Some(name), Some(t)) => Some(format!("{name} {t}")),
+            _ => None,
+        },
+        "Summary" => prop("content"),
+        ctxgraph_projection::MEMORY => {
+            crate::memory::MemoryView::from_node(&node).map(|m| m.text())
+        }
+        _ => None,
+    })
 }
 
 /// Whether a forget target exists (and is not forgotten already).

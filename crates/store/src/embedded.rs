@@ -239,6 +239,11 @@ impl EmbeddedWrite<'_> {
         Ok(())
     }
 
+    /// The store's id of a node (its full-text document id), if the node exists.
+    pub fn node_nid(&self, key: &NodeKey) -> Result<Option<i64>, StoreError> {
+        self.nid(key)
+    }
+
     /// Commit: durable (fsynced) on return.
     pub fn commit(self) -> Result<(), StoreError> {
         self.flush_nodes()?;
@@ -1528,6 +1533,13 @@ impl GraphStore for EmbeddedWrite<'_> {
                 "INSERT OR REPLACE INTO text_postings (term, postings) VALUES (?1, ?2)",
             )?
             .execute(params![term, postings])?;
+        Ok(())
+    }
+
+    fn delete_text_postings(&mut self, term: &str) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("DELETE FROM text_postings WHERE term = ?1")?
+            .execute(params![term])?;
         Ok(())
     }
 

@@ -316,6 +316,8 @@ pub trait GraphStore: GraphReader {
     fn clear_text_index(&mut self) -> Result<(), StoreError>;
     /// Store one term's posting list blob.
     fn put_text_postings(&mut self, term: &str, postings: &[u8]) -> Result<(), StoreError>;
+    /// Drop one term's posting list (its last document was forgotten).
+    fn delete_text_postings(&mut self, term: &str) -> Result<(), StoreError>;
     /// Record what the lexical index now covers (after its lists are stored).
     fn set_text_index_build(&mut self, build: &TextIndexBuild) -> Result<(), StoreError>;
     /// Record that retention archived a node (see [`GraphReader::is_archived`]).
