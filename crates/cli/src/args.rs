@@ -1060,6 +1060,21 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Forgetting: the time to forget 1, 10 and 100 events (one call per batch) in a
+    /// consolidated synthetic store, by phase.
+    Forget {
+        /// Number of synthetic events in the store.
+        #[arg(long, default_value_t = 100_000)]
+        events: usize,
+        /// Directory for the temporary stores (default: the system temp dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Keep the built store at this path and reuse it when it exists (the forgets run on
+        /// a copy); it must have been built by this command or `bench recall` with the same
+        /// --events.
+        #[arg(long)]
+        store: Option<PathBuf>,
+    },
     /// Decision-memory traversals: evolution chain and impact latency (p50, p99) on a store of
     /// memories (optionally among background events), link building time and links per memory.
     Memory {

@@ -170,6 +170,13 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 json: cli.json,
             })
         }
+        Command::Bench(BenchCommand::Forget { events, dir, store }) => {
+            let place = match store {
+                Some(path) => bench::Place::Keep(path),
+                None => bench::Place::Temp(dir.as_deref()),
+            };
+            bench::forget(*events, place, cli.json)
+        }
         Command::Bench(BenchCommand::Memory { memories, events, queries, dir }) => {
             bench::memory(*memories, *events, *queries, dir.as_deref(), cli.json)
         }
