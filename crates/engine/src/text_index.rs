@@ -117,8 +117,8 @@ pub(crate) fn rebuild(w: &mut dyn GraphStore) -> Result<TextIndexReport, Error> 
 
 /// Take documents out of the lexical index (forgetting): `docs` are their node ids with the
 /// text they were indexed with. Only the lists of their terms are read and rewritten; a term
-/// left with no document goes, and the build's document count drops by the documents it
-/// covered. Postings keep their impact levels (the build's mean length stays), so the lists
+/// left with no document goes, and the build's document count drops by the documents found
+/// in its lists. Postings keep their impact levels (the build's mean length stays), so the lists
 /// equal those of a build with the same statistics over the remaining documents.
 pub(crate) fn remove(w: &mut dyn GraphStore, docs: &BTreeMap<i64, String>) -> Result<(), Error> {
     let Some(mut build) = w.text_index_build()? else { return Ok(()) };
@@ -133,7 +133,15 @@ pub(crate) fn remove(w: &mut dyn GraphStore, docs: &BTreeMap<i64, String>) -> Re
             terms.extend(w.text_terms(text)?);
         }
     }
-    let gone = |doc: i64| covered.contains(&doc);
+    // The documents found in some list: only they were counted by the build.
+    let found = RefCell::new(std::collections::BTreeSet::new());
+    let gone = |doc: i64| {
+        let hit = covered.contains(&doc);
+        if hit {
+            found.borrow_mut().insert(doc);
+        }
+        hit
+    };
     for term in terms {
         let Some(list) = w.text_postings(&term)? else { continue };
         match ctxgraph_lexical::without(&list, &gone)? {
@@ -142,7 +150,7 @@ pub(crate) fn remove(w: &mut dyn GraphStore, docs: &BTreeMap<i64, String>) -> Re
             Pruned::List(blob) => w.put_text_postings(&term, &blob)?,
         }
     }
-    build.docs = build.docs.saturating_sub(covered.len() as u64);
+    build.docs = build.docs.saturating_sub(found.borrow().len() as u64);
     // Recording the build bumps the index generation, so engines drop their cached lists.
     w.set_text_index_build(&build)?;
     Ok(())
@@ -250,6 +258,9 @@ mod tests {
         let mut store =
             Embedded::open(&dir.path().join("t.ctxg"), OpenMode::CreateIfMissing).unwrap();
         let mut w = store.begin_write().unwrap();
+        // A node without a full-text entry, below the build's highest id.
+        let bare = NodeKey::new("Entity", "service:billing");
+        w.put_node(&Node { key: bare.clone(), props: Properties::new() }).unwrap();
         let texts = [
             "refund rejected by billing",
             "zebraquokka launch code",
@@ -267,8 +278,10 @@ mod tests {
             terms.extend(w.text_terms(text).unwrap());
         }
         super::rebuild(&mut w).unwrap();
-        let gone: BTreeMap<i64, String> =
+        let mut gone: BTreeMap<i64, String> =
             [1, 3].iter().map(|i| docs[&NodeKey::new("Event", format!("e{i}"))].clone()).collect();
+        // Its text names a term of others: their lists stay, and the count is not lowered.
+        gone.insert(w.node_nid(&bare).unwrap().unwrap(), "billing service".into());
         super::remove(&mut w, &gone).unwrap();
         let removed = lists(&w, &terms);
         let quokka = w.text_terms("zebraquokka").unwrap().remove(0);

@@ -88,7 +88,7 @@ fn forget_event(w: &mut Writer<'_>, event_id: &str) -> Result<(), ProjectionErro
     }
     remove_summaries(w, summaries)?;
     for entity in entities {
-        unmention(w, &entity)?;
+        unmention(w, &entity, instant(&at))?;
     }
     Ok(())
 }
@@ -139,17 +139,22 @@ fn remove_summaries(
     Ok(())
 }
 
-/// One mention fewer of `entity`: the count drops, the first and last sightings come from the
-/// events still referencing it, and an entity nothing mentions or links any more goes.
-fn unmention(w: &mut Writer<'_>, entity: &NodeKey) -> Result<(), ProjectionError> {
+/// One mention fewer of `entity` by an event at `at_ns`: the count drops, the first and last
+/// sightings come from the events still referencing it, and an entity nothing mentions or
+/// links any more goes.
+///
+/// The sightings are read again only when the forgotten event was the first or the last: an
+/// entity named by thousands of events (an agent, a tool) is not rescanned for each forget.
+fn unmention(w: &mut Writer<'_>, entity: &NodeKey, at_ns: i64) -> Result<(), ProjectionError> {
     let Some(mut node) = w.graph().node(entity)? else { return Ok(()) };
     let count = node.props.get("mention_count").and_then(Value::as_i64).unwrap_or(1) - 1;
-    let edges = w.graph().edges_of(entity, None, Direction::Both)?;
     if count <= 0 {
         // No record mentions it any more, so a fold without the forgotten ones never creates
         // it: it goes, with what stage 3 inferred about it; what other records say about it
         // (an explicit edge, a person's decision on a pair) waits for it, as on that fold.
-        let keep: Vec<_> = edges
+        let keep: Vec<_> = w
+            .graph()
+            .edges_of(entity, None, Direction::Both)?
             .into_iter()
             .filter(|e| is_recorded(w, &e.key.edge_type) || e.props.contains_key("decision"))
             .collect();
@@ -160,19 +165,22 @@ fn unmention(w: &mut Writer<'_>, entity: &NodeKey) -> Result<(), ProjectionError
         return Ok(());
     }
     node.props.insert("mention_count".into(), count.max(0).into());
-    let mut seen: Option<((i64, String), (i64, String))> = None;
-    for edge in edges.iter().filter(|e| e.key.edge_type == "REFERENCES" && &e.key.to == entity) {
-        let Some(event) = w.graph().node(&edge.key.from)? else { continue };
-        let at = text(&event, "occurred_at");
-        let this = (instant(&at), at);
-        seen = Some(match seen {
-            None => (this.clone(), this),
-            Some((first, last)) => (first.min(this.clone()), last.max(this)),
-        });
-    }
-    if let Some(((_, first), (_, last))) = seen {
-        node.props.insert("first_seen".into(), first.into());
-        node.props.insert("last_seen".into(), last.into());
+    let bound = |name: &str| instant(&text(&node, name));
+    if at_ns == bound("first_seen") || at_ns == bound("last_seen") {
+        let mut seen: Option<((i64, String), (i64, String))> = None;
+        for edge in w.graph().edges_of(entity, Some("REFERENCES"), Direction::In)? {
+            let Some(event) = w.graph().node(&edge.key.from)? else { continue };
+            let at = text(&event, "occurred_at");
+            let this = (instant(&at), at);
+            seen = Some(match seen {
+                None => (this.clone(), this),
+                Some((first, last)) => (first.min(this.clone()), last.max(this)),
+            });
+        }
+        if let Some(((_, first), (_, last))) = seen {
+            node.props.insert("first_seen".into(), first.into());
+            node.props.insert("last_seen".into(), last.into());
+        }
     }
     w.put_node(&node, false)
 }
