@@ -78,6 +78,16 @@ pub enum Error {
         /// The field.
         field: &'static str,
     },
+    /// The forget was committed (its records are redacted and everything derived is gone), but
+    /// rewriting the store file afterwards failed, so bytes of the forgotten content may remain
+    /// in unused parts of the file until the next forget rewrites it (service error).
+    #[error(
+        "the forget was committed, but rewriting the store file failed: {source} (rule: forget.rewrite_failed)"
+    )]
+    ForgetRewrite {
+        /// What failed.
+        source: StoreError,
+    },
     /// A stored record no longer validates: the log was damaged or written by something else.
     #[error("log record at position {position} does not decode: {reason}")]
     Corruption {
@@ -121,6 +131,7 @@ impl Error {
             Error::UnknownForgetTarget { .. } => "forget.unknown_target",
             Error::UnsupportedForgetTarget { .. } => "forget.unsupported_target",
             Error::ForgetEntityRequired { .. } => "forget.entity_required",
+            Error::ForgetRewrite { .. } => "forget.rewrite_failed",
         }
     }
 
@@ -135,6 +146,7 @@ impl Error {
             | Error::UnsupportedForgetTarget { .. }
             | Error::ForgetEntityRequired { .. } => true,
             Error::Projection(_)
+            | Error::ForgetRewrite { .. }
             | Error::Input(_)
             | Error::Corruption { .. }
             | Error::Embed(_)

@@ -103,7 +103,9 @@ impl Engine {
     ///
     /// Every target must exist when the call starts, or nothing changes
     /// ([`Error::UnknownForgetTarget`] names the first that does not); a repeated target is
-    /// forgotten once. A target whose records an earlier target of the batch already redacted
+    /// forgotten once. After the commit the store file is rewritten (`VACUUM`), which needs
+    /// free disk space of about the file's size; if that fails the forget stands and the error
+    /// is [`Error::ForgetRewrite`]. A target whose records an earlier target of the batch already redacted
     /// (an event of a session forgotten before it) gets its forget record with `redacted: 0`.
     pub fn forget_many(
         &mut self,
@@ -160,9 +162,10 @@ impl Engine {
         w.commit()?;
         timings.commit_us = micros(t);
         let t = Instant::now();
-        self.store.vacuum()?;
-        timings.vacuum_us = micros(t);
+        // The forget is durable now: caches must not keep what it removed, whatever follows.
         self.caches = crate::engine::Caches::default();
+        self.store.vacuum().map_err(|source| Error::ForgetRewrite { source })?;
+        timings.vacuum_us = micros(t);
         Ok((reports, timings))
     }
 }
