@@ -174,16 +174,19 @@ pub(crate) enum Command {
     /// facts can cite (add, show, list).
     #[command(subcommand)]
     Doc(DocCommand),
-    /// Forget an event, a session or a memory: its log records become tombstones, everything
-    /// derived from them (nodes, edges, embeddings, full-text and lexical index entries,
-    /// summaries, links) is deleted, and a forget record (who, when, why, never the content) is
-    /// the trace. The store file is checkpointed so the bytes are gone from disk.
+    /// Forget events, sessions, entities or memories: their log records become tombstones (an
+    /// entity's events are rewritten without it), everything derived from them (nodes, edges,
+    /// embeddings, full-text and lexical index entries, summaries, links) is deleted, and a
+    /// forget record per target (who, when, why, never the content) is the trace. Several ids
+    /// are forgotten in one transaction; the store file is rewritten so the bytes are gone
+    /// from disk.
     Forget {
         /// What to forget.
         #[arg(value_enum)]
         kind: ForgetKindArg,
-        /// Its id (event id, session id or memory id).
-        id: String,
+        /// The ids (event ids, session ids, entity ids such as `user:ada`, or memory ids).
+        #[arg(required = true)]
+        ids: Vec<String>,
         /// Why, in a few words (kept in the audit).
         #[arg(long)]
         reason: Option<String>,
@@ -1122,6 +1125,21 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Forgetting: the time to forget 1, 10 and 100 events (one call per batch) in a
+    /// consolidated synthetic store, by phase.
+    Forget {
+        /// Number of synthetic events in the store.
+        #[arg(long, default_value_t = 100_000)]
+        events: usize,
+        /// Directory for the temporary stores (default: the system temp dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Keep the built store at this path and reuse it when it exists (the forgets run on
+        /// a copy); it must have been built by this command or `bench recall` with the same
+        /// --events.
+        #[arg(long)]
+        store: Option<PathBuf>,
+    },
     /// Decision-memory traversals: evolution chain and impact latency (p50, p99) on a store of
     /// memories (optionally among background events), link building time and links per memory.
     Memory {
@@ -1195,7 +1213,9 @@ pub(crate) enum ForgetKindArg {
     Event,
     /// Every event of a session.
     Session,
-    /// An entity (not supported yet: refused with forget.unsupported_target).
+    /// An entity: what is about it (facts, slots, types, decisions, explicit edges) goes, and
+    /// the events, documents and receipts that name it are rewritten without it. An agent
+    /// cannot be forgotten alone (forget.entity_required): forget its sessions.
     Entity,
     /// A memory with its outcomes and links.
     Memory,

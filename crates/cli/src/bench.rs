@@ -11,8 +11,10 @@ use serde_json::{Value, json};
 use crate::Outcome;
 use crate::output::{bytes, print_json, table};
 
+mod forget;
 mod memory;
 mod serve;
+pub(crate) use forget::forget;
 pub(crate) use memory::memory;
 pub(crate) use serve::{ServeArgs, serve};
 

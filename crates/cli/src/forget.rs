@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::Context;
-use ctxgraph::{EngineOptions, ForgetKind, ForgetTarget, Forgotten, OpenMode};
+use ctxgraph::{EngineOptions, ForgetKind, ForgetReport, ForgetTarget, Forgotten, OpenMode};
 use serde_json::{Value, json};
 
 use crate::Outcome;
@@ -13,7 +13,7 @@ use crate::output::{print_json, table};
 pub(crate) fn forget(
     cli: &Cli,
     kind: ForgetKindArg,
-    id: &str,
+    ids: &[String],
     reason: Option<&str>,
     by: &str,
 ) -> anyhow::Result<Outcome> {
@@ -24,25 +24,38 @@ pub(crate) fn forget(
         ForgetKindArg::Memory => ForgetKind::Memory,
     };
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let target = ForgetTarget { kind, id: id.to_owned() };
-    let report = engine
-        .forget(&target, by, reason)
-        .with_context(|| format!("forgetting {} {id}", kind.as_str()))?;
+    let targets: Vec<ForgetTarget> =
+        ids.iter().map(|id| ForgetTarget { kind, id: id.clone() }).collect();
+    let reports = engine
+        .forget_many(&targets, by, reason)
+        .with_context(|| format!("forgetting {} {}", kind.as_str(), ids.join(" ")))?;
+    let json = |r: &ForgetReport| {
+        json!({
+            "forget_id": r.forget_id,
+            "position": r.position,
+            "target": {"kind": kind.as_str(), "id": r.target.id},
+            "redacted": r.redacted,
+        })
+    };
     if cli.json {
-        print_json(&json!({
-            "forget_id": report.forget_id,
-            "position": report.position,
-            "target": {"kind": kind.as_str(), "id": id},
-            "redacted": report.redacted,
-        }))?;
-    } else {
+        // One id: its report; several: an array of reports, in the order forgotten (a repeated
+        // id once).
+        match (ids.len(), reports.as_slice()) {
+            (1, [one]) => print_json(&json(one))?,
+            _ => print_json(&Value::Array(reports.iter().map(json).collect()))?,
+        }
+        return Ok(Outcome::Done);
+    }
+    let mut out = std::io::stdout();
+    for r in &reports {
         writeln!(
-            std::io::stdout(),
-            "forgot {} {id}: {} log records redacted; forget record {} at log position {}",
+            out,
+            "forgot {} {}: {} log records redacted; forget record {} at log position {}",
             kind.as_str(),
-            report.redacted,
-            report.forget_id,
-            report.position
+            r.target.id,
+            r.redacted,
+            r.forget_id,
+            r.position
         )?;
     }
     Ok(Outcome::Done)

@@ -113,8 +113,8 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Goal(cmd) => slots::goals(&cli, cmd),
         Command::Fact(cmd) => knowledge::fact(&cli, cmd),
         Command::Doc(cmd) => knowledge::doc(&cli, cmd),
-        Command::Forget { kind, id, reason, by } => {
-            forget::forget(&cli, *kind, id, reason.as_deref(), by)
+        Command::Forget { kind, ids, reason, by } => {
+            forget::forget(&cli, *kind, ids, reason.as_deref(), by)
         }
         Command::Forgotten => forget::forgotten(&cli),
         Command::Receipt(cmd) => receipt::run(&cli, cmd),
@@ -173,6 +173,13 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 dir: dir.as_deref(),
                 json: cli.json,
             })
+        }
+        Command::Bench(BenchCommand::Forget { events, dir, store }) => {
+            let place = match store {
+                Some(path) => bench::Place::Keep(path),
+                None => bench::Place::Temp(dir.as_deref()),
+            };
+            bench::forget(*events, place, cli.json)
         }
         Command::Bench(BenchCommand::Memory { memories, events, queries, dir }) => {
             bench::memory(*memories, *events, *queries, dir.as_deref(), cli.json)

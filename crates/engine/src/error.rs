@@ -56,11 +56,31 @@ pub enum Error {
         /// The id given.
         id: String,
     },
-    /// This kind of target cannot be forgotten by this build (user error); nothing was changed.
-    #[error("forgetting a {kind} is not supported (rule: forget.unsupported_target)")]
-    UnsupportedForgetTarget {
-        /// The kind asked for.
+    /// The entity cannot be forgotten on its own (user error): a record names it in a field
+    /// that cannot be left out (an event's `agent_id`); forget those events or sessions.
+    /// Nothing was changed.
+    #[error(
+        "entity `{id}` is the `{field}` of {kind} `{record}`: forget its events or sessions instead (rule: forget.entity_required)"
+    )]
+    ForgetEntityRequired {
+        /// The entity id.
+        id: String,
+        /// The kind of the record naming it.
         kind: &'static str,
+        /// That record's id.
+        record: String,
+        /// The field.
+        field: &'static str,
+    },
+    /// The forget was committed (its records are redacted and everything derived is gone), but
+    /// rewriting the store file afterwards failed, so bytes of the forgotten content may remain
+    /// in unused parts of the file until the next forget rewrites it (service error).
+    #[error(
+        "the forget was committed, but rewriting the store file failed: {source} (rule: forget.rewrite_failed)"
+    )]
+    ForgetRewrite {
+        /// What failed.
+        source: StoreError,
     },
     /// A stored record no longer validates: the log was damaged or written by something else.
     #[error("log record at position {position} does not decode: {reason}")]
@@ -103,7 +123,8 @@ impl Error {
             Error::TextIndex(e) => e.code(),
             Error::Access { code, .. } => code,
             Error::UnknownForgetTarget { .. } => "forget.unknown_target",
-            Error::UnsupportedForgetTarget { .. } => "forget.unsupported_target",
+            Error::ForgetEntityRequired { .. } => "forget.entity_required",
+            Error::ForgetRewrite { .. } => "forget.rewrite_failed",
         }
     }
 
@@ -115,8 +136,9 @@ impl Error {
             Error::EmbeddingModel { .. }
             | Error::Access { .. }
             | Error::UnknownForgetTarget { .. }
-            | Error::UnsupportedForgetTarget { .. } => true,
+            | Error::ForgetEntityRequired { .. } => true,
             Error::Projection(_)
+            | Error::ForgetRewrite { .. }
             | Error::Input(_)
             | Error::Corruption { .. }
             | Error::Embed(_)

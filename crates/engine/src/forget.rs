@@ -16,18 +16,27 @@
 //!
 //! A tombstone projects to nothing, so `reproject` keeps the target forgotten.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ctxgraph_embed::Embedder;
 
 use ctxgraph_ann::{ListView, encode_list};
 use ctxgraph_ontology::graph::{Direction, NodeKey};
-use ctxgraph_ontology::{ForgetKind, ForgetRecord, RecordBody, RecordKind, Tombstone, validate};
-use ctxgraph_projection::project;
-use ctxgraph_store::{GraphReader, GraphStore, Log, LogEntry, LogReader};
+use ctxgraph_ontology::{
+    ForgetKind, ForgetRecord, RecordBody, RecordKind, Schema, Tombstone, entity_digest,
+    redacted_id, validate,
+};
+use ctxgraph_projection::{enrich_event, project};
+use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore, Log, LogEntry, LogReader};
 use serde_json::Value;
 
 use crate::engine::{Engine, decode, fold_lagging};
 use crate::error::Error;
 use crate::snapshot::Snapshot;
+
+mod entity;
 
 /// What to forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +50,8 @@ pub struct ForgetTarget {
 /// What a forget did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForgetReport {
+    /// What was forgotten (as asked: for an entity, its id, which the record holds as a digest).
+    pub target: ForgetTarget,
     /// The forget record's id.
     pub forget_id: String,
     /// Its log position.
@@ -75,88 +86,351 @@ impl Engine {
     /// a forget record naming the target, `by` (a principal name) and `reason`.
     ///
     /// An unknown target (or one already forgotten) is [`Error::UnknownForgetTarget`] and
-    /// changes nothing. Forgetting an entity is not supported yet
-    /// ([`Error::UnsupportedForgetTarget`]).
+    /// changes nothing; so is an agent entity ([`Error::ForgetEntityRequired`]: every event
+    /// of the agent names it). See [`Engine::forget_many`].
     pub fn forget(
         &mut self,
         target: &ForgetTarget,
         by: &str,
         reason: Option<&str>,
     ) -> Result<ForgetReport, Error> {
-        let unknown =
-            || Error::UnknownForgetTarget { kind: target.kind.as_str(), id: target.id.clone() };
-        let limits = self.options().limits;
+        let mut reports = self.forget_many(std::slice::from_ref(target), by, reason)?;
+        reports.pop().ok_or(Error::Corruption { position: 0, reason: "no forget report".into() })
+    }
+
+    /// Forget every target in one transaction, one forget record each, in the order given:
+    /// the cost of purging the indexes is paid once for the whole batch.
+    ///
+    /// Every target must exist when the call starts, or nothing changes
+    /// ([`Error::UnknownForgetTarget`] names the first that does not); a repeated target is
+    /// forgotten once. After the commit the store file is rewritten (`VACUUM`), which needs
+    /// free disk space of about the file's size; if that fails the forget stands and the error
+    /// is [`Error::ForgetRewrite`]. A target whose records an earlier target of the batch already redacted
+    /// (an event of a session forgotten before it) gets its forget record with `redacted: 0`.
+    pub fn forget_many(
+        &mut self,
+        targets: &[ForgetTarget],
+        by: &str,
+        reason: Option<&str>,
+    ) -> Result<Vec<ForgetReport>, Error> {
+        Ok(self.forget_many_timed(targets, by, reason)?.0)
+    }
+
+    /// [`Engine::forget_many`], with the time each phase took (for `ctxgraph bench forget`).
+    pub fn forget_many_timed(
+        &mut self,
+        targets: &[ForgetTarget],
+        by: &str,
+        reason: Option<&str>,
+    ) -> Result<(Vec<ForgetReport>, ForgetTimings), Error> {
+        let mut timings = ForgetTimings::default();
+        let started = Instant::now();
         let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut seen = BTreeSet::new();
+        let targets: Vec<&ForgetTarget> =
+            targets.iter().filter(|t| seen.insert((t.kind, t.id.as_str()))).collect();
+        // An entity's events may need new embeddings: load the model before the transaction.
+        let embedder = match targets.iter().any(|t| t.kind == ForgetKind::Entity) {
+            true => Some(self.embedder()?),
+            false => None,
+        };
+        let cx = Forgetter { schema: &self.schema, limits: self.options().limits, embedder };
         let mut w = self.store.begin_write()?;
-        // The graph must be current: the target's nodes are found there.
+        // The graph must be current: the targets' nodes are found there.
         fold_lagging(&self.schema, &mut w, usize::MAX)?;
+        for target in &targets {
+            if !exists(&self.schema, &w, target)? {
+                return Err(Error::UnknownForgetTarget {
+                    kind: target.kind.as_str(),
+                    id: target.id.clone(),
+                });
+            }
+        }
+        w.secure_delete(true)?;
+        let mut purge = Purge::default();
+        let mut reports = Vec::with_capacity(targets.len());
+        for target in targets {
+            reports.push(cx.forget_one(&mut w, target, by, reason, &at, &mut purge)?);
+        }
+        timings.records_us = micros(started);
+        cx.purge(&mut w, purge, &mut timings)?;
+        if let Some(last) = reports.last() {
+            w.set_projected_through(last.position)?;
+        }
+        w.secure_delete(false)?;
+        let t = Instant::now();
+        w.commit()?;
+        timings.commit_us = micros(t);
+        let t = Instant::now();
+        // The forget is durable now: caches must not keep what it removed, whatever follows.
+        self.caches = crate::engine::Caches::default();
+        self.store.vacuum().map_err(|source| Error::ForgetRewrite { source })?;
+        timings.vacuum_us = micros(t);
+        Ok((reports, timings))
+    }
+}
+
+/// What forgetting needs of the engine while the store is borrowed for writing.
+struct Forgetter<'a> {
+    schema: &'a Schema,
+    limits: ctxgraph_ontology::Limits,
+    /// Loaded when the batch forgets an entity.
+    embedder: Option<Arc<dyn Embedder>>,
+}
+
+impl Forgetter<'_> {
+    fn forget_one(
+        &self,
+        w: &mut EmbeddedWrite<'_>,
+        target: &ForgetTarget,
+        by: &str,
+        reason: Option<&str>,
+        at: &str,
+        purge: &mut Purge,
+    ) -> Result<ForgetReport, Error> {
+        let mut plan = entity::EntityPlan::default();
         let (records, candidates) = match target.kind {
             ForgetKind::Event => {
-                let entry = live(w.get(RecordKind::Event, &target.id)?).ok_or_else(unknown)?;
-                (vec![entry], vec![NodeKey::new("Event", &target.id)])
+                let entry = live(w.get(RecordKind::Event, &target.id)?);
+                (entry.into_iter().collect(), vec![NodeKey::new("Event", &target.id)])
             }
-            ForgetKind::Session => session_records(&w, &target.id)?,
-            ForgetKind::Memory => memory_records(&self.schema, &w, &target.id)?,
+            ForgetKind::Session => session_records(w, &target.id)?,
+            ForgetKind::Memory => memory_records(self.schema, w, &target.id)?,
             ForgetKind::Entity => {
-                return Err(Error::UnsupportedForgetTarget { kind: target.kind.as_str() });
+                plan = entity::entity_plan(self.schema, w, &target.id)?;
+                let mut keys = vec![NodeKey::new("Entity", &target.id)];
+                keys.extend(plan.events.iter().map(|e| NodeKey::new("Event", &e.event_id)));
+                (Vec::new(), keys)
             }
         };
-        if records.is_empty() {
-            return Err(unknown());
-        }
+        let redacted = records.len() + plan.about.len() + plan.names.len();
+        // An entity's id is its name: the record holds a digest of it.
+        let target_id = match target.kind {
+            ForgetKind::Entity => entity_digest(&target.id),
+            ForgetKind::Event | ForgetKind::Session | ForgetKind::Memory => target.id.clone(),
+        };
         let mut json = serde_json::json!({
             "record_type": "forget",
-            "target": {"kind": target.kind.as_str(), "id": target.id},
+            "target": {"kind": target.kind.as_str(), "id": target_id},
             "by": by,
             "at": at,
-            "redacted": records.len(),
+            "redacted": redacted,
         });
         if let Some(reason) = reason {
             json["reason"] = reason.into();
         }
-        let record = validate(&self.schema, &limits, &json.to_string())?;
+        let record = validate(self.schema, &self.limits, &json.to_string())?;
         let RecordBody::Forget(forget) = record.body() else {
             return Err(Error::Corruption { position: 0, reason: "forget record".into() });
         };
         let forget_id = forget.forget_id.clone();
-        w.secure_delete(true)?;
-        let position = match w.append(&record, &at)? {
+        let position = match w.append(&record, at)? {
             ctxgraph_store::Appended::New(p) => p,
-            ctxgraph_store::Appended::Duplicate(_) => return Err(unknown()),
+            ctxgraph_store::Appended::Duplicate(_) => {
+                return Err(Error::UnknownForgetTarget {
+                    kind: target.kind.as_str(),
+                    id: target.id.clone(),
+                });
+            }
         };
+        // Nodes whose embedding and full-text entry may go with the target: the targets, the
+        // summaries over them, the entities, facts, goals and topics next to them. Their
+        // indexed text is read now, while their records are still there.
+        for key in with_neighbours(w, candidates)? {
+            if let Some((nid, Some(list))) = w.vector_list(&key)? {
+                purge.vectors.push((key.clone(), nid, list));
+            }
+            if let Some(nid) = w.node_nid(&key)?
+                && let Some(text) = indexed_text(self.schema, w, &key)?
+            {
+                purge.texts.push((key, nid, text));
+            }
+        }
         for entry in &records {
             let tombstone =
                 Tombstone { kind: entry.kind, id: entry.id.clone(), forget_id: forget_id.clone() };
             w.redact(entry.position, &tombstone.to_json())?;
         }
-        // Nodes whose embedding may go with the target: the targets, the summaries over them,
-        // the entities and topics they mention.
-        let candidates = with_neighbours(&w, candidates)?;
-        let mut vectors = Vec::new();
-        for key in &candidates {
-            if let Some((nid, Some(list))) = w.vector_list(key)? {
-                vectors.push((key.clone(), nid, list));
+        // Records about an entity often spell it in their ids (a claim's id holds its subject):
+        // their tombstones keep a digest instead.
+        for entry in &plan.about {
+            let id = redacted_id(entry.kind, &entry.id);
+            let tombstone =
+                Tombstone { kind: entry.kind, id: id.clone(), forget_id: forget_id.clone() };
+            w.redact_as(entry.position, &id, &tombstone.to_json())?;
+        }
+        for (entry, rewritten) in &plan.names {
+            w.redact(entry.position, rewritten.canonical())?;
+        }
+        project(self.schema, w, position, &record)?;
+        if target.kind == ForgetKind::Entity {
+            let key = NodeKey::new("Entity", &target.id);
+            ctxgraph_projection::forget_entity(self.schema, w, &key, &plan.events)?;
+            self.reenrich(w, &plan, purge)?;
+        }
+        Ok(ForgetReport { target: target.clone(), forget_id, position, redacted: redacted as u64 })
+    }
+
+    /// Enrich the rewritten events again (their importance counts their entities; their text
+    /// holds their tool): new properties, and a new embedding and full-text entry when the text
+    /// changed.
+    fn reenrich(
+        &self,
+        w: &mut EmbeddedWrite<'_>,
+        plan: &entity::EntityPlan,
+        purge: &mut Purge,
+    ) -> Result<(), Error> {
+        let mut changed = Vec::new();
+        for (old, new) in &plan.names {
+            let (RecordBody::Event(new), Ok(old)) = (new.body(), decode(self.schema, old)) else {
+                continue;
+            };
+            let RecordBody::Event(old) = old.body() else { continue };
+            let key = NodeKey::new("Event", &new.event_id);
+            // Only an enriched event has anything to redo; a later enrichment reads the rewrite.
+            let Some(mut node) = w.node(&key)? else { continue };
+            if !node.props.contains_key("summary") {
+                continue;
+            }
+            let x = enrich_event(new);
+            node.props.insert(
+                "keywords".into(),
+                Value::Array(x.keywords.iter().cloned().map(Value::String).collect()),
+            );
+            node.props.insert("summary".into(), x.summary.clone().into());
+            node.props.insert("importance_score".into(), x.importance.into());
+            w.put_node(&node)?;
+            if enrich_event(old).text != x.text {
+                changed.push((key, x.text));
             }
         }
-        project(&self.schema, &mut w, position, &record)?;
-        let mut gone = BTreeSet::new();
-        for (key, nid, list) in vectors {
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let Some(embedder) = &self.embedder else {
+            return Err(Error::Corruption { position: 0, reason: "no embedder loaded".into() });
+        };
+        let texts: Vec<&str> = changed.iter().map(|(_, t)| t.as_str()).collect();
+        let vectors = embedder.embed(&texts)?;
+        for ((key, text), vector) in changed.iter().zip(vectors) {
+            if let Some((nid, Some(list))) = w.vector_list(key)? {
+                purge.stale.insert((list, nid));
+            }
+            w.put_vector(key, &vector)?;
+            w.put_text(key, text)?;
+        }
+        purge.rebuild_lexical = true;
+        Ok(())
+    }
+
+    /// What a batch of forgets leaves to the indexes: the vectors of deleted nodes leave the
+    /// vector index's lists, and the full-text and lexical indexes lose their terms.
+    fn purge(
+        &self,
+        w: &mut EmbeddedWrite<'_>,
+        purge: Purge,
+        timings: &mut ForgetTimings,
+    ) -> Result<(), Error> {
+        let t = Instant::now();
+        let mut gone = purge.stale;
+        for (key, nid, list) in purge.vectors {
             if !w.node_exists(&key)? {
                 gone.insert((list, nid));
             }
         }
-        drop_from_lists(&mut w, &gone)?;
+        drop_from_lists(w, &gone)?;
+        timings.vectors_us = micros(t);
+        let t = Instant::now();
+        // A contentless full-text index only marks a deleted row: its terms stay in the segment
+        // until the segment is merged, and nothing short of merging them all ('optimize')
+        // reaches every segment that may hold them.
         w.purge_text_index()?;
-        if w.text_index_build()?.is_some() {
-            crate::text_index::rebuild(&mut w)?;
+        timings.full_text_us = micros(t);
+        let t = Instant::now();
+        if purge.rebuild_lexical {
+            if w.text_index_build()?.is_some() {
+                crate::text_index::rebuild(w)?;
+            }
+        } else {
+            let mut docs = BTreeMap::new();
+            for (key, nid, text) in purge.texts {
+                if !w.node_exists(&key)? {
+                    docs.insert(nid, text);
+                }
+            }
+            crate::text_index::remove(w, &docs)?;
         }
-        w.set_projected_through(position)?;
-        w.secure_delete(false)?;
-        w.commit()?;
-        self.store.checkpoint()?;
-        self.caches = crate::engine::Caches::default();
-        Ok(ForgetReport { forget_id, position, redacted: records.len() as u64 })
+        timings.lexical_us = micros(t);
+        Ok(())
     }
+}
+
+/// Where the time of a forget went, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ForgetTimings {
+    /// Finding the targets' records, redacting them, projecting the forgets.
+    pub records_us: u64,
+    /// Dropping embeddings from the vector index's lists.
+    pub vectors_us: u64,
+    /// Merging the full-text index, which drops the deleted documents' terms.
+    pub full_text_us: u64,
+    /// Taking the documents out of the lexical index.
+    pub lexical_us: u64,
+    /// Committing (fsync).
+    pub commit_us: u64,
+    /// Rewriting the file and truncating the write-ahead log.
+    pub vacuum_us: u64,
+}
+
+fn micros(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// What the forgets of a batch leave for `Forgetter::purge`.
+#[derive(Default)]
+struct Purge {
+    /// Nodes that had a vector in a list: `(key, nid, list)`.
+    vectors: Vec<(NodeKey, i64, u32)>,
+    /// List members whose vector was replaced: `(list, nid)`.
+    stale: BTreeSet<(u32, i64)>,
+    /// Nodes with a full-text entry, their node id and the text it was made from.
+    texts: Vec<(NodeKey, i64, String)>,
+    /// Whether a document's text changed in place, so the lexical index must be rebuilt.
+    rebuild_lexical: bool,
+}
+
+/// The text a node was full-text indexed with, as enrichment, consolidation and the memory
+/// index write it (event, entity, summary, memory); `None` for a node without one.
+fn indexed_text(schema: &Schema, w: &dyn ReadBoth, key: &NodeKey) -> Result<Option<String>, Error> {
+    let Some(node) = w.node(key)? else { return Ok(None) };
+    let prop = |name: &str| node.props.get(name).and_then(Value::as_str).map(str::to_owned);
+    Ok(match key.label.as_str() {
+        // Only an enriched event is indexed.
+        "Event" if node.props.contains_key("summary") => {
+            let Some(entry) = live(w.get(RecordKind::Event, &key.id)?) else { return Ok(None) };
+            let record = decode(schema, &entry)?;
+            if let RecordBody::Event(e) = record.body() { Some(enrich_event(e).text) } else { None }
+        }
+        "Entity" => match (prop("name"), prop("entity_type")) {
+            (Some(name), Some(t)) => Some(format!("{name} {t}")),
+            _ => None,
+        },
+        "Summary" => prop("content"),
+        ctxgraph_projection::MEMORY => {
+            crate::memory::MemoryView::from_node(&node).map(|m| m.text())
+        }
+        _ => None,
+    })
+}
+
+/// Whether a forget target exists (and is not forgotten already).
+fn exists(schema: &Schema, w: &EmbeddedWrite<'_>, target: &ForgetTarget) -> Result<bool, Error> {
+    Ok(match target.kind {
+        ForgetKind::Event => live(w.get(RecordKind::Event, &target.id)?).is_some(),
+        ForgetKind::Session => !session_records(w, &target.id)?.0.is_empty(),
+        ForgetKind::Memory => !memory_records(schema, w, &target.id)?.0.is_empty(),
+        ForgetKind::Entity => w.node_exists(&NodeKey::new("Entity", &target.id))?,
+    })
 }
 
 /// A log entry unless it is a tombstone already.
@@ -249,7 +523,14 @@ fn with_neighbours(w: &dyn ReadBoth, keys: Vec<NodeKey>) -> Result<BTreeSet<Node
             for end in [edge.key.from, edge.key.to] {
                 if matches!(
                     end.label.as_str(),
-                    "Summary" | "Entity" | "Topic" | "MemorySession" | "Outcome"
+                    "Summary"
+                        | "Entity"
+                        | "Topic"
+                        | "MemorySession"
+                        | "Outcome"
+                        | "Fact"
+                        | "Goal"
+                        | "SlotValue"
                 ) {
                     // Day summaries over the session summaries.
                     if end.label == "Summary" {

@@ -80,7 +80,7 @@ pub use ctxgraph_store::{FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, Sessio
 pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
-pub use forget::{ForgetReport, ForgetTarget, Forgotten};
+pub use forget::{ForgetReport, ForgetTarget, ForgetTimings, Forgotten};
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
 pub use knowledge::{
     Contradiction, DocumentInput, DocumentOutcome, DocumentSummary, DocumentView,

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use ctxgraph_lexical::{Bm25, Builder, QueryTerm, Scratch, top_k};
+use ctxgraph_lexical::{Bm25, Builder, Pruned, QueryTerm, Scratch, top_k};
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::{GraphReader, GraphStore, TextIndexBuild};
 
@@ -115,6 +115,47 @@ pub(crate) fn rebuild(w: &mut dyn GraphStore) -> Result<TextIndexReport, Error> 
     Ok(TextIndexReport { docs: built.docs, terms: built.lists.len() as u64 })
 }
 
+/// Take documents out of the lexical index (forgetting): `docs` are their node ids with the
+/// text they were indexed with. Only the lists of their terms are read and rewritten; a term
+/// left with no document goes, and the build's document count drops by the documents found
+/// in its lists. Postings keep their impact levels (the build's mean length stays), so the lists
+/// equal those of a build with the same statistics over the remaining documents.
+pub(crate) fn remove(w: &mut dyn GraphStore, docs: &BTreeMap<i64, String>) -> Result<(), Error> {
+    let Some(mut build) = w.text_index_build()? else { return Ok(()) };
+    let covered: std::collections::BTreeSet<i64> =
+        docs.keys().copied().filter(|&d| d <= build.through).collect();
+    if covered.is_empty() {
+        return Ok(());
+    }
+    let mut terms = std::collections::BTreeSet::new();
+    for (doc, text) in docs {
+        if covered.contains(doc) {
+            terms.extend(w.text_terms(text)?);
+        }
+    }
+    // The documents found in some list: only they were counted by the build.
+    let found = RefCell::new(std::collections::BTreeSet::new());
+    let gone = |doc: i64| {
+        let hit = covered.contains(&doc);
+        if hit {
+            found.borrow_mut().insert(doc);
+        }
+        hit
+    };
+    for term in terms {
+        let Some(list) = w.text_postings(&term)? else { continue };
+        match ctxgraph_lexical::without(&list, &gone)? {
+            Pruned::Unchanged => {}
+            Pruned::Empty => w.delete_text_postings(&term)?,
+            Pruned::List(blob) => w.put_text_postings(&term, &blob)?,
+        }
+    }
+    build.docs = build.docs.saturating_sub(found.borrow().len() as u64);
+    // Recording the build bumps the index generation, so engines drop their cached lists.
+    w.set_text_index_build(&build)?;
+    Ok(())
+}
+
 /// Nodes whose indexed text matches words of `query`, best BM25 score first (higher is better),
 /// at most `limit`.
 pub(crate) fn search(
@@ -189,5 +230,69 @@ impl crate::Engine {
         let report = rebuild(&mut w)?;
         w.commit()?;
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use ctxgraph_ontology::graph::{Node, NodeKey, Properties};
+    use ctxgraph_store::{Embedded, GraphReader, GraphStore, OpenMode};
+
+    /// Every term's documents, from the lexical index's lists.
+    fn lists(w: &dyn GraphStore, terms: &BTreeSet<String>) -> BTreeMap<String, Vec<i64>> {
+        let mut out = BTreeMap::new();
+        for term in terms {
+            if let Some(list) = w.text_postings(term).unwrap() {
+                let docs = ctxgraph_lexical::decode(&list).unwrap().into_iter().map(|(d, _)| d);
+                out.insert(term.clone(), docs.collect());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn removing_documents_equals_building_without_them() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut store =
+            Embedded::open(&dir.path().join("t.ctxg"), OpenMode::CreateIfMissing).unwrap();
+        let mut w = store.begin_write().unwrap();
+        // A node without a full-text entry, below the build's highest id.
+        let bare = NodeKey::new("Entity", "service:billing");
+        w.put_node(&Node { key: bare.clone(), props: Properties::new() }).unwrap();
+        let texts = [
+            "refund rejected by billing",
+            "zebraquokka launch code",
+            "billing retry succeeded",
+            "deploy checkout latency zebraquokka",
+            "checkout failed timeout",
+        ];
+        let mut docs = BTreeMap::new();
+        let mut terms = BTreeSet::new();
+        for (i, text) in texts.iter().enumerate() {
+            let key = NodeKey::new("Event", format!("e{i}"));
+            w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
+            w.put_text(&key, text).unwrap();
+            docs.insert(key.clone(), (w.node_nid(&key).unwrap().unwrap(), text.to_string()));
+            terms.extend(w.text_terms(text).unwrap());
+        }
+        super::rebuild(&mut w).unwrap();
+        let mut gone: BTreeMap<i64, String> =
+            [1, 3].iter().map(|i| docs[&NodeKey::new("Event", format!("e{i}"))].clone()).collect();
+        // Its text names a term of others: their lists stay, and the count is not lowered.
+        gone.insert(w.node_nid(&bare).unwrap().unwrap(), "billing service".into());
+        super::remove(&mut w, &gone).unwrap();
+        let removed = lists(&w, &terms);
+        let quokka = w.text_terms("zebraquokka").unwrap().remove(0);
+        assert!(!removed.contains_key(&quokka), "a term left with no document goes");
+        assert_eq!(w.text_index_build().unwrap().unwrap().docs, 3);
+        for i in [1, 3] {
+            w.delete_node(&NodeKey::new("Event", format!("e{i}"))).unwrap();
+        }
+        super::rebuild(&mut w).unwrap();
+        assert_eq!(removed, lists(&w, &terms));
+        let billing = w.text_terms("billing").unwrap().remove(0);
+        assert_eq!(removed[&billing].len(), 2);
     }
 }

@@ -39,5 +39,5 @@ mod rank;
 
 pub use build::{Builder, Built};
 pub use error::Error;
-pub use postings::{Posting, count, decode, encode, impact_of, level};
+pub use postings::{Posting, Pruned, count, decode, encode, impact_of, level, without};
 pub use rank::{Bm25, QueryTerm, Scratch, top_k};

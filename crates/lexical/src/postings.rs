@@ -61,8 +61,51 @@ pub fn encode(postings: &[Posting], bm25: Bm25, avg_len: f64) -> Result<Vec<u8>,
         by_level[usize::from(level(bm25, p.tf, p.len, avg_len))].push(p.doc);
         previous = Some(p.doc);
     }
+    encode_levels(&by_level, count, avg_len)
+}
+
+/// What [`without`] left of a list.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pruned {
+    /// None of the documents was listed: the blob is unchanged.
+    Unchanged,
+    /// Every listed document went: the term has no list any more.
+    Empty,
+    /// The list without them.
+    List(Vec<u8>),
+}
+
+/// A blob without the documents for which `gone` holds: each remaining posting keeps its
+/// impact level and the blob its `avg_len`, so the list equals one built with the same
+/// statistics over the remaining documents. Costs a decode and an encode of the one list.
+pub fn without(bytes: &[u8], gone: &dyn Fn(i64) -> bool) -> Result<Pruned, Error> {
+    let view = ListView::parse(bytes)?;
+    let avg_len = f64::from_le_bytes(bytes[16..24].try_into().unwrap_or([0; 8]));
+    let mut by_level: Vec<Vec<i64>> = vec![Vec::new(); 256];
+    let mut removed = 0u32;
+    for s in 0..view.segments() {
+        let docs = &mut by_level[usize::from(view.level(s))];
+        view.for_each(s, &mut |doc| {
+            if gone(doc) {
+                removed += 1;
+            } else {
+                docs.push(doc);
+            }
+        })?;
+    }
+    let count = view.count - removed;
+    Ok(match (removed, count) {
+        (0, _) => Pruned::Unchanged,
+        (_, 0) => Pruned::Empty,
+        _ => Pruned::List(encode_levels(&by_level, count, avg_len)?),
+    })
+}
+
+/// Encode documents grouped by impact level (each group ascending).
+fn encode_levels(by_level: &[Vec<i64>], count: u32, avg_len: f64) -> Result<Vec<u8>, Error> {
+    let input = |detail: String| Error::Input { what: "postings", detail };
     let mut table = Vec::new();
-    let mut body = Vec::with_capacity(postings.len() * 2);
+    let mut body = Vec::with_capacity(count as usize * 2);
     let mut segments = 0u32;
     for (lvl, docs) in by_level.iter().enumerate().rev().filter(|(_, d)| !d.is_empty()) {
         let mut base = 0;
@@ -271,6 +314,26 @@ mod tests {
             let blob = encode(&list, B, 20.0).unwrap();
             let want: Vec<(i64, u8)> = list.iter().map(|p| (p.doc, level(B, p.tf, p.len, 20.0))).collect();
             prop_assert_eq!(decode(&blob).unwrap(), want);
+        }
+
+        #[test]
+        fn without_equals_encoding_the_rest(
+            mut raw in proptest::collection::vec((0i64..1 << 20, 1u32..50, 0u32..500), 1..300),
+            gone_mod in 1i64..7,
+        ) {
+            raw.sort_by_key(|r| r.0);
+            raw.dedup_by_key(|r| r.0);
+            let list: Vec<Posting> =
+                raw.into_iter().map(|(doc, tf, extra)| Posting { doc, tf, len: tf + extra }).collect();
+            let gone = |doc: i64| doc % gone_mod == 0;
+            let blob = encode(&list, B, 20.0).unwrap();
+            let rest: Vec<Posting> = list.iter().copied().filter(|p| !gone(p.doc)).collect();
+            let want = match (rest.len(), list.len()) {
+                (0, _) => Pruned::Empty,
+                (r, l) if r == l => Pruned::Unchanged,
+                _ => Pruned::List(encode(&rest, B, 20.0).unwrap()),
+            };
+            prop_assert_eq!(without(&blob, &gone).unwrap(), want);
         }
 
         #[test]

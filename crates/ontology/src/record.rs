@@ -47,7 +47,10 @@ pub use receipt::{
     ReceiptOutcome, ReceiptRecord,
 };
 
-pub use forget::{ForgetKind, ForgetRecord, MAX_REASON_BYTES, Tombstone};
+pub use forget::{
+    EntityUse, ForgetKind, ForgetRecord, MAX_REASON_BYTES, Tombstone, entity_digest, entity_use,
+    redacted_id,
+};
 
 pub use document::{
     DocumentMention, DocumentRecord, MAX_URL_BYTES, content_hash, document_id, part_id,

@@ -10,7 +10,8 @@
 //!   nothing mentions it any more;
 //! - a session: each of its events so;
 //! - a memory: its node, its outcomes, its links, and its share of its topic (the topic's count,
-//!   its newest decision; a topic with no memory left goes).
+//!   its newest decision; a topic with no memory left goes);
+//! - an entity: nothing here; see [`forget_entity`].
 //!
 //! Edges that other records make to the target (a child event's CAUSED_BY, an explicit edge, a
 //! later memory's `supersedes`) are parked for it again, as they are on a fold where the target
@@ -23,11 +24,12 @@
 use std::collections::BTreeSet;
 
 use ctxgraph_ontology::graph::{Direction, NodeKey};
-use ctxgraph_ontology::{ForgetKind, ForgetRecord};
+use ctxgraph_ontology::{EventRecord, ForgetKind, ForgetRecord, Schema};
+use ctxgraph_store::GraphStore;
 use serde_json::Value;
 
 use crate::memory::{MEMORY, OUTCOME};
-use crate::{ProjectionError, Writer, remove_event};
+use crate::{Projected, ProjectionError, Writer, remove_event};
 
 pub(crate) fn project_forget(w: &mut Writer<'_>, f: &ForgetRecord) -> Result<(), ProjectionError> {
     match f.kind {
@@ -39,7 +41,9 @@ pub(crate) fn project_forget(w: &mut Writer<'_>, f: &ForgetRecord) -> Result<(),
             Ok(())
         }
         ForgetKind::Memory => forget_memory(w, &f.target_id),
-        ForgetKind::Entity => forget_entity(w, &f.target_id),
+        // The record names a digest of the entity: the engine removes it with
+        // [`forget_entity`] in the same transaction.
+        ForgetKind::Entity => Ok(()),
     }
 }
 
@@ -84,7 +88,7 @@ fn forget_event(w: &mut Writer<'_>, event_id: &str) -> Result<(), ProjectionErro
     }
     remove_summaries(w, summaries)?;
     for entity in entities {
-        unmention(w, &entity)?;
+        unmention(w, &entity, instant(&at))?;
     }
     Ok(())
 }
@@ -135,17 +139,22 @@ fn remove_summaries(
     Ok(())
 }
 
-/// One mention fewer of `entity`: the count drops, the first and last sightings come from the
-/// events still referencing it, and an entity nothing mentions or links any more goes.
-fn unmention(w: &mut Writer<'_>, entity: &NodeKey) -> Result<(), ProjectionError> {
+/// One mention fewer of `entity` by an event at `at_ns`: the count drops, the first and last
+/// sightings come from the events still referencing it, and an entity nothing mentions or
+/// links any more goes.
+///
+/// The sightings are read again only when the forgotten event was the first or the last: an
+/// entity named by thousands of events (an agent, a tool) is not rescanned for each forget.
+fn unmention(w: &mut Writer<'_>, entity: &NodeKey, at_ns: i64) -> Result<(), ProjectionError> {
     let Some(mut node) = w.graph().node(entity)? else { return Ok(()) };
     let count = node.props.get("mention_count").and_then(Value::as_i64).unwrap_or(1) - 1;
-    let edges = w.graph().edges_of(entity, None, Direction::Both)?;
     if count <= 0 {
         // No record mentions it any more, so a fold without the forgotten ones never creates
         // it: it goes, with what stage 3 inferred about it; what other records say about it
         // (an explicit edge, a person's decision on a pair) waits for it, as on that fold.
-        let keep: Vec<_> = edges
+        let keep: Vec<_> = w
+            .graph()
+            .edges_of(entity, None, Direction::Both)?
             .into_iter()
             .filter(|e| is_recorded(w, &e.key.edge_type) || e.props.contains_key("decision"))
             .collect();
@@ -156,19 +165,22 @@ fn unmention(w: &mut Writer<'_>, entity: &NodeKey) -> Result<(), ProjectionError
         return Ok(());
     }
     node.props.insert("mention_count".into(), count.max(0).into());
-    let mut seen: Option<((i64, String), (i64, String))> = None;
-    for edge in edges.iter().filter(|e| e.key.edge_type == "REFERENCES" && &e.key.to == entity) {
-        let Some(event) = w.graph().node(&edge.key.from)? else { continue };
-        let at = text(&event, "occurred_at");
-        let this = (instant(&at), at);
-        seen = Some(match seen {
-            None => (this.clone(), this),
-            Some((first, last)) => (first.min(this.clone()), last.max(this)),
-        });
-    }
-    if let Some(((_, first), (_, last))) = seen {
-        node.props.insert("first_seen".into(), first.into());
-        node.props.insert("last_seen".into(), last.into());
+    let bound = |name: &str| instant(&text(&node, name));
+    if at_ns == bound("first_seen") || at_ns == bound("last_seen") {
+        let mut seen: Option<((i64, String), (i64, String))> = None;
+        for edge in w.graph().edges_of(entity, Some("REFERENCES"), Direction::In)? {
+            let Some(event) = w.graph().node(&edge.key.from)? else { continue };
+            let at = text(&event, "occurred_at");
+            let this = (instant(&at), at);
+            seen = Some(match seen {
+                None => (this.clone(), this),
+                Some((first, last)) => (first.min(this.clone()), last.max(this)),
+            });
+        }
+        if let Some(((_, first), (_, last))) = seen {
+            node.props.insert("first_seen".into(), first.into());
+            node.props.insert("last_seen".into(), last.into());
+        }
     }
     w.put_node(&node, false)
 }
@@ -253,9 +265,85 @@ fn retopic(w: &mut Writer<'_>, topic: &NodeKey) -> Result<(), ProjectionError> {
     w.put_node(&node, false)
 }
 
-fn forget_entity(w: &mut Writer<'_>, entity_id: &str) -> Result<(), ProjectionError> {
-    let key = NodeKey::new("Entity", entity_id);
-    w.graph().take_pending(&key)?;
-    w.graph().delete_node(&key)?;
+/// Take a forgotten entity out of the live graph, after the engine tombstoned the records about
+/// it and rewrote the ones naming it (`rewritten` holds the events among them, as rewritten).
+///
+/// A `forget` record of an entity names a digest, not the entity (the id is the name), so
+/// projecting it removes nothing: the engine calls this in the same transaction instead, and a
+/// reprojection finds nothing naming the entity. What goes:
+/// - the entity node with every edge touching it (REFERENCES, MENTIONS, HAS_SLOT, INSTANCE_OF,
+///   SAME_AS and RELATED_TO, explicit edges, a receipt's USED_INPUT), its vector and its
+///   full-text entry, and any edge parked for it or from it;
+/// - the facts with it as subject or object, its goals, and slot values no other entity has;
+/// - the summaries over the events that named it (stage 3 rebuilds them);
+/// - on each rewritten event, the `tool_name` or `user_id` that named it.
+pub fn forget_entity(
+    schema: &Schema,
+    graph: &mut dyn GraphStore,
+    entity: &NodeKey,
+    rewritten: &[EventRecord],
+) -> Result<(), ProjectionError> {
+    let mut w = Writer { schema, graph, done: Projected::default() };
+    let mut doomed = BTreeSet::new();
+    let mut slot_values = BTreeSet::new();
+    let mut summaries = BTreeSet::new();
+    for edge in w.graph().edges_of(entity, None, Direction::Both)? {
+        match (edge.key.edge_type.as_str(), edge.key.to == *entity) {
+            ("SUBJECT" | "OBJECT" | "GOAL_OF", true) => {
+                doomed.insert(edge.key.from.clone());
+            }
+            ("HAS_SLOT", false) => {
+                slot_values.insert(edge.key.to.clone());
+            }
+            ("REFERENCES", true) => {
+                for s in w.graph().edges_of(&edge.key.from, Some("SUMMARIZES"), Direction::In)? {
+                    summaries.insert(s.key.from);
+                }
+            }
+            _ => {}
+        }
+    }
+    for event in rewritten {
+        let key = NodeKey::new("Event", &event.event_id);
+        let Some(mut node) = w.graph().node(&key)? else { continue };
+        let mut changed = false;
+        for (name, value) in [("tool_name", &event.tool_name), ("user_id", &event.user_id)] {
+            if value.is_none() {
+                changed |= node.props.remove(name).is_some();
+            }
+        }
+        if changed {
+            w.put_node(&node, false)?;
+        }
+    }
+    doomed.insert(entity.clone());
+    for key in &doomed {
+        w.graph().delete_node(key)?;
+    }
+    for value in slot_values {
+        if w.graph().edges_of(&value, Some("HAS_SLOT"), Direction::In)?.is_empty() {
+            w.graph().delete_node(&value)?;
+            doomed.insert(value);
+        }
+    }
+    remove_summaries(&mut w, summaries)?;
+    // Parked edges made by the redacted records: waiting for a doomed node, or from or to one.
+    let touches = |e: &ctxgraph_ontology::graph::Edge| {
+        doomed.contains(&e.key.from) || doomed.contains(&e.key.to)
+    };
+    let waits: BTreeSet<NodeKey> = w
+        .graph()
+        .pending_edges()?
+        .into_iter()
+        .filter(|(wait, e)| doomed.contains(wait) || touches(e))
+        .map(|(wait, _)| wait)
+        .collect();
+    for wait in waits {
+        for edge in w.graph().take_pending(&wait)? {
+            if !doomed.contains(&wait) && !touches(&edge) {
+                w.graph().put_pending(&wait, &edge)?;
+            }
+        }
+    }
     Ok(())
 }

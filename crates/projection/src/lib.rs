@@ -46,6 +46,7 @@ mod memory;
 mod receipt;
 mod slots;
 
+pub use forget::forget_entity;
 pub use knowledge::noisy_or;
 
 pub use event::{Mention, mentions, remove_event};

@@ -174,6 +174,18 @@ impl Embedded {
         Ok(EmbeddedRead { tx: self.conn.unchecked_transaction()? })
     }
 
+    /// Rewrite the whole file from its live content (SQLite's `VACUUM`), then checkpoint and
+    /// truncate the write-ahead log: no byte of deleted content survives anywhere in the files.
+    ///
+    /// Why forgetting needs it: `secure_delete` zeroes cells and pages as they are freed, but
+    /// when SQLite rebalances a b-tree page it rebuilds the page from a copy and leaves the
+    /// unallocated gap of the page as it was, so bytes of cells that moved away (before or
+    /// during a forget) can stay there. Costs a copy of the file.
+    pub fn vacuum(&self) -> Result<(), StoreError> {
+        self.conn.execute_batch("VACUUM")?;
+        self.checkpoint()
+    }
+
     /// Copy the WAL into the main file and truncate it (`ctxgraph` runs this after bulk loads).
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
@@ -225,6 +237,11 @@ impl EmbeddedWrite<'_> {
     pub fn purge_text_index(&self) -> Result<(), StoreError> {
         self.tx.execute("INSERT INTO text_index (text_index) VALUES ('optimize')", [])?;
         Ok(())
+    }
+
+    /// The store's id of a node (its full-text document id), if the node exists.
+    pub fn node_nid(&self, key: &NodeKey) -> Result<Option<i64>, StoreError> {
+        self.nid(key)
     }
 
     /// Commit: durable (fsynced) on return.
@@ -1227,6 +1244,37 @@ impl Log for EmbeddedWrite<'_> {
             .execute(params![position, body])?;
         Ok(n == 1)
     }
+
+    fn redact_as(&mut self, position: u64, id: &str, body: &str) -> Result<bool, StoreError> {
+        let at = i64::try_from(position)
+            .map_err(|_| StoreError::Corruption(format!("log position {position} out of range")))?;
+        let n = self
+            .tx
+            .prepare_cached(
+                "UPDATE OR IGNORE log SET record_id = ?2, body = ?3 WHERE position = ?1",
+            )?
+            .execute(params![at, id, body])?;
+        if n == 0 {
+            // Either no record at `position` or another record of its kind has the id.
+            let clash: Option<(String, i64)> = self
+                .tx
+                .prepare_cached(
+                    "SELECT l.kind, o.position FROM log l JOIN log o
+                     ON o.kind = l.kind AND o.record_id = ?2 WHERE l.position = ?1",
+                )?
+                .query_row(params![at, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            if let Some((kind, other)) = clash {
+                let kind = RecordKind::parse(&kind).map_or("record", RecordKind::as_str);
+                return Err(StoreError::Conflict {
+                    kind,
+                    id: id.to_owned(),
+                    position: self::position(other),
+                });
+            }
+        }
+        Ok(n == 1)
+    }
 }
 
 impl GraphStore for EmbeddedWrite<'_> {
@@ -1485,6 +1533,13 @@ impl GraphStore for EmbeddedWrite<'_> {
                 "INSERT OR REPLACE INTO text_postings (term, postings) VALUES (?1, ?2)",
             )?
             .execute(params![term, postings])?;
+        Ok(())
+    }
+
+    fn delete_text_postings(&mut self, term: &str) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("DELETE FROM text_postings WHERE term = ?1")?
+            .execute(params![term])?;
         Ok(())
     }
 

@@ -81,6 +81,11 @@ pub trait Log: LogReader {
     /// in the same transaction is the immutable trace of the change. The caller validates
     /// `body`; the store does not decode it.
     fn redact(&mut self, position: u64, body: &str) -> Result<bool, StoreError>;
+
+    /// [`Log::redact`] that also replaces the record's id with `id`, for a record whose id
+    /// spells what was forgotten (a fact claim's id holds its subject's name). The new id must
+    /// be unique within the kind: [`StoreError::Conflict`] otherwise, nothing written.
+    fn redact_as(&mut self, position: u64, id: &str, body: &str) -> Result<bool, StoreError>;
 }
 
 /// A neighbouring event in a session's order: its position in time and its id.
@@ -311,6 +316,8 @@ pub trait GraphStore: GraphReader {
     fn clear_text_index(&mut self) -> Result<(), StoreError>;
     /// Store one term's posting list blob.
     fn put_text_postings(&mut self, term: &str, postings: &[u8]) -> Result<(), StoreError>;
+    /// Drop one term's posting list (its last document was forgotten).
+    fn delete_text_postings(&mut self, term: &str) -> Result<(), StoreError>;
     /// Record what the lexical index now covers (after its lists are stored).
     fn set_text_index_build(&mut self, build: &TextIndexBuild) -> Result<(), StoreError>;
     /// Record that retention archived a node (see [`GraphReader::is_archived`]).

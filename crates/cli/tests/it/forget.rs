@@ -74,3 +74,58 @@ fn a_forgotten_secret_leaves_the_store_file() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("forget.unknown_target"));
     assert_eq!(d.store_files(), before);
 }
+
+#[test]
+fn a_forgotten_entity_leaves_the_store_and_several_ids_go_at_once() {
+    let d = Dir::new();
+    let name = "quillfeather-narwhal";
+    let event = |id: &str, at: &str, entity: &str| {
+        json!({"event_id": id, "event_type": "tool.execute", "occurred_at": at,
+            "session_id": "s1", "agent_id": "planner", "trace_id": "t1", "tool_name": "sql_query",
+            "status": "completed", "payload": {"text": "ran the nightly report"},
+            "entities": [{"name": entity, "entity_type": "service"}]})
+    };
+    let lines: String = [
+        event("e1", "2026-11-20T09:00:00Z", name),
+        event("e2", "2026-11-20T09:00:03Z", "billing-api"),
+        event("e3", "2026-11-20T09:00:05Z", "orders-db"),
+        event("e4", "2026-11-20T09:00:07Z", "orders-db"),
+    ]
+    .iter()
+    .map(|v| format!("{v}\n"))
+    .collect();
+    let trace = d.write("t.jsonl", &lines);
+    d.cmd(&["ingest", trace.to_str().unwrap()]).assert().success();
+    d.cmd(&["consolidate"]).assert().success();
+    assert!(store_has(&d, name));
+
+    let entity = format!("service:{name}");
+    let report = json_of(&d, &["forget", "entity", &entity, "--by", "ops"]);
+    assert_eq!(report["redacted"], json!(1), "e1 rewritten without it");
+    assert!(!store_has(&d, name), "no byte of the name is left in the store files");
+    d.cmd(&["get", &entity]).assert().code(1);
+    d.cmd(&["search", name]).assert().code(1);
+    let e1 = json_of(&d, &["get", "e1"]);
+    assert!(!e1.to_string().contains(name), "{e1}");
+    d.cmd(&["reproject"]).assert().success();
+    d.cmd(&["get", &entity]).assert().code(1);
+    assert!(!store_has(&d, name));
+    let audit = json_of(&d, &["forgotten"]);
+    assert_eq!(audit[0]["target"]["kind"], json!("entity"));
+    assert!(!audit.to_string().contains(name), "{audit}");
+
+    // Several events in one call (a repeated id once); an unknown one refuses them all.
+    let out = d.cmd(&["forget", "event", "e3", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("forget.unknown_target"));
+    d.cmd(&["get", "e3"]).assert().success();
+    let reports = json_of(&d, &["forget", "event", "e3", "e4", "e3"]);
+    let ids: Vec<&str> =
+        reports.as_array().unwrap().iter().map(|r| r["target"]["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["e3", "e4"]);
+    d.cmd(&["get", "e4"]).assert().code(1);
+    // An agent is named by all its events: refused, nothing changed.
+    let out = d.cmd(&["forget", "entity", "agent:planner"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("forget.entity_required"));
+}

@@ -11,7 +11,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{RecordKind, Validator};
+use super::{FactObject, RecordBody, RecordKind, ValidRecord, Validator, canonical_json};
+use crate::digest::sha256_hex;
+use crate::entity::entity_id;
 use crate::violation::Violation;
 
 /// What a forget record removes.
@@ -109,6 +111,115 @@ impl Tombstone {
             forget_id: obj.get("forget_id")?.as_str()?.to_owned(),
         })
     }
+}
+
+/// How a record refers to an entity being forgotten (see [`entity_use`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntityUse {
+    /// It does not name the entity.
+    Unrelated,
+    /// It is about the entity (a fact with it as subject or object, an explicit edge to it, a
+    /// decision on a pair with it, its type, slots or goals): its body becomes a tombstone.
+    About,
+    /// It names the entity among other things (an event's entity list, tool or user; a
+    /// document's mentions; a receipt's inputs): the same record without the reference.
+    Names(Box<ValidRecord>),
+    /// It names the entity in a field that cannot be left out: an event's `agent_id`.
+    Required(&'static str),
+}
+
+/// How `record` refers to the entity `entity_id` (`{entity_type}:{normalised name}`).
+///
+/// A rewritten record keeps its id and everything else it says, including free text (an
+/// event's payload, a document's text) that may spell the name: only the structured reference
+/// goes. A fact retraction names a fact, not an entity: the caller tombstones the retractions
+/// of the facts it tombstones.
+pub fn entity_use(record: &ValidRecord, entity_id_: &str) -> EntityUse {
+    let is = |id: &str| id == entity_id_;
+    let rewritten = |body: RecordBody| {
+        let canonical = canonical_json(&body);
+        EntityUse::Names(Box::new(ValidRecord { body, canonical }))
+    };
+    match record.body() {
+        RecordBody::Event(e) => {
+            if is(&entity_id("agent", &e.agent_id)) {
+                return EntityUse::Required("agent_id");
+            }
+            let tool = e.tool_name.as_deref().is_some_and(|t| is(&entity_id("tool", t)));
+            let user = e.user_id.as_deref().is_some_and(|u| is(&entity_id("user", u)));
+            let listed = e.entities.iter().any(|r| is(&r.entity_id()));
+            if !(tool || user || listed) {
+                return EntityUse::Unrelated;
+            }
+            let mut e = e.clone();
+            if tool {
+                e.tool_name = None;
+            }
+            if user {
+                e.user_id = None;
+            }
+            e.entities.retain(|r| !is(&r.entity_id()));
+            rewritten(RecordBody::Event(e))
+        }
+        RecordBody::Edge(e) => {
+            let names = |k: &crate::graph::NodeKey| k.label == "Entity" && is(&k.id);
+            if names(&e.from) || names(&e.to) { EntityUse::About } else { EntityUse::Unrelated }
+        }
+        RecordBody::EntityDecision(d) => {
+            if is(&d.entity_a) || is(&d.entity_b) {
+                EntityUse::About
+            } else {
+                EntityUse::Unrelated
+            }
+        }
+        RecordBody::Slots(s) => match s.entity() {
+            Some(t) if is(&t.entity_id()) => EntityUse::About,
+            Some(_) | None => EntityUse::Unrelated,
+        },
+        RecordBody::Fact(f) => {
+            let object = matches!(&f.object, FactObject::Entity(o) if is(&o.id));
+            if is(&f.subject.id) || object { EntityUse::About } else { EntityUse::Unrelated }
+        }
+        RecordBody::Document(d) => {
+            if !d.mentions.iter().any(|m| is(&m.entity.id)) {
+                return EntityUse::Unrelated;
+            }
+            let mut d = d.clone();
+            d.mentions.retain(|m| !is(&m.entity.id));
+            rewritten(RecordBody::Document(d))
+        }
+        RecordBody::Receipt(r) => {
+            if !r.inputs.entities.iter().any(|id| is(id)) {
+                return EntityUse::Unrelated;
+            }
+            let mut r = r.clone();
+            r.inputs.entities.retain(|id| !is(id));
+            rewritten(RecordBody::Receipt(r))
+        }
+        RecordBody::Schema(_)
+        | RecordBody::Memory(_)
+        | RecordBody::MemoryOutcome(_)
+        | RecordBody::MemoryLink(_)
+        | RecordBody::MemoryLinkVote(_)
+        | RecordBody::FactRetraction(_)
+        | RecordBody::Forget(_)
+        | RecordBody::Redacted(_) => EntityUse::Unrelated,
+    }
+}
+
+/// The id a redacted record keeps when its own id spells what was forgotten (a fact's claim id
+/// holds its subject's entity id, a slot's its entity's): a digest of kind and id, so the log
+/// row stays unique without the name. Whoever knows the old id can recompute it.
+pub fn redacted_id(kind: RecordKind, id: &str) -> String {
+    let digest = sha256_hex(format!("{}\u{0}{id}", kind.as_str()).as_bytes());
+    format!("redacted-{}", &digest[..32])
+}
+
+/// The target id a forget record stores for an entity: a digest of the entity id, because the
+/// id is the entity's name and the audit must not hold it.
+pub fn entity_digest(entity_id_: &str) -> String {
+    let digest = sha256_hex(entity_id_.as_bytes());
+    format!("entity-{}", &digest[..32])
 }
 
 /// Longest `reason`, in bytes: a reason says why, it is not a place for content.
@@ -273,6 +384,43 @@ mod tests {
         ] {
             assert!(rules.contains(&want), "{want:?} missing from {rules:?}");
         }
+    }
+
+    #[test]
+    fn entity_use_tombstones_what_is_about_an_entity_and_rewrites_what_names_it() {
+        let schema = Schema::core().unwrap();
+        let rec =
+            |v: serde_json::Value| validate(&schema, &Limits::default(), &v.to_string()).unwrap();
+        let event = rec(json!({"event_id": "e1", "event_type": "tool.execute",
+            "occurred_at": "2026-11-20T09:00:00Z", "session_id": "s", "agent_id": "planner",
+            "trace_id": "t", "tool_name": "vault_read", "user_id": "ada",
+            "payload": {"text": "kept as written"},
+            "entities": [{"name": "Vault", "entity_type": "resource"},
+                {"name": "Orders", "entity_type": "service"}]}));
+        assert_eq!(entity_use(&event, "agent:planner"), EntityUse::Required("agent_id"));
+        assert_eq!(entity_use(&event, "resource:orders"), EntityUse::Unrelated);
+        let EntityUse::Names(r) = entity_use(&event, "resource:vault") else { panic!() };
+        let RecordBody::Event(e) = r.body() else { panic!() };
+        assert_eq!(e.entities.len(), 1);
+        assert_eq!(e.tool_name.as_deref(), Some("vault_read"));
+        assert!(!r.canonical().contains("\"Vault\"") && r.canonical().contains("kept as written"));
+        // The rewritten form is itself a valid record with the same id.
+        assert_eq!(validate_stored(&schema, r.canonical()).unwrap(), *r);
+        for (id, gone) in [("tool:vault_read", "tool_name"), ("user:ada", "user_id")] {
+            let EntityUse::Names(r) = entity_use(&event, id) else { panic!("{id}") };
+            assert!(!r.canonical().contains(gone), "{id}");
+        }
+        let fact = rec(json!({"record_type": "fact",
+            "subject": {"id": "service:orders", "name": "Orders", "via": "id"},
+            "predicate": "depends_on",
+            "object": {"id": "resource:vault", "name": "Vault", "via": "id"},
+            "asserted_at": "2026-11-20T09:00:00Z"}));
+        assert_eq!(entity_use(&fact, "resource:vault"), EntityUse::About);
+        assert_eq!(entity_use(&fact, "service:orders"), EntityUse::About);
+        assert_eq!(entity_use(&fact, "user:ada"), EntityUse::Unrelated);
+        let id = redacted_id(RecordKind::Fact, "service:orders|depends_on|resource:vault");
+        assert!(id.starts_with("redacted-") && !id.contains("vault"));
+        assert!(!entity_digest("resource:vault").contains("vault"));
     }
 
     #[test]

@@ -47,6 +47,25 @@ fn redact_replaces_a_body_in_place_and_the_old_bytes_leave_the_files() {
 }
 
 #[test]
+fn redact_as_replaces_the_id_too_and_refuses_a_taken_one() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    w.append(&record("e-secretname", "a"), "t0").unwrap();
+    w.append(&record("e2", "a"), "t0").unwrap();
+    let err = w.redact_as(1, "e2", "{}").unwrap_err();
+    assert_eq!(err.code(), "log.conflict");
+    assert!(err.to_string().contains("at log position 2"), "{err}");
+    assert!(w.redact_as(1, "redacted-1", r#"{"record_type":"redacted"}"#).unwrap());
+    assert!(!w.redact_as(9, "redacted-9", "{}").unwrap(), "no record at position 9");
+    w.commit().unwrap();
+    let r = store.begin_read().unwrap();
+    assert!(r.get(RecordKind::Event, "e-secretname").unwrap().is_none());
+    let e = r.get(RecordKind::Event, "redacted-1").unwrap().unwrap();
+    assert_eq!((e.position, e.body.as_str()), (1, r#"{"record_type":"redacted"}"#));
+}
+
+#[test]
 fn append_is_idempotent_by_id_and_refuses_conflicts() {
     let dir = TempDir::new().unwrap();
     let mut store = open(&dir);
