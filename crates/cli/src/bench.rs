@@ -187,6 +187,20 @@ fn load_projected(engine: &mut Engine, jsonl: &str) -> anyhow::Result<()> {
 }
 
 /// Latencies in increasing order.
+/// Build a store at `path` from synthetic JSONL: ingested, enriched, consolidated and
+/// checkpointed, as the recall and forget benchmarks measure it.
+fn build_consolidated(path: &Path, jsonl: &str) -> anyhow::Result<()> {
+    let mut engine = Engine::open(path, OpenMode::CreateIfMissing, EngineOptions::default())?;
+    eprintln!("building the store: ingest ...");
+    load_projected(&mut engine, jsonl)?;
+    eprintln!("building the store: enrich ...");
+    engine.enrich(&mut |_, _| {})?;
+    eprintln!("building the store: consolidate ...");
+    engine.consolidate()?;
+    engine.checkpoint()?;
+    Ok(())
+}
+
 fn sorted(mut ms: Vec<f64>) -> Vec<f64> {
     ms.sort_by(f64::total_cmp);
     ms
@@ -418,14 +432,7 @@ pub(crate) fn recall(
             engine.index_text()?;
         }
     } else {
-        let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
-        eprintln!("building the store: ingest ...");
-        load_projected(&mut engine, &jsonl)?;
-        eprintln!("building the store: enrich ...");
-        engine.enrich(&mut |_, _| {})?;
-        eprintln!("building the store: consolidate ...");
-        engine.consolidate()?;
-        engine.checkpoint()?;
+        build_consolidated(&path, &jsonl)?;
     }
     let qs = questions(&jsonl, queries);
     drop(jsonl);

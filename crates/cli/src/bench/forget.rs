@@ -8,7 +8,7 @@ use anyhow::Context;
 use ctxgraph::{Engine, EngineOptions, ForgetKind, ForgetTarget, ForgetTimings, OpenMode};
 use serde_json::{Value, json};
 
-use super::{Place, load_projected, synthetic_jsonl, temp_dir};
+use super::{Place, build_consolidated, synthetic_jsonl, temp_dir};
 use crate::Outcome;
 use crate::output::{bytes, print_json, table};
 
@@ -28,14 +28,7 @@ pub(crate) fn forget(events: usize, place: Place<'_>, json: bool) -> anyhow::Res
     if built.exists() {
         eprintln!("reusing the store at {}", built.display());
     } else {
-        let mut engine = Engine::open(&built, OpenMode::CreateIfMissing, EngineOptions::default())?;
-        eprintln!("building the store: ingest ...");
-        load_projected(&mut engine, &jsonl)?;
-        eprintln!("building the store: enrich ...");
-        engine.enrich(&mut |_, _| {})?;
-        eprintln!("building the store: consolidate ...");
-        engine.consolidate()?;
-        engine.checkpoint()?;
+        build_consolidated(&built, &jsonl)?;
     }
     // Forgetting changes the store: work on a copy, so a kept store can be used again.
     let path = tmp.path().join("forget.ctxg");
