@@ -61,10 +61,11 @@ pub(crate) fn forget(
     Ok(Outcome::Done)
 }
 
-fn forgotten_json(f: &Forgotten) -> Value {
+fn forgotten_json(entry: &Forgotten) -> Value {
+    let f = &entry.record;
     json!({
         "forget_id": f.forget_id,
-        "position": f.position,
+        "position": entry.position,
         "target": {"kind": f.kind.as_str(), "id": f.target_id},
         "by": f.by,
         "reason": f.reason,
@@ -80,7 +81,7 @@ pub(crate) fn forgotten(cli: &Cli) -> anyhow::Result<Outcome> {
         print_json(&Value::Array(list.iter().map(forgotten_json).collect()))?;
     } else {
         let mut t = table(&["at", "kind", "id", "by", "redacted", "reason"]);
-        for f in &list {
+        for f in list.iter().map(|entry| &entry.record) {
             t.add_row(vec![
                 f.at.clone(),
                 f.kind.as_str().to_owned(),

@@ -118,7 +118,7 @@ fn list(cli: &Cli, query: &ReceiptQuery) -> anyhow::Result<Outcome> {
         print_json(&Value::Array(list.iter().map(ReceiptView::to_json).collect()))?;
     } else {
         let mut t = table(&["committed", "task", "actor", "action", "outcome", "policies", "id"]);
-        for r in &list {
+        for r in list.iter().map(|v| &v.record) {
             let policies: Vec<String> =
                 r.policies.iter().map(|p| format!("{}={}", p.id, p.result)).collect();
             t.add_row(vec![
@@ -126,7 +126,7 @@ fn list(cli: &Cli, query: &ReceiptQuery) -> anyhow::Result<Outcome> {
                 r.task.clone(),
                 r.actor.clone(),
                 r.action.clone(),
-                r.status.clone(),
+                r.outcome.status.clone(),
                 policies.join(" "),
                 r.receipt_id.clone(),
             ]);

@@ -63,22 +63,10 @@ pub struct ForgetReport {
 /// One entry of the forget audit: what was forgotten, when and by whom, without the content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forgotten {
-    /// The forget record's id.
-    pub forget_id: String,
-    /// Its log position.
+    /// The forget record's log position.
     pub position: u64,
-    /// What kind of thing was forgotten.
-    pub kind: ForgetKind,
-    /// Its id.
-    pub target_id: String,
-    /// Who forgot it.
-    pub by: String,
-    /// Why, if given.
-    pub reason: Option<String>,
-    /// When (RFC 3339).
-    pub at: String,
-    /// How many log records were redacted.
-    pub redacted: u64,
+    /// The forget record (it never holds the content).
+    pub record: ForgetRecord,
 }
 
 impl Engine {
@@ -578,22 +566,9 @@ impl Snapshot<'_> {
         let mut out = Vec::new();
         for entry in self.read.read_kind(RecordKind::Forget)? {
             if let RecordBody::Forget(f) = decode(self.schema(), &entry)?.body() {
-                out.push(forgotten(entry.position, f));
+                out.push(Forgotten { position: entry.position, record: f.clone() });
             }
         }
         Ok(out)
-    }
-}
-
-fn forgotten(position: u64, f: &ForgetRecord) -> Forgotten {
-    Forgotten {
-        forget_id: f.forget_id.clone(),
-        position,
-        kind: f.kind,
-        target_id: f.target_id.clone(),
-        by: f.by.clone(),
-        reason: f.reason.clone(),
-        at: f.at.clone(),
-        redacted: f.redacted,
     }
 }

@@ -15,10 +15,7 @@ use std::collections::BTreeSet;
 
 use ctxgraph_embed::Embedder;
 use ctxgraph_ontology::graph::{Direction, Node, NodeKey};
-use ctxgraph_ontology::{
-    PolicyCheck, ReceiptException, ReceiptInputs, ReceiptRecord, RecordBody, RecordKind,
-    ValidRecord, Violation,
-};
+use ctxgraph_ontology::{ReceiptRecord, RecordBody, RecordKind, ValidRecord, Violation};
 use ctxgraph_projection::RECEIPT;
 use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore, LogReader};
 
@@ -127,19 +124,20 @@ impl ReceiptView {
     /// The receipt in seed 004's layout, with its id and log position: what the CLI prints and
     /// the HTTP API returns.
     pub fn to_json(&self) -> serde_json::Value {
+        let r = &self.record;
         serde_json::json!({
-            "receipt_id": self.receipt_id,
+            "receipt_id": r.receipt_id,
             "position": self.position,
-            "task": self.task,
-            "actor": self.actor,
-            "approvals": self.approvals,
-            "referenced_inputs": {"events": self.inputs.events, "entities": self.inputs.entities,
-                "documents": self.inputs.documents, "configs": self.inputs.configs, "spans": self.inputs.spans},
-            "policies_checked": self.policies.iter().map(|p| serde_json::json!({"id": p.id, "result": p.result})).collect::<Vec<_>>(),
-            "exceptions": self.exceptions.iter().map(|e| serde_json::json!({"id": e.id, "justification": e.justification})).collect::<Vec<_>>(),
-            "action": self.action,
-            "outcome": {"status": self.status, "notes": self.notes, "follow_ups": self.follow_ups},
-            "timestamps": {"requested": self.requested_at, "committed": self.committed_at},
+            "task": r.task,
+            "actor": r.actor,
+            "approvals": r.approvals,
+            "referenced_inputs": {"events": r.inputs.events, "entities": r.inputs.entities,
+                "documents": r.inputs.documents, "configs": r.inputs.configs, "spans": r.inputs.spans},
+            "policies_checked": r.policies.iter().map(|p| serde_json::json!({"id": p.id, "result": p.result})).collect::<Vec<_>>(),
+            "exceptions": r.exceptions.iter().map(|e| serde_json::json!({"id": e.id, "justification": e.justification})).collect::<Vec<_>>(),
+            "action": r.action,
+            "outcome": {"status": r.outcome.status, "notes": r.outcome.notes, "follow_ups": r.outcome.follow_ups},
+            "timestamps": {"requested": r.requested_at, "committed": r.committed_at},
         })
     }
 }
@@ -194,32 +192,8 @@ pub struct ReceiptQuery {
 pub struct ReceiptView {
     /// Log position of the receipt record.
     pub position: u64,
-    /// Receipt id.
-    pub receipt_id: String,
-    /// Task.
-    pub task: String,
-    /// Actor.
-    pub actor: String,
-    /// Approvals.
-    pub approvals: Vec<String>,
-    /// Referenced inputs.
-    pub inputs: ReceiptInputs,
-    /// Policies checked with results.
-    pub policies: Vec<PolicyCheck>,
-    /// Exceptions with justifications.
-    pub exceptions: Vec<ReceiptException>,
-    /// Action.
-    pub action: String,
-    /// Outcome status.
-    pub status: String,
-    /// Outcome notes.
-    pub notes: Option<String>,
-    /// Follow-up tasks.
-    pub follow_ups: Vec<String>,
-    /// When requested.
-    pub requested_at: Option<String>,
-    /// When committed.
-    pub committed_at: String,
+    /// The receipt as validated and stored.
+    pub record: ReceiptRecord,
 }
 
 fn ns(t: &str) -> Option<i64> {
@@ -291,33 +265,16 @@ impl Snapshot<'_> {
                     })
                 });
             if keep {
-                out.push((at, view(entry.position, r)));
+                out.push((at, ReceiptView { position: entry.position, record: r }));
             }
         }
-        out.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.receipt_id.cmp(&b.1.receipt_id)));
+        out.sort_by(|a, b| {
+            b.0.cmp(&a.0).then_with(|| a.1.record.receipt_id.cmp(&b.1.record.receipt_id))
+        });
         let mut out: Vec<ReceiptView> = out.into_iter().map(|(_, v)| v).collect();
         if query.limit > 0 {
             out.truncate(query.limit);
         }
         Ok(out)
-    }
-}
-
-fn view(position: u64, r: ReceiptRecord) -> ReceiptView {
-    ReceiptView {
-        position,
-        receipt_id: r.receipt_id,
-        task: r.task,
-        actor: r.actor,
-        approvals: r.approvals,
-        inputs: r.inputs,
-        policies: r.policies,
-        exceptions: r.exceptions,
-        action: r.action,
-        status: r.outcome.status,
-        notes: r.outcome.notes,
-        follow_ups: r.outcome.follow_ups,
-        requested_at: r.requested_at,
-        committed_at: r.committed_at,
     }
 }

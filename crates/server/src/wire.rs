@@ -1154,10 +1154,11 @@ pub struct ForgottenDto {
 }
 
 impl From<&ctxgraph::Forgotten> for ForgottenDto {
-    fn from(f: &ctxgraph::Forgotten) -> Self {
+    fn from(entry: &ctxgraph::Forgotten) -> Self {
+        let f = &entry.record;
         ForgottenDto {
             forget_id: f.forget_id.clone(),
-            position: f.position,
+            position: entry.position,
             kind: f.kind.as_str().to_owned(),
             target_id: f.target_id.clone(),
             by: f.by.clone(),

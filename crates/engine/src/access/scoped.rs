@@ -343,11 +343,11 @@ impl Scoped<'_, '_> {
             if out.len() >= query.limit {
                 break;
             }
-            if self.node(&NodeKey::new("DecisionReceipt", r.receipt_id.clone()))?.is_none() {
+            if self.node(&NodeKey::new("DecisionReceipt", r.record.receipt_id.clone()))?.is_none() {
                 continue;
             }
             let mut cited_visible = true;
-            for e in &r.inputs.events {
+            for e in &r.record.inputs.events {
                 // A cited event missing from the graph (forgotten, archived) hides nothing.
                 if let Some(n) = self.snap.node(&NodeKey::new("Event", e.clone()))?
                     && !self.may_see(&n)?

@@ -82,10 +82,15 @@ fn a_forgotten_event_leaves_the_store_file_and_stays_forgotten() {
     let audit = snap.forgotten().unwrap();
     assert_eq!(audit.len(), 1);
     assert_eq!(
-        (audit[0].kind, audit[0].target_id.as_str(), audit[0].by.as_str(), audit[0].redacted),
+        (
+            audit[0].record.kind,
+            audit[0].record.target_id.as_str(),
+            audit[0].record.by.as_str(),
+            audit[0].record.redacted
+        ),
         (ForgetKind::Event, "secret-1", "ops", 1)
     );
-    assert_eq!(audit[0].reason.as_deref(), Some("leaked credential"));
+    assert_eq!(audit[0].record.reason.as_deref(), Some("leaked credential"));
     drop(snap);
     assert!(!recall_ids(&engine, SECRET).contains(&"secret-1".to_owned()));
 
@@ -373,8 +378,11 @@ fn a_forgotten_entity_leaves_the_store_file_and_its_events_lose_the_reference() 
     assert!(refs.contains(&"service:postgres".to_owned()) && refs.len() == 3, "{refs:?}");
     let audit = snap.forgotten().unwrap();
     assert_eq!(audit.len(), 1);
-    assert_eq!((audit[0].kind, audit[0].redacted), (ForgetKind::Entity, 7));
-    assert!(audit[0].target_id.starts_with("entity-") && !audit[0].target_id.contains("zorb"));
+    assert_eq!((audit[0].record.kind, audit[0].record.redacted), (ForgetKind::Entity, 7));
+    assert!(
+        audit[0].record.target_id.starts_with("entity-")
+            && !audit[0].record.target_id.contains("zorb")
+    );
     drop(snap);
     assert!(recall_ids(&engine, NAME).iter().all(|id| !id.contains("zorblaxion")));
 

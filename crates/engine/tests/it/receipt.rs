@@ -49,7 +49,14 @@ fn setup() -> (tempfile::TempDir, Engine) {
 }
 
 fn ids(engine: &Engine, q: ReceiptQuery) -> Vec<String> {
-    engine.snapshot().unwrap().receipts(&q).unwrap().into_iter().map(|r| r.receipt_id).collect()
+    engine
+        .snapshot()
+        .unwrap()
+        .receipts(&q)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.record.receipt_id)
+        .collect()
 }
 
 #[test]
