@@ -243,7 +243,8 @@ pub(crate) enum Command {
     /// Candidates come from the vector index, BM25 and entity names in the question (fused by
     /// reciprocal rank), then a walk over the graph weighted by the question's intent (why:
     /// CAUSED_BY; when: FOLLOWS; who/what: REFERENCES, SAME_AS; related: SIMILAR_TO; overview:
-    /// SUMMARIZES), then score = relevance × path weight × confidence × salience.
+    /// SUMMARIZES), then score = relevance × path weight × confidence × salience × focus
+    /// (½ for an event by another actor than the ones the question names).
     Recall(RecallArgs),
     /// Serve the HTTP API and MCP (streamable HTTP at /mcp) over a data directory.
     ///

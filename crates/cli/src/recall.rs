@@ -80,7 +80,7 @@ fn item_json(item: &Item) -> Value {
         "node": node_json(&item.node),
         "score": item.score,
         "factors": {"relevance": f.relevance, "path_weight": f.path_weight,
-            "confidence": f.confidence, "salience": f.salience},
+            "confidence": f.confidence, "salience": f.salience, "focus": f.focus},
         "found_by": item.found_by,
         "seed": key_json(&item.seed),
         "path": item.path.iter().map(step_json).collect::<Vec<_>>(),
@@ -180,11 +180,12 @@ fn print_pack(pack: &ContextPack) -> anyhow::Result<()> {
         }
         writeln!(
             out,
-            "    relevance {:.2} × path {:.2} × confidence {:.2} × salience {:.2}{}",
+            "    relevance {:.2} × path {:.2} × confidence {:.2} × salience {:.2} × focus {:.2}{}",
             f.relevance,
             f.path_weight,
             f.confidence,
             f.salience,
+            f.focus,
             item.provenance
                 .log_position
                 .map(|p| format!("; log position {p}, by {}", item.provenance.created_by))

@@ -94,8 +94,8 @@ pub use memory::{
     RollupOptions, TraversalOptions,
 };
 pub use recall::{
-    ContextPack, Everyone, Factors, Intent, Item, Provenance, RecallParams, RecallQuery, Step,
-    Timings, Unknown, Visibility, classify, content_words,
+    ContextPack, ContextWeights, Everyone, Factors, Intent, Item, Provenance, RecallParams,
+    RecallQuery, Step, Timings, Unknown, Visibility, classify, content_words,
 };
 pub use receipt::{ReceiptQuery, ReceiptView, policy_filter};
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};

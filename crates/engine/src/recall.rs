@@ -1,8 +1,11 @@
 //! Retrieval: `recall(question) -> ContextPack`, the one pipeline behind every read interface.
 //!
 //! 1. **Prefilter.** Three ranked lists: the nearest embeddings (vector index), BM25 over the
-//!    full-text index (the question without stop words), and events that reference an entity
-//!    named in the question. Fused by reciprocal rank fusion (`fuse.rs`) into a relevance in
+//!    full-text index (the question without stop words and without the names of the actors it
+//!    names), re-scored with context support (`context.rs`: a turn gains from the turn before
+//!    and after it), and events that reference an entity named in the question. Actors are
+//!    the named entities of type agent or user. Fused by reciprocal rank fusion (`fuse.rs`)
+//!    into a relevance in
 //!    (0, 1] (the best candidate has 1). The default weights (vector 0.3, BM25 1, entity 0.3)
 //!    and `k` = 10 were measured on conversational evidence retrieval, where the built-in static
 //!    embedding ranks worse than BM25.
@@ -16,17 +19,21 @@
 //!    session, trace, agent, minimum confidence) and the caller's [`Visibility`] is checked
 //!    before a node is used, so nothing filtered out is returned, counted or walked through.
 //!    A node reached by expansion is read (and checked) only when it is expanded or ranked.
-//! 4. **Re-rank.** `score = relevance × path_weight × confidence × salience`, every factor in the
+//! 4. **Re-rank.** `score = relevance × path_weight × confidence × salience × focus`, every
+//!    factor in the
 //!    output: relevance of the candidate itself, or of the seed it was reached from;
 //!    path_weight the product of step weights and decays (1 for a direct hit); confidence the
 //!    least confidence on the path (SAME_AS, RELATED_TO, SIMILAR_TO scores); salience
 //!    `1 − α + α·e^(−t/S)` (retention's decay, weighted by `salience_weight` = α, so recency
-//!    breaks ties without burying old facts). Optional diversity (maximal marginal relevance).
+//!    breaks ties without burying old facts); focus `other_actor` (½) for an event by another
+//!    actor than the ones the question names, else 1. Optional diversity (maximal marginal
+//!    relevance).
 //! 5. **Stitch.** The best `k` items (of the asked labels) with the path that brought each in,
 //!    the edges among them, provenance (log position, acknowledgement time, agent, source) and
 //!    explicit unknowns (a parent that never arrived, a referenced entity that no item explains);
 //!    a token budget keeps the most valuable items that fit.
 
+mod context;
 mod fuse;
 mod intent;
 
@@ -41,6 +48,7 @@ use ctxgraph_store::{GraphReader, LogReader};
 
 use serde_json::Value;
 
+pub use context::ContextWeights;
 pub use intent::{Intent, classify};
 
 use crate::error::Error;
@@ -49,6 +57,8 @@ use crate::snapshot::Snapshot;
 
 /// Entity types looked up for names in a question.
 const ENTITY_TYPES: &[&str] = &["agent", "user", "service", "tool", "resource", "concept"];
+/// Entity types of actors: who does or says something (an event's `agent_id`).
+const ACTOR_TYPES: &[&str] = &["agent", "user"];
 /// Longest name (in words) looked up in a question.
 const MAX_NAME_WORDS: usize = 4;
 
@@ -92,6 +102,10 @@ pub struct RecallParams {
     pub hop_decay: f64,
     /// Weight α of salience in the score (0: ignore age).
     pub salience_weight: f64,
+    /// Context support of the BM25 list (`context.rs`).
+    pub context: ContextWeights,
+    /// Focus of an event by another actor than the ones the question names (1: no focus).
+    pub other_actor: f64,
 }
 
 impl Default for RecallParams {
@@ -107,6 +121,8 @@ impl Default for RecallParams {
             list_weights: [0.3, 1.0, 0.3],
             hop_decay: 0.7,
             salience_weight: 0.2,
+            context: ContextWeights::default(),
+            other_actor: 0.5,
         }
     }
 }
@@ -210,6 +226,8 @@ pub struct Factors {
     pub confidence: f64,
     /// `1 − α + α·e^(−t/S)`.
     pub salience: f64,
+    /// 1, or `other_actor` for an event by another actor than the ones the question names.
+    pub focus: f64,
 }
 
 /// One item of a context pack.
@@ -221,7 +239,8 @@ pub struct Item {
     pub score: f64,
     /// The factors.
     pub factors: Factors,
-    /// The prefilter lists it was found by (`vector`, `bm25`, `entity`), empty if expanded.
+    /// The prefilter lists it was found by (`vector`, `bm25`, `context`, `entity`), empty if
+    /// expanded (`context`: raised into the BM25 list by a neighbouring turn).
     pub found_by: Vec<&'static str>,
     /// The seed the path starts at (itself for a direct hit).
     pub seed: NodeKey,
@@ -446,18 +465,60 @@ impl Snapshot<'_> {
             }
         }
         timings.vector_us = lap(&mut clock);
-        let words = content_words(&query.text);
-        let mut bm25_list = Vec::new();
+        let (entity_list, named) = self.entity_matches(&mut r, &query.text, p)?;
+        // The actors the question names: their events are in focus, and their names, which
+        // occur in nearly every turn they speak, are no evidence for BM25.
+        let actors: BTreeSet<String> = named
+            .iter()
+            .filter_map(|k| k.id.split_once(':'))
+            .filter(|(entity_type, _)| ACTOR_TYPES.contains(entity_type))
+            .map(|(_, name)| name.to_owned())
+            .collect();
+        timings.entity_us = lap(&mut clock);
+        let actor_words: BTreeSet<String> = actors.iter().flat_map(|a| content_words(a)).collect();
+        let words: Vec<String> =
+            content_words(&query.text).into_iter().filter(|w| !actor_words.contains(w)).collect();
+        let mut bm25_hits = Vec::new();
         if !words.is_empty() {
-            for (key, _) in self.search_keys(&words.join(" "), p.prefilter)? {
+            for (key, score) in self.search_keys(&words.join(" "), p.prefilter)? {
                 if r.admissible(&key)?.is_some() {
-                    bm25_list.push(key);
+                    bm25_hits.push((key, score));
                 }
             }
         }
+        let mut bm25_list = Vec::new();
+        let mut context_list = Vec::new();
+        if p.context.is_off() {
+            bm25_list = bm25_hits.into_iter().map(|(k, _)| k).collect();
+        } else {
+            let supported = context::support(&bm25_hits, p.context, |i| {
+                let key = &bm25_hits[i].0;
+                if key.label != "Event" {
+                    return Ok(context::Neighbours::none());
+                }
+                let mut one = |direction| -> Result<Option<NodeKey>, Error> {
+                    for edge in self.edges(key, Some("FOLLOWS"), direction)? {
+                        let other =
+                            if direction == Direction::Out { edge.key.to } else { edge.key.from };
+                        if r.admissible(&other)?.is_some() {
+                            return Ok(Some(other));
+                        }
+                    }
+                    Ok(None)
+                };
+                Ok::<_, Error>(context::Neighbours {
+                    prev: one(Direction::Out)?,
+                    next: one(Direction::In)?,
+                })
+            })?;
+            for (key, _, by_context) in supported.into_iter().take(p.prefilter) {
+                if by_context {
+                    context_list.push(key.clone());
+                }
+                bm25_list.push(key);
+            }
+        }
         timings.bm25_us = lap(&mut clock);
-        let (entity_list, named) = self.entity_matches(&mut r, &query.text, p)?;
-        timings.entity_us = lap(&mut clock);
         let fused = fuse::rrf(
             &[vector_list.clone(), bm25_list.clone(), entity_list.clone()],
             &p.list_weights,
@@ -472,7 +533,11 @@ impl Snapshot<'_> {
                 [("vector", &vector_list), ("bm25", &bm25_list), ("entity", &entity_list)]
             {
                 if list.contains(key) {
-                    found_by.push(name);
+                    found_by.push(if name == "bm25" && context_list.contains(key) {
+                        "context"
+                    } else {
+                        name
+                    });
                 }
             }
             cands.insert(key.clone(), Cand::direct(node, score / top, found_by));
@@ -587,7 +652,8 @@ impl Snapshot<'_> {
             }
             let Some(node) = c.node else { continue };
             let sal = salience_factor(&node, as_of, p.salience_weight);
-            let score = c.relevance * c.path_weight * c.confidence * sal;
+            let focus = focus_factor(&node, &actors, p.other_actor);
+            let score = c.relevance * c.path_weight * c.confidence * sal * focus;
             best.push(Reverse(Score(score)));
             if best.len() > want {
                 best.pop();
@@ -599,6 +665,7 @@ impl Snapshot<'_> {
                     path_weight: c.path_weight,
                     confidence: c.confidence,
                     salience: sal,
+                    focus,
                 },
                 found_by: c.found_by,
                 seed: c.seed,
@@ -834,6 +901,16 @@ fn edge_confidence(edge: &Edge) -> f64 {
         .iter()
         .find_map(|p| edge.props.get(*p).and_then(Value::as_f64))
         .unwrap_or(1.0)
+}
+
+/// `other_actor` for an event whose agent is not among the `actors` the question names; 1 when
+/// it names none, and for every other node.
+fn focus_factor(node: &Node, actors: &BTreeSet<String>, other_actor: f64) -> f64 {
+    if actors.is_empty() || node.key.label != "Event" {
+        return 1.0;
+    }
+    let agent = node.props.get("agent_id").and_then(Value::as_str).map(normalize_name);
+    if agent.is_some_and(|a| actors.contains(&a)) { 1.0 } else { other_actor }
 }
 
 fn salience_factor(node: &Node, as_of: Option<DateTime<FixedOffset>>, alpha: f64) -> f64 {

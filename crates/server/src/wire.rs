@@ -501,7 +501,9 @@ pub struct PackItem {
     pub confidence: f64,
     /// Salience after decay.
     pub salience: f64,
-    /// Which prefilters found the seed (`vector`, `bm25`, `entity`).
+    /// 1, or less for an event by another actor than the ones the question names.
+    pub focus: f64,
+    /// Which prefilters found the seed (`vector`, `bm25`, `context`, `entity`).
     pub found_by: Vec<String>,
     /// The seed the item was reached from.
     pub seed: KeyDto,
@@ -531,6 +533,7 @@ impl From<&Item> for PackItem {
             path_weight: i.factors.path_weight,
             confidence: i.factors.confidence,
             salience: i.factors.salience,
+            focus: i.factors.focus,
             found_by: i.found_by.iter().map(|s| (*s).to_owned()).collect(),
             seed: (&i.seed).into(),
             path: i

@@ -63,7 +63,10 @@ fn recall_explains_each_item_and_checks_its_flags() {
     let out = d.cmd(&["recall", "why did send_email fail", "--k", "8"]).assert().success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(text.contains("intent why, classified"), "{text}");
-    assert!(text.contains("relevance ") && text.contains(" × salience "), "{text}");
+    assert!(
+        text.contains("relevance ") && text.contains(" × salience ") && text.contains(" × focus "),
+        "{text}"
+    );
     let pack =
         json(&d, &["--json", "recall", "what touched mail-relay", "--intent", "who", "--k", "5"]);
     assert_eq!(pack["intent"], "who_what");
@@ -72,7 +75,7 @@ fn recall_explains_each_item_and_checks_its_flags() {
     assert_eq!(items.len(), 5);
     for item in items {
         let f = &item["factors"];
-        let product = ["relevance", "path_weight", "confidence", "salience"]
+        let product = ["relevance", "path_weight", "confidence", "salience", "focus"]
             .iter()
             .map(|k| f[*k].as_f64().unwrap())
             .product::<f64>();

@@ -51,7 +51,7 @@ fn a_why_question_brings_in_the_cause_through_caused_by() {
     }
     for item in &pack.items {
         let f = item.factors;
-        let product = f.relevance * f.path_weight * f.confidence * f.salience;
+        let product = f.relevance * f.path_weight * f.confidence * f.salience * f.focus;
         assert!((item.score - product).abs() < 1e-9, "the score is the product of its factors");
         if item.node.key.label == "Event" {
             assert!(item.provenance.log_position.is_some());
@@ -206,4 +206,81 @@ fn tags_and_location_constrain_events() {
     assert_eq!(ids(&q), BTreeSet::from(["a".to_owned(), "b".to_owned(), "d".to_owned()]));
     q.tags = vec!["prod".into()];
     assert_eq!(ids(&q), BTreeSet::from(["b".to_owned()]));
+}
+
+/// A small chat imported through the message format: ids `s1:1`, `s1:2`, … in session order.
+fn chat(lines: &[(&str, &str, &str)]) -> (tempfile::TempDir, Engine) {
+    let (dir, mut e) = engine();
+    let jsonl: String = lines
+        .iter()
+        .enumerate()
+        .map(|(i, (session, speaker, text))| {
+            format!(
+                "{}\n",
+                json!({"speaker": speaker, "text": text, "session": session,
+                    "conversation": "c", "timestamp": format!("2024-01-10T09:{i:02}:00Z")})
+            )
+        })
+        .collect();
+    let batch = ctxgraph::parse_messages(jsonl.as_bytes(), &ctxgraph::Limits::default());
+    let report = e.import(&batch, &IngestOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(report.progress.rejected, 0);
+    e.enrich(&mut |_, _| {}).unwrap();
+    e.consolidate().unwrap();
+    (dir, e)
+}
+
+fn rank_of(pack: &ctxgraph::ContextPack, id: &str) -> Option<usize> {
+    pack.items.iter().position(|i| i.node.key.id == id)
+}
+
+#[test]
+fn a_reply_with_none_of_the_question_words_is_found_through_the_turn_it_answers() {
+    let (_dir, e) = chat(&[
+        ("s1", "alice", "What instrument have you been practising lately?"),
+        ("s1", "bob", "The cello, every evening after dinner."),
+        ("s1", "alice", "Lovely. The weather turned cold here."),
+        ("s2", "bob", "My sister visited and we baked bread together."),
+        ("s2", "alice", "Nice, fresh bread is the best."),
+    ]);
+    let mut q = RecallQuery::new("which instrument has been practised");
+    q.k = 3;
+    q.labels = Some(vec!["Event".into()]);
+    q.params.list_weights = [0.0, 1.0, 0.0];
+    q.params.expansions = 0;
+    let pack = e.recall(&q).unwrap();
+    let reply = pack.items.iter().find(|i| i.node.key.id == "s1:2").expect("the reply is found");
+    assert!(reply.found_by.contains(&"context") && !reply.found_by.contains(&"bm25"));
+    assert_eq!(rank_of(&pack, "s1:1"), Some(0), "the asking turn stays first");
+
+    q.params.context = ctxgraph::ContextWeights { next: 0.0, prev: 0.0, top: 10 };
+    let pack = e.recall(&q).unwrap();
+    assert_eq!(rank_of(&pack, "s1:2"), None, "without context support BM25 cannot find it");
+}
+
+#[test]
+fn events_of_the_actor_a_question_names_come_first() {
+    let (_dir, e) = chat(&[
+        ("s1", "alice", "I adopted a grey kitten named Pebble."),
+        ("s2", "bob", "I adopted a grey kitten named Pebble."),
+        ("s3", "alice", "Work has been busy this month."),
+        ("s3", "bob", "Same here, lots of meetings."),
+    ]);
+    let mut q = RecallQuery::new("Which kitten did Bob adopt?");
+    q.labels = Some(vec!["Event".into()]);
+    let pack = e.recall(&q).unwrap();
+    let bob = rank_of(&pack, "s2:1").expect("bob's turn is found");
+    let alice = rank_of(&pack, "s1:1").expect("alice's turn is found");
+    assert!(bob < alice, "the named speaker's turn ranks first: {bob} vs {alice}");
+    assert_eq!(pack.items[bob].factors.focus, 1.0);
+    assert_eq!(pack.items[alice].factors.focus, q.params.other_actor);
+    for item in &pack.items {
+        let f = item.factors;
+        let product = f.relevance * f.path_weight * f.confidence * f.salience * f.focus;
+        assert!((item.score - product).abs() < 1e-9, "the score is the product of its factors");
+    }
+
+    q.text = "Which kitten was adopted?".into();
+    let pack = e.recall(&q).unwrap();
+    assert!(pack.items.iter().all(|i| i.factors.focus == 1.0), "no actor named, no focus");
 }
