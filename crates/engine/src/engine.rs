@@ -257,7 +257,8 @@ impl Engine {
                 | RecordBody::Edge(_)
                 | RecordBody::Schema(_)
                 | RecordBody::Fact(_)
-                | RecordBody::Document(_) => {}
+                | RecordBody::Document(_)
+                | RecordBody::Access(_) => {}
             }
             match w.append(record, &recorded_at) {
                 Ok(Appended::New(position)) => {
