@@ -102,3 +102,50 @@ fn accesses_to_a_forgotten_event_are_ignored() {
     engine.reproject(&mut |_, _| {}).unwrap();
     assert_eq!(dump(&engine), live);
 }
+
+#[test]
+fn recall_notes_its_events_and_one_flush_writes_them() {
+    let (dir, mut engine) = engine();
+    let events = valid(
+        &engine,
+        &[event("e1", 0, "orders database timeout"), event("e2", 1, "refund issued to customer")],
+    );
+    engine.ingest_batch(&events, Projection::Inline, true).unwrap();
+    engine.enrich(&mut |_, _| {}).unwrap();
+    // Nothing pending: nothing written.
+    let head = engine.snapshot().unwrap().checkpoints().unwrap();
+    assert_eq!(engine.flush_access().unwrap(), 0);
+    assert_eq!(engine.snapshot().unwrap().checkpoints().unwrap(), head);
+
+    let query = ctxgraph::RecallQuery::new("orders database timeout");
+    let pack = engine.recall(&query).unwrap();
+    assert!(pack.items.iter().any(|i| i.node.key.id == "e1"), "{:?}", pack.items);
+    engine.recall(&query).unwrap();
+    // A second engine on the same store, sharing the tracker, notes into it too.
+    let mut reader = ctxgraph::Engine::open(
+        &dir.path().join("t.ctxg"),
+        ctxgraph::OpenMode::MustExist,
+        ctxgraph::EngineOptions::default(),
+    )
+    .unwrap();
+    reader.set_access_tracker(std::sync::Arc::clone(engine.access_tracker()));
+    reader.recall(&query).unwrap();
+    let returned: usize = pack.items.iter().filter(|i| i.node.key.label == "Event").count();
+    assert_eq!(engine.access_tracker().pending(), returned);
+    assert_eq!(accessed(&engine, "e1"), (None, None), "a recall writes nothing");
+
+    assert_eq!(engine.flush_access().unwrap(), returned);
+    assert_eq!(engine.access_tracker().pending(), 0);
+    let (count, last) = accessed(&engine, "e1");
+    assert_eq!(count, Some(3));
+    assert!(last.is_some());
+    let log = engine.snapshot().unwrap().log(1, 100).unwrap();
+    assert_eq!(log.iter().filter(|e| e.kind == ctxgraph::RecordKind::Access).count(), 1);
+    // The reader sees the flushed counts.
+    assert_eq!(accessed(&reader, "e1").0, Some(3));
+    let rebuilt = {
+        engine.reproject(&mut |_, _| {}).unwrap();
+        accessed(&engine, "e1")
+    };
+    assert_eq!(rebuilt, (count, last));
+}
