@@ -12,16 +12,22 @@ use crate::output::{
 };
 
 pub(crate) fn run(cli: &Cli, args: &RecallArgs) -> anyhow::Result<Outcome> {
-    let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let query = query(args)?;
     let who = crate::access::principal(cli)?;
     let vector =
         if query.text.trim().is_empty() { Vec::new() } else { engine.embed_query(&query.text)? };
     let pack = engine.snapshot()?.scoped(&who).recall(&query, &vector, engine.options().search)?;
+    engine.access_tracker().note_pack(&pack);
     if cli.json {
         print_json(&pack_json(&pack))?;
     } else {
         print_pack(&pack)?;
+    }
+    // The answer is out: counting the reads towards salience is secondary, so a failed write
+    // (a read-only file, a busy writer) is only reported.
+    if let Err(e) = engine.flush_access() {
+        eprintln!("warning: the reads of this recall were not recorded (access_count): {e}");
     }
     Ok(if pack.items.is_empty() { Outcome::NotFound } else { Outcome::Done })
 }

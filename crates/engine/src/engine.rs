@@ -15,6 +15,7 @@ use ctxgraph_store::{
     StoreError,
 };
 
+use crate::access_tracker::AccessTracker;
 use crate::consolidate::ConsolidateOptions;
 use crate::enrich::EmbedderChoice;
 use crate::error::Error;
@@ -72,6 +73,8 @@ pub struct Engine {
     pub(crate) embedder: OnceLock<Arc<dyn Embedder>>,
     /// Index parts read so far, shared by snapshots.
     pub(crate) caches: Caches,
+    /// Events recalls returned, waiting for [`Engine::flush_access`].
+    pub(crate) access: Arc<AccessTracker>,
 }
 
 /// Index parts read so far, kept for the engine's life and shared by its snapshots, so that
@@ -110,7 +113,14 @@ impl Engine {
         {
             return Err(Error::EmbeddingModel { stored, configured });
         }
-        Ok(Engine { store, schema, options, embedder: OnceLock::new(), caches: Caches::default() })
+        Ok(Engine {
+            store,
+            schema,
+            options,
+            embedder: OnceLock::new(),
+            caches: Caches::default(),
+            access: Arc::new(AccessTracker::default()),
+        })
     }
 
     /// The effective schema.
@@ -257,7 +267,8 @@ impl Engine {
                 | RecordBody::Edge(_)
                 | RecordBody::Schema(_)
                 | RecordBody::Fact(_)
-                | RecordBody::Document(_) => {}
+                | RecordBody::Document(_)
+                | RecordBody::Access(_) => {}
             }
             match w.append(record, &recorded_at) {
                 Ok(Appended::New(position)) => {

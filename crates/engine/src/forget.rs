@@ -488,7 +488,8 @@ fn memory_records(
                 | RecordBody::FactRetraction(_)
                 | RecordBody::Document(_)
                 | RecordBody::Forget(_)
-                | RecordBody::Receipt(_) => false,
+                | RecordBody::Receipt(_)
+                | RecordBody::Access(_) => false,
             };
             if names {
                 records.push(entry);

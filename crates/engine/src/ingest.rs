@@ -214,7 +214,8 @@ fn classify(schema: &mut Schema, limits: &Limits, raw: RawLine) -> Item {
             | RecordBody::Document(_)
             | RecordBody::Forget(_)
             | RecordBody::Redacted(_)
-            | RecordBody::Receipt(_) => (None, None),
+            | RecordBody::Receipt(_)
+            | RecordBody::Access(_) => (None, None),
         },
         // A module already in force: re-ingesting it (a backup, say) is a duplicate, not an error.
         Err(e) if e.code() == "schema.duplicate_module" => (schema_source(text), None),

@@ -164,7 +164,8 @@ pub struct DocumentOutcome {
     pub mentions: usize,
 }
 
-fn now() -> String {
+/// Now, as records store times: RFC 3339 UTC with milliseconds.
+pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -520,7 +521,8 @@ impl Engine {
         })
     }
 
-    fn append_one(
+    /// Append one record (projected inline) and report its outcome.
+    pub(crate) fn append_one(
         &mut self,
         record: &ctxgraph_ontology::ValidRecord,
     ) -> Result<IngestOutcome, Error> {

@@ -22,6 +22,8 @@
 //!   queries by task, actor, time window and policy result.
 //! - Forgetting: [`Engine::forget`] removes an event, a session or a memory from the stored
 //!   data and leaves a forget record; [`Snapshot::forgotten`] is the audit.
+//! - Access tracking: [`Engine::recall`] notes the events it returns in an [`AccessTracker`];
+//!   [`Engine::flush_access`] writes them as one `access` record that feeds salience.
 //! - [`Engine::snapshot`] gives a [`Snapshot`] for consistent reads.
 //!
 //! ```no_run
@@ -41,6 +43,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+mod access_tracker;
 mod consolidate;
 mod conversation;
 mod engine;
@@ -60,6 +63,7 @@ mod text_index;
 mod vector_index;
 
 pub use access::{Principal, Principals, Scoped};
+pub use access_tracker::{AccessNote, AccessTracker, DEFAULT_ACCESS_CAPACITY, FLUSH_ACCESS_AT};
 pub use consolidate::{ConsolidateOptions, ConsolidateReport};
 pub use conversation::{
     Extracted, ImportBatch, LocomoConversation, LocomoError, LocomoQuestion, MAX_EXTRACTED,

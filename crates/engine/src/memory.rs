@@ -344,7 +344,8 @@ pub(crate) fn missing_memories(
         | RecordBody::Document(_)
         | RecordBody::Forget(_)
         | RecordBody::Redacted(_)
-        | RecordBody::Receipt(_) => Vec::new(),
+        | RecordBody::Receipt(_)
+        | RecordBody::Access(_) => Vec::new(),
     };
     let mut violations = Vec::new();
     for (path, id) in named {

@@ -937,11 +937,15 @@ fn tokens(node: &Node) -> usize {
 
 impl crate::Engine {
     /// Recall: the context pack for a question, for a caller who may see everything.
+    ///
+    /// The events returned are noted in the engine's [`crate::AccessTracker`] (in memory); they
+    /// count towards salience once [`crate::Engine::flush_access`] writes them.
     pub fn recall(&self, query: &RecallQuery) -> Result<ContextPack, Error> {
         self.recall_as(query, &Everyone)
     }
 
-    /// Recall as a caller who may see only what `who` allows.
+    /// Recall as a caller who may see only what `who` allows; notes the events returned like
+    /// [`crate::Engine::recall`].
     pub fn recall_as(
         &self,
         query: &RecallQuery,
@@ -956,6 +960,7 @@ impl crate::Engine {
         let embed_us = lap(&mut clock);
         let mut pack = self.snapshot()?.recall_with(query, &vector, who, self.options().search)?;
         pack.timings.embed_us = embed_us;
+        self.access.note_pack(&pack);
         Ok(pack)
     }
 }

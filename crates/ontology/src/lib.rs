@@ -35,15 +35,16 @@ pub use record::slots::{
     SlotSpec, SpecRelation, TypeRecord, checklist_from_file, joined_id,
 };
 pub use record::{
-    AUDIENCE_KINDS, DEFAULT_CONFIDENCE, DEFAULT_ROLE, DocumentMention, DocumentRecord, EdgeRecord,
-    EntityDecision, EntityDecisionRecord, EntityRef, EntityUse, EventRecord, FactObject,
-    FactRecord, FactRetractionRecord, ForgetKind, ForgetRecord, MAX_REASON_BYTES,
-    MAX_RECEIPT_ITEMS, MAX_RECEIPT_TEXT_BYTES, MAX_URL_BYTES, MemoryLinkRecord,
-    MemoryLinkVoteRecord, MemoryOutcomeRecord, MemoryRecord, PolicyCheck, ReceiptException,
-    ReceiptInputs, ReceiptOutcome, ReceiptRecord, RecordBody, RecordKind, ResolvedEntity,
-    SchemaRecord, Scope, SlotsRecord, Tombstone, ValidRecord, canonical_predicate, content_hash,
-    document_id, entity_digest, entity_use, fact_id, normalize_time, part_id, redacted_id,
-    validate, validate_stored, validate_value,
+    AUDIENCE_KINDS, AccessEntry, AccessRecord, DEFAULT_CONFIDENCE, DEFAULT_ROLE, DocumentMention,
+    DocumentRecord, EdgeRecord, EntityDecision, EntityDecisionRecord, EntityRef, EntityUse,
+    EventRecord, FactObject, FactRecord, FactRetractionRecord, ForgetKind, ForgetRecord,
+    MAX_ACCESS_COUNT, MAX_ACCESS_EVENTS, MAX_REASON_BYTES, MAX_RECEIPT_ITEMS,
+    MAX_RECEIPT_TEXT_BYTES, MAX_URL_BYTES, MemoryLinkRecord, MemoryLinkVoteRecord,
+    MemoryOutcomeRecord, MemoryRecord, PolicyCheck, ReceiptException, ReceiptInputs,
+    ReceiptOutcome, ReceiptRecord, RecordBody, RecordKind, ResolvedEntity, SchemaRecord, Scope,
+    SlotsRecord, Tombstone, ValidRecord, canonical_predicate, content_hash, document_id,
+    entity_digest, entity_use, fact_id, normalize_time, part_id, redacted_id, validate,
+    validate_stored, validate_value,
 };
 pub use schema::{
     BUILTIN_MODULES, CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef,

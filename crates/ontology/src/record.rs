@@ -16,6 +16,7 @@
 //! - a decision **receipt** (seed 004; `receipt.rs`);
 //! - a **forget** record, the trace of a redaction (`forget.rs`); a redacted record's stored body
 //!   is a tombstone, which only [`validate_stored`] decodes.
+//! - an **access** record, a batch of reads of events that feeds salience (`access.rs`).
 //!
 //! Validation parses untrusted JSON and reports every violation at once. Only validation constructs
 //! a [`ValidRecord`]; its canonical JSON (sorted keys, aliases resolved) is what the log stores and
@@ -39,8 +40,11 @@ mod fact;
 mod scope;
 
 pub use scope::{AUDIENCE_KINDS, Scope};
+mod access;
 mod forget;
 mod receipt;
+
+pub use access::{AccessEntry, AccessRecord, MAX_ACCESS_COUNT, MAX_ACCESS_EVENTS};
 
 pub use receipt::{
     MAX_RECEIPT_ITEMS, MAX_RECEIPT_TEXT_BYTES, PolicyCheck, ReceiptException, ReceiptInputs,
@@ -99,6 +103,8 @@ pub enum RecordKind {
     Forget,
     /// A decision receipt.
     Receipt,
+    /// A batch of reads of events.
+    Access,
 }
 
 impl RecordKind {
@@ -123,6 +129,7 @@ impl RecordKind {
             RecordKind::Document => "document",
             RecordKind::Forget => "forget",
             RecordKind::Receipt => "receipt",
+            RecordKind::Access => "access",
         }
     }
 
@@ -147,6 +154,7 @@ impl RecordKind {
             "document" => Some(RecordKind::Document),
             "forget" => Some(RecordKind::Forget),
             "receipt" => Some(RecordKind::Receipt),
+            "access" => Some(RecordKind::Access),
             _ => None,
         }
     }
@@ -313,6 +321,8 @@ pub enum RecordBody {
     Redacted(Tombstone),
     /// A decision receipt.
     Receipt(ReceiptRecord),
+    /// A batch of reads of events.
+    Access(AccessRecord),
 }
 
 /// A record that passed validation. Only this module constructs one.
@@ -352,6 +362,7 @@ impl ValidRecord {
             RecordBody::Forget(_) => RecordKind::Forget,
             RecordBody::Redacted(t) => t.kind,
             RecordBody::Receipt(_) => RecordKind::Receipt,
+            RecordBody::Access(_) => RecordKind::Access,
         }
     }
 
@@ -373,6 +384,7 @@ impl ValidRecord {
             RecordBody::Forget(f) => &f.forget_id,
             RecordBody::Redacted(t) => &t.id,
             RecordBody::Receipt(r) => &r.receipt_id,
+            RecordBody::Access(a) => &a.access_id,
         }
     }
 
@@ -481,6 +493,7 @@ pub fn validate_value(
         Some(Value::String(t)) if t == "document" => v.document(&obj).map(RecordBody::Document),
         Some(Value::String(t)) if t == "forget" => v.forget(&obj).map(RecordBody::Forget),
         Some(Value::String(t)) if t == "receipt" => v.receipt(&obj).map(RecordBody::Receipt),
+        Some(Value::String(t)) if t == "access" => v.access(&obj).map(RecordBody::Access),
         Some(Value::String(t)) if t == "schema" => {
             v.unknown_fields(&obj, SCHEMA_FIELDS, "$");
             let module = v.string(&obj, "module", "$.module", true).map(str::to_owned);
@@ -509,7 +522,7 @@ pub fn validate_value(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
-                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\", \"goal\", \"fact\", \"fact_retraction\", \"document\", \"forget\" or \"receipt\"",
+                "must be \"event\" (the default), \"edge\", \"schema\", \"entity_decision\", \"memory\", \"memory_outcome\", \"memory_link\", \"memory_link_vote\", \"type\", \"instance_of\", \"slot\", \"checklist\", \"goal\", \"fact\", \"fact_retraction\", \"document\", \"forget\", \"receipt\" or \"access\"",
             ));
             None
         }
@@ -1179,6 +1192,7 @@ fn canonical_json(body: &RecordBody) -> String {
         RecordBody::Document(d) => document::canonical_document(d),
         RecordBody::Forget(f) => forget::forget_json(f),
         RecordBody::Receipt(r) => receipt::receipt_json(r),
+        RecordBody::Access(a) => access::access_json(a),
         RecordBody::Redacted(t) => return t.to_json(),
     };
     value.to_string()

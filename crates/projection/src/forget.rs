@@ -48,7 +48,7 @@ pub(crate) fn project_forget(w: &mut Writer<'_>, f: &ForgetRecord) -> Result<(),
 }
 
 /// Nanoseconds of a stored timestamp; stored timestamps were validated on the way in.
-fn instant(s: &str) -> i64 {
+pub(crate) fn instant(s: &str) -> i64 {
     chrono::DateTime::parse_from_rfc3339(s).ok().and_then(|d| d.timestamp_nanos_opt()).unwrap_or(0)
 }
 

@@ -23,20 +23,24 @@
 //! Facts, fact retractions and documents are projected by `knowledge.rs` (its module docs give
 //! the write-back policy: noisy-or confidence, accumulated sources, contradictions kept).
 //! A decision receipt becomes its node and typed edges (`receipt.rs`).
+//! An access record (a batch of reads) adds to its events' `access_count` and moves their
+//! `last_accessed_at` forward (`access.rs`).
 //! A forget record removes what remains of its target (`forget.rs`); a redacted record (a
 //! tombstone) projects to nothing.
 //!
 //! # Determinism
 //! The graph after any arrival order of a set of records equals the graph after in-order arrival,
 //! except `global_position`, which is the arrival order itself. Every derived value is a
-//! commutative function of the records: minima, maxima, counts and the session order. An entity's
-//! display `name` is the spelling of its earliest mention (ties: the smallest spelling).
+//! commutative function of the records: minima, maxima, counts, sums (an event's accesses) and
+//! the session order. An entity's display `name` is the spelling of its earliest mention (ties:
+//! the smallest spelling).
 //! Entity decisions are the one exception besides `global_position`: the last in log order wins,
 //! because a person's change of mind is ordered by when it was written.
 //! The crate's `clippy.toml` forbids clocks and hash-ordered collections.
 
 #![warn(missing_docs)]
 
+mod access;
 mod decision;
 mod enrich;
 mod event;
@@ -134,6 +138,7 @@ pub fn project(
         RecordBody::Document(d) => knowledge::project_document(&mut w, d)?,
         RecordBody::Forget(f) => forget::project_forget(&mut w, f)?,
         RecordBody::Receipt(r) => receipt::project_receipt(&mut w, position, r)?,
+        RecordBody::Access(a) => access::project_access(&mut w, a)?,
         // A redacted record says nothing any more; its forget record removes what it said.
         RecordBody::Redacted(_) => {}
         // A schema module changes what later records may say, not the graph.

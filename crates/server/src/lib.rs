@@ -33,20 +33,23 @@ pub use service::{MAX_BATCH, Service};
 #[cfg(feature = "net")]
 /// Serve the HTTP API (and `/mcp`) on `listener` until `shutdown` completes, then stop accepting
 /// connections and finish the requests in flight: every write acknowledged is committed before
-/// its response is sent, so nothing acknowledged is lost.
+/// its response is sent, so nothing acknowledged is lost. Pending access notes are flushed last.
 pub async fn serve(
     service: Service,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let token = tokio_util::sync::CancellationToken::new();
-    let app = http::router(service, token.clone());
-    axum::serve(listener, app)
+    let app = http::router(service.clone(), token.clone());
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;
             token.cancel();
         })
-        .await
+        .await;
+    // Reads noted since the last flush would otherwise be lost with the process.
+    service.flush_access().await;
+    served
 }
 
 #[cfg(feature = "net")]
@@ -79,7 +82,9 @@ pub async fn serve_stdio(
     principal: ctxgraph::Principal,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     use rmcp::ServiceExt;
-    let running = mcp::Tools::new(service, Some(principal)).serve(rmcp::transport::stdio()).await?;
+    let running =
+        mcp::Tools::new(service.clone(), Some(principal)).serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
+    service.flush_access().await;
     Ok(())
 }

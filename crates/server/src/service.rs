@@ -16,6 +16,13 @@
 //! module changes how records validate and read, so readers opened before one was written are
 //! dropped rather than reused.
 //!
+//! # Access tracking
+//! A tenant's engines share one [`AccessTracker`]: recalls note the events they return there
+//! (in memory), and the writer writes the pending notes as an `access` record with the next
+//! write, after a read once [`FLUSH_ACCESS_AT`] events are pending and the writer is free, and
+//! when the tenant is dropped or [`Service::flush_access`] runs (at shutdown). A failed flush
+//! keeps the notes for the next one and never fails the request that triggered it.
+//!
 //! # Adding an operation
 //! One `pub async fn` here taking `&Principal` and a request type from [`crate::wire`], one
 //! route in [`crate::http`], one tool in [`crate::mcp`].
@@ -23,13 +30,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Instant, SystemTime};
 
 use ctxgraph::{
-    Engine, EngineOptions, EntityInput, FactInput, IngestOutcome, Intent, MemorySearchOptions,
-    NodeKey, ObjectInput, OpenMode, Principal, Principals, Projection, RecallQuery, RecordKind,
-    Resolution, RollupOptions, TraversalOptions, ValidRecord,
+    AccessTracker, Engine, EngineOptions, EntityInput, FLUSH_ACCESS_AT, FactInput, IngestOutcome,
+    Intent, MemorySearchOptions, NodeKey, ObjectInput, OpenMode, Principal, Principals, Projection,
+    RecallQuery, RecordKind, Resolution, RollupOptions, TraversalOptions, ValidRecord,
 };
 use serde_json::{Map, Value};
 
@@ -94,6 +101,8 @@ struct Tenant {
     reader_freed: std::sync::Condvar,
     /// Bumped when a schema module is written; readers of an older generation are dropped.
     generation: AtomicU64,
+    /// The events recalls returned, shared by the writer and every reader.
+    access: Arc<AccessTracker>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -123,6 +132,7 @@ impl Tenant {
             })?;
         }
         let writer = Engine::open(&path, OpenMode::CreateIfMissing, options.clone())?;
+        let access = Arc::clone(writer.access_tracker());
         Ok(Tenant {
             name: name.to_owned(),
             path,
@@ -131,6 +141,7 @@ impl Tenant {
             readers: Mutex::new(ReaderPool::default()),
             reader_freed: std::sync::Condvar::new(),
             generation: AtomicU64::new(0),
+            access,
         })
     }
 
@@ -160,7 +171,10 @@ impl Tenant {
         let engine = match idle {
             Some(e) => e,
             None => match Engine::open(&self.path, OpenMode::MustExist, self.options.clone()) {
-                Ok(e) => e,
+                Ok(mut e) => {
+                    e.set_access_tracker(Arc::clone(&self.access));
+                    e
+                }
                 Err(e) => {
                     lock(&self.readers).open -= 1;
                     self.reader_freed.notify_one();
@@ -179,7 +193,23 @@ impl Tenant {
         }
         drop(pool);
         self.reader_freed.notify_one();
+        self.flush_access_if_due();
         out
+    }
+
+    /// Flush pending accesses once [`FLUSH_ACCESS_AT`] events are pending, if the writer is
+    /// free: a busy writer flushes them with its current write, and a read never waits for it.
+    fn flush_access_if_due(&self) {
+        if self.access.pending() < FLUSH_ACCESS_AT {
+            return;
+        }
+        let mut w = match self.writer.try_lock() {
+            Ok(w) => w,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        // A failed flush keeps its notes for the next one.
+        let _ = w.flush_access();
     }
 
     /// Run `f` on the writer, then enrich what it wrote; returns the projection and enrichment
@@ -189,7 +219,10 @@ impl Tenant {
         f: impl FnOnce(&mut Engine) -> Result<T, ServiceError>,
     ) -> Result<(T, (u64, u64)), ServiceError> {
         let mut w = lock(&self.writer);
-        let out = f(&mut w)?;
+        let out = f(&mut w);
+        // A failed flush keeps its notes for the next write; it does not fail this one.
+        let _ = w.flush_access();
+        let out = out?;
         enrich_behind(&mut w);
         let lags = w
             .snapshot()
@@ -197,6 +230,13 @@ impl Tenant {
             .map(|c| (c.projection_lag(), c.enrichment_lag()))
             .unwrap_or((0, 0));
         Ok((out, lags))
+    }
+}
+
+impl Drop for Tenant {
+    fn drop(&mut self) {
+        let w = self.writer.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let _ = w.flush_access();
     }
 }
 
@@ -434,6 +474,17 @@ impl Service {
         Ok(t)
     }
 
+    /// Write the accesses pending in every open tenant (at shutdown); returns how many events
+    /// were written. A tenant whose flush fails keeps its notes and does not stop the others.
+    pub async fn flush_access(&self) -> usize {
+        let tenants: Vec<Arc<Tenant>> = lock(&self.inner.tenants).values().cloned().collect();
+        blocking(move || {
+            Ok(tenants.iter().map(|t| lock(&t.writer).flush_access().unwrap_or(0)).sum())
+        })
+        .await
+        .unwrap_or(0)
+    }
+
     /// Run a read for `who` on a reader of its tenant.
     async fn read<T: Send + 'static>(
         &self,
@@ -640,6 +691,7 @@ impl Service {
             let vector = embed(e, &q.text)?;
             let snap = e.snapshot()?;
             let pack = snap.scoped(who).recall(&q, &vector, e.options().search)?;
+            e.access_tracker().note_pack(&pack);
             metrics.recall_seconds(started.elapsed().as_secs_f64());
             Ok(ContextPackDto::from(&pack))
         })
@@ -1049,5 +1101,60 @@ impl Service {
             Ok(PrincipalList { principals })
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tenant() -> (tempfile::TempDir, Tenant) {
+        let dir = tempfile::TempDir::new().unwrap();
+        let t = Tenant::open("t", dir.path().join("t.ctxg"), EngineOptions::default()).unwrap();
+        (dir, t)
+    }
+
+    fn access_records(t: &Tenant) -> usize {
+        let w = lock(&t.writer);
+        let log = w.snapshot().unwrap().log(1, 1_000).unwrap();
+        log.iter().filter(|e| e.kind == RecordKind::Access).count()
+    }
+
+    #[test]
+    fn a_read_flushes_once_enough_accesses_are_pending_and_the_writer_is_free() {
+        let (_dir, t) = tenant();
+        let ids: Vec<String> = (0..FLUSH_ACCESS_AT).map(|i| format!("e{i}")).collect();
+        t.access.note(ids[1..].iter().map(String::as_str), chrono::Utc::now());
+        t.read(|_| Ok(())).unwrap();
+        assert_eq!((t.access.pending(), access_records(&t)), (FLUSH_ACCESS_AT - 1, 0));
+        t.access.note([ids[0].as_str()], chrono::Utc::now());
+        // A busy writer is not waited for: its write flushes instead.
+        {
+            let _busy = lock(&t.writer);
+            t.read(|_| Ok(())).unwrap();
+            assert_eq!(t.access.pending(), FLUSH_ACCESS_AT);
+        }
+        t.read(|_| Ok(())).unwrap();
+        assert_eq!((t.access.pending(), access_records(&t)), (0, 1));
+    }
+
+    #[test]
+    fn readers_share_the_tenant_tracker_and_a_write_or_a_drop_flushes_it() {
+        let (dir, t) = tenant();
+        t.read(|e| {
+            assert!(Arc::ptr_eq(e.access_tracker(), &t.access));
+            e.access_tracker().note(["e1"], chrono::Utc::now());
+            Ok(())
+        })
+        .unwrap();
+        t.write(|_| Ok(())).unwrap();
+        assert_eq!((t.access.pending(), access_records(&t)), (0, 1));
+        t.access.note(["e2"], chrono::Utc::now());
+        drop(t);
+        let e =
+            Engine::open(&dir.path().join("t.ctxg"), OpenMode::MustExist, EngineOptions::default())
+                .unwrap();
+        let log = e.snapshot().unwrap().log(1, 1_000).unwrap();
+        assert_eq!(log.iter().filter(|e| e.kind == RecordKind::Access).count(), 2);
     }
 }

@@ -263,3 +263,24 @@ fn ingest_enriches_after_acknowledging_and_search_finds_it() {
     d.cmd(&["ingest", more.to_str().unwrap()]).assert().success();
     assert_eq!(json(&mut d.cmd(&["--json", "stats"]))["enrichment_lag"], 0);
 }
+
+#[test]
+fn recall_counts_the_reads_of_the_events_it_returns() {
+    let d = Dir::new();
+    let file = d.write("in.jsonl", &format!("{EVENT}\n{CHILD}\n"));
+    d.cmd(&["ingest", file.to_str().unwrap()]).assert().success();
+    let pack = json_of(&d.cmd(&["--json", "recall", "orders-db timeout"]).assert().success());
+    let id = pack["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["node"]["label"] == "Event")
+        .map(|i| i["node"]["id"].as_str().unwrap().to_owned())
+        .expect("the recall returns an event");
+    let got = json(&mut d.cmd(&["--json", "get", &id]));
+    assert_eq!(got[0]["properties"]["access_count"], 1, "{got}");
+    d.cmd(&["--json", "recall", "orders-db timeout"]).assert().success();
+    let got = json(&mut d.cmd(&["--json", "get", &id]));
+    assert_eq!(got[0]["properties"]["access_count"], 2, "{got}");
+    assert!(got[0]["properties"]["last_accessed_at"].is_string(), "{got}");
+}

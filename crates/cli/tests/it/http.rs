@@ -325,6 +325,40 @@ fn health_metrics_openapi_and_graceful_shutdown() {
     assert_eq!(s.get("/v1/events/e2", &k).0, 200);
 }
 
+#[test]
+fn recalled_events_count_their_reads_after_the_next_write_and_at_shutdown() {
+    let mut s = Server::start();
+    let k = s.keys.writer.clone();
+    ingest(&s, &k, vec![event("e1", "s1", 0, json!({})), event("e2", "s1", 1, json!({}))]);
+    let (status, pack) = s.post("/v1/recall", &k, &json!({"question": "orders database timeout"}));
+    assert_eq!(status, 200, "{pack}");
+    let returned: Vec<String> = pack["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["node"]["label"] == "Event")
+        .map(|i| i["node"]["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!returned.is_empty(), "{pack}");
+    let count = |s: &Server, id: &str| {
+        let (status, node) = s.get(&format!("/v1/events/{id}"), &k);
+        assert_eq!(status, 200, "{node}");
+        node["properties"]["access_count"].as_i64()
+    };
+    // Noted in memory only: a read writes nothing.
+    assert_eq!(count(&s, &returned[0]), None);
+    // The next write flushes the pending reads.
+    ingest(&s, &k, vec![event("e3", "s2", 2, json!({}))]);
+    for id in &returned {
+        assert_eq!(count(&s, id), Some(1), "{id}");
+    }
+    // Reads noted since are written when the server shuts down.
+    s.post("/v1/recall", &k, &json!({"question": "orders database timeout"}));
+    assert!(s.terminate(), "exit status after SIGTERM");
+    s.restart();
+    assert_eq!(count(&s, &returned[0]), Some(2));
+}
+
 /// Percent-encode a path segment.
 fn encode(segment: &str) -> String {
     segment

@@ -8,6 +8,7 @@
 )]
 
 mod access;
+mod access_tracking;
 mod compat;
 mod consolidate;
 mod conversation;

@@ -203,7 +203,8 @@ pub fn entity_use(record: &ValidRecord, entity_id_: &str) -> EntityUse {
         | RecordBody::MemoryLinkVote(_)
         | RecordBody::FactRetraction(_)
         | RecordBody::Forget(_)
-        | RecordBody::Redacted(_) => EntityUse::Unrelated,
+        | RecordBody::Redacted(_)
+        | RecordBody::Access(_) => EntityUse::Unrelated,
     }
 }
 
