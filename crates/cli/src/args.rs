@@ -244,7 +244,8 @@ pub(crate) enum Command {
     /// reciprocal rank), then a walk over the graph weighted by the question's intent (why:
     /// CAUSED_BY; when: FOLLOWS; who/what: REFERENCES, SAME_AS; related: SIMILAR_TO; overview:
     /// SUMMARIZES), then score = relevance × path weight × confidence × salience × focus
-    /// (½ for an event by another actor than the ones the question names).
+    /// (½ for an event by another actor than the ones the question names, ½ for one outside
+    /// the dates it names).
     Recall(RecallArgs),
     /// Serve the HTTP API and MCP (streamable HTTP at /mcp) over a data directory.
     ///

@@ -1,13 +1,14 @@
 //! Retrieval: `recall(question) -> ContextPack`, the one pipeline behind every read interface.
 //!
-//! 1. **Prefilter.** Three ranked lists: the nearest embeddings (vector index), BM25 over the
+//! 1. **Prefilter.** Up to four ranked lists: the nearest embeddings (vector index), BM25 over the
 //!    full-text index (the question without stop words and without the names of the actors it
 //!    names), re-scored with context support (`context.rs`: a turn gains from the turn before
-//!    and after it), and events that reference an entity named in the question. Actors are
-//!    the named entities of type agent or user. Fused by reciprocal rank fusion (`fuse.rs`)
-//!    into a relevance in
-//!    (0, 1] (the best candidate has 1). The default weights (vector 0.3, BM25 1, entity 0.3)
-//!    and `k` = 10 were measured on conversational evidence retrieval, where the built-in static
+//!    and after it), events that reference an entity named in the question, and, when the
+//!    question names dates (`dates.rs`), the BM25 ranking read four times deeper and kept to
+//!    events in those periods. Actors are the named entities of type agent or user. Fused by
+//!    reciprocal rank fusion (`fuse.rs`) into a relevance in
+//!    (0, 1] (the best candidate has 1). The default weights (vector 0.3, BM25 1, entity 0.3,
+//!    dated 1) and `k` = 10 were measured on conversational evidence retrieval, where the built-in static
 //!    embedding ranks worse than BM25.
 //! 2. **Intent.** Rule-based (`intent.rs`), or given by the caller.
 //! 3. **Expansion.** From the best `seeds` candidates, a bounded best-first walk over the graph
@@ -26,14 +27,15 @@
 //!    least confidence on the path (SAME_AS, RELATED_TO, SIMILAR_TO scores); salience
 //!    `1 − α + α·e^(−t/S)` (retention's decay, weighted by `salience_weight` = α, so recency
 //!    breaks ties without burying old facts); focus `other_actor` (½) for an event by another
-//!    actor than the ones the question names, else 1. Optional diversity (maximal marginal
-//!    relevance).
+//!    actor than the ones the question names, times `other_time` (½) for an event outside every
+//!    period it names, else 1. Optional diversity (maximal marginal relevance).
 //! 5. **Stitch.** The best `k` items (of the asked labels) with the path that brought each in,
 //!    the edges among them, provenance (log position, acknowledgement time, agent, source) and
 //!    explicit unknowns (a parent that never arrived, a referenced entity that no item explains);
 //!    a token budget keeps the most valuable items that fit.
 
 mod context;
+mod dates;
 mod fuse;
 mod intent;
 
@@ -59,6 +61,8 @@ use crate::snapshot::Snapshot;
 const ENTITY_TYPES: &[&str] = &["agent", "user", "service", "tool", "resource", "concept"];
 /// Entity types of actors: who does or says something (an event's `agent_id`).
 const ACTOR_TYPES: &[&str] = &["agent", "user"];
+/// How much deeper than the BM25 list the dated list reads the BM25 ranking.
+const DATED_DEPTH: usize = 4;
 /// Longest name (in words) looked up in a question.
 const MAX_NAME_WORDS: usize = 4;
 
@@ -96,8 +100,8 @@ pub struct RecallParams {
     pub hub_mentions: i64,
     /// The `k` of reciprocal rank fusion.
     pub rrf_k: f64,
-    /// Weights of the vector, BM25 and entity lists in the fusion.
-    pub list_weights: [f64; 3],
+    /// Weights of the vector, BM25, entity and dated lists in the fusion.
+    pub list_weights: [f64; 4],
     /// Factor per step beyond the first.
     pub hop_decay: f64,
     /// Weight α of salience in the score (0: ignore age).
@@ -106,6 +110,8 @@ pub struct RecallParams {
     pub context: ContextWeights,
     /// Focus of an event by another actor than the ones the question names (1: no focus).
     pub other_actor: f64,
+    /// Focus of an event outside every period (day, month, year) the question names.
+    pub other_time: f64,
 }
 
 impl Default for RecallParams {
@@ -118,11 +124,12 @@ impl Default for RecallParams {
             expansions: 32,
             hub_mentions: 50,
             rrf_k: 10.0,
-            list_weights: [0.3, 1.0, 0.3],
+            list_weights: [0.3, 1.0, 0.3, 1.0],
             hop_decay: 0.7,
             salience_weight: 0.2,
             context: ContextWeights::default(),
             other_actor: 0.5,
+            other_time: 0.5,
         }
     }
 }
@@ -226,7 +233,8 @@ pub struct Factors {
     pub confidence: f64,
     /// `1 − α + α·e^(−t/S)`.
     pub salience: f64,
-    /// 1, or `other_actor` for an event by another actor than the ones the question names.
+    /// `other_actor` for an event by another actor than the ones the question names, times
+    /// `other_time` for an event outside every period (day, month, year) it names; else 1.
     pub focus: f64,
 }
 
@@ -239,8 +247,9 @@ pub struct Item {
     pub score: f64,
     /// The factors.
     pub factors: Factors,
-    /// The prefilter lists it was found by (`vector`, `bm25`, `context`, `entity`), empty if
-    /// expanded (`context`: raised into the BM25 list by a neighbouring turn).
+    /// The prefilter lists it was found by (`vector`, `bm25`, `context`, `entity`, `dated`),
+    /// empty if expanded (`context`: raised into the BM25 list by a neighbouring turn;
+    /// `dated`: a BM25 hit in a period the question names).
     pub found_by: Vec<&'static str>,
     /// The seed the path starts at (itself for a direct hit).
     pub seed: NodeKey,
@@ -455,7 +464,7 @@ impl Snapshot<'_> {
         let mut timings = Timings::default();
         let mut clock = std::time::Instant::now();
 
-        // 1. Prefilter: three ranked lists of admissible nodes.
+        // 1. Prefilter: ranked lists of admissible nodes.
         let mut vector_list = Vec::new();
         if !query_vector.is_empty() {
             for (node, _) in self.nearest(query_vector, p.prefilter, search)? {
@@ -475,13 +484,24 @@ impl Snapshot<'_> {
             .map(|(_, name)| name.to_owned())
             .collect();
         timings.entity_us = lap(&mut clock);
+        let periods = dates::named_periods(&query.text);
         let actor_words: BTreeSet<String> = actors.iter().flat_map(|a| content_words(a)).collect();
         let words: Vec<String> =
             content_words(&query.text).into_iter().filter(|w| !actor_words.contains(w)).collect();
         let mut bm25_hits = Vec::new();
+        // The BM25 hits in the periods the question names, read deeper than the BM25 list.
+        let mut dated_list = Vec::new();
         if !words.is_empty() {
-            for (key, score) in self.search_keys(&words.join(" "), p.prefilter)? {
-                if r.admissible(&key)?.is_some() {
+            let limit = if periods.is_empty() { p.prefilter } else { p.prefilter * DATED_DEPTH };
+            for (key, score) in self.search_keys(&words.join(" "), limit)? {
+                let Some(node) = r.admissible(&key)? else { continue };
+                if !periods.is_empty()
+                    && dated_list.len() < p.prefilter
+                    && time_focus(&node, &periods, 0.0) > 0.0
+                {
+                    dated_list.push(key.clone());
+                }
+                if bm25_hits.len() < p.prefilter {
                     bm25_hits.push((key, score));
                 }
             }
@@ -519,19 +539,14 @@ impl Snapshot<'_> {
             }
         }
         timings.bm25_us = lap(&mut clock);
-        let fused = fuse::rrf(
-            &[vector_list.clone(), bm25_list.clone(), entity_list.clone()],
-            &p.list_weights,
-            p.rrf_k,
-        );
+        let lists = [vector_list, bm25_list, entity_list, dated_list];
+        let fused = fuse::rrf(&lists, &p.list_weights, p.rrf_k);
         let top = fused.first().map_or(1.0, |(_, s)| *s);
         let mut cands: BTreeMap<NodeKey, Cand> = BTreeMap::new();
         for (key, score) in &fused {
             let Some(node) = r.admissible(key)? else { continue };
             let mut found_by = Vec::new();
-            for (name, list) in
-                [("vector", &vector_list), ("bm25", &bm25_list), ("entity", &entity_list)]
-            {
+            for (name, list) in ["vector", "bm25", "entity", "dated"].into_iter().zip(&lists) {
                 if list.contains(key) {
                     found_by.push(if name == "bm25" && context_list.contains(key) {
                         "context"
@@ -652,7 +667,8 @@ impl Snapshot<'_> {
             }
             let Some(node) = c.node else { continue };
             let sal = salience_factor(&node, as_of, p.salience_weight);
-            let focus = focus_factor(&node, &actors, p.other_actor);
+            let focus = focus_factor(&node, &actors, p.other_actor)
+                * time_focus(&node, &periods, p.other_time);
             let score = c.relevance * c.path_weight * c.confidence * sal * focus;
             best.push(Reverse(Score(score)));
             if best.len() > want {
@@ -911,6 +927,18 @@ fn focus_factor(node: &Node, actors: &BTreeSet<String>, other_actor: f64) -> f64
     }
     let agent = node.props.get("agent_id").and_then(Value::as_str).map(normalize_name);
     if agent.is_some_and(|a| actors.contains(&a)) { 1.0 } else { other_actor }
+}
+
+/// `other_time` for an event that happened outside every period the question names; 1 when it
+/// names none, and for every other node.
+fn time_focus(node: &Node, periods: &[dates::Period], other_time: f64) -> f64 {
+    if periods.is_empty() || node.key.label != "Event" {
+        return 1.0;
+    }
+    match occurred_at(node) {
+        Some(at) if !periods.iter().any(|p| p.contains(at)) => other_time,
+        _ => 1.0,
+    }
 }
 
 fn salience_factor(node: &Node, as_of: Option<DateTime<FixedOffset>>, alpha: f64) -> f64 {

@@ -501,9 +501,10 @@ pub struct PackItem {
     pub confidence: f64,
     /// Salience after decay.
     pub salience: f64,
-    /// 1, or less for an event by another actor than the ones the question names.
+    /// 1, or less for an event by another actor than the ones the question names or outside
+    /// the dates it names.
     pub focus: f64,
-    /// Which prefilters found the seed (`vector`, `bm25`, `context`, `entity`).
+    /// Which prefilters found the seed (`vector`, `bm25`, `context`, `entity`, `dated`).
     pub found_by: Vec<String>,
     /// The seed the item was reached from.
     pub seed: KeyDto,

@@ -246,7 +246,7 @@ fn a_reply_with_none_of_the_question_words_is_found_through_the_turn_it_answers(
     let mut q = RecallQuery::new("which instrument has been practised");
     q.k = 3;
     q.labels = Some(vec!["Event".into()]);
-    q.params.list_weights = [0.0, 1.0, 0.0];
+    q.params.list_weights = [0.0, 1.0, 0.0, 0.0];
     q.params.expansions = 0;
     let pack = e.recall(&q).unwrap();
     let reply = pack.items.iter().find(|i| i.node.key.id == "s1:2").expect("the reply is found");
@@ -283,4 +283,42 @@ fn events_of_the_actor_a_question_names_come_first() {
     q.text = "Which kitten was adopted?".into();
     let pack = e.recall(&q).unwrap();
     assert!(pack.items.iter().all(|i| i.factors.focus == 1.0), "no actor named, no focus");
+}
+
+#[test]
+fn a_date_in_the_question_brings_in_the_events_of_that_day() {
+    let (dir, mut e) = engine();
+    // The same words on many days; the question asks about one of them.
+    let jsonl: String = (1..=28)
+        .map(|day| {
+            format!(
+                "{}\n",
+                json!({"speaker": "alice", "text": format!("Went to the market today, day {day}."),
+                    "session": format!("s{day}"), "conversation": "c",
+                    "timestamp": format!("2023-02-{day:02}T10:00:00Z")})
+            )
+        })
+        .collect();
+    let batch = ctxgraph::parse_messages(jsonl.as_bytes(), &ctxgraph::Limits::default());
+    e.import(&batch, &IngestOptions::default(), &mut |_| {}).unwrap();
+    e.enrich(&mut |_, _| {}).unwrap();
+    e.consolidate().unwrap();
+    let mut q = RecallQuery::new("What happened at the market on 14 February, 2023?");
+    q.k = 3;
+    q.labels = Some(vec!["Event".into()]);
+    let pack = e.recall(&q).unwrap();
+    let days: Vec<&str> = pack.items.iter().map(|i| i.node.key.id.as_str()).collect();
+    // The 14th, widened by a day on each side.
+    let mut sorted = days.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, ["s13:1", "s14:1", "s15:1"], "{days:?}");
+    assert!(pack.items.iter().all(|i| i.factors.focus == 1.0));
+    assert!(pack.items.iter().any(|i| i.found_by.contains(&"dated")));
+
+    q.text = "What happened at the market?".into();
+    let pack = e.recall(&q).unwrap();
+    let mut undated: Vec<&str> = pack.items.iter().map(|i| i.node.key.id.as_str()).collect();
+    undated.sort_unstable();
+    assert_ne!(undated, sorted, "without the date, other days rank as high");
+    drop(dir);
 }
