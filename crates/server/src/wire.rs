@@ -501,8 +501,7 @@ pub struct PackItem {
     pub confidence: f64,
     /// Salience after decay.
     pub salience: f64,
-    /// 1, or less for an event by another actor than the ones the question names or outside
-    /// the dates it names.
+    /// 1, or less for an event by an actor or at a time other than the question names.
     pub focus: f64,
     /// Which prefilters found the seed (`vector`, `bm25`, `context`, `entity`, `dated`).
     pub found_by: Vec<String>,
