@@ -439,9 +439,9 @@ impl Snapshot<'_> {
         // 1. Prefilter: three ranked lists of admissible nodes.
         let mut vector_list = Vec::new();
         if !query_vector.is_empty() {
-            for (node, _) in self.nearest(query_vector, p.prefilter, search)? {
-                if r.admissible(&node.key)?.is_some() {
-                    vector_list.push(node.key);
+            for (key, _) in self.nearest_keys(query_vector, p.prefilter, search)? {
+                if r.admissible(&key)?.is_some() {
+                    vector_list.push(key);
                 }
             }
         }
