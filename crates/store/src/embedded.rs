@@ -377,19 +377,26 @@ fn decode_entry(raw: (i64, String, String, String, String)) -> Result<LogEntry, 
 const EDGE_JOIN: &str = "SELECT f.label, f.id, e.edge_type, t.label, t.id, e.qualifier, e.props
      FROM edges e JOIN nodes f ON f.nid = e.from_nid JOIN nodes t ON t.nid = e.to_nid";
 
-/// The edges of one node (`?1`, its nid) in one direction: single-table equality lookups
-/// with the far endpoint's key read by nid. A join, `ORDER BY` or `DISTINCT` makes this SQLite
-/// build (STAT4) mark the bound parameters as affecting the plan, and then every new binding
-/// re-prepares the statement: most of the time of a neighbour read.
-fn near_edges_sql(out: bool, filter: &str) -> String {
+/// The edges of one node (`?1`, its nid) in one direction, each with its far endpoint's key:
+/// one joined statement rather than a lookup per far endpoint (most of a neighbour read's time
+/// was those lookups). The far endpoint is joined by nid and the rows come in the index's
+/// order (type, far nid, qualifier), which `ORDER BY` only states: the index already gives it,
+/// so no sort runs. The query planner stability guarantee (set at open) keeps the join from
+/// being re-prepared for every new binding.
+fn near_edges_sql(out: bool, typed: bool, limited: bool) -> String {
     let (near, far) = if out { ("from_nid", "to_nid") } else { ("to_nid", "from_nid") };
-    format!("SELECT edge_type, {far}, qualifier, props FROM edges WHERE {near} = ?1 {filter}")
+    let typed = if typed { "AND e.edge_type = ?2" } else { "" };
+    let limited = if limited { "LIMIT ?3" } else { "" };
+    format!(
+        "SELECT e.edge_type, n.label, n.id, e.qualifier, e.props
+         FROM edges e JOIN nodes n ON n.nid = e.{far}
+         WHERE e.{near} = ?1 {typed} ORDER BY e.edge_type, e.{far}, e.qualifier {limited}"
+    )
 }
 
 /// Run a [`near_edges_sql`] statement: `key` is the near endpoint. Edges whose far endpoint is
-/// gone (never: edges are deleted with their nodes) are skipped.
+/// gone (never: edges are deleted with their nodes) are left out by the join.
 fn near_edges(
-    c: &Connection,
     st: &mut rusqlite::CachedStatement<'_>,
     params: impl rusqlite::Params,
     key: &NodeKey,
@@ -398,24 +405,14 @@ fn near_edges(
     let rows = st.query_map(params, |r| {
         Ok((
             r.get::<_, String>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, String>(2)?,
+            NodeKey { label: r.get(1)?, id: r.get(2)? },
             r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
         ))
     })?;
-    let rows = rows.collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut keys: BTreeMap<i64, Option<NodeKey>> = BTreeMap::new();
-    let mut edges = Vec::with_capacity(rows.len());
-    for (edge_type, far, qualifier, props) in rows {
-        let other = match keys.get(&far) {
-            Some(k) => k.clone(),
-            None => {
-                let k = node_key_of(c, far)?;
-                keys.insert(far, k.clone());
-                k
-            }
-        };
-        let Some(other) = other else { continue };
+    let mut edges = Vec::new();
+    for row in rows {
+        let (edge_type, other, qualifier, props) = row?;
         let (from, to) = if out { (key.clone(), other) } else { (other, key.clone()) };
         edges.push(Edge {
             key: EdgeKey { from, edge_type, to, qualifier },
@@ -546,13 +543,13 @@ fn graph_vector_counts(c: &Connection) -> Result<(u64, u64), StoreError> {
 }
 
 fn graph_vectors_of(c: &Connection, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
-    // Two equality lookups, not a join (see `near_edges_sql`).
-    let mut st = c.prepare_cached("SELECT data FROM vectors WHERE nid = ?1")?;
+    // One joined lookup per id: the query planner stability guarantee (set at open) keeps it
+    // from being re-prepared for every new binding.
+    let mut st = c.prepare_cached(&format!("{VECTOR_JOIN} WHERE v.nid = ?1"))?;
     let mut out = Vec::with_capacity(nids.len());
     for &nid in nids {
-        let data: Option<Vec<u8>> = st.query_row(params![nid], |r| r.get(0)).optional()?;
-        if let (Some(data), Some(key)) = (data, node_key_of(c, nid)?) {
-            out.push(StoredVector { nid, key, vector: f32s(&data) });
+        if let Some(v) = st.query_row(params![nid], vector_row).optional()? {
+            out.push(v);
         }
     }
     Ok(out)
@@ -821,8 +818,8 @@ fn graph_heaviest_edges(
             break;
         }
         // In index order: by the far endpoint's nid, then qualifier.
-        let mut st = c.prepare_cached(&near_edges_sql(out, "AND edge_type = ?2 LIMIT ?3"))?;
-        for edge in near_edges(c, &mut st, params![nid, ty, sql_int(left as u64)], key, out)? {
+        let mut st = c.prepare_cached(&near_edges_sql(out, true, true))?;
+        for edge in near_edges(&mut st, params![nid, ty, sql_int(left as u64)], key, out)? {
             found.push((w, edge, out));
         }
     }
@@ -840,12 +837,12 @@ fn graph_edges_of(
     let edges_where = |out: bool| -> Result<Vec<Edge>, StoreError> {
         match edge_type {
             Some(t) => {
-                let mut st = c.prepare_cached(&near_edges_sql(out, "AND edge_type = ?2"))?;
-                near_edges(c, &mut st, params![nid, t], key, out)
+                let mut st = c.prepare_cached(&near_edges_sql(out, true, false))?;
+                near_edges(&mut st, params![nid, t], key, out)
             }
             None => {
-                let mut st = c.prepare_cached(&near_edges_sql(out, ""))?;
-                near_edges(c, &mut st, params![nid], key, out)
+                let mut st = c.prepare_cached(&near_edges_sql(out, false, false))?;
+                near_edges(&mut st, params![nid], key, out)
             }
         }
     };
