@@ -775,6 +775,25 @@ fn log_read_kind(c: &Connection, kind: RecordKind) -> Result<Vec<LogEntry>, Stor
     rows.map(|r| decode_entry(r?)).collect()
 }
 
+fn graph_existing_ids(
+    c: &Connection,
+    label: &str,
+    ids: &[String],
+) -> Result<Vec<String>, StoreError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The ids as one JSON array parameter: a single cached statement, whatever their number.
+    let list = serde_json::to_string(ids)
+        .map_err(|e| StoreError::Corruption(format!("ids do not encode: {e}")))?;
+    let mut st = c.prepare_cached(
+        "SELECT id FROM nodes WHERE label = ?1 AND id IN (SELECT value FROM json_each(?2))",
+    )?;
+    let found: std::collections::BTreeSet<String> =
+        st.query_map(params![label, list], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    Ok(ids.iter().filter(|id| found.contains(*id)).cloned().collect())
+}
+
 fn graph_edge(c: &Connection, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
     let (Some(from), Some(to)) = (nid_of(c, &key.from)?, nid_of(c, &key.to)?) else {
         return Ok(None);
@@ -1032,6 +1051,9 @@ macro_rules! impl_readers {
             }
             fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
                 self.exists(key)
+            }
+            fn existing_ids(&self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
+                graph_existing_ids(&self.tx, label, ids)
             }
             fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
                 graph_edge(&self.tx, key)

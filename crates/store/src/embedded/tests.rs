@@ -451,3 +451,20 @@ fn joined_edge_reads_equal_reads_one_endpoint_at_a_time_and_are_not_reprepared()
     }
     w.commit().unwrap();
 }
+
+#[test]
+fn existing_ids_are_the_given_ids_of_stored_nodes_of_the_label() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    for key in [NodeKey::new("Entity", "tool:grep"), NodeKey::new("Event", "tool:sed")] {
+        w.put_node(&Node { key, props: Properties::new() }).unwrap();
+    }
+    let ids: Vec<String> =
+        ["tool:sed", "tool:grep", "x\"y", "tool:grep"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(w.existing_ids("Entity", &ids).unwrap(), ["tool:grep", "tool:grep"]);
+    assert!(w.existing_ids("Entity", &[]).unwrap().is_empty());
+    w.commit().unwrap();
+    let read = store.begin_read().unwrap();
+    assert_eq!(read.existing_ids("Event", &ids).unwrap(), ["tool:sed"]);
+}
