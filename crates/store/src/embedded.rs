@@ -813,25 +813,52 @@ fn graph_heaviest_edges(
     limit: usize,
 ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
-    // (weight, out, type) of every type present in each direction, heaviest first.
-    let mut groups: Vec<(f64, bool, String)> = Vec::new();
+    // (weight, out, type, edges) of every type present in each direction, heaviest first, and
+    // each direction's edge count.
+    let mut groups: Vec<(f64, bool, String, usize)> = Vec::new();
+    // Per direction, outgoing first.
+    let dir = |out: bool| usize::from(!out);
+    let mut degree = [0usize; 2];
     for (out, near) in [(true, "from_nid"), (false, "to_nid")] {
-        // Equality lookups only (see `near_edges_sql`): the index lists a node's edges by type,
-        // so this covering pass reads each type once per edge but nothing else.
+        // The index lists a node's edges by type, so this covering pass reads each type once
+        // per edge but nothing else.
         let mut st = c.prepare_cached(&format!("SELECT edge_type FROM edges WHERE {near} = ?1"))?;
-        let mut types: Vec<String> =
+        let types: Vec<String> =
             st.query_map(params![nid], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-        types.dedup();
-        for ty in types {
-            let w = weight(&ty, out);
+        degree[dir(out)] = types.len();
+        for run in types.chunk_by(|a, b| a == b) {
+            let w = weight(&run[0], out);
             if w > 0.0 {
-                groups.push((w, out, ty));
+                groups.push((w, out, run[0].clone(), run.len()));
             }
         }
     }
     groups.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    let wanted: usize = groups.iter().map(|g| g.3).sum();
+    let directions = [true, false].map(|out| groups.iter().any(|g| g.1 == out));
+    // Every edge of weight > 0 is taken, and reading a whole direction reads at most `limit`
+    // edges: one read per direction instead of one per type gives the same edges.
+    let whole = wanted <= limit && (0..2).all(|d| !directions[d] || degree[d] <= limit);
     let mut found = Vec::new();
-    for (w, out, ty) in groups {
+    if whole {
+        let mut by_group: BTreeMap<(bool, String), Vec<Edge>> = BTreeMap::new();
+        for out in [true, false] {
+            if !directions[dir(out)] {
+                continue;
+            }
+            let mut st = c.prepare_cached(&near_edges_sql(out, false, false))?;
+            for edge in near_edges(&mut st, params![nid], key, out)? {
+                by_group.entry((out, edge.key.edge_type.clone())).or_default().push(edge);
+            }
+        }
+        for (w, out, ty, _) in groups {
+            for edge in by_group.remove(&(out, ty)).unwrap_or_default() {
+                found.push((w, edge, out));
+            }
+        }
+        return Ok(found);
+    }
+    for (w, out, ty, _) in groups {
         let left = limit.saturating_sub(found.len());
         if left == 0 {
             break;
