@@ -879,7 +879,7 @@ fn graph_edges_of(
     direction: Direction,
 ) -> Result<Vec<Edge>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
-    // Two statements rather than `?2 IS NULL`, equality lookups only (see `near_edges_sql`).
+    // Two statements rather than `?2 IS NULL`: each has the plan of its own filter.
     let edges_where = |out: bool| -> Result<Vec<Edge>, StoreError> {
         match edge_type {
             Some(t) => {
