@@ -135,6 +135,33 @@ fn push_record(
     out.resize(start + dim, 0);
 }
 
+/// An encoded inverted list checked once, for a list kept and searched many times (a cache):
+/// its views are made without checking every member again.
+#[derive(Debug, Clone)]
+pub struct CheckedList {
+    dim: usize,
+    blob: Vec<u8>,
+}
+
+impl CheckedList {
+    /// Checks `blob` as [`ListView::parse`] does and keeps it.
+    ///
+    /// # Errors
+    ///
+    /// As [`ListView::parse`].
+    pub fn new(dim: usize, blob: Vec<u8>) -> Result<CheckedList, Error> {
+        ListView::parse(dim, &blob)?;
+        Ok(CheckedList { dim, blob })
+    }
+
+    /// The list's view, without a second pass over its members.
+    pub fn view(&self) -> ListView<'_> {
+        // The blob parsed when it was checked, so its records start after the header and
+        // hold whole members.
+        ListView { dim: self.dim, records: self.blob.get(HEADER..).unwrap_or_default() }
+    }
+}
+
 /// A zero-copy view over an encoded inverted list.
 #[derive(Debug, Clone, Copy)]
 pub struct ListView<'a> {
@@ -210,6 +237,16 @@ mod tests {
             (-3, 0.0, vec![0, 0, 0]),
             (i64::MAX, 1e-3, vec![-127, 5, -128]),
         ]
+    }
+
+    #[test]
+    fn a_checked_list_views_as_a_parse_does_and_refuses_what_parse_refuses() {
+        let checked = CheckedList::new(3, blob()).unwrap();
+        let raw = blob();
+        let parsed = ListView::parse(3, &raw).unwrap();
+        assert!(checked.view().iter().eq(parsed.iter()));
+        assert!(CheckedList::new(4, blob()).is_err());
+        assert!(CheckedList::new(3, blob()[..20].to_vec()).is_err());
     }
 
     fn blob() -> Vec<u8> {

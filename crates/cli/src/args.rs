@@ -1112,6 +1112,11 @@ pub(crate) enum BenchCommand {
         /// (it must have been built by this command with the same --events).
         #[arg(long)]
         store: Option<PathBuf>,
+        /// Write each question's pack as JSONL (`{"question", "items": [{"key", "score",
+        /// "factors", "found_by", "path"}], "edges", "unknowns"}`), so two builds can be checked
+        /// to return the same packs (`cmp` the files).
+        #[arg(long)]
+        rankings: Option<PathBuf>,
     },
     /// The semantic layer: embedding throughput, enrichment, consolidation (summaries, vector
     /// index build, SIMILAR_TO), vector query time and recall@10 against exact search, edges per

@@ -399,6 +399,36 @@ fn questions(jsonl: &str, count: usize) -> Vec<String> {
         .collect()
 }
 
+/// A pack as one JSON line: what a faster recall must leave unchanged (scores to the bit,
+/// as `serde_json` prints floats round-trip).
+fn pack_line(pack: &ctxgraph::ContextPack) -> Value {
+    let items: Vec<Value> = pack
+        .items
+        .iter()
+        .map(|i| {
+            let f = &i.factors;
+            json!({
+                "key": i.node.key.to_string(),
+                "score": i.score,
+                "factors": [f.relevance, f.path_weight, f.confidence, f.salience],
+                "found_by": i.found_by,
+                "seed": i.seed.to_string(),
+                "path": i.path.iter().map(|s| format!("{}{}>{}", s.edge_type,
+                    if s.forward { "" } else { "<" }, s.to)).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let edges: Vec<String> = pack
+        .edges
+        .iter()
+        .map(|e| format!("{}-{}->{}", e.key.from, e.key.edge_type, e.key.to))
+        .collect();
+    let unknowns: Vec<String> =
+        pack.unknowns.iter().map(|u| format!("{} {} {}", u.kind, u.item, u.missing)).collect();
+    json!({"question": pack.query, "intent": format!("{:?}", pack.intent), "items": items,
+        "edges": edges, "unknowns": unknowns, "candidates": pack.candidates})
+}
+
 /// Where a benchmark's store lives.
 pub(crate) enum Place<'a> {
     /// A temporary directory (in this directory, or the system's), removed at the end.
@@ -412,6 +442,7 @@ pub(crate) fn recall(
     queries: usize,
     threads: usize,
     place: Place<'_>,
+    rankings: Option<&Path>,
     json: bool,
 ) -> anyhow::Result<Outcome> {
     let (_tmp, path) = match place {
@@ -447,8 +478,24 @@ pub(crate) fn recall(
         std::hint::black_box(pack);
         Ok((t.elapsed().as_secs_f64() * 1000.0, timings))
     };
-    for q in &qs {
-        ask(&engine, q)?;
+    match rankings {
+        // The warm-up pass writes the packs, so writing them costs the timed pass nothing.
+        Some(file) => {
+            let mut out = std::io::BufWriter::new(
+                std::fs::File::create(file)
+                    .with_context(|| format!("creating {}", file.display()))?,
+            );
+            for q in &qs {
+                let pack = engine.recall(&ctxgraph::RecallQuery::new(q.as_str()))?;
+                writeln!(out, "{}", pack_line(&pack))?;
+            }
+            out.flush()?;
+        }
+        None => {
+            for q in &qs {
+                ask(&engine, q)?;
+            }
+        }
     }
     let mut ms = Vec::with_capacity(qs.len());
     let mut phases = [0u64; 6];

@@ -153,12 +153,12 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Bench(BenchCommand::Ingest { events, batch_size, dir }) => {
             bench::ingest(*events, *batch_size, dir.as_deref(), cli.json)
         }
-        Command::Bench(BenchCommand::Recall { events, queries, threads, dir, store }) => {
+        Command::Bench(BenchCommand::Recall { events, queries, threads, dir, store, rankings }) => {
             let place = match store {
                 Some(path) => bench::Place::Keep(path),
                 None => bench::Place::Temp(dir.as_deref()),
             };
-            bench::recall(*events, *queries, *threads, place, cli.json)
+            bench::recall(*events, *queries, *threads, place, rankings.as_deref(), cli.json)
         }
         Command::Bench(BenchCommand::Semantic { events, queries, dir }) => {
             bench::semantic(*events, *queries, dir.as_deref(), cli.json)

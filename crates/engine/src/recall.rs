@@ -467,9 +467,9 @@ impl Snapshot<'_> {
         // 1. Prefilter: ranked lists of admissible nodes.
         let mut vector_list = Vec::new();
         if !query_vector.is_empty() {
-            for (node, _) in self.nearest(query_vector, p.prefilter, search)? {
-                if r.admissible(&node.key)?.is_some() {
-                    vector_list.push(node.key);
+            for (key, _) in self.nearest_keys(query_vector, p.prefilter, search)? {
+                if r.admissible(&key)?.is_some() {
+                    vector_list.push(key);
                 }
             }
         }
@@ -783,7 +783,7 @@ impl Snapshot<'_> {
             .map(|w| w.strip_suffix("'s").unwrap_or(w))
             .filter(|w| !w.is_empty())
             .collect();
-        let mut named = BTreeSet::new();
+        let mut ids = Vec::new();
         for n in 1..=MAX_NAME_WORDS.min(words.len()) {
             for gram in words.windows(n) {
                 if n == 1 && is_stop_word(&gram[0].to_lowercase()) {
@@ -794,11 +794,16 @@ impl Snapshot<'_> {
                     continue;
                 }
                 for entity_type in ENTITY_TYPES {
-                    let key = NodeKey::new("Entity", entity_id(entity_type, &name));
-                    if r.admissible(&key)?.is_some() {
-                        named.insert(key);
-                    }
+                    ids.push(entity_id(entity_type, &name));
                 }
+            }
+        }
+        // One lookup for every candidate id (most name no entity), then only the found read.
+        let mut named = BTreeSet::new();
+        for id in self.read.existing_ids("Entity", &ids)? {
+            let key = NodeKey::new("Entity", id);
+            if r.admissible(&key)?.is_some() {
+                named.insert(key);
             }
         }
         let mut hits: BTreeMap<NodeKey, (usize, String)> = BTreeMap::new();

@@ -387,14 +387,23 @@ impl<'a> Snapshot<'a> {
         options: SearchParams,
     ) -> Result<Vec<(Node, f32)>, Error> {
         let mut out = Vec::new();
-        for (key, score) in
-            crate::vector_index::nearest(&self.read, &self.caches.vectors, query, k, options)?
-        {
+        for (key, score) in self.nearest_keys(query, k, options)? {
             if let Some(node) = self.read_node(&key)? {
                 out.push((node, score));
             }
         }
         Ok(out)
+    }
+
+    /// [`Snapshot::nearest`] as node keys: recall reads (unhydrated) only the nodes it keeps,
+    /// so it need not pay for every hit's payload.
+    pub(crate) fn nearest_keys(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: SearchParams,
+    ) -> Result<Vec<(NodeKey, f32)>, Error> {
+        crate::vector_index::nearest(&self.read, &self.caches.vectors, query, k, options)
     }
 
     /// Log records from `from`, at most `limit`.

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use ctxgraph_ann::{Centroids, ListView, SearchParams, TrainConfig};
+use ctxgraph_ann::{Centroids, CheckedList, ListView, SearchParams, TrainConfig};
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore};
 
@@ -110,7 +110,7 @@ impl crate::Engine {
 }
 
 /// The parts of the vector index read so far, kept for the engine's life so that repeated
-/// searches (a server, a benchmark) read each list once. Tagged with the index generation: a
+/// searches (a server, a benchmark) read and check each list once. Tagged with the index generation: a
 /// rebuild elsewhere empties it on the next search. Lists are loaded on demand, so a one-off
 /// search reads only the lists it probes.
 #[derive(Default)]
@@ -120,7 +120,7 @@ pub(crate) struct IndexCache(Mutex<CachedIndex>);
 struct CachedIndex {
     generation: u64,
     centroids: Option<Arc<Centroids>>,
-    lists: BTreeMap<u32, Arc<Vec<u8>>>,
+    lists: BTreeMap<u32, Arc<CheckedList>>,
 }
 
 impl IndexCache {
@@ -131,7 +131,7 @@ impl IndexCache {
         dim: usize,
         query: &[f32],
         nprobe: usize,
-    ) -> Result<Vec<Arc<Vec<u8>>>, Error> {
+    ) -> Result<Vec<Arc<CheckedList>>, Error> {
         let generation = read.ann_generation()?;
         let mut cache = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if cache.generation != generation {
@@ -151,7 +151,7 @@ impl IndexCache {
             if let Some(blob) = cache.lists.get(&list) {
                 out.push(Arc::clone(blob));
             } else if let Some(blob) = read.ann_list(list)? {
-                let blob = Arc::new(blob);
+                let blob = Arc::new(CheckedList::new(dim, blob)?);
                 cache.lists.insert(list, Arc::clone(&blob));
                 out.push(blob);
             }
@@ -178,8 +178,7 @@ pub(crate) fn nearest(
     let mut scored: BTreeMap<i64, (NodeKey, f32)> = BTreeMap::new();
     let blobs = cache.probe(read, dim, query, options.nprobe)?;
     if !blobs.is_empty() {
-        let views: Vec<ListView<'_>> =
-            blobs.iter().map(|b| ListView::parse(dim, b)).collect::<Result<_, _>>()?;
+        let views: Vec<ListView<'_>> = blobs.iter().map(|b| b.view()).collect();
         let approx = ctxgraph_ann::scan(query, &views, options.candidates.max(k))?;
         let ids: Vec<i64> = approx.iter().map(|(id, _)| *id).collect();
         // Re-rank exactly; a candidate whose vector is gone (deleted since the build) drops out.

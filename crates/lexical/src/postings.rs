@@ -221,7 +221,7 @@ impl<'a> ListView<'a> {
     }
 
     /// Call `visit` with every document of segment `s`, ascending.
-    pub(crate) fn for_each(&self, s: usize, visit: &mut dyn FnMut(i64)) -> Result<(), Error> {
+    pub(crate) fn for_each(&self, s: usize, mut visit: impl FnMut(i64)) -> Result<(), Error> {
         let start = if s == 0 { 0 } else { self.end(s - 1) };
         let mut body = self
             .body

@@ -377,19 +377,26 @@ fn decode_entry(raw: (i64, String, String, String, String)) -> Result<LogEntry, 
 const EDGE_JOIN: &str = "SELECT f.label, f.id, e.edge_type, t.label, t.id, e.qualifier, e.props
      FROM edges e JOIN nodes f ON f.nid = e.from_nid JOIN nodes t ON t.nid = e.to_nid";
 
-/// The edges of one node (`?1`, its nid) in one direction: single-table equality lookups
-/// with the far endpoint's key read by nid. A join, `ORDER BY` or `DISTINCT` makes this SQLite
-/// build (STAT4) mark the bound parameters as affecting the plan, and then every new binding
-/// re-prepares the statement: most of the time of a neighbour read.
-fn near_edges_sql(out: bool, filter: &str) -> String {
+/// The edges of one node (`?1`, its nid) in one direction, each with its far endpoint's key:
+/// one joined statement rather than a lookup per far endpoint (most of a neighbour read's time
+/// was those lookups). The far endpoint is joined by nid and the rows come in the index's
+/// order (type, far nid, qualifier), which `ORDER BY` only states: the index already gives it,
+/// so no sort runs. The query planner stability guarantee (set at open) keeps the join from
+/// being re-prepared for every new binding.
+fn near_edges_sql(out: bool, typed: bool, limited: bool) -> String {
     let (near, far) = if out { ("from_nid", "to_nid") } else { ("to_nid", "from_nid") };
-    format!("SELECT edge_type, {far}, qualifier, props FROM edges WHERE {near} = ?1 {filter}")
+    let typed = if typed { "AND e.edge_type = ?2" } else { "" };
+    let limited = if limited { "LIMIT ?3" } else { "" };
+    format!(
+        "SELECT e.edge_type, n.label, n.id, e.qualifier, e.props
+         FROM edges e JOIN nodes n ON n.nid = e.{far}
+         WHERE e.{near} = ?1 {typed} ORDER BY e.edge_type, e.{far}, e.qualifier {limited}"
+    )
 }
 
 /// Run a [`near_edges_sql`] statement: `key` is the near endpoint. Edges whose far endpoint is
-/// gone (never: edges are deleted with their nodes) are skipped.
+/// gone (never: edges are deleted with their nodes) are left out by the join.
 fn near_edges(
-    c: &Connection,
     st: &mut rusqlite::CachedStatement<'_>,
     params: impl rusqlite::Params,
     key: &NodeKey,
@@ -398,24 +405,14 @@ fn near_edges(
     let rows = st.query_map(params, |r| {
         Ok((
             r.get::<_, String>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, String>(2)?,
+            NodeKey { label: r.get(1)?, id: r.get(2)? },
             r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
         ))
     })?;
-    let rows = rows.collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut keys: BTreeMap<i64, Option<NodeKey>> = BTreeMap::new();
-    let mut edges = Vec::with_capacity(rows.len());
-    for (edge_type, far, qualifier, props) in rows {
-        let other = match keys.get(&far) {
-            Some(k) => k.clone(),
-            None => {
-                let k = node_key_of(c, far)?;
-                keys.insert(far, k.clone());
-                k
-            }
-        };
-        let Some(other) = other else { continue };
+    let mut edges = Vec::new();
+    for row in rows {
+        let (edge_type, other, qualifier, props) = row?;
         let (from, to) = if out { (key.clone(), other) } else { (other, key.clone()) };
         edges.push(Edge {
             key: EdgeKey { from, edge_type, to, qualifier },
@@ -546,13 +543,13 @@ fn graph_vector_counts(c: &Connection) -> Result<(u64, u64), StoreError> {
 }
 
 fn graph_vectors_of(c: &Connection, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
-    // Two equality lookups, not a join (see `near_edges_sql`).
-    let mut st = c.prepare_cached("SELECT data FROM vectors WHERE nid = ?1")?;
+    // One joined lookup per id: the query planner stability guarantee (set at open) keeps it
+    // from being re-prepared for every new binding.
+    let mut st = c.prepare_cached(&format!("{VECTOR_JOIN} WHERE v.nid = ?1"))?;
     let mut out = Vec::with_capacity(nids.len());
     for &nid in nids {
-        let data: Option<Vec<u8>> = st.query_row(params![nid], |r| r.get(0)).optional()?;
-        if let (Some(data), Some(key)) = (data, node_key_of(c, nid)?) {
-            out.push(StoredVector { nid, key, vector: f32s(&data) });
+        if let Some(v) = st.query_row(params![nid], vector_row).optional()? {
+            out.push(v);
         }
     }
     Ok(out)
@@ -778,6 +775,25 @@ fn log_read_kind(c: &Connection, kind: RecordKind) -> Result<Vec<LogEntry>, Stor
     rows.map(|r| decode_entry(r?)).collect()
 }
 
+fn graph_existing_ids(
+    c: &Connection,
+    label: &str,
+    ids: &[String],
+) -> Result<Vec<String>, StoreError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The ids as one JSON array parameter: a single cached statement, whatever their number.
+    let list = serde_json::to_string(ids)
+        .map_err(|e| StoreError::Corruption(format!("ids do not encode: {e}")))?;
+    let mut st = c.prepare_cached(
+        "SELECT id FROM nodes WHERE label = ?1 AND id IN (SELECT value FROM json_each(?2))",
+    )?;
+    let found: std::collections::BTreeSet<String> =
+        st.query_map(params![label, list], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    Ok(ids.iter().filter(|id| found.contains(*id)).cloned().collect())
+}
+
 fn graph_edge(c: &Connection, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
     let (Some(from), Some(to)) = (nid_of(c, &key.from)?, nid_of(c, &key.to)?) else {
         return Ok(None);
@@ -797,32 +813,59 @@ fn graph_heaviest_edges(
     limit: usize,
 ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
-    // (weight, out, type) of every type present in each direction, heaviest first.
-    let mut groups: Vec<(f64, bool, String)> = Vec::new();
+    // (weight, out, type, edges) of every type present in each direction, heaviest first, and
+    // each direction's edge count.
+    let mut groups: Vec<(f64, bool, String, usize)> = Vec::new();
+    // Per direction, outgoing first.
+    let dir = |out: bool| usize::from(!out);
+    let mut degree = [0usize; 2];
     for (out, near) in [(true, "from_nid"), (false, "to_nid")] {
-        // Equality lookups only (see `near_edges_sql`): the index lists a node's edges by type,
-        // so this covering pass reads each type once per edge but nothing else.
+        // The index lists a node's edges by type, so this covering pass reads each type once
+        // per edge but nothing else.
         let mut st = c.prepare_cached(&format!("SELECT edge_type FROM edges WHERE {near} = ?1"))?;
-        let mut types: Vec<String> =
+        let types: Vec<String> =
             st.query_map(params![nid], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-        types.dedup();
-        for ty in types {
-            let w = weight(&ty, out);
+        degree[dir(out)] = types.len();
+        for run in types.chunk_by(|a, b| a == b) {
+            let w = weight(&run[0], out);
             if w > 0.0 {
-                groups.push((w, out, ty));
+                groups.push((w, out, run[0].clone(), run.len()));
             }
         }
     }
     groups.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    let wanted: usize = groups.iter().map(|g| g.3).sum();
+    let directions = [true, false].map(|out| groups.iter().any(|g| g.1 == out));
+    // Every edge of weight > 0 is taken, and reading a whole direction reads at most `limit`
+    // edges: one read per direction instead of one per type gives the same edges.
+    let whole = wanted <= limit && (0..2).all(|d| !directions[d] || degree[d] <= limit);
     let mut found = Vec::new();
-    for (w, out, ty) in groups {
+    if whole {
+        let mut by_group: BTreeMap<(bool, String), Vec<Edge>> = BTreeMap::new();
+        for out in [true, false] {
+            if !directions[dir(out)] {
+                continue;
+            }
+            let mut st = c.prepare_cached(&near_edges_sql(out, false, false))?;
+            for edge in near_edges(&mut st, params![nid], key, out)? {
+                by_group.entry((out, edge.key.edge_type.clone())).or_default().push(edge);
+            }
+        }
+        for (w, out, ty, _) in groups {
+            for edge in by_group.remove(&(out, ty)).unwrap_or_default() {
+                found.push((w, edge, out));
+            }
+        }
+        return Ok(found);
+    }
+    for (w, out, ty, _) in groups {
         let left = limit.saturating_sub(found.len());
         if left == 0 {
             break;
         }
         // In index order: by the far endpoint's nid, then qualifier.
-        let mut st = c.prepare_cached(&near_edges_sql(out, "AND edge_type = ?2 LIMIT ?3"))?;
-        for edge in near_edges(c, &mut st, params![nid, ty, sql_int(left as u64)], key, out)? {
+        let mut st = c.prepare_cached(&near_edges_sql(out, true, true))?;
+        for edge in near_edges(&mut st, params![nid, ty, sql_int(left as u64)], key, out)? {
             found.push((w, edge, out));
         }
     }
@@ -836,16 +879,16 @@ fn graph_edges_of(
     direction: Direction,
 ) -> Result<Vec<Edge>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
-    // Two statements rather than `?2 IS NULL`, equality lookups only (see `near_edges_sql`).
+    // Two statements rather than `?2 IS NULL`: each has the plan of its own filter.
     let edges_where = |out: bool| -> Result<Vec<Edge>, StoreError> {
         match edge_type {
             Some(t) => {
-                let mut st = c.prepare_cached(&near_edges_sql(out, "AND edge_type = ?2"))?;
-                near_edges(c, &mut st, params![nid, t], key, out)
+                let mut st = c.prepare_cached(&near_edges_sql(out, true, false))?;
+                near_edges(&mut st, params![nid, t], key, out)
             }
             None => {
-                let mut st = c.prepare_cached(&near_edges_sql(out, ""))?;
-                near_edges(c, &mut st, params![nid], key, out)
+                let mut st = c.prepare_cached(&near_edges_sql(out, false, false))?;
+                near_edges(&mut st, params![nid], key, out)
             }
         }
     };
@@ -1035,6 +1078,9 @@ macro_rules! impl_readers {
             }
             fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
                 self.exists(key)
+            }
+            fn existing_ids(&self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
+                graph_existing_ids(&self.tx, label, ids)
             }
             fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
                 graph_edge(&self.tx, key)

@@ -146,6 +146,10 @@ pub trait GraphReader {
     fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError>;
     /// Whether a node exists (without decoding its properties).
     fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError>;
+    /// Which of `ids` are ids of nodes of `label`, in the order given, without reading the
+    /// nodes: one lookup for many candidate keys, most of them absent (the names a question
+    /// might mention).
+    fn existing_ids(&self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError>;
     /// An edge by key.
     fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError>;
     /// Edges touching `key`, optionally of one type, in a stable order (type, other endpoint).

@@ -343,3 +343,128 @@ fn vectors_text_search_and_enrichment_bookkeeping() {
     assert_eq!(w.vector(&a).unwrap(), None);
     w.commit().unwrap();
 }
+
+/// The edges of `nid` in one direction as they were read before the join: the edge rows in
+/// index order, then each far endpoint's key by its own lookup.
+fn edges_one_by_one(c: &Connection, near: &NodeKey, nid: i64, out: bool) -> Vec<Edge> {
+    let (near_col, far_col) = if out { ("from_nid", "to_nid") } else { ("to_nid", "from_nid") };
+    let mut st = c
+        .prepare(&format!(
+            "SELECT edge_type, {far_col}, qualifier, props FROM edges WHERE {near_col} = ?1"
+        ))
+        .unwrap();
+    let rows: Vec<(String, i64, String, String)> = st
+        .query_map(params![nid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    rows.into_iter()
+        .map(|(edge_type, far, qualifier, props)| {
+            let other = node_key_of(c, far).unwrap().unwrap();
+            let (from, to) = if out { (near.clone(), other) } else { (other, near.clone()) };
+            Edge {
+                key: EdgeKey { from, edge_type, to, qualifier },
+                props: props_from(&props).unwrap(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn joined_edge_reads_equal_reads_one_endpoint_at_a_time_and_are_not_reprepared() {
+    use rusqlite::StatementStatus;
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    // Nodes stored in an order unlike their keys', so nid order and key order differ.
+    let keys: Vec<NodeKey> = (0..40)
+        .map(|i| NodeKey::new(["Event", "Entity"][i % 2], format!("n{}", (i * 17) % 40)))
+        .collect();
+    for key in &keys {
+        w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
+    }
+    let types = ["FOLLOWS", "REFERENCES", "SIMILAR_TO"];
+    let mut seed = 7u64;
+    let mut next = |n: usize| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize % n
+    };
+    for _ in 0..400 {
+        let (from, to) = (keys[next(keys.len())].clone(), keys[next(keys.len())].clone());
+        let mut props = Properties::new();
+        props.insert("score".into(), serde_json::json!(next(100)));
+        let key = EdgeKey {
+            from,
+            edge_type: types[next(types.len())].into(),
+            to,
+            qualifier: ["", "actor", "target"][next(3)].into(),
+        };
+        w.put_edge(&Edge { key, props }).unwrap();
+    }
+    let weight = |t: &str, out: bool| match (t, out) {
+        ("FOLLOWS", true) => 0.9,
+        ("REFERENCES", _) => 0.5,
+        ("SIMILAR_TO", false) => 0.3,
+        _ => 0.0,
+    };
+    for key in &keys {
+        let nid = w.node_nid(key).unwrap().unwrap();
+        let sorted = |mut edges: Vec<Edge>, out: bool| {
+            edges.sort_by(|a, b| {
+                let far = |e: &Edge| if out { e.key.to.clone() } else { e.key.from.clone() };
+                (&a.key.edge_type, far(a), &a.key.qualifier).cmp(&(
+                    &b.key.edge_type,
+                    far(b),
+                    &b.key.qualifier,
+                ))
+            });
+            edges
+        };
+        let mut want = sorted(edges_one_by_one(&w.tx, key, nid, true), true);
+        want.extend(sorted(edges_one_by_one(&w.tx, key, nid, false), false));
+        assert_eq!(w.edges_of(key, None, Direction::Both).unwrap(), want);
+        // Heaviest first; within a type and direction, in index order (far nid, qualifier).
+        for limit in [1, 3, 8, 100] {
+            let mut all: Vec<(f64, Edge, bool)> = Vec::new();
+            for out in [true, false] {
+                for e in edges_one_by_one(&w.tx, key, nid, out) {
+                    let wt = weight(&e.key.edge_type, out);
+                    if wt > 0.0 {
+                        all.push((wt, e, out));
+                    }
+                }
+            }
+            // The old reads came in index order; a stable sort by weight, direction and type
+            // keeps it within each group.
+            all.sort_by(|a, b| {
+                b.0.total_cmp(&a.0)
+                    .then(b.2.cmp(&a.2))
+                    .then(a.1.key.edge_type.cmp(&b.1.key.edge_type))
+            });
+            all.truncate(limit);
+            assert_eq!(w.heaviest_edges(key, &weight, limit).unwrap(), all, "{key:?} {limit}");
+        }
+    }
+    for (out, typed, limited) in [(true, true, true), (false, true, true), (true, false, false)] {
+        let st = w.tx.prepare_cached(&near_edges_sql(out, typed, limited)).unwrap();
+        assert_eq!(st.get_status(StatementStatus::RePrepare), 0);
+    }
+    w.commit().unwrap();
+}
+
+#[test]
+fn existing_ids_are_the_given_ids_of_stored_nodes_of_the_label() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    for key in [NodeKey::new("Entity", "tool:grep"), NodeKey::new("Event", "tool:sed")] {
+        w.put_node(&Node { key, props: Properties::new() }).unwrap();
+    }
+    let ids: Vec<String> =
+        ["tool:sed", "tool:grep", "x\"y", "tool:grep"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(w.existing_ids("Entity", &ids).unwrap(), ["tool:grep", "tool:grep"]);
+    assert!(w.existing_ids("Entity", &[]).unwrap().is_empty());
+    w.commit().unwrap();
+    let read = store.begin_read().unwrap();
+    assert_eq!(read.existing_ids("Event", &ids).unwrap(), ["tool:sed"]);
+}
