@@ -383,15 +383,15 @@ struct Reader<'s, 'a> {
 }
 
 impl Reader<'_, '_> {
-    /// The node if it exists and passes every constraint.
-    fn admissible(&mut self, key: &NodeKey) -> Result<Option<Node>, Error> {
-        if let Some(cached) = self.seen.get(key) {
-            return Ok(cached.clone());
+    /// The node if it exists and passes every constraint (borrowed from the cache: most
+    /// callers only ask whether it does).
+    fn admissible(&mut self, key: &NodeKey) -> Result<Option<&Node>, Error> {
+        if !self.seen.contains_key(key) {
+            // Unhydrated: payloads are read for the returned items only.
+            let node = self.snap.read.node(key)?.filter(|n| self.admits(n));
+            self.seen.insert(key.clone(), node);
         }
-        // Unhydrated: payloads are read for the returned items only.
-        let node = self.snap.read.node(key)?.filter(|n| self.admits(n));
-        self.seen.insert(key.clone(), node.clone());
-        Ok(node)
+        Ok(self.seen.get(key).and_then(Option::as_ref))
     }
 
     fn admits(&self, node: &Node) -> bool {
@@ -516,20 +516,19 @@ impl Snapshot<'_> {
                 if key.label != "Event" {
                     return Ok(context::Neighbours::none());
                 }
-                let mut one = |direction| -> Result<Option<NodeKey>, Error> {
-                    for edge in self.edges(key, Some("FOLLOWS"), direction)? {
-                        let other =
-                            if direction == Direction::Out { edge.key.to } else { edge.key.from };
-                        if r.admissible(&other)?.is_some() {
-                            return Ok(Some(other));
-                        }
+                // FOLLOWS points from an event to the one before it: both ways in one read.
+                let mut n = context::Neighbours::none();
+                for edge in self.edges(key, Some("FOLLOWS"), Direction::Both)? {
+                    let (slot, other) = if edge.key.from == *key {
+                        (&mut n.prev, edge.key.to)
+                    } else {
+                        (&mut n.next, edge.key.from)
+                    };
+                    if slot.is_none() && r.admissible(&other)?.is_some() {
+                        *slot = Some(other);
                     }
-                    Ok(None)
-                };
-                Ok::<_, Error>(context::Neighbours {
-                    prev: one(Direction::Out)?,
-                    next: one(Direction::In)?,
-                })
+                }
+                Ok::<_, Error>(n)
             })?;
             for (key, _, by_context) in supported.into_iter().take(p.prefilter) {
                 if by_context {
@@ -544,7 +543,7 @@ impl Snapshot<'_> {
         let top = fused.first().map_or(1.0, |(_, s)| *s);
         let mut cands: BTreeMap<NodeKey, Cand> = BTreeMap::new();
         for (key, score) in &fused {
-            let Some(node) = r.admissible(key)? else { continue };
+            let Some(node) = r.admissible(key)?.cloned() else { continue };
             let mut found_by = Vec::new();
             for (name, list) in ["vector", "bm25", "entity", "dated"].into_iter().zip(&lists) {
                 if list.contains(key) {
@@ -558,7 +557,7 @@ impl Snapshot<'_> {
             cands.insert(key.clone(), Cand::direct(node, score / top, found_by));
         }
         for key in named {
-            if let Some(node) = r.admissible(&key)? {
+            if let Some(node) = r.admissible(&key)?.cloned() {
                 cands.entry(key).or_insert_with(|| Cand::direct(node, 0.0, vec!["entity"]));
             }
         }
@@ -581,7 +580,7 @@ impl Snapshot<'_> {
                 continue;
             }
             if c.node.is_none() {
-                c.node = r.admissible(&from)?;
+                c.node = r.admissible(&from)?.cloned();
             }
             // Not admitted (never walked through, never returned), or a hub.
             let Some(node) = &c.node else { continue };
@@ -663,7 +662,7 @@ impl Snapshot<'_> {
             }
             let Some(mut c) = cands.remove(&key) else { continue };
             if c.node.is_none() {
-                c.node = r.admissible(&key)?;
+                c.node = r.admissible(&key)?.cloned();
             }
             let Some(node) = c.node else { continue };
             let sal = salience_factor(&node, as_of, p.salience_weight);
