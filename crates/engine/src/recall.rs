@@ -1,15 +1,15 @@
 //! Retrieval: `recall(question) -> ContextPack`, the one pipeline behind every read interface.
 //!
-//! 1. **Prefilter.** Up to four ranked lists: the nearest embeddings (vector index), BM25 over the
-//!    full-text index (the question without stop words and without the names of the actors it
-//!    names), re-scored with context support (`context.rs`: a turn gains from the turn before
-//!    and after it), events that reference an entity named in the question, and, when the
-//!    question names dates (`dates.rs`), the BM25 ranking read four times deeper and kept to
-//!    events in those periods. Actors are the named entities of type agent or user. Fused by
-//!    reciprocal rank fusion (`fuse.rs`) into a relevance in
-//!    (0, 1] (the best candidate has 1). The default weights (vector 0.3, BM25 1, entity 0.3,
-//!    dated 1) and `k` = 10 were measured on conversational evidence retrieval, where the built-in static
-//!    embedding ranks worse than BM25.
+//! 1. **Prefilter.** Up to four ranked lists: the nearest embeddings (vector index); BM25 over
+//!    the full-text index (the question without stop words and without the names of the actors
+//!    it names), re-scored with context support (`context.rs`: a turn gains from the turns
+//!    before and after it); events that reference an entity named in the question; and, when
+//!    the question names dates (`dates.rs`), the BM25 ranking read four times deeper and kept
+//!    to events in those periods. Actors are the named entities of type agent or user. Fused by
+//!    reciprocal rank fusion (`fuse.rs`) into a relevance in (0, 1] (the best candidate has 1).
+//!    The default weights (vector 0.3, BM25 1, entity 0.3, dated 1) and `k` = 10 were measured
+//!    on conversational evidence retrieval, where the built-in static embedding ranks worse
+//!    than BM25.
 //! 2. **Intent.** Rule-based (`intent.rs`), or given by the caller.
 //! 3. **Expansion.** From the best `seeds` candidates, a bounded best-first walk over the graph
 //!    (at most `depth` steps; the heaviest `fanout` edges of a node are read and followed),
@@ -21,8 +21,7 @@
 //!    before a node is used, so nothing filtered out is returned, counted or walked through.
 //!    A node reached by expansion is read (and checked) only when it is expanded or ranked.
 //! 4. **Re-rank.** `score = relevance × path_weight × confidence × salience × focus`, every
-//!    factor in the
-//!    output: relevance of the candidate itself, or of the seed it was reached from;
+//!    factor in the output: relevance of the candidate itself, or of the seed it was reached from;
 //!    path_weight the product of step weights and decays (1 for a direct hit); confidence the
 //!    least confidence on the path (SAME_AS, RELATED_TO, SIMILAR_TO scores); salience
 //!    `1 − α + α·e^(−t/S)` (retention's decay, weighted by `salience_weight` = α, so recency
@@ -495,10 +494,7 @@ impl Snapshot<'_> {
             let limit = if periods.is_empty() { p.prefilter } else { p.prefilter * DATED_DEPTH };
             for (key, score) in self.search_keys(&words.join(" "), limit)? {
                 let Some(node) = r.admissible(&key)? else { continue };
-                if !periods.is_empty()
-                    && dated_list.len() < p.prefilter
-                    && time_focus(&node, &periods, 0.0) > 0.0
-                {
+                if dated_list.len() < p.prefilter && in_periods(node, &periods) {
                     dated_list.push(key.clone());
                 }
                 if bm25_hits.len() < p.prefilter {
@@ -907,7 +903,7 @@ fn is_hub(node: &Node, hub_mentions: i64) -> bool {
 }
 
 fn is_hub_key(r: &mut Reader<'_, '_>, key: &NodeKey, hub_mentions: i64) -> Result<bool, Error> {
-    Ok(r.admissible(key)?.is_some_and(|n| is_hub(&n, hub_mentions)))
+    Ok(r.admissible(key)?.is_some_and(|n| is_hub(n, hub_mentions)))
 }
 
 /// Whether an entity's name occurs in the question (so a pack that cannot explain it says so).
@@ -933,16 +929,17 @@ fn focus_factor(node: &Node, actors: &BTreeSet<String>, other_actor: f64) -> f64
     if agent.is_some_and(|a| actors.contains(&a)) { 1.0 } else { other_actor }
 }
 
+/// Whether `node` is an event that happened in one of `periods` (none when there are none).
+fn in_periods(node: &Node, periods: &[dates::Period]) -> bool {
+    node.key.label == "Event"
+        && occurred_at(node).is_some_and(|at| periods.iter().any(|p| p.contains(at)))
+}
+
 /// `other_time` for an event that happened outside every period the question names; 1 when it
-/// names none, and for every other node.
+/// names none, and for every other node (an event without a time included).
 fn time_focus(node: &Node, periods: &[dates::Period], other_time: f64) -> f64 {
-    if periods.is_empty() || node.key.label != "Event" {
-        return 1.0;
-    }
-    match occurred_at(node) {
-        Some(at) if !periods.iter().any(|p| p.contains(at)) => other_time,
-        _ => 1.0,
-    }
+    let dated_event = node.key.label == "Event" && occurred_at(node).is_some();
+    if periods.is_empty() || !dated_event || in_periods(node, periods) { 1.0 } else { other_time }
 }
 
 fn salience_factor(node: &Node, as_of: Option<DateTime<FixedOffset>>, alpha: f64) -> f64 {
