@@ -993,3 +993,44 @@ impl crate::Engine {
         Ok(pack)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn node(label: &str, props: Value) -> Node {
+        let props = props.as_object().cloned().unwrap_or_default().into_iter().collect();
+        Node { key: NodeKey::new(label, "x"), props }
+    }
+
+    #[test]
+    fn focus_falls_on_events_by_other_actors_and_at_other_times() {
+        let event =
+            |agent: &str, at: &str| node("Event", json!({"agent_id": agent, "occurred_at": at}));
+        let may = dates::named_periods("in May 2023");
+        let actors: BTreeSet<String> = ["caroline".to_owned()].into();
+        let by_caroline_in_may = event("Caroline", "2023-05-08T13:56:00Z");
+        let by_melanie_in_june = event("Melanie", "2023-06-08T13:56:00Z");
+        assert_eq!(focus_factor(&by_caroline_in_may, &actors, 0.5), 1.0);
+        assert_eq!(focus_factor(&by_melanie_in_june, &actors, 0.5), 0.5);
+        assert_eq!(focus_factor(&by_melanie_in_june, &BTreeSet::new(), 0.5), 1.0);
+        assert_eq!(time_focus(&by_caroline_in_may, &may, 0.5), 1.0);
+        assert_eq!(time_focus(&by_melanie_in_june, &may, 0.5), 0.5);
+        assert_eq!(time_focus(&by_melanie_in_june, &[], 0.5), 1.0);
+        assert!(in_periods(&by_caroline_in_may, &may) && !in_periods(&by_melanie_in_june, &may));
+    }
+
+    #[test]
+    fn nodes_without_an_event_time_are_never_dated_and_never_out_of_focus() {
+        let may = dates::named_periods("in May 2023");
+        let entity = node("Entity", json!({"name": "Caroline"}));
+        let undated = node("Event", json!({"agent_id": "Caroline"}));
+        for n in [&entity, &undated] {
+            assert!(!in_periods(n, &may), "only events in the period are dated");
+            assert_eq!(time_focus(n, &may, 0.5), 1.0);
+        }
+        assert_eq!(focus_factor(&entity, &["caroline".to_owned()].into(), 0.5), 1.0);
+    }
+}
