@@ -410,7 +410,7 @@ fn pack_line(pack: &ctxgraph::ContextPack) -> Value {
             json!({
                 "key": i.node.key.to_string(),
                 "score": i.score,
-                "factors": [f.relevance, f.path_weight, f.confidence, f.salience],
+                "factors": [f.relevance, f.path_weight, f.confidence, f.salience, f.focus],
                 "found_by": i.found_by,
                 "seed": i.seed.to_string(),
                 "path": i.path.iter().map(|s| format!("{}{}>{}", s.edge_type,

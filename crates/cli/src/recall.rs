@@ -15,10 +15,7 @@ pub(crate) fn run(cli: &Cli, args: &RecallArgs) -> anyhow::Result<Outcome> {
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let query = query(args)?;
     let who = crate::access::principal(cli)?;
-    let vector =
-        if query.text.trim().is_empty() { Vec::new() } else { engine.embed_query(&query.text)? };
-    let pack = engine.snapshot()?.scoped(&who).recall(&query, &vector, engine.options().search)?;
-    engine.access_tracker().note_pack(&pack);
+    let pack = engine.recall_scoped(&query, &who)?;
     if cli.json {
         print_json(&pack_json(&pack))?;
     } else {

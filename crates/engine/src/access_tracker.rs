@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use ctxgraph_ontology::{MAX_ACCESS_COUNT, MAX_ACCESS_EVENTS, validate_value};
 
 use crate::error::Error;
@@ -185,7 +185,7 @@ pub(crate) fn access_record(notes: &[AccessNote], at: &str) -> serde_json::Value
             serde_json::json!({
                 "event_id": n.event_id,
                 "count": n.count,
-                "last_accessed_at": n.last_accessed_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+                "last_accessed_at": crate::knowledge::record_time(n.last_accessed_at),
             })
         })
         .collect();

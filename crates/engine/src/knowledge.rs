@@ -164,9 +164,14 @@ pub struct DocumentOutcome {
     pub mentions: usize,
 }
 
-/// Now, as records store times: RFC 3339 UTC with milliseconds.
+/// Now, as records store times (see [`record_time`]).
 pub(crate) fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    record_time(chrono::Utc::now())
+}
+
+/// A time as records store it: RFC 3339 UTC with milliseconds.
+pub(crate) fn record_time(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 fn entity_json(e: &ResolvedEntity) -> Value {

@@ -929,17 +929,25 @@ fn focus_factor(node: &Node, actors: &BTreeSet<String>, other_actor: f64) -> f64
     if agent.is_some_and(|a| actors.contains(&a)) { 1.0 } else { other_actor }
 }
 
+/// For an event with a time, whether it happened in one of `periods`; `None` for every other
+/// node.
+fn in_any_period(node: &Node, periods: &[dates::Period]) -> Option<bool> {
+    if node.key.label != "Event" {
+        return None;
+    }
+    occurred_at(node).map(|at| periods.iter().any(|p| p.contains(at)))
+}
+
 /// Whether `node` is an event that happened in one of `periods` (none when there are none).
 fn in_periods(node: &Node, periods: &[dates::Period]) -> bool {
-    node.key.label == "Event"
-        && occurred_at(node).is_some_and(|at| periods.iter().any(|p| p.contains(at)))
+    in_any_period(node, periods) == Some(true)
 }
 
 /// `other_time` for an event that happened outside every period the question names; 1 when it
 /// names none, and for every other node (an event without a time included).
 fn time_focus(node: &Node, periods: &[dates::Period], other_time: f64) -> f64 {
-    let dated_event = node.key.label == "Event" && occurred_at(node).is_some();
-    if periods.is_empty() || !dated_event || in_periods(node, periods) { 1.0 } else { other_time }
+    let outside = !periods.is_empty() && in_any_period(node, periods) == Some(false);
+    if outside { other_time } else { 1.0 }
 }
 
 fn salience_factor(node: &Node, as_of: Option<DateTime<FixedOffset>>, alpha: f64) -> f64 {
@@ -980,14 +988,33 @@ impl crate::Engine {
         query: &RecallQuery,
         who: &dyn Visibility,
     ) -> Result<ContextPack, Error> {
+        let search = self.options().search;
+        self.recall_on(query, |snap, vector| snap.recall_with(query, vector, who, search))
+    }
+
+    /// Recall as `who` through the access policy ([`Snapshot::scoped`]), as every interface
+    /// reads; notes the events returned like [`crate::Engine::recall`].
+    pub fn recall_scoped(
+        &self,
+        query: &RecallQuery,
+        who: &crate::Principal,
+    ) -> Result<ContextPack, Error> {
+        let search = self.options().search;
+        self.recall_on(query, |snap, vector| snap.scoped(who).recall(query, vector, search))
+    }
+
+    /// Embed the question, run `read` on a snapshot with its vector, and note the events
+    /// returned: what every recall entry point shares.
+    fn recall_on(
+        &self,
+        query: &RecallQuery,
+        read: impl FnOnce(&Snapshot<'_>, &[f32]) -> Result<ContextPack, Error>,
+    ) -> Result<ContextPack, Error> {
         let mut clock = std::time::Instant::now();
-        let vector = if query.text.trim().is_empty() {
-            Vec::new()
-        } else {
-            self.embedder()?.embed(&[query.text.as_str()])?.into_iter().next().unwrap_or_default()
-        };
+        let vector =
+            if query.text.trim().is_empty() { Vec::new() } else { self.embed_query(&query.text)? };
         let embed_us = lap(&mut clock);
-        let mut pack = self.snapshot()?.recall_with(query, &vector, who, self.options().search)?;
+        let mut pack = read(&self.snapshot()?, &vector)?;
         pack.timings.embed_us = embed_us;
         self.access.note_pack(&pack);
         Ok(pack)

@@ -110,8 +110,8 @@ impl crate::Engine {
 }
 
 /// The parts of the vector index read so far, kept for the engine's life so that repeated
-/// searches (a server, a benchmark) read and check each list once. Tagged with the index generation: a
-/// rebuild elsewhere empties it on the next search. Lists are loaded on demand, so a one-off
+/// searches (a server, a benchmark) read and check each list once. Tagged with the index
+/// generation: a rebuild elsewhere empties it on the next search. Lists are loaded on demand, so a one-off
 /// search reads only the lists it probes.
 #[derive(Default)]
 pub(crate) struct IndexCache(Mutex<CachedIndex>);

@@ -361,8 +361,7 @@ fn embed(e: &Engine, text: &str) -> Result<Vec<f32>, ServiceError> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
-    let vectors = e.embedder()?.embed(&[text]).map_err(ctxgraph::Error::from)?;
-    Ok(vectors.into_iter().next().unwrap_or_default())
+    Ok(e.embed_query(text)?)
 }
 
 fn schema_record(r: &ValidRecord) -> bool {
@@ -688,10 +687,7 @@ impl Service {
         let metrics = self.inner.metrics.clone();
         self.read(who, move |e, who| {
             let started = Instant::now();
-            let vector = embed(e, &q.text)?;
-            let snap = e.snapshot()?;
-            let pack = snap.scoped(who).recall(&q, &vector, e.options().search)?;
-            e.access_tracker().note_pack(&pack);
+            let pack = e.recall_scoped(&q, who)?;
             metrics.recall_seconds(started.elapsed().as_secs_f64());
             Ok(ContextPackDto::from(&pack))
         })
