@@ -1112,9 +1112,9 @@ pub(crate) enum BenchCommand {
         /// (it must have been built by this command with the same --events).
         #[arg(long)]
         store: Option<PathBuf>,
-        /// Write each question's pack as JSONL (`{"question", "items": [{"key", "score",
-        /// "factors", "found_by", "path"}], "edges", "unknowns"}`), so two builds can be checked
-        /// to return the same packs (`cmp` the files).
+        /// Write each question's pack as JSONL (`{"question", "intent", "items": [{"key",
+        /// "score", "factors", "found_by", "seed", "path"}], "edges", "unknowns", "candidates"}`),
+        /// so two builds can be checked to return the same packs (`cmp` the files).
         #[arg(long)]
         rankings: Option<PathBuf>,
     },

@@ -478,24 +478,22 @@ pub(crate) fn recall(
         std::hint::black_box(pack);
         Ok((t.elapsed().as_secs_f64() * 1000.0, timings))
     };
-    match rankings {
-        // The warm-up pass writes the packs, so writing them costs the timed pass nothing.
-        Some(file) => {
-            let mut out = std::io::BufWriter::new(
-                std::fs::File::create(file)
-                    .with_context(|| format!("creating {}", file.display()))?,
-            );
-            for q in &qs {
-                let pack = engine.recall(&ctxgraph::RecallQuery::new(q.as_str()))?;
-                writeln!(out, "{}", pack_line(&pack))?;
-            }
-            out.flush()?;
+    // The warm-up pass writes the packs, so writing them costs the timed pass nothing.
+    let mut out = rankings
+        .map(|file| {
+            std::fs::File::create(file)
+                .with_context(|| format!("creating {}", file.display()))
+                .map(std::io::BufWriter::new)
+        })
+        .transpose()?;
+    for q in &qs {
+        let pack = engine.recall(&ctxgraph::RecallQuery::new(q.as_str()))?;
+        if let Some(out) = out.as_mut() {
+            writeln!(out, "{}", pack_line(&pack))?;
         }
-        None => {
-            for q in &qs {
-                ask(&engine, q)?;
-            }
-        }
+    }
+    if let Some(mut out) = out {
+        out.flush()?;
     }
     let mut ms = Vec::with_capacity(qs.len());
     let mut phases = [0u64; 6];

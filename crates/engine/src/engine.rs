@@ -159,7 +159,7 @@ impl Engine {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let recorded_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let recorded_at = crate::knowledge::now();
         let mut outcomes = Vec::with_capacity(records.len());
         let mut w = self.store.begin_write()?;
         let inline = projection == Projection::Inline;

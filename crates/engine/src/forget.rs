@@ -113,7 +113,7 @@ impl Engine {
     ) -> Result<(Vec<ForgetReport>, ForgetTimings), Error> {
         let mut timings = ForgetTimings::default();
         let started = Instant::now();
-        let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let at = crate::knowledge::now();
         let mut seen = BTreeSet::new();
         let targets: Vec<&ForgetTarget> =
             targets.iter().filter(|t| seen.insert((t.kind, t.id.as_str()))).collect();

@@ -503,7 +503,7 @@ impl Snapshot<'_> {
             }
         }
         let mut bm25_list = Vec::new();
-        let mut context_list = Vec::new();
+        let mut context_list = BTreeSet::new();
         if p.context.is_off() {
             bm25_list = bm25_hits.into_iter().map(|(k, _)| k).collect();
         } else {
@@ -528,7 +528,7 @@ impl Snapshot<'_> {
             })?;
             for (key, _, by_context) in supported.into_iter().take(p.prefilter) {
                 if by_context {
-                    context_list.push(key.clone());
+                    context_list.insert(key.clone());
                 }
                 bm25_list.push(key);
             }
@@ -536,20 +536,23 @@ impl Snapshot<'_> {
         timings.bm25_us = lap(&mut clock);
         let lists = [vector_list, bm25_list, entity_list, dated_list];
         let fused = fuse::rrf(&lists, &p.list_weights, p.rrf_k);
+        // The lists each fused node is in, read in one pass over the lists.
+        let mut found: BTreeMap<&NodeKey, Vec<&'static str>> = BTreeMap::new();
+        for (name, list) in ["vector", "bm25", "entity", "dated"].into_iter().zip(&lists) {
+            for key in list {
+                let by =
+                    if name == "bm25" && context_list.contains(key) { "context" } else { name };
+                let names = found.entry(key).or_default();
+                if names.last() != Some(&by) {
+                    names.push(by);
+                }
+            }
+        }
         let top = fused.first().map_or(1.0, |(_, s)| *s);
         let mut cands: BTreeMap<NodeKey, Cand> = BTreeMap::new();
         for (key, score) in &fused {
             let Some(node) = r.admissible(key)?.cloned() else { continue };
-            let mut found_by = Vec::new();
-            for (name, list) in ["vector", "bm25", "entity", "dated"].into_iter().zip(&lists) {
-                if list.contains(key) {
-                    found_by.push(if name == "bm25" && context_list.contains(key) {
-                        "context"
-                    } else {
-                        name
-                    });
-                }
-            }
+            let found_by = found.remove(key).unwrap_or_default();
             cands.insert(key.clone(), Cand::direct(node, score / top, found_by));
         }
         for key in named {

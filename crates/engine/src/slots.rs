@@ -339,7 +339,7 @@ impl Engine {
                         return Ok(Value::String(id));
                     }
                 }
-                let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                let at = crate::knowledge::now();
                 Ok(json!({"name": name, "entity_type": entity_type, "at": at}))
             }
         }

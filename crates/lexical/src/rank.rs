@@ -91,6 +91,8 @@ pub struct Scratch {
     grouped: Vec<(u32, u32)>,
     /// Where each block's postings start in `grouped`.
     starts: Vec<usize>,
+    /// Where the next posting of each block goes while grouping.
+    next: Vec<usize>,
 }
 
 /// The `k` documents with the highest BM25 score summed over `terms`, best first (ties: lower
@@ -137,7 +139,7 @@ pub fn top_k(
         max_doc = max_doc.max(views[t].max_doc(s));
     }
     let mut out = if max_doc < DENSE_LIMIT {
-        blocked(&views, &chosen, k, scratch)?
+        blocked(&views, &chosen, max_doc, k, scratch)?
     } else {
         let mut map: BTreeMap<i64, f64> = BTreeMap::new();
         for &(add, t, s) in &chosen {
@@ -157,18 +159,22 @@ pub fn top_k(
 fn blocked(
     views: &[ListView<'_>],
     chosen: &[(f64, usize, usize)],
+    max_doc: i64,
     k: usize,
     scratch: &mut Scratch,
 ) -> Result<Vec<(i64, f64)>, Error> {
-    let Scratch { scores, touched, read, grouped, starts } = scratch;
+    let Scratch { scores, touched, read, grouped, starts, next } = scratch;
     read.clear();
     for (i, &(_, t, s)) in chosen.iter().enumerate() {
         // Both fit in u32: ids are below DENSE_LIMIT, and segments are at most 255 per term.
         let i = i as u32;
-        views[t].for_each(s, &mut |doc| read.push((doc as u32, i)))?;
+        views[t].for_each(s, |doc| read.push((doc as u32, i)))?;
     }
-    let Some(max) = read.iter().map(|&(d, _)| d).max() else { return Ok(Vec::new()) };
-    let blocks = (max >> BLOCK_BITS) as usize + 1;
+    if read.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Decoding checked every segment's last document against its `max_doc`.
+    let blocks = (max_doc >> BLOCK_BITS) as usize + 1;
     starts.clear();
     starts.resize(blocks + 1, 0);
     for &(doc, _) in read.iter() {
@@ -179,15 +185,14 @@ fn blocked(
     }
     grouped.clear();
     grouped.resize(read.len(), (0, 0));
-    {
-        let mut next = starts[..blocks].to_vec();
-        for &(doc, i) in read.iter() {
-            let at = &mut next[(doc >> BLOCK_BITS) as usize];
-            grouped[*at] = (doc, i);
-            *at += 1;
-        }
+    next.clear();
+    next.extend_from_slice(&starts[..blocks]);
+    for &(doc, i) in read.iter() {
+        let at = &mut next[(doc >> BLOCK_BITS) as usize];
+        grouped[*at] = (doc, i);
+        *at += 1;
     }
-    scores.clear();
+    // Zero once: every slot a block touches is set back to 0 before the next block.
     scores.resize(1 << BLOCK_BITS, 0.0);
     let mask = (1u32 << BLOCK_BITS) - 1;
     let mut best = Best::new(k);

@@ -813,9 +813,9 @@ fn graph_heaviest_edges(
     limit: usize,
 ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
-    // (weight, out, type, edges) of every type present in each direction, heaviest first, and
-    // each direction's edge count.
-    let mut groups: Vec<(f64, bool, String, usize)> = Vec::new();
+    // (weight, out, type) of every type present in each direction, heaviest first, and each
+    // direction's edge count.
+    let mut groups: Vec<(f64, bool, String)> = Vec::new();
     // Per direction, outgoing first.
     let dir = |out: bool| usize::from(!out);
     let mut degree = [0usize; 2];
@@ -823,27 +823,27 @@ fn graph_heaviest_edges(
         // The index lists a node's edges by type, so this covering pass reads each type once
         // per edge but nothing else.
         let mut st = c.prepare_cached(&format!("SELECT edge_type FROM edges WHERE {near} = ?1"))?;
-        let types: Vec<String> =
+        let mut types: Vec<String> =
             st.query_map(params![nid], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
         degree[dir(out)] = types.len();
-        for run in types.chunk_by(|a, b| a == b) {
-            let w = weight(&run[0], out);
+        types.dedup();
+        for ty in types {
+            let w = weight(&ty, out);
             if w > 0.0 {
-                groups.push((w, out, run[0].clone(), run.len()));
+                groups.push((w, out, ty));
             }
         }
     }
     groups.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    let wanted: usize = groups.iter().map(|g| g.3).sum();
-    let directions = [true, false].map(|out| groups.iter().any(|g| g.1 == out));
-    // Every edge of weight > 0 is taken, and reading a whole direction reads at most `limit`
-    // edges: one read per direction instead of one per type gives the same edges.
-    let whole = wanted <= limit && (0..2).all(|d| !directions[d] || degree[d] <= limit);
+    // When every direction with a weighted type has at most `limit` edges, one read per
+    // direction (at most 2 × `limit` edges) gives what one read per type would: the edges in
+    // group order, each type's in index order, cut at `limit`.
+    let whole = groups.iter().all(|g| degree[dir(g.1)] <= limit);
     let mut found = Vec::new();
     if whole {
         let mut by_group: BTreeMap<(bool, String), Vec<Edge>> = BTreeMap::new();
         for out in [true, false] {
-            if !directions[dir(out)] {
+            if !groups.iter().any(|g| g.1 == out) {
                 continue;
             }
             let mut st = c.prepare_cached(&near_edges_sql(out, false, false))?;
@@ -851,14 +851,15 @@ fn graph_heaviest_edges(
                 by_group.entry((out, edge.key.edge_type.clone())).or_default().push(edge);
             }
         }
-        for (w, out, ty, _) in groups {
+        for (w, out, ty) in groups {
             for edge in by_group.remove(&(out, ty)).unwrap_or_default() {
                 found.push((w, edge, out));
             }
         }
+        found.truncate(limit);
         return Ok(found);
     }
-    for (w, out, ty, _) in groups {
+    for (w, out, ty) in groups {
         let left = limit.saturating_sub(found.len());
         if left == 0 {
             break;
@@ -989,8 +990,8 @@ fn graph_session_neighbors(
     Ok((prev, next))
 }
 
-/// Hot per-record statements: equality lookups only. A range over an indexed column makes this
-/// SQLite build (STAT4) recompile the statement on every new binding.
+/// Hot per-record statements: equality lookups, kept from being re-prepared on every new
+/// binding by the query planner stability guarantee the connection turns on at open.
 pub(crate) const SESSION_TAIL_SQL: &str =
     "SELECT last_at_ns, last_event_id FROM sessions WHERE session_id = ?1";
 pub(crate) const PENDING_FOR_SQL: &str = "SELECT wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, qualifier, props FROM pending_edges WHERE wait_label = ?1 AND wait_id = ?2";

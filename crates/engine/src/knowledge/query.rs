@@ -204,10 +204,6 @@ pub(crate) fn latest_version(
         .max_by_key(|(_, v)| *v))
 }
 
-fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
 /// Whether the fact node is true at `t` (see the module docs).
 fn true_at(n: &Node, t: &str) -> bool {
     let from_ok = text(n, "valid_from").is_none_or(|f| f.as_str() <= t);
@@ -292,7 +288,7 @@ impl Snapshot<'_> {
     /// Facts per `query`, true at its time unless `include_inactive`; by subject, predicate, then
     /// fact id.
     pub fn facts(&self, query: &FactQuery) -> Result<Vec<FactView>, Error> {
-        let t = query.as_of.clone().unwrap_or_else(now);
+        let t = query.as_of.clone().unwrap_or_else(super::now);
         let candidates = match &query.subject {
             Some(s) => self.fact_nodes_of(s, "SUBJECT")?,
             None => nodes(&self.read, "Fact", "")?,
@@ -328,7 +324,7 @@ impl Snapshot<'_> {
         entity_id: &str,
         as_of: Option<&str>,
     ) -> Result<Vec<FactView>, Error> {
-        let t = as_of.map_or_else(now, str::to_owned);
+        let t = as_of.map_or_else(super::now, str::to_owned);
         let mut seen = BTreeMap::new();
         for edge_type in ["SUBJECT", "OBJECT"] {
             for n in self.fact_nodes_of(entity_id, edge_type)? {

@@ -210,7 +210,6 @@ fn tags_and_location_constrain_events() {
 
 /// A small chat imported through the message format: ids `s1:1`, `s1:2`, … in session order.
 fn chat(lines: &[(&str, &str, &str)]) -> (tempfile::TempDir, Engine) {
-    let (dir, mut e) = engine();
     let jsonl: String = lines
         .iter()
         .enumerate()
@@ -222,6 +221,12 @@ fn chat(lines: &[(&str, &str, &str)]) -> (tempfile::TempDir, Engine) {
             )
         })
         .collect();
+    import_chat(&jsonl)
+}
+
+/// A fresh store with these chat messages (JSONL) imported, enriched and consolidated.
+fn import_chat(jsonl: &str) -> (tempfile::TempDir, Engine) {
+    let (dir, mut e) = engine();
     let batch = ctxgraph::parse_messages(jsonl.as_bytes(), &ctxgraph::Limits::default());
     let report = e.import(&batch, &IngestOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(report.progress.rejected, 0);
@@ -287,7 +292,6 @@ fn events_of_the_actor_a_question_names_come_first() {
 
 #[test]
 fn a_date_in_the_question_brings_in_the_events_of_that_day() {
-    let (dir, mut e) = engine();
     // The same words on many days; the question asks about one of them.
     let jsonl: String = (1..=28)
         .map(|day| {
@@ -299,10 +303,7 @@ fn a_date_in_the_question_brings_in_the_events_of_that_day() {
             )
         })
         .collect();
-    let batch = ctxgraph::parse_messages(jsonl.as_bytes(), &ctxgraph::Limits::default());
-    e.import(&batch, &IngestOptions::default(), &mut |_| {}).unwrap();
-    e.enrich(&mut |_, _| {}).unwrap();
-    e.consolidate().unwrap();
+    let (dir, e) = import_chat(&jsonl);
     let mut q = RecallQuery::new("What happened at the market on 14 February, 2023?");
     q.k = 3;
     q.labels = Some(vec!["Event".into()]);

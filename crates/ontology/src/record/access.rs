@@ -33,7 +33,7 @@ pub struct AccessRecord {
 }
 
 /// The reads of one event in an `access` batch.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessEntry {
     /// The event read.
     pub event_id: String,
@@ -54,7 +54,7 @@ impl Validator<'_> {
         self.unknown_fields(obj, ACCESS_FIELDS, "$");
         let given_id = self.id(obj, "access_id", "$.access_id", false);
         let at = self.timestamp(obj, "at", "$.at");
-        let events = self.access_events(obj.get("events"));
+        let events = self.access_events(obj);
         let mut record = AccessRecord {
             access_id: given_id.clone().unwrap_or_default(),
             at: at?.0,
@@ -66,27 +66,16 @@ impl Validator<'_> {
         Some(record)
     }
 
-    fn access_events(&mut self, value: Option<&Value>) -> Option<Vec<AccessEntry>> {
-        let items = match value {
-            None | Some(Value::Null) => {
-                self.out.push(Violation::new(
-                    "$.events",
-                    None,
-                    "envelope.required_field",
-                    "required field is missing",
-                ));
-                return None;
-            }
-            Some(Value::Array(items)) => items,
-            Some(other) => {
-                self.out.push(Violation::new(
-                    "$.events",
-                    Some(other),
-                    "envelope.type",
-                    "must be an array of {event_id, count, last_accessed_at}",
-                ));
-                return None;
-            }
+    fn access_events(&mut self, obj: &Map<String, Value>) -> Option<Vec<AccessEntry>> {
+        let value = self.required_at(obj, "events", "$.events")?;
+        let Value::Array(items) = value else {
+            self.out.push(Violation::new(
+                "$.events",
+                Some(value),
+                "envelope.type",
+                "must be an array of {event_id, count, last_accessed_at}",
+            ));
+            return None;
         };
         if items.is_empty() || items.len() > MAX_ACCESS_EVENTS {
             self.out.push(Violation::with_text(
@@ -101,40 +90,21 @@ impl Validator<'_> {
         let mut entries = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let path = format!("$.events[{i}]");
-            let Value::Object(o) = item else {
-                self.out.push(Violation::new(
-                    path,
-                    Some(item),
-                    "envelope.type",
-                    "must be an object {event_id, count, last_accessed_at}",
-                ));
-                continue;
-            };
-            self.unknown_fields(o, ENTRY_FIELDS, &path);
+            let Some(o) = self.object(item, &path, ENTRY_FIELDS) else { continue };
             let event_id = self.id(o, "event_id", &format!("{path}.event_id"), true);
-            let count = match o.get("count") {
-                None | Some(Value::Null) => {
+            let count_path = format!("{path}.count");
+            let count = self.required_at(o, "count", &count_path).and_then(|v| match v.as_u64() {
+                Some(c) if (1..=MAX_ACCESS_COUNT).contains(&c) => Some(c),
+                _ => {
                     self.out.push(Violation::new(
-                        format!("{path}.count"),
-                        None,
-                        "envelope.required_field",
-                        "required field is missing",
+                        count_path.as_str(),
+                        Some(v),
+                        "access.count",
+                        format!("must be an integer from 1 to {MAX_ACCESS_COUNT}"),
                     ));
                     None
                 }
-                Some(v) => match v.as_u64() {
-                    Some(c) if (1..=MAX_ACCESS_COUNT).contains(&c) => Some(c),
-                    _ => {
-                        self.out.push(Violation::new(
-                            format!("{path}.count"),
-                            Some(v),
-                            "access.count",
-                            format!("must be an integer from 1 to {MAX_ACCESS_COUNT}"),
-                        ));
-                        None
-                    }
-                },
-            };
+            });
             let last = self.timestamp(o, "last_accessed_at", &format!("{path}.last_accessed_at"));
             if let (Some(event_id), Some(count), Some((last_accessed_at, last_accessed_ns))) =
                 (event_id, count, last)
@@ -143,11 +113,12 @@ impl Validator<'_> {
                     .push((i, AccessEntry { event_id, count, last_accessed_at, last_accessed_ns }));
             }
         }
+        // Stable: of two entries for one event, the repeat (the later index) comes second.
         entries.sort_by(|(_, a), (_, b)| a.event_id.cmp(&b.event_id));
         // A batch counts each event once: a repeat would be a second, conflicting count.
         for pair in entries.windows(2) {
             if pair[0].1.event_id == pair[1].1.event_id {
-                let (i, e) = (pair[0].0.max(pair[1].0), &pair[1].1);
+                let (i, e) = &pair[1];
                 self.out.push(Violation::for_str(
                     format!("$.events[{i}].event_id"),
                     &e.event_id,

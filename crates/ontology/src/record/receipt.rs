@@ -226,7 +226,8 @@ impl Validator<'_> {
         (self.out.len() == before).then_some(out)
     }
 
-    fn receipt_object<'v>(
+    /// `value` as an object with only `fields`, or an `envelope.type` violation at `path`.
+    pub(super) fn object<'v>(
         &mut self,
         value: &'v Value,
         path: &str,
@@ -258,7 +259,7 @@ impl Validator<'_> {
         let inputs = self.receipt_inputs(obj);
         let policies_value = self.aliased(obj, &["policies_checked", "policies"], "$");
         let policies = self.receipt_list(policies_value, false, |v, x, p| {
-            let o = v.receipt_object(x, p, POLICY_FIELDS)?;
+            let o = v.object(x, p, POLICY_FIELDS)?;
             let id = v.string(o, "id", &format!("{p}.id"), true).map(|s| Value::String(s.into()));
             let id = id.and_then(|id| v.receipt_id_at(&id, &format!("{p}.id")));
             let result = v.string(o, "result", &format!("{p}.result"), true).and_then(|r| {
@@ -268,7 +269,7 @@ impl Validator<'_> {
         });
         let exceptions_value = self.aliased(obj, &["exceptions", "waivers"], "$");
         let exceptions = self.receipt_list(exceptions_value, false, |v, x, p| {
-            let o = v.receipt_object(x, p, EXCEPTION_FIELDS)?;
+            let o = v.object(x, p, EXCEPTION_FIELDS)?;
             let id = o.get("id").cloned().unwrap_or(Value::Null);
             let id = if id.is_null() {
                 v.out.push(Violation::new(
@@ -340,10 +341,21 @@ impl Validator<'_> {
         obj: &'v Map<String, Value>,
         field: &str,
     ) -> Option<&'v Value> {
+        self.required_at(obj, field, &format!("$.{field}"))
+    }
+
+    /// `obj[field]`, or an `envelope.required_field` violation at `path` when it is missing
+    /// or null.
+    pub(super) fn required_at<'v>(
+        &mut self,
+        obj: &'v Map<String, Value>,
+        field: &str,
+        path: &str,
+    ) -> Option<&'v Value> {
         match obj.get(field) {
             None | Some(Value::Null) => {
                 self.out.push(Violation::new(
-                    format!("$.{field}"),
+                    path,
                     None,
                     "envelope.required_field",
                     "required field is missing",
@@ -365,7 +377,7 @@ impl Validator<'_> {
         };
         let allowed: Vec<&str> =
             INPUT_KINDS.iter().flat_map(|(_, names)| names.iter().copied()).collect();
-        let o = self.receipt_object(value, &path, &allowed)?;
+        let o = self.object(value, &path, &allowed)?;
         let mut lists: Vec<Vec<String>> = Vec::new();
         let before = self.out.len();
         for (kind, names) in INPUT_KINDS {
@@ -414,7 +426,7 @@ impl Validator<'_> {
                 self.enum_value("receipt_status", &s.trim().to_lowercase(), "$.outcome")?;
             return Some(ReceiptOutcome { status, notes: None, follow_ups: Vec::new() });
         }
-        let o = self.receipt_object(value, "$.outcome", OUTCOME_FIELDS)?;
+        let o = self.object(value, "$.outcome", OUTCOME_FIELDS)?;
         let status = self.string(o, "status", "$.outcome.status", true).and_then(|s| {
             self.enum_value("receipt_status", &s.trim().to_lowercase(), "$.outcome.status")
         });
@@ -438,7 +450,7 @@ impl Validator<'_> {
     ) -> (Option<Option<String>>, Option<(String, i64)>) {
         let mut flat = Map::new();
         if let Some(t) = obj.get("timestamps").filter(|v| !v.is_null()) {
-            if let Some(o) = self.receipt_object(t, "$.timestamps", TIMESTAMP_FIELDS) {
+            if let Some(o) = self.object(t, "$.timestamps", TIMESTAMP_FIELDS) {
                 for (k, v) in o {
                     flat.insert(format!("{k}_at"), v.clone());
                 }
