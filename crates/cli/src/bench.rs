@@ -421,7 +421,7 @@ fn pack_line(pack: &ctxgraph::ContextPack) -> Value {
     let edges: Vec<String> = pack
         .edges
         .iter()
-        .map(|e| format!("{}-{}->{}", e.key.from, e.key.edge_type, e.key.to))
+        .map(|e| format!("{}-{}->{}", e.edge.key.from, e.edge.key.edge_type, e.edge.key.to))
         .collect();
     let unknowns: Vec<String> =
         pack.unknowns.iter().map(|u| format!("{} {} {}", u.kind, u.item, u.missing)).collect();

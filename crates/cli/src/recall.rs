@@ -83,7 +83,8 @@ fn item_json(item: &Item) -> Value {
         "node": node_json(&item.node),
         "score": item.score,
         "factors": {"relevance": f.relevance, "path_weight": f.path_weight,
-            "confidence": f.confidence, "salience": f.salience, "focus": f.focus},
+            "confidence": f.confidence, "salience": f.salience, "focus": f.focus,
+            "matched": f.matched},
         "found_by": item.found_by,
         "seed": key_json(&item.seed),
         "path": item.path.iter().map(step_json).collect::<Vec<_>>(),
@@ -100,7 +101,20 @@ pub(crate) fn pack_json(pack: &ContextPack) -> Value {
         "intent": pack.intent.name(),
         "intent_classified": pack.intent_classified,
         "items": pack.items.iter().map(item_json).collect::<Vec<_>>(),
-        "edges": pack.edges.iter().map(edge_json).collect::<Vec<_>>(),
+        "edges": pack.edges.iter().map(|e| {
+            let mut edge = edge_json(&e.edge);
+            if let Some(o) = edge.as_object_mut() {
+                o.insert("confidence".into(), json!(e.confidence));
+                o.insert("provenance".into(), json!(e.provenance));
+                o.insert("log_position".into(), json!(e.log_position));
+            }
+            edge
+        }).collect::<Vec<_>>(),
+        "state": {"cues": pack.state.cues,
+            "anchors": pack.state.anchors.iter().map(key_json).collect::<Vec<_>>(),
+            "named": pack.state.named.iter().map(key_json).collect::<Vec<_>>(),
+            "constraints": pack.state.constraints.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+            "time_span": pack.state.time_span.as_ref().map(|(a, b)| [a, b])},
         "unknowns": pack.unknowns.iter().map(|u| json!({"kind": u.kind, "item": key_json(&u.item),
             "missing": key_json(&u.missing)})).collect::<Vec<_>>(),
         "candidates": pack.candidates,

@@ -245,10 +245,10 @@ fn summarize(
                     if s.is_empty() { text(n, "event_type").to_owned() } else { s.to_owned() }
                 })
                 .collect();
+            let agents_line = agents.into_iter().collect::<Vec<_>>().join(", ");
             let content = format!(
-                "Session {session}: {} events by {}, {failed} failed. Highlights: {}",
+                "Session {session}: {} events by {agents_line}, {failed} failed. Highlights: {}",
                 events.len(),
-                agents.into_iter().collect::<Vec<_>>().join(", "),
                 highlights.join(" | ")
             );
             let key = NodeKey::new("Summary", format!("session:{session}"));
@@ -256,9 +256,8 @@ fn summarize(
                 schema,
                 w,
                 &key,
-                "session",
-                session,
-                &content,
+                ("session", session),
+                (&content, &indexed_words(&agents_line, &highlights)),
                 events.len(),
                 (&first_at, &last_at),
             )?;
@@ -300,7 +299,8 @@ fn summarize(
         );
         let key = NodeKey::new("Summary", format!("day:{date}"));
         let count = usize::try_from(day.events).unwrap_or(usize::MAX);
-        write_summary(schema, w, &key, "day", &date, &content, count, (first, last))?;
+        let indexed = indexed_words("", &highlights);
+        write_summary(schema, w, &key, ("day", &date), (&content, &indexed), count, (first, last))?;
         for (session_summary, _, _) in &day.sessions {
             write_summarizes(schema, w, &key, &NodeKey::new("Summary", session_summary.clone()))?;
             report.edges += 1;
@@ -310,17 +310,22 @@ fn summarize(
     Ok(())
 }
 
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one call site per summary kind; a struct would only rename them"
-)]
+/// The words a summary is found by: who acted and the highlights quoted, never its counts (a
+/// summary saying "0 failed" must not answer a question about failures) nor its ids (which
+/// recall resolves exactly, as anchors).
+fn indexed_words<S: AsRef<str>>(agents: &str, highlights: &[S]) -> String {
+    let quoted: Vec<&str> = highlights.iter().map(AsRef::as_ref).collect();
+    format!("{agents}. {}", quoted.join(" | "))
+}
+
+/// Write a summary node: `content` is what it says, `indexed` what the full-text index finds
+/// it by.
 fn write_summary(
     schema: &Schema,
     w: &mut ctxgraph_store::EmbeddedWrite<'_>,
     key: &NodeKey,
-    scope: &str,
-    scope_id: &str,
-    content: &str,
+    (scope, scope_id): (&str, &str),
+    (content, indexed): (&str, &str),
     event_count: usize,
     (first, last): (&str, &str),
 ) -> Result<(), Error> {
@@ -339,7 +344,7 @@ fn write_summary(
         return Err(Error::Validation(violations.into()));
     }
     w.put_node(&node)?;
-    w.put_text(key, content)?;
+    w.put_text(key, indexed)?;
     Ok(())
 }
 

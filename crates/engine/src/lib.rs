@@ -98,8 +98,9 @@ pub use memory::{
     RollupOptions, TraversalOptions,
 };
 pub use recall::{
-    ContextPack, ContextWeights, Everyone, Factors, Intent, Item, Provenance, RecallParams,
-    RecallQuery, Step, Timings, Unknown, Visibility, classify, content_words,
+    ContextPack, ContextState, ContextWeights, Everyone, Factors, Intent, Item, PackEdge,
+    Provenance, RecallParams, RecallQuery, Step, Timings, Unknown, Visibility, classify,
+    content_words,
 };
 pub use receipt::{ReceiptQuery, ReceiptView, policy_filter};
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};

@@ -33,7 +33,9 @@
 //!    explicit unknowns (a parent that never arrived, a referenced entity that no item explains);
 //!    a token budget keeps the most valuable items that fit.
 
+mod anchors;
 mod context;
+mod cues;
 mod dates;
 mod fuse;
 mod intent;
@@ -50,6 +52,7 @@ use ctxgraph_store::{GraphReader, LogReader};
 use serde_json::Value;
 
 pub use context::ContextWeights;
+use cues::Cues;
 pub use intent::{Intent, classify};
 
 use crate::error::Error;
@@ -64,6 +67,17 @@ const ACTOR_TYPES: &[&str] = &["agent", "user"];
 const DATED_DEPTH: usize = 4;
 /// Longest name (in words) looked up in a question.
 const MAX_NAME_WORDS: usize = 4;
+/// Most events of a scope session read for the scope list (bounded work on a huge session).
+const SCOPE_EVENTS: usize = 500;
+/// Most edges of a node read to find an admitted event it is connected to (see `witnessed`).
+const WITNESS_EDGES: usize = 64;
+/// Focus of a summary when the question does not ask for an overview: a summary is context
+/// for the events it summarises, not an answer that outranks them.
+const SUMMARY_FOCUS: f64 = 0.5;
+/// Most an expanded item's own match to the question adds to its score (see [`Factors::matched`]).
+const MATCH_BONUS: f64 = 0.25;
+/// The names of the prefilter lists, in the order of [`RecallParams::list_weights`].
+const LISTS: [&str; 6] = ["vector", "bm25", "entity", "dated", "anchor", "scope"];
 
 /// Who is asking: decides which nodes a recall may use. Checked before a node is returned,
 /// counted or expanded through.
@@ -99,8 +113,8 @@ pub struct RecallParams {
     pub hub_mentions: i64,
     /// The `k` of reciprocal rank fusion.
     pub rrf_k: f64,
-    /// Weights of the vector, BM25, entity and dated lists in the fusion.
-    pub list_weights: [f64; 4],
+    /// Weights of the vector, BM25, entity, dated, anchor and scope lists in the fusion.
+    pub list_weights: [f64; 6],
     /// Factor per step beyond the first.
     pub hop_decay: f64,
     /// Weight α of salience in the score (0: ignore age).
@@ -123,7 +137,7 @@ impl Default for RecallParams {
             expansions: 16,
             hub_mentions: 50,
             rrf_k: 10.0,
-            list_weights: [0.3, 1.0, 0.3, 1.0],
+            list_weights: [0.3, 1.0, 0.3, 1.0, 3.0, 2.0],
             hop_decay: 0.7,
             salience_weight: 0.2,
             context: ContextWeights::default(),
@@ -233,8 +247,12 @@ pub struct Factors {
     /// `1 − α + α·e^(−t/S)`.
     pub salience: f64,
     /// `other_actor` for an event by another actor than the ones the question names, times
-    /// `other_time` for an event outside every period (day, month, year) it names; else 1.
+    /// `other_time` for an event outside every period (day, month, year) it names, times
+    /// `SUMMARY_FOCUS` (½) for a summary when the question asks for no overview; else 1.
     pub focus: f64,
+    /// An expanded item's own match to the question: `1 + ¼ × m`, where `m` is the share of the
+    /// question's content words in its text (1 for a direct hit, whose relevance is its match).
+    pub matched: f64,
 }
 
 /// One item of a context pack.
@@ -246,9 +264,11 @@ pub struct Item {
     pub score: f64,
     /// The factors.
     pub factors: Factors,
-    /// The prefilter lists it was found by (`vector`, `bm25`, `context`, `entity`, `dated`),
-    /// empty if expanded (`context`: raised into the BM25 list by a neighbouring turn;
-    /// `dated`: a BM25 hit in a period the question names).
+    /// The prefilter lists it was found by (`vector`, `bm25`, `context`, `entity`, `dated`,
+    /// `anchor`, `scope`), empty if expanded (`context`: raised into the BM25 list by a
+    /// neighbouring turn; `dated`: a BM25 hit in a period the question names; `anchor`: named by
+    /// id in the question; `scope`: an event of the session in scope that fits the question's
+    /// cues).
     pub found_by: Vec<&'static str>,
     /// The seed the path starts at (itself for a direct hit).
     pub seed: NodeKey,
@@ -283,10 +303,12 @@ pub struct ContextPack {
     pub intent_classified: bool,
     /// Ranked items, best first.
     pub items: Vec<Item>,
-    /// The edges among the items.
-    pub edges: Vec<Edge>,
+    /// The edges among the items, with their confidence and provenance.
+    pub edges: Vec<PackEdge>,
     /// What is known to be missing.
     pub unknowns: Vec<Unknown>,
+    /// What the pack answers: intent, cues, anchors, constraints in force, time span.
+    pub state: ContextState,
     /// Nodes the recall read and the constraints admitted (prefilter hits, expanded nodes,
     /// named entities and the ranked nodes it had to look at).
     pub candidates: usize,
@@ -294,6 +316,38 @@ pub struct ContextPack {
     pub trimmed: usize,
     /// Where the time went.
     pub timings: Timings,
+}
+
+/// An edge of a context pack.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackEdge {
+    /// The edge, properties included.
+    pub edge: Edge,
+    /// Its confidence: its `confidence` or `score` property (SAME_AS, RELATED_TO, SIMILAR_TO,
+    /// memory links), else 1.
+    pub confidence: f64,
+    /// Where it comes from: `record` (written by a record: an event's references and causal
+    /// parent, an explicit edge), `derived` (session order, folded from the records' times) or
+    /// `inferred` (by consolidation or entity resolution: similarity, summaries, candidates).
+    pub provenance: &'static str,
+    /// The log position of the record behind a `record` edge (its source event's), if known.
+    pub log_position: Option<u64>,
+}
+
+/// The state a context pack answers in: what the engine understood of the question.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContextState {
+    /// The structural cues that fired (`failure`, `after`, `before`, `request`, `involved`).
+    pub cues: Vec<&'static str>,
+    /// Nodes the question names by id, found and admitted.
+    pub anchors: Vec<NodeKey>,
+    /// Entities the question names, found and admitted.
+    pub named: Vec<NodeKey>,
+    /// Constraints in force, as `(name, value)`: the caller's, and a session the question names
+    /// (`session`, when the caller gave none).
+    pub constraints: Vec<(String, String)>,
+    /// The earliest and latest event time among the items.
+    pub time_span: Option<(String, String)>,
 }
 
 /// Wall-clock time of each phase of one recall, in microseconds.
@@ -379,6 +433,11 @@ struct Reader<'s, 'a> {
     query: &'s RecallQuery,
     who: &'s dyn Visibility,
     seen: BTreeMap<NodeKey, Option<Node>>,
+    /// The entities the events of the session in scope reference, with those events, read
+    /// once when an entity must be placed in that session.
+    session_refs: Option<BTreeMap<NodeKey, Vec<NodeKey>>>,
+    /// Nodes an expansion step reached from an admitted event: that event is their witness.
+    walked_from: BTreeSet<NodeKey>,
 }
 
 impl Reader<'_, '_> {
@@ -387,38 +446,187 @@ impl Reader<'_, '_> {
     fn admissible(&mut self, key: &NodeKey) -> Result<Option<&Node>, Error> {
         if !self.seen.contains_key(key) {
             // Unhydrated: payloads are read for the returned items only.
-            let node = self.snap.read.node(key)?.filter(|n| self.admits(n));
+            let node = match self.snap.read.node(key)? {
+                Some(n) if self.admits(&n)? => Some(n),
+                _ => None,
+            };
             self.seen.insert(key.clone(), node);
         }
         Ok(self.seen.get(key).and_then(Option::as_ref))
     }
 
-    fn admits(&self, node: &Node) -> bool {
+    /// Whether `node` passes the caller's visibility and every constraint of the query.
+    ///
+    /// Each kind answers the constraints it carries itself: an event its session, trace, agent,
+    /// time and scope; a session summary its session and time range; a day summary its day (it
+    /// spans sessions, so it answers no session, trace, agent, tag or location constraint); a
+    /// memory its session, creation time and scope. What a node does not carry (an entity's
+    /// session, a fact's agent, a session summary's tags) it must show through an admitted event
+    /// it is connected to ([`Reader::witnessed`]).
+    fn admits(&mut self, node: &Node) -> Result<bool, Error> {
         if !self.who.may_see(node) {
-            return false;
+            return Ok(false);
         }
         let q = self.query;
-        if matches!(node.key.label.as_str(), "Event" | "Memory") && !in_scope(node, q) {
-            return false;
-        }
-        if node.key.label != "Event" {
-            return true;
+        if !q.constrains_events() {
+            return Ok(true);
         }
         let text = |p: &str| node.props.get(p).and_then(Value::as_str);
         let eq = |p: &str, want: &Option<String>| want.as_ref().is_none_or(|w| text(p) == Some(w));
-        if !(eq("session_id", &q.session) && eq("trace_id", &q.trace) && eq("agent_id", &q.agent)) {
-            return false;
+        match node.key.label.as_str() {
+            "Event" => {
+                if !in_scope(node, q)
+                    || !(eq("session_id", &q.session)
+                        && eq("trace_id", &q.trace)
+                        && eq("agent_id", &q.agent))
+                {
+                    return Ok(false);
+                }
+                if q.since.is_some() || q.until.is_some() {
+                    let Some(at) = text("occurred_at").and_then(parse_time) else {
+                        return Ok(false);
+                    };
+                    return Ok(q.in_window(at, at));
+                }
+                Ok(true)
+            }
+            "Summary" => {
+                let range = node.props.get("time_range").and_then(Value::as_array);
+                let at = |i: usize| range.and_then(|r| r.get(i)).and_then(Value::as_str);
+                if q.since.is_some() || q.until.is_some() {
+                    let (Some(first), Some(last)) =
+                        (at(0).and_then(parse_time), at(1).and_then(parse_time))
+                    else {
+                        return Ok(false);
+                    };
+                    if !q.in_window(first, last) {
+                        return Ok(false);
+                    }
+                }
+                if text("scope") != Some("session") {
+                    // A day summary spans sessions, agents and scopes.
+                    return Ok(q.session.is_none()
+                        && q.trace.is_none()
+                        && q.agent.is_none()
+                        && q.tags.is_empty()
+                        && q.location.is_none());
+                }
+                if q.session.as_ref().is_some_and(|s| text("scope_id") != Some(s.as_str())) {
+                    return Ok(false);
+                }
+                if q.trace.is_some()
+                    || q.agent.is_some()
+                    || !q.tags.is_empty()
+                    || q.location.is_some()
+                {
+                    return self.witnessed(node);
+                }
+                Ok(true)
+            }
+            "Memory" => {
+                if !in_scope(node, q) || !eq("session_id", &q.session) {
+                    return Ok(false);
+                }
+                if q.since.is_some() || q.until.is_some() {
+                    let Some(at) = text("created_at").and_then(parse_time) else {
+                        return Ok(false);
+                    };
+                    if !q.in_window(at, at) {
+                        return Ok(false);
+                    }
+                }
+                // A memory names no trace or agent of its own.
+                Ok(q.trace.is_none() && q.agent.is_none())
+            }
+            _ => self.witnessed(node),
         }
-        if q.since.is_some() || q.until.is_some() {
-            let Some(at) = text("occurred_at").and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-            else {
-                return false;
-            };
-            if q.since.is_some_and(|s| at < s) || q.until.is_some_and(|u| at > u) {
-                return false;
+    }
+
+    /// Whether `node` is connected to an admitted event: expansion reached it from one, one of
+    /// its heaviest `WITNESS_EDGES` edges (any type, either direction) reaches one, or, for an
+    /// entity under a session constraint, an admitted event of that session references it (a
+    /// busy entity's first edges may all belong to other sessions).
+    fn witnessed(&mut self, node: &Node) -> Result<bool, Error> {
+        if self.walked_from.remove(&node.key) {
+            return Ok(true);
+        }
+        if node.key.label == "Entity" && self.query.session.is_some() {
+            if self.session_refs.is_none() {
+                let mut refs: BTreeMap<NodeKey, Vec<NodeKey>> = BTreeMap::new();
+                if let Some(session) = &self.query.session {
+                    for slot in self.snap.read.session_events(session, SCOPE_EVENTS)? {
+                        let key = NodeKey::new("Event", &slot.event_id);
+                        for edge in self.snap.edges(&key, Some("REFERENCES"), Direction::Out)? {
+                            refs.entry(edge.key.to).or_default().push(key.clone());
+                        }
+                    }
+                }
+                self.session_refs = Some(refs);
+            }
+            let events = self
+                .session_refs
+                .as_ref()
+                .and_then(|r| r.get(&node.key))
+                .cloned()
+                .unwrap_or_default();
+            for event in events {
+                if self.admissible(&event)?.is_some() {
+                    return Ok(true);
+                }
+            }
+            return Ok(false);
+        }
+        let any = |_: &str, _: bool| 1.0;
+        for (_, edge, forward) in self.snap.read.heaviest_edges(&node.key, &any, WITNESS_EDGES)? {
+            let other = if forward { edge.key.to } else { edge.key.from };
+            if other.label == "Event" && self.admissible(&other)?.is_some() {
+                return Ok(true);
             }
         }
-        true
+        Ok(false)
+    }
+}
+
+fn parse_time(text: &str) -> Option<DateTime<FixedOffset>> {
+    DateTime::parse_from_rfc3339(text).ok()
+}
+
+impl RecallQuery {
+    /// Whether any constraint limits which events may be used (and so which other nodes, through
+    /// the events they are connected to).
+    pub fn constrains_events(&self) -> bool {
+        self.since.is_some()
+            || self.until.is_some()
+            || self.session.is_some()
+            || self.trace.is_some()
+            || self.agent.is_some()
+            || !self.tags.is_empty()
+            || self.location.is_some()
+    }
+
+    /// Whether the span `[first, last]` overlaps the query's time window.
+    fn in_window(&self, first: DateTime<FixedOffset>, last: DateTime<FixedOffset>) -> bool {
+        !(self.since.is_some_and(|s| last < s) || self.until.is_some_and(|u| first > u))
+    }
+
+    /// The constraints in force, as `(name, value)` pairs, for the pack's context state.
+    fn constraint_list(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut put = |name: &str, value: Option<String>| {
+            if let Some(v) = value {
+                out.push((name.to_owned(), v));
+            }
+        };
+        put("since", self.since.map(|t| t.to_rfc3339()));
+        put("until", self.until.map(|t| t.to_rfc3339()));
+        put("session", self.session.clone());
+        put("trace", self.trace.clone());
+        put("agent", self.agent.clone());
+        put("tags", (!self.tags.is_empty()).then(|| self.tags.join(",")));
+        put("location", self.location.clone());
+        put("min_confidence", (self.min_confidence > 0.0).then(|| self.min_confidence.to_string()));
+        put("labels", self.labels.as_ref().map(|l| l.join(",")));
+        out
     }
 }
 
@@ -459,11 +667,41 @@ impl Snapshot<'_> {
             Some(i) => (i, false),
             None => (classify(&query.text), true),
         };
-        let mut r = Reader { snap: self, query, who, seen: BTreeMap::new() };
         let mut timings = Timings::default();
         let mut clock = std::time::Instant::now();
+        // What the question names exactly; a session it names acts as the session constraint
+        // unless the caller gave one.
+        let anchors = self.anchors(&query.text)?;
+        let mut cues = Cues::of(&query.text);
+        if anchors.is_empty() {
+            // "after" and "before" say which way to walk from something named.
+            cues.after = false;
+            cues.before = false;
+        }
+        let scoped_query;
+        let query = match (&query.session, anchors.sessions.as_slice()) {
+            (None, [session]) => {
+                scoped_query = RecallQuery { session: Some(session.clone()), ..query.clone() };
+                &scoped_query
+            }
+            _ => query,
+        };
+        let mut r = Reader {
+            snap: self,
+            query,
+            who,
+            seen: BTreeMap::new(),
+            session_refs: None,
+            walked_from: BTreeSet::new(),
+        };
 
         // 1. Prefilter: ranked lists of admissible nodes.
+        let mut anchor_list = Vec::new();
+        for key in &anchors.nodes {
+            if r.admissible(key)?.is_some() {
+                anchor_list.push(key.clone());
+            }
+        }
         let mut vector_list = Vec::new();
         if !query_vector.is_empty() {
             for (key, _) in self.nearest_keys(query_vector, p.prefilter, search)? {
@@ -473,7 +711,7 @@ impl Snapshot<'_> {
             }
         }
         timings.vector_us = lap(&mut clock);
-        let (entity_list, named) = self.entity_matches(&mut r, &query.text, p)?;
+        let (entity_list, named) = self.entity_matches(&mut r, &query.text, p, cues)?;
         // The actors the question names: their events are in focus, and their names, which
         // occur in nearly every turn they speak, are no evidence for BM25.
         let actors: BTreeSet<String> = named
@@ -482,11 +720,18 @@ impl Snapshot<'_> {
             .filter(|(entity_type, _)| ACTOR_TYPES.contains(entity_type))
             .map(|(_, name)| name.to_owned())
             .collect();
+        let sessions: Vec<String> = match &query.session {
+            Some(s) => vec![s.clone()],
+            None => anchors.sessions.clone(),
+        };
+        let scope_list = self.scope_list(&mut r, &sessions, &named, &actors, cues, p.prefilter)?;
         timings.entity_us = lap(&mut clock);
         let periods = dates::named_periods(&query.text);
         let actor_words: BTreeSet<String> = actors.iter().flat_map(|a| content_words(a)).collect();
-        let words: Vec<String> =
-            content_words(&query.text).into_iter().filter(|w| !actor_words.contains(w)).collect();
+        let words: Vec<String> = content_words(&query.text)
+            .into_iter()
+            .filter(|w| !actor_words.contains(w) && !anchors.words.contains(w))
+            .collect();
         let mut bm25_hits = Vec::new();
         // The BM25 hits in the periods the question names, read deeper than the BM25 list.
         let mut dated_list = Vec::new();
@@ -534,11 +779,11 @@ impl Snapshot<'_> {
             }
         }
         timings.bm25_us = lap(&mut clock);
-        let lists = [vector_list, bm25_list, entity_list, dated_list];
+        let lists = [vector_list, bm25_list, entity_list, dated_list, anchor_list, scope_list];
         let fused = fuse::rrf(&lists, &p.list_weights, p.rrf_k);
         // The lists each fused node is in, read in one pass over the lists.
         let mut found: BTreeMap<&NodeKey, Vec<&'static str>> = BTreeMap::new();
-        for (name, list) in ["vector", "bm25", "entity", "dated"].into_iter().zip(&lists) {
+        for (name, list) in LISTS.into_iter().zip(&lists) {
             for key in list {
                 let by =
                     if name == "bm25" && context_list.contains(key) { "context" } else { name };
@@ -555,9 +800,9 @@ impl Snapshot<'_> {
             let found_by = found.remove(key).unwrap_or_default();
             cands.insert(key.clone(), Cand::direct(node, score / top, found_by));
         }
-        for key in named {
-            if let Some(node) = r.admissible(&key)?.cloned() {
-                cands.entry(key).or_insert_with(|| Cand::direct(node, 0.0, vec!["entity"]));
+        for key in &named {
+            if let Some(node) = r.admissible(key)?.cloned() {
+                cands.entry(key.clone()).or_insert_with(|| Cand::direct(node, 0.0, vec!["entity"]));
             }
         }
 
@@ -570,6 +815,9 @@ impl Snapshot<'_> {
         while open.len() > p.seeds {
             open.pop_first();
         }
+        let step_weight = |edge_type: &str, out: bool| {
+            cues.edge_weight(edge_type, out).unwrap_or_else(|| intent.edge_weight(edge_type, out))
+        };
         let mut expanded = 0;
         while expanded < p.expansions {
             let Some((Score(reach), from)) = open.pop_last() else { break };
@@ -586,12 +834,12 @@ impl Snapshot<'_> {
             if is_hub(node, p.hub_mentions) {
                 continue;
             }
+            let from_event = node.key.label == "Event";
             expanded += 1;
             let decay = if c.path.is_empty() { 1.0 } else { p.hop_decay };
             let (relevance, weight, confidence, seed, path) =
                 (c.relevance, c.path_weight, c.confidence, c.seed.clone(), c.path.clone());
-            let intent_weight = |edge_type: &str, out: bool| intent.edge_weight(edge_type, out);
-            let steps = self.read.heaviest_edges(&from, &intent_weight, p.fanout)?;
+            let steps = self.read.heaviest_edges(&from, &step_weight, p.fanout)?;
             for (w, edge, forward) in steps {
                 let to = if forward { edge.key.to.clone() } else { edge.key.from.clone() };
                 let confidence = confidence.min(edge_confidence(&edge));
@@ -601,6 +849,15 @@ impl Snapshot<'_> {
                 let via = reach * w * decay;
                 if cands.get(&to).is_some_and(|c| c.reach >= via) {
                     continue;
+                }
+                // An admitted event is the witness of what it connects to (see `witnessed`).
+                if from_event && !matches!(to.label.as_str(), "Event" | "Summary" | "Memory") {
+                    if r.seen.get(&to).is_some_and(Option::is_none) {
+                        r.seen.remove(&to);
+                    }
+                    if !r.seen.contains_key(&to) {
+                        r.walked_from.insert(to.clone());
+                    }
                 }
                 // Known not admitted: not reached through either.
                 if r.seen.get(&to).is_some_and(Option::is_none) {
@@ -636,8 +893,9 @@ impl Snapshot<'_> {
 
         timings.expand_us = lap(&mut clock);
 
-        // 4. Re-rank: candidates in order of the best score they could have (salience ≤ 1),
-        // each read and admitted when its turn comes, until no unread one can beat the k-th.
+        // 4. Re-rank: candidates in order of the best score they could have (salience ≤ 1,
+        // match ≤ 1¼), each read and admitted when its turn comes, until no unread one can beat
+        // the k-th.
         let as_of = match query.as_of {
             Some(t) => Some(t),
             None => cands.values().filter_map(|c| c.node.as_ref().and_then(occurred_at)).max(),
@@ -646,11 +904,16 @@ impl Snapshot<'_> {
             Some(_) => query.k.saturating_mul(3).max(30),
             None => query.k,
         };
+        let summary_focus = if intent == Intent::Overview { 1.0 } else { SUMMARY_FOCUS };
+        let match_words: BTreeSet<&str> = words.iter().map(String::as_str).collect();
         let mut order: Vec<(f64, NodeKey)> = cands
             .iter()
             .filter(|(_, c)| c.reach > 0.0)
             .filter(|(k, _)| query.labels.as_ref().is_none_or(|l| l.contains(&k.label)))
-            .map(|(k, c)| (c.relevance * c.path_weight * c.confidence, k.clone()))
+            .map(|(k, c)| {
+                let most = if c.path.is_empty() { 1.0 } else { 1.0 + MATCH_BONUS };
+                (c.relevance * c.path_weight * c.confidence * most, k.clone())
+            })
             .collect();
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::new();
@@ -665,9 +928,17 @@ impl Snapshot<'_> {
             }
             let Some(node) = c.node else { continue };
             let sal = salience_factor(&node, as_of, p.salience_weight);
-            let focus = focus_factor(&node, &actors, p.other_actor)
+            let mut focus = focus_factor(&node, &actors, p.other_actor)
                 * time_focus(&node, &periods, p.other_time);
-            let score = c.relevance * c.path_weight * c.confidence * sal * focus;
+            if node.key.label == "Summary" {
+                focus *= summary_focus;
+            }
+            let matched = if c.path.is_empty() {
+                1.0
+            } else {
+                1.0 + MATCH_BONUS * word_match(&node, &match_words)
+            };
+            let score = c.relevance * c.path_weight * c.confidence * sal * focus * matched;
             best.push(Reverse(Score(score)));
             if best.len() > want {
                 best.pop();
@@ -680,6 +951,7 @@ impl Snapshot<'_> {
                     confidence: c.confidence,
                     salience: sal,
                     focus,
+                    matched,
                 },
                 found_by: c.found_by,
                 seed: c.seed,
@@ -727,13 +999,25 @@ impl Snapshot<'_> {
                 missing_parents.push((item.node.key.clone(), parent));
             }
         }
-        let keys: BTreeSet<&NodeKey> = ranked.iter().map(|i| &i.node.key).collect();
+        let positions: BTreeMap<&NodeKey, Option<u64>> =
+            ranked.iter().map(|i| (&i.node.key, i.provenance.log_position)).collect();
         let mut edges = Vec::new();
         let mut unknowns = Vec::new();
         for item in &ranked {
             for edge in self.edges(&item.node.key, None, Direction::Out)? {
-                if keys.contains(&edge.key.to) {
-                    edges.push(edge);
+                if positions.contains_key(&edge.key.to) {
+                    let provenance = edge_provenance(&edge);
+                    let log_position = if provenance == "record" {
+                        positions.get(&edge.key.from).copied().flatten()
+                    } else {
+                        None
+                    };
+                    edges.push(PackEdge {
+                        confidence: edge_confidence(&edge),
+                        provenance,
+                        log_position,
+                        edge,
+                    });
                 } else if edge.key.edge_type == "REFERENCES"
                     && !is_hub_key(&mut r, &edge.key.to, p.hub_mentions)?
                     && item.node.key.label == "Event"
@@ -752,6 +1036,30 @@ impl Snapshot<'_> {
         }
         unknowns.sort_by(|a, b| (a.kind, &a.item, &a.missing).cmp(&(b.kind, &b.item, &b.missing)));
         unknowns.dedup();
+        let times: Vec<&str> = ranked
+            .iter()
+            .filter(|i| i.node.key.label == "Event")
+            .filter_map(|i| i.node.props.get("occurred_at").and_then(Value::as_str))
+            .collect();
+        let span = |pick: fn(&DateTime<FixedOffset>, &DateTime<FixedOffset>) -> bool| {
+            times
+                .iter()
+                .filter_map(|t| parse_time(t).map(|at| (at, *t)))
+                .reduce(|a, b| if pick(&b.0, &a.0) { b } else { a })
+                .map(|(_, t)| t.to_owned())
+        };
+        let state = ContextState {
+            cues: cues.names(),
+            anchors: anchors
+                .nodes
+                .iter()
+                .filter(|k| r.seen.get(*k).is_some_and(Option::is_some))
+                .cloned()
+                .collect(),
+            named: named.clone(),
+            constraints: query.constraint_list(),
+            time_span: span(|b, a| b < a).zip(span(|b, a| b > a)),
+        };
         timings.stitch_us = lap(&mut clock);
         Ok(ContextPack {
             query: query.text.clone(),
@@ -760,20 +1068,88 @@ impl Snapshot<'_> {
             items: ranked,
             edges,
             unknowns,
+            state,
             candidates,
             trimmed,
             timings,
         })
     }
 
+    /// The scope list: the events of the sessions in scope (the session constraint, or the
+    /// sessions the question names) that fit the question's structure, best first. Each event
+    /// scores one point per criterion it meets among those the question sets: `status` failed
+    /// (the failure cue), by an actor the question names, referencing another entity it names,
+    /// the session's first `observation.input` (the request cue). With criteria, only events that
+    /// meet at least one are listed, most criteria first, then in session order; without, the
+    /// session's first events in order.
+    fn scope_list(
+        &self,
+        r: &mut Reader<'_, '_>,
+        sessions: &[String],
+        named: &[NodeKey],
+        actors: &BTreeSet<String>,
+        cues: Cues,
+        limit: usize,
+    ) -> Result<Vec<NodeKey>, Error> {
+        let things: BTreeSet<&NodeKey> = named
+            .iter()
+            .filter(|k| k.id.split_once(':').is_none_or(|(t, _)| !ACTOR_TYPES.contains(&t)))
+            .collect();
+        let mut scored: Vec<(usize, usize, NodeKey)> = Vec::new();
+        let mut order = 0;
+        for session in sessions {
+            let mut first_input = true;
+            for slot in self.read.session_events(session, SCOPE_EVENTS)? {
+                let key = NodeKey::new("Event", &slot.event_id);
+                let Some(node) = r.admissible(&key)? else { continue };
+                let text = |p: &str| node.props.get(p).and_then(Value::as_str);
+                let mut points = 0;
+                if cues.failure && text("status") == Some("failed") {
+                    points += 1;
+                }
+                if !actors.is_empty()
+                    && text("agent_id").is_some_and(|a| actors.contains(&normalize_name(a)))
+                {
+                    points += 1;
+                }
+                if cues.request && text("event_type") == Some("observation.input") {
+                    if first_input {
+                        points += 1;
+                    }
+                    first_input = false;
+                }
+                if !things.is_empty() {
+                    let refs = self.edges(&key, Some("REFERENCES"), Direction::Out)?;
+                    if refs.iter().any(|e| things.contains(&e.key.to)) {
+                        points += 1;
+                    }
+                }
+                order += 1;
+                scored.push((points, order, key));
+            }
+        }
+        let criteria = usize::from(cues.failure)
+            + usize::from(!actors.is_empty())
+            + usize::from(cues.request)
+            + usize::from(!things.is_empty());
+        if criteria > 0 {
+            scored.retain(|(points, _, _)| *points > 0);
+        }
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.truncate(limit);
+        Ok(scored.into_iter().map(|(_, _, k)| k).collect())
+    }
+
     /// Entities named in the question (word n-grams looked up as `{type}:{name}` ids), and the
     /// events that reference the specific ones (mentioned by at most `hub_mentions` events),
-    /// ranked by how many named entities they reference, then by recency.
+    /// ranked by how many named entities they reference, then (with the failure cue) failed
+    /// first, then by recency.
     fn entity_matches(
         &self,
         r: &mut Reader<'_, '_>,
         text: &str,
         p: RecallParams,
+        cues: Cues,
     ) -> Result<(Vec<NodeKey>, Vec<NodeKey>), Error> {
         let words: Vec<&str> = text
             .split(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '\'')))
@@ -804,20 +1180,24 @@ impl Snapshot<'_> {
                 named.insert(key);
             }
         }
-        let mut hits: BTreeMap<NodeKey, (usize, String)> = BTreeMap::new();
+        let mut hits: BTreeMap<NodeKey, (usize, bool, String)> = BTreeMap::new();
         for entity in &named {
             if is_hub_key(r, entity, p.hub_mentions)? {
                 continue;
             }
             for edge in self.edges(entity, Some("REFERENCES"), Direction::In)? {
                 let Some(event) = r.admissible(&edge.key.from)? else { continue };
-                let at = event.props.get("occurred_at").and_then(Value::as_str).unwrap_or("");
-                let e = hits.entry(edge.key.from.clone()).or_insert((0, at.to_owned()));
+                let prop = |p: &str| event.props.get(p).and_then(Value::as_str);
+                let failed = cues.failure && prop("status") == Some("failed");
+                let at = prop("occurred_at").unwrap_or("");
+                let e = hits.entry(edge.key.from.clone()).or_insert((0, failed, at.to_owned()));
                 e.0 += 1;
             }
         }
-        let mut list: Vec<(NodeKey, (usize, String))> = hits.into_iter().collect();
-        list.sort_by(|a, b| b.1.0.cmp(&a.1.0).then_with(|| b.1.1.cmp(&a.1.1)).then(a.0.cmp(&b.0)));
+        let mut list: Vec<(NodeKey, (usize, bool, String))> = hits.into_iter().collect();
+        list.sort_by(|a, b| {
+            (b.1.0, b.1.1).cmp(&(a.1.0, a.1.1)).then_with(|| b.1.2.cmp(&a.1.2)).then(a.0.cmp(&b.0))
+        });
         list.truncate(p.prefilter);
         Ok((list.into_iter().map(|(k, _)| k).collect(), named.into_iter().collect()))
     }
@@ -913,6 +1293,35 @@ fn is_hub_key(r: &mut Reader<'_, '_>, key: &NodeKey, hub_mentions: i64) -> Resul
 fn named_in_query(entity: &NodeKey, question: &str) -> bool {
     let name = entity.id.split_once(':').map_or(entity.id.as_str(), |(_, n)| n);
     !name.is_empty() && normalize_name(question).contains(name)
+}
+
+/// Where an edge comes from (see [`PackEdge::provenance`]).
+fn edge_provenance(edge: &Edge) -> &'static str {
+    let inferred = edge.props.get("inferred").and_then(Value::as_bool) == Some(true)
+        || edge.props.get("mechanism").and_then(Value::as_str) == Some("inferred");
+    match edge.key.edge_type.as_str() {
+        _ if inferred => "inferred",
+        "SIMILAR_TO" | "SUMMARIZES" | "RELATED_TO" => "inferred",
+        "FOLLOWS" => "derived",
+        _ => "record",
+    }
+}
+
+/// The share of `words` (the question's BM25 words) that occur among the words of a node's
+/// text (an event's summary, a summary's or memory's content, an entity's name): how well an
+/// expanded item matches the question on its own.
+fn word_match(node: &Node, words: &BTreeSet<&str>) -> f64 {
+    if words.is_empty() {
+        return 0.0;
+    }
+    let mut own = BTreeSet::new();
+    for prop in ["summary", "content", "name", "text"] {
+        if let Some(text) = node.props.get(prop).and_then(Value::as_str) {
+            own.extend(content_words(text));
+        }
+    }
+    let hits = words.iter().filter(|w| own.contains(**w)).count();
+    hits as f64 / words.len() as f64
 }
 
 fn edge_confidence(edge: &Edge) -> f64 {

@@ -501,9 +501,13 @@ pub struct PackItem {
     pub confidence: f64,
     /// Salience after decay.
     pub salience: f64,
-    /// 1, or less for an event by an actor or at a time other than the question names.
+    /// 1, or less for an event by an actor or at a time other than the question names, and
+    /// for a summary when the question asks for no overview.
     pub focus: f64,
-    /// Which prefilters found the seed (`vector`, `bm25`, `context`, `entity`, `dated`).
+    /// An expanded item's own match to the question (1 to 1.25; 1 for a direct hit).
+    pub matched: f64,
+    /// Which prefilters found the seed (`vector`, `bm25`, `context`, `entity`, `dated`,
+    /// `anchor`, `scope`).
     pub found_by: Vec<String>,
     /// The seed the item was reached from.
     pub seed: KeyDto,
@@ -534,6 +538,7 @@ impl From<&Item> for PackItem {
             confidence: i.factors.confidence,
             salience: i.factors.salience,
             focus: i.factors.focus,
+            matched: i.factors.matched,
             found_by: i.found_by.iter().map(|s| (*s).to_owned()).collect(),
             seed: (&i.seed).into(),
             path: i
@@ -566,6 +571,39 @@ pub struct UnknownDto {
     pub missing: KeyDto,
 }
 
+/// An edge among a pack's items.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct PackEdgeDto {
+    /// The edge.
+    #[serde(flatten)]
+    pub edge: EdgeDto,
+    /// Its confidence (its `confidence` or `score` property, else 1).
+    pub confidence: f64,
+    /// `record` (written by a record), `derived` (session order) or `inferred` (consolidation,
+    /// entity resolution).
+    pub provenance: String,
+    /// Log position of the record behind a `record` edge, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_position: Option<u64>,
+}
+
+/// What the engine understood of the question.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ContextStateDto {
+    /// Structural cues that fired (`failure`, `after`, `before`, `request`, `involved`).
+    pub cues: Vec<String>,
+    /// Nodes the question names by id.
+    pub anchors: Vec<KeyDto>,
+    /// Entities the question names.
+    pub named: Vec<KeyDto>,
+    /// Constraints in force (the caller's, and a session the question names).
+    #[schema(value_type = Object)]
+    pub constraints: std::collections::BTreeMap<String, String>,
+    /// Earliest and latest event time among the items.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_span: Option<Vec<String>>,
+}
+
 /// The context pack: the items an agent needs for a question, with provenance and unknowns.
 #[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
 pub struct ContextPackDto {
@@ -577,10 +615,12 @@ pub struct ContextPackDto {
     pub intent_classified: bool,
     /// Items, best first.
     pub items: Vec<PackItem>,
-    /// Edges between the items.
-    pub edges: Vec<EdgeDto>,
+    /// Edges between the items, with their confidence and provenance.
+    pub edges: Vec<PackEdgeDto>,
     /// What the items refer to but is not known.
     pub unknowns: Vec<UnknownDto>,
+    /// What the pack answers: cues, anchors, named entities, constraints, time span.
+    pub state: ContextStateDto,
     /// Candidates considered.
     pub candidates: usize,
     /// Items left out to fit the token budget.
@@ -594,7 +634,23 @@ impl From<&ContextPack> for ContextPackDto {
             intent: p.intent.name().to_owned(),
             intent_classified: p.intent_classified,
             items: p.items.iter().map(PackItem::from).collect(),
-            edges: p.edges.iter().map(EdgeDto::from).collect(),
+            edges: p
+                .edges
+                .iter()
+                .map(|e| PackEdgeDto {
+                    edge: (&e.edge).into(),
+                    confidence: e.confidence,
+                    provenance: e.provenance.to_owned(),
+                    log_position: e.log_position,
+                })
+                .collect(),
+            state: ContextStateDto {
+                cues: p.state.cues.iter().map(|c| (*c).to_owned()).collect(),
+                anchors: p.state.anchors.iter().map(KeyDto::from).collect(),
+                named: p.state.named.iter().map(KeyDto::from).collect(),
+                constraints: p.state.constraints.iter().cloned().collect(),
+                time_span: p.state.time_span.clone().map(|(a, b)| vec![a, b]),
+            },
             unknowns: p
                 .unknowns
                 .iter()

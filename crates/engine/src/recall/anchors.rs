@@ -1,0 +1,125 @@
+//! Anchors: the nodes and sessions a question names by id, found by exact lookup.
+//!
+//! An id is not a word: "sess-23-1457" split into BM25 terms matches every session, and an
+//! event's UUID matches nothing useful. So every token of the question that could be an id is
+//! looked up, in one store query per label, among the ids of the node labels an agent names
+//! (events, memories, facts, receipts, documents, summaries) and among session ids. What is found
+//! seeds the expansion with top relevance, and its tokens leave the BM25 words. Entities are
+//! found by name elsewhere (`entity_matches`), since people name them in words.
+
+use std::collections::BTreeSet;
+
+use ctxgraph_ontology::graph::NodeKey;
+use ctxgraph_store::GraphReader;
+
+use crate::error::Error;
+use crate::snapshot::Snapshot;
+
+/// Labels whose ids a question may name.
+const LABELS: &[&str] = &["Event", "Memory", "Fact", "DecisionReceipt", "Document", "Summary"];
+/// Most tokens of one question looked up (a question naming more ids than this is not asking
+/// about each of them, and the lookup must stay bounded however long the question is).
+const MAX_TOKENS: usize = 32;
+
+/// What a question names exactly.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Anchors {
+    /// Nodes named by id, in the order the question names them.
+    pub(crate) nodes: Vec<NodeKey>,
+    /// Sessions named by id, in the order the question names them.
+    pub(crate) sessions: Vec<String>,
+    /// The lower-case content words of the tokens found: not BM25 words.
+    pub(crate) words: BTreeSet<String>,
+}
+
+impl Anchors {
+    /// Whether the question names nothing exactly.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.nodes.is_empty() && self.sessions.is_empty()
+    }
+}
+
+/// The tokens of `text` that could be ids: whitespace-separated, stripped of the punctuation
+/// around them (quotes, brackets, a trailing `?`, `.`, `,`, a possessive `'s`), at least two
+/// characters, and holding a digit or one of `-`, `_`, `:`, `.`, `/` (plain words are names,
+/// which entity lookup handles). Each distinct token once, in order.
+pub(crate) fn id_tokens(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for raw in text.split_whitespace() {
+        let token = raw.trim_matches(|c: char| {
+            matches!(c, '"' | '\'' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>')
+                || matches!(c, '?' | '!' | ',' | ';' | '.' | ':')
+        });
+        let token = token.strip_suffix("'s").unwrap_or(token);
+        let id_like =
+            token.chars().any(|c| c.is_ascii_digit() || matches!(c, '-' | '_' | ':' | '.' | '/'));
+        if token.chars().count() >= 2 && id_like && !out.contains(&token) {
+            out.push(token);
+            if out.len() == MAX_TOKENS {
+                break;
+            }
+        }
+    }
+    out
+}
+
+impl Snapshot<'_> {
+    /// The anchors of `text`: its id-like tokens that are node ids of [`LABELS`] or session ids.
+    /// Visibility is the caller's to check.
+    pub(crate) fn anchors(&self, text: &str) -> Result<Anchors, Error> {
+        let tokens = id_tokens(text);
+        let mut anchors = Anchors::default();
+        if tokens.is_empty() {
+            return Ok(anchors);
+        }
+        let ids: Vec<String> = tokens.iter().map(|t| (*t).to_owned()).collect();
+        let mut found: BTreeSet<&str> = BTreeSet::new();
+        for label in LABELS {
+            let existing: BTreeSet<String> =
+                self.read.existing_ids(label, &ids)?.into_iter().collect();
+            for token in &tokens {
+                if existing.contains(*token) {
+                    anchors.nodes.push(NodeKey::new(*label, *token));
+                    found.insert(token);
+                }
+            }
+        }
+        for token in &tokens {
+            if self.read.session_tail(token)?.is_some() {
+                anchors.sessions.push((*token).to_owned());
+                found.insert(token);
+            }
+        }
+        // Keep the question's order of mention.
+        anchors.nodes.sort_by_key(|k| tokens.iter().position(|t| *t == k.id));
+        for token in found {
+            anchors.words.extend(super::content_words(token));
+        }
+        Ok(anchors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_tokens_keep_ids_and_drop_words() {
+        let q = "Who was involved in event 8a7940b6-f8e8-c495-b179-542341252249? And sess-23-1457's end.";
+        assert_eq!(id_tokens(q), vec!["8a7940b6-f8e8-c495-b179-542341252249", "sess-23-1457"]);
+        assert_eq!(
+            id_tokens("What happened after the pytest.run call evt-000080 failed?"),
+            vec!["pytest.run", "evt-000080"]
+        );
+        assert_eq!(id_tokens("(day:2026-11-16)"), vec!["day:2026-11-16"]);
+        assert!(id_tokens("why did the deploy fail").is_empty());
+    }
+
+    #[test]
+    fn id_tokens_are_bounded_and_distinct() {
+        let q = (0..100).map(|i| format!("e-{i} e-{i}")).collect::<Vec<_>>().join(" ");
+        let tokens = id_tokens(&q);
+        assert_eq!(tokens.len(), MAX_TOKENS);
+        assert_eq!(tokens[1], "e-1");
+    }
+}
