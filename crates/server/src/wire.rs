@@ -1594,9 +1594,8 @@ mod tests {
         assert_eq!(q.labels, Some(vec!["Event".to_owned()]));
         assert_eq!((q.min_confidence, q.budget_tokens, q.diversity), (0.5, Some(300), Some(0.7)));
         // Absent fields are the engine's defaults.
-        let q = RecallRequest { question: "x".into(), ..RecallRequest::default() }
-            .to_query()
-            .unwrap();
+        let q =
+            RecallRequest { question: "x".into(), ..RecallRequest::default() }.to_query().unwrap();
         assert_eq!((q.k, q.labels, q.min_confidence), (10, None, 0.0));
     }
 
