@@ -58,7 +58,9 @@ fn cli_args(request: &Value) -> Vec<String> {
                 }
             }
             Value::String(v) => args.extend([format!("--{}", field.replace('_', "-")), v.clone()]),
-            v => args.extend([format!("--{}", field.replace('_', "-")), v.to_string()]),
+            v @ (Value::Number(_) | Value::Bool(_) | Value::Null | Value::Object(_)) => {
+                args.extend([format!("--{}", field.replace('_', "-")), v.to_string()]);
+            }
         }
     }
     args
