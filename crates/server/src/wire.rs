@@ -61,10 +61,16 @@ wire_requests! {
 }
 
 /// The field serde names in an "unknown field" error message (`unknown field `tag`, expected
-/// ...`), if the message is one.
+/// ...`), if the message is one. Only the message's start counts: a wrong-typed value quoted
+/// later in another message may hold the same words.
 fn unknown_field_in(message: &str) -> Option<&str> {
+    const QUERY: &str = "Failed to deserialize query string: ";
     const START: &str = "unknown field `";
-    let rest = &message[message.find(START)? + START.len()..];
+    let message = message.strip_prefix(QUERY).map_or(message, |rest| {
+        // A query string's rejection names the parameter first: "limt: unknown field `limt`".
+        rest.split_once(": ").filter(|(_, m)| m.starts_with(START)).map_or(rest, |(_, m)| m)
+    });
+    let rest = message.strip_prefix(START)?;
     // serde ends the name with "`, expected ..." or "`, there are no fields"; a name may itself
     // hold a backtick, so the end is the first of those.
     let end = ["`, expected", "`, there are no fields"]
@@ -1566,10 +1572,18 @@ mod tests {
         );
         assert_eq!(unknown_field_in("unknown field `a`b`, there are no fields"), Some("a`b"));
         assert_eq!(
-            unknown_field_in("Failed to deserialize query string: unknown field `x`, expected `y`"),
+            unknown_field_in(
+                "Failed to deserialize query string: x: unknown field `x`, expected `y`"
+            ),
             Some("x")
         );
         assert_eq!(unknown_field_in("missing field `question`"), None);
+        // A value that reads like the message is not a field.
+        let e = parse_body::<RecallRequest>(
+            br#"{"question": "x", "k": "unknown field `k`, expected"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, "request.invalid_body", "{}", e.message);
     }
 
     #[test]

@@ -85,6 +85,8 @@ fn ids(pack: &Value) -> Vec<String> {
 #[test]
 fn cli_http_and_mcp_recall_return_the_same_pack() {
     let mut s = Server::start();
+    // Once it answers, it handles SIGTERM.
+    assert_eq!(s.call("GET", "/healthz", None, None).0, 200);
     assert!(s.terminate());
     // The tenant's store, filled and consolidated by the CLI while the server is down.
     let store = s.data().join("tenants").join("acme.ctxg");
@@ -178,7 +180,11 @@ fn unknown_fields_are_refused_by_name_over_http_and_mcp() {
     assert_eq!((status, body["error"]["code"].as_str()), (400, Some("request.unknown_field")));
     assert!(body["error"]["message"].as_str().unwrap().contains("`tgs`"), "{body}");
     let (status, body) = s.get("/v1/memories?limt=3", k);
-    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("request.unknown_field")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("request.unknown_field")),
+        "{body}"
+    );
     assert!(body["error"]["message"].as_str().unwrap().contains("`limt`"), "{body}");
     // A field of the wrong type is still a shape error.
     let (status, body) = s.post("/v1/recall", k, &json!({"question": 3}));
