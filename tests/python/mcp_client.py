@@ -127,6 +127,8 @@ async def exercise(session, prefix):
     check(r["error"]["code"] == "mcp.invalid_arguments", r)
     r = await call(session, "ingest_event", {"event": {"event_id": "x"}}, expect_error=True)
     check(r["error"]["code"] == "envelope.required_field", r)
+    r = await call(session, "recall", {"question": "orders", "tag": "billing"}, expect_error=True)
+    check(r["error"]["code"] == "request.unknown_field" and "`tag`" in r["error"]["message"], r)
     try:
         unknown = await session.call_tool("no_such_tool", {})
         check(field(unknown, "is_error", "isError"), f"unknown tool: {unknown}")

@@ -458,7 +458,7 @@ pub(crate) struct ConsolidateArgs {
 pub(crate) struct RecallArgs {
     /// The question or task, in words.
     pub(crate) question: String,
-    /// Items to return.
+    /// Items to return (1 to 100).
     #[arg(long, default_value_t = 10)]
     pub(crate) k: usize,
     /// Override the classified intent: why, when, who_what, related, overview or lookup.
@@ -494,9 +494,12 @@ pub(crate) struct RecallArgs {
     /// Diversify (maximal marginal relevance) with this λ in [0, 1]; 1 is no diversity.
     #[arg(long)]
     pub(crate) diversity: Option<f64>,
-    /// Only paths whose least confidence is at least this.
+    /// Only paths whose least confidence is at least this, in [0, 1].
     #[arg(long, default_value_t = 0.0)]
     pub(crate) min_confidence: f64,
+    /// The time salience is measured at (RFC 3339); default: the newest candidate's time.
+    #[arg(long)]
+    pub(crate) as_of: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -2,14 +2,13 @@
 
 use std::io::Write;
 
-use ctxgraph::{ContextPack, EngineOptions, Intent, Item, Node, OpenMode, RecallQuery, Step};
-use serde_json::{Value, json};
+use ctxgraph::{ContextPack, EngineOptions, Item, Node, OpenMode, RecallQuery};
+use ctxgraph_server::wire::{ContextPackDto, RecallRequest};
+use serde_json::Value;
 
 use crate::Outcome;
 use crate::args::{Cli, RecallArgs};
-use crate::output::{
-    describe_entity, describe_event, edge_json, key_json, node_json, print_json, shorten,
-};
+use crate::output::{describe_entity, describe_event, print_json, shorten};
 
 pub(crate) fn run(cli: &Cli, args: &RecallArgs) -> anyhow::Result<Outcome> {
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
@@ -17,7 +16,7 @@ pub(crate) fn run(cli: &Cli, args: &RecallArgs) -> anyhow::Result<Outcome> {
     let who = crate::access::principal(cli)?;
     let pack = engine.recall_scoped(&query, &who)?;
     if cli.json {
-        print_json(&pack_json(&pack))?;
+        print_json(&pack_json(&pack)?)?;
     } else {
         print_pack(&pack)?;
     }
@@ -29,100 +28,38 @@ pub(crate) fn run(cli: &Cli, args: &RecallArgs) -> anyhow::Result<Outcome> {
     Ok(if pack.items.is_empty() { Outcome::NotFound } else { Outcome::Done })
 }
 
+/// The question as the wire's recall request, so that the CLI, `POST /v1/recall` and the MCP
+/// tool give every field the same meaning (one conversion, `RecallRequest::to_query_named`).
 fn query(args: &RecallArgs) -> anyhow::Result<RecallQuery> {
-    let time = |flag: &str, t: &Option<String>| -> anyhow::Result<_> {
-        t.as_deref()
-            .map(|t| {
-                chrono::DateTime::parse_from_rfc3339(t).map_err(|e| {
-                    anyhow::anyhow!("{flag} `{t}` is not an RFC 3339 time with offset: {e}")
-                })
-            })
-            .transpose()
+    let request = RecallRequest {
+        question: args.question.clone(),
+        k: Some(args.k),
+        intent: args.intent.clone(),
+        since: args.since.clone(),
+        until: args.until.clone(),
+        session: args.session.clone(),
+        trace: args.trace.clone(),
+        agent: args.agent.clone(),
+        tags: args.tags.clone(),
+        location: args.location.clone(),
+        labels: args.label.clone(),
+        min_confidence: Some(args.min_confidence),
+        budget_tokens: args.budget_tokens,
+        diversity: args.diversity,
+        as_of: args.as_of.clone(),
     };
-    let intent = match &args.intent {
-        None => None,
-        Some(name) => Some(Intent::parse(name).ok_or_else(|| {
-            anyhow::anyhow!(
-                "--intent `{name}` is not an intent: use why, when, who_what, related, overview or lookup"
-            )
-        })?),
-    };
-    if let Some(d) = args.diversity
-        && !(0.0..=1.0).contains(&d)
-    {
-        anyhow::bail!("--diversity {d} is out of range: λ must be within [0, 1]");
-    }
-    let mut q = RecallQuery::new(args.question.clone());
-    q.k = args.k;
-    q.intent = intent;
-    q.since = time("--since", &args.since)?;
-    q.until = time("--until", &args.until)?;
-    q.session = args.session.clone();
-    q.agent = args.agent.clone();
-    q.tags = args.tags.clone();
-    q.location = args.location.clone();
-    q.trace = args.trace.clone();
-    q.budget_tokens = args.budget_tokens;
-    q.diversity = args.diversity;
-    q.min_confidence = args.min_confidence;
-    if !args.label.is_empty() {
-        q.labels = Some(args.label.clone());
-    }
-    Ok(q)
+    // Errors name the flags (`min_confidence` is `--min-confidence`); the question is positional.
+    request
+        .to_query_named(|field| match field {
+            "question" => "the question".to_owned(),
+            flag => format!("--{}", flag.replace('_', "-")),
+        })
+        .map_err(|e| anyhow::anyhow!(e.message))
 }
 
-fn step_json(step: &Step) -> Value {
-    json!({"edge_type": step.edge_type, "forward": step.forward,
-        "qualifier": (!step.qualifier.is_empty()).then_some(&step.qualifier), "to": key_json(&step.to)})
-}
-
-fn item_json(item: &Item) -> Value {
-    let f = &item.factors;
-    let p = &item.provenance;
-    json!({
-        "node": node_json(&item.node),
-        "score": item.score,
-        "factors": {"relevance": f.relevance, "path_weight": f.path_weight,
-            "confidence": f.confidence, "salience": f.salience, "focus": f.focus,
-            "matched": f.matched},
-        "found_by": item.found_by,
-        "seed": key_json(&item.seed),
-        "path": item.path.iter().map(step_json).collect::<Vec<_>>(),
-        "provenance": {"log_position": p.log_position, "recorded_at": p.recorded_at,
-            "created_by": p.created_by, "source": p.source},
-        "tokens": item.tokens,
-    })
-}
-
-/// The pack as JSON (shared with the HTTP and MCP interfaces' shapes).
-pub(crate) fn pack_json(pack: &ContextPack) -> Value {
-    json!({
-        "query": pack.query,
-        "intent": pack.intent.name(),
-        "intent_classified": pack.intent_classified,
-        "items": pack.items.iter().map(item_json).collect::<Vec<_>>(),
-        "edges": pack.edges.iter().map(|e| {
-            let mut edge = edge_json(&e.edge);
-            if let Some(o) = edge.as_object_mut() {
-                o.insert("confidence".into(), json!(e.confidence));
-                o.insert("provenance".into(), json!(e.provenance));
-                o.insert("log_position".into(), json!(e.log_position));
-            }
-            edge
-        }).collect::<Vec<_>>(),
-        "state": {"cues": pack.state.cues,
-            "anchors": pack.state.anchors.iter().map(key_json).collect::<Vec<_>>(),
-            "named": pack.state.named.iter().map(key_json).collect::<Vec<_>>(),
-            "constraints": pack.state.constraints.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
-            "time_span": pack.state.time_span.as_ref().map(|(a, b)| [a, b])},
-        "unknowns": pack.unknowns.iter().map(|u| json!({"kind": u.kind, "item": key_json(&u.item),
-            "missing": key_json(&u.missing)})).collect::<Vec<_>>(),
-        "candidates": pack.candidates,
-        "trimmed": pack.trimmed,
-        "timings_us": {"embed": pack.timings.embed_us, "vector": pack.timings.vector_us,
-            "bm25": pack.timings.bm25_us, "entity": pack.timings.entity_us,
-            "expand": pack.timings.expand_us, "stitch": pack.timings.stitch_us},
-    })
+/// The pack as JSON: the wire's shape, the same as the HTTP and MCP interfaces return.
+pub(crate) fn pack_json(pack: &ContextPack) -> anyhow::Result<Value> {
+    Ok(serde_json::to_value(ContextPackDto::from(pack))?)
 }
 
 fn describe(node: &Node) -> String {

@@ -17,7 +17,6 @@ use axum::{Json, Router};
 use ctxgraph::Principal;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use utoipa::OpenApi;
 
@@ -101,7 +100,7 @@ impl FromRequestParts<AppState> for Auth {
 /// A JSON body whose rejections are JSON errors with stable codes.
 pub struct Body<T>(pub T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+impl<T: WireRequest, S: Send + Sync> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
@@ -131,16 +130,23 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     }
 }
 
-/// Query parameters whose rejections are JSON errors.
+/// Query parameters whose rejections are JSON errors; a parameter the route does not know is
+/// `request.unknown_field`, as in a body.
 pub struct Query<T>(pub T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+impl<T: WireRequest, S: Send + Sync> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(v)) => Ok(Query(v)),
-            Err(r) => Err(ApiError(ServiceError::bad_request("request.query", r.body_text()))),
+            Err(r) => {
+                let text = r.body_text();
+                Err(ApiError(
+                    unknown_field_error::<T>(&text)
+                        .unwrap_or_else(|| ServiceError::bad_request("request.query", text)),
+                ))
+            }
         }
     }
 }

@@ -16,7 +16,6 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -113,7 +112,7 @@ impl Tools {
         op: F,
     ) -> Result<CallToolResult, ErrorData>
     where
-        T: DeserializeOwned,
+        T: WireRequest,
         R: Serialize,
         F: FnOnce(Service, Principal, T) -> Fut,
         Fut: Future<Output = Result<R, ServiceError>>,
@@ -155,7 +154,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Recall the context for a question: the events, entities, memories and summaries that matter, ranked, each with the path that found it, its provenance and confidence, plus explicit unknowns. Filter by session, agent, trace or time window; intent (why, when, who_what, related, overview, lookup) is classified from the question when absent."
+        description = "Recall the context for a question: the events, entities, memories and summaries that matter, ranked, each with the path that found it, its provenance and confidence, plus explicit unknowns. Constraints: session, trace, agent, since/until (RFC 3339), tags (any of), location (a scope path or below), labels (node types returned), min_confidence; options: k (1-100), intent (why, when, who_what, related, overview, lookup; classified from the question when absent), budget_tokens, diversity, as_of. The same pack as POST /v1/recall and `ctxgraph recall --json`; an argument it does not know is an error (request.unknown_field), never ignored."
     )]
     async fn recall(
         &self,
@@ -326,5 +325,24 @@ mod tests {
         let ok: RecallRequest =
             crate::wire::parse_arguments(&serde_json::json!({"query": "why", "top_k": 3})).unwrap();
         assert_eq!((ok.question.as_str(), ok.k), ("why", Some(3)));
+        let e = crate::wire::parse_arguments::<RecallRequest>(
+            &serde_json::json!({"query": "why", "tag": "prod"}),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, "request.unknown_field");
+    }
+
+    /// Every tool's schema says what it accepts and nothing more: an agent sees that other
+    /// arguments are refused.
+    #[test]
+    fn every_tool_schema_refuses_other_properties() {
+        for tool in Tools::tool_router().list_all() {
+            assert_eq!(
+                tool.input_schema.get("additionalProperties"),
+                Some(&Value::Bool(false)),
+                "{}",
+                tool.name
+            );
+        }
     }
 }

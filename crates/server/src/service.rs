@@ -36,8 +36,8 @@ use std::time::{Instant, SystemTime};
 
 use ctxgraph::{
     AccessTracker, Engine, EngineOptions, EntityInput, FLUSH_ACCESS_AT, FactInput, IngestOutcome,
-    Intent, MemorySearchOptions, NodeKey, ObjectInput, OpenMode, Principal, Principals, Projection,
-    RecallQuery, RecordKind, Resolution, RollupOptions, TraversalOptions, ValidRecord,
+    MemorySearchOptions, NodeKey, ObjectInput, OpenMode, Principal, Principals, Projection,
+    RecordKind, Resolution, RollupOptions, TraversalOptions, ValidRecord,
 };
 use serde_json::{Map, Value};
 
@@ -57,8 +57,7 @@ pub const MAX_BATCH: usize = 10_000;
 /// Default and largest page sizes.
 const DEFAULT_PAGE: usize = 100;
 const MAX_PAGE: usize = 1_000;
-/// Largest `k` of a recall and limit of a search.
-const MAX_K: usize = 100;
+/// Largest limit of a search.
 const MAX_HITS: usize = 200;
 
 /// The service over a data directory. Cheap to clone; clones share everything.
@@ -301,21 +300,6 @@ fn time_ns(field: &str, t: &str) -> Result<i64, ServiceError> {
                 format!("{field} {t:?} is not a time: write RFC 3339 (2026-11-20T09:00:00Z) or a date (2026-11-20)"),
             )
         })
-}
-
-fn rfc3339(
-    field: &str,
-    t: Option<&str>,
-) -> Result<Option<chrono::DateTime<chrono::FixedOffset>>, ServiceError> {
-    t.map(|t| {
-        chrono::DateTime::parse_from_rfc3339(t).map_err(|e| {
-            ServiceError::bad_request(
-                "request.time_format",
-                format!("{field} {t:?} is not an RFC 3339 time with offset: {e}"),
-            )
-        })
-    })
-    .transpose()
 }
 
 fn traversal(as_of: Option<&str>) -> Result<TraversalOptions, ServiceError> {
@@ -649,47 +633,7 @@ impl Service {
         who: &Principal,
         req: RecallRequest,
     ) -> Result<ContextPackDto, ServiceError> {
-        if req.question.trim().is_empty() {
-            return Err(ServiceError::bad_request(
-                "request.empty_question",
-                "question is empty: ask something",
-            ));
-        }
-        let mut q = RecallQuery::new(req.question.clone());
-        q.k = match req.k {
-            Some(0) => {
-                return Err(ServiceError::bad_request(
-                    "request.k_range",
-                    "k 0: ask for 1 to 100 items",
-                ));
-            }
-            Some(k) => k.min(MAX_K),
-            None => 10,
-        };
-        q.intent = match &req.intent {
-            None => None,
-            Some(name) => Some(Intent::parse(name).ok_or_else(|| {
-                ServiceError::bad_request(
-                    "request.intent",
-                    format!("intent {name:?} is not one of why, when, who_what, related, overview, lookup"),
-                )
-            })?),
-        };
-        q.since = rfc3339("since", req.since.as_deref())?;
-        q.until = rfc3339("until", req.until.as_deref())?;
-        q.session = req.session;
-        q.agent = req.agent;
-        q.trace = req.trace;
-        q.budget_tokens = req.budget_tokens;
-        if let Some(c) = req.min_confidence {
-            if !(0.0..=1.0).contains(&c) {
-                return Err(ServiceError::bad_request(
-                    "request.confidence_range",
-                    format!("min_confidence {c} is outside [0, 1]"),
-                ));
-            }
-            q.min_confidence = c;
-        }
+        let q = req.to_query()?;
         let metrics = self.inner.metrics.clone();
         self.read(who, move |e, who| {
             let started = Instant::now();

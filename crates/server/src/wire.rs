@@ -1,16 +1,19 @@
 //! Wire shapes: the request and response types shared by the HTTP API and the MCP tools, and
 //! the hand-written conversions from engine types (engine types are not `Serialize`).
 //!
-//! Requests are forgiving: fields accept the aliases a caller (or an LLM) is likely to use
-//! (`entity`/`name`/`subject`, `question`/`query`), unknown fields are ignored. Responses are
-//! strict: fixed field names, no free-form blobs except the properties of a node, which are
-//! the schema-checked properties of the graph.
+//! Requests are forgiving in spelling and strict in content: fields accept the aliases a caller
+//! (or an LLM) is likely to use (`entity`/`name`/`subject`, `question`/`query`), and a field the
+//! request does not know is refused (`request.unknown_field`, naming it), never ignored: a
+//! misspelt constraint would otherwise widen the answer without a word. Responses are strict:
+//! fixed field names, no free-form blobs except the properties of a node, which are the
+//! schema-checked properties of the graph.
 
 use ctxgraph::{
-    ContextPack, Edge, Evolution, FactEntity, FactView, Impact, Item, MemoryContext, MemoryView,
-    Node, NodeKey, OutcomeView, ResolvedEntity, Rollup, TimelineEntry,
+    ContextPack, Edge, Evolution, FactEntity, FactView, Impact, Intent, Item, MemoryContext,
+    MemoryView, Node, NodeKey, OutcomeView, RecallQuery, ResolvedEntity, Rollup, TimelineEntry,
 };
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -20,15 +23,110 @@ use crate::error::{ErrorClass, ServiceError, ViolationDto};
 // ---------------------------------------------------------------------------------------------
 // Parsers of untrusted input (fuzzed: `fuzz/fuzz_targets/http_batch.rs`, `mcp_arguments.rs`).
 
-/// Parse a JSON request body: not JSON is `request.malformed_json` (HTTP 400), JSON of the wrong
-/// shape (a missing field, a wrong type) is `request.invalid_body` (HTTP 422).
-pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ServiceError> {
+/// A request type: a JSON body, MCP tool arguments or query parameters. Every one refuses the
+/// fields it does not know (`#[serde(deny_unknown_fields)]`).
+pub trait WireRequest: DeserializeOwned + JsonSchema {
+    /// What the request is called in error messages, e.g. `recall request`.
+    const NAME: &'static str;
+}
+
+macro_rules! wire_requests {
+    ($($ty:ty => $name:literal),* $(,)?) => {
+        $(impl WireRequest for $ty {
+            const NAME: &'static str = $name;
+        })*
+    };
+}
+
+wire_requests! {
+    IngestRequest => "ingest request",
+    IngestEventArgs => "ingest_event arguments",
+    PageQuery => "page query",
+    RecallRequest => "recall request",
+    SearchRequest => "search request",
+    RecordFactRequest => "fact request",
+    RetractFactRequest => "retract request",
+    RecallEntityRequest => "entity recall request",
+    SaveMemoryRequest => "memory request",
+    OutcomeRequest => "outcome request",
+    LinkRequest => "link request",
+    EvolutionRequest => "evolution request",
+    AsOfQuery => "as-of query",
+    MemorySearchRequest => "memory search request",
+    RollupRequest => "rollup request",
+    MemoryListQuery => "memory list query",
+    ForgetRequest => "forget request",
+    ReceiptsRequest => "receipts request",
+    ReceiptListQuery => "receipt list query",
+}
+
+/// The field serde names in an "unknown field" error message (`unknown field `tag`, expected
+/// ...`), if the message is one. Only the message's start counts: a wrong-typed value quoted
+/// later in another message may hold the same words.
+fn unknown_field_in(message: &str) -> Option<&str> {
+    const QUERY: &str = "Failed to deserialize query string: ";
+    const START: &str = "unknown field `";
+    let message = message.strip_prefix(QUERY).map_or(message, |rest| {
+        // A query string's rejection names the parameter first: "limt: unknown field `limt`".
+        rest.split_once(": ").filter(|(_, m)| m.starts_with(START)).map_or(rest, |(_, m)| m)
+    });
+    let rest = message.strip_prefix(START)?;
+    // serde ends the name with "`, expected ..." or "`, there are no fields"; a name may itself
+    // hold a backtick, so the end is the first of those.
+    let end = ["`, expected", "`, there are no fields"]
+        .iter()
+        .filter_map(|end| rest.find(end))
+        .min()
+        .or_else(|| rest.find('`'))?;
+    Some(&rest[..end])
+}
+
+/// The fields `T` knows, by their canonical names, as its JSON schema lists them.
+fn known_fields<T: JsonSchema>() -> Vec<String> {
+    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// `request.unknown_field` (HTTP 400, an MCP tool error): the field, the request and the fields
+/// it knows.
+pub fn unknown_field<T: WireRequest>(field: &str) -> ServiceError {
+    let field: String = field.chars().take(100).collect();
+    let expected =
+        known_fields::<T>().iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    let message = format!("unknown field `{field}` in {}; expected one of {expected}", T::NAME);
+    let mut e = ServiceError::bad_request("request.unknown_field", message.clone());
+    e.violations.push(ViolationDto {
+        path: format!("$.{field}"),
+        value: None,
+        rule: "request.unknown_field".to_owned(),
+        message,
+    });
+    e
+}
+
+/// A serde error (or a rejection's text holding one) about an unknown field of `T` as
+/// [`unknown_field`], if it is one.
+pub fn unknown_field_error<T: WireRequest>(message: &str) -> Option<ServiceError> {
+    unknown_field_in(message).map(unknown_field::<T>)
+}
+
+/// Parse a JSON request body: not JSON is `request.malformed_json` (HTTP 400), a field the
+/// request does not know is `request.unknown_field` (HTTP 400), JSON of the wrong shape (a
+/// missing field, a wrong type) is `request.invalid_body` (HTTP 422).
+pub fn parse_body<T: WireRequest>(bytes: &[u8]) -> Result<T, ServiceError> {
     serde_json::from_slice(bytes).map_err(|e| match e.classify() {
-        serde_json::error::Category::Data => ServiceError::new(
-            ErrorClass::Invalid,
-            "request.invalid_body",
-            format!("the body does not fit the request: {e}"),
-        ),
+        serde_json::error::Category::Data => unknown_field_error::<T>(&e.to_string())
+            .unwrap_or_else(|| {
+                ServiceError::new(
+                    ErrorClass::Invalid,
+                    "request.invalid_body",
+                    format!("the body does not fit the {}: {e}", T::NAME),
+                )
+            }),
         serde_json::error::Category::Syntax
         | serde_json::error::Category::Eof
         | serde_json::error::Category::Io => ServiceError::bad_request(
@@ -38,9 +136,10 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Ser
     })
 }
 
-/// Parse MCP tool arguments (absent, or a JSON object) into a request: anything else, a missing
-/// field or a wrong type is `mcp.invalid_arguments`, naming the field and the rule.
-pub fn parse_arguments<T: serde::de::DeserializeOwned>(raw: &Value) -> Result<T, ServiceError> {
+/// Parse MCP tool arguments (absent, or a JSON object) into a request: a field the request does
+/// not know is `request.unknown_field`; anything else, a missing field or a wrong type is
+/// `mcp.invalid_arguments`, naming the field and the rule.
+pub fn parse_arguments<T: WireRequest>(raw: &Value) -> Result<T, ServiceError> {
     let raw = match raw {
         Value::Null => Value::Object(serde_json::Map::new()),
         Value::Object(_) => raw.clone(),
@@ -52,7 +151,9 @@ pub fn parse_arguments<T: serde::de::DeserializeOwned>(raw: &Value) -> Result<T,
         }
     };
     serde_json::from_value(raw).map_err(|e| {
-        ServiceError::bad_request("mcp.invalid_arguments", format!("invalid arguments: {e}"))
+        unknown_field_error::<T>(&e.to_string()).unwrap_or_else(|| {
+            ServiceError::bad_request("mcp.invalid_arguments", format!("invalid arguments: {e}"))
+        })
     })
 }
 
@@ -61,6 +162,7 @@ pub fn parse_arguments<T: serde::de::DeserializeOwned>(raw: &Value) -> Result<T,
 
 /// A batch of event records (`POST /v1/events`, tool `ingest_event` takes one).
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct IngestRequest {
     /// Event records, each a JSON object in the event envelope (`event_id`, `event_type`,
     /// `occurred_at`, `session_id`, `agent_id`, ... plus optional scope and PII fields). Each
@@ -72,6 +174,7 @@ pub struct IngestRequest {
 
 /// Record one event (tool `ingest_event`).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct IngestEventArgs {
     /// The event record: a JSON object with at least `event_id`, `event_type` (e.g.
     /// `tool.execute`, `message.user`), `occurred_at` (RFC 3339), `session_id` and `agent_id`;
@@ -85,6 +188,7 @@ pub struct IngestEventArgs {
 /// Page through a session's events.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct PageQuery {
     /// Most items on this page (default 100, at most 1000).
     pub limit: Option<usize>,
@@ -92,44 +196,162 @@ pub struct PageQuery {
     pub cursor: Option<String>,
 }
 
-/// A question for the recall pipeline (`POST /v1/recall`, tool `recall`).
-#[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+/// Most items a recall returns.
+pub const MAX_RECALL_K: usize = 100;
+
+/// A question for the recall pipeline (`POST /v1/recall`, tool `recall`, and `ctxgraph recall`,
+/// whose flags have the same names with `-` for `_`): the question, its constraints and options.
+/// Every field but `question` may be absent.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RecallRequest {
     /// The question, in words: what the agent needs context for.
     #[serde(alias = "query", alias = "q", alias = "text")]
     pub question: String,
-    /// How many items to return (default 10, at most 100).
+    /// How many items to return: 1 to 100, default 10.
     #[serde(default, alias = "limit", alias = "top_k")]
     pub k: Option<usize>,
-    /// `why`, `when`, `who_what`, `related`, `overview` or `lookup`; classified from the
-    /// question when absent.
+    /// The intent, which sets the edges expansion follows: `why`, `when`, `who_what` (also
+    /// `who`, `what`), `related`, `overview` or `lookup`; classified from the question when
+    /// absent.
     #[serde(default)]
     pub intent: Option<String>,
-    /// Only events at or after this time (RFC 3339).
+    /// Only events at or after this time (RFC 3339 with offset); other nodes are not time-bound.
     #[serde(default)]
     pub since: Option<String>,
-    /// Only events before this time (RFC 3339).
+    /// Only events at or before this time (RFC 3339 with offset).
     #[serde(default)]
     pub until: Option<String>,
-    /// Only this session.
+    /// Only events of this session.
     #[serde(default, alias = "session_id")]
     pub session: Option<String>,
-    /// Only this agent.
-    #[serde(default, alias = "agent_id")]
-    pub agent: Option<String>,
-    /// Only this trace.
+    /// Only events of this trace (a run, a conversation).
     #[serde(default, alias = "trace_id")]
     pub trace: Option<String>,
-    /// Most tokens the pack may hold (items beyond are trimmed).
+    /// Only events by this agent.
+    #[serde(default, alias = "agent_id")]
+    pub agent: Option<String>,
+    /// Only events and memories with at least one of these scope tags; empty or absent: any.
     #[serde(default)]
-    pub budget_tokens: Option<usize>,
-    /// Least confidence of an item, in [0, 1].
+    pub tags: Vec<String>,
+    /// Only events and memories whose scope location is this path or below it (`lab` matches
+    /// `lab/arm-bench`).
+    #[serde(default)]
+    pub location: Option<String>,
+    /// Only items with these node labels, e.g. `["Event", "Memory"]` (expansion still walks
+    /// through the others); empty or absent: every label.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Only paths whose least confidence is at least this, in [0, 1]; default 0.
     #[serde(default)]
     pub min_confidence: Option<f64>,
+    /// Keep the most valuable items whose text fits this many tokens (about 4 characters each);
+    /// `trimmed` counts the items left out.
+    #[serde(default)]
+    pub budget_tokens: Option<usize>,
+    /// Diversify the items by maximal marginal relevance with this λ in [0, 1] (1: no
+    /// diversity); off when absent.
+    #[serde(default)]
+    pub diversity: Option<f64>,
+    /// The time salience is measured at (RFC 3339 with offset); the newest candidate's time
+    /// when absent.
+    #[serde(default)]
+    pub as_of: Option<String>,
+}
+
+impl RecallRequest {
+    /// The engine's query for this request, every value checked; errors name the field as the
+    /// JSON request spells it.
+    pub fn to_query(&self) -> Result<RecallQuery, ServiceError> {
+        self.to_query_named(str::to_owned)
+    }
+
+    /// [`RecallRequest::to_query`] with errors naming each field as `name` spells it (the CLI
+    /// names its flags). The one place a recall request's fields get their meaning, so every
+    /// interface asks the same question.
+    pub fn to_query_named(
+        &self,
+        name: impl Fn(&str) -> String,
+    ) -> Result<RecallQuery, ServiceError> {
+        if self.question.trim().is_empty() {
+            return Err(ServiceError::bad_request(
+                "request.empty_question",
+                format!("{} is empty: ask something", name("question")),
+            ));
+        }
+        let mut q = RecallQuery::new(self.question.clone());
+        q.k = match self.k {
+            None => q.k,
+            Some(k @ 1..=MAX_RECALL_K) => k,
+            Some(k) => {
+                return Err(ServiceError::bad_request(
+                    "request.k_range",
+                    format!("{} {k} is out of range: ask for 1 to {MAX_RECALL_K} items", name("k")),
+                ));
+            }
+        };
+        q.intent = match &self.intent {
+            None => None,
+            Some(intent) => Some(Intent::parse(intent).ok_or_else(|| {
+                ServiceError::bad_request(
+                    "request.intent",
+                    format!(
+                        "{} `{intent}` is not an intent: use why, when, who_what, related, overview or lookup",
+                        name("intent")
+                    ),
+                )
+            })?),
+        };
+        let time = |field: &str, t: &Option<String>| {
+            t.as_deref()
+                .map(|t| {
+                    chrono::DateTime::parse_from_rfc3339(t).map_err(|e| {
+                        ServiceError::bad_request(
+                            "request.time_format",
+                            format!(
+                                "{} `{t}` is not an RFC 3339 time with offset: {e}",
+                                name(field)
+                            ),
+                        )
+                    })
+                })
+                .transpose()
+        };
+        q.since = time("since", &self.since)?;
+        q.until = time("until", &self.until)?;
+        q.as_of = time("as_of", &self.as_of)?;
+        q.session = self.session.clone();
+        q.trace = self.trace.clone();
+        q.agent = self.agent.clone();
+        q.tags = self.tags.clone();
+        q.location = self.location.clone();
+        q.labels = (!self.labels.is_empty()).then(|| self.labels.clone());
+        if let Some(c) = self.min_confidence {
+            if !(0.0..=1.0).contains(&c) {
+                return Err(ServiceError::bad_request(
+                    "request.confidence_range",
+                    format!("{} {c} is outside [0, 1]", name("min_confidence")),
+                ));
+            }
+            q.min_confidence = c;
+        }
+        q.budget_tokens = self.budget_tokens;
+        if let Some(d) = self.diversity
+            && !(0.0..=1.0).contains(&d)
+        {
+            return Err(ServiceError::bad_request(
+                "request.diversity_range",
+                format!("{} {d} is out of range: λ must be within [0, 1]", name("diversity")),
+            ));
+        }
+        q.diversity = self.diversity;
+        Ok(q)
+    }
 }
 
 /// Full-text search (`POST /v1/search`).
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SearchRequest {
     /// Words to look for.
     #[serde(alias = "question", alias = "q", alias = "text")]
@@ -141,6 +363,7 @@ pub struct SearchRequest {
 
 /// A claim (`POST /v1/facts`, tool `record_fact`): subject, predicate, object.
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RecordFactRequest {
     /// What the claim is about: a name, an alias, a near spelling or an entity id.
     #[serde(alias = "entity", alias = "name")]
@@ -176,6 +399,7 @@ pub struct RecordFactRequest {
 
 /// Retract a fact (`POST /v1/facts/{fact_id}/retract`).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RetractFactRequest {
     /// Why it no longer holds.
     #[serde(default)]
@@ -187,6 +411,7 @@ pub struct RetractFactRequest {
 
 /// An entity and the facts about it (`POST /v1/entities/recall`, tool `recall_entity`).
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RecallEntityRequest {
     /// The entity: a name, an alias, a near spelling or an entity id.
     #[serde(alias = "name", alias = "subject", alias = "entity_id", alias = "id")]
@@ -201,6 +426,7 @@ pub struct RecallEntityRequest {
 
 /// A memory to save (`POST /v1/memories`, tool `save_memory`).
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SaveMemoryRequest {
     /// `decision`, `checkpoint`, `insight` or `context`.
     #[serde(default = "default_kind", alias = "type", alias = "memory_type")]
@@ -240,6 +466,7 @@ fn default_kind() -> String {
 
 /// The outcome of a memory (`POST /v1/memories/{id}/outcome`, tool `evolve_outcome`).
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct OutcomeRequest {
     /// The memory (usually a decision) the outcome is about; taken from the path over HTTP.
     #[serde(default, alias = "memory", alias = "id", alias = "decision_id")]
@@ -257,6 +484,7 @@ pub struct OutcomeRequest {
 
 /// An explicit link between memories (`POST /v1/memories/links`, tool `link_memories`).
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct LinkRequest {
     /// The memory the link starts at.
     #[serde(alias = "source", alias = "from_id")]
@@ -281,6 +509,7 @@ fn default_link() -> String {
 
 /// A topic's decision chain (tool `evolution`).
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct EvolutionRequest {
     /// The topic, as the decisions name it.
     #[serde(alias = "subject", alias = "name")]
@@ -293,6 +522,7 @@ pub struct EvolutionRequest {
 /// What depends on a memory (`GET /v1/memories/{id}/impact`).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct AsOfQuery {
     /// Link confidences decayed to this time (RFC 3339 or YYYY-MM-DD); now when absent.
     pub as_of: Option<String>,
@@ -300,6 +530,7 @@ pub struct AsOfQuery {
 
 /// Contextual search over memories (`POST /v1/memories/search`).
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MemorySearchRequest {
     /// The question about decisions.
     #[serde(alias = "question", alias = "q", alias = "text")]
@@ -315,6 +546,7 @@ pub struct MemorySearchRequest {
 /// A window for the rollup (tool `weekly_rollup`, `GET /v1/memories/rollup`).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct RollupRequest {
     /// Start (RFC 3339 or YYYY-MM-DD); seven days before `until` when absent.
     #[serde(default, alias = "from", alias = "start")]
@@ -327,6 +559,7 @@ pub struct RollupRequest {
 /// List memories (`GET /v1/memories`).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct MemoryListQuery {
     /// Only this kind.
     pub kind: Option<String>,
@@ -486,18 +719,15 @@ pub struct StepDto {
     pub to: KeyDto,
 }
 
-/// One item of a context pack with its score, the path that found it and its provenance.
+/// The factors of an item's score: `score = relevance × path_weight × confidence × salience ×
+/// focus × matched`.
 #[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
-pub struct PackItem {
-    /// The node.
-    pub node: NodeDto,
-    /// Final score.
-    pub score: f64,
-    /// Relevance of the item or its seed.
+pub struct FactorsDto {
+    /// Relevance of the item, or of the seed it was reached from, in (0, 1].
     pub relevance: f64,
-    /// Product of the path's step weights.
+    /// Product of the path's step weights (1 for a seed).
     pub path_weight: f64,
-    /// Confidence.
+    /// The least confidence on the path.
     pub confidence: f64,
     /// Salience after decay.
     pub salience: f64,
@@ -506,6 +736,33 @@ pub struct PackItem {
     pub focus: f64,
     /// An expanded item's own match to the question (1 to 1.25; 1 for a direct hit).
     pub matched: f64,
+}
+
+/// Where a pack item came from.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct ProvenanceDto {
+    /// Log position of the record behind it (events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_position: Option<u64>,
+    /// When that record was acknowledged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<String>,
+    /// Who produced it: an event's agent; `ctxgraph` for derived nodes.
+    pub created_by: String,
+    /// The source its payload names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// One item of a context pack with its score, the path that found it and its provenance.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct PackItem {
+    /// The node.
+    pub node: NodeDto,
+    /// Final score, the product of the factors.
+    pub score: f64,
+    /// The factors of the score.
+    pub factors: FactorsDto,
     /// Which prefilters found the seed (`vector`, `bm25`, `context`, `entity`, `dated`,
     /// `anchor`, `scope`).
     pub found_by: Vec<String>,
@@ -513,32 +770,27 @@ pub struct PackItem {
     pub seed: KeyDto,
     /// The path from the seed.
     pub path: Vec<StepDto>,
-    /// Log position of the record behind it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub log_position: Option<u64>,
-    /// When that record was acknowledged.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recorded_at: Option<String>,
-    /// Who produced it.
-    pub created_by: String,
-    /// The source its payload names.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
+    /// Where it came from.
+    pub provenance: ProvenanceDto,
     /// Estimated tokens.
     pub tokens: usize,
 }
 
 impl From<&Item> for PackItem {
     fn from(i: &Item) -> Self {
+        let f = &i.factors;
+        let p = &i.provenance;
         PackItem {
             node: (&i.node).into(),
             score: i.score,
-            relevance: i.factors.relevance,
-            path_weight: i.factors.path_weight,
-            confidence: i.factors.confidence,
-            salience: i.factors.salience,
-            focus: i.factors.focus,
-            matched: i.factors.matched,
+            factors: FactorsDto {
+                relevance: f.relevance,
+                path_weight: f.path_weight,
+                confidence: f.confidence,
+                salience: f.salience,
+                focus: f.focus,
+                matched: f.matched,
+            },
             found_by: i.found_by.iter().map(|s| (*s).to_owned()).collect(),
             seed: (&i.seed).into(),
             path: i
@@ -551,10 +803,12 @@ impl From<&Item> for PackItem {
                     to: (&s.to).into(),
                 })
                 .collect(),
-            log_position: i.provenance.log_position,
-            recorded_at: i.provenance.recorded_at.clone(),
-            created_by: i.provenance.created_by.clone(),
-            source: i.provenance.source.clone(),
+            provenance: ProvenanceDto {
+                log_position: p.log_position,
+                recorded_at: p.recorded_at.clone(),
+                created_by: p.created_by.clone(),
+                source: p.source.clone(),
+            },
             tokens: i.tokens,
         }
     }
@@ -604,7 +858,25 @@ pub struct ContextStateDto {
     pub time_span: Option<Vec<String>>,
 }
 
+/// Wall-clock time of each phase of the recall, in microseconds (they differ from call to call).
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct TimingsDto {
+    /// Embedding the question.
+    pub embed: u64,
+    /// The vector-index prefilter list.
+    pub vector: u64,
+    /// The BM25 prefilter list.
+    pub bm25: u64,
+    /// Entity lookup and the entity prefilter list.
+    pub entity: u64,
+    /// Fusion and graph expansion.
+    pub expand: u64,
+    /// Re-ranking and stitching.
+    pub stitch: u64,
+}
+
 /// The context pack: the items an agent needs for a question, with provenance and unknowns.
+/// `ctxgraph recall --json`, `POST /v1/recall` and the tool `recall` return this same shape.
 #[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
 pub struct ContextPackDto {
     /// The question.
@@ -625,10 +897,14 @@ pub struct ContextPackDto {
     pub candidates: usize,
     /// Items left out to fit the token budget.
     pub trimmed: usize,
+    /// Where the time went.
+    pub timings_us: TimingsDto,
 }
 
+/// The pack on the wire: the one conversion every interface uses (CLI `--json`, HTTP, MCP).
 impl From<&ContextPack> for ContextPackDto {
     fn from(p: &ContextPack) -> Self {
+        let t = &p.timings;
         ContextPackDto {
             query: p.query.clone(),
             intent: p.intent.name().to_owned(),
@@ -662,6 +938,14 @@ impl From<&ContextPack> for ContextPackDto {
                 .collect(),
             candidates: p.candidates,
             trimmed: p.trimmed,
+            timings_us: TimingsDto {
+                embed: t.embed_us,
+                vector: t.vector_us,
+                bm25: t.bm25_us,
+                entity: t.entity_us,
+                expand: t.expand_us,
+                stitch: t.stitch_us,
+            },
         }
     }
 }
@@ -1168,6 +1452,7 @@ pub struct PrincipalList {
 /// Forget an event, a session, an entity or a memory (`POST /v1/forget`, tool `forget`; admins
 /// only). The content leaves the store for good; the audit keeps what, when, by whom and why.
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ForgetRequest {
     /// `event`, `session`, `entity` or `memory`.
     #[serde(alias = "target_kind", alias = "type")]
@@ -1237,6 +1522,7 @@ pub struct ForgottenList {
 
 /// Decision receipts to record (`POST /v1/receipts`, tool `record_receipt`).
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ReceiptsRequest {
     /// Receipts in seed 004's layout: `task`, `actor`, `approvals`, `referenced_inputs`
     /// (`events`, `entities`, `documents`, `configs`, `spans`), `policies_checked`
@@ -1271,6 +1557,7 @@ impl OneOrMany {
 /// Which receipts to list (`GET /v1/receipts`, tool `list_receipts`).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, ToSchema, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ReceiptListQuery {
     /// Only this task.
     #[serde(default)]
@@ -1298,4 +1585,122 @@ pub struct ReceiptList {
     /// Each in seed 004's layout with its `receipt_id` and log `position`.
     #[schema(value_type = Vec<Object>)]
     pub receipts: Vec<Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_unknown_field_is_refused_naming_it_and_the_known_ones() {
+        let e = parse_body::<RecallRequest>(br#"{"question": "why", "tag": "prod"}"#).unwrap_err();
+        assert_eq!((e.code.as_str(), e.class), ("request.unknown_field", ErrorClass::BadRequest));
+        assert!(
+            e.message.starts_with("unknown field `tag` in recall request; expected one of "),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("`tags`") && e.message.contains("`as_of`"), "{}", e.message);
+        assert_eq!(e.violations[0].path, "$.tag");
+        let e = parse_arguments::<RecallRequest>(&json!({"question": "why", "tag": "prod"}))
+            .unwrap_err();
+        assert_eq!(e.code, "request.unknown_field");
+        assert!(e.message.starts_with("unknown field `tag` in recall request"), "{}", e.message);
+        // Every request type refuses them, bodies, arguments and query parameters alike.
+        let e = parse_body::<IngestRequest>(br#"{"events": [], "dry_run": true}"#).unwrap_err();
+        assert!(e.message.starts_with("unknown field `dry_run` in ingest request"), "{e}");
+        let e = parse_arguments::<RollupRequest>(&json!({"week": 3})).unwrap_err();
+        assert_eq!(e.code, "request.unknown_field");
+        // Aliases are known fields; a missing field is still a shape error.
+        let ok: RecallRequest = parse_body(br#"{"query": "why", "session_id": "s1"}"#).unwrap();
+        assert_eq!(ok.session.as_deref(), Some("s1"));
+        let e = parse_body::<RecallRequest>(br#"{"k": 3}"#).unwrap_err();
+        assert_eq!(e.code, "request.invalid_body");
+    }
+
+    #[test]
+    fn the_field_name_is_read_from_serde_messages() {
+        assert_eq!(
+            unknown_field_in("unknown field `tag`, expected one of `a`, `b` at line 1 column 6"),
+            Some("tag")
+        );
+        assert_eq!(unknown_field_in("unknown field `a`b`, there are no fields"), Some("a`b"));
+        assert_eq!(
+            unknown_field_in(
+                "Failed to deserialize query string: x: unknown field `x`, expected `y`"
+            ),
+            Some("x")
+        );
+        assert_eq!(unknown_field_in("missing field `question`"), None);
+        // A value that reads like the message is not a field.
+        let e = parse_body::<RecallRequest>(
+            br#"{"question": "x", "k": "unknown field `k`, expected"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, "request.invalid_body", "{}", e.message);
+    }
+
+    #[test]
+    fn a_recall_request_becomes_the_engine_query_with_every_constraint() {
+        let req: RecallRequest = parse_body(
+            br#"{"question": "why did it fail", "k": 5, "intent": "who", "since": "2026-11-16T00:00:00Z",
+                "until": "2026-11-17T00:00:00+01:00", "session": "s1", "trace": "t1", "agent": "a1",
+                "tags": ["prod"], "location": "lab", "labels": ["Event"], "min_confidence": 0.5,
+                "budget_tokens": 300, "diversity": 0.7, "as_of": "2026-11-18T00:00:00Z"}"#,
+        )
+        .unwrap();
+        let q = req.to_query().unwrap();
+        assert_eq!((q.text.as_str(), q.k, q.intent), ("why did it fail", 5, Some(Intent::WhoWhat)));
+        assert_eq!(q.since.map(|t| t.to_rfc3339()).as_deref(), Some("2026-11-16T00:00:00+00:00"));
+        assert_eq!(q.until.map(|t| t.to_rfc3339()).as_deref(), Some("2026-11-17T00:00:00+01:00"));
+        assert_eq!(q.as_of.map(|t| t.to_rfc3339()).as_deref(), Some("2026-11-18T00:00:00+00:00"));
+        assert_eq!(
+            (q.session.as_deref(), q.trace.as_deref(), q.agent.as_deref()),
+            (Some("s1"), Some("t1"), Some("a1"))
+        );
+        assert_eq!((q.tags, q.location.as_deref()), (vec!["prod".to_owned()], Some("lab")));
+        assert_eq!(q.labels, Some(vec!["Event".to_owned()]));
+        assert_eq!((q.min_confidence, q.budget_tokens, q.diversity), (0.5, Some(300), Some(0.7)));
+        // Absent fields are the engine's defaults.
+        let q =
+            RecallRequest { question: "x".into(), ..RecallRequest::default() }.to_query().unwrap();
+        assert_eq!((q.k, q.labels, q.min_confidence), (10, None, 0.0));
+    }
+
+    #[test]
+    fn bad_recall_values_name_the_field_the_rule_and_the_value() {
+        let bad = |req: Value| {
+            serde_json::from_value::<RecallRequest>(req).unwrap().to_query().unwrap_err()
+        };
+        let cases = [
+            (json!({"question": " "}), "request.empty_question", "question is empty"),
+            (json!({"question": "x", "k": 0}), "request.k_range", "k 0 is out of range"),
+            (json!({"question": "x", "k": 101}), "request.k_range", "k 101 is out of range"),
+            (json!({"question": "x", "intent": "because"}), "request.intent", "intent `because`"),
+            (json!({"question": "x", "since": "monday"}), "request.time_format", "since `monday`"),
+            (json!({"question": "x", "as_of": "2026"}), "request.time_format", "as_of `2026`"),
+            (
+                json!({"question": "x", "min_confidence": 1.5}),
+                "request.confidence_range",
+                "min_confidence 1.5",
+            ),
+            (json!({"question": "x", "diversity": -1}), "request.diversity_range", "diversity -1"),
+        ];
+        for (req, code, message) in cases {
+            let e = bad(req.clone());
+            assert_eq!(e.code, code, "{req}");
+            assert!(e.message.starts_with(message), "{req}: {}", e.message);
+        }
+        // The CLI names its flags.
+        let req = RecallRequest {
+            question: "x".into(),
+            budget_tokens: Some(1),
+            min_confidence: Some(2.0),
+            ..RecallRequest::default()
+        };
+        let e = req.to_query_named(|f| format!("--{}", f.replace('_', "-"))).unwrap_err();
+        assert!(e.message.starts_with("--min-confidence 2 is outside"), "{}", e.message);
+    }
 }

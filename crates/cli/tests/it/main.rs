@@ -17,6 +17,7 @@ mod knowledge;
 mod mcp;
 mod memory;
 mod otlp;
+mod recall_interfaces;
 mod receipt;
 mod semantic;
 mod server;

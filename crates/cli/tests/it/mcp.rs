@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::server::{Server, add_principal, event};
 
-type Client = RunningService<RoleClient, ()>;
+pub(crate) type Client = RunningService<RoleClient, ()>;
 
 const TOOLS: [&str; 12] = [
     "evolution",
@@ -28,7 +28,7 @@ const TOOLS: [&str; 12] = [
     "weekly_rollup",
 ];
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
 }
 
@@ -39,7 +39,7 @@ async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
 }
 
 /// The structured result of a call that must succeed.
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
+pub(crate) async fn ok(client: &Client, tool: &str, args: Value) -> Value {
     let r = call(client, tool, args).await;
     let v = r.structured_content.clone().unwrap_or_default();
     assert_eq!(r.is_error, Some(false), "{tool}: {v}");
@@ -47,14 +47,14 @@ async fn ok(client: &Client, tool: &str, args: Value) -> Value {
 }
 
 /// The error code of a call that must fail as a tool error.
-async fn err(client: &Client, tool: &str, args: Value) -> Value {
+pub(crate) async fn err(client: &Client, tool: &str, args: Value) -> Value {
     let r = call(client, tool, args).await;
     let v = r.structured_content.clone().unwrap_or_default();
     assert_eq!(r.is_error, Some(true), "{tool}: {v}");
     v["error"].clone()
 }
 
-async fn http_client(s: &Server, key: &str) -> Client {
+pub(crate) async fn http_client(s: &Server, key: &str) -> Client {
     let config = StreamableHttpClientTransportConfig::with_uri(s.url("/mcp")).auth_header(key);
     ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap()
 }
