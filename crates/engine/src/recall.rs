@@ -251,7 +251,9 @@ pub struct Factors {
     /// `SUMMARY_FOCUS` (½) for a summary when the question asks for no overview; else 1.
     pub focus: f64,
     /// An expanded item's own match to the question: `1 + ¼ × m`, where `m` is the share of the
-    /// question's content words in its text (1 for a direct hit, whose relevance is its match).
+    /// question's content words in its text, capped so that `path_weight × matched ≤ 1` (an item
+    /// never outranks the seed it was reached from); 1 for a direct hit, whose relevance is its
+    /// match.
     pub matched: f64,
 }
 
@@ -933,10 +935,13 @@ impl Snapshot<'_> {
             if node.key.label == "Summary" {
                 focus *= summary_focus;
             }
+            // An expanded item may rise by its own match, never above the seed it came from.
             let matched = if c.path.is_empty() {
                 1.0
             } else {
-                1.0 + MATCH_BONUS * word_match(&node, &match_words)
+                (1.0 + MATCH_BONUS * word_match(&node, &match_words))
+                    .min(1.0 / c.path_weight)
+                    .max(1.0)
             };
             let score = c.relevance * c.path_weight * c.confidence * sal * focus * matched;
             best.push(Reverse(Score(score)));

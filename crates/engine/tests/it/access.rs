@@ -161,7 +161,7 @@ proptest! {
             }
         }
         for edge in &pack.edges {
-            prop_assert!(!leak(&edge.key.from) && !leak(&edge.key.to));
+            prop_assert!(!leak(&edge.edge.key.from) && !leak(&edge.edge.key.to));
         }
         for u in &pack.unknowns {
             prop_assert!(!leak(&u.item) && !leak(&u.missing));

@@ -37,7 +37,14 @@ fn sessions_and_days_are_summarised_deterministically() {
     let day = snap.node(&up[0].key.from).unwrap().unwrap();
     assert!(day.props["event_count"].as_u64().unwrap() >= events.len() as u64);
     assert_eq!(snap.view(View::Hierarchical, None, 10_000).unwrap().len() as u64, report.edges);
-    assert!(!snap.search("highlights", 5).unwrap().is_empty(), "summaries are full-text indexed");
+    let agent = events[0].event.props["agent_id"].as_str().unwrap().to_owned();
+    let by_agent = snap.search(&agent, 10_000).unwrap();
+    assert!(by_agent.iter().any(|(n, _)| n.key == s.key), "summaries are found by their agents");
+    let counts = snap.search("highlights", 10_000).unwrap();
+    assert!(
+        counts.iter().all(|(n, _)| n.key.label != "Summary"),
+        "a summary's counts and labels are not words it is found by"
+    );
     drop(snap);
 
     let before = dump(&e);

@@ -19,6 +19,7 @@ mod knowledge;
 mod memory;
 mod projection;
 mod recall;
+mod recall_runs;
 mod receipt;
 mod resolve;
 mod retention;

@@ -51,7 +51,7 @@ fn a_why_question_brings_in_the_cause_through_caused_by() {
     }
     for item in &pack.items {
         let f = item.factors;
-        let product = f.relevance * f.path_weight * f.confidence * f.salience * f.focus;
+        let product = f.relevance * f.path_weight * f.confidence * f.salience * f.focus * f.matched;
         assert!((item.score - product).abs() < 1e-9, "the score is the product of its factors");
         if item.node.key.label == "Event" {
             assert!(item.provenance.log_position.is_some());
@@ -62,7 +62,7 @@ fn a_why_question_brings_in_the_cause_through_caused_by() {
     assert!(scores.windows(2).all(|w| w[0] >= w[1]));
     let keys: BTreeSet<&NodeKey> = pack.items.iter().map(|i| &i.node.key).collect();
     for edge in &pack.edges {
-        assert!(keys.contains(&edge.key.from) && keys.contains(&edge.key.to));
+        assert!(keys.contains(&edge.edge.key.from) && keys.contains(&edge.edge.key.to));
     }
 }
 
@@ -148,7 +148,7 @@ proptest! {
             }
         }
         for edge in &pack.edges {
-            prop_assert!(!ids.contains(&edge.key.from.id) && !ids.contains(&edge.key.to.id));
+            prop_assert!(!ids.contains(&edge.edge.key.from.id) && !ids.contains(&edge.edge.key.to.id));
         }
         for u in &pack.unknowns {
             prop_assert!(!ids.contains(&u.item.id));
@@ -281,7 +281,7 @@ fn events_of_the_actor_a_question_names_come_first() {
     assert_eq!(pack.items[alice].factors.focus, q.params.other_actor);
     for item in &pack.items {
         let f = item.factors;
-        let product = f.relevance * f.path_weight * f.confidence * f.salience * f.focus;
+        let product = f.relevance * f.path_weight * f.confidence * f.salience * f.focus * f.matched;
         assert!((item.score - product).abs() < 1e-9, "the score is the product of its factors");
     }
 
