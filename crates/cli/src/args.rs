@@ -895,7 +895,7 @@ pub(crate) enum EvalCommand {
         /// --events is reused as it is.
         #[arg(long)]
         store: Option<PathBuf>,
-        /// Write the rankings as JSONL (`{"family", "question", "evidence": [key, ...],
+        /// Write the rankings as JSONL (`{"family", "question", "anchors", "evidence": [key, ...],
         /// "ranked": [key, ...], "bm25": [key, ...]}`, keys `Label/id`).
         #[arg(long)]
         rankings: Option<PathBuf>,

@@ -24,6 +24,8 @@ use crate::output::{print_json, table};
 
 mod knowledge;
 mod questions;
+#[cfg(test)]
+mod tests;
 mod trace;
 
 use questions::{FAMILIES, Question, key};
@@ -157,8 +159,10 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
             totals.entry((system, "overall")).or_default().add(&s);
             totals.entry((system, q.family)).or_default().add(&s);
         }
+        let anchors: serde_json::Map<String, Value> =
+            q.anchors.iter().map(|(slot, v)| ((*slot).to_owned(), json!(v))).collect();
         rankings.write(&json!({
-            "family": q.family, "question": q.text, "evidence": q.evidence,
+            "family": q.family, "question": q.text, "anchors": anchors, "evidence": q.evidence,
             "ranked": ranked, "bm25": floor,
         }))?;
     }

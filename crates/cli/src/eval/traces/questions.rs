@@ -90,7 +90,12 @@ const FACT: &[&str] = &[
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Question {
     pub(crate) family: &'static str,
+    /// Which of the family's phrasings was used (an index into its list).
+    pub(crate) phrasing: usize,
     pub(crate) text: String,
+    /// What the question names: `session`, `event`, `agent`, `user`, `tool`, `service` or
+    /// `subject`, with the value written in the text.
+    pub(crate) anchors: Vec<(&'static str, String)>,
     /// Node keys, `Label/id`, sorted.
     pub(crate) evidence: Vec<String>,
 }
@@ -156,8 +161,16 @@ pub(crate) fn questions(
         let mut rng = SmallRng::seed_from_u64(seed ^ stream);
         cases.shuffle(&mut rng);
         for case in cases.into_iter().take(per_family) {
-            let template = case.templates[rng.random_range(0..case.templates.len())];
-            out.push(Question { family, text: case.phrase(template), evidence: case.evidence });
+            let phrasing = rng.random_range(0..case.templates.len());
+            let template = case.templates[phrasing];
+            let text = case.phrase(template);
+            // A phrasing may leave a slot out ("What was the task in S?" names no user).
+            let anchors = case
+                .slots
+                .into_iter()
+                .filter(|(slot, _)| template.contains(&format!("{{{slot}}}")))
+                .collect();
+            out.push(Question { family, phrasing, text, anchors, evidence: case.evidence });
         }
     }
     out
