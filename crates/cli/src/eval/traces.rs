@@ -104,7 +104,30 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
             }
         })?;
     if report.progress.rejected > 0 {
-        anyhow::bail!("{} generated lines were rejected", report.progress.rejected);
+        let first = report.rejections.first().map_or_else(String::new, |r| {
+            format!(
+                ", the first (line {}, {}) with {}",
+                r.line,
+                r.id.as_deref().unwrap_or("no id"),
+                r.code
+            )
+        });
+        anyhow::bail!(
+            "{} generated lines were rejected{first}: a kept --store must come from the same --seed and --events",
+            report.progress.rejected
+        );
+    }
+    // A kept store must hold this trace and nothing else, or the ground truth would not be its.
+    let stored = {
+        let stats = engine.snapshot()?.stats()?;
+        stats.nodes.iter().find(|(label, _)| label == "Event").map_or(0, |(_, n)| *n)
+    };
+    if stored != args.events as u64 {
+        anyhow::bail!(
+            "the store {} holds {stored} events, not the {} of this trace: give a fresh --store, or the --seed and --events it was built with",
+            path.display(),
+            args.events
+        );
     }
     eprintln!(
         "writing {} decisions and {} facts ...",
