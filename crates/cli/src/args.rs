@@ -874,6 +874,35 @@ pub(crate) enum EvalCommand {
         #[arg(long)]
         sample: Option<String>,
     },
+    /// Recall on agent runs: recall_any@k and recall_all@k (k = 1, 5, 10) and NDCG@10 per
+    /// question family and overall, for `recall` and for plain BM25 in the same run.
+    ///
+    /// Generates a seeded trace (the generator of `ctxgraph generate`), delivers it out of order
+    /// with some lines twice into a fresh store, writes decision memories and facts derived from
+    /// it, enriches and consolidates, then asks question families whose answers are known from
+    /// the trace (session_failure, user_request, after_failure, who_involved, outage, when_did,
+    /// agent_activity, decision, fact), each phrased several ways, through `recall` with the
+    /// question alone and k = 10.
+    Traces {
+        /// Seed of the trace and of the questions asked.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Events in the trace.
+        #[arg(long, default_value_t = 20_000)]
+        events: usize,
+        /// Questions asked per family (fewer when the trace has fewer cases).
+        #[arg(long, default_value_t = 30)]
+        per_family: usize,
+        /// Build the store at this path (created when missing) instead of a temporary directory;
+        /// writes are idempotent, so a store from an earlier run with the same --seed and
+        /// --events is reused as it is.
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Write the rankings as JSONL (`{"family", "question", "anchors", "evidence": [key, ...],
+        /// "ranked": [key, ...], "bm25": [key, ...]}`, keys `Label/id`).
+        #[arg(long)]
+        rankings: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,30 +1,24 @@
-//! `ctxgraph eval locomo FILE`: evidence retrieval on LoCoMo conversations, through `recall`,
-//! against a plain BM25 ranking computed in the same run.
+//! `ctxgraph eval`: retrieval quality against known evidence, through `recall` and against a
+//! plain BM25 ranking computed in the same run.
 //!
-//! Each conversation goes into a fresh store (ingest, enrich, consolidate); every question is
-//! asked through `recall` restricted to Event items, and the ranked events' dialogue ids are
-//! compared with the question's evidence turns. LoCoMo (Maharana et al., ACL 2024) is
-//! CC BY-NC 4.0: for non-commercial research, tests and benchmarks only.
+//! This module holds what every evaluation shares (the scores, their sums, latency percentiles,
+//! the BM25 floor and the rankings file); `locomo.rs` evaluates LoCoMo conversations and
+//! `traces.rs` generated agent runs.
 
-use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::time::Instant;
 
 use anyhow::Context;
-use ctxgraph::{Engine, EngineOptions, IngestOptions, OpenMode, RecallQuery};
+use ctxgraph::{Node, Snapshot};
 use serde_json::{Value, json};
 
-use crate::Outcome;
-use crate::output::{print_json, table};
+pub(crate) mod locomo;
+pub(crate) mod traces;
 
 /// Cut-offs reported.
 const KS: [usize; 4] = [1, 5, 10, 20];
 /// NDCG cut-off.
 const NDCG_K: usize = 10;
-/// LoCoMo's category numbers, as its own evaluation names them.
-const CATEGORIES: [(u8, &str); 5] =
-    [(1, "multi-hop"), (2, "temporal"), (3, "open-domain"), (4, "single-hop"), (5, "adversarial")];
 
 /// Scores of one question.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -34,7 +28,7 @@ pub(crate) struct Scores {
     ndcg: f64,
 }
 
-/// Score a ranking against the evidence (both as dialogue ids).
+/// Score a ranking against the evidence (both as ids of one kind: dialogue ids, node keys).
 pub(crate) fn score(ranked: &[String], evidence: &[String]) -> Scores {
     let mut s = Scores::default();
     if evidence.is_empty() {
@@ -58,17 +52,17 @@ pub(crate) fn score(ranked: &[String], evidence: &[String]) -> Scores {
     s
 }
 
-/// Sums per category for one system.
+/// Sums of scores over a group of questions (a category, a family) for one system.
 #[derive(Debug, Default, Clone)]
-struct Totals {
-    n: usize,
+pub(crate) struct Totals {
+    pub(crate) n: usize,
     any: [f64; 4],
     all: [f64; 4],
     ndcg: f64,
 }
 
 impl Totals {
-    fn add(&mut self, s: &Scores) {
+    pub(crate) fn add(&mut self, s: &Scores) {
         self.n += 1;
         for i in 0..KS.len() {
             self.any[i] += s.any[i];
@@ -81,164 +75,108 @@ impl Totals {
         if self.n == 0 { 0.0 } else { v / self.n as f64 }
     }
 
-    fn json(&self) -> Value {
+    /// The means as JSON, for the cut-offs up to `max_k` (items ranked beyond the ranking's
+    /// length would only repeat the last cut-off).
+    pub(crate) fn json(&self, max_k: usize) -> Value {
         let mut o = serde_json::Map::new();
         o.insert("n".into(), json!(self.n));
-        for (i, k) in KS.iter().enumerate() {
+        for (i, k) in KS.iter().enumerate().filter(|(_, k)| **k <= max_k) {
             o.insert(format!("recall_any@{k}"), json!(self.mean(self.any[i])));
             o.insert(format!("recall_all@{k}"), json!(self.mean(self.all[i])));
         }
         o.insert(format!("ndcg@{NDCG_K}"), json!(self.mean(self.ndcg)));
         Value::Object(o)
     }
+
+    /// Table cells in the order of [`score_columns`]: recall_any, recall_all, NDCG.
+    pub(crate) fn cells(&self, max_k: usize) -> Vec<String> {
+        let shown = |v: &[f64; 4]| {
+            KS.iter()
+                .zip(v)
+                .filter(|(k, _)| **k <= max_k)
+                .map(|(_, v)| format!("{:.3}", self.mean(*v)))
+                .collect::<Vec<_>>()
+        };
+        let mut row = shown(&self.any);
+        row.extend(shown(&self.all));
+        row.push(format!("{:.3}", self.mean(self.ndcg)));
+        row
+    }
 }
 
-pub(crate) struct EvalArgs<'a> {
-    pub(crate) file: &'a Path,
-    pub(crate) k: usize,
-    pub(crate) include_adversarial: bool,
-    pub(crate) rankings: Option<&'a Path>,
-    pub(crate) sample: Option<&'a str>,
-    pub(crate) json: bool,
-    /// Engine options for every conversation's store (the embedder chosen on the command line).
-    pub(crate) options: EngineOptions,
+/// Table headers of [`Totals::cells`] for the cut-offs up to `max_k`.
+pub(crate) fn score_columns(max_k: usize) -> Vec<String> {
+    let ks = || KS.iter().filter(move |k| **k <= max_k);
+    let mut cols: Vec<String> = ks().map(|k| format!("any@{k}")).collect();
+    cols.extend(ks().map(|k| format!("all@{k}")));
+    cols.push(format!("ndcg@{NDCG_K}"));
+    cols
 }
 
-pub(crate) fn locomo(args: &EvalArgs<'_>) -> anyhow::Result<Outcome> {
-    let text = std::fs::read_to_string(args.file)
-        .with_context(|| format!("reading {}", args.file.display()))?;
-    let conversations = ctxgraph::locomo_conversations(&text)
-        .with_context(|| format!("reading LoCoMo conversations from {}", args.file.display()))?;
-    let tmp = tempfile::Builder::new().prefix("ctxgraph-eval").tempdir()?;
-    let mut rankings_out = match args.rankings {
-        Some(p) => Some(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => None,
-    };
-    let k = args.k.max(20);
-    // (system, category) → totals; category 0 = overall.
-    let mut totals: BTreeMap<(&'static str, u8), Totals> = BTreeMap::new();
-    let mut latency = Vec::new();
-    let started = Instant::now();
-    for conv in conversations.iter().filter(|c| args.sample.is_none_or(|s| c.sample_id == s)) {
-        eprintln!(
-            "{}: {} turns, {} questions ...",
-            conv.sample_id,
-            conv.records.len(),
-            conv.questions.len()
-        );
-        let path = tmp.path().join(format!("{}.ctxg", conv.sample_id));
-        let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, args.options.clone())?;
-        let jsonl: String = conv.records.iter().map(|r| format!("{r}\n")).collect();
-        let report =
-            engine.ingest_jsonl(jsonl.as_bytes(), &IngestOptions::default(), &mut |_| {})?;
-        if report.progress.rejected > 0 {
-            anyhow::bail!("{}: {} turns were rejected", conv.sample_id, report.progress.rejected);
-        }
-        engine.enrich(&mut |_, _| {})?;
-        engine.consolidate()?;
-        let prefix = format!("{}:", conv.sample_id);
-        let dia = |id: &str| id.strip_prefix(&prefix).unwrap_or(id).to_owned();
-        for (qa_index, q) in conv.questions.iter().enumerate() {
-            if q.category == 5 && !args.include_adversarial {
-                continue;
-            }
-            if q.evidence.is_empty() {
-                continue;
-            }
-            let mut query = RecallQuery::new(q.question.clone());
-            query.k = k;
-            query.labels = Some(vec!["Event".to_owned()]);
-            let t = Instant::now();
-            let pack = engine.recall(&query)?;
-            latency.push(t.elapsed().as_secs_f64() * 1000.0);
-            let ranked: Vec<String> = pack.items.iter().map(|i| dia(&i.node.key.id)).collect();
-            let snap = engine.snapshot()?;
-            let words = ctxgraph::content_words(&q.question).join(" ");
-            let bm25: Vec<String> = snap
-                .search(&words, k * 3)?
-                .into_iter()
-                .filter(|(n, _)| n.key.label == "Event")
-                .map(|(n, _)| dia(&n.key.id))
-                .take(k)
-                .collect();
-            for (system, ranking) in [("recall", &ranked), ("bm25", &bm25)] {
-                let s = score(ranking, &q.evidence);
-                totals.entry((system, 0)).or_default().add(&s);
-                totals.entry((system, q.category)).or_default().add(&s);
-            }
-            if let Some(out) = rankings_out.as_mut() {
-                writeln!(
-                    out,
-                    "{}",
-                    json!({"sample_id": conv.sample_id, "qa_index": qa_index, "ranked": ranked})
-                )?;
-            }
-        }
+/// Recall latencies of a run, in milliseconds.
+#[derive(Debug, Default)]
+pub(crate) struct Latency(Vec<f64>);
+
+impl Latency {
+    pub(crate) fn push(&mut self, ms: f64) {
+        self.0.push(ms);
     }
-    if let Some(mut out) = rankings_out {
-        out.flush()?;
+
+    /// The `p` quantile (0..=1) by nearest rank; 0 when nothing was measured.
+    pub(crate) fn percentile(&mut self, p: f64) -> f64 {
+        self.0.sort_by(f64::total_cmp);
+        let last = self.0.len().saturating_sub(1);
+        self.0.get(((self.0.len() as f64 * p) as usize).min(last)).copied().unwrap_or(0.0)
     }
-    latency.sort_by(f64::total_cmp);
-    let pct = |p: f64| {
-        latency
-            .get(((latency.len() as f64 * p) as usize).min(latency.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0.0)
-    };
-    let secs = started.elapsed().as_secs_f64();
-    let categories: Vec<(u8, &str)> = std::iter::once((0, "overall"))
-        .chain(CATEGORIES.into_iter().filter(|(c, _)| *c != 5 || args.include_adversarial))
-        .collect();
-    if args.json {
-        let mut systems = serde_json::Map::new();
-        for system in ["recall", "bm25"] {
-            let mut per = serde_json::Map::new();
-            for (c, name) in &categories {
-                per.insert(
-                    (*name).to_owned(),
-                    totals.get(&(system, *c)).cloned().unwrap_or_default().json(),
-                );
-            }
-            systems.insert(system.to_owned(), Value::Object(per));
+
+    pub(crate) fn json(&mut self) -> Value {
+        json!({"p50": self.percentile(0.5), "p95": self.percentile(0.95), "p99": self.percentile(0.99)})
+    }
+
+    /// `recall latency: p50 …, p95 …, p99 …`.
+    pub(crate) fn line(&mut self) -> String {
+        format!(
+            "recall latency: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms",
+            self.percentile(0.5),
+            self.percentile(0.95),
+            self.percentile(0.99)
+        )
+    }
+}
+
+/// The BM25 floor: the question's content words searched in the full-text index alone, up to
+/// `limit` hits of any label, best first.
+pub(crate) fn bm25(snap: &Snapshot, question: &str, limit: usize) -> anyhow::Result<Vec<Node>> {
+    let words = ctxgraph::content_words(question).join(" ");
+    Ok(snap.search(&words, limit)?.into_iter().map(|(n, _)| n).collect())
+}
+
+/// The rankings file (`--rankings`), one JSON line per question.
+pub(crate) struct Rankings(Option<BufWriter<std::fs::File>>);
+
+impl Rankings {
+    pub(crate) fn create(path: Option<&Path>) -> anyhow::Result<Rankings> {
+        Ok(Rankings(match path {
+            Some(p) => Some(BufWriter::new(
+                std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+            )),
+            None => None,
+        }))
+    }
+
+    pub(crate) fn write(&mut self, line: &Value) -> anyhow::Result<()> {
+        if let Some(out) = self.0.as_mut() {
+            writeln!(out, "{line}")?;
         }
-        print_json(
-            &json!({"file": args.file, "k": k, "include_adversarial": args.include_adversarial,
-            "systems": systems, "recall_latency_ms": {"p50": pct(0.5), "p95": pct(0.95), "p99": pct(0.99)},
-            "seconds": secs}),
-        )?;
-        return Ok(Outcome::Done);
+        Ok(())
     }
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "LoCoMo evidence retrieval, {} (LoCoMo: CC BY-NC 4.0, research use)",
-        args.file.display()
-    )?;
-    let mut t = table(&[
-        "category", "system", "n", "any@1", "any@5", "any@10", "any@20", "all@1", "all@5",
-        "all@10", "all@20", "ndcg@10",
-    ]);
-    for (c, name) in &categories {
-        for system in ["recall", "bm25"] {
-            let tot = totals.get(&(system, *c)).cloned().unwrap_or_default();
-            let mut row = vec![(*name).to_owned(), system.to_owned(), tot.n.to_string()];
-            row.extend(tot.any.iter().map(|v| format!("{:.3}", tot.mean(*v))));
-            row.extend(tot.all.iter().map(|v| format!("{:.3}", tot.mean(*v))));
-            row.push(format!("{:.3}", tot.mean(tot.ndcg)));
-            t.add_row(row);
+
+    pub(crate) fn finish(self) -> anyhow::Result<()> {
+        if let Some(mut out) = self.0 {
+            out.flush()?;
         }
+        Ok(())
     }
-    writeln!(out, "{t}")?;
-    writeln!(
-        out,
-        "recall latency: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms; {secs:.1}s in all",
-        pct(0.5),
-        pct(0.95),
-        pct(0.99)
-    )?;
-    Ok(Outcome::Done)
 }
 
 #[cfg(test)]
@@ -261,5 +199,26 @@ mod tests {
         let perfect = score(&ids(&["D4:4", "D1:2"]), &ids(&["D1:2", "D4:4"]));
         assert!((perfect.ndcg - 1.0).abs() < 1e-12);
         assert_eq!(score(&[], &ids(&["D1:1"])), Scores::default());
+    }
+
+    #[test]
+    fn totals_report_the_cut_offs_up_to_the_ranking_length() {
+        let mut t = Totals::default();
+        t.add(&score(&ids(&["a", "b"]), &ids(&["b"])));
+        t.add(&score(&ids(&["c"]), &ids(&["b"])));
+        let j = t.json(10);
+        assert_eq!(j["n"], 2);
+        assert_eq!(j["recall_all@1"], 0.0);
+        assert_eq!(j["recall_all@10"], 0.5);
+        assert!(j.get("recall_all@20").is_none());
+        assert_eq!(t.cells(10).len(), score_columns(10).len());
+        assert_eq!(score_columns(20).len(), 9);
+        let mut l = Latency::default();
+        assert_eq!(l.percentile(0.5), 0.0);
+        for ms in [3.0, 1.0, 2.0] {
+            l.push(ms);
+        }
+        assert_eq!(l.percentile(0.5), 2.0);
+        assert_eq!(l.percentile(0.99), 3.0);
     }
 }

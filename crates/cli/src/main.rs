@@ -136,12 +136,23 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             memory::rollup(&cli, since.as_deref(), until.as_deref())
         }
         Command::Eval(EvalCommand::Locomo { file, k, include_adversarial, rankings, sample }) => {
-            eval::locomo(&eval::EvalArgs {
+            eval::locomo::run(&eval::locomo::EvalArgs {
                 file,
                 k: *k,
                 include_adversarial: *include_adversarial,
                 rankings: rankings.as_deref(),
                 sample: sample.as_deref(),
+                json: cli.json,
+                options: with_embedder(&cli, EngineOptions::default())?,
+            })
+        }
+        Command::Eval(EvalCommand::Traces { seed, events, per_family, store, rankings }) => {
+            eval::traces::run(&eval::traces::TracesArgs {
+                seed: *seed,
+                events: *events,
+                per_family: *per_family,
+                store: store.as_deref(),
+                rankings: rankings.as_deref(),
                 json: cli.json,
                 options: with_embedder(&cli, EngineOptions::default())?,
             })

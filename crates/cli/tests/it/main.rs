@@ -10,6 +10,7 @@
 mod access;
 mod commands;
 mod entities;
+mod eval;
 mod forget;
 mod http;
 mod import;
