@@ -59,8 +59,6 @@ use crate::error::Error;
 use crate::retention::{occurred_at, salience};
 use crate::snapshot::Snapshot;
 
-/// Entity types looked up for names in a question.
-const ENTITY_TYPES: &[&str] = &["agent", "user", "service", "tool", "resource", "concept"];
 /// Entity types of actors: who does or says something (an event's `agent_id`).
 const ACTOR_TYPES: &[&str] = &["agent", "user"];
 /// How much deeper than the BM25 list the dated list reads the BM25 ranking.
@@ -77,7 +75,7 @@ const SUMMARY_FOCUS: f64 = 0.5;
 /// Most an expanded item's own match to the question adds to its score (see [`Factors::matched`]).
 const MATCH_BONUS: f64 = 0.25;
 /// The names of the prefilter lists, in the order of [`RecallParams::list_weights`].
-const LISTS: [&str; 6] = ["vector", "bm25", "entity", "dated", "anchor", "scope"];
+const LISTS: [&str; 7] = ["vector", "bm25", "entity", "dated", "anchor", "scope", "knowledge"];
 
 /// Who is asking: decides which nodes a recall may use. Checked before a node is returned,
 /// counted or expanded through.
@@ -113,8 +111,9 @@ pub struct RecallParams {
     pub hub_mentions: i64,
     /// The `k` of reciprocal rank fusion.
     pub rrf_k: f64,
-    /// Weights of the vector, BM25, entity, dated, anchor and scope lists in the fusion.
-    pub list_weights: [f64; 6],
+    /// Weights of the vector, BM25, entity, dated, anchor, scope and knowledge lists in the
+    /// fusion.
+    pub list_weights: [f64; 7],
     /// Factor per step beyond the first.
     pub hop_decay: f64,
     /// Weight α of salience in the score (0: ignore age).
@@ -137,7 +136,7 @@ impl Default for RecallParams {
             expansions: 16,
             hub_mentions: 50,
             rrf_k: 10.0,
-            list_weights: [0.3, 1.0, 0.3, 1.0, 3.0, 2.0],
+            list_weights: [0.3, 1.0, 0.3, 1.0, 3.0, 2.0, 2.0],
             hop_decay: 0.7,
             salience_weight: 0.2,
             context: ContextWeights::default(),
@@ -267,10 +266,11 @@ pub struct Item {
     /// The factors.
     pub factors: Factors,
     /// The prefilter lists it was found by (`vector`, `bm25`, `context`, `entity`, `dated`,
-    /// `anchor`, `scope`), empty if expanded (`context`: raised into the BM25 list by a
-    /// neighbouring turn; `dated`: a BM25 hit in a period the question names; `anchor`: named by
-    /// id in the question; `scope`: an event of the session in scope that fits the question's
-    /// cues).
+    /// `anchor`, `scope`, `knowledge`), empty if expanded (`context`: raised into the BM25 list
+    /// by a neighbouring turn; `dated`: a BM25 hit in a period the question names; `anchor`: named
+    /// by id in the question; `scope`: an event of the session in scope that fits the question's
+    /// cues; `knowledge`: a fact about an entity the question names, or a decision memory for a
+    /// decision question).
     pub found_by: Vec<&'static str>,
     /// The seed the path starts at (itself for a direct hit).
     pub seed: NodeKey,
@@ -780,8 +780,24 @@ impl Snapshot<'_> {
                 bm25_list.push(key);
             }
         }
+        let knowledge_list = self.knowledge_list(
+            &mut r,
+            &named,
+            &sessions,
+            cues,
+            [&vector_list, &bm25_list],
+            p.prefilter,
+        )?;
         timings.bm25_us = lap(&mut clock);
-        let lists = [vector_list, bm25_list, entity_list, dated_list, anchor_list, scope_list];
+        let lists = [
+            vector_list,
+            bm25_list,
+            entity_list,
+            dated_list,
+            anchor_list,
+            scope_list,
+            knowledge_list,
+        ];
         let fused = fuse::rrf(&lists, &p.list_weights, p.rrf_k);
         // The lists each fused node is in, read in one pass over the lists.
         let mut found: BTreeMap<&NodeKey, Vec<&'static str>> = BTreeMap::new();
@@ -1080,6 +1096,57 @@ impl Snapshot<'_> {
         })
     }
 
+    /// The knowledge list: what is known about what the question names. Facts whose subject
+    /// (then object) is an entity it names; with the decision cue, memories of kind decision,
+    /// those of the sessions in scope first, then those among the other lists' hits.
+    fn knowledge_list(
+        &self,
+        r: &mut Reader<'_, '_>,
+        named: &[NodeKey],
+        sessions: &[String],
+        cues: Cues,
+        hits: [&[NodeKey]; 2],
+        limit: usize,
+    ) -> Result<Vec<NodeKey>, Error> {
+        let mut out: Vec<NodeKey> = Vec::new();
+        let push = |r: &mut Reader<'_, '_>, key: NodeKey, out: &mut Vec<NodeKey>| {
+            if out.len() < limit && !out.contains(&key) && r.admissible(&key)?.is_some() {
+                out.push(key);
+            }
+            Ok::<_, Error>(())
+        };
+        if cues.decision {
+            let is_decision = |r: &mut Reader<'_, '_>, key: &NodeKey| -> Result<bool, Error> {
+                Ok(key.label == "Memory"
+                    && r.admissible(key)?.is_some_and(|m| {
+                        m.props.get("kind").and_then(Value::as_str) == Some("decision")
+                    }))
+            };
+            for session in sessions {
+                let at = NodeKey::new("MemorySession", session);
+                for edge in self.edges(&at, Some("IN_SESSION"), Direction::In)? {
+                    if is_decision(r, &edge.key.from)? {
+                        push(r, edge.key.from, &mut out)?;
+                    }
+                }
+            }
+            for key in hits.iter().flat_map(|l| l.iter()) {
+                if is_decision(r, key)? {
+                    push(r, key.clone(), &mut out)?;
+                }
+            }
+        }
+        for role in ["SUBJECT", "OBJECT"] {
+            for entity in named {
+                let only = |t: &str, out: bool| if t == role && !out { 1.0 } else { 0.0 };
+                for (_, edge, _) in self.read.heaviest_edges(entity, &only, limit)? {
+                    push(r, edge.key.from, &mut out)?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The scope list: the events of the sessions in scope (the session constraint, or the
     /// sessions the question names) that fit the question's structure, best first. Each event
     /// scores one point per criterion it meets among those the question sets: `status` failed
@@ -1162,6 +1229,12 @@ impl Snapshot<'_> {
             .map(|w| w.strip_suffix("'s").unwrap_or(w))
             .filter(|w| !w.is_empty())
             .collect();
+        // Every declared entity type, extensions' included.
+        let entity_types: Vec<&str> = self
+            .schema
+            .enum_def("entity_type")
+            .map(|e| e.values.iter().map(|v| v.name.as_str()).collect())
+            .unwrap_or_default();
         let mut ids = Vec::new();
         for n in 1..=MAX_NAME_WORDS.min(words.len()) {
             for gram in words.windows(n) {
@@ -1172,7 +1245,7 @@ impl Snapshot<'_> {
                 if normalize_name(&name).is_empty() {
                     continue;
                 }
-                for entity_type in ENTITY_TYPES {
+                for entity_type in &entity_types {
                     ids.push(entity_id(entity_type, &name));
                 }
             }

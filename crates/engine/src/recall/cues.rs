@@ -12,6 +12,7 @@
 //! | before    | antecedents, what came first                   | before, prior, preceded, preceding, earlier, beforehand                       | from an anchor: CAUSED_BY out of it (its parent), FOLLOWS out of it |
 //! | request   | what a user asked, the task of a run           | ask, asked, asking, request(s), requested, task, want(ed), goal, prompt(ed)   | the session's first `observation.input` event                |
 //! | involved  | the participants of something named            | who, whom, involved, participants, participated                               | from an anchor: REFERENCES out of it (its agent, instruments, objects, participants) |
+//! | decision  | what was decided                               | decide, decided, decides, decision(s), chose, chosen, choice, agreed          | memories of kind decision first (among the hits and of the session in scope) |
 //!
 //! "after" and "before" are read only when the question also names an anchor (an event, a
 //! session): without one they say nothing about which nodes answer.
@@ -29,6 +30,8 @@ pub(crate) struct Cues {
     pub(crate) request: bool,
     /// The question asks who or what took part in something.
     pub(crate) involved: bool,
+    /// The question asks what was decided.
+    pub(crate) decision: bool,
 }
 
 const FAILURE: &[&str] = &[
@@ -82,6 +85,17 @@ const REQUEST: &[&str] = &[
     "prompted",
 ];
 const INVOLVED: &[&str] = &["who", "whom", "involved", "participants", "participated"];
+const DECISION: &[&str] = &[
+    "decide",
+    "decided",
+    "decides",
+    "decision",
+    "decisions",
+    "chose",
+    "chosen",
+    "choice",
+    "agreed",
+];
 
 impl Cues {
     /// The cues of `question` (see the module table).
@@ -98,6 +112,7 @@ impl Cues {
             before: any(BEFORE),
             request: any(REQUEST),
             involved: any(INVOLVED),
+            decision: any(DECISION),
         }
     }
 
@@ -109,6 +124,7 @@ impl Cues {
             (self.before, "before"),
             (self.request, "request"),
             (self.involved, "involved"),
+            (self.decision, "decision"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -152,6 +168,7 @@ mod tests {
         assert!(Cues::of("What did the user ask for in s-1?").request);
         assert!(Cues::of("What was the task?").request);
         assert!(Cues::of("Who was involved in e-9?").involved);
+        assert!(Cues::of("What did we decide after the outage?").decision);
         assert_eq!(Cues::of("invoice rounding"), Cues::default());
     }
 

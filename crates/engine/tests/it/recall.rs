@@ -251,7 +251,7 @@ fn a_reply_with_none_of_the_question_words_is_found_through_the_turn_it_answers(
     let mut q = RecallQuery::new("which instrument has been practised");
     q.k = 3;
     q.labels = Some(vec!["Event".into()]);
-    q.params.list_weights = [0.0, 1.0, 0.0, 0.0, 0.0, 0.0];
+    q.params.list_weights = [0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0];
     q.params.expansions = 0;
     let pack = e.recall(&q).unwrap();
     let reply = pack.items.iter().find(|i| i.node.key.id == "s1:2").expect("the reply is found");
