@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::Outcome;
 use crate::args::{Cli, ConsolidateArgs, RetentionArgs};
-use crate::output::{describe_entity, describe_event, node_json, print_json, shorten, table};
+use crate::output::{describe_node_in, node_json, print_json, shorten, table};
 
 /// Enrich with a progress bar on stderr (shared by `ingest`, `demo`, `reproject`).
 pub(crate) fn with_progress(engine: &mut Engine, quiet: bool) -> anyhow::Result<EnrichReport> {
@@ -234,8 +234,7 @@ pub(crate) fn search(
         } else {
             let mut t = table(&["score", "node", "what"]);
             for (n, score) in &hits {
-                let what =
-                    if n.key.label == "Event" { describe_event(n) } else { describe_entity(n) };
+                let what = describe_node_in(&snap, n)?;
                 t.add_row(vec![format!("{score:.2}"), n.key.to_string(), shorten(&what, 90)]);
             }
             writeln!(out, "{t}")?;

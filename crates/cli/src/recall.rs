@@ -134,7 +134,7 @@ fn describe(node: &Node) -> String {
         "Task" | "Actor" | "Policy" | "PolicyException" => {
             format!("{} {}", node.key.label.to_ascii_lowercase(), node.key.id)
         }
-        _ => node.props.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        _ => crate::output::describe_node(node),
     }
 }
 

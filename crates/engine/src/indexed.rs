@@ -191,6 +191,25 @@ pub(crate) fn write(
     Ok(items.len() as u64)
 }
 
+/// The text a fact, sentence, slot value or receipt node is indexed with (a receipt's from its
+/// record, `None` once the record is a tombstone); `None` for other labels. Forgetting reads it
+/// to take the node's terms out of the lexical index.
+pub(crate) fn indexed_text(
+    schema: &Schema,
+    graph: &dyn GraphReader,
+    log: &dyn LogReader,
+    node: &Node,
+) -> Result<Option<String>, Error> {
+    if node.key.label != RECEIPT {
+        return graph_text(graph, node);
+    }
+    let Some(entry) = log.get(RecordKind::Receipt, &node.key.id)? else { return Ok(None) };
+    Ok(match decode(schema, &entry)?.body() {
+        RecordBody::Receipt(r) => Some(r.text()),
+        _ => None,
+    })
+}
+
 /// Index every fact, sentence, slot value and receipt that has no vector; how many.
 pub(crate) fn index_missing(
     w: &mut EmbeddedWrite<'_>,
@@ -208,18 +227,7 @@ pub(crate) fn index_missing(
                 if w.vector(&node.key)?.is_some() {
                     continue;
                 }
-                let text = if label == RECEIPT {
-                    match w.get(RecordKind::Receipt, &node.key.id)? {
-                        Some(entry) => match decode(schema, &entry)?.body() {
-                            RecordBody::Receipt(r) => Some(r.text()),
-                            _ => None,
-                        },
-                        None => None,
-                    }
-                } else {
-                    graph_text(&*w, &node)?
-                };
-                if let Some(text) = text {
+                if let Some(text) = indexed_text(schema, &*w, &*w, &node)? {
                     todo.push((node.key, text));
                 }
             }

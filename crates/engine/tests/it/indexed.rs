@@ -186,3 +186,24 @@ fn a_receipt_citing_a_hidden_event_is_hidden_from_search_and_recall_as_from_the_
         assert!(facts.iter().any(|(n, _)| n.key.label == "Fact"));
     }
 }
+
+#[test]
+fn forgetting_an_entity_takes_its_name_out_of_a_slot_value_another_entity_holds() {
+    let (_d, mut e) = written(false);
+    let other = EntityArg::Named { name: "Zorbcache".into(), entity_type: "service".into() };
+    e.set_slot(&other, "deploy_region", "EU-West-1", None, None).unwrap();
+    e.consolidate().unwrap();
+    let value = NodeKey::new("SlotValue", "deploy_region|eu-west-1");
+    let hits = |e: &Engine, q: &str| -> Vec<NodeKey> {
+        e.snapshot().unwrap().search(q, 10).unwrap().into_iter().map(|(n, _)| n.key).collect()
+    };
+    assert!(hits(&e, "zorbcache region").contains(&value));
+    let target = ctxgraph::ForgetTarget {
+        kind: ctxgraph::ForgetKind::Entity,
+        id: "service:zorbcache".into(),
+    };
+    e.forget(&target, "ops", None).unwrap();
+    assert!(hits(&e, "zorbcache").is_empty(), "{:?}", hits(&e, "zorbcache"));
+    // Neurodock still holds the value, and it is still found.
+    assert!(hits(&e, "neurodock deploy region").contains(&value));
+}
