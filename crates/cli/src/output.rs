@@ -103,13 +103,16 @@ pub(crate) fn describe_node(node: &Node) -> String {
     match node.key.label.as_str() {
         "Event" => describe_event(node),
         "Entity" => describe_entity(node),
-        "Summary" => format!(
-            "{} summary of {} ({} events): {}",
-            text("scope"),
-            text("scope_id"),
-            node.props.get("event_count").and_then(Value::as_i64).unwrap_or(0),
-            text("content")
-        ),
+        "Summary" => {
+            let events = node.props.get("event_count").and_then(Value::as_i64).unwrap_or(0);
+            let plural = if events == 1 { "" } else { "s" };
+            format!(
+                "{} summary of {} ({events} event{plural}): {}",
+                text("scope"),
+                text("scope_id"),
+                text("content")
+            )
+        }
         "Memory" => {
             let topic = prop(node, "topic").map(|t| format!(" on {t}")).unwrap_or_default();
             format!("{}{topic}: {}", text("kind"), text("content"))

@@ -143,7 +143,18 @@ pub(crate) fn texts_of(
                 .map(|i| NodeKey::new("Sentence", part_id(&d.document_id, 't', i as usize)))
                 .collect()
         }
-        _ => return Ok(Vec::new()),
+        RecordBody::Event(_)
+        | RecordBody::Edge(_)
+        | RecordBody::Schema(_)
+        | RecordBody::EntityDecision(_)
+        | RecordBody::MemoryOutcome(_)
+        | RecordBody::MemoryLink(_)
+        | RecordBody::MemoryLinkVote(_)
+        | RecordBody::Slots(_)
+        | RecordBody::FactRetraction(_)
+        | RecordBody::Forget(_)
+        | RecordBody::Redacted(_)
+        | RecordBody::Access(_) => return Ok(Vec::new()),
     };
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
@@ -204,10 +215,8 @@ pub(crate) fn indexed_text(
         return graph_text(graph, node);
     }
     let Some(entry) = log.get(RecordKind::Receipt, &node.key.id)? else { return Ok(None) };
-    Ok(match decode(schema, &entry)?.body() {
-        RecordBody::Receipt(r) => Some(r.text()),
-        _ => None,
-    })
+    let record = decode(schema, &entry)?;
+    Ok(if let RecordBody::Receipt(r) = record.body() { Some(r.text()) } else { None })
 }
 
 /// Index every fact, sentence, slot value and receipt that has no vector; how many.
