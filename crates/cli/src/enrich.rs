@@ -64,12 +64,14 @@ pub(crate) fn run(cli: &Cli, reembed: bool) -> anyhow::Result<Outcome> {
     let model = stats.embedding_model.as_ref().map(|(m, d)| format!("{m} ({d} dimensions)"));
     if cli.json {
         print_json(&json!({"records": report.records, "events": report.events,
-            "enriched_through": report.position, "seconds": secs, "embedding_model": model}))?;
+            "nodes": report.nodes, "enriched_through": report.position, "seconds": secs,
+            "embedding_model": model}))?;
     } else {
         writeln!(
             std::io::stdout(),
-            "enriched {} events ({} records) in {secs:.2}s; enriched through log position {}; model {}",
+            "enriched {} events and indexed {} facts, sentences, slot values, receipts and memories ({} records) in {secs:.2}s; enriched through log position {}; model {}",
             report.events,
+            report.nodes,
             report.records,
             report.position,
             model.as_deref().unwrap_or("none yet")
