@@ -225,8 +225,9 @@ pub(crate) enum Command {
     /// days: only events with importance >= 5 or access count >= 3 stay; older: archived. Archived
     /// events leave the graph but stay in the log (`reproject --include-archive` brings them back).
     Retention(RetentionArgs),
-    /// Search: full text (BM25) over event text, summaries and entity names, or by meaning
-    /// (--semantic: nearest embeddings through the vector index).
+    /// Search: full text (BM25) over event text, summaries, entity names, memories, facts,
+    /// document sentences, slot values and decision receipts, or by meaning (--semantic: nearest
+    /// embeddings through the vector index).
     Search {
         /// Words to look for (any of them; more matches rank higher), or a sentence with --semantic.
         query: String,

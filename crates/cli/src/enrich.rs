@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::Outcome;
 use crate::args::{Cli, ConsolidateArgs, RetentionArgs};
-use crate::output::{describe_entity, describe_event, node_json, print_json, shorten, table};
+use crate::output::{describe_node_in, node_json, print_json, shorten, table};
 
 /// Enrich with a progress bar on stderr (shared by `ingest`, `demo`, `reproject`).
 pub(crate) fn with_progress(engine: &mut Engine, quiet: bool) -> anyhow::Result<EnrichReport> {
@@ -64,12 +64,14 @@ pub(crate) fn run(cli: &Cli, reembed: bool) -> anyhow::Result<Outcome> {
     let model = stats.embedding_model.as_ref().map(|(m, d)| format!("{m} ({d} dimensions)"));
     if cli.json {
         print_json(&json!({"records": report.records, "events": report.events,
-            "enriched_through": report.position, "seconds": secs, "embedding_model": model}))?;
+            "nodes": report.nodes, "enriched_through": report.position, "seconds": secs,
+            "embedding_model": model}))?;
     } else {
         writeln!(
             std::io::stdout(),
-            "enriched {} events ({} records) in {secs:.2}s; enriched through log position {}; model {}",
+            "enriched {} events and indexed {} facts, sentences, slot values, receipts and memories ({} records) in {secs:.2}s; enriched through log position {}; model {}",
             report.events,
+            report.nodes,
             report.records,
             report.position,
             model.as_deref().unwrap_or("none yet")
@@ -234,8 +236,7 @@ pub(crate) fn search(
         } else {
             let mut t = table(&["score", "node", "what"]);
             for (n, score) in &hits {
-                let what =
-                    if n.key.label == "Event" { describe_event(n) } else { describe_entity(n) };
+                let what = describe_node_in(&snap, n)?;
                 t.add_row(vec![format!("{score:.2}"), n.key.to_string(), shorten(&what, 90)]);
             }
             writeln!(out, "{t}")?;

@@ -91,6 +91,103 @@ pub(crate) fn describe_entity(node: &Node) -> String {
     )
 }
 
+/// Properties that say what a node of another label is, best first.
+const TELLING: [&str; 9] =
+    ["name", "title", "content", "text", "summary", "description", "value", "url", "action"];
+
+/// Any node in one line, from its properties alone: what its label says it is (an event's type
+/// and payload, a summary's scope and text, a fact's claim and confidence, ...), and for other
+/// labels their most telling text property.
+pub(crate) fn describe_node(node: &Node) -> String {
+    let text = |k: &str| prop(node, k).unwrap_or_default();
+    match node.key.label.as_str() {
+        "Event" => describe_event(node),
+        "Entity" => describe_entity(node),
+        "Summary" => {
+            let events = node.props.get("event_count").and_then(Value::as_i64).unwrap_or(0);
+            let plural = if events == 1 { "" } else { "s" };
+            format!(
+                "{} summary of {} ({events} event{plural}): {}",
+                text("scope"),
+                text("scope_id"),
+                text("content")
+            )
+        }
+        "Memory" => {
+            let topic = prop(node, "topic").map(|t| format!(" on {t}")).unwrap_or_default();
+            format!("{}{topic}: {}", text("kind"), text("content"))
+        }
+        "Fact" => describe_fact(node, ctxgraph::fact_text(node).unwrap_or_default()),
+        "Sentence" => format!("\"{}\"  (document {})", text("text"), text("document_id")),
+        "SlotValue" => format!("{} = {}", text("slot"), text("value")),
+        "DecisionReceipt" => {
+            let notes = prop(node, "notes").map(|n| format!(" ({n})")).unwrap_or_default();
+            format!(
+                "receipt for {}: {} by {}, {}{notes}",
+                text("task"),
+                text("action"),
+                text("actor"),
+                text("status")
+            )
+        }
+        _ => TELLING.iter().find_map(|k| prop(node, k)).unwrap_or_default().to_owned(),
+    }
+}
+
+/// A fact's claim in words with its confidence, and its retraction if any.
+fn describe_fact(node: &Node, claim: String) -> String {
+    let confidence = node.props.get("confidence").and_then(Value::as_f64).unwrap_or(0.0);
+    let retracted =
+        prop(node, "retracted_at").map(|at| format!(", retracted {at}")).unwrap_or_default();
+    format!("{claim}  (confidence {confidence:.2}{retracted})")
+}
+
+/// [`describe_node`] with what the graph adds: a fact's entities by their display names, a
+/// sentence's document by its title, the entities holding a slot value.
+pub(crate) fn describe_node_in(
+    snap: &ctxgraph::Snapshot<'_>,
+    node: &Node,
+) -> anyhow::Result<String> {
+    let name = |id: &str| -> anyhow::Result<String> {
+        let entity = snap.node(&NodeKey::new("Entity", id))?;
+        let fallback = id.split_once(':').map_or(id, |(_, n)| n);
+        Ok(entity.as_ref().and_then(|e| prop(e, "name")).unwrap_or(fallback).to_owned())
+    };
+    Ok(match node.key.label.as_str() {
+        "Fact" => {
+            let (Some(subject), Some(predicate)) = (prop(node, "subject"), prop(node, "predicate"))
+            else {
+                return Ok(describe_node(node));
+            };
+            let object = match prop(node, "object") {
+                Some(id) => name(id)?,
+                None => ctxgraph::fact_object(node).unwrap_or_default(),
+            };
+            let claim = format!("{} {} {object}", name(subject)?, predicate.replace('_', " "));
+            describe_fact(node, claim)
+        }
+        "Sentence" => {
+            let doc_id = prop(node, "document_id").unwrap_or_default();
+            let doc = snap.node(&NodeKey::new("Document", doc_id))?;
+            let title = doc
+                .as_ref()
+                .and_then(|d| prop(d, "title").or_else(|| prop(d, "url")))
+                .unwrap_or(doc_id);
+            format!("\"{}\"  ({title})", prop(node, "text").unwrap_or_default())
+        }
+        "SlotValue" => {
+            let mut holders = Vec::new();
+            for e in snap.edges(&node.key, Some("HAS_SLOT"), ctxgraph::Direction::In)? {
+                holders.push(name(&e.key.from.id)?);
+            }
+            holders.sort();
+            holders.dedup();
+            format!("{}: {}", holders.join(", "), describe_node(node))
+        }
+        _ => describe_node(node),
+    })
+}
+
 /// `text` cut to `max` characters with an ellipsis.
 pub(crate) fn shorten(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -85,7 +85,7 @@ fn describe(node: &Node) -> String {
         "Task" | "Actor" | "Policy" | "PolicyException" => {
             format!("{} {}", node.key.label.to_ascii_lowercase(), node.key.id)
         }
-        _ => node.props.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        _ => crate::output::describe_node(node),
     }
 }
 
@@ -132,6 +132,18 @@ fn print_pack(pack: &ContextPack) -> anyhow::Result<()> {
         } else {
             writeln!(out, "    via {}", path_line(item))?;
         }
+        // `; log position 79, by data-agent, from org chart`: who and what source, when known.
+        let provenance_line = |position: u64| {
+            let p = &item.provenance;
+            let mut line = format!("; log position {position}");
+            if !p.created_by.is_empty() {
+                line.push_str(&format!(", by {}", p.created_by));
+            }
+            if let Some(source) = &p.source {
+                line.push_str(&format!(", from {source}"));
+            }
+            line
+        };
         writeln!(
             out,
             "    relevance {:.2} × path {:.2} × confidence {:.2} × salience {:.2} × focus {:.2}{}",
@@ -140,10 +152,7 @@ fn print_pack(pack: &ContextPack) -> anyhow::Result<()> {
             f.confidence,
             f.salience,
             f.focus,
-            item.provenance
-                .log_position
-                .map(|p| format!("; log position {p}, by {}", item.provenance.created_by))
-                .unwrap_or_default()
+            item.provenance.log_position.map(provenance_line).unwrap_or_default()
         )?;
     }
     if !pack.unknowns.is_empty() {

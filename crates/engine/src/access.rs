@@ -19,7 +19,8 @@
 //!
 //! Nodes without scope (entities, facts, summaries, types) are visible to everyone in the tenant.
 //! A summary is derived from events, so it is hidden when any event it summarises carries scope or
-//! PII flags (see [`Scoped`]).
+//! PII flags, and a decision receipt when any event it cites is hidden (see [`Scoped`]): the
+//! same rule for the receipt listing, search and recall.
 
 mod principals;
 mod scoped;

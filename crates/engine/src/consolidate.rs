@@ -129,8 +129,9 @@ impl Engine {
         report.memory_links =
             crate::memory::relink_all(&mut w, schema, embedder.as_ref(), &memory)?;
         report.seconds.push(("memory links", started.elapsed().as_secs_f64()));
-        // Receipt vectors too (a reprojection drops them), before the index is built.
-        crate::receipt::index_missing(&mut w, schema, embedder.as_ref())?;
+        // Facts, sentences, slot values and receipts still without a vector (a store written
+        // before they were indexed), before the index is built.
+        crate::indexed::index_missing(&mut w, schema, embedder.as_ref())?;
         let started = std::time::Instant::now();
         let all = AllVectors::load(&w)?;
         let built = vector_index::rebuild(&mut w, &all, options.threads.max(1))?;

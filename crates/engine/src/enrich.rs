@@ -1,12 +1,13 @@
 //! Stage 2, enrichment: keywords, importance, summary and embedding of every projected event,
 //! behind its own durable checkpoint (`enriched_through`), plus the full-text index of event text
-//! and entity names.
+//! and entity names, and the full-text and vector entries of the facts, document sentences, slot
+//! values, receipts and memories the records wrote (see `indexed`).
 //!
 //! Enrichment runs after ingestion has been acknowledged, in chunks: each chunk is embedded
 //! outside the write transaction, then written with the checkpoint in one transaction, so a crash
 //! loses at most the chunk in progress and the next run resumes from the checkpoint.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use ctxgraph_embed::{Embedder, StaticEmbedder};
@@ -18,6 +19,7 @@ use serde_json::Value;
 
 use crate::engine::{Engine, decode};
 use crate::error::Error;
+use crate::indexed;
 
 /// Records enriched per transaction.
 const ENRICH_CHUNK: usize = 2_000;
@@ -60,6 +62,8 @@ pub struct EnrichReport {
     pub records: u64,
     /// Events enriched.
     pub events: u64,
+    /// Facts, document sentences, slot values, receipts and memories indexed.
+    pub nodes: u64,
     /// The stage-2 checkpoint now.
     pub position: u64,
 }
@@ -73,7 +77,7 @@ impl Engine {
         let (model_id, dimension) = (embedder.model_id().to_owned(), embedder.dimension());
         let mut report = EnrichReport::default();
         loop {
-            let (entries, target) = {
+            let (entries, target, knowledge) = {
                 let read = self.store.begin_read()?;
                 let (from, to) = (read.enriched_through()?, read.projected_through()?);
                 report.position = from;
@@ -81,7 +85,15 @@ impl Engine {
                     return Ok(report);
                 }
                 let want = usize::try_from(to - from).unwrap_or(ENRICH_CHUNK).min(ENRICH_CHUNK);
-                (read.read_from(from + 1, want)?, to)
+                let entries = read.read_from(from + 1, want)?;
+                // Facts, sentences, slot values, receipts and memories of the chunk, with their
+                // text as the graph reads now (a node several records touch, once).
+                let mut knowledge: BTreeMap<NodeKey, String> = BTreeMap::new();
+                for entry in entries.iter().filter(|e| indexed::indexes(e.kind)) {
+                    let record = decode(self.schema(), entry)?;
+                    knowledge.extend(indexed::texts_of(&read, record.body())?);
+                }
+                (entries, to, knowledge.into_iter().collect::<Vec<_>>())
             };
             let Some(last) = entries.last().map(|e| e.position) else { return Ok(report) };
             let mut events = Vec::new();
@@ -92,13 +104,18 @@ impl Engine {
                     events.push((event.clone(), enrichment));
                 }
             }
-            let texts: Vec<&str> = events.iter().map(|(_, x)| x.text.as_str()).collect();
-            let vectors = embedder.embed(&texts)?;
+            let texts: Vec<&str> = events
+                .iter()
+                .map(|(_, x)| x.text.as_str())
+                .chain(knowledge.iter().map(|(_, t)| t.as_str()))
+                .collect();
+            let mut vectors = embedder.embed(&texts)?;
+            let knowledge_vectors = vectors.split_off(events.len().min(vectors.len()));
             let mut w = self.store.begin_write()?;
             if w.embedding_model()?.is_none() {
                 w.set_embedding_model(&model_id, dimension)?;
             }
-            let mut indexed = BTreeSet::new();
+            let mut entities_indexed = BTreeSet::new();
             for ((event, x), vector) in events.iter().zip(vectors) {
                 let key = NodeKey::new("Event", &event.event_id);
                 let Some(mut node) = w.node(&key)? else { continue };
@@ -117,7 +134,7 @@ impl Engine {
                 w.put_text(&key, &x.text)?;
                 for m in mentions(event) {
                     let entity = NodeKey::new("Entity", entity_id(m.entity_type, m.name));
-                    if !indexed.insert(entity.id.clone()) {
+                    if !entities_indexed.insert(entity.id.clone()) {
                         continue;
                     }
                     if let Some(node) = w.node(&entity)? {
@@ -128,6 +145,8 @@ impl Engine {
                 }
                 report.events += 1;
             }
+            report.nodes +=
+                indexed::write(&mut w, embedder.as_ref(), &knowledge, &knowledge_vectors)?;
             w.set_enriched_through(last)?;
             w.commit()?;
             report.records += entries.len() as u64;

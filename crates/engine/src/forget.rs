@@ -261,7 +261,7 @@ impl Forgetter<'_> {
 
     /// Enrich the rewritten events again (their importance counts their entities; their text
     /// holds their tool): new properties, and a new embedding and full-text entry when the text
-    /// changed.
+    /// changed; likewise the slot values the forgotten entity shared with others.
     fn reenrich(
         &self,
         w: &mut EmbeddedWrite<'_>,
@@ -290,6 +290,21 @@ impl Forgetter<'_> {
             w.put_node(&node)?;
             if enrich_event(old).text != x.text {
                 changed.push((key, x.text));
+            }
+        }
+        // A slot value another entity still holds names its holders: it loses this one.
+        let shared: Vec<(NodeKey, String)> = purge
+            .texts
+            .iter()
+            .filter(|(key, _, _)| key.label == "SlotValue")
+            .map(|(key, _, old)| (key.clone(), old.clone()))
+            .collect();
+        for (key, old) in shared {
+            let Some(node) = w.node(&key)? else { continue };
+            if let Some(text) = crate::indexed::indexed_text(self.schema, &*w, &*w, &node)?
+                && text != old
+            {
+                changed.push((key, text));
             }
         }
         if changed.is_empty() {
@@ -388,7 +403,8 @@ struct Purge {
 }
 
 /// The text a node was full-text indexed with, as enrichment, consolidation and the memory
-/// index write it (event, entity, summary, memory); `None` for a node without one.
+/// index write it (event, entity, summary, memory, and fact, sentence, slot value and receipt
+/// as `indexed` writes them); `None` for a node without one.
 fn indexed_text(schema: &Schema, w: &dyn ReadBoth, key: &NodeKey) -> Result<Option<String>, Error> {
     let Some(node) = w.node(key)? else { return Ok(None) };
     let prop = |name: &str| node.props.get(name).and_then(Value::as_str).map(str::to_owned);
@@ -407,7 +423,7 @@ fn indexed_text(schema: &Schema, w: &dyn ReadBoth, key: &NodeKey) -> Result<Opti
         ctxgraph_projection::MEMORY => {
             crate::memory::MemoryView::from_node(&node).map(|m| m.text())
         }
-        _ => None,
+        _ => crate::indexed::indexed_text(schema, w, w, &node)?,
     })
 }
 

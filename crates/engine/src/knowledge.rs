@@ -526,7 +526,8 @@ impl Engine {
         })
     }
 
-    /// Append one record (projected inline) and report its outcome.
+    /// Append one record (projected inline) and report its outcome; a new one's facts,
+    /// sentences or slot value are indexed at once ([`Engine::index_records`]).
     pub(crate) fn append_one(
         &mut self,
         record: &ctxgraph_ontology::ValidRecord,
@@ -534,10 +535,14 @@ impl Engine {
         let mut outcomes =
             self.ingest_batch(std::slice::from_ref(record), Projection::Inline, true)?;
         // One record in, one outcome out: ingest_batch reports every record it was given.
-        outcomes.pop().ok_or_else(|| Error::Corruption {
+        let outcome = outcomes.pop().ok_or_else(|| Error::Corruption {
             position: 0,
-            reason: "appending a record reported no outcome".into(),
-        })?
+            reason: format!("appending a {} record reported no outcome", record.kind().as_str()),
+        })??;
+        if matches!(outcome, IngestOutcome::New(_)) && crate::indexed::indexes(record.kind()) {
+            self.index_records(&[record.body()])?;
+        }
+        Ok(outcome)
     }
 }
 

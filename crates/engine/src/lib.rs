@@ -50,6 +50,7 @@ mod engine;
 mod enrich;
 mod error;
 mod forget;
+mod indexed;
 mod ingest;
 mod knowledge;
 mod memory;
@@ -85,6 +86,7 @@ pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
 pub use forget::{ForgetReport, ForgetTarget, ForgetTimings, Forgotten};
+pub use indexed::{fact_object, fact_text};
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
 pub use knowledge::{
     Contradiction, DocumentInput, DocumentOutcome, DocumentSummary, DocumentView,

@@ -1318,15 +1318,64 @@ impl Snapshot<'_> {
     }
 
     /// Provenance of a node, and for an event the causal parent its record names.
+    ///
+    /// A fact's is its latest claim (`global_position`) with that claim's `source` (else the
+    /// first of the fact's sources); a memory's and a receipt's their record, with their author;
+    /// a sentence's and a document's the document record, with its URL as the source. Nodes no
+    /// record stands behind (summaries, entities, slot values) are derived: `ctxgraph`.
     fn provenance(&self, node: &Node) -> Result<(Provenance, Option<NodeKey>), Error> {
         if node.key.label != "Event" {
-            let derived = Provenance {
-                log_position: None,
-                recorded_at: None,
-                created_by: "ctxgraph".into(),
-                source: None,
+            let text = |p: &str| node.props.get(p).and_then(Value::as_str).map(str::to_owned);
+            let entry = match node.key.label.as_str() {
+                "Fact" => match node.props.get("global_position").and_then(Value::as_u64) {
+                    Some(at) => self
+                        .read
+                        .read_from(at, 1)?
+                        .into_iter()
+                        .find(|e| e.position == at && e.kind == RecordKind::Fact),
+                    None => None,
+                },
+                "Memory" => self.read.get(RecordKind::Memory, &node.key.id)?,
+                "DecisionReceipt" => self.read.get(RecordKind::Receipt, &node.key.id)?,
+                "Document" => self.read.get(RecordKind::Document, &node.key.id)?,
+                "Sentence" => match text("document_id") {
+                    Some(doc) => self.read.get(RecordKind::Document, &doc)?,
+                    None => None,
+                },
+                _ => None,
             };
-            return Ok((derived, None));
+            let Some(entry) = entry else {
+                let derived = Provenance {
+                    log_position: None,
+                    recorded_at: None,
+                    created_by: "ctxgraph".into(),
+                    source: None,
+                };
+                return Ok((derived, None));
+            };
+            let body: Value = serde_json::from_str(&entry.body).unwrap_or(Value::Null);
+            let field = |p: &str| body.get(p).and_then(Value::as_str).map(str::to_owned);
+            let first_source = || {
+                node.props
+                    .get("sources")
+                    .and_then(Value::as_array)
+                    .and_then(|s| s.first())
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            let (created_by, source) = match node.key.label.as_str() {
+                "Fact" => (String::new(), field("source").or_else(first_source)),
+                "Memory" => (text("created_by").unwrap_or_default(), field("source")),
+                "DecisionReceipt" => (text("actor").unwrap_or_default(), None),
+                _ => (String::new(), field("url")),
+            };
+            let provenance = Provenance {
+                log_position: Some(entry.position),
+                recorded_at: Some(entry.recorded_at),
+                created_by,
+                source,
+            };
+            return Ok((provenance, None));
         }
         let entry = self.read.get(RecordKind::Event, &node.key.id)?;
         let parent = entry.as_ref().and_then(|e| {
@@ -1458,7 +1507,13 @@ fn tokens(node: &Node) -> usize {
         .and_then(|p| p.get("text"))
         .and_then(Value::as_str)
         .map_or(0, str::len);
-    let chars = text("summary").max(payload) + text("content") + text("name") + 16;
+    // A fact's words are its subject, predicate and object; a sentence's and a slot value's
+    // their text and value; a receipt's its action and notes.
+    let knowledge = match node.key.label.as_str() {
+        "Fact" => crate::indexed::fact_text(node).map_or(0, |t| t.len()),
+        _ => text("text") + text("value") + text("action") + text("notes"),
+    };
+    let chars = text("summary").max(payload) + text("content") + text("name") + knowledge + 16;
     chars.div_ceil(4)
 }
 

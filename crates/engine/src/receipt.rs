@@ -6,18 +6,18 @@
 //! missing memory. Documents, configs and spans are other systems' ids and are kept as given.
 //!
 //! `Engine::add_receipts` embeds each new receipt's text and indexes it for full-text search, so
-//! recall's prefilter can return a receipt as it returns an event or a memory; `consolidate`
-//! indexes again every receipt a reprojection left without a vector. Recall's expansion walks the
+//! recall's prefilter can return a receipt as it returns an event or a memory; stage 2 indexes
+//! it again when it reaches the record (after a reprojection too), and `consolidate` indexes
+//! every receipt still without a vector (see `indexed`). Recall's expansion walks the
 //! receipt edges (see `recall/intent.rs`): from a receipt to its inputs, policies and approvers,
 //! and from an input back to the receipts that cited it.
 
 use std::collections::BTreeSet;
 
-use ctxgraph_embed::Embedder;
 use ctxgraph_ontology::graph::{Direction, Node, NodeKey};
 use ctxgraph_ontology::{ReceiptRecord, RecordBody, RecordKind, ValidRecord, Violation};
 use ctxgraph_projection::RECEIPT;
-use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore, LogReader};
+use ctxgraph_store::{EmbeddedWrite, GraphReader, LogReader};
 
 use crate::engine::{Engine, decode};
 use crate::error::Error;
@@ -55,53 +55,6 @@ pub(crate) fn missing_inputs(
         }
     }
     Ok((!out.is_empty()).then_some(out))
-}
-
-/// Embed receipts and write their vectors and full-text entries.
-fn index(
-    w: &mut EmbeddedWrite<'_>,
-    embedder: &dyn Embedder,
-    receipts: &[ReceiptRecord],
-) -> Result<u64, Error> {
-    if receipts.is_empty() {
-        return Ok(0);
-    }
-    let texts: Vec<String> = receipts.iter().map(ReceiptRecord::text).collect();
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = embedder.embed(&refs)?;
-    if w.embedding_model()?.is_none() {
-        w.set_embedding_model(embedder.model_id(), embedder.dimension())?;
-    }
-    for ((r, text), v) in receipts.iter().zip(&texts).zip(&vectors) {
-        let key = NodeKey::new(RECEIPT, &r.receipt_id);
-        w.put_vector(&key, v)?;
-        w.put_text(&key, text)?;
-    }
-    Ok(receipts.len() as u64)
-}
-
-/// Index every receipt node that has no vector (after a reprojection); how many.
-pub(crate) fn index_missing(
-    w: &mut EmbeddedWrite<'_>,
-    schema: &ctxgraph_ontology::Schema,
-    embedder: &dyn Embedder,
-) -> Result<u64, Error> {
-    let mut todo = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let page = w.nodes_by_label(RECEIPT, after.as_deref(), 1000)?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.key.id.clone());
-        for node in page {
-            if w.vector(&node.key)?.is_none()
-                && let Some(entry) = w.get(RecordKind::Receipt, &node.key.id)?
-                && let RecordBody::Receipt(r) = decode(schema, &entry)?.body()
-            {
-                todo.push(r.clone());
-            }
-        }
-    }
-    index(w, embedder, &todo)
 }
 
 /// A policy filter of a receipt query: `ID` (any result) or `ID=allow|deny` (also `allowed`,
@@ -152,20 +105,15 @@ impl Engine {
         records: &[ValidRecord],
     ) -> Result<Vec<Result<IngestOutcome, Error>>, Error> {
         let outcomes = self.ingest_batch(records, crate::Projection::Inline, false)?;
-        let new: Vec<ReceiptRecord> = records
+        let new: Vec<&RecordBody> = records
             .iter()
             .zip(&outcomes)
-            .filter_map(|(r, o)| match (r.body(), o) {
-                (RecordBody::Receipt(r), Ok(IngestOutcome::New(_))) => Some(r.clone()),
-                _ => None,
+            .filter(|(r, o)| {
+                matches!((r.body(), o), (RecordBody::Receipt(_), Ok(IngestOutcome::New(_))))
             })
+            .map(|(r, _)| r.body())
             .collect();
-        if !new.is_empty() {
-            let embedder = self.embedder()?;
-            let mut w = self.store.begin_write()?;
-            index(&mut w, embedder.as_ref(), &new)?;
-            w.commit()?;
-        }
+        self.index_records(&new)?;
         Ok(outcomes)
     }
 }

@@ -39,7 +39,7 @@ use ctxgraph_ontology::{
 use ctxgraph_store::{EmbeddedWrite, GraphReader, LogReader};
 use serde_json::{Map, Value, json};
 
-use crate::engine::{Engine, Projection, decode};
+use crate::engine::{Engine, decode};
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
 use crate::snapshot::Snapshot;
@@ -352,13 +352,7 @@ impl Engine {
     }
 
     fn write_valid(&mut self, record: ValidRecord) -> Result<IngestOutcome, Error> {
-        let mut outcomes =
-            self.ingest_batch(std::slice::from_ref(&record), Projection::Inline, true)?;
-        // One record in, one outcome out: ingest_batch reports every record it was given.
-        outcomes.pop().ok_or_else(|| Error::Corruption {
-            position: 0,
-            reason: format!("appending a {} record reported no outcome", record.kind().as_str()),
-        })?
+        self.append_one(&record)
     }
 
     /// Declare a Type (`type` record). Declaring it again identically is a duplicate; with a

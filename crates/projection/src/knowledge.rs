@@ -8,6 +8,7 @@
 //!   change nothing. The claims' confidences are kept sorted (`claim_confidences`) and the product
 //!   is taken in that order, so the value is bit-identical whatever order the claims arrive in;
 //! - **sources** accumulate as a sorted set; `claims` counts the claims;
+//! - **global_position** is the log position of the latest claim (the record provenance reads);
 //! - **validity** is the hull of the claims' windows: the earliest `valid_from` and the latest
 //!   `valid_to`, a claim without one making that end unbounded;
 //! - a cited sentence gets a `HAS_SOURCE` edge whose `support` is the highest confidence of the
@@ -70,7 +71,11 @@ pub fn noisy_or(sorted: &[f64]) -> f64 {
     (1.0 - disbelief).clamp(0.0, 1.0)
 }
 
-pub(crate) fn project_fact(w: &mut Writer<'_>, f: &FactRecord) -> Result<(), ProjectionError> {
+pub(crate) fn project_fact(
+    w: &mut Writer<'_>,
+    position: u64,
+    f: &FactRecord,
+) -> Result<(), ProjectionError> {
     let at = f.asserted_at.as_str();
     let subject = ensure_entity(w, &f.subject, at)?;
     let object = match &f.object {
@@ -101,9 +106,10 @@ pub(crate) fn project_fact(w: &mut Writer<'_>, f: &FactRecord) -> Result<(), Pro
             }
             p.insert("first_asserted_at".into(), at.into());
             p.insert("last_asserted_at".into(), at.into());
+            p.insert("global_position".into(), position.into());
             p
         }
-        Some(node) => merge_claim(node.props, f),
+        Some(node) => merge_claim(node.props, position, f),
     };
     w.put_node(&Node { key: key.clone(), props }, new)?;
     if new {
@@ -134,8 +140,8 @@ pub(crate) fn project_fact(w: &mut Writer<'_>, f: &FactRecord) -> Result<(), Pro
     Ok(())
 }
 
-/// Fold one more claim into a fact's properties (see the module docs).
-fn merge_claim(mut p: Properties, f: &FactRecord) -> Properties {
+/// Fold one more claim, at log `position`, into a fact's properties (see the module docs).
+fn merge_claim(mut p: Properties, position: u64, f: &FactRecord) -> Properties {
     let mut confidences: Vec<f64> = p
         .get("claim_confidences")
         .and_then(Value::as_array)
@@ -175,6 +181,9 @@ fn merge_claim(mut p: Properties, f: &FactRecord) -> Properties {
     if text(&p, "last_asserted_at").is_none_or(|last| at > last) {
         p.insert("last_asserted_at".into(), at.into());
     }
+    // Like an event's, the one value that is the arrival order itself.
+    let latest = p.get("global_position").and_then(Value::as_u64).unwrap_or(0);
+    p.insert("global_position".into(), latest.max(position).into());
     p
 }
 

@@ -133,7 +133,7 @@ pub fn project(
         RecordBody::MemoryLink(l) => memory::project_link(&mut w, l)?,
         RecordBody::MemoryLinkVote(v) => memory::project_vote(&mut w, v)?,
         RecordBody::Slots(s) => slots::project_slots(&mut w, s)?,
-        RecordBody::Fact(f) => knowledge::project_fact(&mut w, f)?,
+        RecordBody::Fact(f) => knowledge::project_fact(&mut w, position, f)?,
         RecordBody::FactRetraction(r) => knowledge::project_retraction(&mut w, r)?,
         RecordBody::Document(d) => knowledge::project_document(&mut w, d)?,
         RecordBody::Forget(f) => forget::project_forget(&mut w, f)?,

@@ -82,6 +82,16 @@ fn facts_and_memories_over_http() {
     assert_eq!(status, 200, "{fact}");
     assert_eq!(fact["status"], "accepted");
     let fact_id = fact["fact_id"].as_str().unwrap().to_owned();
+    // Found at once by search and recall, with the claim's provenance.
+    let (_, hits) = s.post("/v1/search", k, &json!({"q": "checkout blocked payments"}));
+    assert_eq!(hits["hits"][0]["node"]["id"], fact_id.as_str(), "{hits}");
+    let (_, pack) =
+        s.post("/v1/recall", k, &json!({"question": "what blocks the checkout revamp"}));
+    let items = pack["items"].as_array().unwrap();
+    let item = items.iter().find(|i| i["node"]["id"] == fact_id.as_str());
+    let item = item.unwrap_or_else(|| panic!("no fact in {pack}"));
+    assert_eq!(item["source"], "standup notes", "{item}");
+    assert!(item["log_position"].as_u64().is_some(), "{item}");
     let (status, about) = s.post("/v1/entities/recall", k, &json!({"name": "checkout revamp"}));
     assert_eq!(status, 200, "{about}");
     assert_eq!(about["facts"][0]["predicate"], "blocked_by", "{about}");

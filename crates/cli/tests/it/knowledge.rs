@@ -205,3 +205,50 @@ fn help_explains_the_commands() {
     let help = stdout(&mut d.cmd(&["doc", "--help"]));
     assert!(help.contains("add") && help.contains("show"), "{help}");
 }
+
+/// `search` right after `fact add` and `doc add`, and the rendering of a fact, a sentence and a
+/// summary: what each is, never `?` placeholders.
+#[test]
+fn search_finds_facts_and_sentences_and_renders_every_kind() {
+    let d = Dir::new();
+    let ev = serde_json::json!({"event_id": "e1", "event_type": "tool.execute",
+        "occurred_at": "2026-05-01T08:00:00Z", "session_id": "sess-7", "agent_id": "planner",
+        "trace_id": "t1", "tool_name": "deploy", "payload": {"message": "rolled out neurodock"}});
+    let file = d.write("in.jsonl", &format!("{ev}\n"));
+    d.cmd(&["ingest", file.to_str().unwrap()]).assert().success();
+    let fact = [
+        "fact",
+        "add",
+        "Neurodock",
+        "depends_on",
+        "Redis",
+        "--subject-type",
+        "service",
+        "--object-type",
+        "service",
+        "--confidence",
+        "0.7",
+    ];
+    d.cmd(&fact).assert().success();
+    let doc = d.write("notes.txt", "Neurodock talks to an alien mothership.\n");
+    let url = "https://wiki.example/neurodock";
+    d.cmd(&["doc", "add", doc.to_str().unwrap(), "--url", url, "--title", "Neurodock notes"])
+        .assert()
+        .success();
+
+    let out = stdout(&mut d.cmd(&["search", "alien"]));
+    assert!(out.contains("Sentence:"), "{out}");
+    assert!(out.contains("\"Neurodock talks to an alien mothership.\" (Neurodock notes)"), "{out}");
+    let out = stdout(&mut d.cmd(&["search", "depends redis"]));
+    assert!(out.contains("Neurodock depends on Redis (confidence 0.70)"), "{out}");
+    let hits = json(&d, &["search", "depends redis"]);
+    assert_eq!(hits[0]["label"], "Fact", "{hits}");
+    assert_eq!(hits[0]["properties"]["predicate"], "depends_on", "{hits}");
+    let out = stdout(&mut d.cmd(&["search", "mothership", "--semantic", "--limit", "20"]));
+    assert!(out.contains("alien mothership"), "{out}");
+
+    d.cmd(&["consolidate"]).assert().success();
+    let out = stdout(&mut d.cmd(&["search", "sess-7", "--limit", "20"]));
+    assert!(out.contains("session summary of sess-7 (1 event): "), "{out}");
+    assert!(!out.contains('?'), "{out}");
+}

@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 
 use ctxgraph_ontology::graph::{Direction, Node, NodeKey};
+use ctxgraph_projection::RECEIPT;
 use ctxgraph_store::GraphReader;
 
 use super::{Principal, is_scoped};
@@ -51,14 +52,19 @@ impl Scoped<'_, '_> {
         self.who
     }
 
-    /// Whether the principal may see `node`: the policy, and for a summary, the policy of every
-    /// event it summarises (a summary carries their words).
+    /// Whether the principal may see `node`: the policy, for a summary the policy of every
+    /// event it summarises (a summary carries their words), and for a decision receipt the
+    /// policy of every event it cites (a receipt names and summarises its inputs), so a receipt
+    /// is found by search and recall exactly when the receipt listing shows it.
     pub fn may_see(&self, node: &Node) -> Result<bool, Error> {
         if self.who.is_owner() {
             return Ok(true);
         }
         if self.who.allows(node).is_err() {
             return Ok(false);
+        }
+        if node.key.label == RECEIPT {
+            return self.inputs_visible(&node.key);
         }
         if node.key.label != "Summary" {
             return Ok(true);
@@ -340,27 +346,33 @@ impl Scoped<'_, '_> {
         wider.limit = usize::MAX;
         let mut out = Vec::new();
         for r in self.snap.receipts(&wider)? {
-            if out.len() >= query.limit {
+            // 0: no limit, as for the snapshot's listing.
+            if query.limit > 0 && out.len() >= query.limit {
                 break;
             }
-            if self.node(&NodeKey::new("DecisionReceipt", r.record.receipt_id.clone()))?.is_none() {
-                continue;
-            }
-            let mut cited_visible = true;
-            for e in &r.record.inputs.events {
-                // A cited event missing from the graph (forgotten, archived) hides nothing.
-                if let Some(n) = self.snap.node(&NodeKey::new("Event", e.clone()))?
-                    && !self.may_see(&n)?
-                {
-                    cited_visible = false;
-                    break;
-                }
-            }
-            if cited_visible {
+            // `may_see` checks the receipt and every event it cites.
+            if self.node(&NodeKey::new(RECEIPT, r.record.receipt_id.clone()))?.is_some() {
                 out.push(r);
             }
         }
         Ok(out)
+    }
+
+    /// Whether every event a receipt cites (its `USED_INPUT` edges to events) is visible. A
+    /// cited event missing from the graph (forgotten, archived) hides nothing: the edge waits
+    /// for it and is not read here.
+    fn inputs_visible(&self, receipt: &NodeKey) -> Result<bool, Error> {
+        for e in self.snap.read.edges_of(receipt, Some("USED_INPUT"), Direction::Out)? {
+            if e.key.to.label != "Event" {
+                continue;
+            }
+            if let Some(n) = self.snap.read.node(&e.key.to)?
+                && self.who.allows(&n).is_err()
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Counts of what the principal may see.

@@ -14,6 +14,7 @@ mod consolidate;
 mod conversation;
 mod enrich;
 mod forget;
+mod indexed;
 mod ingest;
 mod knowledge;
 mod memory;
