@@ -1250,6 +1250,13 @@ impl Snapshot<'_> {
                 }
             }
         }
+        // A name written as one token with separators (a path, a dotted tool name) is not a
+        // run of words: look it up whole.
+        for token in anchors::id_tokens(text) {
+            for entity_type in &entity_types {
+                ids.push(entity_id(entity_type, token));
+            }
+        }
         // One lookup for every candidate id (most name no entity), then only the found read.
         let mut named = BTreeSet::new();
         for id in self.read.existing_ids("Entity", &ids)? {
