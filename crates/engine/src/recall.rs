@@ -65,6 +65,9 @@ const ACTOR_TYPES: &[&str] = &["agent", "user"];
 const DATED_DEPTH: usize = 4;
 /// Longest name (in words) looked up in a question.
 const MAX_NAME_WORDS: usize = 4;
+/// BM25 hits read to find the session a question about a run's failures or request means
+/// (see `session_of_best_hit`).
+const INFER_HITS: usize = 10;
 /// Most events of a scope session read for the scope list (bounded work on a huge session).
 const SCOPE_EVENTS: usize = 500;
 /// Most edges of a node read to find an admitted event it is connected to (see `witnessed`).
@@ -375,6 +378,17 @@ fn lap(start: &mut std::time::Instant) -> u64 {
     let us = u64::try_from(now.duration_since(*start).as_micros()).unwrap_or(u64::MAX);
     *start = now;
     us
+}
+
+/// What the scope list reads: the sessions in scope (and whether they were inferred from a hit
+/// rather than named or given), what the question names, and its cues.
+#[derive(Clone, Copy)]
+struct Scope<'q> {
+    sessions: &'q [String],
+    inferred: bool,
+    named: &'q [NodeKey],
+    actors: &'q BTreeSet<String>,
+    cues: Cues,
 }
 
 /// A score ordered by `total_cmp`, for the expansion queue.
@@ -722,11 +736,6 @@ impl Snapshot<'_> {
             .filter(|(entity_type, _)| ACTOR_TYPES.contains(entity_type))
             .map(|(_, name)| name.to_owned())
             .collect();
-        let sessions: Vec<String> = match &query.session {
-            Some(s) => vec![s.clone()],
-            None => anchors.sessions.clone(),
-        };
-        let scope_list = self.scope_list(&mut r, &sessions, &named, &actors, cues, p.prefilter)?;
         timings.entity_us = lap(&mut clock);
         let periods = dates::named_periods(&query.text);
         let actor_words: BTreeSet<String> = actors.iter().flat_map(|a| content_words(a)).collect();
@@ -779,6 +788,23 @@ impl Snapshot<'_> {
                 }
                 bm25_list.push(key);
             }
+        }
+        // The sessions in scope: the constraint, the sessions the question names, or for a
+        // question about a run's failures or request that names who or what took part, the
+        // session of the best BM25 hit that involves them.
+        let mut sessions: Vec<String> = match &query.session {
+            Some(s) => vec![s.clone()],
+            None => anchors.sessions.clone(),
+        };
+        let inferred = sessions.is_empty() && (cues.failure || cues.request) && !named.is_empty();
+        if inferred {
+            sessions.extend(self.session_of_best_hit(&mut r, &bm25_list, &named)?);
+        }
+        let scope = Scope { sessions: &sessions, inferred, named: &named, actors: &actors, cues };
+        let scope_list = self.scope_list(&mut r, &scope, p.prefilter)?;
+        if inferred && scope_list.is_empty() {
+            // The hit's session holds no answer of the kind asked: it is not the run meant.
+            sessions.clear();
         }
         let knowledge_list = self.knowledge_list(
             &mut r,
@@ -946,8 +972,17 @@ impl Snapshot<'_> {
             }
             let Some(node) = c.node else { continue };
             let sal = salience_factor(&node, as_of, p.salience_weight);
-            let mut focus = focus_factor(&node, &actors, p.other_actor)
-                * time_focus(&node, &periods, p.other_time);
+            // Within the sessions in scope the run is the focus: who acted in it is a criterion
+            // of the scope list, not a penalty on the rest of the run.
+            let in_scope_session = node.key.label == "Event"
+                && node
+                    .props
+                    .get("session_id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| sessions.iter().any(|x| x == s));
+            let actor_focus =
+                if in_scope_session { 1.0 } else { focus_factor(&node, &actors, p.other_actor) };
+            let mut focus = actor_focus * time_focus(&node, &periods, p.other_time);
             if node.key.label == "Summary" {
                 focus *= summary_focus;
             }
@@ -1096,6 +1131,32 @@ impl Snapshot<'_> {
         })
     }
 
+    /// The session of the best of the first `INFER_HITS` BM25 hits that is an event referencing
+    /// an entity the question names (the run a question like "what went wrong when U asked …"
+    /// is about), if any.
+    fn session_of_best_hit(
+        &self,
+        r: &mut Reader<'_, '_>,
+        bm25_list: &[NodeKey],
+        named: &[NodeKey],
+    ) -> Result<Option<String>, Error> {
+        for key in bm25_list.iter().filter(|k| k.label == "Event").take(INFER_HITS) {
+            let Some(session) = r
+                .admissible(key)?
+                .and_then(|n| n.props.get("session_id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            else {
+                continue;
+            };
+            let refs = self.edges(key, Some("REFERENCES"), Direction::Out)?;
+            if refs.iter().any(|e| named.contains(&e.key.to)) {
+                return Ok(Some(session));
+            }
+        }
+        Ok(None)
+    }
+
     /// The knowledge list: what is known about what the question names. Facts whose subject
     /// (then object) is an entity it names; with the decision cue, memories of kind decision,
     /// those of the sessions in scope first, then those among the other lists' hits.
@@ -1147,27 +1208,28 @@ impl Snapshot<'_> {
         Ok(out)
     }
 
-    /// The scope list: the events of the sessions in scope (the session constraint, or the
-    /// sessions the question names) that fit the question's structure, best first. Each event
-    /// scores one point per criterion it meets among those the question sets: `status` failed
-    /// (the failure cue), by an actor the question names, referencing another entity it names,
-    /// the session's first `observation.input` (the request cue). With criteria, only events that
-    /// meet at least one are listed, most criteria first, then in session order; without, the
-    /// session's first events in order.
+    /// The scope list: the events of the sessions in scope (the session constraint, the
+    /// sessions the question names, or the one inferred by `session_of_best_hit`) that fit the
+    /// question's structure, best first. An event scores for each criterion it meets among those
+    /// the question sets: two points for the kind of answer a cue asks for (`status` failed for
+    /// the failure cue; else the session's first `observation.input` for the request cue, which
+    /// with the failure cue only says which run is meant), one for being by an actor the
+    /// question names and one for referencing another entity it names. With criteria, only
+    /// events that score are listed, best first, then in session order; without, the session's
+    /// first events in order.
     fn scope_list(
         &self,
         r: &mut Reader<'_, '_>,
-        sessions: &[String],
-        named: &[NodeKey],
-        actors: &BTreeSet<String>,
-        cues: Cues,
+        scope: &Scope<'_>,
         limit: usize,
     ) -> Result<Vec<NodeKey>, Error> {
+        let Scope { sessions, inferred, named, actors, cues } = *scope;
         let things: BTreeSet<&NodeKey> = named
             .iter()
             .filter(|k| k.id.split_once(':').is_none_or(|(t, _)| !ACTOR_TYPES.contains(&t)))
             .collect();
-        let mut scored: Vec<(usize, usize, NodeKey)> = Vec::new();
+        // (is of the kind of answer a cue asks for, points, session order, event)
+        let mut scored: Vec<(bool, usize, usize, NodeKey)> = Vec::new();
         let mut order = 0;
         for session in sessions {
             let mut first_input = true;
@@ -1175,20 +1237,17 @@ impl Snapshot<'_> {
                 let key = NodeKey::new("Event", &slot.event_id);
                 let Some(node) = r.admissible(&key)? else { continue };
                 let text = |p: &str| node.props.get(p).and_then(Value::as_str);
-                let mut points = 0;
-                if cues.failure && text("status") == Some("failed") {
-                    points += 1;
+                let mut answer = cues.failure && text("status") == Some("failed");
+                if cues.request && !cues.failure && text("event_type") == Some("observation.input")
+                {
+                    answer |= first_input;
+                    first_input = false;
                 }
+                let mut points = 2 * usize::from(answer);
                 if !actors.is_empty()
                     && text("agent_id").is_some_and(|a| actors.contains(&normalize_name(a)))
                 {
                     points += 1;
-                }
-                if cues.request && text("event_type") == Some("observation.input") {
-                    if first_input {
-                        points += 1;
-                    }
-                    first_input = false;
                 }
                 if !things.is_empty() {
                     let refs = self.edges(&key, Some("REFERENCES"), Direction::Out)?;
@@ -1197,19 +1256,24 @@ impl Snapshot<'_> {
                     }
                 }
                 order += 1;
-                scored.push((points, order, key));
+                scored.push((answer, points, order, key));
             }
         }
         let criteria = usize::from(cues.failure)
             + usize::from(!actors.is_empty())
-            + usize::from(cues.request)
+            + usize::from(cues.request && !cues.failure)
             + usize::from(!things.is_empty());
-        if criteria > 0 {
-            scored.retain(|(points, _, _)| *points > 0);
+        // With a cue that names the kind of answer, the events of that kind are the answer: the
+        // others only matched a name. A session found from a hit, not named, contributes only
+        // answers.
+        if inferred || scored.iter().any(|(answer, ..)| *answer) {
+            scored.retain(|(answer, ..)| *answer);
+        } else if criteria > 0 {
+            scored.retain(|(_, points, ..)| *points > 0);
         }
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
         scored.truncate(limit);
-        Ok(scored.into_iter().map(|(_, _, k)| k).collect())
+        Ok(scored.into_iter().map(|(.., k)| k).collect())
     }
 
     /// Entities named in the question (word n-grams looked up as `{type}:{name}` ids), and the
@@ -1465,14 +1529,19 @@ fn edge_confidence(edge: &Edge) -> f64 {
         .unwrap_or(1.0)
 }
 
-/// `other_actor` for an event whose agent is not among the `actors` the question names; 1 when
-/// it names none, and for every other node.
+/// `other_actor` for an event whose agent or user is not among the `actors` the question names;
+/// 1 when it names none, and for every other node.
 fn focus_factor(node: &Node, actors: &BTreeSet<String>, other_actor: f64) -> f64 {
     if actors.is_empty() || node.key.label != "Event" {
         return 1.0;
     }
-    let agent = node.props.get("agent_id").and_then(Value::as_str).map(normalize_name);
-    if agent.is_some_and(|a| actors.contains(&a)) { 1.0 } else { other_actor }
+    let by = |p: &str| {
+        node.props
+            .get(p)
+            .and_then(Value::as_str)
+            .is_some_and(|a| actors.contains(&normalize_name(a)))
+    };
+    if by("agent_id") || by("user_id") { 1.0 } else { other_actor }
 }
 
 /// For an event with a time, whether it happened in one of `periods`; `None` for every other

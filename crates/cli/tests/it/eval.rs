@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::Dir;
 
-const FAMILIES: [&str; 9] = [
+const FAMILIES: [&str; 10] = [
     "session_failure",
+    "request_failure",
     "user_request",
     "after_failure",
     "who_involved",

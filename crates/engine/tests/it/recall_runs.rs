@@ -212,3 +212,47 @@ fn entities_under_a_session_constraint_are_those_its_events_reference() {
         }
     }
 }
+
+#[test]
+fn a_failure_question_naming_a_user_and_their_request_finds_that_runs_failures() {
+    let (_dir, e, records) = loaded(1500);
+    let first_input = |session: &str| {
+        records.iter().find(|r| {
+            field(r, "session_id") == session && field(r, "event_type") == "observation.input"
+        })
+    };
+    let asked = |user: &str, text: &str| {
+        records
+            .iter()
+            .filter(|r| field(r, "user_id") == user && r["payload"]["text"].as_str() == Some(text))
+            .count()
+    };
+    let mut sessions: Vec<&str> = records.iter().map(|r| field(r, "session_id")).collect();
+    sessions.sort_unstable();
+    sessions.dedup();
+    let mut checked = 0;
+    for session in sessions {
+        let failed: Vec<NodeKey> = records
+            .iter()
+            .filter(|r| field(r, "session_id") == session && field(r, "status") == "failed")
+            .map(|r| NodeKey::new("Event", field(r, "event_id")))
+            .collect();
+        let Some(input) = first_input(session) else { continue };
+        let (user, text) =
+            (field(input, "user_id"), input["payload"]["text"].as_str().unwrap_or(""));
+        if !(1..=3).contains(&failed.len()) || user.is_empty() || asked(user, text) != 1 {
+            continue;
+        }
+        let pack = ask(&e, &format!("What went wrong when {user} asked: {text}"));
+        let top = keys(&pack);
+        for f in &failed {
+            assert!(top.contains(f), "{session}: {f} missing from {top:?}");
+        }
+        assert!(pack.state.constraints.is_empty(), "an inferred session is no constraint");
+        checked += 1;
+        if checked == 3 {
+            break;
+        }
+    }
+    assert!(checked > 0, "the trace has a run with a unique request and a few failures");
+}

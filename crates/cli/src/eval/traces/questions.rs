@@ -16,8 +16,9 @@ use super::knowledge::{Knowledge, MAX_FACTS_PER_SUBJECT};
 use super::trace::{Trace, TraceEvent};
 
 /// The families, in the order they are reported.
-pub(crate) const FAMILIES: [&str; 9] = [
+pub(crate) const FAMILIES: [&str; 10] = [
     "session_failure",
+    "request_failure",
     "user_request",
     "after_failure",
     "who_involved",
@@ -38,6 +39,11 @@ const SESSION_FAILURE: &[&str] = &[
     "What went wrong in {session}?",
     "Which errors happened during {session}?",
     "{session} had problems: which steps failed?",
+];
+const REQUEST_FAILURE: &[&str] = &[
+    "What went wrong when {user} asked: {request}",
+    "{user} asked \"{request}\" - which steps failed?",
+    "Which errors did {user} run into with the request {request}",
 ];
 const USER_REQUEST: &[&str] = &[
     "What did {user} ask for in session {session}?",
@@ -146,6 +152,7 @@ pub(crate) fn questions(
     for (i, family) in FAMILIES.iter().enumerate() {
         let mut cases = match *family {
             "session_failure" => session_failure(trace),
+            "request_failure" => request_failure(trace),
             "user_request" => user_request(trace),
             "after_failure" => after_failure(trace),
             "who_involved" => who_involved(trace),
@@ -184,6 +191,37 @@ fn session_failure(trace: &Trace) -> Vec<Case> {
         if (1..=MAX_FAILED).contains(&failed.len()) {
             cases.push(Case::new(SESSION_FAILURE, vec![("session", s.clone())], failed));
         }
+    }
+    cases
+}
+
+/// Sessions with 1 to 5 failed events, asked about by their user and the words of their first
+/// request (no session id) → those events.
+fn request_failure(trace: &Trace) -> Vec<Case> {
+    // A request asked in several sessions by the same user names none of them.
+    let mut asked: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for s in trace.sessions.keys() {
+        if let Some(first) = trace.session(s).find(|e| e.event_type == "observation.input")
+            && let (Some(user), Some(text)) = (&first.user, &first.text)
+        {
+            *asked.entry((user.as_str(), text.as_str())).or_default() += 1;
+        }
+    }
+    let mut cases = Vec::new();
+    for s in trace.sessions.keys() {
+        let failed: Vec<String> = trace.session(s).filter(|e| e.failed()).map(event_key).collect();
+        if !(1..=MAX_FAILED).contains(&failed.len()) {
+            continue;
+        }
+        let Some(first) = trace.session(s).find(|e| e.event_type == "observation.input") else {
+            continue;
+        };
+        let (Some(user), Some(text)) = (&first.user, &first.text) else { continue };
+        if asked.get(&(user.as_str(), text.as_str())) != Some(&1) {
+            continue;
+        }
+        let slots = vec![("user", user.clone()), ("request", text.clone())];
+        cases.push(Case::new(REQUEST_FAILURE, slots, failed));
     }
     cases
 }

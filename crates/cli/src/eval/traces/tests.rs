@@ -104,6 +104,18 @@ fn event_evidence_matches_the_trace_structure() {
         let session = anchor(q, "session");
         let expected = match q.family {
             "session_failure" => keys(in_session(&raw, session.unwrap()).filter(failed)),
+            "request_failure" => {
+                let (user, request) = (anchor(q, "user").unwrap(), anchor(q, "request").unwrap());
+                let first = raw
+                    .iter()
+                    .find(|e| {
+                        s(e, "event_type") == Some("observation.input")
+                            && s(e, "user_id") == Some(user)
+                            && e["payload"]["text"].as_str() == Some(request)
+                    })
+                    .unwrap();
+                keys(in_session(&raw, s(first, "session_id").unwrap()).filter(failed))
+            }
             "user_request" => {
                 let first = in_session(&raw, session.unwrap())
                     .find(|e| s(e, "event_type") == Some("observation.input"))

@@ -33,6 +33,8 @@ pub(crate) struct TraceEvent {
     pub(crate) status: Option<String>,
     /// The payload's `error` text, when it has one.
     pub(crate) error: Option<String>,
+    /// The payload's `text` (a message, a request), when it has one.
+    pub(crate) text: Option<String>,
     /// Every entity it references, each id once, in the projection's order.
     pub(crate) entities: Vec<Referenced>,
 }
@@ -82,6 +84,11 @@ impl Trace {
             .and_then(|p| p.get("error"))
             .and_then(Value::as_str)
             .map(str::to_owned);
+        let text = event
+            .get("payload")
+            .and_then(|p| p.get("text"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let valid = validate_value(&self.schema, &self.limits, event)
             .map_err(|e| anyhow::anyhow!("a generated event is not valid: {e}"))?;
         let RecordBody::Event(e) = valid.body() else {
@@ -117,6 +124,7 @@ impl Trace {
             tool: e.tool_name.clone(),
             status: e.status.clone(),
             error,
+            text,
             entities,
         });
         Ok(())
