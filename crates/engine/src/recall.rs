@@ -385,6 +385,7 @@ fn lap(start: &mut std::time::Instant) -> u64 {
 #[derive(Clone, Copy)]
 struct Scope<'q> {
     sessions: &'q [String],
+    traces: &'q [String],
     inferred: bool,
     named: &'q [NodeKey],
     actors: &'q BTreeSet<String>,
@@ -695,12 +696,23 @@ impl Snapshot<'_> {
             cues.before = false;
         }
         let scoped_query;
-        let query = match (&query.session, anchors.sessions.as_slice()) {
-            (None, [session]) => {
-                scoped_query = RecallQuery { session: Some(session.clone()), ..query.clone() };
-                &scoped_query
-            }
-            _ => query,
+        let named_session = match (&query.session, anchors.sessions.as_slice()) {
+            (None, [session]) => Some(session.clone()),
+            _ => None,
+        };
+        let named_trace = match (&query.trace, anchors.traces.as_slice()) {
+            (None, [trace]) => Some(trace.clone()),
+            _ => None,
+        };
+        let query = if named_session.is_some() || named_trace.is_some() {
+            scoped_query = RecallQuery {
+                session: named_session.or_else(|| query.session.clone()),
+                trace: named_trace.or_else(|| query.trace.clone()),
+                ..query.clone()
+            };
+            &scoped_query
+        } else {
+            query
         };
         let mut r = Reader {
             snap: self,
@@ -789,18 +801,32 @@ impl Snapshot<'_> {
                 bm25_list.push(key);
             }
         }
-        // The sessions in scope: the constraint, the sessions the question names, or for a
-        // question about a run's failures or request that names who or what took part, the
-        // session of the best BM25 hit that involves them.
+        // The runs in scope: the constraints, the sessions and traces the question names, or
+        // for a question about a run's failures or request that names who or what took part,
+        // the session of the best BM25 hit that involves them.
         let mut sessions: Vec<String> = match &query.session {
             Some(s) => vec![s.clone()],
             None => anchors.sessions.clone(),
         };
-        let inferred = sessions.is_empty() && (cues.failure || cues.request) && !named.is_empty();
+        let traces: Vec<String> = match &query.trace {
+            Some(t) => vec![t.clone()],
+            None => anchors.traces.clone(),
+        };
+        let inferred = sessions.is_empty()
+            && traces.is_empty()
+            && (cues.failure || cues.request)
+            && !named.is_empty();
         if inferred {
             sessions.extend(self.session_of_best_hit(&mut r, &bm25_list, &named)?);
         }
-        let scope = Scope { sessions: &sessions, inferred, named: &named, actors: &actors, cues };
+        let scope = Scope {
+            sessions: &sessions,
+            traces: &traces,
+            inferred,
+            named: &named,
+            actors: &actors,
+            cues,
+        };
         let scope_list = self.scope_list(&mut r, &scope, p.prefilter)?;
         if inferred && scope_list.is_empty() {
             // The hit's session holds no answer of the kind asked: it is not the run meant.
@@ -974,12 +1000,10 @@ impl Snapshot<'_> {
             let sal = salience_factor(&node, as_of, p.salience_weight);
             // Within the sessions in scope the run is the focus: who acted in it is a criterion
             // of the scope list, not a penalty on the rest of the run.
+            let prop = |p: &str| node.props.get(p).and_then(Value::as_str);
             let in_scope_session = node.key.label == "Event"
-                && node
-                    .props
-                    .get("session_id")
-                    .and_then(Value::as_str)
-                    .is_some_and(|s| sessions.iter().any(|x| x == s));
+                && (prop("session_id").is_some_and(|s| sessions.iter().any(|x| x == s))
+                    || prop("trace_id").is_some_and(|t| traces.iter().any(|x| x == t)));
             let actor_focus =
                 if in_scope_session { 1.0 } else { focus_factor(&node, &actors, p.other_actor) };
             let mut focus = actor_focus * time_focus(&node, &periods, p.other_time);
@@ -1208,8 +1232,9 @@ impl Snapshot<'_> {
         Ok(out)
     }
 
-    /// The scope list: the events of the sessions in scope (the session constraint, the
-    /// sessions the question names, or the one inferred by `session_of_best_hit`) that fit the
+    /// The scope list: the events of the runs in scope (the session and trace constraints, the
+    /// sessions and traces the question names, or the session inferred by
+    /// `session_of_best_hit`; at most `SCOPE_EVENTS` events of each) that fit the
     /// question's structure, best first. An event scores for each criterion it meets among those
     /// the question sets: two points for the kind of answer a cue asks for (`status` failed for
     /// the failure cue; else the session's first `observation.input` for the request cue, which
@@ -1223,7 +1248,7 @@ impl Snapshot<'_> {
         scope: &Scope<'_>,
         limit: usize,
     ) -> Result<Vec<NodeKey>, Error> {
-        let Scope { sessions, inferred, named, actors, cues } = *scope;
+        let Scope { sessions, traces, inferred, named, actors, cues } = *scope;
         let things: BTreeSet<&NodeKey> = named
             .iter()
             .filter(|k| k.id.split_once(':').is_none_or(|(t, _)| !ACTOR_TYPES.contains(&t)))
@@ -1231,10 +1256,27 @@ impl Snapshot<'_> {
         // (is of the kind of answer a cue asks for, points, session order, event)
         let mut scored: Vec<(bool, usize, usize, NodeKey)> = Vec::new();
         let mut order = 0;
+        // Each run in scope as its events in time order: a session's from its order, a trace's
+        // sorted by their time.
+        let mut runs: Vec<Vec<NodeKey>> = Vec::new();
         for session in sessions {
+            let slots = self.read.session_events(session, SCOPE_EVENTS)?;
+            runs.push(slots.iter().map(|s| NodeKey::new("Event", &s.event_id)).collect());
+        }
+        for trace in traces {
+            let mut timed = Vec::new();
+            for id in self.read.trace_events(trace, SCOPE_EVENTS)? {
+                let key = NodeKey::new("Event", id);
+                if let Some(at) = r.admissible(&key)?.and_then(occurred_at) {
+                    timed.push((at, key));
+                }
+            }
+            timed.sort();
+            runs.push(timed.into_iter().map(|(_, k)| k).collect());
+        }
+        for run in runs {
             let mut first_input = true;
-            for slot in self.read.session_events(session, SCOPE_EVENTS)? {
-                let key = NodeKey::new("Event", &slot.event_id);
+            for key in run {
                 let Some(node) = r.admissible(&key)? else { continue };
                 let text = |p: &str| node.props.get(p).and_then(Value::as_str);
                 let mut answer = cues.failure && text("status") == Some("failed");

@@ -1,6 +1,6 @@
 //! The embedded backend: one SQLite file in WAL mode holding the log and the projected graph.
 //!
-//! # Storage layout (format version 3)
+//! # Storage layout (format version 4)
 //!
 //! ```text
 //! log            (position INTEGER PRIMARY KEY, kind, record_id, recorded_at, body)  UNIQUE(kind, record_id)
@@ -37,7 +37,7 @@ use crate::{
 };
 
 /// The newest on-disk format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// `PRAGMA application_id` of a ctxgraph store: "ctxg" in ASCII.
 const APPLICATION_ID: i32 = 0x6374_7867;
@@ -47,6 +47,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("format_v1.sql")),
     (2, include_str!("format_v2.sql")),
     (3, include_str!("format_v3.sql")),
+    (4, include_str!("format_v4.sql")),
 ];
 
 /// Whether opening may create a missing store.
@@ -775,6 +776,21 @@ fn log_read_kind(c: &Connection, kind: RecordKind) -> Result<Vec<LogEntry>, Stor
     rows.map(|r| decode_entry(r?)).collect()
 }
 
+/// The ids of up to `limit` events of a trace, in node order (the `nodes_trace` index).
+fn graph_trace_events(
+    tx: &Connection,
+    trace_id: &str,
+    limit: usize,
+) -> Result<Vec<String>, StoreError> {
+    let mut st = tx.prepare_cached(
+        "SELECT id FROM nodes WHERE label = 'Event' AND json_extract(props, '$.trace_id') = ?1 \
+         ORDER BY nid LIMIT ?2",
+    )?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = st.query_map(params![trace_id, limit], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 fn graph_existing_ids(
     c: &Connection,
     label: &str,
@@ -1124,6 +1140,9 @@ macro_rules! impl_readers {
                 )?;
                 let rows = st.query_map(params![after.unwrap_or(""), sql_int(limit as u64)], |r| r.get(0))?;
                 Ok(rows.collect::<rusqlite::Result<_>>()?)
+            }
+            fn trace_events(&self, trace_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+                graph_trace_events(&self.tx, trace_id, limit)
             }
             fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError> {
                 let mut st = self.tx.prepare_cached(SESSION_TAIL_SQL)?;

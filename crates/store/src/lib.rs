@@ -181,6 +181,8 @@ pub trait GraphReader {
         session_id: &str,
         limit: usize,
     ) -> Result<Vec<SessionSlot>, StoreError>;
+    /// The ids of up to `limit` events of a trace (events whose `trace_id` is `trace_id`).
+    fn trace_events(&self, trace_id: &str, limit: usize) -> Result<Vec<String>, StoreError>;
     /// The latest event of a session (the greatest slot), if any.
     fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError>;
     /// The nearest events before and after `slot` in its session.

@@ -1,4 +1,4 @@
-//! Anchors: the nodes and sessions a question names by id, found by exact lookup.
+//! Anchors: the nodes, sessions and traces a question names by id, found by exact lookup.
 //!
 //! An id is not a word: "sess-23-1457" split into BM25 terms matches every session, and an
 //! event's UUID matches nothing useful. So every token of the question that could be an id is
@@ -28,6 +28,8 @@ pub(crate) struct Anchors {
     pub(crate) nodes: Vec<NodeKey>,
     /// Sessions named by id, in the order the question names them.
     pub(crate) sessions: Vec<String>,
+    /// Traces named by id (a run, a conversation), in the order the question names them.
+    pub(crate) traces: Vec<String>,
     /// The lower-case content words of the tokens found: not BM25 words.
     pub(crate) words: BTreeSet<String>,
 }
@@ -35,7 +37,7 @@ pub(crate) struct Anchors {
 impl Anchors {
     /// Whether the question names nothing exactly.
     pub(crate) fn is_empty(&self) -> bool {
-        self.nodes.is_empty() && self.sessions.is_empty()
+        self.nodes.is_empty() && self.sessions.is_empty() && self.traces.is_empty()
     }
 }
 
@@ -64,7 +66,8 @@ pub(crate) fn id_tokens(text: &str) -> Vec<&str> {
 }
 
 impl Snapshot<'_> {
-    /// The anchors of `text`: its id-like tokens that are node ids of [`LABELS`] or session ids.
+    /// The anchors of `text`: its id-like tokens that are node ids of [`LABELS`], session ids or
+    /// trace ids.
     /// Visibility is the caller's to check.
     pub(crate) fn anchors(&self, text: &str) -> Result<Anchors, Error> {
         let tokens = id_tokens(text);
@@ -87,6 +90,10 @@ impl Snapshot<'_> {
         for token in &tokens {
             if self.read.session_tail(token)?.is_some() {
                 anchors.sessions.push((*token).to_owned());
+                found.insert(token);
+            }
+            if !self.read.trace_events(token, 1)?.is_empty() {
+                anchors.traces.push((*token).to_owned());
                 found.insert(token);
             }
         }
