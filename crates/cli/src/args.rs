@@ -30,7 +30,9 @@ pub(crate) struct Cli {
     #[arg(long = "as", global = true, env = "CTXGRAPH_AS", value_name = "PRINCIPAL")]
     pub(crate) as_principal: Option<String>,
 
-    /// The principal registry `--as` reads [default: principals.json beside the store].
+    /// The principal registry `--as` reads [default: principals.json beside the store, or the
+    /// data directory's for a server's tenants/<tenant>.ctxg]. The principal's tenant must be
+    /// the store's (`default` for a store outside a data directory).
     #[arg(long, global = true, env = "CTXGRAPH_PRINCIPALS", value_name = "FILE")]
     pub(crate) principals: Option<PathBuf>,
 

@@ -55,7 +55,7 @@ pub(crate) fn mcp(cli: &Cli, args: &McpArgs) -> anyhow::Result<Outcome> {
             let service = Service::single_store(&store, options)
                 .with_context(|| format!("opening the store {}", store.display()))?;
             // The store's owner, or with --as a principal of the registry beside it.
-            (service, crate::access::principal(cli)?)
+            (service, crate::access::principal_for(cli, &store)?)
         }
         _ => anyhow::bail!("give either --data DIR --as NAME, or --store FILE (default: --db)"),
     };

@@ -1087,12 +1087,15 @@ impl Service {
             )));
         }
         let service = self.clone();
+        let tenant = who.tenant().to_owned();
         blocking(move || {
             let mut reg = lock(&service.inner.registry);
             service.refresh(&mut reg)?;
+            // An admin administers its own tenant: another tenant's principals are not its to see.
             let principals = reg
                 .principals
                 .list()
+                .filter(|p| p.tenant == tenant)
                 .map(|p| PrincipalDto {
                     name: p.name.clone(),
                     tenant: p.tenant.clone(),
