@@ -1032,9 +1032,22 @@ pub(crate) struct ServeArgs {
     /// The data directory: principals.json and one store per tenant under tenants/.
     #[arg(long, env = "CTXGRAPH_DATA", default_value = "ctxgraph-data")]
     pub(crate) data: PathBuf,
-    /// Address to listen on; port 0 picks a free port (printed on the first line).
+    /// Address to listen on; port 0 picks a free port (printed on the first line). Plain HTTP:
+    /// an address other than loopback gets a warning, put a TLS proxy in front.
     #[arg(long, default_value = "127.0.0.1:8377")]
     pub(crate) addr: String,
+    /// Longest question of a recall or search, in characters; longer ones are refused with 413
+    /// `limit.question_chars`.
+    #[arg(long, default_value_t = ctxgraph::MAX_QUESTION_CHARS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_question_chars: usize,
+    /// Most words in the question of a recall or search; more are refused with 413
+    /// `limit.question_words`.
+    #[arg(long, default_value_t = ctxgraph::MAX_QUESTION_WORDS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_question_words: usize,
+    /// Deadline of one request's engine work, in seconds: past it the request is answered 503
+    /// `request.deadline`. Also how long a shutdown waits for requests in flight.
+    #[arg(long, value_name = "SECS", default_value_t = ctxgraph_server::DEFAULT_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) request_timeout: u64,
 }
 
 #[derive(Debug, Args)]

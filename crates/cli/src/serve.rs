@@ -2,10 +2,11 @@
 //! interfaces and the principals they authenticate.
 
 use std::io::Write;
+use std::time::Duration;
 
 use anyhow::Context;
-use ctxgraph::{EngineOptions, Principals};
-use ctxgraph_server::Service;
+use ctxgraph::{EngineOptions, Principals, QuestionLimits};
+use ctxgraph_server::{RequestLimits, Service};
 use serde_json::json;
 
 use crate::Outcome;
@@ -23,7 +24,16 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
     let options = crate::with_embedder(cli, EngineOptions::default())?;
     let service = Service::open(&args.data, options)
         .with_context(|| format!("opening the data directory {}", args.data.display()))?;
-    runtime()?.block_on(async {
+    let limits = RequestLimits {
+        question: QuestionLimits {
+            max_chars: args.max_question_chars,
+            max_words: args.max_question_words,
+        },
+        deadline: Duration::from_secs(args.request_timeout),
+    };
+    service.set_limits(limits);
+    let runtime = runtime()?;
+    let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.addr)
             .await
             .with_context(|| format!("listening on {}", args.addr))?;
@@ -35,10 +45,14 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
         }
         ctxgraph_server::serve(service, listener, ctxgraph_server::shutdown_signal())
             .await
-            .context("serving")?;
-        eprintln!("stopped: every acknowledged write is committed");
-        Ok(Outcome::Done)
-    })
+            .context("serving")
+    });
+    // Engine work a cut request left running is not waited for past the deadline: its write,
+    // never acknowledged, rolls back; acknowledged writes are committed already.
+    runtime.shutdown_timeout(limits.deadline);
+    served?;
+    eprintln!("stopped: every acknowledged write is committed");
+    Ok(Outcome::Done)
 }
 
 pub(crate) fn mcp(cli: &Cli, args: &McpArgs) -> anyhow::Result<Outcome> {

@@ -52,6 +52,7 @@ mod error;
 mod forget;
 mod ingest;
 mod knowledge;
+mod limits;
 mod memory;
 mod recall;
 mod receipt;
@@ -92,6 +93,7 @@ pub use knowledge::{
     MAX_EMBEDDED_CANDIDATES, MIN_NAME_COSINE, NameCandidate, ObjectInput, Resolution, SectionView,
     SentenceMention, SentenceView, format_for_path, parse_time,
 };
+pub use limits::{MAX_QUESTION_CHARS, MAX_QUESTION_WORDS, QuestionLimits};
 pub use memory::{
     Evolution, EvolutionStep, Impact, ImpactItem, LinkReport, MemoryContext, MemoryHit,
     MemoryOptions, MemorySearchOptions, MemoryView, NextAction, OutcomeView, Rollup, RollupItem,

@@ -3,7 +3,9 @@
 //!
 //! Errors are `{"error": {"code", "message", "violations"?}}` with the status of their class:
 //! malformed JSON 400, a body of the wrong shape 422, a refused record 422, no key or an unknown
-//! key 401, a missing role 403, nothing visible of that id 404, a body over [`BODY_LIMIT`] 413.
+//! key 401, a missing role 403, nothing visible of that id 404, a body over [`BODY_LIMIT`] or a
+//! question over its limits 413, a busy store or a request past its deadline 503 (with
+//! `Retry-After`).
 
 use std::sync::Arc;
 
@@ -54,6 +56,7 @@ fn status(class: ErrorClass) -> StatusCode {
         ErrorClass::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorClass::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         ErrorClass::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ErrorClass::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -64,6 +67,9 @@ impl IntoResponse for ApiError {
         let mut resp = (code, Json(ErrorBody::from(&self.0))).into_response();
         if code == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if code == StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         resp
     }

@@ -30,14 +30,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use ctxgraph::{
     AccessTracker, Engine, EngineOptions, EntityInput, FLUSH_ACCESS_AT, FactInput, IngestOutcome,
     Intent, MemorySearchOptions, NodeKey, ObjectInput, OpenMode, Principal, Principals, Projection,
-    RecallQuery, RecordKind, Resolution, RollupOptions, TraversalOptions, ValidRecord,
+    QuestionLimits, RecallQuery, RecordKind, Resolution, RollupOptions, TraversalOptions,
+    ValidRecord,
 };
 use serde_json::{Map, Value};
 
@@ -61,6 +62,26 @@ const MAX_PAGE: usize = 1_000;
 const MAX_K: usize = 100;
 const MAX_HITS: usize = 200;
 
+/// Default deadline of one request's engine work (see [`RequestLimits`]).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Bounds on the work one request may cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    /// How long a recall's, search's or memory search's question may be.
+    pub question: QuestionLimits,
+    /// How long a request may wait for and run its engine work before it is answered with 503
+    /// `request.deadline`. Work that has not started by then is skipped; work that has runs to
+    /// its end (a write may still commit: retrying it is safe, ingestion is idempotent by id).
+    pub deadline: Duration,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits { question: QuestionLimits::default(), deadline: DEFAULT_DEADLINE }
+    }
+}
+
 /// The service over a data directory. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct Service {
@@ -76,6 +97,8 @@ struct Inner {
     single_store: Option<PathBuf>,
     /// How engines are opened (the embedder above all).
     options: EngineOptions,
+    /// Bounds on one request's work.
+    limits: Mutex<RequestLimits>,
 }
 
 struct Registry {
@@ -265,7 +288,28 @@ fn enrich_behind(w: &mut Engine) {
     }
 }
 
+/// Marks its request's work unwanted when dropped: the request finished, passed its deadline
+/// or was dropped because its client went away.
+struct Wanted(Arc<AtomicBool>);
+
+impl Drop for Wanted {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+fn past_deadline(deadline: Duration) -> ServiceError {
+    ServiceError::unavailable(
+        "request.deadline",
+        format!(
+            "the request's work did not finish within its deadline of {} ms (the server's --request-timeout): narrow the request or retry later",
+            deadline.as_millis()
+        ),
+    )
+}
+
 /// Run blocking engine work on tokio's blocking pool; a panic becomes an internal error.
+/// Requests go through [`Service::blocking`], which adds the deadline.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, ServiceError> {
@@ -384,6 +428,7 @@ impl Service {
                 metrics: Metrics::new(),
                 single_store: None,
                 options,
+                limits: Mutex::new(RequestLimits::default()),
             }),
         })
     }
@@ -403,6 +448,7 @@ impl Service {
                 metrics: Metrics::new(),
                 single_store: Some(store.to_owned()),
                 options,
+                limits: Mutex::new(RequestLimits::default()),
             }),
         })
     }
@@ -410,6 +456,40 @@ impl Service {
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
         &self.inner.data
+    }
+
+    /// Bounds on one request's work.
+    pub fn limits(&self) -> RequestLimits {
+        *lock(&self.inner.limits)
+    }
+
+    /// Change the bounds on one request's work (`ctxgraph serve`'s options); requests that
+    /// start afterwards obey them.
+    pub fn set_limits(&self, limits: RequestLimits) {
+        *lock(&self.inner.limits) = limits;
+    }
+
+    /// Run blocking engine work on tokio's blocking pool within the request deadline. When
+    /// the deadline passes, or the caller goes away (the request's future is dropped: the
+    /// client disconnected), work that has not started yet is skipped; work already running
+    /// finishes on its thread, since an engine call cannot be interrupted halfway.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
+    ) -> Result<T, ServiceError> {
+        let deadline = self.limits().deadline;
+        let wanted = Wanted(Arc::new(AtomicBool::new(true)));
+        let still = Arc::clone(&wanted.0);
+        let work = blocking(move || {
+            if !still.load(Ordering::Acquire) {
+                return Err(past_deadline(deadline));
+            }
+            f()
+        });
+        match tokio::time::timeout(deadline, work).await {
+            Ok(out) => out,
+            Err(_) => Err(past_deadline(deadline)),
+        }
     }
 
     /// The metrics registry.
@@ -477,7 +557,7 @@ impl Service {
     /// were written. A tenant whose flush fails keeps its notes and does not stop the others.
     pub async fn flush_access(&self) -> usize {
         let tenants: Vec<Arc<Tenant>> = lock(&self.inner.tenants).values().cloned().collect();
-        blocking(move || {
+        self.blocking(move || {
             Ok(tenants.iter().map(|t| lock(&t.writer).flush_access().unwrap_or(0)).sum())
         })
         .await
@@ -493,7 +573,7 @@ impl Service {
         let tenant = self.tenant(who)?;
         let who = who.clone();
         let reader = Arc::clone(&tenant);
-        let out = blocking(move || reader.read(|e| f(e, &who))).await;
+        let out = self.blocking(move || reader.read(|e| f(e, &who))).await;
         // The accesses this read noted are flushed off its response path.
         if tenant.access.pending() >= FLUSH_ACCESS_AT {
             tokio::task::spawn_blocking(move || tenant.flush_access_if_due());
@@ -510,7 +590,7 @@ impl Service {
         require_write(who)?;
         let tenant = self.tenant(who)?;
         let metrics = self.inner.metrics.clone();
-        blocking(move || {
+        self.blocking(move || {
             let (out, lags) = tenant.write(f)?;
             metrics.lags(&tenant.name, lags);
             Ok(out)
@@ -537,74 +617,75 @@ impl Service {
         let tenant = self.tenant(who)?;
         let metrics = self.inner.metrics.clone();
         let tenant_name = tenant.name.clone();
-        let response = blocking(move || {
-            let ((response, schema_changed), lag) = tenant.write(|engine| {
-                let mut results = Vec::with_capacity(req.events.len());
-                let mut valid = Vec::new();
-                let mut slots = Vec::new();
-                for (index, record) in req.events.iter().enumerate() {
-                    let id = record
-                        .get("event_id")
-                        .or_else(|| record.get("id"))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    match engine.validate(&record.to_string()) {
-                        Ok(r) => {
-                            slots.push(results.len());
-                            results.push(ItemResult {
+        let response = self
+            .blocking(move || {
+                let ((response, schema_changed), lag) = tenant.write(|engine| {
+                    let mut results = Vec::with_capacity(req.events.len());
+                    let mut valid = Vec::new();
+                    let mut slots = Vec::new();
+                    for (index, record) in req.events.iter().enumerate() {
+                        let id = record
+                            .get("event_id")
+                            .or_else(|| record.get("id"))
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                        match engine.validate(&record.to_string()) {
+                            Ok(r) => {
+                                slots.push(results.len());
+                                results.push(ItemResult {
+                                    index,
+                                    id: Some(r.id().to_owned()),
+                                    status: String::new(),
+                                    position: None,
+                                    code: None,
+                                    violations: Vec::new(),
+                                });
+                                valid.push(r);
+                            }
+                            Err(e) => results.push(ItemResult {
                                 index,
-                                id: Some(r.id().to_owned()),
-                                status: String::new(),
+                                id,
+                                status: "rejected".into(),
                                 position: None,
-                                code: None,
-                                violations: Vec::new(),
-                            });
-                            valid.push(r);
-                        }
-                        Err(e) => results.push(ItemResult {
-                            index,
-                            id,
-                            status: "rejected".into(),
-                            position: None,
-                            code: Some(e.code().to_owned()),
-                            violations: e.violations.iter().map(ViolationDto::from).collect(),
-                        }),
-                    }
-                }
-                let schema_changed = valid.iter().any(schema_record);
-                let outcomes = engine.ingest_batch(&valid, Projection::Inline, false)?;
-                for (slot, outcome) in slots.iter().zip(outcomes) {
-                    let item = &mut results[*slot];
-                    match outcome {
-                        Ok(o) => {
-                            let (status, position) = status_of(o);
-                            item.status = status.into();
-                            item.position = Some(position);
-                        }
-                        Err(e) => {
-                            let e = ServiceError::from(e);
-                            item.status = "rejected".into();
-                            item.code = Some(e.code);
-                            item.violations = e.violations;
+                                code: Some(e.code().to_owned()),
+                                violations: e.violations.iter().map(ViolationDto::from).collect(),
+                            }),
                         }
                     }
+                    let schema_changed = valid.iter().any(schema_record);
+                    let outcomes = engine.ingest_batch(&valid, Projection::Inline, false)?;
+                    for (slot, outcome) in slots.iter().zip(outcomes) {
+                        let item = &mut results[*slot];
+                        match outcome {
+                            Ok(o) => {
+                                let (status, position) = status_of(o);
+                                item.status = status.into();
+                                item.position = Some(position);
+                            }
+                            Err(e) => {
+                                let e = ServiceError::from(e);
+                                item.status = "rejected".into();
+                                item.code = Some(e.code);
+                                item.violations = e.violations;
+                            }
+                        }
+                    }
+                    let count = |s: &str| results.iter().filter(|r| r.status == s).count() as u64;
+                    let response = IngestResponse {
+                        accepted: count("accepted"),
+                        duplicates: count("duplicate"),
+                        rejected: count("rejected"),
+                        results,
+                    };
+                    Ok((response, schema_changed))
+                })?;
+                if schema_changed {
+                    tenant.generation.fetch_add(1, Ordering::AcqRel);
                 }
-                let count = |s: &str| results.iter().filter(|r| r.status == s).count() as u64;
-                let response = IngestResponse {
-                    accepted: count("accepted"),
-                    duplicates: count("duplicate"),
-                    rejected: count("rejected"),
-                    results,
-                };
-                Ok((response, schema_changed))
-            })?;
-            if schema_changed {
-                tenant.generation.fetch_add(1, Ordering::AcqRel);
-            }
-            metrics.lags(&tenant.name, lag);
-            Ok(response)
-        })
-        .await?;
+                metrics.lags(&tenant.name, lag);
+                Ok(response)
+            })
+            .await?;
         self.inner.metrics.ingested(&tenant_name, &response);
         Ok(response)
     }
@@ -655,6 +736,7 @@ impl Service {
                 "question is empty: ask something",
             ));
         }
+        self.limits().question.check("question", &req.question)?;
         let mut q = RecallQuery::new(req.question.clone());
         q.k = match req.k {
             Some(0) => {
@@ -706,6 +788,7 @@ impl Service {
         who: &Principal,
         req: SearchRequest,
     ) -> Result<SearchResponse, ServiceError> {
+        self.limits().question.check("query", &req.query)?;
         let limit = req.limit.unwrap_or(20).clamp(1, MAX_HITS);
         self.read(who, move |e, who| {
             let snap = e.snapshot()?;
@@ -1029,6 +1112,7 @@ impl Service {
         who: &Principal,
         req: MemorySearchRequest,
     ) -> Result<MemoryContextDto, ServiceError> {
+        self.limits().question.check("query", &req.query)?;
         let options = MemorySearchOptions {
             limit: req.limit.unwrap_or(20).clamp(1, MAX_HITS),
             context: req.context,
@@ -1088,7 +1172,7 @@ impl Service {
         }
         let service = self.clone();
         let tenant = who.tenant().to_owned();
-        blocking(move || {
+        self.blocking(move || {
             let mut reg = lock(&service.inner.registry);
             service.refresh(&mut reg)?;
             // An admin administers its own tenant: another tenant's principals are not its to see.

@@ -125,3 +125,106 @@ fn as_a_principal_of_another_tenant_is_refused() {
     let out = run(&plain, &["--principals", reg, "--as", "dora", "--json", "stats"]);
     assert!(out.status.success(), "{out:?}");
 }
+
+#[test]
+fn oversized_questions_are_refused_before_any_work() {
+    let s = crate::server::Server::start();
+    let k = &s.keys.reader;
+    // A 7.9 MB question, as in the report that pinned a core for minutes.
+    let huge =
+        serde_json::json!({"question": "why did the orders database time out ".repeat(210_000)});
+    let (status, body) = s.post_raw("/v1/recall", k, huge.to_string().into_bytes());
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (413, Some("limit.question_chars")),
+        "{body}"
+    );
+    let wordy = "why ".repeat(300);
+    for (path, field) in
+        [("/v1/recall", "question"), ("/v1/search", "query"), ("/v1/memories/search", "query")]
+    {
+        let (status, body) = s.post(path, k, &serde_json::json!({field: wordy}));
+        assert_eq!(status, 413, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "limit.question_words", "{path}: {body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains(field), "{body}");
+    }
+    // At the limit, the question is answered.
+    let (status, body) =
+        s.post("/v1/recall", k, &serde_json::json!({"question": "why ".repeat(256)}));
+    assert_eq!(status, 200, "{body}");
+
+    // The CLI refuses with the same code.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = ctxgraph()
+        .arg("--db")
+        .arg(tmp.path().join("none.ctxg"))
+        .args(["recall", &wordy])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("limit.question_words"), "{out:?}");
+}
+
+#[test]
+fn question_limits_are_configurable_on_serve() {
+    let s = crate::server::Server::start_with(&[
+        "--max-question-words",
+        "3",
+        "--max-question-chars",
+        "40",
+    ]);
+    let k = &s.keys.reader;
+    let (status, body) = s.post("/v1/search", k, &serde_json::json!({"query": "a b c d"}));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (413, Some("limit.question_words")),
+        "{body}"
+    );
+    let (status, body) = s.post("/v1/recall", k, &serde_json::json!({"question": "x".repeat(41)}));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (413, Some("limit.question_chars")),
+        "{body}"
+    );
+    assert_eq!(s.post("/v1/search", k, &serde_json::json!({"query": "a b c"})).0, 200);
+}
+
+/// SIGTERM while a client holds a request open (its body never finishes): the server stops
+/// within its request deadline instead of waiting for the client, and what it acknowledged
+/// before is still there after a restart.
+#[test]
+fn sigterm_is_honoured_while_a_request_stalls() {
+    use std::io::Write;
+    let mut s = crate::server::Server::start_with(&["--request-timeout", "1"]);
+    let k = s.keys.writer.clone();
+    let (status, _) =
+        s.post("/v1/events", &k, &serde_json::json!({"events": [crate::server::event("e1", "s1", 0, serde_json::json!({}))]}));
+    assert_eq!(status, 200);
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let mut stalled = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stalled,
+        "POST /v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {k}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"events\": ["
+    )
+    .unwrap();
+    stalled.flush().unwrap();
+    // The server has the request once it answers another one on a later connection.
+    assert_eq!(s.get("/v1/stats", &k).0, 200);
+    let pid = s.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    // Without the cut-off the server would wait for the stalled body forever: give up (and
+    // fail) after a minute, sixty times the deadline.
+    let mut exited = None;
+    for _ in 0..600 {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            exited = Some(st);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let status = exited.expect("the server did not stop after SIGTERM while a request stalled");
+    assert!(status.success(), "{status:?}");
+    drop(stalled);
+    s.restart();
+    assert_eq!(s.get("/v1/events/e1", &k).0, 200, "the acknowledged write survived");
+}
