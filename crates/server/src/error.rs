@@ -112,6 +112,7 @@ impl From<ctxgraph::Error> for ServiceError {
         let class = match (&e, code) {
             (_, "access.unknown_key") => ErrorClass::Unauthenticated,
             (_, "access.forbidden") => ErrorClass::Forbidden,
+            (_, "store.busy") => ErrorClass::Unavailable,
             (ctxgraph::Error::Limit { .. }, _) => ErrorClass::TooLarge,
             (ctxgraph::Error::Validation(_), _) => ErrorClass::Invalid,
             _ if e.is_user_error() => ErrorClass::BadRequest,

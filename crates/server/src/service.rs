@@ -1196,6 +1196,7 @@ impl Service {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorClass;
 
     fn tenant() -> (tempfile::TempDir, Tenant) {
         let dir = tempfile::TempDir::new().unwrap();
@@ -1225,6 +1226,82 @@ mod tests {
         }
         t.flush_access_if_due();
         assert_eq!((t.access.pending(), access_records(&t)), (0, 1));
+    }
+
+    fn runtime(blocking_threads: usize) -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .max_blocking_threads(blocking_threads)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    fn event(id: &str) -> Value {
+        serde_json::json!({"event_id": id, "event_type": "tool.execute",
+            "occurred_at": "2026-11-20T09:00:00Z", "session_id": "s", "agent_id": "a",
+            "trace_id": "t", "tool_name": "deploy", "status": "failed"})
+    }
+
+    /// Another process's long write transaction (a CLI `consolidate`) makes a write wait past
+    /// the busy timeout: the client gets a retryable 503 `store.busy`, not a 500.
+    #[test]
+    fn a_store_locked_elsewhere_is_a_retryable_unavailable() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let service = Service::open(dir.path(), EngineOptions::default()).unwrap();
+        let who = Principal::new("w", "acme", ["writer".to_owned()]).unwrap();
+        let rt = runtime(4);
+        let ingest =
+            |id: &str| rt.block_on(service.ingest(&who, IngestRequest { events: vec![event(id)] }));
+        assert_eq!(ingest("e1").unwrap().accepted, 1);
+        let holder = rusqlite::Connection::open(dir.path().join("tenants/acme.ctxg")).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let err = ingest("e2").unwrap_err();
+        assert_eq!(
+            (err.class, err.code.as_str()),
+            (ErrorClass::Unavailable, "store.busy"),
+            "{err}"
+        );
+        holder.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(ingest("e2").unwrap().accepted, 1, "retrying succeeds");
+    }
+
+    /// Work that runs past the deadline is answered 503 `request.deadline`; work still queued
+    /// when its request is given up is never started.
+    #[test]
+    fn past_the_deadline_requests_are_answered_and_queued_work_skipped() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let service = Service::open(dir.path(), EngineOptions::default()).unwrap();
+        service.set_limits(RequestLimits {
+            deadline: Duration::from_millis(20),
+            ..RequestLimits::default()
+        });
+        // One blocking thread: the second request queues behind the first.
+        let rt = runtime(1);
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let started = Arc::new(AtomicBool::new(false));
+        let queued = Arc::clone(&started);
+        rt.block_on(async {
+            let first = service.blocking(move || {
+                let _ = hold.recv();
+                Ok(())
+            });
+            let second = service.blocking(move || {
+                queued.store(true, Ordering::SeqCst);
+                Ok(())
+            });
+            let (first, second) = tokio::join!(first, second);
+            assert_eq!(first.unwrap_err().code, "request.deadline");
+            let second = second.unwrap_err();
+            assert_eq!(
+                (second.class, second.code.as_str()),
+                (ErrorClass::Unavailable, "request.deadline")
+            );
+        });
+        release.send(()).unwrap();
+        // A request after both runs once the first is done and the second was dequeued.
+        service.set_limits(RequestLimits::default());
+        rt.block_on(service.blocking(|| Ok(()))).unwrap();
+        assert!(!started.load(Ordering::SeqCst), "work given up before it started never ran");
     }
 
     #[test]
