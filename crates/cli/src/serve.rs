@@ -43,6 +43,13 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
             writeln!(out, "listening on http://{addr}")?;
             out.flush()?;
         }
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "warning: serving plain HTTP on {addr}, reachable from other machines: API keys and \
+                 data cross the network unencrypted; put a TLS-terminating proxy in front, or listen \
+                 on 127.0.0.1"
+            );
+        }
         ctxgraph_server::serve(service, listener, ctxgraph_server::shutdown_signal())
             .await
             .context("serving")

@@ -228,3 +228,81 @@ fn sigterm_is_honoured_while_a_request_stalls() {
     s.restart();
     assert_eq!(s.get("/v1/events/e1", &k).0, 200, "the acknowledged write survived");
 }
+
+#[test]
+fn a_fully_rejected_ingest_creates_no_store() {
+    let d = crate::Dir::new();
+    let f = d.write("in.jsonl", "{bad\n{\"event_id\": \"x\"}\n");
+    for args in [vec!["ingest", "--strict"], vec!["ingest"]] {
+        let mut args = args.clone();
+        args.push(f.to_str().unwrap());
+        d.cmd(&args).assert().code(2);
+        assert!(d.store_files().is_empty(), "{args:?} left a store: {:?}", d.store_files().len());
+    }
+    // A store that existed before is kept, even when nothing new goes in.
+    d.cmd(&["init"]).assert().success();
+    d.cmd(&["ingest", "--strict", f.to_str().unwrap()]).assert().code(2);
+    assert!(d.db().exists());
+}
+
+#[test]
+fn serving_plain_http_beyond_loopback_warns() {
+    use std::io::{BufRead, Read};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = ctxgraph()
+        .args(["serve", "--addr", "0.0.0.0:0", "--data"])
+        .arg(tmp.path().join("data"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("listening on http://0.0.0.0:"), "{line}");
+    // Once it answers, it handles SIGTERM.
+    let port = line.trim().rsplit(':').next().unwrap().to_owned();
+    ureq::get(&format!("http://127.0.0.1:{port}/healthz")).call().unwrap();
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(stderr.contains("warning: serving plain HTTP"), "{stderr}");
+    // Loopback gets no warning.
+    let mut child = ctxgraph()
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(tmp.path().join("data"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let base = line.trim().trim_start_matches("listening on ").to_owned();
+    ureq::get(&format!("{base}/healthz")).call().unwrap();
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+/// Store files of a tenant, the registry and its lock are readable by the owner only.
+#[cfg(unix)]
+#[test]
+fn tenant_stores_and_the_registry_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = crate::server::Server::start();
+    let (status, _) = s.post(
+        "/v1/events",
+        &s.keys.writer,
+        &serde_json::json!({"events": [crate::server::event("e1", "s1", 0, serde_json::json!({}))]}),
+    );
+    assert_eq!(status, 200);
+    for name in
+        ["tenants/acme.ctxg", "tenants/acme.ctxg-wal", "principals.json", "principals.json.lock"]
+    {
+        let mode = std::fs::metadata(s.data().join(name)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{name}");
+    }
+}
