@@ -546,8 +546,9 @@ async fn receipts(
     Ok(Json(s.service.receipts(&who, q).await?))
 }
 
-/// OTLP/HTTP trace export (`application/x-protobuf` or `application/json`): GenAI spans become
-/// events; refused spans are reported as partial success.
+/// OTLP/HTTP trace export (`application/x-protobuf` or `application/json`, optionally
+/// `Content-Encoding: gzip`): GenAI spans become events; refused spans are reported as partial
+/// success.
 #[utoipa::path(post, path = "/v1/traces", tag = "events",
     request_body(content = Vec<u8>, description = "ExportTraceServiceRequest", content_type = "application/x-protobuf"),
     responses((status = 200, description = "ExportTraceServiceResponse in the request's encoding"),
@@ -570,8 +571,57 @@ async fn traces(
             ),
         ))
     })?;
-    let out = s.service.traces(&who, body.to_vec(), encoding).await?;
+    let body = decoded_body(&headers, body)?;
+    let out = s.service.traces(&who, body, encoding).await?;
     Ok(([(header::CONTENT_TYPE, encoding.content_type())], out.body).into_response())
+}
+
+/// Largest OTLP body once decompressed: four times [`BODY_LIMIT`] (traces compress well, and
+/// a small compressed body must not expand without bound).
+const DECODED_LIMIT: u64 = 4 * BODY_LIMIT as u64;
+
+/// The body as sent, or decompressed for `Content-Encoding: gzip` (OTLP exporters compress by
+/// default). Another encoding is a 415 `request.content_encoding`; a body that does not
+/// decompress a 400 `otlp.decode`; one that expands past [`DECODED_LIMIT`] a 413.
+fn decoded_body(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Vec<u8>, ApiError> {
+    use std::io::Read;
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map_or(String::new(), |v| v.trim().to_ascii_lowercase());
+    match encoding.as_str() {
+        "" | "identity" => Ok(body.to_vec()),
+        "gzip" | "x-gzip" => {
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(body.as_ref())
+                .take(DECODED_LIMIT + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| {
+                    ServiceError::bad_request(
+                        "otlp.decode",
+                        format!("the gzip body does not decompress: {e}"),
+                    )
+                })?;
+            if out.len() as u64 > DECODED_LIMIT {
+                return Err(ApiError(ServiceError::new(
+                    ErrorClass::TooLarge,
+                    "request.too_large",
+                    format!(
+                        "the body decompresses to more than {DECODED_LIMIT} bytes: send smaller batches"
+                    ),
+                )));
+            }
+            Ok(out)
+        }
+        other => Err(ApiError(ServiceError::new(
+            ErrorClass::UnsupportedMediaType,
+            "request.content_encoding",
+            format!("content encoding {other:?}: send the body uncompressed or as gzip"),
+        ))),
+    }
 }
 
 /// Alive.

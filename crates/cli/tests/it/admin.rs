@@ -306,3 +306,33 @@ fn tenant_stores_and_the_registry_are_private() {
         assert_eq!(mode & 0o777, 0o600, "{name}");
     }
 }
+
+#[test]
+fn gzip_otlp_bodies_are_accepted() {
+    use std::io::Write;
+    const PB: &[u8] = include_bytes!("../../../otlp/tests/fixtures/fake_agent.pb");
+    let s = crate::server::Server::start();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(PB).unwrap();
+    let body = gz.finish().unwrap();
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let post = |encoding: &str, body: &[u8]| {
+        let mut resp = agent
+            .post(&s.url("/v1/traces"))
+            .header("Authorization", &format!("Bearer {}", s.keys.writer))
+            .header("Content-Type", "application/x-protobuf")
+            .header("Content-Encoding", encoding)
+            .send(body)
+            .unwrap();
+        (resp.status().as_u16(), resp.body_mut().read_to_vec().unwrap())
+    };
+    let (status, out) = post("gzip", &body);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&out));
+    let (_, stats) = s.get("/v1/stats", &s.keys.writer);
+    assert!(stats["events"].as_u64().unwrap() > 0, "{stats}");
+    let (status, out) = post("br", &body);
+    assert_eq!(status, 415, "{}", String::from_utf8_lossy(&out));
+    let (status, out) = post("gzip", PB);
+    assert_eq!(status, 400, "not gzip: {}", String::from_utf8_lossy(&out));
+}
