@@ -251,9 +251,10 @@ pub(crate) enum Command {
     Recall(RecallArgs),
     /// Serve the HTTP API and MCP (streamable HTTP at /mcp) over a data directory.
     ///
-    /// Prints `listening on http://ADDR` as its first line. Every route but /healthz, /readyz,
-    /// /metrics and /openapi.json needs `Authorization: Bearer <key>` (`ctxgraph principal add`).
-    /// Stops on Ctrl-C or SIGTERM after finishing the requests in flight.
+    /// Prints `listening on http://ADDR` as its first line. Every route but /healthz, /readyz
+    /// and /openapi.json needs `Authorization: Bearer <key>` (`ctxgraph principal add`);
+    /// /metrics a principal with the `metrics` role. Stops on Ctrl-C or SIGTERM after finishing
+    /// the requests in flight, or cutting them at the request deadline.
     Serve(ServeArgs),
     /// Serve the MCP tools over stdin/stdout, for an agent that starts ctxgraph itself.
     Mcp(McpArgs),

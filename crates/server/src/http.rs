@@ -638,10 +638,26 @@ async fn readyz(State(s): State<AppState>) -> Result<&'static str, ApiError> {
     Ok("ready\n")
 }
 
-/// Prometheus metrics (text exposition format).
-#[utoipa::path(get, path = "/metrics", tag = "admin", responses((status = 200, description = "Metrics", content_type = "text/plain")))]
-async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.service.metrics().render())
+/// The role that may read `/metrics`. The metrics cover every tenant (their names, counts and
+/// lags), so they are for the server's operator, not for a tenant's admin.
+pub const ROLE_METRICS: &str = "metrics";
+
+/// Prometheus metrics (text exposition format), for a principal with the `metrics` role.
+#[utoipa::path(get, path = "/metrics", tag = "admin",
+    responses((status = 200, description = "Metrics", content_type = "text/plain"),
+        (status = "4XX", description = "Bad key, no metrics role", body = ErrorBody)),
+    security(("bearer" = [])))]
+async fn metrics(
+    State(s): State<AppState>,
+    Auth(who): Auth,
+) -> Result<impl IntoResponse, ApiError> {
+    if !who.has_role(ROLE_METRICS) {
+        return Err(ApiError(ServiceError::forbidden(format!(
+            "principal {:?} may not read the metrics, which name every tenant: it needs the {ROLE_METRICS} role",
+            who.name()
+        ))));
+    }
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.service.metrics().render()))
 }
 
 /// The OpenAPI document of this API.
@@ -665,7 +681,7 @@ impl utoipa::Modify for BearerScheme {
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "ctxgraph", description = "Long-term memory for AI agents: events, facts, decision memories and recall over one context graph. Every route but /healthz, /readyz, /metrics and /openapi.json needs Authorization: Bearer <key>."),
+    info(title = "ctxgraph", description = "Long-term memory for AI agents: events, facts, decision memories and recall over one context graph. Every route but /healthz, /readyz and /openapi.json needs Authorization: Bearer <key>; /metrics needs a principal with the metrics role."),
     paths(ingest, event, timeline, recall, search, record_fact, retract_fact, recall_entity, save_memory,
         memories, memory, outcome, link_memories, impact, evolution, search_memories, rollup, stats,
         principals, forget, forgotten, add_receipts, receipts, traces, healthz, readyz, metrics),

@@ -284,6 +284,7 @@ fn serving_plain_http_beyond_loopback_warns() {
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     let mut stderr = String::new();
     child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(child.wait().unwrap().success());
     assert!(!stderr.contains("warning"), "{stderr}");
 }
 
