@@ -22,6 +22,8 @@ pub mod mcp;
 mod metrics;
 #[cfg(feature = "net")]
 mod service;
+#[cfg(feature = "net")]
+mod stdio;
 pub mod wire;
 
 pub use error::{ErrorBody, ErrorClass, ServiceError, ViolationDto};
@@ -92,14 +94,18 @@ pub async fn shutdown_signal() {
 
 #[cfg(feature = "net")]
 /// Serve the MCP tools over stdin/stdout as `principal` until the client closes the stream.
+/// A line that is not JSON is answered with a JSON-RPC parse error (code -32700, id null) and
+/// the session goes on.
 pub async fn serve_stdio(
     service: Service,
     principal: ctxgraph::Principal,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     use rmcp::ServiceExt;
-    let running =
-        mcp::Tools::new(service.clone(), Some(principal)).serve(rmcp::transport::stdio()).await?;
-    running.waiting().await?;
+    let (input, output, pump) = stdio::pipes(tokio::io::stdin(), tokio::io::stdout());
+    let running = mcp::Tools::new(service.clone(), Some(principal)).serve((input, output)).await?;
+    let waited = running.waiting().await;
+    pump.finish().await;
+    waited?;
     service.flush_access().await;
     Ok(())
 }

@@ -337,3 +337,40 @@ fn gzip_otlp_bodies_are_accepted() {
     let (status, out) = post("gzip", PB);
     assert_eq!(status, 400, "not gzip: {}", String::from_utf8_lossy(&out));
 }
+
+/// A line that is not JSON on `ctxgraph mcp`'s stdin gets a JSON-RPC parse error, and the
+/// session goes on: the next request is answered.
+#[test]
+fn garbage_on_mcp_stdio_gets_a_parse_error() {
+    use std::io::{BufRead, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = ctxgraph()
+        .args(["mcp", "--store"])
+        .arg(tmp.path().join("m.ctxg"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut next = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)
+    };
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}});
+    // Both at once: the parse error is answered before the request after it.
+    stdin.write_all(format!("this is not json\n{init}\n").as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let error = next();
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    assert!(error["id"].is_null(), "{error}");
+    let answer = next();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
