@@ -36,7 +36,7 @@ impl QuestionLimits {
             return Err(Error::Limit {
                 code: "limit.question_chars",
                 message: format!(
-                    "{field} of {} bytes has more than {} characters (rule limit.question_chars): ask a shorter question",
+                    "{field} of {} bytes has more than {} characters: ask a shorter question",
                     text.len(),
                     self.max_chars
                 ),
@@ -46,7 +46,7 @@ impl QuestionLimits {
             return Err(Error::Limit {
                 code: "limit.question_words",
                 message: format!(
-                    "{field} has more than {} words (rule limit.question_words): ask a shorter question",
+                    "{field} has more than {} words: ask a shorter question",
                     self.max_words
                 ),
             });
