@@ -85,7 +85,7 @@ impl Embedded {
         )?;
         // First, so that the header reads below wait for a process creating the same store
         // instead of failing as "not a store".
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         let not_a_store = |_| StoreError::NotAStore(path.to_owned());
         // One read transaction: another process creating the store at the same time is seen
         // before or after its creation, never halfway (a version without the application id).
@@ -109,7 +109,7 @@ impl Embedded {
         }
         if fresh {
             // WAL is persistent in the file header: set once, at creation.
-            conn.pragma_update(None, "journal_mode", "WAL")?;
+            set_wal(&conn)?;
         }
         // Per-connection settings: these write nothing to the file.
         conn.pragma_update(None, "synchronous", "FULL")?;
@@ -212,6 +212,28 @@ impl Embedded {
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
+    }
+}
+
+/// How long a statement waits for another connection's lock before failing with `store.busy`.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Switch a new store to WAL. The switch needs the file to itself and, unlike other statements,
+/// fails at once (without the busy handler) while another connection, such as a second process
+/// creating the same store, has it open: retry for as long as the busy timeout.
+fn set_wal(conn: &Connection) -> Result<(), StoreError> {
+    let started = std::time::Instant::now();
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 
