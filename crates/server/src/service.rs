@@ -192,6 +192,17 @@ impl Tenant {
                 pool = self.reader_freed.wait(pool).unwrap_or_else(PoisonError::into_inner);
             }
         };
+        // A request given up while it waited for a reader does not start its work.
+        if given_up() {
+            let mut pool = lock(&self.readers);
+            match idle {
+                Some(e) => pool.idle.push((generation, e)),
+                None => pool.open -= 1,
+            }
+            drop(pool);
+            self.reader_freed.notify_one();
+            return Err(given_up_error());
+        }
         let engine = match idle {
             Some(e) => e,
             None => match Engine::open(&self.path, OpenMode::MustExist, self.options.clone()) {
@@ -242,6 +253,11 @@ impl Tenant {
         f: impl FnOnce(&mut Engine) -> Result<T, ServiceError>,
     ) -> Result<(T, (u64, u64)), ServiceError> {
         let mut w = lock(&self.writer);
+        // A request given up while it waited for the writer writes nothing: its client was
+        // told it failed (or is gone), so nothing may commit on its behalf.
+        if given_up() {
+            return Err(given_up_error());
+        }
         let out = f(&mut w);
         // A failed flush keeps its notes for the next write; it does not fail this one.
         let _ = w.flush_access();
@@ -286,6 +302,40 @@ fn enrich_behind(w: &mut Engine) {
     if texts >= ctxgraph::TEXT_INDEX_REBUILD_AFTER {
         let _ = w.index_text();
     }
+}
+
+thread_local! {
+    /// Whether the request whose engine work this blocking thread runs is still wanted (set by
+    /// [`Service::blocking`] for the duration of the work): the waits inside the work (for a
+    /// reader engine, for the writer) check it before starting anything.
+    static REQUEST: std::cell::RefCell<Option<Arc<AtomicBool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether the current request was given up (deadline passed, client gone); `false` outside
+/// a request.
+fn given_up() -> bool {
+    REQUEST.with(|r| r.borrow().as_ref().is_some_and(|w| !w.load(Ordering::Acquire)))
+}
+
+fn given_up_error() -> ServiceError {
+    ServiceError::unavailable(
+        "request.deadline",
+        "the request was given up (its deadline passed or its client went away) before its work started: retry",
+    )
+}
+
+/// Run `f` as the work of the request whose liveness is `wanted` (see [`given_up`]).
+fn as_request<T>(wanted: Arc<AtomicBool>, f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            REQUEST.with(|r| *r.borrow_mut() = None);
+        }
+    }
+    REQUEST.with(|r| *r.borrow_mut() = Some(wanted));
+    let _reset = Reset;
+    f()
 }
 
 /// Marks its request's work unwanted when dropped: the request finished, passed its deadline
@@ -471,8 +521,9 @@ impl Service {
 
     /// Run blocking engine work on tokio's blocking pool within the request deadline. When
     /// the deadline passes, or the caller goes away (the request's future is dropped: the
-    /// client disconnected), work that has not started yet is skipped; work already running
-    /// finishes on its thread, since an engine call cannot be interrupted halfway.
+    /// client disconnected), work that has not started yet is skipped, including work still
+    /// waiting for a reader engine or for the writer; work already running finishes on its
+    /// thread, since an engine call cannot be interrupted halfway.
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
@@ -482,9 +533,9 @@ impl Service {
         let still = Arc::clone(&wanted.0);
         let work = blocking(move || {
             if !still.load(Ordering::Acquire) {
-                return Err(past_deadline(deadline));
+                return Err(given_up_error());
             }
-            f()
+            as_request(still, f)
         });
         match tokio::time::timeout(deadline, work).await {
             Ok(out) => out,
@@ -1302,6 +1353,37 @@ mod tests {
         service.set_limits(RequestLimits::default());
         rt.block_on(service.blocking(|| Ok(()))).unwrap();
         assert!(!started.load(Ordering::SeqCst), "work given up before it started never ran");
+    }
+
+    /// Work whose request was given up while it waited for the writer or a reader does not
+    /// run: nothing is written on behalf of a client that was told the request failed.
+    #[test]
+    fn given_up_requests_neither_write_nor_read() {
+        let (_dir, t) = tenant();
+        let gone = Arc::new(AtomicBool::new(false));
+        let mut ran = false;
+        let wrote = as_request(Arc::clone(&gone), || {
+            t.write(|_| {
+                ran = true;
+                Ok(())
+            })
+        });
+        assert_eq!(wrote.unwrap_err().code, "request.deadline");
+        let read = as_request(Arc::clone(&gone), || {
+            t.read(|_| {
+                ran = true;
+                Ok(())
+            })
+        });
+        assert_eq!(read.unwrap_err().code, "request.deadline");
+        assert!(!ran);
+        // The reader slot went back: a live request still reads, and outside a request nothing
+        // is given up.
+        let live = Arc::new(AtomicBool::new(true));
+        assert!(as_request(live, || t.read(|_| Ok(()))).is_ok());
+        assert!(!given_up());
+        assert!(t.write(|_| Ok(())).is_ok());
+        assert_eq!(lock(&t.readers).open, 1);
     }
 
     #[test]
