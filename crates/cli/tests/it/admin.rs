@@ -163,6 +163,17 @@ fn oversized_questions_are_refused_before_any_work() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("limit.question_words"), "{out:?}");
+    for args in [["search", wordy.as_str()], ["memory", "search"]] {
+        let mut c = ctxgraph();
+        c.arg("--db").arg(tmp.path().join("none.ctxg")).args(args);
+        if args[0] == "memory" {
+            c.arg(&wordy);
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("limit.question_words"), "{args:?}: {stderr}");
+    }
 }
 
 #[test]
