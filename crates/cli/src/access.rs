@@ -5,7 +5,7 @@
 //! (`Snapshot::scoped`) show only what it may see, writes need the writer or admin role, and
 //! commands that read the graph without the policy are refused rather than leak.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use ctxgraph::{Principal, Principals};
@@ -88,11 +88,44 @@ fn kind(command: &Command) -> Kind {
 
 /// The principal the CLI acts as: `--as NAME` from the registry, or the store's owner.
 pub(crate) fn principal(cli: &Cli) -> anyhow::Result<Principal> {
+    principal_for(cli, &cli.db)
+}
+
+/// The principal the CLI acts as on the store `store`. A principal of another tenant than the
+/// store's is refused: tenants are separate stores, and `--as` must not read across them.
+pub(crate) fn principal_for(cli: &Cli, store: &Path) -> anyhow::Result<Principal> {
     let Some(name) = &cli.as_principal else { return Ok(Principal::local()) };
-    let path = registry_path(cli);
+    let path = registry_path(cli, store);
     let registry = Principals::open(&path)
         .with_context(|| format!("reading the principal registry {}", path.display()))?;
-    Ok(registry.get(name)?)
+    let who = registry.get(name)?;
+    let tenant = store_tenant(store);
+    if who.tenant() != tenant {
+        return Err(ctxgraph::Error::Access {
+            code: "access.wrong_tenant",
+            message: format!(
+                "principal {name:?} belongs to tenant {:?}, but the store {} holds tenant {tenant:?}; \
+                 open its own tenant's store (tenants/{}.ctxg in the data directory)",
+                who.tenant(),
+                store.display(),
+                who.tenant()
+            ),
+        }
+        .into());
+    }
+    Ok(who)
+}
+
+/// The tenant a store file holds: `<name>` for a server's `tenants/<name>.ctxg`, otherwise the
+/// default tenant (the one of the store's owner).
+fn store_tenant(store: &Path) -> String {
+    let in_tenants = store.parent().and_then(Path::file_name).is_some_and(|d| d == "tenants");
+    match store.file_stem().and_then(|s| s.to_str()) {
+        Some(stem) if in_tenants && store.extension().is_some_and(|e| e == "ctxg") => {
+            stem.to_owned()
+        }
+        _ => ctxgraph::access::DEFAULT_TENANT.to_owned(),
+    }
 }
 
 /// Refuse, before anything is opened, what `--as` may not do.
@@ -125,10 +158,17 @@ pub(crate) fn gate(cli: &Cli) -> anyhow::Result<()> {
     }
 }
 
-fn registry_path(cli: &Cli) -> PathBuf {
-    cli.principals.clone().unwrap_or_else(|| {
-        cli.db
-            .parent()
-            .map_or_else(|| PathBuf::from("principals.json"), |d| d.join("principals.json"))
-    })
+/// `--principals`, or `principals.json` beside the store; for a server's tenant store
+/// (`<data>/tenants/<tenant>.ctxg`), the data directory's registry.
+fn registry_path(cli: &Cli, store: &Path) -> PathBuf {
+    if let Some(p) = &cli.principals {
+        return p.clone();
+    }
+    let dir = store.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match dir.parent() {
+        Some(data) if dir.file_name().is_some_and(|d| d == "tenants") => {
+            data.join("principals.json")
+        }
+        _ => dir.join("principals.json"),
+    }
 }

@@ -30,7 +30,9 @@ pub(crate) struct Cli {
     #[arg(long = "as", global = true, env = "CTXGRAPH_AS", value_name = "PRINCIPAL")]
     pub(crate) as_principal: Option<String>,
 
-    /// The principal registry `--as` reads [default: principals.json beside the store].
+    /// The principal registry `--as` reads [default: principals.json beside the store, or the
+    /// data directory's for a server's tenants/<tenant>.ctxg]. The principal's tenant must be
+    /// the store's (`default` for a store outside a data directory).
     #[arg(long, global = true, env = "CTXGRAPH_PRINCIPALS", value_name = "FILE")]
     pub(crate) principals: Option<PathBuf>,
 
@@ -250,9 +252,10 @@ pub(crate) enum Command {
     Recall(RecallArgs),
     /// Serve the HTTP API and MCP (streamable HTTP at /mcp) over a data directory.
     ///
-    /// Prints `listening on http://ADDR` as its first line. Every route but /healthz, /readyz,
-    /// /metrics and /openapi.json needs `Authorization: Bearer <key>` (`ctxgraph principal add`).
-    /// Stops on Ctrl-C or SIGTERM after finishing the requests in flight.
+    /// Prints `listening on http://ADDR` as its first line. Every route but /healthz, /readyz
+    /// and /openapi.json needs `Authorization: Bearer <key>` (`ctxgraph principal add`);
+    /// /metrics a principal with the `metrics` role. Stops on Ctrl-C or SIGTERM after finishing
+    /// the requests in flight, or cutting them at the request deadline.
     Serve(ServeArgs),
     /// Serve the MCP tools over stdin/stdout, for an agent that starts ctxgraph itself.
     Mcp(McpArgs),
@@ -1063,9 +1066,22 @@ pub(crate) struct ServeArgs {
     /// The data directory: principals.json and one store per tenant under tenants/.
     #[arg(long, env = "CTXGRAPH_DATA", default_value = "ctxgraph-data")]
     pub(crate) data: PathBuf,
-    /// Address to listen on; port 0 picks a free port (printed on the first line).
+    /// Address to listen on; port 0 picks a free port (printed on the first line). Plain HTTP:
+    /// an address other than loopback gets a warning, put a TLS proxy in front.
     #[arg(long, default_value = "127.0.0.1:8377")]
     pub(crate) addr: String,
+    /// Longest question of a recall or search, in characters; longer ones are refused with 413
+    /// `limit.question_chars`.
+    #[arg(long, default_value_t = ctxgraph::MAX_QUESTION_CHARS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_question_chars: usize,
+    /// Most words in the question of a recall or search; more are refused with 413
+    /// `limit.question_words`.
+    #[arg(long, default_value_t = ctxgraph::MAX_QUESTION_WORDS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_question_words: usize,
+    /// Deadline of one request's engine work, in seconds: past it the request is answered 503
+    /// `request.deadline`. Also how long a shutdown waits for requests in flight.
+    #[arg(long, value_name = "SECS", default_value_t = ctxgraph_server::DEFAULT_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) request_timeout: u64,
 }
 
 #[derive(Debug, Args)]

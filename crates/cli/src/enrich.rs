@@ -200,6 +200,7 @@ pub(crate) fn search(
     limit: usize,
     semantic: bool,
 ) -> anyhow::Result<Outcome> {
+    ctxgraph::QuestionLimits::default().check("query", query)?;
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let who = crate::access::principal(cli)?;
     // Ask for more than shown: hidden nodes are dropped after the search (which holds its own

@@ -36,6 +36,7 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
         ..Limits::default()
     };
     let options = EngineOptions { limits, ..EngineOptions::default() };
+    let created = !cli.db.exists();
     let mut engine = crate::open(cli, OpenMode::CreateIfMissing, options)?;
     let options = IngestOptions {
         strict: args.strict,
@@ -69,12 +70,32 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
         report
     };
     let secs = started.elapsed().as_secs_f64();
+    if created && report.progress.accepted == 0 {
+        // Nothing was written: the store this command created would only be an empty file to
+        // mistake for data. Removed unless something else wrote to it meanwhile.
+        if engine.snapshot()?.checkpoints()?.log_length == 0 {
+            drop(engine);
+            remove_store(&cli.db);
+            print_report(cli, &report, secs)?;
+            return Ok(if report.progress.rejected == 0 { Outcome::Done } else { Outcome::Failed });
+        }
+    }
     print_report(cli, &report, secs)?;
     // Behind the acknowledgement: records are durable before enrichment starts.
     if !args.no_enrich {
         crate::enrich::after_load(&mut engine, cli.json || args.quiet || acks)?;
     }
     Ok(if report.progress.rejected == 0 { Outcome::Done } else { Outcome::Failed })
+}
+
+/// Remove a store file with its write-ahead log and shared-memory files; what cannot be
+/// removed is left (the store is empty either way).
+fn remove_store(db: &std::path::Path) {
+    for suffix in ["-wal", "-shm", ""] {
+        let mut path = db.as_os_str().to_owned();
+        path.push(suffix);
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// Print an ingestion summary (shared with `demo`).

@@ -377,6 +377,7 @@ fn search(
     limit: usize,
     as_of: Option<&str>,
 ) -> anyhow::Result<Outcome> {
+    ctxgraph::QuestionLimits::default().check("query", query)?;
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let options = MemorySearchOptions {
         limit,

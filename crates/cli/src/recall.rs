@@ -11,6 +11,8 @@ use crate::args::{Cli, RecallArgs};
 use crate::output::{describe_entity, describe_event, print_json, shorten};
 
 pub(crate) fn run(cli: &Cli, args: &RecallArgs) -> anyhow::Result<Outcome> {
+    // Before the store is opened: an oversized question costs nothing.
+    ctxgraph::QuestionLimits::default().check("question", &args.question)?;
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let query = query(args)?;
     let who = crate::access::principal(cli)?;

@@ -2,10 +2,11 @@
 //! interfaces and the principals they authenticate.
 
 use std::io::Write;
+use std::time::Duration;
 
 use anyhow::Context;
-use ctxgraph::{EngineOptions, Principals};
-use ctxgraph_server::Service;
+use ctxgraph::{EngineOptions, Principals, QuestionLimits};
+use ctxgraph_server::{RequestLimits, Service};
 use serde_json::json;
 
 use crate::Outcome;
@@ -23,7 +24,16 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
     let options = crate::with_embedder(cli, EngineOptions::default())?;
     let service = Service::open(&args.data, options)
         .with_context(|| format!("opening the data directory {}", args.data.display()))?;
-    runtime()?.block_on(async {
+    let limits = RequestLimits {
+        question: QuestionLimits {
+            max_chars: args.max_question_chars,
+            max_words: args.max_question_words,
+        },
+        deadline: Duration::from_secs(args.request_timeout),
+    };
+    service.set_limits(limits);
+    let runtime = runtime()?;
+    let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.addr)
             .await
             .with_context(|| format!("listening on {}", args.addr))?;
@@ -33,12 +43,23 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
             writeln!(out, "listening on http://{addr}")?;
             out.flush()?;
         }
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "warning: serving plain HTTP on {addr}, reachable from other machines: API keys and \
+                 data cross the network unencrypted; put a TLS-terminating proxy in front, or listen \
+                 on 127.0.0.1"
+            );
+        }
         ctxgraph_server::serve(service, listener, ctxgraph_server::shutdown_signal())
             .await
-            .context("serving")?;
-        eprintln!("stopped: every acknowledged write is committed");
-        Ok(Outcome::Done)
-    })
+            .context("serving")
+    });
+    // Engine work a cut request left running is not waited for past the deadline: its write,
+    // never acknowledged, rolls back; acknowledged writes are committed already.
+    runtime.shutdown_timeout(limits.deadline);
+    served?;
+    eprintln!("stopped: every acknowledged write is committed");
+    Ok(Outcome::Done)
 }
 
 pub(crate) fn mcp(cli: &Cli, args: &McpArgs) -> anyhow::Result<Outcome> {
@@ -55,7 +76,7 @@ pub(crate) fn mcp(cli: &Cli, args: &McpArgs) -> anyhow::Result<Outcome> {
             let service = Service::single_store(&store, options)
                 .with_context(|| format!("opening the store {}", store.display()))?;
             // The store's owner, or with --as a principal of the registry beside it.
-            (service, crate::access::principal(cli)?)
+            (service, crate::access::principal_for(cli, &store)?)
         }
         _ => anyhow::bail!("give either --data DIR --as NAME, or --store FILE (default: --db)"),
     };

@@ -99,6 +99,15 @@ pub enum Error {
         /// What was refused, naming the value and the rule.
         message: String,
     },
+    /// A request is over a bound on the work it may ask for (user error): a question too long
+    /// or with too many words. Nothing was done.
+    #[error("{message} ({code})")]
+    Limit {
+        /// Stable code, e.g. `limit.question_chars`.
+        code: &'static str,
+        /// Which field, how large, and the limit.
+        message: String,
+    },
 }
 
 impl From<ValidationErrors> for Error {
@@ -121,7 +130,7 @@ impl Error {
             Error::Corruption { .. } => "store.corruption",
             Error::Index(e) => e.code(),
             Error::TextIndex(e) => e.code(),
-            Error::Access { code, .. } => code,
+            Error::Access { code, .. } | Error::Limit { code, .. } => code,
             Error::UnknownForgetTarget { .. } => "forget.unknown_target",
             Error::ForgetEntityRequired { .. } => "forget.entity_required",
             Error::ForgetRewrite { .. } => "forget.rewrite_failed",
@@ -135,6 +144,7 @@ impl Error {
             Error::Store(e) => matches!(e, StoreError::Conflict { .. }),
             Error::EmbeddingModel { .. }
             | Error::Access { .. }
+            | Error::Limit { .. }
             | Error::UnknownForgetTarget { .. }
             | Error::ForgetEntityRequired { .. } => true,
             Error::Projection(_)

@@ -53,6 +53,7 @@ mod forget;
 mod indexed;
 mod ingest;
 mod knowledge;
+mod limits;
 mod memory;
 mod recall;
 mod receipt;
@@ -94,6 +95,7 @@ pub use knowledge::{
     MAX_EMBEDDED_CANDIDATES, MIN_NAME_COSINE, NameCandidate, ObjectInput, Resolution, SectionView,
     SentenceMention, SentenceView, format_for_path, parse_time,
 };
+pub use limits::{MAX_QUESTION_CHARS, MAX_QUESTION_WORDS, QuestionLimits};
 pub use memory::{
     Evolution, EvolutionStep, Impact, ImpactItem, LinkReport, MemoryContext, MemoryHit,
     MemoryOptions, MemorySearchOptions, MemoryView, NextAction, OutcomeView, Rollup, RollupItem,

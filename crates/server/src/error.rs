@@ -23,6 +23,9 @@ pub enum ErrorClass {
     MethodNotAllowed,
     /// The body's content type is not one the route reads (415).
     UnsupportedMediaType,
+    /// The service cannot answer now (503): the store is busy with another process's write,
+    /// or the request ran past its deadline. Retrying later may succeed.
+    Unavailable,
     /// The service failed (500).
     Internal,
 }
@@ -92,6 +95,11 @@ impl ServiceError {
         Self::new(ErrorClass::Internal, code, message)
     }
 
+    /// The service cannot answer now; retrying later may succeed.
+    pub fn unavailable(code: &str, message: impl Into<String>) -> Self {
+        Self::new(ErrorClass::Unavailable, code, message)
+    }
+
     /// The principal lacks the role an operation needs.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(ErrorClass::Forbidden, "access.forbidden", message)
@@ -104,6 +112,8 @@ impl From<ctxgraph::Error> for ServiceError {
         let class = match (&e, code) {
             (_, "access.unknown_key") => ErrorClass::Unauthenticated,
             (_, "access.forbidden") => ErrorClass::Forbidden,
+            (_, "store.busy") => ErrorClass::Unavailable,
+            (ctxgraph::Error::Limit { .. }, _) => ErrorClass::TooLarge,
             (ctxgraph::Error::Validation(_), _) => ErrorClass::Invalid,
             _ if e.is_user_error() => ErrorClass::BadRequest,
             _ => ErrorClass::Internal,

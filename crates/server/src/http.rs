@@ -3,7 +3,9 @@
 //!
 //! Errors are `{"error": {"code", "message", "violations"?}}` with the status of their class:
 //! malformed JSON 400, a body of the wrong shape 422, a refused record 422, no key or an unknown
-//! key 401, a missing role 403, nothing visible of that id 404, a body over [`BODY_LIMIT`] 413.
+//! key 401, a missing role 403, nothing visible of that id 404, a body over [`BODY_LIMIT`] or a
+//! question over its limits 413, a busy store or a request past its deadline 503 (with
+//! `Retry-After`).
 
 use std::sync::Arc;
 
@@ -53,6 +55,7 @@ fn status(class: ErrorClass) -> StatusCode {
         ErrorClass::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorClass::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         ErrorClass::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ErrorClass::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -63,6 +66,9 @@ impl IntoResponse for ApiError {
         let mut resp = (code, Json(ErrorBody::from(&self.0))).into_response();
         if code == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if code == StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         resp
     }
@@ -546,8 +552,9 @@ async fn receipts(
     Ok(Json(s.service.receipts(&who, q).await?))
 }
 
-/// OTLP/HTTP trace export (`application/x-protobuf` or `application/json`): GenAI spans become
-/// events; refused spans are reported as partial success.
+/// OTLP/HTTP trace export (`application/x-protobuf` or `application/json`, optionally
+/// `Content-Encoding: gzip`): GenAI spans become events; refused spans are reported as partial
+/// success.
 #[utoipa::path(post, path = "/v1/traces", tag = "events",
     request_body(content = Vec<u8>, description = "ExportTraceServiceRequest", content_type = "application/x-protobuf"),
     responses((status = 200, description = "ExportTraceServiceResponse in the request's encoding"),
@@ -570,8 +577,57 @@ async fn traces(
             ),
         ))
     })?;
-    let out = s.service.traces(&who, body.to_vec(), encoding).await?;
+    let body = decoded_body(&headers, body)?;
+    let out = s.service.traces(&who, body, encoding).await?;
     Ok(([(header::CONTENT_TYPE, encoding.content_type())], out.body).into_response())
+}
+
+/// Largest OTLP body once decompressed: four times [`BODY_LIMIT`] (traces compress well, and
+/// a small compressed body must not expand without bound).
+const DECODED_LIMIT: u64 = 4 * BODY_LIMIT as u64;
+
+/// The body as sent, or decompressed for `Content-Encoding: gzip` (OTLP exporters compress by
+/// default). Another encoding is a 415 `request.content_encoding`; a body that does not
+/// decompress a 400 `otlp.decode`; one that expands past [`DECODED_LIMIT`] a 413.
+fn decoded_body(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Vec<u8>, ApiError> {
+    use std::io::Read;
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map_or(String::new(), |v| v.trim().to_ascii_lowercase());
+    match encoding.as_str() {
+        "" | "identity" => Ok(body.to_vec()),
+        "gzip" | "x-gzip" => {
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(body.as_ref())
+                .take(DECODED_LIMIT + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| {
+                    ServiceError::bad_request(
+                        "otlp.decode",
+                        format!("the gzip body does not decompress: {e}"),
+                    )
+                })?;
+            if out.len() as u64 > DECODED_LIMIT {
+                return Err(ApiError(ServiceError::new(
+                    ErrorClass::TooLarge,
+                    "request.too_large",
+                    format!(
+                        "the body decompresses to more than {DECODED_LIMIT} bytes: send smaller batches"
+                    ),
+                )));
+            }
+            Ok(out)
+        }
+        other => Err(ApiError(ServiceError::new(
+            ErrorClass::UnsupportedMediaType,
+            "request.content_encoding",
+            format!("content encoding {other:?}: send the body uncompressed or as gzip"),
+        ))),
+    }
 }
 
 /// Alive.
@@ -588,10 +644,26 @@ async fn readyz(State(s): State<AppState>) -> Result<&'static str, ApiError> {
     Ok("ready\n")
 }
 
-/// Prometheus metrics (text exposition format).
-#[utoipa::path(get, path = "/metrics", tag = "admin", responses((status = 200, description = "Metrics", content_type = "text/plain")))]
-async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.service.metrics().render())
+/// The role that may read `/metrics`. The metrics cover every tenant (their names, counts and
+/// lags), so they are for the server's operator, not for a tenant's admin.
+pub const ROLE_METRICS: &str = "metrics";
+
+/// Prometheus metrics (text exposition format), for a principal with the `metrics` role.
+#[utoipa::path(get, path = "/metrics", tag = "admin",
+    responses((status = 200, description = "Metrics", content_type = "text/plain"),
+        (status = "4XX", description = "Bad key, no metrics role", body = ErrorBody)),
+    security(("bearer" = [])))]
+async fn metrics(
+    State(s): State<AppState>,
+    Auth(who): Auth,
+) -> Result<impl IntoResponse, ApiError> {
+    if !who.has_role(ROLE_METRICS) {
+        return Err(ApiError(ServiceError::forbidden(format!(
+            "principal {:?} may not read the metrics, which name every tenant: it needs the {ROLE_METRICS} role",
+            who.name()
+        ))));
+    }
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.service.metrics().render()))
 }
 
 /// The OpenAPI document of this API.
@@ -615,7 +687,7 @@ impl utoipa::Modify for BearerScheme {
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "ctxgraph", description = "Long-term memory for AI agents: events, facts, decision memories and recall over one context graph. Every route but /healthz, /readyz, /metrics and /openapi.json needs Authorization: Bearer <key>."),
+    info(title = "ctxgraph", description = "Long-term memory for AI agents: events, facts, decision memories and recall over one context graph. Every route but /healthz, /readyz and /openapi.json needs Authorization: Bearer <key>; /metrics needs a principal with the metrics role."),
     paths(ingest, event, timeline, recall, search, record_fact, retract_fact, recall_entity, save_memory,
         memories, memory, outcome, link_memories, impact, evolution, search_memories, rollup, stats,
         principals, forget, forgotten, add_receipts, receipts, traces, healthz, readyz, metrics),

@@ -22,31 +22,48 @@ pub mod mcp;
 mod metrics;
 #[cfg(feature = "net")]
 mod service;
+#[cfg(feature = "net")]
+mod stdio;
 pub mod wire;
 
 pub use error::{ErrorBody, ErrorClass, ServiceError, ViolationDto};
 #[cfg(feature = "net")]
 pub use metrics::Metrics;
 #[cfg(feature = "net")]
-pub use service::{MAX_BATCH, Service};
+pub use service::{DEFAULT_DEADLINE, MAX_BATCH, RequestLimits, Service};
 
 #[cfg(feature = "net")]
 /// Serve the HTTP API (and `/mcp`) on `listener` until `shutdown` completes, then stop accepting
-/// connections and finish the requests in flight: every write acknowledged is committed before
-/// its response is sent, so nothing acknowledged is lost. Pending access notes are flushed last.
+/// connections and finish the requests in flight, for at most the request deadline
+/// ([`RequestLimits::deadline`]): connections still open then (a slow client, a stalled body)
+/// are cut. Every write acknowledged is committed before its response is sent, so nothing
+/// acknowledged is lost either way. Pending access notes are flushed last.
+///
+/// Engine work still running on the blocking pool when this returns is not waited for here:
+/// the caller's runtime should shut down with a timeout (`Runtime::shutdown_timeout`).
 pub async fn serve(
     service: Service,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use std::future::IntoFuture;
     let token = tokio_util::sync::CancellationToken::new();
+    let stopping = token.clone();
+    let grace = service.limits().deadline;
     let app = http::router(service.clone(), token.clone());
-    let served = axum::serve(listener, app)
+    let graceful = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;
             token.cancel();
         })
-        .await;
+        .into_future();
+    let served = tokio::select! {
+        served = graceful => served,
+        () = async {
+            stopping.cancelled().await;
+            tokio::time::sleep(grace).await;
+        } => Ok(()),
+    };
     // Reads noted since the last flush would otherwise be lost with the process.
     service.flush_access().await;
     served
@@ -77,14 +94,18 @@ pub async fn shutdown_signal() {
 
 #[cfg(feature = "net")]
 /// Serve the MCP tools over stdin/stdout as `principal` until the client closes the stream.
+/// A line that is not JSON is answered with a JSON-RPC parse error (code -32700, id null) and
+/// the session goes on.
 pub async fn serve_stdio(
     service: Service,
     principal: ctxgraph::Principal,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     use rmcp::ServiceExt;
-    let running =
-        mcp::Tools::new(service.clone(), Some(principal)).serve(rmcp::transport::stdio()).await?;
-    running.waiting().await?;
+    let (input, output, pump) = stdio::pipes(tokio::io::stdin(), tokio::io::stdout());
+    let running = mcp::Tools::new(service.clone(), Some(principal)).serve((input, output)).await?;
+    let waited = running.waiting().await;
+    pump.finish().await;
+    waited?;
     service.flush_access().await;
     Ok(())
 }

@@ -30,14 +30,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use ctxgraph::{
     AccessTracker, Engine, EngineOptions, EntityInput, FLUSH_ACCESS_AT, FactInput, IngestOutcome,
     MemorySearchOptions, NodeKey, ObjectInput, OpenMode, Principal, Principals, Projection,
-    RecordKind, Resolution, RollupOptions, TraversalOptions, ValidRecord,
+    QuestionLimits, RecordKind, Resolution, RollupOptions, TraversalOptions, ValidRecord,
 };
 use serde_json::{Map, Value};
 
@@ -60,6 +60,26 @@ const MAX_PAGE: usize = 1_000;
 /// Largest limit of a search.
 const MAX_HITS: usize = 200;
 
+/// Default deadline of one request's engine work (see [`RequestLimits`]).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Bounds on the work one request may cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    /// How long a recall's, search's or memory search's question may be.
+    pub question: QuestionLimits,
+    /// How long a request may wait for and run its engine work before it is answered with 503
+    /// `request.deadline`. Work that has not started by then is skipped; work that has runs to
+    /// its end (a write may still commit: retrying it is safe, ingestion is idempotent by id).
+    pub deadline: Duration,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits { question: QuestionLimits::default(), deadline: DEFAULT_DEADLINE }
+    }
+}
+
 /// The service over a data directory. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct Service {
@@ -75,6 +95,8 @@ struct Inner {
     single_store: Option<PathBuf>,
     /// How engines are opened (the embedder above all).
     options: EngineOptions,
+    /// Bounds on one request's work.
+    limits: Mutex<RequestLimits>,
 }
 
 struct Registry {
@@ -168,6 +190,17 @@ impl Tenant {
                 pool = self.reader_freed.wait(pool).unwrap_or_else(PoisonError::into_inner);
             }
         };
+        // A request given up while it waited for a reader does not start its work.
+        if given_up() {
+            let mut pool = lock(&self.readers);
+            match idle {
+                Some(e) => pool.idle.push((generation, e)),
+                None => pool.open -= 1,
+            }
+            drop(pool);
+            self.reader_freed.notify_one();
+            return Err(given_up_error());
+        }
         let engine = match idle {
             Some(e) => e,
             None => match Engine::open(&self.path, OpenMode::MustExist, self.options.clone()) {
@@ -218,6 +251,11 @@ impl Tenant {
         f: impl FnOnce(&mut Engine) -> Result<T, ServiceError>,
     ) -> Result<(T, (u64, u64)), ServiceError> {
         let mut w = lock(&self.writer);
+        // A request given up while it waited for the writer writes nothing: its client was
+        // told it failed (or is gone), so nothing may commit on its behalf.
+        if given_up() {
+            return Err(given_up_error());
+        }
         let out = f(&mut w);
         // A failed flush keeps its notes for the next write; it does not fail this one.
         let _ = w.flush_access();
@@ -264,7 +302,62 @@ fn enrich_behind(w: &mut Engine) {
     }
 }
 
+thread_local! {
+    /// Whether the request whose engine work this blocking thread runs is still wanted (set by
+    /// [`Service::blocking`] for the duration of the work): the waits inside the work (for a
+    /// reader engine, for the writer) check it before starting anything.
+    static REQUEST: std::cell::RefCell<Option<Arc<AtomicBool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether the current request was given up (deadline passed, client gone); `false` outside
+/// a request.
+fn given_up() -> bool {
+    REQUEST.with(|r| r.borrow().as_ref().is_some_and(|w| !w.load(Ordering::Acquire)))
+}
+
+fn given_up_error() -> ServiceError {
+    ServiceError::unavailable(
+        "request.deadline",
+        "the request was given up (its deadline passed or its client went away) before its work started: retry",
+    )
+}
+
+/// Run `f` as the work of the request whose liveness is `wanted` (see [`given_up`]).
+fn as_request<T>(wanted: Arc<AtomicBool>, f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            REQUEST.with(|r| *r.borrow_mut() = None);
+        }
+    }
+    REQUEST.with(|r| *r.borrow_mut() = Some(wanted));
+    let _reset = Reset;
+    f()
+}
+
+/// Marks its request's work unwanted when dropped: the request finished, passed its deadline
+/// or was dropped because its client went away.
+struct Wanted(Arc<AtomicBool>);
+
+impl Drop for Wanted {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+fn past_deadline(deadline: Duration) -> ServiceError {
+    ServiceError::unavailable(
+        "request.deadline",
+        format!(
+            "the request's work did not finish within its deadline of {} ms (the server's --request-timeout): narrow the request or retry later",
+            deadline.as_millis()
+        ),
+    )
+}
+
 /// Run blocking engine work on tokio's blocking pool; a panic becomes an internal error.
+/// Requests go through [`Service::blocking`], which adds the deadline.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, ServiceError> {
@@ -368,6 +461,7 @@ impl Service {
                 metrics: Metrics::new(),
                 single_store: None,
                 options,
+                limits: Mutex::new(RequestLimits::default()),
             }),
         })
     }
@@ -387,6 +481,7 @@ impl Service {
                 metrics: Metrics::new(),
                 single_store: Some(store.to_owned()),
                 options,
+                limits: Mutex::new(RequestLimits::default()),
             }),
         })
     }
@@ -394,6 +489,41 @@ impl Service {
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
         &self.inner.data
+    }
+
+    /// Bounds on one request's work.
+    pub fn limits(&self) -> RequestLimits {
+        *lock(&self.inner.limits)
+    }
+
+    /// Change the bounds on one request's work (`ctxgraph serve`'s options); requests that
+    /// start afterwards obey them.
+    pub fn set_limits(&self, limits: RequestLimits) {
+        *lock(&self.inner.limits) = limits;
+    }
+
+    /// Run blocking engine work on tokio's blocking pool within the request deadline. When
+    /// the deadline passes, or the caller goes away (the request's future is dropped: the
+    /// client disconnected), work that has not started yet is skipped, including work still
+    /// waiting for a reader engine or for the writer; work already running finishes on its
+    /// thread, since an engine call cannot be interrupted halfway.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
+    ) -> Result<T, ServiceError> {
+        let deadline = self.limits().deadline;
+        let wanted = Wanted(Arc::new(AtomicBool::new(true)));
+        let still = Arc::clone(&wanted.0);
+        let work = blocking(move || {
+            if !still.load(Ordering::Acquire) {
+                return Err(given_up_error());
+            }
+            as_request(still, f)
+        });
+        match tokio::time::timeout(deadline, work).await {
+            Ok(out) => out,
+            Err(_) => Err(past_deadline(deadline)),
+        }
     }
 
     /// The metrics registry.
@@ -461,7 +591,7 @@ impl Service {
     /// were written. A tenant whose flush fails keeps its notes and does not stop the others.
     pub async fn flush_access(&self) -> usize {
         let tenants: Vec<Arc<Tenant>> = lock(&self.inner.tenants).values().cloned().collect();
-        blocking(move || {
+        self.blocking(move || {
             Ok(tenants.iter().map(|t| lock(&t.writer).flush_access().unwrap_or(0)).sum())
         })
         .await
@@ -477,7 +607,7 @@ impl Service {
         let tenant = self.tenant(who)?;
         let who = who.clone();
         let reader = Arc::clone(&tenant);
-        let out = blocking(move || reader.read(|e| f(e, &who))).await;
+        let out = self.blocking(move || reader.read(|e| f(e, &who))).await;
         // The accesses this read noted are flushed off its response path.
         if tenant.access.pending() >= FLUSH_ACCESS_AT {
             tokio::task::spawn_blocking(move || tenant.flush_access_if_due());
@@ -494,7 +624,7 @@ impl Service {
         require_write(who)?;
         let tenant = self.tenant(who)?;
         let metrics = self.inner.metrics.clone();
-        blocking(move || {
+        self.blocking(move || {
             let (out, lags) = tenant.write(f)?;
             metrics.lags(&tenant.name, lags);
             Ok(out)
@@ -521,74 +651,75 @@ impl Service {
         let tenant = self.tenant(who)?;
         let metrics = self.inner.metrics.clone();
         let tenant_name = tenant.name.clone();
-        let response = blocking(move || {
-            let ((response, schema_changed), lag) = tenant.write(|engine| {
-                let mut results = Vec::with_capacity(req.events.len());
-                let mut valid = Vec::new();
-                let mut slots = Vec::new();
-                for (index, record) in req.events.iter().enumerate() {
-                    let id = record
-                        .get("event_id")
-                        .or_else(|| record.get("id"))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    match engine.validate(&record.to_string()) {
-                        Ok(r) => {
-                            slots.push(results.len());
-                            results.push(ItemResult {
+        let response = self
+            .blocking(move || {
+                let ((response, schema_changed), lag) = tenant.write(|engine| {
+                    let mut results = Vec::with_capacity(req.events.len());
+                    let mut valid = Vec::new();
+                    let mut slots = Vec::new();
+                    for (index, record) in req.events.iter().enumerate() {
+                        let id = record
+                            .get("event_id")
+                            .or_else(|| record.get("id"))
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                        match engine.validate(&record.to_string()) {
+                            Ok(r) => {
+                                slots.push(results.len());
+                                results.push(ItemResult {
+                                    index,
+                                    id: Some(r.id().to_owned()),
+                                    status: String::new(),
+                                    position: None,
+                                    code: None,
+                                    violations: Vec::new(),
+                                });
+                                valid.push(r);
+                            }
+                            Err(e) => results.push(ItemResult {
                                 index,
-                                id: Some(r.id().to_owned()),
-                                status: String::new(),
+                                id,
+                                status: "rejected".into(),
                                 position: None,
-                                code: None,
-                                violations: Vec::new(),
-                            });
-                            valid.push(r);
-                        }
-                        Err(e) => results.push(ItemResult {
-                            index,
-                            id,
-                            status: "rejected".into(),
-                            position: None,
-                            code: Some(e.code().to_owned()),
-                            violations: e.violations.iter().map(ViolationDto::from).collect(),
-                        }),
-                    }
-                }
-                let schema_changed = valid.iter().any(schema_record);
-                let outcomes = engine.ingest_batch(&valid, Projection::Inline, false)?;
-                for (slot, outcome) in slots.iter().zip(outcomes) {
-                    let item = &mut results[*slot];
-                    match outcome {
-                        Ok(o) => {
-                            let (status, position) = status_of(o);
-                            item.status = status.into();
-                            item.position = Some(position);
-                        }
-                        Err(e) => {
-                            let e = ServiceError::from(e);
-                            item.status = "rejected".into();
-                            item.code = Some(e.code);
-                            item.violations = e.violations;
+                                code: Some(e.code().to_owned()),
+                                violations: e.violations.iter().map(ViolationDto::from).collect(),
+                            }),
                         }
                     }
+                    let schema_changed = valid.iter().any(schema_record);
+                    let outcomes = engine.ingest_batch(&valid, Projection::Inline, false)?;
+                    for (slot, outcome) in slots.iter().zip(outcomes) {
+                        let item = &mut results[*slot];
+                        match outcome {
+                            Ok(o) => {
+                                let (status, position) = status_of(o);
+                                item.status = status.into();
+                                item.position = Some(position);
+                            }
+                            Err(e) => {
+                                let e = ServiceError::from(e);
+                                item.status = "rejected".into();
+                                item.code = Some(e.code);
+                                item.violations = e.violations;
+                            }
+                        }
+                    }
+                    let count = |s: &str| results.iter().filter(|r| r.status == s).count() as u64;
+                    let response = IngestResponse {
+                        accepted: count("accepted"),
+                        duplicates: count("duplicate"),
+                        rejected: count("rejected"),
+                        results,
+                    };
+                    Ok((response, schema_changed))
+                })?;
+                if schema_changed {
+                    tenant.generation.fetch_add(1, Ordering::AcqRel);
                 }
-                let count = |s: &str| results.iter().filter(|r| r.status == s).count() as u64;
-                let response = IngestResponse {
-                    accepted: count("accepted"),
-                    duplicates: count("duplicate"),
-                    rejected: count("rejected"),
-                    results,
-                };
-                Ok((response, schema_changed))
-            })?;
-            if schema_changed {
-                tenant.generation.fetch_add(1, Ordering::AcqRel);
-            }
-            metrics.lags(&tenant.name, lag);
-            Ok(response)
-        })
-        .await?;
+                metrics.lags(&tenant.name, lag);
+                Ok(response)
+            })
+            .await?;
         self.inner.metrics.ingested(&tenant_name, &response);
         Ok(response)
     }
@@ -633,6 +764,7 @@ impl Service {
         who: &Principal,
         req: RecallRequest,
     ) -> Result<ContextPackDto, ServiceError> {
+        self.limits().question.check("question", &req.question)?;
         let q = req.to_query()?;
         let metrics = self.inner.metrics.clone();
         self.read(who, move |e, who| {
@@ -650,6 +782,7 @@ impl Service {
         who: &Principal,
         req: SearchRequest,
     ) -> Result<SearchResponse, ServiceError> {
+        self.limits().question.check("query", &req.query)?;
         let limit = req.limit.unwrap_or(20).clamp(1, MAX_HITS);
         self.read(who, move |e, who| {
             let snap = e.snapshot()?;
@@ -973,6 +1106,7 @@ impl Service {
         who: &Principal,
         req: MemorySearchRequest,
     ) -> Result<MemoryContextDto, ServiceError> {
+        self.limits().question.check("query", &req.query)?;
         let options = MemorySearchOptions {
             limit: req.limit.unwrap_or(20).clamp(1, MAX_HITS),
             context: req.context,
@@ -1031,12 +1165,15 @@ impl Service {
             )));
         }
         let service = self.clone();
-        blocking(move || {
+        let tenant = who.tenant().to_owned();
+        self.blocking(move || {
             let mut reg = lock(&service.inner.registry);
             service.refresh(&mut reg)?;
+            // An admin administers its own tenant: another tenant's principals are not its to see.
             let principals = reg
                 .principals
                 .list()
+                .filter(|p| p.tenant == tenant)
                 .map(|p| PrincipalDto {
                     name: p.name.clone(),
                     tenant: p.tenant.clone(),
@@ -1053,6 +1190,7 @@ impl Service {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorClass;
 
     fn tenant() -> (tempfile::TempDir, Tenant) {
         let dir = tempfile::TempDir::new().unwrap();
@@ -1082,6 +1220,113 @@ mod tests {
         }
         t.flush_access_if_due();
         assert_eq!((t.access.pending(), access_records(&t)), (0, 1));
+    }
+
+    fn runtime(blocking_threads: usize) -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .max_blocking_threads(blocking_threads)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    fn event(id: &str) -> Value {
+        serde_json::json!({"event_id": id, "event_type": "tool.execute",
+            "occurred_at": "2026-11-20T09:00:00Z", "session_id": "s", "agent_id": "a",
+            "trace_id": "t", "tool_name": "deploy", "status": "failed"})
+    }
+
+    /// Another process's long write transaction (a CLI `consolidate`) makes a write wait past
+    /// the busy timeout: the client gets a retryable 503 `store.busy`, not a 500.
+    #[test]
+    fn a_store_locked_elsewhere_is_a_retryable_unavailable() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let service = Service::open(dir.path(), EngineOptions::default()).unwrap();
+        let who = Principal::new("w", "acme", ["writer".to_owned()]).unwrap();
+        let rt = runtime(4);
+        let ingest =
+            |id: &str| rt.block_on(service.ingest(&who, IngestRequest { events: vec![event(id)] }));
+        assert_eq!(ingest("e1").unwrap().accepted, 1);
+        let holder = rusqlite::Connection::open(dir.path().join("tenants/acme.ctxg")).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let err = ingest("e2").unwrap_err();
+        assert_eq!(
+            (err.class, err.code.as_str()),
+            (ErrorClass::Unavailable, "store.busy"),
+            "{err}"
+        );
+        holder.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(ingest("e2").unwrap().accepted, 1, "retrying succeeds");
+    }
+
+    /// Work that runs past the deadline is answered 503 `request.deadline`; work still queued
+    /// when its request is given up is never started.
+    #[test]
+    fn past_the_deadline_requests_are_answered_and_queued_work_skipped() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let service = Service::open(dir.path(), EngineOptions::default()).unwrap();
+        service.set_limits(RequestLimits {
+            deadline: Duration::from_millis(20),
+            ..RequestLimits::default()
+        });
+        // One blocking thread: the second request queues behind the first.
+        let rt = runtime(1);
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let started = Arc::new(AtomicBool::new(false));
+        let queued = Arc::clone(&started);
+        rt.block_on(async {
+            let first = service.blocking(move || {
+                let _ = hold.recv();
+                Ok(())
+            });
+            let second = service.blocking(move || {
+                queued.store(true, Ordering::SeqCst);
+                Ok(())
+            });
+            let (first, second) = tokio::join!(first, second);
+            assert_eq!(first.unwrap_err().code, "request.deadline");
+            let second = second.unwrap_err();
+            assert_eq!(
+                (second.class, second.code.as_str()),
+                (ErrorClass::Unavailable, "request.deadline")
+            );
+        });
+        release.send(()).unwrap();
+        // A request after both runs once the first is done and the second was dequeued.
+        service.set_limits(RequestLimits::default());
+        rt.block_on(service.blocking(|| Ok(()))).unwrap();
+        assert!(!started.load(Ordering::SeqCst), "work given up before it started never ran");
+    }
+
+    /// Work whose request was given up while it waited for the writer or a reader does not
+    /// run: nothing is written on behalf of a client that was told the request failed.
+    #[test]
+    fn given_up_requests_neither_write_nor_read() {
+        let (_dir, t) = tenant();
+        let gone = Arc::new(AtomicBool::new(false));
+        let mut ran = false;
+        let wrote = as_request(Arc::clone(&gone), || {
+            t.write(|_| {
+                ran = true;
+                Ok(())
+            })
+        });
+        assert_eq!(wrote.unwrap_err().code, "request.deadline");
+        let read = as_request(Arc::clone(&gone), || {
+            t.read(|_| {
+                ran = true;
+                Ok(())
+            })
+        });
+        assert_eq!(read.unwrap_err().code, "request.deadline");
+        assert!(!ran);
+        // The reader slot went back: a live request still reads, and outside a request nothing
+        // is given up.
+        let live = Arc::new(AtomicBool::new(true));
+        assert!(as_request(live, || t.read(|_| Ok(()))).is_ok());
+        assert!(!given_up());
+        assert!(t.write(|_| Ok(())).is_ok());
+        assert_eq!(lock(&t.readers).open, 1);
     }
 
     #[test]

@@ -75,18 +75,33 @@ impl Embedded {
         if !exists && mode == OpenMode::MustExist {
             return Err(StoreError::Missing(path.to_owned()));
         }
+        if !exists {
+            create_private(path)?;
+        }
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
+        // First, so that the header reads below wait for a process creating the same store
+        // instead of failing as "not a store".
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         let not_a_store = |_| StoreError::NotAStore(path.to_owned());
-        let app_id: i32 =
-            conn.pragma_query_value(None, "application_id", |r| r.get(0)).map_err(not_a_store)?;
-        let version: u32 =
-            conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(not_a_store)?;
-        let fresh = app_id == 0 && version == 0 && table_count(&conn).map_err(not_a_store)? == 0;
+        // One read transaction: another process creating the store at the same time is seen
+        // before or after its creation, never halfway (a version without the application id).
+        let (app_id, version, tables) = {
+            let read = conn.unchecked_transaction()?;
+            let app_id: i32 = read
+                .pragma_query_value(None, "application_id", |r| r.get(0))
+                .map_err(not_a_store)?;
+            let version: u32 =
+                read.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(not_a_store)?;
+            let tables = table_count(&read).map_err(not_a_store)?;
+            read.commit()?;
+            (app_id, version, tables)
+        };
+        let fresh = app_id == 0 && version == 0 && tables == 0;
         if !fresh && app_id != APPLICATION_ID {
             return Err(StoreError::NotAStore(path.to_owned()));
         }
@@ -95,7 +110,7 @@ impl Embedded {
         }
         if fresh {
             // WAL is persistent in the file header: set once, at creation.
-            conn.pragma_update(None, "journal_mode", "WAL")?;
+            set_wal(&conn)?;
         }
         // Per-connection settings: these write nothing to the file.
         conn.pragma_update(None, "synchronous", "FULL")?;
@@ -108,7 +123,6 @@ impl Embedded {
         // bulk ingestion. Durability does not depend on checkpoints.
         conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
         conn.pragma_update(None, "foreign_keys", "OFF")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // The query planner stability guarantee: plans do not depend on the values bound to a
         // statement. Without it, this build (STAT4) marks a statement whose parameter meets an
         // index with samples, and re-prepares it every time the statement cache hands it out
@@ -135,6 +149,14 @@ impl Embedded {
 
     fn migrate(&mut self, from: u32) -> Result<(), StoreError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
+        // Another process may have created or migrated the store between the version read at
+        // open and this lock (two first writes to one new path): start from what is there now.
+        let app_id: i32 = tx.pragma_query_value(None, "application_id", |r| r.get(0))?;
+        if app_id != 0 && app_id != APPLICATION_ID {
+            return Err(StoreError::NotAStore(self.path.clone()));
+        }
+        let now: u32 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let from = from.max(now);
         for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > from) {
             tx.execute_batch(sql)?;
             tx.pragma_update(None, "user_version", version)?;
@@ -191,6 +213,49 @@ impl Embedded {
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
+    }
+}
+
+/// How long a statement waits for another connection's lock before failing with `store.busy`.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Switch a new store to WAL. The switch needs the file to itself and, unlike other statements,
+/// fails at once (without the busy handler) while another connection, such as a second process
+/// creating the same store, has it open: retry for as long as the busy timeout.
+fn set_wal(conn: &Connection) -> Result<(), StoreError> {
+    let started = std::time::Instant::now();
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Create an empty store file readable and writable by its owner only (Unix mode 0600): it
+/// holds everything agents wrote, personal data included. SQLite gives its write-ahead log and
+/// shared-memory files the same mode. A file another process created first is left as it is.
+fn create_private(path: &Path) -> Result<(), StoreError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::Io(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(format!("creating {}: {e}", path.display())),
+        ))),
     }
 }
 

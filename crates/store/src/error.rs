@@ -6,7 +6,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The database engine or the file system failed (a service error).
+    /// The database engine or the file system failed (a service error). Code `store.busy` when
+    /// another connection held the store's write lock past the busy timeout (retryable),
+    /// `store.io` otherwise.
     #[error("storage failure: {0}")]
     Io(#[from] rusqlite::Error),
     /// Stored data does not decode: the file was damaged or written by something else.
@@ -46,6 +48,7 @@ impl StoreError {
     /// Stable machine code.
     pub fn code(&self) -> &'static str {
         match self {
+            StoreError::Io(e) if is_busy(e) => "store.busy",
             StoreError::Io(_) => "store.io",
             StoreError::Corruption(_) => "store.corruption",
             StoreError::Conflict { .. } => "log.conflict",
@@ -54,4 +57,14 @@ impl StoreError {
             StoreError::TooNew { .. } => "store.too_new",
         }
     }
+}
+
+/// Whether SQLite gave up waiting for another connection's lock (`SQLITE_BUSY`, `SQLITE_LOCKED`):
+/// another process holds a long write transaction (a `consolidate`, a `reproject`), and trying
+/// again later succeeds.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }

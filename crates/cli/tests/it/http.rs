@@ -285,7 +285,7 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
     assert_eq!(s.get("/v1/events/e9", k).0, 404);
     let (status, list) = s.get("/v1/principals", &s.keys.admin);
     assert_eq!(status, 200);
-    assert_eq!(list["principals"].as_array().unwrap().len(), 4);
+    assert_eq!(list["principals"].as_array().unwrap().len(), 3, "acme's principals only");
 
     // A principal added while the server runs can use its key at once; a removed one cannot.
     let late = crate::server::add_principal(&s.data(), "dave", "acme", &["writer"]);
@@ -311,7 +311,12 @@ fn health_metrics_openapi_and_graceful_shutdown() {
     let k = s.keys.writer.clone();
     ingest(&s, &k, vec![event("e1", "s1", 0, json!({})), event("e2", "s1", 1, json!({}))]);
     s.post("/v1/recall", &k, &json!({"question": "orders"}));
-    let (_, text) = s.call("GET", "/metrics", None, None);
+    // The metrics name every tenant: only the metrics role reads them.
+    assert_eq!(s.call("GET", "/metrics", None, None).0, 401);
+    assert_eq!(s.call("GET", "/metrics", Some(&s.keys.admin), None).0, 403);
+    let scraper = crate::server::add_principal(&s.data(), "scraper", "ops", &["metrics"]);
+    let (status, text) = s.call("GET", "/metrics", Some(&scraper), None);
+    assert_eq!(status, 200, "{text}");
     let text = text.as_str().unwrap().to_owned();
     assert!(
         text.contains("ctxgraph_records_ingested_total{status=\"accepted\",tenant=\"acme\"} 2"),

@@ -8,6 +8,7 @@
 )]
 
 mod access;
+mod admin;
 mod commands;
 mod entities;
 mod eval;

@@ -152,6 +152,8 @@ async fn every_tool(client: &Client) {
     assert_eq!(e["code"], "mcp.invalid_arguments", "{e}");
     let e = err(client, "recall", json!({})).await;
     assert_eq!(e["code"], "mcp.invalid_arguments", "{e}");
+    let e = err(client, "recall", json!({"query": "why ".repeat(300)})).await;
+    assert_eq!(e["code"], "limit.question_words", "a question over the limit: {e}");
     let e = err(client, "ingest_event", json!({"event": {"event_id": "x"}})).await;
     assert_eq!(e["code"], "envelope.required_field", "{e}");
     assert!(!e["violations"].as_array().unwrap().is_empty());

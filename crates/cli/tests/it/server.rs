@@ -25,6 +25,8 @@ pub(crate) struct Server {
     pub(crate) child: Child,
     pub(crate) base: String,
     pub(crate) keys: Keys,
+    /// Options given to `serve` besides the data directory and the address.
+    options: Vec<String>,
 }
 
 fn bin() -> PathBuf {
@@ -45,6 +47,12 @@ pub(crate) fn add_principal(data: &Path, name: &str, tenant: &str, roles: &[&str
 
 impl Server {
     pub(crate) fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// A server started with `options` added to `serve`'s command line.
+    pub(crate) fn start_with(options: &[&str]) -> Server {
+        let options: Vec<String> = options.iter().map(|o| (*o).to_owned()).collect();
         let dir = TempDir::new().unwrap();
         let data = dir.path().join("data");
         let keys = Keys {
@@ -53,8 +61,8 @@ impl Server {
             admin: add_principal(&data, "root", "acme", &["admin"]),
             other: add_principal(&data, "carol", "globex", &["writer"]),
         };
-        let (child, base) = spawn(&data);
-        Server { dir, child, base, keys }
+        let (child, base) = spawn(&data, &options);
+        Server { dir, child, base, keys, options }
     }
 
     pub(crate) fn data(&self) -> PathBuf {
@@ -70,7 +78,7 @@ impl Server {
     }
 
     pub(crate) fn restart(&mut self) {
-        let (child, base) = spawn(&self.data());
+        let (child, base) = spawn(&self.data(), &self.options);
         self.child = child;
         self.base = base;
     }
@@ -158,10 +166,11 @@ impl Server {
     }
 }
 
-fn spawn(data: &Path) -> (Child, String) {
+fn spawn(data: &Path, options: &[String]) -> (Child, String) {
     let mut child = Command::new(bin())
         .args(["serve", "--addr", "127.0.0.1:0", "--data"])
         .arg(data)
+        .args(options)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

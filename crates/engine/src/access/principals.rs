@@ -5,8 +5,17 @@
 //! from the operating system's random source, shown once when the principal is added. A key
 //! carries 256 bits of randomness, so a plain SHA-256 is enough to store it: there is nothing
 //! for a slow password hash to protect against guessing.
+//!
+//! Changes are safe under concurrency: [`Principals::add`] and [`Principals::remove`] take an
+//! exclusive lock on a file beside the registry (`principals.json.lock`), re-read the registry
+//! under it, apply the change and replace the file atomically (a temporary file, synced, renamed
+//! over, the directory synced). Two administrators racing therefore never lose each other's
+//! change, and a removed principal stays removed. Readers need no lock: a rename replaces the
+//! whole file at once.
 
 use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use ctxgraph_ontology::sha256_hex;
@@ -86,8 +95,15 @@ impl Principals {
     }
 
     /// Add a principal and return its key, which is not stored and cannot be shown again.
+    /// The registry is re-read under its lock first, so a change another process made since
+    /// this one was opened is kept.
     pub fn add(&mut self, name: &str, tenant: &str, roles: &[String]) -> Result<String, Error> {
         let principal = Principal::new(name, tenant, roles.iter().cloned())?;
+        self.update(|reg| reg.insert(principal))
+    }
+
+    fn insert(&mut self, principal: Principal) -> Result<String, Error> {
+        let name = principal.name.as_str();
         if self.by_name.contains_key(name) {
             return Err(access(
                 "access.duplicate_principal",
@@ -105,18 +121,34 @@ impl Principals {
         };
         self.by_hash.insert(hash, entry.name.clone());
         self.by_name.insert(entry.name.clone(), entry);
-        self.save()?;
         Ok(key)
     }
 
-    /// Remove a principal; `false` when there was none of that name.
+    /// Remove a principal; `false` when there was none of that name. Like [`Principals::add`],
+    /// under the registry's lock on its latest content.
     pub fn remove(&mut self, name: &str) -> Result<bool, Error> {
-        let Some(entry) = self.by_name.remove(name) else {
-            return Ok(false);
-        };
-        self.by_hash.remove(&entry.key_sha256);
+        self.update(|reg| {
+            Ok(match reg.by_name.remove(name) {
+                Some(entry) => {
+                    reg.by_hash.remove(&entry.key_sha256);
+                    true
+                }
+                None => false,
+            })
+        })
+    }
+
+    /// Change the registry under its exclusive lock: re-read the file, apply `change`, and write
+    /// it back when the change succeeded. The lock is released when this returns.
+    fn update<T>(
+        &mut self,
+        change: impl FnOnce(&mut Principals) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let _lock = lock_registry(&self.path)?;
+        *self = Principals::open(&self.path)?;
+        let out = change(self)?;
         self.save()?;
-        Ok(true)
+        Ok(out)
     }
 
     /// The principal holding `key`.
@@ -155,26 +187,57 @@ impl Principals {
         &self.path
     }
 
-    /// Write to a temporary file beside the registry, then rename it over: a crash leaves the
-    /// old or the new registry, never half of one. Readable by the owner only.
+    /// Write to a temporary file beside the registry, sync it, then rename it over and sync the
+    /// directory: a crash leaves the old or the new registry, never half of one, and a change
+    /// reported done survives a power cut. Readable by the owner only. Called under the lock,
+    /// so one temporary name is enough.
     fn save(&self) -> Result<(), Error> {
         let file =
             RegistryFile { version: FORMAT, principals: self.by_name.values().cloned().collect() };
         let text = serde_json::to_vec_pretty(&file)
             .map_err(|e| access("access.registry_format", e.to_string()))?;
         let tmp = self.path.with_extension("json.tmp");
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(&tmp, text)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-        }
+        let mut out = private_file(&tmp, true)?;
+        out.write_all(&text)?;
+        out.sync_all()?;
+        drop(out);
         std::fs::rename(&tmp, &self.path)?;
+        #[cfg(unix)]
+        File::open(registry_dir(&self.path))?.sync_all()?;
         Ok(())
     }
+}
+
+/// The registry's directory (`.` for a bare file name).
+fn registry_dir(path: &Path) -> &Path {
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// Open `path` for writing, created readable and writable by the owner only (Unix mode 0600);
+/// `truncate` empties it.
+fn private_file(path: &Path, truncate: bool) -> Result<File, Error> {
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(truncate);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    Ok(options.open(path)?)
+}
+
+/// Take the registry's exclusive lock (`<registry>.lock`, created beside it with its
+/// directory), waiting for another holder to finish. Released when the file is dropped.
+fn lock_registry(path: &Path) -> Result<File, Error> {
+    std::fs::create_dir_all(registry_dir(path))?;
+    let file = private_file(&path.with_extension("json.lock"), false)?;
+    file.lock().map_err(|e| {
+        Error::Input(std::io::Error::new(
+            e.kind(),
+            format!("locking the principal registry {}: {e}", path.display()),
+        ))
+    })?;
+    Ok(file)
 }
 
 fn new_key() -> Result<String, Error> {
@@ -219,5 +282,61 @@ mod tests {
         assert_eq!(reg.add("b", "../t", &[]).unwrap_err().code(), "access.name_format");
         assert!(reg.remove("a").unwrap());
         assert!(!reg.remove("a").unwrap());
+    }
+
+    /// Many registries opened at once (as separate `principal add|remove` processes would be)
+    /// change the file concurrently: every add is kept and every removed principal stays gone.
+    #[test]
+    fn racing_adds_and_removes_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("principals.json");
+        let mut reg = Principals::open(&path).unwrap();
+        for i in 0..16 {
+            reg.add(&format!("old{i}"), "t", &["admin".into()]).unwrap();
+        }
+        // Every thread opens the registry before any of them changes it: without the lock and
+        // the re-read, each would write back its own stale copy.
+        let barrier = std::sync::Barrier::new(32);
+        let keys: Vec<(String, String)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..32)
+                .map(|i| {
+                    let (path, barrier) = (&path, &barrier);
+                    s.spawn(move || {
+                        let mut reg = Principals::open(path).unwrap();
+                        barrier.wait();
+                        if i % 2 == 0 {
+                            assert!(reg.remove(&format!("old{}", i / 2)).unwrap());
+                            None
+                        } else {
+                            let name = format!("new{i}");
+                            Some((reg.add(&name, "t", &[]).unwrap(), name))
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().unwrap()).collect()
+        });
+        let reg = Principals::open(&path).unwrap();
+        let names: Vec<&str> = reg.list().map(|p| p.name.as_str()).collect();
+        assert_eq!(names.len(), 16, "{names:?}");
+        assert!(
+            names.iter().all(|n| n.starts_with("new")),
+            "a removed principal came back: {names:?}"
+        );
+        for (key, name) in &keys {
+            assert_eq!(reg.authenticate(key).unwrap().name(), name);
+        }
+        assert!(!dir.path().join("principals.json.tmp").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_registry_is_private_to_its_owner() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("principals.json");
+        Principals::open(&path).unwrap().add("a", "t", &[]).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 }

@@ -4,7 +4,7 @@
 use ctxgraph::{ForgetKind, ForgetTarget, IngestOutcome, Principal, ReceiptQuery, RecordKind};
 use serde_json::Value;
 
-use super::{MAX_PAGE, Service, blocking};
+use super::{MAX_PAGE, Service};
 use crate::error::{ServiceError, ViolationDto};
 use crate::wire::{
     ForgetRequest, ForgetResponse, ForgottenDto, ForgottenList, IngestRequest, ItemResult,
@@ -202,7 +202,7 @@ impl Service {
         crate::service::require_write(who)?;
         let conversion = {
             let tenant = self.tenant(who)?;
-            blocking(move || {
+            self.blocking(move || {
                 tenant.read(|e| {
                     ctxgraph_otlp::convert_request(&body, encoding, e.schema())
                         .map_err(|err| ServiceError::bad_request(err.code(), err.to_string()))

@@ -468,3 +468,56 @@ fn existing_ids_are_the_given_ids_of_stored_nodes_of_the_label() {
     let read = store.begin_read().unwrap();
     assert_eq!(read.existing_ids("Event", &ids).unwrap(), ["tool:sed"]);
 }
+
+/// Two first writers of one new path (two `ingest` processes, two tenants' first requests)
+/// open it at once: both succeed, and the store is created once.
+#[test]
+fn concurrent_first_opens_of_a_new_store_all_succeed() {
+    for round in 0..20 {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join(format!("new{round}.ctxg"));
+        let barrier = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    barrier.wait();
+                    let mut store = Embedded::open(&path, OpenMode::CreateIfMissing).unwrap();
+                    let mut w = store.begin_write().unwrap();
+                    w.append(&record("e1", "a"), "t0").unwrap();
+                    w.commit().unwrap();
+                });
+            }
+        });
+        let store = Embedded::open(&path, OpenMode::MustExist).unwrap();
+        assert_eq!(store.begin_read().unwrap().head().unwrap(), 1);
+    }
+}
+
+/// A write blocked by another connection's write transaction past the busy timeout fails with
+/// the retryable `store.busy`, not the generic `store.io`.
+#[test]
+fn a_write_lock_held_elsewhere_is_store_busy() {
+    let dir = TempDir::new().unwrap();
+    let mut holder = open(&dir);
+    let mut waiter = open(&dir);
+    let held = holder.begin_write().unwrap();
+    let err = waiter.begin_write().err().unwrap();
+    assert_eq!(err.code(), "store.busy", "{err}");
+    drop(held);
+    assert!(waiter.begin_write().is_ok());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_new_store_and_its_log_are_private_to_the_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    w.append(&record("e1", "a"), "t0").unwrap();
+    w.commit().unwrap();
+    for name in ["g.ctxg", "g.ctxg-wal"] {
+        let mode = std::fs::metadata(dir.path().join(name)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{name}");
+    }
+}
