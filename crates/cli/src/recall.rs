@@ -120,6 +120,26 @@ fn print_pack(pack: &ContextPack) -> anyhow::Result<()> {
         pack.intent.name(),
         pack.candidates
     )?;
+    // What the engine understood: cues, what the question names, the constraints in force.
+    let st = &pack.state;
+    let mut understood = Vec::new();
+    if !st.cues.is_empty() {
+        understood.push(format!("cues {}", st.cues.join(", ")));
+    }
+    let names: Vec<String> = st.anchors.iter().chain(&st.named).map(ToString::to_string).collect();
+    if !names.is_empty() {
+        understood.push(format!("names {}", names.join(", ")));
+    }
+    if !st.constraints.is_empty() {
+        let c: Vec<String> = st.constraints.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        understood.push(format!("within {}", c.join(", ")));
+    }
+    if let Some((first, last)) = &st.time_span {
+        understood.push(format!("spanning {first} .. {last}"));
+    }
+    if !understood.is_empty() {
+        writeln!(out, "{}", understood.join("; "))?;
+    }
     for (i, item) in pack.items.iter().enumerate() {
         let f = &item.factors;
         writeln!(
@@ -146,9 +166,11 @@ fn print_pack(pack: &ContextPack) -> anyhow::Result<()> {
             }
             line
         };
+        let matched =
+            if f.matched == 1.0 { String::new() } else { format!(" × match {:.2}", f.matched) };
         writeln!(
             out,
-            "    relevance {:.2} × path {:.2} × confidence {:.2} × salience {:.2} × focus {:.2}{}",
+            "    relevance {:.2} × path {:.2} × confidence {:.2} × salience {:.2} × focus {:.2}{matched}{}",
             f.relevance,
             f.path_weight,
             f.confidence,

@@ -492,11 +492,10 @@ impl Reader<'_, '_> {
         let eq = |p: &str, want: &Option<String>| want.as_ref().is_none_or(|w| text(p) == Some(w));
         match node.key.label.as_str() {
             "Event" => {
-                if !in_scope(node, q)
-                    || !(eq("session_id", &q.session)
-                        && eq("trace_id", &q.trace)
-                        && eq("agent_id", &q.agent))
-                {
+                let placed = eq("session_id", &q.session)
+                    && eq("trace_id", &q.trace)
+                    && eq("agent_id", &q.agent);
+                if !(placed && in_scope(node, q)) {
                     return Ok(false);
                 }
                 if q.since.is_some() || q.until.is_some() {

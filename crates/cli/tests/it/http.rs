@@ -90,8 +90,8 @@ fn facts_and_memories_over_http() {
     let items = pack["items"].as_array().unwrap();
     let item = items.iter().find(|i| i["node"]["id"] == fact_id.as_str());
     let item = item.unwrap_or_else(|| panic!("no fact in {pack}"));
-    assert_eq!(item["source"], "standup notes", "{item}");
-    assert!(item["log_position"].as_u64().is_some(), "{item}");
+    assert_eq!(item["provenance"]["source"], "standup notes", "{item}");
+    assert!(item["provenance"]["log_position"].as_u64().is_some(), "{item}");
     let (status, about) = s.post("/v1/entities/recall", k, &json!({"name": "checkout revamp"}));
     assert_eq!(status, 200, "{about}");
     assert_eq!(about["facts"][0]["predicate"], "blocked_by", "{about}");

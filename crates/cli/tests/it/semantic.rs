@@ -75,7 +75,7 @@ fn recall_explains_each_item_and_checks_its_flags() {
     assert_eq!(items.len(), 5);
     for item in items {
         let f = &item["factors"];
-        let product = ["relevance", "path_weight", "confidence", "salience", "focus"]
+        let product = ["relevance", "path_weight", "confidence", "salience", "focus", "matched"]
             .iter()
             .map(|k| f[*k].as_f64().unwrap())
             .product::<f64>();
