@@ -474,6 +474,9 @@ impl Reader<'_, '_> {
 
     /// Whether `node` passes the caller's visibility and every constraint of the query.
     ///
+    /// A node with a `confidence` of its own (a fact, a memory, a slot value) below the minimum
+    /// confidence is left out.
+    ///
     /// Each kind answers the constraints it carries itself: an event its session, trace, agent,
     /// time and scope; a session summary its session and time range; a day summary its day (it
     /// spans sessions, so it answers no session, trace, agent, tag or location constraint); a
@@ -485,6 +488,16 @@ impl Reader<'_, '_> {
             return Ok(false);
         }
         let q = self.query;
+        // A node with a confidence of its own (a fact, a memory, a slot value) answers the
+        // minimum confidence itself, as a path does with the confidences of its edges.
+        if node
+            .props
+            .get("confidence")
+            .and_then(Value::as_f64)
+            .is_some_and(|c| c < q.min_confidence)
+        {
+            return Ok(false);
+        }
         if !q.constrains_events() {
             return Ok(true);
         }

@@ -256,3 +256,45 @@ fn a_failure_question_naming_a_user_and_their_request_finds_that_runs_failures()
     }
     assert!(checked > 0, "the trace has a run with a unique request and a few failures");
 }
+
+#[test]
+fn facts_about_a_named_entity_answer_and_their_own_confidence_meets_the_minimum() {
+    use ctxgraph::{EntityInput, FactInput, ObjectInput};
+    let (_dir, mut e) = engine();
+    let fact = |object: &str, confidence: f64| {
+        let mut f = FactInput::new(
+            EntityInput::typed("Neurodock", "service"),
+            "depends_on",
+            ObjectInput::Entity(EntityInput::typed(object, "service")),
+        );
+        f.confidence = Some(confidence);
+        f.asserted_at = Some("2026-05-01T09:00:00Z".into());
+        f
+    };
+    e.record_fact(&fact("Redis", 0.9)).unwrap();
+    e.record_fact(&fact("Kafka", 0.3)).unwrap();
+    let pack = ask(&e, "What do we know about Neurodock?");
+    let facts: Vec<&str> = pack
+        .items
+        .iter()
+        .filter(|i| i.node.key.label == "Fact")
+        .map(|i| i.node.key.id.as_str())
+        .collect();
+    assert_eq!(facts.len(), 2, "{facts:?}");
+    assert!(
+        pack.items
+            .iter()
+            .filter(|i| i.node.key.label == "Fact")
+            .all(|i| i.found_by.contains(&"knowledge"))
+    );
+    let mut q = RecallQuery::new("What do we know about Neurodock?");
+    q.min_confidence = 0.5;
+    let pack = e.recall(&q).unwrap();
+    let facts: Vec<&str> = pack
+        .items
+        .iter()
+        .filter(|i| i.node.key.label == "Fact")
+        .map(|i| i.node.key.id.as_str())
+        .collect();
+    assert_eq!(facts, vec!["service:neurodock|depends_on|service:redis"]);
+}
