@@ -32,16 +32,28 @@ fn ask(e: &Engine, question: &str) -> ContextPack {
     e.recall(&RecallQuery::new(question)).unwrap()
 }
 
+/// Every session id of the trace, once each, in order.
+fn sessions(records: &[Value]) -> Vec<&str> {
+    let mut sessions: Vec<&str> = records.iter().map(|r| field(r, "session_id")).collect();
+    sessions.sort_unstable();
+    sessions.dedup();
+    sessions
+}
+
+/// The failed events of a session.
+fn failed_in(records: &[Value], session: &str) -> Vec<NodeKey> {
+    records
+        .iter()
+        .filter(|r| field(r, "session_id") == session && field(r, "status") == "failed")
+        .map(|r| NodeKey::new("Event", field(r, "event_id")))
+        .collect()
+}
+
 /// A session with one to three failed events, and those events.
 fn failing_session(records: &[Value]) -> (String, Vec<NodeKey>) {
-    let mut sessions: Vec<&str> = records.iter().map(|r| field(r, "session_id")).collect();
-    sessions.dedup();
+    let sessions = sessions(records);
     for session in sessions {
-        let failed: Vec<NodeKey> = records
-            .iter()
-            .filter(|r| field(r, "session_id") == session && field(r, "status") == "failed")
-            .map(|r| NodeKey::new("Event", field(r, "event_id")))
-            .collect();
+        let failed = failed_in(records, session);
         if (1..=3).contains(&failed.len()) {
             return (session.to_owned(), failed);
         }
@@ -227,16 +239,9 @@ fn a_failure_question_naming_a_user_and_their_request_finds_that_runs_failures()
             .filter(|r| field(r, "user_id") == user && r["payload"]["text"].as_str() == Some(text))
             .count()
     };
-    let mut sessions: Vec<&str> = records.iter().map(|r| field(r, "session_id")).collect();
-    sessions.sort_unstable();
-    sessions.dedup();
     let mut checked = 0;
-    for session in sessions {
-        let failed: Vec<NodeKey> = records
-            .iter()
-            .filter(|r| field(r, "session_id") == session && field(r, "status") == "failed")
-            .map(|r| NodeKey::new("Event", field(r, "event_id")))
-            .collect();
+    for session in sessions(&records) {
+        let failed = failed_in(&records, session);
         let Some(input) = first_input(session) else { continue };
         let (user, text) =
             (field(input, "user_id"), input["payload"]["text"].as_str().unwrap_or(""));
