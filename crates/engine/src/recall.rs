@@ -1286,17 +1286,31 @@ impl Snapshot<'_> {
             timed.sort();
             runs.push(timed.into_iter().map(|(_, k)| k).collect());
         }
+        let asks_request = cues.request && !cues.failure;
         for run in runs {
-            let mut first_input = true;
+            // The request is the run's first input; a run with none was asked by the first event
+            // that carries its user.
+            let mut request: Option<NodeKey> = None;
+            if asks_request {
+                let mut by_user = None;
+                for key in &run {
+                    let Some(node) = r.admissible(key)? else { continue };
+                    let text = |p: &str| node.props.get(p).and_then(Value::as_str);
+                    if text("event_type") == Some("observation.input") {
+                        request = Some(key.clone());
+                        break;
+                    }
+                    if by_user.is_none() && text("user_id").is_some() {
+                        by_user = Some(key.clone());
+                    }
+                }
+                request = request.or(by_user);
+            }
             for key in run {
                 let Some(node) = r.admissible(&key)? else { continue };
                 let text = |p: &str| node.props.get(p).and_then(Value::as_str);
-                let mut answer = cues.failure && text("status") == Some("failed");
-                if cues.request && !cues.failure && text("event_type") == Some("observation.input")
-                {
-                    answer |= first_input;
-                    first_input = false;
-                }
+                let failed = cues.failure && text("status") == Some("failed");
+                let answer = failed || request.as_ref() == Some(&key);
                 let mut points = 2 * usize::from(answer);
                 if !actors.is_empty()
                     && text("agent_id").is_some_and(|a| actors.contains(&normalize_name(a)))
@@ -1315,7 +1329,7 @@ impl Snapshot<'_> {
         }
         let criteria = usize::from(cues.failure)
             + usize::from(!actors.is_empty())
-            + usize::from(cues.request && !cues.failure)
+            + usize::from(asks_request)
             + usize::from(!things.is_empty());
         // With a cue that names the kind of answer, the events of that kind are the answer: the
         // others only matched a name. A session found from a hit, not named, contributes only

@@ -10,7 +10,7 @@
 //! | failure   | what went wrong                                | fail, failed, fails, failing, failure(s), error(s), errored, wrong, broke, broken, crash(ed), exception(s), outage(s) | events with `status` failed first; CAUSED_BY both ways       |
 //! | after     | consequences, what came next                   | after, afterwards, next, then, followed, following, subsequently, consequence(s), result(s), resulted | from an anchor: CAUSED_BY into it (its children), FOLLOWS into it (the next event) |
 //! | before    | antecedents, what came first                   | before, prior, preceded, preceding, earlier, beforehand                       | from an anchor: CAUSED_BY out of it (its parent), FOLLOWS out of it |
-//! | request   | what a user asked, the task of a run           | ask, asked, asking, request(s), requested, task, want(ed), goal, prompt(ed)   | the session's first `observation.input` event                |
+//! | request   | what a user asked, the task of a run           | ask, asked, asking, request(s), requested, task, want(ed), goal, prompt(ed)   | the run's first `observation.input` (else its first event with a `user_id`) |
 //! | involved  | the participants of something named            | who, whom, involved, participants, participated                               | from an anchor: REFERENCES out of it (its agent, instruments, objects, participants) |
 //! | decision  | what was decided                               | decide, decided, decides, decision(s), chose, chosen, choice, agreed          | memories of kind decision first (among the hits and of the session in scope) |
 //!

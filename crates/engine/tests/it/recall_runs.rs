@@ -303,3 +303,25 @@ fn facts_about_a_named_entity_answer_and_their_own_confidence_meets_the_minimum(
         .collect();
     assert_eq!(facts, vec!["service:neurodock|depends_on|service:redis"]);
 }
+
+#[test]
+fn a_run_without_an_input_event_was_asked_by_its_first_event_with_a_user() {
+    let (_dir, mut e) = engine();
+    let lines = [
+        serde_json::json!({"event_id": "r1", "event_type": "session.start", "occurred_at": "2026-05-01T08:00:00Z",
+            "session_id": "run-9", "agent_id": "helper", "trace_id": "t9"}),
+        serde_json::json!({"event_id": "r2", "event_type": "llm.chat", "occurred_at": "2026-05-01T08:00:01Z",
+            "session_id": "run-9", "agent_id": "helper", "trace_id": "t9", "user_id": "dana",
+            "parent_event_id": "r1", "payload": {"prompt": "summarise the incident report"}}),
+        serde_json::json!({"event_id": "r3", "event_type": "tool.execute", "occurred_at": "2026-05-01T08:00:02Z",
+            "session_id": "run-9", "agent_id": "helper", "trace_id": "t9", "tool_name": "read_file",
+            "parent_event_id": "r2", "status": "completed"}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    e.ingest_jsonl(text.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    e.enrich(&mut |_, _| {}).unwrap();
+    for question in ["What was the task of run-9?", "What did dana ask for in trace t9?"] {
+        let pack = ask(&e, question);
+        assert_eq!(pack.items[0].node.key, NodeKey::new("Event", "r2"), "{question}");
+    }
+}
