@@ -572,9 +572,11 @@ impl Reader<'_, '_> {
     }
 
     /// Whether `node` is connected to an admitted event: expansion reached it from one, one of
-    /// its heaviest `WITNESS_EDGES` edges (any type, either direction) reaches one, or, for an
-    /// entity under a session constraint, an admitted event of that session references it (a
-    /// busy entity's first edges may all belong to other sessions).
+    /// its first `WITNESS_EDGES` edges that tie its kind to events (an entity's REFERENCES, a
+    /// summary's SUMMARIZES, a receipt's USED_INPUT; any edge for other kinds, which are not
+    /// busy) reaches one, or, for an entity under a session constraint, an admitted event of
+    /// that session references it (a busy entity's first edges may all belong to other
+    /// sessions).
     fn witnessed(&mut self, node: &Node) -> Result<bool, Error> {
         if self.walked_from.remove(&node.key) {
             return Ok(true);
@@ -605,8 +607,33 @@ impl Reader<'_, '_> {
             }
             return Ok(false);
         }
-        let any = |_: &str, _: bool| 1.0;
-        for (_, edge, forward) in self.snap.read.heaviest_edges(&node.key, &any, WITNESS_EDGES)? {
+        // The edges that tie each kind to events, each read by a seek that stops at the bound
+        // (a busy entity has hundreds of thousands of REFERENCES).
+        let ties: &[(&str, bool)] = match node.key.label.as_str() {
+            "Entity" => &[("REFERENCES", false)],
+            "Summary" => &[("SUMMARIZES", true)],
+            "DecisionReceipt" => &[("USED_INPUT", true)],
+            _ => &[],
+        };
+        let mut edges = Vec::new();
+        for (edge_type, out) in ties {
+            edges.extend(
+                self.snap
+                    .read
+                    .edges_limited(&node.key, edge_type, *out, WITNESS_EDGES)?
+                    .into_iter()
+                    .map(|e| (e, *out)),
+            );
+        }
+        if ties.is_empty() {
+            let any = |_: &str, _: bool| 1.0;
+            for (_, edge, forward) in
+                self.snap.read.heaviest_edges(&node.key, &any, WITNESS_EDGES)?
+            {
+                edges.push((edge, forward));
+            }
+        }
+        for (edge, forward) in edges {
             let other = if forward { edge.key.to } else { edge.key.from };
             if other.label == "Event" && self.admissible(&other)?.is_some() {
                 return Ok(true);
@@ -1235,8 +1262,7 @@ impl Snapshot<'_> {
         }
         for role in ["SUBJECT", "OBJECT"] {
             for entity in named {
-                let only = |t: &str, out: bool| if t == role && !out { 1.0 } else { 0.0 };
-                for (_, edge, _) in self.read.heaviest_edges(entity, &only, limit)? {
+                for edge in self.read.edges_limited(entity, role, false, limit)? {
                     push(r, edge.key.from, &mut out)?;
                 }
             }

@@ -841,6 +841,20 @@ fn log_read_kind(c: &Connection, kind: RecordKind) -> Result<Vec<LogEntry>, Stor
     rows.map(|r| decode_entry(r?)).collect()
 }
 
+/// Up to `limit` edges of one type on one side of a node, in index order: an index seek that
+/// stops at the limit, whatever the node's degree.
+fn graph_edges_limited(
+    c: &Connection,
+    key: &NodeKey,
+    edge_type: &str,
+    out: bool,
+    limit: usize,
+) -> Result<Vec<Edge>, StoreError> {
+    let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
+    let mut st = c.prepare_cached(&near_edges_sql(out, true, true))?;
+    near_edges(&mut st, params![nid, edge_type, sql_int(limit as u64)], key, out)
+}
+
 /// The ids of up to `limit` events of a trace, in node order (the `nodes_trace` index).
 fn graph_trace_events(
     tx: &Connection,
@@ -1205,6 +1219,15 @@ macro_rules! impl_readers {
                 )?;
                 let rows = st.query_map(params![after.unwrap_or(""), sql_int(limit as u64)], |r| r.get(0))?;
                 Ok(rows.collect::<rusqlite::Result<_>>()?)
+            }
+            fn edges_limited(
+                &self,
+                key: &NodeKey,
+                edge_type: &str,
+                out: bool,
+                limit: usize,
+            ) -> Result<Vec<Edge>, StoreError> {
+                graph_edges_limited(&self.tx, key, edge_type, out, limit)
             }
             fn trace_events(&self, trace_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
                 graph_trace_events(&self.tx, trace_id, limit)

@@ -181,6 +181,15 @@ pub trait GraphReader {
         session_id: &str,
         limit: usize,
     ) -> Result<Vec<SessionSlot>, StoreError>;
+    /// Up to `limit` edges of type `edge_type` out of (`out`) or into `key`, in index order; the
+    /// read stops at the limit however many such edges the node has.
+    fn edges_limited(
+        &self,
+        key: &NodeKey,
+        edge_type: &str,
+        out: bool,
+        limit: usize,
+    ) -> Result<Vec<Edge>, StoreError>;
     /// The ids of up to `limit` events of a trace (events whose `trace_id` is `trace_id`).
     fn trace_events(&self, trace_id: &str, limit: usize) -> Result<Vec<String>, StoreError>;
     /// The latest event of a session (the greatest slot), if any.
