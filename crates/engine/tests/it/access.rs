@@ -258,3 +258,149 @@ fn scope_and_pii_are_validated_and_kept_in_the_canonical_record() {
         assert!(err.violations.iter().any(|v| v.rule == code), "{value}: {err}");
     }
 }
+
+/// A secret only a PII reviewer may read, in an event's error.
+const SECRET: &str = "078-05-1120";
+
+/// One day of three sessions: an open one, one holding PII not cleared (the secret, and the only
+/// mention of `vault-prod`), one for operators only (the only mention of `ledger-x`); and an
+/// open session on the next day. Enriched and consolidated: session and day summaries exist.
+fn derived_store() -> (tempfile::TempDir, Engine) {
+    let (dir, mut e) = engine();
+    let ev = |id: &str, session: &str, at: &str, error: String, names: &[&str], extra: Value| {
+        let entities: Vec<Value> =
+            names.iter().map(|n| json!({"name": n, "entity_type": "service"})).collect();
+        let mut ev = json!({"event_id": id, "event_type": "tool.execute", "occurred_at": at,
+            "session_id": session, "agent_id": "a", "trace_id": "t", "tool_name": "deploy",
+            "status": "failed", "payload": {"error": error}, "entities": entities});
+        for (k, v) in extra.as_object().unwrap() {
+            ev[k] = v.clone();
+        }
+        format!("{ev}\n")
+    };
+    let lines = ev(
+        "e1",
+        "s1",
+        "2026-11-20T09:00:00Z",
+        "timeout of the orders database".into(),
+        &["orders-db"],
+        json!({}),
+    ) + &ev(
+        "e2",
+        "s2",
+        "2026-11-20T10:00:00Z",
+        format!("customer SSN {SECRET} rejected"),
+        &["orders-db", "vault-prod"],
+        json!({"pii": {"pii_cleared": false}}),
+    ) + &ev(
+        "e3",
+        "s3",
+        "2026-11-20T11:00:00Z",
+        "reconciliation of ledger-x failed".into(),
+        &["ledger-x"],
+        json!({"scope": {"allow_roles": ["operator"]}}),
+    ) + &ev(
+        "e4",
+        "s4",
+        "2026-11-21T09:00:00Z",
+        "cache warmup of the orders database".into(),
+        &["orders-db"],
+        json!({}),
+    );
+    let report = e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(report.accepted, 4, "{:?}", report.rejections);
+    e.enrich(&mut |_, _| {}).unwrap();
+    e.consolidate().unwrap();
+    (dir, e)
+}
+
+fn viewer() -> Principal {
+    Principal::new("v1", "default", ["viewer".to_owned()]).unwrap()
+}
+
+/// Everything a node says, as one string (its id and properties).
+fn said(n: &ctxgraph::Node) -> String {
+    format!("{} {}", n.key, serde_json::to_string(&n.props).unwrap())
+}
+
+#[test]
+fn a_day_summary_over_a_hidden_event_is_hidden_from_every_read() {
+    let (_dir, e) = derived_store();
+    let snap = e.snapshot().unwrap();
+    let day = NodeKey::new("Summary", "day:2026-11-20");
+    let owner_day = snap.node(&day).unwrap().expect("the day summary exists");
+    assert!(said(&owner_day).contains(SECRET), "the day summary quotes e2: {}", said(&owner_day));
+
+    let who = viewer();
+    let scoped = snap.scoped(&who);
+    assert_eq!(scoped.node(&day).unwrap(), None, "get day:… quotes a hidden event");
+    assert_eq!(scoped.node(&NodeKey::new("Summary", "session:s2")).unwrap(), None);
+    // Summaries over visible events only stay visible.
+    assert!(scoped.node(&NodeKey::new("Summary", "session:s1")).unwrap().is_some());
+    assert!(scoped.node(&NodeKey::new("Summary", "day:2026-11-21")).unwrap().is_some());
+    for (n, _) in scoped.search("customer SSN rejected", 50).unwrap() {
+        assert!(!said(&n).contains(SECRET), "search returned {}", said(&n));
+    }
+    let q = RecallQuery::new("customer SSN rejected");
+    let pack = e.recall_scoped(&q, &who).unwrap();
+    for item in &pack.items {
+        assert!(!said(&item.node).contains(SECRET), "recall returned {}", said(&item.node));
+        assert_ne!(item.node.key, day);
+    }
+    // A reviewer may read the event, so the summaries too.
+    let reviewer = Principal::new("r1", "default", ["pii_reviewer".to_owned()]).unwrap();
+    assert!(snap.scoped(&reviewer).node(&NodeKey::new("Summary", "session:s2")).unwrap().is_some());
+    // The day also holds e3 (operators only): a reviewer who is no operator does not see it.
+    assert_eq!(snap.scoped(&reviewer).node(&day).unwrap(), None);
+    let both = Principal::new("r2", "default", ["pii_reviewer".into(), "operator".into()]).unwrap();
+    assert_eq!(snap.scoped(&both).node(&day).unwrap().as_ref().map(said), Some(said(&owner_day)));
+}
+
+#[test]
+fn an_entity_named_only_by_hidden_events_is_hidden_and_counts_reveal_none() {
+    let (_dir, mut e) = derived_store();
+    let who = viewer();
+    let operator = Principal::new("o1", "default", ["operator".to_owned()]).unwrap();
+    let vault = NodeKey::new("Entity", "service:vault-prod");
+    let ledger = NodeKey::new("Entity", "service:ledger-x");
+    let orders = NodeKey::new("Entity", "service:orders-db");
+    {
+        let snap = e.snapshot().unwrap();
+        let scoped = snap.scoped(&who);
+        assert_eq!(scoped.node(&vault).unwrap(), None, "named only by e2 (PII not cleared)");
+        assert_eq!(scoped.node(&ledger).unwrap(), None, "named only by e3 (operators)");
+        let ledger_seen =
+            snap.scoped(&operator).node(&ledger).unwrap().expect("an operator sees it");
+        assert_eq!(ledger_seen.props["mention_count"], json!(1), "{ledger_seen:?}");
+        // orders-db is named by e1, e2 and e4: visible, but its count and times would reveal e2.
+        let orders_seen = scoped.node(&orders).unwrap().expect("named by visible events");
+        assert_eq!(snap.node(&orders).unwrap().unwrap().props["mention_count"], json!(3));
+        for p in ["mention_count", "first_seen", "last_seen"] {
+            assert!(!orders_seen.props.contains_key(p), "{p} shown: {orders_seen:?}");
+        }
+        assert_eq!(orders_seen.props["name"], json!("orders-db"));
+        for question in ["vault-prod", "ledger-x reconciliation", "orders-db"] {
+            for (n, _) in scoped.search(question, 50).unwrap() {
+                assert!(n.key != vault && n.key != ledger, "search returned {}", n.key);
+            }
+            let pack = e.recall_scoped(&RecallQuery::new(question), &who).unwrap();
+            for item in &pack.items {
+                assert!(item.node.key != vault && item.node.key != ledger, "{}", item.node.key);
+                if item.node.key == orders {
+                    assert!(!item.node.props.contains_key("mention_count"), "{:?}", item.node);
+                }
+            }
+            assert!(!pack.state.named.contains(&vault) && !pack.state.named.contains(&ledger));
+        }
+    }
+    // A visible fact naming vault-prod makes it visible, still without counts (e2 is hidden).
+    let fact = ctxgraph::FactInput::new(
+        ctxgraph::EntityInput::typed("vault-prod", "service"),
+        "depends_on",
+        ctxgraph::ObjectInput::Entity(ctxgraph::EntityInput::typed("orders-db", "service")),
+    );
+    e.record_fact(&fact).unwrap();
+    let snap = e.snapshot().unwrap();
+    let seen = snap.scoped(&who).node(&vault).unwrap().expect("a visible fact names it");
+    assert!(!seen.props.contains_key("mention_count"), "{seen:?}");
+}
