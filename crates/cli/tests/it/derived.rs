@@ -10,8 +10,8 @@ use crate::server::{Server, event};
 /// A secret only a PII reviewer may read.
 const SECRET: &str = "078-05-1120";
 
-/// Run `ctxgraph --db <tenant store> ARGS` beside the running server.
-fn on_store(s: &Server, args: &[&str]) {
+/// Run `ctxgraph --db <tenant store> ARGS` beside the running server: its exit code and output.
+fn cli(s: &Server, args: &[&str]) -> (Option<i32>, String) {
     let store = s.data().join("tenants").join("acme.ctxg");
     let out = Command::new(env!("CARGO_BIN_EXE_ctxgraph"))
         .arg("--db")
@@ -19,7 +19,12 @@ fn on_store(s: &Server, args: &[&str]) {
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn on_store(s: &Server, args: &[&str]) {
+    let (code, out) = cli(s, args);
+    assert_eq!(code, Some(0), "{args:?}: {out}");
 }
 
 #[test]
@@ -41,7 +46,8 @@ fn day_summaries_and_entities_of_hidden_events_are_not_served() {
             20,
             json!({"scope": {"allow_roles": ["operator"]},
                    "payload": {"error": "reconciliation of ledger-x failed"},
-                   "entities": [{"name": "ledger-x", "entity_type": "service"}]}),
+                   "entities": [{"name": "ledger-x", "entity_type": "service"},
+                                {"name": "orders-db", "entity_type": "service"}]}),
         ),
     ];
     let (status, body) = s.post("/v1/events", &s.keys.writer, &json!({"events": evs}));
@@ -74,6 +80,18 @@ fn day_summaries_and_entities_of_hidden_events_are_not_served() {
     }
     let (status, body) = s.post("/v1/entities/recall", reader, &json!({"entity": "orders-db"}));
     assert_eq!(status, 200, "{body}");
+    // The CLI acting as the reader: `get` finds neither the day summary nor vault-prod, and
+    // shows orders-db (also named by e3) without its counts.
+    for id in ["day:2026-11-20", "service:vault-prod", "service:ledger-x"] {
+        let (code, out) = cli(&s, &["--as", "bob", "get", id]);
+        assert_eq!(code, Some(1), "get {id}: {out}");
+    }
+    let (code, out) = cli(&s, &["--as", "bob", "--json", "get", "service:orders-db"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("orders-db") && !out.contains("mention_count"), "{out}");
+    let (_, out) = cli(&s, &["--json", "get", "day:2026-11-20"]);
+    assert!(out.contains(SECRET), "the owner reads everything: {out}");
+
     // The writer is an operator: it sees ledger-x (e3), with its count.
     let (status, body) =
         s.post("/v1/entities/recall", &s.keys.writer, &json!({"entity": "ledger-x"}));
