@@ -3,7 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use ctxgraph::{Engine, IngestOptions, NodeKey, Principal, RecallQuery, TraversalOptions};
+use ctxgraph::{
+    Direction, Engine, IngestOptions, NodeKey, Principal, RecallQuery, TraversalOptions,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -57,6 +59,17 @@ fn spec() -> impl Strategy<Value = ScopeSpec> {
     ]
 }
 
+/// Sessions of the random stores: `s0` and `s1` on one day, `s2` and `s3` on the next, so
+/// that each day summary sums up two session summaries.
+const SESSIONS: usize = 4;
+/// Entities the random events name (besides their agent and tool), one each.
+const THINGS: usize = 6;
+
+/// The words only event `i` says: a hidden event's text must never come back.
+fn marker(i: usize) -> String {
+    format!("ref{i}q")
+}
+
 fn build(
     events: &[(ScopeSpec, usize, usize)],
     memories: &[ScopeSpec],
@@ -65,11 +78,13 @@ fn build(
     let mut lines = String::new();
     for (i, (spec, parent, word)) in events.iter().enumerate() {
         let (scope, pii) = scope_json(spec);
+        let session = i % SESSIONS;
         let mut ev = json!({"event_id": format!("e{i}"), "event_type": "tool.execute",
-            "occurred_at": format!("2026-11-20T10:{:02}:{:02}Z", i / 60, i % 60),
-            "session_id": format!("s{}", i % 3), "agent_id": "a", "trace_id": "t",
+            "occurred_at": format!("2026-11-{}T10:{:02}:{:02}Z", 20 + session / 2, i / 60, i % 60),
+            "session_id": format!("s{session}"), "agent_id": "a", "trace_id": "t",
             "tool_name": "deploy", "status": if i % 4 == 0 { "failed" } else { "completed" },
-            "payload": {"message": format!("{} {} step {i}", WORDS[*word], WORDS[(word + 3) % 8])}});
+            "entities": [{"name": format!("thing{}", (word + i) % THINGS), "entity_type": "concept"}],
+            "payload": {"text": format!("{} {} {}", WORDS[*word], WORDS[(word + 3) % 8], marker(i))}});
         if i > 0 && *parent < i {
             ev["parent_event_id"] = json!(format!("e{parent}"));
         }
@@ -108,6 +123,91 @@ fn build(
     (dir, e)
 }
 
+/// What a principal may see of a store, by brute force over the whole graph: the policy on
+/// events and memories; a summary when every event below it is visible; an entity when an event
+/// naming it is, with its counts and times only when every event naming it is.
+struct Oracle {
+    /// Hidden events, memories, summaries and entities.
+    hidden: BTreeSet<NodeKey>,
+    /// The words only hidden events say.
+    markers: Vec<String>,
+    /// Visible entities that a hidden event names.
+    counts_hidden: BTreeSet<NodeKey>,
+    /// Visible events and memories.
+    visible: (u64, u64),
+}
+
+/// The events below a summary, at any depth.
+fn events_below(snap: &ctxgraph::Snapshot<'_>, key: &NodeKey, out: &mut Vec<NodeKey>) {
+    for edge in snap.edges(key, Some("SUMMARIZES"), Direction::Out).unwrap() {
+        if edge.key.to.label == "Summary" {
+            events_below(snap, &edge.key.to, out);
+        } else {
+            out.push(edge.key.to);
+        }
+    }
+}
+
+impl Oracle {
+    fn new(snap: &ctxgraph::Snapshot<'_>, who: &Principal) -> Oracle {
+        let mut o = Oracle {
+            hidden: BTreeSet::new(),
+            markers: Vec::new(),
+            counts_hidden: BTreeSet::new(),
+            visible: (0, 0),
+        };
+        for n in snap.nodes("Event", None, 10_000).unwrap() {
+            if who.allows(&n).is_ok() {
+                o.visible.0 += 1;
+            } else {
+                o.markers.push(marker(n.key.id[1..].parse().unwrap()));
+                o.hidden.insert(n.key.clone());
+            }
+        }
+        for n in snap.nodes("Memory", None, 10_000).unwrap() {
+            if who.allows(&n).is_ok() {
+                o.visible.1 += 1
+            } else {
+                o.hidden.insert(n.key.clone());
+            }
+        }
+        for n in snap.nodes("Summary", None, 10_000).unwrap() {
+            let mut below = Vec::new();
+            events_below(snap, &n.key, &mut below);
+            assert!(!below.is_empty(), "{} summarises nothing", n.key);
+            if below.iter().any(|k| o.hidden.contains(k)) {
+                o.hidden.insert(n.key.clone());
+            }
+        }
+        for n in snap.nodes("Entity", None, 10_000).unwrap() {
+            let naming = snap.edges(&n.key, Some("REFERENCES"), Direction::In).unwrap();
+            let hidden = naming.iter().filter(|e| o.hidden.contains(&e.key.from)).count();
+            if hidden == naming.len() {
+                o.hidden.insert(n.key.clone());
+            } else if hidden > 0 {
+                o.counts_hidden.insert(n.key.clone());
+            }
+        }
+        o
+    }
+
+    /// Why returning `n` to the principal leaks, if it does.
+    fn leak(&self, n: &ctxgraph::Node) -> Option<String> {
+        if self.hidden.contains(&n.key) {
+            return Some(format!("returned hidden {}", n.key));
+        }
+        let text = said(n);
+        if let Some(m) = self.markers.iter().find(|m| text.contains(m.as_str())) {
+            return Some(format!("{} quotes a hidden event ({m}): {text}", n.key));
+        }
+        let counts = ["mention_count", "first_seen", "last_seen"];
+        if self.counts_hidden.contains(&n.key) && counts.iter().any(|p| n.props.contains_key(*p)) {
+            return Some(format!("{} counts a hidden event: {text}", n.key));
+        }
+        None
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
@@ -117,47 +217,54 @@ proptest! {
         memories in prop::collection::vec(spec(), 1..6),
         roles in prop::collection::btree_set(0usize..5, 0..3),
         question in prop::sample::select(vec!["why did the deploy fail", "database timeout",
-            "when was the cache rolled back", "what happened with the invoice email"]),
+            "when was the cache rolled back", "what happened with the invoice email",
+            "overview of the day", "thing1 thing2 thing3"]),
     ) {
         let (_dir, e) = build(&events, &memories);
         let who = Principal::new("p1", "default", roles.iter().map(|i| ROLES[*i].to_owned())).unwrap();
         let snap = e.snapshot().unwrap();
-        // Brute force: the policy applied to every scoped node.
-        let mut hidden = BTreeSet::new();
-        let mut visible = (0u64, 0u64);
-        for n in snap.nodes("Event", None, 10_000).unwrap() {
-            if who.allows(&n).is_ok() { visible.0 += 1 } else { hidden.insert(n.key.clone()); }
-        }
-        for n in snap.nodes("Memory", None, 10_000).unwrap() {
-            if who.allows(&n).is_ok() { visible.1 += 1 } else { hidden.insert(n.key.clone()); }
-        }
+        let oracle = Oracle::new(&snap, &who);
         let scoped = snap.scoped(&who);
-        let leak = |k: &NodeKey| hidden.contains(k);
+        let leak = |k: &NodeKey| oracle.hidden.contains(k);
 
         // Counts.
         let stats = scoped.stats().unwrap();
-        prop_assert_eq!((stats.events, stats.memories), visible);
+        prop_assert_eq!((stats.events, stats.memories), oracle.visible);
 
-        // Recall: items, seeds, paths, edges, unknowns.
+        // Point reads of every node, derived ones included: shown exactly when the oracle says,
+        // and then as stored, but for the counts of an entity a hidden event names.
+        for label in ["Event", "Memory", "Summary", "Entity"] {
+            for n in snap.nodes(label, None, 10_000).unwrap() {
+                let got = scoped.node(&n.key).unwrap();
+                prop_assert_eq!(got.is_some(), !leak(&n.key), "get {}", n.key);
+                if let Some(got) = got {
+                    prop_assert!(oracle.leak(&got).is_none(), "{:?}", oracle.leak(&got));
+                    if !oracle.counts_hidden.contains(&n.key) && label != "Event" {
+                        prop_assert_eq!(&got, &n, "shown otherwise than stored");
+                    }
+                }
+            }
+        }
+
+        // Search: the question, each entity's name, and words every event says.
+        let queries = [question.to_owned(), "deploy timeout database".to_owned(),
+            (0..THINGS).map(|t| format!("thing{t}")).collect::<Vec<_>>().join(" ")];
+        for q in &queries {
+            for (n, _) in scoped.search(q, 100).unwrap() {
+                prop_assert!(oracle.leak(&n).is_none(), "search {:?}: {:?}", q, oracle.leak(&n));
+            }
+        }
+
+        // Recall: items, seeds, paths, edges, unknowns, named entities.
         let mut q = RecallQuery::new(question);
         q.k = 30;
         let vector = e.embedder().unwrap().embed(&[question]).unwrap().remove(0);
         let pack = scoped.recall(&q, &vector, e.options().search).unwrap();
         for item in &pack.items {
-            prop_assert!(!leak(&item.node.key), "returned {}", item.node.key);
+            prop_assert!(oracle.leak(&item.node).is_none(), "recall: {:?}", oracle.leak(&item.node));
             prop_assert!(!leak(&item.seed), "seeded from {}", item.seed);
             for step in &item.path {
                 prop_assert!(!leak(&step.to), "walked through {}", step.to);
-            }
-            if item.node.key.label == "Summary" {
-                let sess = item.node.props.get("session_id").and_then(Value::as_str).unwrap_or("");
-                for h in &hidden {
-                    if h.label == "Event" {
-                        let ev = snap.node(h).unwrap().unwrap();
-                        prop_assert!(ev.props["session_id"] != json!(sess),
-                            "a summary over hidden event {} was returned", h);
-                    }
-                }
             }
         }
         for edge in &pack.edges {
@@ -165,6 +272,9 @@ proptest! {
         }
         for u in &pack.unknowns {
             prop_assert!(!leak(&u.item) && !leak(&u.missing));
+        }
+        for k in &pack.state.named {
+            prop_assert!(!leak(k), "named {}", k);
         }
 
         // Point reads, timelines and causal chains.
@@ -176,9 +286,9 @@ proptest! {
                 prop_assert!(!leak(&n.key), "chain through {}", n.key);
             }
         }
-        for s in 0..3 {
+        for s in 0..SESSIONS {
             let tl = scoped.timeline(&format!("s{s}"), 1000).unwrap();
-            let expected = (0..events.len()).filter(|i| i % 3 == s)
+            let expected = (0..events.len()).filter(|i| i % SESSIONS == s)
                 .filter(|i| !leak(&NodeKey::new("Event", format!("e{i}")))).count();
             prop_assert_eq!(tl.len(), expected);
             for entry in &tl {
@@ -187,9 +297,6 @@ proptest! {
                     prop_assert!(!leak(&NodeKey::new("Event", c.clone())));
                 }
             }
-        }
-        for (n, _) in scoped.search("deploy timeout database", 100).unwrap() {
-            prop_assert!(!leak(&n.key));
         }
 
         // Memories: lists, chains (stop at the first hidden), impact (not through hidden).
