@@ -518,3 +518,39 @@ fn an_entity_named_only_by_hidden_events_is_hidden_and_counts_reveal_none() {
     let seen = snap.scoped(&who).node(&vault).unwrap().expect("a visible fact names it");
     assert!(!seen.props.contains_key("mention_count"), "{seen:?}");
 }
+
+#[test]
+fn deciding_an_entity_reads_a_bounded_number_of_records() {
+    let (_dir, mut e) = engine();
+    // 1,010 events by agent `a`; the first 20 (hidden from a viewer) and the 21st (visible) name
+    // `late-thing`, so the first records read decide nothing.
+    let mut lines = String::new();
+    for i in 0..1010 {
+        let mut ev = json!({"event_id": format!("e{i}"), "event_type": "tool.execute",
+            "occurred_at": format!("2026-11-20T{:02}:{:02}:{:02}Z", i / 3600, i / 60 % 60, i % 60),
+            "session_id": "s", "agent_id": "a", "trace_id": "t"});
+        if i <= 20 {
+            ev["entities"] = json!([{"name": "late-thing", "entity_type": "concept"}]);
+        }
+        if i < 20 {
+            ev["scope"] = json!({"allow_roles": ["operator"]});
+        }
+        lines.push_str(&format!("{ev}\n"));
+    }
+    let report = e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(report.accepted, 1010, "{:?}", report.rejections);
+    let snap = e.snapshot().unwrap();
+    let who = viewer();
+    let scoped = snap.scoped(&who);
+    let late = scoped.node(&NodeKey::new("Entity", "concept:late-thing")).unwrap();
+    let late = late.expect("the 21st record naming it is visible");
+    assert!(!late.props.contains_key("mention_count"), "20 hidden events name it: {late:?}");
+    // Every event naming `a` is visible, but there are more than the bound reads: its count is
+    // not vouched for, so it is left out; the owner sees it.
+    let agent = NodeKey::new("Entity", "agent:a");
+    let a = scoped.node(&agent).unwrap().expect("visible events name it");
+    assert!(!a.props.contains_key("mention_count"), "{a:?}");
+    let owner = Principal::local();
+    let a = snap.scoped(&owner).node(&agent).unwrap().unwrap();
+    assert_eq!(a.props["mention_count"], json!(1010));
+}
