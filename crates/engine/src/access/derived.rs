@@ -136,8 +136,13 @@ impl Scoped<'_, '_> {
 
     /// Whether an entity's counts and times may be shown: every record naming it is visible
     /// (and there are at most [`MAX_ENTITY_SOURCES`]).
-    pub(super) fn entity_counts_visible(&self, entity: &NodeKey) -> Result<bool, Error> {
-        let sources = self.entity_sources(entity, MAX_ENTITY_SOURCES + 1)?;
+    fn entity_counts_visible(&self, entity: &Node) -> Result<bool, Error> {
+        // Each record naming it counts once: past the bound, nothing needs reading.
+        let mentions = entity.props.get("mention_count").and_then(serde_json::Value::as_u64);
+        if mentions.is_some_and(|m| m > MAX_ENTITY_SOURCES as u64) {
+            return Ok(false);
+        }
+        let sources = self.entity_sources(&entity.key, MAX_ENTITY_SOURCES + 1)?;
         if sources.len() > MAX_ENTITY_SOURCES {
             return Ok(false);
         }
@@ -156,7 +161,7 @@ impl Scoped<'_, '_> {
         if self.who.is_owner() || node.key.label != "Entity" {
             return Ok(node);
         }
-        if !self.entity_counts_visible(&node.key)? {
+        if !self.entity_counts_visible(&node)? {
             for p in ENTITY_COUNTS {
                 node.props.remove(p);
             }
