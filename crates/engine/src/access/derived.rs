@@ -62,7 +62,11 @@ enum Walk {
 impl Scoped<'_, '_> {
     /// Whether a summary may be shown: every event below it, at any depth, is visible.
     pub(super) fn summary_visible(&self, summary: &NodeKey) -> Result<bool, Error> {
-        let mut budget = MAX_SUMMARY_SOURCES;
+        self.summary_within(summary, MAX_SUMMARY_SOURCES)
+    }
+
+    /// [`Scoped::summary_visible`] reading at most `budget` edges.
+    fn summary_within(&self, summary: &NodeKey, mut budget: usize) -> Result<bool, Error> {
         Ok(self.walk_summary(summary, &mut budget, 0)? == Walk::Visible)
     }
 
@@ -194,5 +198,42 @@ impl Scoped<'_, '_> {
             return self.inputs_visible(&node.key);
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a test fails loudly on the first surprise")]
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::{Engine, EngineOptions, IngestOptions, OpenMode, Principal};
+
+    #[test]
+    fn a_summary_is_withheld_when_its_sources_exceed_the_bound() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("t.ctxg");
+        let mut e =
+            Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default()).unwrap();
+        // One day of two sessions of three open events: 2 + 6 edges under the day summary.
+        let mut lines = String::new();
+        for i in 0..6 {
+            let ev = json!({"event_id": format!("e{i}"), "event_type": "tool.execute",
+                "occurred_at": format!("2026-11-20T10:00:0{i}Z"), "session_id": format!("s{}", i % 2),
+                "agent_id": "a", "trace_id": "t"});
+            lines.push_str(&format!("{ev}\n"));
+        }
+        e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+        e.enrich(&mut |_, _| {}).unwrap();
+        e.consolidate().unwrap();
+        let snap = e.snapshot().unwrap();
+        let who = Principal::new("v", "default", ["viewer".to_owned()]).unwrap();
+        let day = NodeKey::new("Summary", "day:2026-11-20");
+        assert!(snap.scoped(&who).summary_within(&day, 8).unwrap());
+        assert!(!snap.scoped(&who).summary_within(&day, 7).unwrap(), "undecided: withheld");
+        let session = NodeKey::new("Summary", "session:s0");
+        assert!(!snap.scoped(&who).summary_within(&session, 2).unwrap());
+        assert!(snap.scoped(&who).summary_within(&session, 3).unwrap());
     }
 }
