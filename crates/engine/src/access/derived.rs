@@ -138,10 +138,11 @@ impl Scoped<'_, '_> {
         Ok(visible)
     }
 
-    /// Whether an entity's counts and times may be shown: every record naming it is visible
-    /// (and there are at most [`MAX_ENTITY_SOURCES`]).
+    /// Whether an entity's counts and times may be shown: its count is at most
+    /// [`MAX_ENTITY_SOURCES`], and so are the records naming it, every one of them visible.
     fn entity_counts_visible(&self, entity: &Node) -> Result<bool, Error> {
-        // Each record naming it counts once: past the bound, nothing needs reading.
+        // A count past the bound is left out without reading the records it folds (at worst
+        // this withholds counts that could have been shown).
         let mentions = entity.props.get("mention_count").and_then(serde_json::Value::as_u64);
         if mentions.is_some_and(|m| m > MAX_ENTITY_SOURCES as u64) {
             return Ok(false);
