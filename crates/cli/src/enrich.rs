@@ -212,7 +212,9 @@ pub(crate) fn search(
     let hits = if semantic {
         let mut hits = Vec::new();
         for (n, s) in similar {
-            if hits.len() < limit && scoped.may_see(&n)? {
+            if hits.len() < limit
+                && let Some(n) = scoped.shown(n)?
+            {
                 hits.push((n, f64::from(s)));
             }
         }

@@ -80,12 +80,18 @@ pub(crate) fn describe_event(node: &Node) -> String {
 
 /// An entity in a few words.
 pub(crate) fn describe_entity(node: &Node) -> String {
-    format!(
-        "{} {}  (mentioned {} time{}, {} .. {})",
+    let head = format!(
+        "{} {}",
         prop(node, "entity_type").unwrap_or("?"),
-        prop(node, "name").unwrap_or(&node.key.id),
-        node.props.get("mention_count").and_then(Value::as_i64).unwrap_or(0),
-        if node.props.get("mention_count").and_then(Value::as_i64) == Some(1) { "" } else { "s" },
+        prop(node, "name").unwrap_or(&node.key.id)
+    );
+    // A principal that may not see every record naming the entity is not shown its counts.
+    let Some(count) = node.props.get("mention_count").and_then(Value::as_i64) else {
+        return head;
+    };
+    format!(
+        "{head}  (mentioned {count} time{}, {} .. {})",
+        if count == 1 { "" } else { "s" },
         prop(node, "first_seen").unwrap_or("?"),
         prop(node, "last_seen").unwrap_or("?"),
     )

@@ -44,7 +44,7 @@ pub(crate) fn get(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
     let scoped = snap.scoped(&who);
     let mut nodes = Vec::new();
     for n in snap.find(id)? {
-        if scoped.may_see(&n)? {
+        if let Some(n) = scoped.shown(n)? {
             nodes.push(n);
         }
     }

@@ -17,11 +17,13 @@
 //!
 //! The store's owner ([`Principal::local`], the CLI without `--as`) is not checked.
 //!
-//! Nodes without scope (entities, facts, summaries, types) are visible to everyone in the tenant.
-//! A summary is derived from events, so it is hidden when any event it summarises carries scope or
-//! PII flags, and a decision receipt when any event it cites is hidden (see [`Scoped`]): the
-//! same rule for the receipt listing, search and recall.
+//! Records without scope (facts, documents, slots, types) are visible to everyone in the tenant.
+//! Nodes derived from records are decided from their sources (see [`Scoped::may_see`]): a
+//! summary is hidden when any event below it is hidden, an entity when no record naming it is
+//! visible (and its counts and times are left out when some are hidden), a decision receipt
+//! when any event it cites is hidden: the same rule for every listing, search and recall.
 
+mod derived;
 mod principals;
 mod scoped;
 
@@ -31,7 +33,6 @@ use ctxgraph_ontology::graph::Node;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::recall::Visibility;
 
 pub use principals::{KEY_PREFIX, PrincipalEntry, Principals};
 pub use scoped::{Scoped, ScopedStats};
@@ -172,19 +173,6 @@ impl Principal {
             _ => false,
         }
     }
-}
-
-impl Visibility for Principal {
-    fn may_see(&self, node: &Node) -> bool {
-        self.allows(node).is_ok()
-    }
-}
-
-/// Whether a node carries any scope or PII property (a summary over it must not leak it).
-pub(crate) fn is_scoped(node: &Node) -> bool {
-    node.props
-        .keys()
-        .any(|k| k.starts_with("scope_") || matches!(k.as_str(), "pii_cleared" | "pending_review"))
 }
 
 fn list(value: Option<&Value>) -> impl Iterator<Item = &str> {

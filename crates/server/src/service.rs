@@ -887,40 +887,50 @@ impl Service {
         self.read(who, move |e, who| {
             let input =
                 EntityInput { name: req.entity.clone(), entity_type: req.entity_type.clone() };
-            let resolved = match e.resolve_entity(&input)? {
-                Resolution::Resolved(r, _) if r.via != "created" => r,
-                Resolution::Resolved(..) | Resolution::Unknown => {
-                    return Err(ServiceError::not_found(
-                        "entity.not_found",
-                        format!("no entity matches {:?}", req.entity),
-                    ));
-                }
-                Resolution::Ambiguous(list) => {
-                    return Err(ServiceError::bad_request(
-                        "entity.ambiguous",
-                        format!(
-                            "{:?} matches several entities: {}; give an id or an entity_type",
-                            req.entity,
-                            list.iter()
-                                .map(|c| format!("{} ({})", c.id, c.via))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    ));
-                }
-            };
-            let snap = e.snapshot()?;
-            let scoped = snap.scoped(who);
-            let Some(node) = scoped.node(&NodeKey::new("Entity", &resolved.id))? else {
-                return Err(ServiceError::not_found(
+            let not_found = || {
+                ServiceError::not_found(
                     "entity.not_found",
                     format!("no entity matches {:?}", req.entity),
-                ));
+                )
             };
-            let facts = scoped.facts_about(&resolved.id, as_of.as_deref())?;
+            let resolution = e.resolve_entity(&input)?;
+            let snap = e.snapshot()?;
+            let scoped = snap.scoped(who);
+            let entity = |id: &str| scoped.node(&NodeKey::new("Entity", id));
+            // Only entities the principal may see are matched, named or counted.
+            let (node, via) = match resolution {
+                Resolution::Resolved(r, _) if r.via != "created" => {
+                    (entity(&r.id)?.ok_or_else(not_found)?, r.via)
+                }
+                Resolution::Resolved(..) | Resolution::Unknown => return Err(not_found()),
+                Resolution::Ambiguous(list) => {
+                    let mut seen = Vec::new();
+                    for c in list {
+                        if let Some(n) = entity(&c.id)? {
+                            seen.push((n, c));
+                        }
+                    }
+                    if seen.len() > 1 {
+                        return Err(ServiceError::bad_request(
+                            "entity.ambiguous",
+                            format!(
+                                "{:?} matches several entities: {}; give an id or an entity_type",
+                                req.entity,
+                                seen.iter()
+                                    .map(|(_, c)| format!("{} ({})", c.id, c.via))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        ));
+                    }
+                    let (n, c) = seen.pop().ok_or_else(not_found)?;
+                    (n, c.via.to_owned())
+                }
+            };
+            let facts = scoped.facts_about(&node.key.id, as_of.as_deref())?;
             Ok(EntityFacts {
                 entity: (&node).into(),
-                via: resolved.via,
+                via,
                 facts: facts.iter().map(FactDto::from).collect(),
             })
         })

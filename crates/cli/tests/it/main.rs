@@ -10,6 +10,7 @@
 mod access;
 mod admin;
 mod commands;
+mod derived;
 mod entities;
 mod eval;
 mod forget;

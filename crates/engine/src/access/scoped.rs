@@ -3,15 +3,18 @@
 //! Every interface (HTTP, MCP, the CLI with `--as`) reads through [`Scoped`]. Each method runs
 //! the snapshot's read and applies the principal's policy before anything leaves: a hidden node
 //! is not returned, not counted, and not walked through (a chain stops before it, an impact walk
-//! does not continue from it, recall's expansion checks it before use).
+//! does not continue from it, recall's expansion checks it before use). Derived nodes (summaries,
+//! entities) are decided from their sources (`derived.rs`), by [`Scoped::may_see`] and
+//! [`Scoped::shown`], which every read here uses.
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ctxgraph_ontology::graph::{Direction, Node, NodeKey};
 use ctxgraph_projection::RECEIPT;
 use ctxgraph_store::GraphReader;
 
-use super::{Principal, is_scoped};
+use super::Principal;
 use crate::error::Error;
 use crate::knowledge::FactView;
 use crate::memory::{
@@ -21,13 +24,14 @@ use crate::memory::{
 use crate::recall::{ContextPack, RecallQuery, Visibility};
 use crate::snapshot::{Snapshot, TimelineEntry};
 
-/// Most events of a session read to decide whether its summary may be shown.
-const MAX_SUMMARY_CHECK: usize = 10_000;
-
 /// A [`Snapshot`] read by one principal.
 pub struct Scoped<'s, 'a> {
-    snap: &'s Snapshot<'a>,
-    who: &'s Principal,
+    pub(super) snap: &'s Snapshot<'a>,
+    pub(super) who: &'s Principal,
+    /// Verdicts on derived nodes (summaries, entities) already decided from their sources, for
+    /// the life of this view (one request): a day summary shares its sessions' summaries, and
+    /// recall asks about one entity many times.
+    pub(super) verdicts: RefCell<BTreeMap<NodeKey, bool>>,
 }
 
 /// What a principal may count: only what it may see.
@@ -42,7 +46,7 @@ pub struct ScopedStats {
 impl<'a> Snapshot<'a> {
     /// This snapshot as `who` sees it: the one place interfaces read through.
     pub fn scoped<'s>(&'s self, who: &'s Principal) -> Scoped<'s, 'a> {
-        Scoped { snap: self, who }
+        Scoped { snap: self, who, verdicts: RefCell::new(BTreeMap::new()) }
     }
 }
 
@@ -52,10 +56,12 @@ impl Scoped<'_, '_> {
         self.who
     }
 
-    /// Whether the principal may see `node`: the policy, for a summary the policy of every
-    /// event it summarises (a summary carries their words), and for a decision receipt the
-    /// policy of every event it cites (a receipt names and summarises its inputs), so a receipt
-    /// is found by search and recall exactly when the receipt listing shows it.
+    /// Whether the principal may see `node`: the policy on the node's own scope, then, for a
+    /// node derived from others, on its sources (see `derived.rs`): a summary only when every
+    /// event below it is visible (it quotes and counts them), an entity only when a record
+    /// naming it is, a decision receipt only when every event it cites is (it names and
+    /// summarises its inputs), so a receipt is found by search and recall exactly when the
+    /// receipt listing shows it.
     pub fn may_see(&self, node: &Node) -> Result<bool, Error> {
         if self.who.is_owner() {
             return Ok(true);
@@ -63,27 +69,29 @@ impl Scoped<'_, '_> {
         if self.who.allows(node).is_err() {
             return Ok(false);
         }
-        if node.key.label == RECEIPT {
-            return self.inputs_visible(&node.key);
+        match node.key.label.as_str() {
+            RECEIPT => self.inputs_visible(&node.key),
+            "Summary" => self.summary_visible(&node.key),
+            "Entity" => self.entity_visible(&node.key),
+            _ => Ok(true),
         }
-        if node.key.label != "Summary" {
-            return Ok(true);
-        }
-        let edges = self.snap.read.edges_of(&node.key, Some("SUMMARIZES"), Direction::Out)?;
-        for e in edges.iter().take(MAX_SUMMARY_CHECK) {
-            let Some(target) = self.snap.read.node(&e.key.to)? else { continue };
-            if is_scoped(&target) && self.who.allows(&target).is_err() {
-                return Ok(false);
-            }
-        }
-        Ok(edges.len() <= MAX_SUMMARY_CHECK)
     }
 
-    /// A node, if it exists and the principal may see it.
+    /// `node` as the principal may see it, or `None` when it may not: [`Scoped::may_see`], and
+    /// an entity's counts and times left out when a record they fold is hidden. Every node an
+    /// interface returns passes here.
+    pub fn shown(&self, node: Node) -> Result<Option<Node>, Error> {
+        if !self.may_see(&node)? {
+            return Ok(None);
+        }
+        self.redact(node).map(Some)
+    }
+
+    /// A node, if it exists and the principal may see it (as [`Scoped::shown`] shows it).
     pub fn node(&self, key: &NodeKey) -> Result<Option<Node>, Error> {
         match self.snap.node(key)? {
-            Some(n) if self.may_see(&n)? => Ok(Some(n)),
-            Some(_) | None => Ok(None),
+            Some(n) => self.shown(n),
+            None => Ok(None),
         }
     }
 
@@ -136,7 +144,7 @@ impl Scoped<'_, '_> {
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<(Node, f64)>, Error> {
         let mut out = Vec::new();
         for (n, score) in self.snap.search(query, limit.saturating_mul(4).max(limit))? {
-            if self.may_see(&n)? {
+            if let Some(n) = self.shown(n)? {
                 out.push((n, score));
                 if out.len() == limit {
                     break;
@@ -146,14 +154,24 @@ impl Scoped<'_, '_> {
         Ok(out)
     }
 
-    /// The recall pipeline, with the principal checked before any node is used.
+    /// The recall pipeline, with the principal checked before any node is used; the items
+    /// returned as [`Scoped::shown`] shows them.
     pub fn recall(
         &self,
         query: &RecallQuery,
         query_vector: &[f32],
         search: ctxgraph_ann::SearchParams,
     ) -> Result<ContextPack, Error> {
-        self.snap.recall_with(query, query_vector, self, search)
+        let mut pack = self.snap.recall_with(query, query_vector, self, search)?;
+        pack.items = pack
+            .items
+            .into_iter()
+            .map(|mut item| {
+                item.node = self.redact(item.node)?;
+                Ok(item)
+            })
+            .collect::<Result<_, Error>>()?;
+        Ok(pack)
     }
 
     /// The facts about an entity (as subject or object), true at `as_of` (now when `None`).
@@ -361,7 +379,7 @@ impl Scoped<'_, '_> {
     /// Whether every event a receipt cites (its `USED_INPUT` edges to events) is visible. A
     /// cited event missing from the graph (forgotten, archived) hides nothing: the edge waits
     /// for it and is not read here.
-    fn inputs_visible(&self, receipt: &NodeKey) -> Result<bool, Error> {
+    pub(super) fn inputs_visible(&self, receipt: &NodeKey) -> Result<bool, Error> {
         for e in self.snap.read.edges_of(receipt, Some("USED_INPUT"), Direction::Out)? {
             if e.key.to.label != "Event" {
                 continue;

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use ctxgraph::{Engine, IngestOptions, NodeKey, Principal, RecallQuery, TraversalOptions};
+use ctxgraph::{
+    Direction, Engine, IngestOptions, NodeKey, Principal, RecallQuery, TraversalOptions,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -57,6 +59,17 @@ fn spec() -> impl Strategy<Value = ScopeSpec> {
     ]
 }
 
+/// Sessions of the random stores: `s0` and `s1` on one day, `s2` and `s3` on the next, so
+/// that each day summary sums up two session summaries.
+const SESSIONS: usize = 4;
+/// Entities the random events name (besides their agent and tool), one each.
+const THINGS: usize = 6;
+
+/// The words only event `i` says: a hidden event's text must never come back.
+fn marker(i: usize) -> String {
+    format!("ref{i}q")
+}
+
 fn build(
     events: &[(ScopeSpec, usize, usize)],
     memories: &[ScopeSpec],
@@ -65,11 +78,13 @@ fn build(
     let mut lines = String::new();
     for (i, (spec, parent, word)) in events.iter().enumerate() {
         let (scope, pii) = scope_json(spec);
+        let session = i % SESSIONS;
         let mut ev = json!({"event_id": format!("e{i}"), "event_type": "tool.execute",
-            "occurred_at": format!("2026-11-20T10:{:02}:{:02}Z", i / 60, i % 60),
-            "session_id": format!("s{}", i % 3), "agent_id": "a", "trace_id": "t",
+            "occurred_at": format!("2026-11-{}T10:{:02}:{:02}Z", 20 + session / 2, i / 60, i % 60),
+            "session_id": format!("s{session}"), "agent_id": "a", "trace_id": "t",
             "tool_name": "deploy", "status": if i % 4 == 0 { "failed" } else { "completed" },
-            "payload": {"message": format!("{} {} step {i}", WORDS[*word], WORDS[(word + 3) % 8])}});
+            "entities": [{"name": format!("thing{}", (word + i) % THINGS), "entity_type": "concept"}],
+            "payload": {"text": format!("{} {} {}", WORDS[*word], WORDS[(word + 3) % 8], marker(i))}});
         if i > 0 && *parent < i {
             ev["parent_event_id"] = json!(format!("e{parent}"));
         }
@@ -108,6 +123,91 @@ fn build(
     (dir, e)
 }
 
+/// What a principal may see of a store, by brute force over the whole graph: the policy on
+/// events and memories; a summary when every event below it is visible; an entity when an event
+/// naming it is, with its counts and times only when every event naming it is.
+struct Oracle {
+    /// Hidden events, memories, summaries and entities.
+    hidden: BTreeSet<NodeKey>,
+    /// The words only hidden events say.
+    markers: Vec<String>,
+    /// Visible entities that a hidden event names.
+    counts_hidden: BTreeSet<NodeKey>,
+    /// Visible events and memories.
+    visible: (u64, u64),
+}
+
+/// The events below a summary, at any depth.
+fn events_below(snap: &ctxgraph::Snapshot<'_>, key: &NodeKey, out: &mut Vec<NodeKey>) {
+    for edge in snap.edges(key, Some("SUMMARIZES"), Direction::Out).unwrap() {
+        if edge.key.to.label == "Summary" {
+            events_below(snap, &edge.key.to, out);
+        } else {
+            out.push(edge.key.to);
+        }
+    }
+}
+
+impl Oracle {
+    fn new(snap: &ctxgraph::Snapshot<'_>, who: &Principal) -> Oracle {
+        let mut o = Oracle {
+            hidden: BTreeSet::new(),
+            markers: Vec::new(),
+            counts_hidden: BTreeSet::new(),
+            visible: (0, 0),
+        };
+        for n in snap.nodes("Event", None, 10_000).unwrap() {
+            if who.allows(&n).is_ok() {
+                o.visible.0 += 1;
+            } else {
+                o.markers.push(marker(n.key.id[1..].parse().unwrap()));
+                o.hidden.insert(n.key.clone());
+            }
+        }
+        for n in snap.nodes("Memory", None, 10_000).unwrap() {
+            if who.allows(&n).is_ok() {
+                o.visible.1 += 1
+            } else {
+                o.hidden.insert(n.key.clone());
+            }
+        }
+        for n in snap.nodes("Summary", None, 10_000).unwrap() {
+            let mut below = Vec::new();
+            events_below(snap, &n.key, &mut below);
+            assert!(!below.is_empty(), "{} summarises nothing", n.key);
+            if below.iter().any(|k| o.hidden.contains(k)) {
+                o.hidden.insert(n.key.clone());
+            }
+        }
+        for n in snap.nodes("Entity", None, 10_000).unwrap() {
+            let naming = snap.edges(&n.key, Some("REFERENCES"), Direction::In).unwrap();
+            let hidden = naming.iter().filter(|e| o.hidden.contains(&e.key.from)).count();
+            if hidden == naming.len() {
+                o.hidden.insert(n.key.clone());
+            } else if hidden > 0 {
+                o.counts_hidden.insert(n.key.clone());
+            }
+        }
+        o
+    }
+
+    /// Why returning `n` to the principal leaks, if it does.
+    fn leak(&self, n: &ctxgraph::Node) -> Option<String> {
+        if self.hidden.contains(&n.key) {
+            return Some(format!("returned hidden {}", n.key));
+        }
+        let text = said(n);
+        if let Some(m) = self.markers.iter().find(|m| text.contains(m.as_str())) {
+            return Some(format!("{} quotes a hidden event ({m}): {text}", n.key));
+        }
+        let counts = ["mention_count", "first_seen", "last_seen"];
+        if self.counts_hidden.contains(&n.key) && counts.iter().any(|p| n.props.contains_key(*p)) {
+            return Some(format!("{} counts a hidden event: {text}", n.key));
+        }
+        None
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
@@ -117,47 +217,54 @@ proptest! {
         memories in prop::collection::vec(spec(), 1..6),
         roles in prop::collection::btree_set(0usize..5, 0..3),
         question in prop::sample::select(vec!["why did the deploy fail", "database timeout",
-            "when was the cache rolled back", "what happened with the invoice email"]),
+            "when was the cache rolled back", "what happened with the invoice email",
+            "overview of the day", "thing1 thing2 thing3"]),
     ) {
         let (_dir, e) = build(&events, &memories);
         let who = Principal::new("p1", "default", roles.iter().map(|i| ROLES[*i].to_owned())).unwrap();
         let snap = e.snapshot().unwrap();
-        // Brute force: the policy applied to every scoped node.
-        let mut hidden = BTreeSet::new();
-        let mut visible = (0u64, 0u64);
-        for n in snap.nodes("Event", None, 10_000).unwrap() {
-            if who.allows(&n).is_ok() { visible.0 += 1 } else { hidden.insert(n.key.clone()); }
-        }
-        for n in snap.nodes("Memory", None, 10_000).unwrap() {
-            if who.allows(&n).is_ok() { visible.1 += 1 } else { hidden.insert(n.key.clone()); }
-        }
+        let oracle = Oracle::new(&snap, &who);
         let scoped = snap.scoped(&who);
-        let leak = |k: &NodeKey| hidden.contains(k);
+        let leak = |k: &NodeKey| oracle.hidden.contains(k);
 
         // Counts.
         let stats = scoped.stats().unwrap();
-        prop_assert_eq!((stats.events, stats.memories), visible);
+        prop_assert_eq!((stats.events, stats.memories), oracle.visible);
 
-        // Recall: items, seeds, paths, edges, unknowns.
+        // Point reads of every node, derived ones included: shown exactly when the oracle says,
+        // and then as stored, but for the counts of an entity a hidden event names.
+        for label in ["Event", "Memory", "Summary", "Entity"] {
+            for n in snap.nodes(label, None, 10_000).unwrap() {
+                let got = scoped.node(&n.key).unwrap();
+                prop_assert_eq!(got.is_some(), !leak(&n.key), "get {}", n.key);
+                if let Some(got) = got {
+                    prop_assert!(oracle.leak(&got).is_none(), "{:?}", oracle.leak(&got));
+                    if !oracle.counts_hidden.contains(&n.key) && label != "Event" {
+                        prop_assert_eq!(&got, &n, "shown otherwise than stored");
+                    }
+                }
+            }
+        }
+
+        // Search: the question, each entity's name, and words every event says.
+        let queries = [question.to_owned(), "deploy timeout database".to_owned(),
+            (0..THINGS).map(|t| format!("thing{t}")).collect::<Vec<_>>().join(" ")];
+        for q in &queries {
+            for (n, _) in scoped.search(q, 100).unwrap() {
+                prop_assert!(oracle.leak(&n).is_none(), "search {:?}: {:?}", q, oracle.leak(&n));
+            }
+        }
+
+        // Recall: items, seeds, paths, edges, unknowns, named entities.
         let mut q = RecallQuery::new(question);
         q.k = 30;
         let vector = e.embedder().unwrap().embed(&[question]).unwrap().remove(0);
         let pack = scoped.recall(&q, &vector, e.options().search).unwrap();
         for item in &pack.items {
-            prop_assert!(!leak(&item.node.key), "returned {}", item.node.key);
+            prop_assert!(oracle.leak(&item.node).is_none(), "recall: {:?}", oracle.leak(&item.node));
             prop_assert!(!leak(&item.seed), "seeded from {}", item.seed);
             for step in &item.path {
                 prop_assert!(!leak(&step.to), "walked through {}", step.to);
-            }
-            if item.node.key.label == "Summary" {
-                let sess = item.node.props.get("session_id").and_then(Value::as_str).unwrap_or("");
-                for h in &hidden {
-                    if h.label == "Event" {
-                        let ev = snap.node(h).unwrap().unwrap();
-                        prop_assert!(ev.props["session_id"] != json!(sess),
-                            "a summary over hidden event {} was returned", h);
-                    }
-                }
             }
         }
         for edge in &pack.edges {
@@ -165,6 +272,9 @@ proptest! {
         }
         for u in &pack.unknowns {
             prop_assert!(!leak(&u.item) && !leak(&u.missing));
+        }
+        for k in &pack.state.named {
+            prop_assert!(!leak(k), "named {}", k);
         }
 
         // Point reads, timelines and causal chains.
@@ -176,9 +286,9 @@ proptest! {
                 prop_assert!(!leak(&n.key), "chain through {}", n.key);
             }
         }
-        for s in 0..3 {
+        for s in 0..SESSIONS {
             let tl = scoped.timeline(&format!("s{s}"), 1000).unwrap();
-            let expected = (0..events.len()).filter(|i| i % 3 == s)
+            let expected = (0..events.len()).filter(|i| i % SESSIONS == s)
                 .filter(|i| !leak(&NodeKey::new("Event", format!("e{i}")))).count();
             prop_assert_eq!(tl.len(), expected);
             for entry in &tl {
@@ -187,9 +297,6 @@ proptest! {
                     prop_assert!(!leak(&NodeKey::new("Event", c.clone())));
                 }
             }
-        }
-        for (n, _) in scoped.search("deploy timeout database", 100).unwrap() {
-            prop_assert!(!leak(&n.key));
         }
 
         // Memories: lists, chains (stop at the first hidden), impact (not through hidden).
@@ -257,4 +364,193 @@ fn scope_and_pii_are_validated_and_kept_in_the_canonical_record() {
         let err = e.validate(&bad.to_string()).unwrap_err();
         assert!(err.violations.iter().any(|v| v.rule == code), "{value}: {err}");
     }
+}
+
+/// A secret only a PII reviewer may read, in an event's error.
+const SECRET: &str = "078-05-1120";
+
+/// One day of three sessions: an open one, one holding PII not cleared (the secret, and the only
+/// mention of `vault-prod`), one for operators only (the only mention of `ledger-x`); and an
+/// open session on the next day. Enriched and consolidated: session and day summaries exist.
+fn derived_store() -> (tempfile::TempDir, Engine) {
+    let (dir, mut e) = engine();
+    let ev = |id: &str, session: &str, at: &str, error: String, names: &[&str], extra: Value| {
+        let entities: Vec<Value> =
+            names.iter().map(|n| json!({"name": n, "entity_type": "service"})).collect();
+        let mut ev = json!({"event_id": id, "event_type": "tool.execute", "occurred_at": at,
+            "session_id": session, "agent_id": "a", "trace_id": "t", "tool_name": "deploy",
+            "status": "failed", "payload": {"error": error}, "entities": entities});
+        for (k, v) in extra.as_object().unwrap() {
+            ev[k] = v.clone();
+        }
+        format!("{ev}\n")
+    };
+    let lines = ev(
+        "e1",
+        "s1",
+        "2026-11-20T09:00:00Z",
+        "timeout of the orders database".into(),
+        &["orders-db"],
+        json!({}),
+    ) + &ev(
+        "e2",
+        "s2",
+        "2026-11-20T10:00:00Z",
+        format!("customer SSN {SECRET} rejected"),
+        &["orders-db", "vault-prod"],
+        json!({"pii": {"pii_cleared": false}}),
+    ) + &ev(
+        "e3",
+        "s3",
+        "2026-11-20T11:00:00Z",
+        "reconciliation of ledger-x failed".into(),
+        &["ledger-x"],
+        json!({"scope": {"allow_roles": ["operator"]}}),
+    ) + &ev(
+        "e4",
+        "s4",
+        "2026-11-21T09:00:00Z",
+        "cache warmup of the orders database".into(),
+        &["orders-db"],
+        json!({}),
+    );
+    let report = e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(report.accepted, 4, "{:?}", report.rejections);
+    e.enrich(&mut |_, _| {}).unwrap();
+    e.consolidate().unwrap();
+    (dir, e)
+}
+
+/// Recall through the choke point, on the snapshot `scoped` reads.
+fn recall(e: &Engine, scoped: &ctxgraph::Scoped<'_, '_>, question: &str) -> ctxgraph::ContextPack {
+    let mut q = RecallQuery::new(question);
+    q.k = 30;
+    let vector = e.embedder().unwrap().embed(&[question]).unwrap().remove(0);
+    scoped.recall(&q, &vector, e.options().search).unwrap()
+}
+
+fn viewer() -> Principal {
+    Principal::new("v1", "default", ["viewer".to_owned()]).unwrap()
+}
+
+/// Everything a node says, as one string (its id and properties).
+fn said(n: &ctxgraph::Node) -> String {
+    format!("{} {}", n.key, serde_json::to_string(&n.props).unwrap())
+}
+
+#[test]
+fn a_day_summary_over_a_hidden_event_is_hidden_from_every_read() {
+    let (_dir, e) = derived_store();
+    let snap = e.snapshot().unwrap();
+    let day = NodeKey::new("Summary", "day:2026-11-20");
+    let owner_day = snap.node(&day).unwrap().expect("the day summary exists");
+    assert!(said(&owner_day).contains(SECRET), "the day summary quotes e2: {}", said(&owner_day));
+
+    let who = viewer();
+    let scoped = snap.scoped(&who);
+    assert_eq!(scoped.node(&day).unwrap(), None, "get day:… quotes a hidden event");
+    assert_eq!(scoped.node(&NodeKey::new("Summary", "session:s2")).unwrap(), None);
+    // Summaries over visible events only stay visible.
+    assert!(scoped.node(&NodeKey::new("Summary", "session:s1")).unwrap().is_some());
+    assert!(scoped.node(&NodeKey::new("Summary", "day:2026-11-21")).unwrap().is_some());
+    for (n, _) in scoped.search("customer SSN rejected", 50).unwrap() {
+        assert!(!said(&n).contains(SECRET), "search returned {}", said(&n));
+    }
+    let pack = recall(&e, &scoped, "customer SSN rejected");
+    for item in &pack.items {
+        assert!(!said(&item.node).contains(SECRET), "recall returned {}", said(&item.node));
+        assert_ne!(item.node.key, day);
+    }
+    // A reviewer may read the event, so the summaries too.
+    let reviewer = Principal::new("r1", "default", ["pii_reviewer".to_owned()]).unwrap();
+    assert!(snap.scoped(&reviewer).node(&NodeKey::new("Summary", "session:s2")).unwrap().is_some());
+    // The day also holds e3 (operators only): a reviewer who is no operator does not see it.
+    assert_eq!(snap.scoped(&reviewer).node(&day).unwrap(), None);
+    let both = Principal::new("r2", "default", ["pii_reviewer".into(), "operator".into()]).unwrap();
+    assert_eq!(snap.scoped(&both).node(&day).unwrap().as_ref().map(said), Some(said(&owner_day)));
+}
+
+#[test]
+fn an_entity_named_only_by_hidden_events_is_hidden_and_counts_reveal_none() {
+    let (_dir, mut e) = derived_store();
+    let who = viewer();
+    let operator = Principal::new("o1", "default", ["operator".to_owned()]).unwrap();
+    let vault = NodeKey::new("Entity", "service:vault-prod");
+    let ledger = NodeKey::new("Entity", "service:ledger-x");
+    let orders = NodeKey::new("Entity", "service:orders-db");
+    {
+        let snap = e.snapshot().unwrap();
+        let scoped = snap.scoped(&who);
+        assert_eq!(scoped.node(&vault).unwrap(), None, "named only by e2 (PII not cleared)");
+        assert_eq!(scoped.node(&ledger).unwrap(), None, "named only by e3 (operators)");
+        let ledger_seen =
+            snap.scoped(&operator).node(&ledger).unwrap().expect("an operator sees it");
+        assert_eq!(ledger_seen.props["mention_count"], json!(1), "{ledger_seen:?}");
+        // orders-db is named by e1, e2 and e4: visible, but its count and times would reveal e2.
+        let orders_seen = scoped.node(&orders).unwrap().expect("named by visible events");
+        assert_eq!(snap.node(&orders).unwrap().unwrap().props["mention_count"], json!(3));
+        for p in ["mention_count", "first_seen", "last_seen"] {
+            assert!(!orders_seen.props.contains_key(p), "{p} shown: {orders_seen:?}");
+        }
+        assert_eq!(orders_seen.props["name"], json!("orders-db"));
+        for question in ["vault-prod", "ledger-x reconciliation", "orders-db"] {
+            for (n, _) in scoped.search(question, 50).unwrap() {
+                assert!(n.key != vault && n.key != ledger, "search returned {}", n.key);
+            }
+            let pack = recall(&e, &scoped, question);
+            for item in &pack.items {
+                assert!(item.node.key != vault && item.node.key != ledger, "{}", item.node.key);
+                if item.node.key == orders {
+                    assert!(!item.node.props.contains_key("mention_count"), "{:?}", item.node);
+                }
+            }
+            assert!(!pack.state.named.contains(&vault) && !pack.state.named.contains(&ledger));
+        }
+    }
+    // A visible fact naming vault-prod makes it visible, still without counts (e2 is hidden).
+    let fact = ctxgraph::FactInput::new(
+        ctxgraph::EntityInput::typed("vault-prod", "service"),
+        "depends_on",
+        ctxgraph::ObjectInput::Entity(ctxgraph::EntityInput::typed("orders-db", "service")),
+    );
+    e.record_fact(&fact).unwrap();
+    let snap = e.snapshot().unwrap();
+    let seen = snap.scoped(&who).node(&vault).unwrap().expect("a visible fact names it");
+    assert!(!seen.props.contains_key("mention_count"), "{seen:?}");
+}
+
+#[test]
+fn deciding_an_entity_reads_a_bounded_number_of_records() {
+    let (_dir, mut e) = engine();
+    // 1,010 events by agent `a`; the first 20 (hidden from a viewer) and the 21st (visible) name
+    // `late-thing`, so the first records read decide nothing.
+    let mut lines = String::new();
+    for i in 0..1010 {
+        let mut ev = json!({"event_id": format!("e{i}"), "event_type": "tool.execute",
+            "occurred_at": format!("2026-11-20T{:02}:{:02}:{:02}Z", i / 3600, i / 60 % 60, i % 60),
+            "session_id": "s", "agent_id": "a", "trace_id": "t"});
+        if i <= 20 {
+            ev["entities"] = json!([{"name": "late-thing", "entity_type": "concept"}]);
+        }
+        if i < 20 {
+            ev["scope"] = json!({"allow_roles": ["operator"]});
+        }
+        lines.push_str(&format!("{ev}\n"));
+    }
+    let report = e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(report.accepted, 1010, "{:?}", report.rejections);
+    let snap = e.snapshot().unwrap();
+    let who = viewer();
+    let scoped = snap.scoped(&who);
+    let late = scoped.node(&NodeKey::new("Entity", "concept:late-thing")).unwrap();
+    let late = late.expect("the 21st record naming it is visible");
+    assert!(!late.props.contains_key("mention_count"), "20 hidden events name it: {late:?}");
+    // Every event naming `a` is visible, but there are more than the bound reads: its count is
+    // not vouched for, so it is left out; the owner sees it.
+    let agent = NodeKey::new("Entity", "agent:a");
+    let a = scoped.node(&agent).unwrap().expect("visible events name it");
+    assert!(!a.props.contains_key("mention_count"), "{a:?}");
+    let owner = Principal::local();
+    let a = snap.scoped(&owner).node(&agent).unwrap().unwrap();
+    assert_eq!(a.props["mention_count"], json!(1010));
 }

@@ -1,0 +1,240 @@
+//! Visibility of derived nodes, decided from their sources.
+//!
+//! A node that carries no scope of its own but is made from records that do would otherwise
+//! repeat what those records hide. Two kinds are derived from events here:
+//! - a **summary** (session or day, at any depth of `SUMMARIZES`) quotes the events below it
+//!   and counts them, so it is visible only when every event below it is; otherwise it is
+//!   withheld whole (not rewritten);
+//! - an **entity** is visible when at least one record naming it is (an event referencing it, a
+//!   fact about it, a document sentence mentioning it, a receipt citing it, a slot, type or goal
+//!   record about it). Its `mention_count`, `first_seen` and `last_seen` fold every record that
+//!   names it, so they are shown only when every such record is visible; otherwise they are
+//!   omitted (not recomputed).
+//!
+//! The work is bounded: at most [`MAX_SUMMARY_SOURCES`] edges under one summary and
+//! [`MAX_ENTITY_SOURCES`] records naming one entity are read. Past the bound, what could not be
+//! decided is withheld (the summary, the entity, or the entity's counts).
+
+use ctxgraph_ontology::graph::{Node, NodeKey};
+use ctxgraph_projection::RECEIPT;
+use ctxgraph_store::GraphReader;
+
+use super::Scoped;
+use crate::error::Error;
+
+/// Most `SUMMARIZES` edges read under one summary, all levels together.
+const MAX_SUMMARY_SOURCES: usize = 20_000;
+/// Deepest `SUMMARIZES` nesting followed (a day summary over session summaries is 2 deep).
+const MAX_SUMMARY_DEPTH: usize = 4;
+/// Most records naming one entity read to decide whether it, or its counts, may be shown.
+const MAX_ENTITY_SOURCES: usize = 1_000;
+/// Records naming an entity read first: most entities are decided by the first visible one.
+const FIRST_ENTITY_SOURCES: usize = 16;
+/// The entity properties that fold every record naming it.
+const ENTITY_COUNTS: [&str; 3] = ["mention_count", "first_seen", "last_seen"];
+
+/// The edges by which a record names an entity, as `(edge type, outgoing from the entity)`:
+/// an event's reference, a fact's subject or object, a sentence's mention, a receipt's input, a
+/// goal's user, a slot and a type assertion. Entity-to-entity edges (`SAME_AS`, `RELATED_TO`)
+/// are derived from names and name no record.
+const ENTITY_SOURCES: [(&str, bool); 8] = [
+    ("REFERENCES", false),
+    ("SUBJECT", false),
+    ("OBJECT", false),
+    ("MENTIONS", false),
+    ("USED_INPUT", false),
+    ("GOAL_OF", false),
+    ("HAS_SLOT", true),
+    ("INSTANCE_OF", true),
+];
+
+/// What a bounded walk under a summary found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// Every event below is visible.
+    Visible,
+    /// An event below is hidden.
+    Hidden,
+    /// The bound was reached first.
+    Undecided,
+}
+
+impl Scoped<'_, '_> {
+    /// Whether a summary may be shown: every event below it, at any depth, is visible.
+    pub(super) fn summary_visible(&self, summary: &NodeKey) -> Result<bool, Error> {
+        self.summary_within(summary, MAX_SUMMARY_SOURCES)
+    }
+
+    /// [`Scoped::summary_visible`] reading at most `budget` edges.
+    fn summary_within(&self, summary: &NodeKey, mut budget: usize) -> Result<bool, Error> {
+        Ok(self.walk_summary(summary, &mut budget, 0)? == Walk::Visible)
+    }
+
+    /// The walk under one summary, spending `budget` edges; verdicts of whole subtrees are
+    /// remembered for the rest of the request (a day summary shares its sessions' summaries).
+    fn walk_summary(
+        &self,
+        summary: &NodeKey,
+        budget: &mut usize,
+        depth: usize,
+    ) -> Result<Walk, Error> {
+        if let Some(&known) = self.verdicts.borrow().get(summary) {
+            return Ok(if known { Walk::Visible } else { Walk::Hidden });
+        }
+        if depth > MAX_SUMMARY_DEPTH {
+            return Ok(Walk::Undecided);
+        }
+        let below = |t: &str, out: bool| if out && t == "SUMMARIZES" { 1.0 } else { 0.0 };
+        let edges = self.snap.read.heaviest_edges(summary, &below, budget.saturating_add(1))?;
+        if edges.len() > *budget {
+            *budget = 0;
+            return Ok(Walk::Undecided);
+        }
+        *budget -= edges.len();
+        let mut walk = Walk::Visible;
+        for (_, edge, _) in &edges {
+            let target = &edge.key.to;
+            let step = if target.label == "Summary" {
+                self.walk_summary(target, budget, depth + 1)?
+            } else {
+                // A summarised event that is gone (forgotten, archived) quotes nothing any more.
+                match self.snap.read.node(target)? {
+                    Some(n) if self.who.allows(&n).is_err() => Walk::Hidden,
+                    Some(_) | None => Walk::Visible,
+                }
+            };
+            if step != Walk::Visible {
+                walk = step;
+                break;
+            }
+        }
+        if walk != Walk::Undecided {
+            self.verdicts.borrow_mut().insert(summary.clone(), walk == Walk::Visible);
+        }
+        Ok(walk)
+    }
+
+    /// Whether an entity may be shown: a record naming it is visible (among the first
+    /// [`MAX_ENTITY_SOURCES`]).
+    pub(super) fn entity_visible(&self, entity: &NodeKey) -> Result<bool, Error> {
+        if let Some(&known) = self.verdicts.borrow().get(entity) {
+            return Ok(known);
+        }
+        let mut visible = false;
+        for limit in [FIRST_ENTITY_SOURCES, MAX_ENTITY_SOURCES] {
+            let sources = self.entity_sources(entity, limit)?;
+            let read = sources.len();
+            for n in sources {
+                if self.source_visible(&n)? {
+                    visible = true;
+                    break;
+                }
+            }
+            if visible || read < limit {
+                break;
+            }
+        }
+        self.verdicts.borrow_mut().insert(entity.clone(), visible);
+        Ok(visible)
+    }
+
+    /// Whether an entity's counts and times may be shown: its count is at most
+    /// [`MAX_ENTITY_SOURCES`], and so are the records naming it, every one of them visible.
+    fn entity_counts_visible(&self, entity: &Node) -> Result<bool, Error> {
+        // A count past the bound is left out without reading the records it folds (at worst
+        // this withholds counts that could have been shown).
+        let mentions = entity.props.get("mention_count").and_then(serde_json::Value::as_u64);
+        if mentions.is_some_and(|m| m > MAX_ENTITY_SOURCES as u64) {
+            return Ok(false);
+        }
+        let sources = self.entity_sources(&entity.key, MAX_ENTITY_SOURCES + 1)?;
+        if sources.len() > MAX_ENTITY_SOURCES {
+            return Ok(false);
+        }
+        for n in &sources {
+            if !self.source_visible(n)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The node as this principal may see it: an entity without [`ENTITY_COUNTS`] when they
+    /// would reveal a record it may not see; any other node unchanged. The caller has checked
+    /// that the node is visible.
+    pub(super) fn redact(&self, mut node: Node) -> Result<Node, Error> {
+        if self.who.is_owner() || node.key.label != "Entity" {
+            return Ok(node);
+        }
+        if !self.entity_counts_visible(&node)? {
+            for p in ENTITY_COUNTS {
+                node.props.remove(p);
+            }
+        }
+        Ok(node)
+    }
+
+    /// Up to `limit` records naming an entity, in a stable order.
+    fn entity_sources(&self, entity: &NodeKey, limit: usize) -> Result<Vec<Node>, Error> {
+        let naming = |t: &str, out: bool| {
+            if ENTITY_SOURCES.iter().any(|&(s, o)| s == t && o == out) { 1.0 } else { 0.0 }
+        };
+        let mut out = Vec::new();
+        for (_, edge, outgoing) in self.snap.read.heaviest_edges(entity, &naming, limit)? {
+            let other = if outgoing { &edge.key.to } else { &edge.key.from };
+            if let Some(n) = self.snap.read.node(other)? {
+                out.push(n);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether a record naming an entity is visible: its own policy, and for a decision receipt
+    /// the events it cites too. Never another derived node, so the check does not recurse.
+    fn source_visible(&self, node: &Node) -> Result<bool, Error> {
+        if self.who.allows(node).is_err() {
+            return Ok(false);
+        }
+        if node.key.label == RECEIPT {
+            return self.inputs_visible(&node.key);
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a test fails loudly on the first surprise")]
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::{Engine, EngineOptions, IngestOptions, OpenMode, Principal};
+
+    #[test]
+    fn a_summary_is_withheld_when_its_sources_exceed_the_bound() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("t.ctxg");
+        let mut e =
+            Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default()).unwrap();
+        // One day of two sessions of three open events: 2 + 6 edges under the day summary.
+        let mut lines = String::new();
+        for i in 0..6 {
+            let ev = json!({"event_id": format!("e{i}"), "event_type": "tool.execute",
+                "occurred_at": format!("2026-11-20T10:00:0{i}Z"), "session_id": format!("s{}", i % 2),
+                "agent_id": "a", "trace_id": "t"});
+            lines.push_str(&format!("{ev}\n"));
+        }
+        e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+        e.enrich(&mut |_, _| {}).unwrap();
+        e.consolidate().unwrap();
+        let snap = e.snapshot().unwrap();
+        let who = Principal::new("v", "default", ["viewer".to_owned()]).unwrap();
+        let day = NodeKey::new("Summary", "day:2026-11-20");
+        assert!(snap.scoped(&who).summary_within(&day, 8).unwrap());
+        assert!(!snap.scoped(&who).summary_within(&day, 7).unwrap(), "undecided: withheld");
+        let session = NodeKey::new("Summary", "session:s0");
+        assert!(!snap.scoped(&who).summary_within(&session, 2).unwrap());
+        assert!(snap.scoped(&who).summary_within(&session, 3).unwrap());
+    }
+}
