@@ -7,7 +7,7 @@
 //!
 //! | cue       | the question asks for…                         | fires on (whole words)                                                        | structural rule                                              |
 //! |-----------|------------------------------------------------|-------------------------------------------------------------------------------|--------------------------------------------------------------|
-//! | failure   | what went wrong                                | fail, failed, fails, failing, failure(s), error(s), errored, wrong, broke, broken, crash(ed), exception(s), outage(s) | events with `status` failed first; CAUSED_BY both ways       |
+//! | failure   | what went wrong                                | fail, failed, fails, failing, failure(s), error(s), errored, wrong, broke, broken, crash(ed), exception(s), outage(s), problem(s), issue(s), timeout(s) | events with `status` failed first; CAUSED_BY both ways       |
 //! | after     | consequences, what came next                   | after, afterwards, next, then, followed, following, subsequently, consequence(s), result(s), resulted | from an anchor: CAUSED_BY into it (its children), FOLLOWS into it (the next event) |
 //! | before    | antecedents, what came first                   | before, prior, preceded, preceding, earlier, beforehand                       | from an anchor: CAUSED_BY out of it (its parent), FOLLOWS out of it |
 //! | request   | what a user asked, the task of a run           | ask, asked, asking, request(s), requested, task, want(ed), goal, prompt(ed)   | the run's first `observation.input` (else its first event with a `user_id`) |
@@ -53,6 +53,12 @@ const FAILURE: &[&str] = &[
     "exceptions",
     "outage",
     "outages",
+    "problem",
+    "problems",
+    "issue",
+    "issues",
+    "timeout",
+    "timeouts",
 ];
 const AFTER: &[&str] = &[
     "after",
@@ -162,6 +168,7 @@ mod tests {
         assert!(failure.failure && !failure.after && !failure.request);
         assert!(Cues::of("What went wrong in the run?").failure);
         assert!(Cues::of("Which errors happened during s-2?").failure);
+        assert!(Cues::of("problems in t-3").failure);
         let after = Cues::of("What happened after the call e-9 failed?");
         assert!(after.after && after.failure && !after.before);
         assert!(Cues::of("What came before e-9?").before);
