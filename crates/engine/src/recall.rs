@@ -1194,16 +1194,20 @@ impl Snapshot<'_> {
         })
     }
 
-    /// The session of the best of the first `INFER_HITS` BM25 hits that is an event referencing
-    /// an entity the question names (the run a question like "what went wrong when U asked …"
-    /// is about), if any.
+    /// The session a question like "what went wrong when U asked …" is about: that of the best
+    /// BM25 hit that is an event of an actor the question names (its agent or user, or a
+    /// REFERENCES to them), else of the best of the first `INFER_HITS` hits that references any
+    /// entity it names; `None` if no hit does.
     fn session_of_best_hit(
         &self,
         r: &mut Reader<'_, '_>,
         bm25_list: &[NodeKey],
         named: &[NodeKey],
     ) -> Result<Option<String>, Error> {
-        for key in bm25_list.iter().filter(|k| k.label == "Event").take(INFER_HITS) {
+        let is_actor =
+            |k: &NodeKey| k.id.split_once(':').is_some_and(|(t, _)| ACTOR_TYPES.contains(&t));
+        let mut by_thing = None;
+        for (rank, key) in bm25_list.iter().filter(|k| k.label == "Event").enumerate() {
             let Some(session) = r
                 .admissible(key)?
                 .and_then(|n| n.props.get("session_id"))
@@ -1213,11 +1217,16 @@ impl Snapshot<'_> {
                 continue;
             };
             let refs = self.edges(key, Some("REFERENCES"), Direction::Out)?;
-            if refs.iter().any(|e| named.contains(&e.key.to)) {
+            let hits: Vec<&NodeKey> =
+                refs.iter().map(|e| &e.key.to).filter(|to| named.contains(to)).collect();
+            if hits.iter().any(|k| is_actor(k)) {
                 return Ok(Some(session));
             }
+            if by_thing.is_none() && rank < INFER_HITS && !hits.is_empty() {
+                by_thing = Some(session);
+            }
         }
-        Ok(None)
+        Ok(by_thing)
     }
 
     /// The knowledge list: what is known about what the question names. Facts whose subject
