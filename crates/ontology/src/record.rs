@@ -44,6 +44,7 @@ mod access;
 mod forget;
 mod receipt;
 mod strict;
+pub use strict::scan as strict_json;
 
 pub use access::{AccessEntry, AccessRecord, MAX_ACCESS_COUNT, MAX_ACCESS_EVENTS};
 

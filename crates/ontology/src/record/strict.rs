@@ -45,8 +45,9 @@ fn push_key(path: &mut String, key: &str) {
 }
 
 /// Duplicate keys (`json.duplicate_key`) and integers outside the 64-bit range
-/// (`json.integer_range`) in `text`, which must be valid JSON.
-pub(crate) fn scan(text: &str) -> Vec<Violation> {
+/// (`json.integer_range`) in `text`, which must be valid JSON (checked first: the scan assumes
+/// it), each at its JSON path. Record validation runs it; a server runs it over a request body.
+pub fn scan(text: &str) -> Vec<Violation> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
@@ -75,8 +76,7 @@ pub(crate) fn scan(text: &str) -> Vec<Violation> {
                     let key: String =
                         serde_json::from_str(&text[i..end]).unwrap_or_else(|_| text[i..end].into());
                     let mut duplicate = false;
-                    if let Some(Frame::Object { keys, key: current, expect_key }) =
-                        stack.last_mut()
+                    if let Some(Frame::Object { keys, key: current, expect_key }) = stack.last_mut()
                     {
                         duplicate = !keys.insert(key.clone());
                         *current = key.clone();
@@ -99,7 +99,8 @@ pub(crate) fn scan(text: &str) -> Vec<Violation> {
             }
             b'-' | b'0'..=b'9' => {
                 let start = i;
-                while i < bytes.len() && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
                 {
                     i += 1;
                 }
