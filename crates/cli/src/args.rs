@@ -1236,6 +1236,70 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Crash safety: a writer (`ctxgraph ingest`, or `ctxgraph serve` fed by writer threads) is
+    /// killed with SIGKILL at a random moment, again and again, over one store; then every
+    /// acknowledged record must be in the log and the graph must equal its reprojection.
+    /// Reports kills, acknowledged and lost records, and whether reprojection gave the same
+    /// graph. Exits 2 if a record was lost or the graphs differ.
+    Crash {
+        /// How many times a writer is killed.
+        #[arg(long, default_value_t = 100)]
+        kills: usize,
+        /// Fresh events each run writes.
+        #[arg(long, default_value_t = 500)]
+        events_per_run: usize,
+        /// Which writer is killed: ingest, serve, or both in turn.
+        #[arg(long, value_enum, default_value_t = CrashTarget::Both)]
+        target: CrashTarget,
+        /// Writer threads feeding the server.
+        #[arg(long, default_value_t = 4)]
+        writers: usize,
+        /// Seed of the kill moments.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Directory for the temporary store (default: the system temp dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Sustained mixed load on a server over loopback: N clients cycle through ingest batches,
+    /// recall, search, event by id and session timeline for a bounded time; reports requests/s,
+    /// p50/p99 and errors per kind, and the server's resident memory sampled over time (warm,
+    /// max, ratio) with its write-ahead log size. Starts its own `ctxgraph serve` on a free
+    /// port unless --url is given. Exits 2 if any request failed.
+    Soak {
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// How long the load lasts, in seconds.
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+        /// Synthetic events loaded before the load.
+        #[arg(long, default_value_t = 5_000)]
+        preload: usize,
+        /// Seconds between two samples of the server's memory.
+        #[arg(long, default_value_t = 5.0)]
+        sample_every: f64,
+        /// Drive this running server instead of starting one (its memory is not sampled).
+        #[arg(long, requires = "key")]
+        url: Option<String>,
+        /// The API key for --url (a principal with the writer role).
+        #[arg(long, env = "CTXGRAPH_KEY", hide_env_values = true)]
+        key: Option<String>,
+        /// Data directory of the started server (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// Which writer `bench crash` kills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CrashTarget {
+    /// `ctxgraph ingest` of a JSONL file.
+    Ingest,
+    /// `ctxgraph serve` taking HTTP ingest from writer threads.
+    Serve,
+    /// Each in turn.
+    Both,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

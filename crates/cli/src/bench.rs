@@ -11,12 +11,16 @@ use serde_json::{Value, json};
 use crate::Outcome;
 use crate::output::{bytes, print_json, table};
 
+mod crash;
 mod forget;
 mod memory;
 mod serve;
+mod soak;
+pub(crate) use crash::{CrashArgs, crash};
 pub(crate) use forget::forget;
 pub(crate) use memory::memory;
 pub(crate) use serve::{ServeArgs, serve};
+pub(crate) use soak::{SoakArgs, soak};
 
 /// Opens timed to average the store's open cost.
 const OPENS: u32 = 20;

@@ -195,5 +195,39 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Bench(BenchCommand::Memory { memories, events, queries, dir }) => {
             bench::memory(*memories, *events, *queries, dir.as_deref(), cli.json)
         }
+        Command::Bench(BenchCommand::Crash {
+            kills,
+            events_per_run,
+            target,
+            writers,
+            seed,
+            dir,
+        }) => bench::crash(&bench::CrashArgs {
+            kills: *kills,
+            events_per_run: *events_per_run,
+            target: *target,
+            writers: *writers,
+            seed: *seed,
+            dir: dir.as_deref(),
+            json: cli.json,
+        }),
+        Command::Bench(BenchCommand::Soak {
+            clients,
+            seconds,
+            preload,
+            sample_every,
+            url,
+            key,
+            dir,
+        }) => bench::soak(&bench::SoakArgs {
+            clients: *clients,
+            seconds: *seconds,
+            preload: *preload,
+            sample_every: *sample_every,
+            url: url.as_deref(),
+            key: key.as_deref(),
+            dir: dir.as_deref(),
+            json: cli.json,
+        }),
     }
 }

@@ -20,7 +20,34 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// Cap glibc's malloc arenas at two, unless `MALLOC_ARENA_MAX` says otherwise.
+///
+/// glibc gives threads their own arenas, up to eight per core, and memory freed in one is not
+/// reused by another: requests running on tokio's blocking threads made the server's heap climb
+/// under a steady mixed load (`bench soak`, 16 clients, 120 s: 191 to 473 MiB anonymous memory
+/// with the default, 88 to 213 MiB with two arenas, at the same throughput).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn cap_malloc_arenas() {
+    use std::ffi::c_int;
+    /// glibc's `M_ARENA_MAX` parameter of `mallopt`.
+    const M_ARENA_MAX: c_int = -8;
+    unsafe extern "C" {
+        fn mallopt(param: c_int, value: c_int) -> c_int;
+    }
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: `mallopt` only sets an allocator parameter; glibc allows it at any time, and
+        // it runs before the runtime starts its threads.
+        unsafe {
+            mallopt(M_ARENA_MAX, 2);
+        }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn cap_malloc_arenas() {}
+
 pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
+    cap_malloc_arenas();
     let options = crate::with_embedder(cli, EngineOptions::default())?;
     let service = Service::open(&args.data, options)
         .with_context(|| format!("opening the data directory {}", args.data.display()))?;

@@ -379,6 +379,17 @@ impl Engine {
         Ok(self.store.checkpoint()?)
     }
 
+    /// Size of the store's write-ahead log file in bytes.
+    pub fn wal_size(&self) -> u64 {
+        self.store.wal_size()
+    }
+
+    /// Bound the page cache of this engine's connection to about `bytes` (a reader among many
+    /// needs less than the default 256 MiB, which suits bulk loads).
+    pub fn set_cache_bytes(&self, bytes: u64) -> Result<(), Error> {
+        Ok(self.store.set_cache_bytes(bytes)?)
+    }
+
     /// A consistent read snapshot.
     pub fn snapshot(&self) -> Result<Snapshot<'_>, Error> {
         Ok(Snapshot::new(

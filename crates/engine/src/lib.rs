@@ -78,7 +78,7 @@ pub use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Prop
 pub use ctxgraph_ontology::{
     Cardinality, EntityDecision, EventClass, ForgetKind, Limits, RecordBody, RecordKind, Schema,
     SchemaError, SlotSpec, SlotsRecord, SpecRelation, ValidRecord, ValidationErrors, Violation,
-    entity_id, normalize_name,
+    entity_id, normalize_name, strict_json,
 };
 pub use ctxgraph_ontology::{DocumentFormat, ResolvedEntity, canonical_predicate};
 pub use ctxgraph_projection::{enrich_event, telling_text};

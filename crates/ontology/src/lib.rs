@@ -43,8 +43,8 @@ pub use record::{
     MemoryOutcomeRecord, MemoryRecord, PolicyCheck, ReceiptException, ReceiptInputs,
     ReceiptOutcome, ReceiptRecord, RecordBody, RecordKind, ResolvedEntity, SchemaRecord, Scope,
     SlotsRecord, Tombstone, ValidRecord, canonical_predicate, content_hash, document_id,
-    entity_digest, entity_use, fact_id, normalize_time, part_id, redacted_id, validate,
-    validate_stored, validate_value,
+    entity_digest, entity_use, fact_id, normalize_time, part_id, redacted_id, strict_json,
+    validate, validate_stored, validate_value,
 };
 pub use schema::{
     BUILTIN_MODULES, CORE_MODULE, EdgeType, EnumDef, EnumValue, EventClass, EventTypeDef,

@@ -43,6 +43,8 @@ pub use scope::{AUDIENCE_KINDS, Scope};
 mod access;
 mod forget;
 mod receipt;
+mod strict;
+pub use strict::scan as strict_json;
 
 pub use access::{AccessEntry, AccessRecord, MAX_ACCESS_COUNT, MAX_ACCESS_EVENTS};
 
@@ -435,6 +437,12 @@ pub fn validate(
             format!("not valid JSON: {e}"),
         )])
     })?;
+    // What the parser forgave (a repeated key, an integer turned into a float) is refused here,
+    // where the text is still at hand.
+    let forgiven = strict::scan(text);
+    if !forgiven.is_empty() {
+        return Err(forgiven.into());
+    }
     validate_value(schema, limits, value)
 }
 

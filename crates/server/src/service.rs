@@ -52,6 +52,16 @@ const MAX_IDLE_READERS: usize = 4;
 /// Reader engines open at once per tenant: more requests wait for one, so memory stays bounded
 /// (each holds a connection with its page cache) however many clients there are.
 const MAX_READERS: usize = 8;
+/// Page cache of each reader engine's connection: with [`MAX_READERS`] of them, at most
+/// 256 MiB together. Each connection fills its own cache as it touches pages, so without this
+/// bound the server's memory climbs under a steady load towards 256 MiB per connection.
+const READER_CACHE_BYTES: u64 = 32 << 20;
+/// Page cache of the writer's connection: the server writes batches, not bulk loads.
+const WRITER_CACHE_BYTES: u64 = 64 << 20;
+/// A write-ahead log larger than this after a write is checkpointed and truncated at once.
+/// The automatic checkpoint resets the log at 64 MiB unless readers keep it from finishing,
+/// which a steady read load can do indefinitely: then the log would grow without bound.
+const WAL_TRUNCATE_AT: u64 = 96 << 20;
 /// Most records in one batch.
 pub const MAX_BATCH: usize = 10_000;
 /// Default and largest page sizes.
@@ -154,6 +164,7 @@ impl Tenant {
             })?;
         }
         let writer = Engine::open(&path, OpenMode::CreateIfMissing, options.clone())?;
+        writer.set_cache_bytes(WRITER_CACHE_BYTES)?;
         let access = Arc::clone(writer.access_tracker());
         Ok(Tenant {
             name: name.to_owned(),
@@ -206,6 +217,8 @@ impl Tenant {
             None => match Engine::open(&self.path, OpenMode::MustExist, self.options.clone()) {
                 Ok(mut e) => {
                     e.set_access_tracker(Arc::clone(&self.access));
+                    // A smaller cache is only slower; the read goes on with the default.
+                    let _ = e.set_cache_bytes(READER_CACHE_BYTES);
                     e
                 }
                 Err(e) => {
@@ -261,6 +274,12 @@ impl Tenant {
         let _ = w.flush_access();
         let out = out?;
         enrich_behind(&mut w);
+        if w.wal_size() > WAL_TRUNCATE_AT {
+            // Waits (up to the store's busy timeout) for the reads in flight to finish; new
+            // reads are not blocked. A checkpoint that cannot finish now is retried after the
+            // next write; the acknowledged write is committed either way.
+            let _ = w.checkpoint();
+        }
         let lags = w
             .snapshot()
             .and_then(|s| s.checkpoints())

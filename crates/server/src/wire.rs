@@ -117,7 +117,27 @@ pub fn unknown_field_error<T: WireRequest>(message: &str) -> Option<ServiceError
 /// Parse a JSON request body: not JSON is `request.malformed_json` (HTTP 400), a field the
 /// request does not know is `request.unknown_field` (HTTP 400), JSON of the wrong shape (a
 /// missing field, a wrong type) is `request.invalid_body` (HTTP 422).
+///
+/// A key repeated in one object, or an integer beyond 64 bits, is refused too (HTTP 422, the
+/// code `json.duplicate_key` or `json.integer_range`, a violation per finding naming its path in
+/// the body): the parser would keep the last key or a float silently.
 pub fn parse_body<T: WireRequest>(bytes: &[u8]) -> Result<T, ServiceError> {
+    let parsed = parse_body_lenient::<T>(bytes)?;
+    // Parsed, so the bytes are well-formed JSON text, which the scan needs.
+    let forgiven = std::str::from_utf8(bytes).map(ctxgraph::strict_json).unwrap_or_default();
+    if let Some(first) = forgiven.first() {
+        let mut e = ServiceError::new(
+            ErrorClass::Invalid,
+            first.rule,
+            format!("the {} is refused: {} at {}", T::NAME, first.message, first.path),
+        );
+        e.violations = forgiven.iter().map(ViolationDto::from).collect();
+        return Err(e);
+    }
+    Ok(parsed)
+}
+
+fn parse_body_lenient<T: WireRequest>(bytes: &[u8]) -> Result<T, ServiceError> {
     serde_json::from_slice(bytes).map_err(|e| match e.classify() {
         serde_json::error::Category::Data => unknown_field_error::<T>(&e.to_string())
             .unwrap_or_else(|| {

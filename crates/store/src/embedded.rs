@@ -122,6 +122,9 @@ impl Embedded {
         // Checkpoint the WAL every ~64 MiB instead of every 4 MiB: fewer, larger copies during
         // bulk ingestion. Durability does not depend on checkpoints.
         conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
+        // A checkpoint that resets the WAL leaves the file at its largest size; cut it back to
+        // the same ~64 MiB, so the file does not keep what one burst of writes made it.
+        conn.pragma_update(None, "journal_size_limit", WAL_LIMIT_BYTES)?;
         conn.pragma_update(None, "foreign_keys", "OFF")?;
         // The query planner stability guarantee: plans do not depend on the values bound to a
         // statement. Without it, this build (STAT4) marks a statement whose parameter meets an
@@ -181,6 +184,20 @@ impl Embedded {
             .sum()
     }
 
+    /// Size of the write-ahead log file in bytes (0 when there is none).
+    pub fn wal_size(&self) -> u64 {
+        std::fs::metadata(format!("{}-wal", self.path.display())).map_or(0, |m| m.len())
+    }
+
+    /// Bound this connection's page cache to about `bytes` (SQLite's `cache_size`). Opening
+    /// gives 256 MiB, which suits the one writer of a bulk load; a server's many reader
+    /// connections each hold their own cache, so they get less.
+    pub fn set_cache_bytes(&self, bytes: u64) -> Result<(), StoreError> {
+        let kib = i64::try_from(bytes / 1024).unwrap_or(i64::MAX).max(1);
+        self.conn.pragma_update(None, "cache_size", -kib)?;
+        Ok(())
+    }
+
     /// Start the single write transaction. Its changes are durable when [`EmbeddedWrite::commit`]
     /// returns and discarded if it is dropped.
     pub fn begin_write(&mut self) -> Result<EmbeddedWrite<'_>, StoreError> {
@@ -217,6 +234,10 @@ impl Embedded {
 }
 
 /// How long a statement waits for another connection's lock before failing with `store.busy`.
+/// The size the write-ahead log file is cut back to after a checkpoint resets it: the
+/// automatic checkpoint's threshold (16,384 pages of 4 KiB).
+const WAL_LIMIT_BYTES: i64 = 64 << 20;
+
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Switch a new store to WAL. The switch needs the file to itself and, unlike other statements,

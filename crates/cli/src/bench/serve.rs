@@ -44,9 +44,11 @@ pub(crate) struct ServeArgs<'a> {
 }
 
 /// A server this command started: stopped (SIGTERM, then kill) when dropped.
-struct Started {
-    child: Child,
-    _data: Option<tempfile::TempDir>,
+pub(super) struct Started {
+    pub(super) child: Child,
+    /// Its data directory.
+    pub(super) data: PathBuf,
+    _keep: Option<tempfile::TempDir>,
 }
 
 impl Drop for Started {
@@ -119,7 +121,7 @@ pub(crate) fn serve(args: &ServeArgs<'_>) -> anyhow::Result<Outcome> {
     Ok(if failed { Outcome::Failed } else { Outcome::Done })
 }
 
-fn agent() -> ureq::Agent {
+pub(super) fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(60)))
@@ -128,7 +130,7 @@ fn agent() -> ureq::Agent {
 }
 
 /// POST `body`; an error for a transport failure or a status other than 2xx.
-fn post(
+pub(super) fn post(
     agent: &ureq::Agent,
     base: &str,
     key: &str,
@@ -147,7 +149,9 @@ fn post(
     Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
-fn start_server(dir: Option<&Path>) -> anyhow::Result<(String, String, Started)> {
+/// Start `ctxgraph serve` on a free loopback port over `dir` (default: a temporary directory)
+/// with a writer principal of tenant `bench`: its base URL, the key, and the server.
+pub(super) fn start_server(dir: Option<&Path>) -> anyhow::Result<(String, String, Started)> {
     let (data, keep): (PathBuf, Option<tempfile::TempDir>) = match dir {
         Some(d) => (d.to_owned(), None),
         None => {
@@ -169,7 +173,7 @@ fn start_server(dir: Option<&Path>) -> anyhow::Result<(String, String, Started)>
     let stdout = child.stdout.take().context("the server's output")?;
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line)?;
-    let started = Started { child, _data: keep };
+    let started = Started { child, data, _keep: keep };
     let Some(base) = line.trim().strip_prefix("listening on ") else {
         bail!("the server did not start: its first line was {line:?}");
     };
@@ -246,7 +250,7 @@ fn run_round(
 }
 
 /// An event no earlier round or client wrote.
-fn fresh_event(round: usize, client: usize, op: u64, i: usize) -> Value {
+pub(super) fn fresh_event(round: usize, client: usize, op: u64, i: usize) -> Value {
     json!({"event_id": format!("load-{round}-{client}-{op}-{i}"), "event_type": "tool.execute",
         "occurred_at": "2026-11-22T12:00:00Z", "session_id": format!("load-{round}-{client}"),
         "agent_id": format!("load-agent-{client}"), "trace_id": format!("load-{round}"),

@@ -387,3 +387,35 @@ fn encode(segment: &str) -> String {
         })
         .collect()
 }
+
+#[test]
+fn a_body_with_a_repeated_key_or_an_integer_beyond_64_bits_is_refused_at_its_path() {
+    let s = Server::start();
+    let k = &s.keys.writer;
+    let mut e = event("e1", "s1", 0, json!({}));
+    e.as_object_mut().unwrap().remove("payload");
+    // A record's text with this payload written first, verbatim.
+    let with_payload = |payload: &str| {
+        let text = e.to_string();
+        format!("{{\"events\": [{{\"payload\": {payload}, {}]}}", &text[1..])
+    };
+    let refused = |payload: &str| {
+        let (status, body) = s.call("POST", "/v1/events", Some(k), Some(&with_payload(payload)));
+        let code = body["error"]["code"].as_str().unwrap_or("").to_owned();
+        (status, code, body["error"]["violations"][0]["path"].clone())
+    };
+    // The same key twice: the parser would keep the last silently.
+    assert_eq!(
+        refused(r#"{"n": 1, "n": 2}"#),
+        (422, "json.duplicate_key".to_owned(), json!("$.events[0].payload.n"))
+    );
+    // An integer beyond u64: the parser would turn it into a float.
+    assert_eq!(
+        refused(r#"{"n": 18446744073709551616}"#),
+        (422, "json.integer_range".to_owned(), json!("$.events[0].payload.n"))
+    );
+    assert_eq!(s.get("/v1/events/e1", k).0, 404, "nothing was written");
+    // The same record without either is accepted.
+    let (status, body) = s.call("POST", "/v1/events", Some(k), Some(&with_payload(r#"{"n": 1}"#)));
+    assert_eq!(status, 200, "{body}");
+}

@@ -9,6 +9,7 @@
 
 mod access;
 mod admin;
+mod bench;
 mod commands;
 mod derived;
 mod entities;

@@ -365,3 +365,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_record_with_a_repeated_key_is_refused_naming_the_path_and_the_rule() {
+    let text = r#"{"event_id": "e1", "event_type": "tool.execute", "occurred_at": "2026-11-20T09:15:02Z",
+        "session_id": "s1", "agent_id": "planner", "trace_id": "t1",
+        "payload": {"amount": 1, "amount": 1000000}}"#;
+    let err = validate(&schema(), &Limits::default(), text).unwrap_err();
+    assert_eq!(rules(&err), [("$.payload.amount", "json.duplicate_key")]);
+    // The envelope too: a second event_id must not silently replace the first.
+    let text = r#"{"event_id": "e1", "event_id": "e2", "event_type": "tool.execute",
+        "occurred_at": "2026-11-20T09:15:02Z", "session_id": "s1", "agent_id": "planner", "trace_id": "t1"}"#;
+    let err = validate(&schema(), &Limits::default(), text).unwrap_err();
+    assert_eq!(rules(&err), [("$.event_id", "json.duplicate_key")]);
+}
+
+#[test]
+fn a_record_with_an_integer_beyond_u64_is_refused_not_turned_into_a_float() {
+    let text = r#"{"event_id": "e1", "event_type": "tool.execute", "occurred_at": "2026-11-20T09:15:02Z",
+        "session_id": "s1", "agent_id": "planner", "trace_id": "t1",
+        "payload": {"ids": [18446744073709551615, 18446744073709551616]}}"#;
+    let err = validate(&schema(), &Limits::default(), text).unwrap_err();
+    assert_eq!(rules(&err), [("$.payload.ids[1]", "json.integer_range")]);
+    assert_eq!(err.violations[0].value.as_deref(), Some("18446744073709551616"));
+    // u64::MAX itself is an integer and stays one.
+    let ok = text.replace(", 18446744073709551616", "");
+    let r = validate(&schema(), &Limits::default(), &ok).unwrap();
+    assert!(r.canonical().contains("18446744073709551615"), "{}", r.canonical());
+}

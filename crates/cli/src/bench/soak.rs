@@ -1,0 +1,341 @@
+//! `ctxgraph bench soak`: sustained mixed load on a server over loopback, and its memory over
+//! time.
+//!
+//! C clients, each with its own connection, cycle through a fixed mix of requests (ingest
+//! batches, recall, search, an event by id, a session's timeline) for S seconds. The report has
+//! requests/s, p50/p99 and errors per kind and, when this command started the server, the
+//! server's resident memory sampled every few seconds (a curve: warm, max, their ratio) with
+//! the size of its write-ahead log: memory that grows without bound under a steady load shows
+//! as a rising curve.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use super::serve::{agent, fresh_event, post, start_server};
+use super::{percentile, questions, sorted, synthetic_jsonl};
+use crate::Outcome;
+use crate::output::{print_json, table};
+
+/// The request kinds, in report order.
+const KINDS: [&str; 5] = ["ingest", "recall", "search", "get", "timeline"];
+/// One client's cycle of requests, as indexes into [`KINDS`]: one ingest in ten, the rest reads.
+const MIX: [usize; 10] = [0, 1, 2, 3, 4, 1, 2, 3, 4, 1];
+/// Events per ingest request.
+const BATCH: usize = 10;
+/// Events per request while preloading.
+const PRELOAD_BATCH: usize = 500;
+/// The tenant of the principal `start_server` adds, whose store the server writes.
+const TENANT: &str = "bench";
+
+/// What `bench soak` was asked to do.
+pub(crate) struct SoakArgs<'a> {
+    /// Concurrent clients.
+    pub(crate) clients: usize,
+    /// How long the load lasts.
+    pub(crate) seconds: f64,
+    /// Events loaded before the load starts.
+    pub(crate) preload: usize,
+    /// Seconds between two memory samples.
+    pub(crate) sample_every: f64,
+    /// A server already running; `None`: start one.
+    pub(crate) url: Option<&'a str>,
+    /// The API key for `url`.
+    pub(crate) key: Option<&'a str>,
+    /// Where the started server keeps its data (default: a temporary directory).
+    pub(crate) dir: Option<&'a Path>,
+    /// JSON output.
+    pub(crate) json: bool,
+}
+
+/// Latencies (ms) and errors per kind, for one client or all.
+#[derive(Default)]
+struct Kinds {
+    ms: [Vec<f64>; KINDS.len()],
+    errors: [u64; KINDS.len()],
+    first_error: Option<String>,
+}
+
+/// One memory sample of the server.
+#[derive(Clone, Copy)]
+struct Sample {
+    /// Seconds since the load started.
+    at: f64,
+    /// Resident memory (`VmRSS`), bytes.
+    rss: u64,
+    /// Its anonymous part (`RssAnon`: heap, page caches), bytes.
+    anon: u64,
+    /// Size of the tenant store's write-ahead log, bytes.
+    wal: u64,
+}
+
+/// What the load reads: event ids, session ids and questions from the preloaded trace.
+struct Targets {
+    events: Vec<String>,
+    sessions: Vec<String>,
+    questions: Vec<String>,
+}
+
+pub(crate) fn soak(args: &SoakArgs<'_>) -> anyhow::Result<Outcome> {
+    if args.clients == 0 || args.seconds <= 0.0 || args.sample_every <= 0.0 {
+        bail!("--clients, --seconds and --sample-every: give a positive number");
+    }
+    let (base, key, started) = match (args.url, args.key) {
+        (Some(url), Some(key)) => (url.trim_end_matches('/').to_owned(), key.to_owned(), None),
+        (Some(_), None) => bail!("--url needs --key (or CTXGRAPH_KEY)"),
+        (None, _) => {
+            let (base, key, started) = start_server(args.dir)?;
+            (base, key, Some(started))
+        }
+    };
+    let agent = agent();
+    eprintln!("preloading {} events ...", args.preload);
+    let jsonl = synthetic_jsonl(args.preload.max(100));
+    let lines: Vec<Value> = jsonl.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let loaded = &lines[..args.preload.clamp(1, lines.len())];
+    for chunk in loaded.chunks(PRELOAD_BATCH) {
+        post(&agent, &base, &key, "/v1/events", &json!({"events": chunk}))
+            .context("preloading events")?;
+    }
+    let field = |e: &Value, f: &str| e[f].as_str().map(str::to_owned);
+    let mut sessions: Vec<String> = loaded.iter().filter_map(|e| field(e, "session_id")).collect();
+    sessions.sort();
+    sessions.dedup();
+    let targets = Targets {
+        events: loaded.iter().filter_map(|e| field(e, "event_id")).collect(),
+        sessions,
+        // Questions with words only: an empty question is refused by design, not a failure.
+        questions: questions(&jsonl, 300).into_iter().filter(|q| !q.trim().is_empty()).collect(),
+    };
+    if targets.events.is_empty() || targets.sessions.is_empty() || targets.questions.is_empty() {
+        bail!("the preloaded trace gave nothing to read: preload more events");
+    }
+    let server = started
+        .as_ref()
+        .map(|s| (s.child.id(), s.data.join("tenants").join(format!("{TENANT}.ctxg-wal"))));
+    eprintln!("{} clients for {} s ...", args.clients, args.seconds);
+    let (all, seconds, samples) = run(&base, &key, args, &targets, server.as_ref())?;
+    print(args, &all, seconds, &samples)?;
+    drop(started);
+    let errors: u64 = all.errors.iter().sum();
+    Ok(if errors > 0 { Outcome::Failed } else { Outcome::Done })
+}
+
+/// The load itself, with a sampler of the server's memory beside it.
+fn run(
+    base: &str,
+    key: &str,
+    args: &SoakArgs<'_>,
+    targets: &Targets,
+    server: Option<&(u32, PathBuf)>,
+) -> anyhow::Result<(Kinds, f64, Vec<Sample>)> {
+    let stop = AtomicBool::new(false);
+    let began = Instant::now();
+    let sample = |at: f64| {
+        server.and_then(|(pid, wal)| {
+            let (rss, anon) = memory(*pid)?;
+            let wal = std::fs::metadata(wal).map_or(0, |m| m.len());
+            Some(Sample { at, rss, anon, wal })
+        })
+    };
+    let mut samples: Vec<Sample> = sample(0.0).into_iter().collect();
+    let per_client: Vec<Kinds> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..args.clients)
+            .map(|c| {
+                let stop = &stop;
+                s.spawn(move || client(base, key, c, targets, stop))
+            })
+            .collect();
+        // The sampler is this thread: it also ends the load.
+        let step = Duration::from_secs_f64(args.sample_every);
+        let end = Duration::from_secs_f64(args.seconds);
+        let mut next = step;
+        loop {
+            let at = next.min(end);
+            std::thread::sleep(at.saturating_sub(began.elapsed()));
+            samples.extend(sample(began.elapsed().as_secs_f64()));
+            if at >= end {
+                break;
+            }
+            next += step;
+        }
+        stop.store(true, Ordering::Relaxed);
+        workers.into_iter().map(|w| w.join().unwrap_or_default()).collect()
+    });
+    let seconds = began.elapsed().as_secs_f64();
+    let mut all = Kinds::default();
+    for k in per_client {
+        for i in 0..KINDS.len() {
+            all.ms[i].extend(&k.ms[i]);
+            all.errors[i] += k.errors[i];
+        }
+        if all.first_error.is_none() {
+            all.first_error = k.first_error;
+        }
+    }
+    Ok((all, seconds, samples))
+}
+
+/// One client: the mix, over and over, until told to stop.
+fn client(base: &str, key: &str, c: usize, targets: &Targets, stop: &AtomicBool) -> Kinds {
+    let agent = agent();
+    let mut out = Kinds::default();
+    let mut op: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        op += 1;
+        let kind = MIX[(op as usize + c) % MIX.len()];
+        let pick = |list: &[String]| list[(op as usize * 31 + c * 7) % list.len()].clone();
+        let t = Instant::now();
+        let result = match kind {
+            0 => {
+                // Fresh ids: the soak's round number keeps them apart from `bench serve`'s.
+                let events: Vec<Value> =
+                    (0..BATCH).map(|i| fresh_event(usize::MAX, c, op, i)).collect();
+                post(&agent, base, key, "/v1/events", &json!({"events": events})).map(drop)
+            }
+            1 => post(
+                &agent,
+                base,
+                key,
+                "/v1/recall",
+                &json!({"question": pick(&targets.questions), "k": 10}),
+            )
+            .map(drop),
+            2 => post(
+                &agent,
+                base,
+                key,
+                "/v1/search",
+                &json!({"query": pick(&targets.questions), "limit": 10}),
+            )
+            .map(drop),
+            3 => get(&agent, base, key, &format!("/v1/events/{}", pick(&targets.events))),
+            _ => get(
+                &agent,
+                base,
+                key,
+                &format!("/v1/sessions/{}/timeline", pick(&targets.sessions)),
+            ),
+        };
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        match result {
+            Ok(()) => out.ms[kind].push(ms),
+            Err(e) => {
+                out.errors[kind] += 1;
+                out.first_error.get_or_insert_with(|| format!("{e:#}"));
+            }
+        }
+    }
+    out
+}
+
+/// GET `path`; an error for a transport failure or a status other than 2xx.
+fn get(agent: &ureq::Agent, base: &str, key: &str, path: &str) -> anyhow::Result<()> {
+    let mut resp = agent
+        .get(&format!("{base}{path}"))
+        .header("Authorization", &format!("Bearer {key}"))
+        .call()?;
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    if !(200..300).contains(&status) {
+        bail!("GET {path}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
+    }
+    Ok(())
+}
+
+/// Resident memory of a process and its anonymous part, in bytes (Linux `VmRSS`, `RssAnon`).
+fn memory(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb * 1024)
+    };
+    Some((field("VmRSS:")?, field("RssAnon:").unwrap_or(0)))
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / 1_048_576.0
+}
+
+/// The warm sample (the first taken under load), the largest, and their ratio.
+fn memory_summary(samples: &[Sample]) -> Option<(u64, u64, f64)> {
+    let warm = samples.iter().find(|s| s.at > 0.0).or(samples.first())?.rss;
+    let max = samples.iter().map(|s| s.rss).max()?;
+    Some((warm, max, max as f64 / warm.max(1) as f64))
+}
+
+fn print(args: &SoakArgs<'_>, all: &Kinds, seconds: f64, samples: &[Sample]) -> anyhow::Result<()> {
+    let requests: usize = all.ms.iter().map(Vec::len).sum();
+    let errors: u64 = all.errors.iter().sum();
+    let summary = memory_summary(samples);
+    let per_kind = |i: usize| {
+        let s = sorted(all.ms[i].clone());
+        (s.len(), percentile(&s, 0.50), percentile(&s, 0.99))
+    };
+    if args.json {
+        let kinds: Vec<Value> = (0..KINDS.len())
+            .map(|i| {
+                let (n, p50, p99) = per_kind(i);
+                json!({"kind": KINDS[i], "requests": n, "per_second": n as f64 / seconds,
+                    "p50_ms": p50, "p99_ms": p99, "errors": all.errors[i]})
+            })
+            .collect();
+        let curve: Vec<Value> = samples
+            .iter()
+            .map(|s| json!({"seconds": s.at, "rss_bytes": s.rss, "anon_bytes": s.anon, "wal_bytes": s.wal}))
+            .collect();
+        return print_json(&json!({
+            "clients": args.clients, "seconds": seconds, "preload": args.preload,
+            "requests": requests, "requests_per_s": requests as f64 / seconds,
+            "errors": errors, "first_error": all.first_error, "kinds": kinds, "memory": curve,
+            "warm_rss_bytes": summary.map(|s| s.0), "max_rss_bytes": summary.map(|s| s.1),
+            "max_over_warm": summary.map(|s| s.2),
+        }));
+    }
+    println!(
+        "ctxgraph bench soak: {} clients for {seconds:.0} s, {} events preloaded; {requests} requests ({:.0}/s), {errors} errors",
+        args.clients,
+        args.preload,
+        requests as f64 / seconds
+    );
+    let mut t = table(&["kind", "requests", "requests/s", "p50 ms", "p99 ms", "errors"]);
+    for (i, name) in KINDS.iter().enumerate() {
+        let (n, p50, p99) = per_kind(i);
+        t.add_row(vec![
+            (*name).to_owned(),
+            n.to_string(),
+            format!("{:.1}", n as f64 / seconds),
+            format!("{p50:.1}"),
+            format!("{p99:.1}"),
+            all.errors[i].to_string(),
+        ]);
+    }
+    println!("{t}");
+    if let Some((warm, max, ratio)) = summary {
+        let mut t = table(&["seconds", "server RSS MiB", "of which anonymous MiB", "WAL MiB"]);
+        for s in samples {
+            t.add_row(vec![
+                format!("{:.0}", s.at),
+                format!("{:.0}", mib(s.rss)),
+                format!("{:.0}", mib(s.anon)),
+                format!("{:.1}", mib(s.wal)),
+            ]);
+        }
+        println!("{t}");
+        println!(
+            "server RSS: warm {:.0} MiB, max {:.0} MiB, max/warm {ratio:.2}",
+            mib(warm),
+            mib(max)
+        );
+    } else {
+        println!("server memory: not sampled (the server was not started by this command)");
+    }
+    if let Some(e) = &all.first_error {
+        eprintln!("first error: {e}");
+    }
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! The crash and soak harnesses, short: correctness only (nothing lost, reprojection equal, no
+//! failed request), never timings.
+
+use serde_json::Value;
+
+use super::Dir;
+
+fn run_json(d: &Dir, args: &[&str]) -> Value {
+    let out = d.cmd(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn bench_crash_loses_no_acknowledged_record_and_reprojects_to_the_same_graph() {
+    let d = Dir::new();
+    let dir = d.tmp.path().to_str().unwrap().to_owned();
+    let r = run_json(
+        &d,
+        &["--json", "bench", "crash", "--kills", "6", "--events-per-run", "200", "--dir", &dir],
+    );
+    assert_eq!(r["kills"], 6);
+    assert_eq!(r["lost"], 0, "{r}");
+    assert_eq!(r["graph_behind_log"], 0, "{r}");
+    assert_eq!(r["reproject_equal"], true, "{r}");
+    // Both writers were killed, in turn.
+    let writers: Vec<&str> =
+        r["writers"].as_array().unwrap().iter().map(|w| w["writer"].as_str().unwrap()).collect();
+    assert_eq!(writers, ["ingest", "serve"]);
+    let per_writer: u64 =
+        r["writers"].as_array().unwrap().iter().map(|w| w["acknowledged"].as_u64().unwrap()).sum();
+    assert_eq!(r["acknowledged"].as_u64(), Some(per_writer));
+}
+
+#[test]
+fn bench_soak_mixes_every_kind_without_errors_and_samples_the_server() {
+    let d = Dir::new();
+    let dir = d.tmp.path().to_str().unwrap().to_owned();
+    let r = run_json(
+        &d,
+        &[
+            "--json",
+            "bench",
+            "soak",
+            "--clients",
+            "2",
+            "--seconds",
+            "3",
+            "--preload",
+            "300",
+            "--sample-every",
+            "1",
+            "--dir",
+            &dir,
+        ],
+    );
+    assert_eq!(r["errors"], 0, "{r}");
+    let kinds: Vec<&str> =
+        r["kinds"].as_array().unwrap().iter().map(|k| k["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ingest", "recall", "search", "get", "timeline"]);
+    assert!(r["requests"].as_u64().unwrap() > 0, "{r}");
+    // The started server's memory: a sample before the load and at least one under it.
+    let curve = r["memory"].as_array().unwrap();
+    assert!(curve.len() >= 2, "{r}");
+    assert!(curve.iter().all(|s| s["rss_bytes"].as_u64().unwrap() > 0), "{r}");
+    assert!(r["max_over_warm"].as_f64().unwrap() > 0.0, "{r}");
+    // The store the load wrote to is the started server's, in the directory given.
+    assert!(d.tmp.path().join("tenants").join("bench.ctxg").exists());
+}
