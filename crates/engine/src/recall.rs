@@ -227,13 +227,16 @@ pub struct Step {
 /// Where an item came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Provenance {
-    /// The log position of the record behind it (events).
+    /// The log position of the record behind it: an event's, a fact's latest claim, a memory's
+    /// or receipt's record, a sentence's document; `None` for derived nodes.
     pub log_position: Option<u64>,
-    /// When the record was acknowledged.
+    /// When that record was acknowledged.
     pub recorded_at: Option<String>,
-    /// Who produced it: an event's agent; `ctxgraph` for derived nodes.
+    /// Who produced it: an event's agent, a memory's or receipt's author; `ctxgraph` for derived
+    /// nodes; empty when the record names no one.
     pub created_by: String,
-    /// The `source` of its payload, if it names one.
+    /// The source it names: an event payload's `source`, a fact claim's `source`, a document's
+    /// URL.
     pub source: Option<String>,
 }
 
