@@ -1226,15 +1226,8 @@ pub(crate) enum BenchCommand {
         /// Synthetic events loaded before the first round.
         #[arg(long, default_value_t = 5_000)]
         preload: usize,
-        /// Drive this running server instead of starting one, e.g. http://127.0.0.1:8080.
-        #[arg(long, requires = "key")]
-        url: Option<String>,
-        /// The API key for --url (a principal with the writer role).
-        #[arg(long, env = "CTXGRAPH_KEY", hide_env_values = true)]
-        key: Option<String>,
-        /// Data directory of the started server (default: a temporary directory).
-        #[arg(long)]
-        dir: Option<PathBuf>,
+        #[command(flatten)]
+        target: ServerTargetArgs,
     },
     /// Crash safety: a writer (`ctxgraph ingest`, or `ctxgraph serve` fed by writer threads) is
     /// killed with SIGKILL at a random moment, again and again, over one store; then every
@@ -1265,7 +1258,8 @@ pub(crate) enum BenchCommand {
     /// recall, search, event by id and session timeline for a bounded time; reports requests/s,
     /// p50/p99 and errors per kind, and the server's resident memory sampled over time (warm,
     /// max, ratio) with its write-ahead log size. Starts its own `ctxgraph serve` on a free
-    /// port unless --url is given. Exits 2 if any request failed.
+    /// port unless --url is given (a server it did not start has no memory samples). Exits 2 if
+    /// any request failed.
     Soak {
         /// Concurrent clients.
         #[arg(long, default_value_t = 16)]
@@ -1279,16 +1273,23 @@ pub(crate) enum BenchCommand {
         /// Seconds between two samples of the server's memory.
         #[arg(long, default_value_t = 5.0)]
         sample_every: f64,
-        /// Drive this running server instead of starting one (its memory is not sampled).
-        #[arg(long, requires = "key")]
-        url: Option<String>,
-        /// The API key for --url (a principal with the writer role).
-        #[arg(long, env = "CTXGRAPH_KEY", hide_env_values = true)]
-        key: Option<String>,
-        /// Data directory of the started server (default: a temporary directory).
-        #[arg(long)]
-        dir: Option<PathBuf>,
+        #[command(flatten)]
+        target: ServerTargetArgs,
     },
+}
+
+/// The server a load benchmark drives: one it starts, or a running one.
+#[derive(Debug, Args)]
+pub(crate) struct ServerTargetArgs {
+    /// Drive this running server instead of starting one, e.g. http://127.0.0.1:8080.
+    #[arg(long, requires = "key")]
+    pub(crate) url: Option<String>,
+    /// The API key for --url (a principal with the writer role).
+    #[arg(long, env = "CTXGRAPH_KEY", hide_env_values = true)]
+    pub(crate) key: Option<String>,
+    /// Data directory of the started server (default: a temporary directory).
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
 }
 
 /// Which writer `bench crash` kills.

@@ -174,14 +174,12 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Bench(BenchCommand::Semantic { events, queries, dir }) => {
             bench::semantic(*events, *queries, dir.as_deref(), cli.json)
         }
-        Command::Bench(BenchCommand::Serve { clients, seconds, preload, url, key, dir }) => {
+        Command::Bench(BenchCommand::Serve { clients, seconds, preload, target }) => {
             bench::serve(&bench::ServeArgs {
                 clients,
                 seconds: *seconds,
                 preload: *preload,
-                url: url.as_deref(),
-                key: key.as_deref(),
-                dir: dir.as_deref(),
+                target,
                 json: cli.json,
             })
         }
@@ -211,23 +209,15 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             dir: dir.as_deref(),
             json: cli.json,
         }),
-        Command::Bench(BenchCommand::Soak {
-            clients,
-            seconds,
-            preload,
-            sample_every,
-            url,
-            key,
-            dir,
-        }) => bench::soak(&bench::SoakArgs {
-            clients: *clients,
-            seconds: *seconds,
-            preload: *preload,
-            sample_every: *sample_every,
-            url: url.as_deref(),
-            key: key.as_deref(),
-            dir: dir.as_deref(),
-            json: cli.json,
-        }),
+        Command::Bench(BenchCommand::Soak { clients, seconds, preload, sample_every, target }) => {
+            bench::soak(&bench::SoakArgs {
+                clients: *clients,
+                seconds: *seconds,
+                preload: *preload,
+                sample_every: *sample_every,
+                target,
+                json: cli.json,
+            })
+        }
     }
 }

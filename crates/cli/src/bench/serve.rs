@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::{percentile, questions, sorted, synthetic_jsonl, temp_dir};
 use crate::Outcome;
+use crate::args::ServerTargetArgs;
 use crate::output::{print_json, table};
 
 /// Events per ingest request.
@@ -33,12 +34,8 @@ pub(crate) struct ServeArgs<'a> {
     pub(crate) seconds: f64,
     /// Events loaded before the rounds.
     pub(crate) preload: usize,
-    /// A server already running, and a key for it; `None`: start one.
-    pub(crate) url: Option<&'a str>,
-    /// The API key for `url`.
-    pub(crate) key: Option<&'a str>,
-    /// Where the started server keeps its data (default: a temporary directory).
-    pub(crate) dir: Option<&'a Path>,
+    /// The server driven: a running one (`--url`, `--key`) or one started over `--dir`.
+    pub(crate) target: &'a ServerTargetArgs,
     /// JSON output.
     pub(crate) json: bool,
 }
@@ -89,22 +86,8 @@ pub(crate) fn serve(args: &ServeArgs<'_>) -> anyhow::Result<Outcome> {
     if args.clients.is_empty() || args.clients.contains(&0) {
         bail!("--clients: give one or more counts of at least 1, e.g. 1,8,64");
     }
-    let (base, key, started) = match (args.url, args.key) {
-        (Some(url), Some(key)) => (url.trim_end_matches('/').to_owned(), key.to_owned(), None),
-        (Some(_), None) => bail!("--url needs --key (or CTXGRAPH_KEY)"),
-        (None, _) => {
-            let (base, key, started) = start_server(args.dir)?;
-            (base, key, Some(started))
-        }
-    };
-    let agent = agent();
-    eprintln!("preloading {} events ...", args.preload);
-    let jsonl = synthetic_jsonl(args.preload.max(100));
-    let lines: Vec<Value> = jsonl.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    for chunk in lines[..args.preload.min(lines.len())].chunks(PRELOAD_BATCH) {
-        post(&agent, &base, &key, "/v1/events", &json!({"events": chunk}))
-            .context("preloading events")?;
-    }
+    let (base, key, started) = server_target(args.target)?;
+    let (jsonl, _) = preload(&base, &key, args.preload)?;
     // Questions with words only: an empty question is refused by design, not a failure.
     let asked: Vec<String> =
         questions(&jsonl, 300).into_iter().filter(|q| !q.trim().is_empty()).collect();
@@ -147,6 +130,41 @@ pub(super) fn post(
         bail!("POST {path}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
     }
     Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// The server a bench drives: `--url` with its `--key`, or one it starts over `--dir` (see
+/// [`start_server`]): its base URL, the key, and the started server, if any.
+pub(super) fn server_target(
+    target: &ServerTargetArgs,
+) -> anyhow::Result<(String, String, Option<Started>)> {
+    match (&target.url, &target.key) {
+        (Some(url), Some(key)) => Ok((url.trim_end_matches('/').to_owned(), key.clone(), None)),
+        (Some(_), None) => bail!("--url needs --key (or CTXGRAPH_KEY)"),
+        (None, _) => {
+            let (base, key, started) = start_server(target.dir.as_deref())?;
+            Ok((base, key, Some(started)))
+        }
+    }
+}
+
+/// Ingest the first `events` events of a synthetic trace of at least 100 events over HTTP:
+/// the whole trace as JSON Lines (for its questions) and the events ingested.
+pub(super) fn preload(
+    base: &str,
+    key: &str,
+    events: usize,
+) -> anyhow::Result<(String, Vec<Value>)> {
+    eprintln!("preloading {events} events ...");
+    let jsonl = synthetic_jsonl(events.max(100));
+    let mut lines: Vec<Value> =
+        jsonl.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    lines.truncate(events);
+    let agent = agent();
+    for chunk in lines.chunks(PRELOAD_BATCH) {
+        post(&agent, base, key, "/v1/events", &json!({"events": chunk}))
+            .context("preloading events")?;
+    }
+    Ok((jsonl, lines))
 }
 
 /// Start `ctxgraph serve` on a free loopback port over `dir` (default: a temporary directory)

@@ -8,16 +8,17 @@
 //! the size of its write-ahead log: memory that grows without bound under a steady load shows
 //! as a rising curve.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use serde_json::{Value, json};
 
-use super::serve::{agent, fresh_event, post, start_server};
-use super::{percentile, questions, sorted, synthetic_jsonl};
+use super::serve::{agent, fresh_event, post, preload, server_target};
+use super::{percentile, questions, sorted};
 use crate::Outcome;
+use crate::args::ServerTargetArgs;
 use crate::output::{print_json, table};
 
 /// The request kinds, in report order.
@@ -26,8 +27,6 @@ const KINDS: [&str; 5] = ["ingest", "recall", "search", "get", "timeline"];
 const MIX: [usize; 10] = [0, 1, 2, 3, 4, 1, 2, 3, 4, 1];
 /// Events per ingest request.
 const BATCH: usize = 10;
-/// Events per request while preloading.
-const PRELOAD_BATCH: usize = 500;
 /// The tenant of the principal `start_server` adds, whose store the server writes.
 const TENANT: &str = "bench";
 
@@ -41,12 +40,8 @@ pub(crate) struct SoakArgs<'a> {
     pub(crate) preload: usize,
     /// Seconds between two memory samples.
     pub(crate) sample_every: f64,
-    /// A server already running; `None`: start one.
-    pub(crate) url: Option<&'a str>,
-    /// The API key for `url`.
-    pub(crate) key: Option<&'a str>,
-    /// Where the started server keeps its data (default: a temporary directory).
-    pub(crate) dir: Option<&'a Path>,
+    /// The server driven: a running one (`--url`, `--key`) or one started over `--dir`.
+    pub(crate) target: &'a ServerTargetArgs,
     /// JSON output.
     pub(crate) json: bool,
 }
@@ -83,23 +78,8 @@ pub(crate) fn soak(args: &SoakArgs<'_>) -> anyhow::Result<Outcome> {
     if args.clients == 0 || args.seconds <= 0.0 || args.sample_every <= 0.0 {
         bail!("--clients, --seconds and --sample-every: give a positive number");
     }
-    let (base, key, started) = match (args.url, args.key) {
-        (Some(url), Some(key)) => (url.trim_end_matches('/').to_owned(), key.to_owned(), None),
-        (Some(_), None) => bail!("--url needs --key (or CTXGRAPH_KEY)"),
-        (None, _) => {
-            let (base, key, started) = start_server(args.dir)?;
-            (base, key, Some(started))
-        }
-    };
-    let agent = agent();
-    eprintln!("preloading {} events ...", args.preload);
-    let jsonl = synthetic_jsonl(args.preload.max(100));
-    let lines: Vec<Value> = jsonl.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let loaded = &lines[..args.preload.clamp(1, lines.len())];
-    for chunk in loaded.chunks(PRELOAD_BATCH) {
-        post(&agent, &base, &key, "/v1/events", &json!({"events": chunk}))
-            .context("preloading events")?;
-    }
+    let (base, key, started) = server_target(args.target)?;
+    let (jsonl, loaded) = preload(&base, &key, args.preload.max(1))?;
     let field = |e: &Value, f: &str| e[f].as_str().map(str::to_owned);
     let mut sessions: Vec<String> = loaded.iter().filter_map(|e| field(e, "session_id")).collect();
     sessions.sort();
