@@ -730,7 +730,7 @@ impl Snapshot<'_> {
         let mut clock = std::time::Instant::now();
         // What the question names exactly; a session it names acts as the session constraint
         // unless the caller gave one.
-        let anchors = self.anchors(&query.text)?;
+        let anchors = self.anchors(&query.text, who)?;
         let mut cues = Cues::of(&query.text);
         if anchors.is_empty() {
             // "after" and "before" say which way to walk from something named.

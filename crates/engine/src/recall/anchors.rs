@@ -12,11 +12,15 @@ use std::collections::BTreeSet;
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::GraphReader;
 
+use super::Visibility;
 use crate::error::Error;
 use crate::snapshot::Snapshot;
 
 /// Labels whose ids a question may name.
 const LABELS: &[&str] = &["Event", "Memory", "Fact", "DecisionReceipt", "Document", "Summary"];
+/// Events of a named session or trace read to find one the caller may see (past them, the
+/// session or trace is taken as hidden: bounded work, and nothing hidden is hinted at).
+const VISIBLE_PROBE: usize = 64;
 /// Most tokens of one question looked up (a question naming more ids than this is not asking
 /// about each of them, and the lookup must stay bounded however long the question is).
 const MAX_TOKENS: usize = 32;
@@ -66,10 +70,11 @@ pub(crate) fn id_tokens(text: &str) -> Vec<&str> {
 }
 
 impl Snapshot<'_> {
-    /// The anchors of `text`: its id-like tokens that are node ids of [`LABELS`], session ids or
-    /// trace ids.
-    /// Visibility is the caller's to check.
-    pub(crate) fn anchors(&self, text: &str) -> Result<Anchors, Error> {
+    /// The anchors of `text` that `who` may see: its id-like tokens that are ids of visible
+    /// nodes of [`LABELS`], or of sessions and traces with a visible event among their first
+    /// `VISIBLE_PROBE`. What the caller may not see is no anchor, and its words stay BM25 words,
+    /// so the answer is the same as if it did not exist.
+    pub(crate) fn anchors(&self, text: &str, who: &dyn Visibility) -> Result<Anchors, Error> {
         let tokens = id_tokens(text);
         let mut anchors = Anchors::default();
         if tokens.is_empty() {
@@ -77,22 +82,35 @@ impl Snapshot<'_> {
         }
         let ids: Vec<String> = tokens.iter().map(|t| (*t).to_owned()).collect();
         let mut found: BTreeSet<&str> = BTreeSet::new();
+        let visible = |key: &NodeKey| -> Result<bool, Error> {
+            Ok(self.read.node(key)?.is_some_and(|n| who.may_see(&n)))
+        };
         for label in LABELS {
             let existing: BTreeSet<String> =
                 self.read.existing_ids(label, &ids)?.into_iter().collect();
             for token in &tokens {
-                if existing.contains(*token) {
-                    anchors.nodes.push(NodeKey::new(*label, *token));
+                let key = NodeKey::new(*label, *token);
+                if existing.contains(*token) && visible(&key)? {
+                    anchors.nodes.push(key);
                     found.insert(token);
                 }
             }
         }
+        let any_visible = |events: Vec<String>| -> Result<bool, Error> {
+            for id in events {
+                if visible(&NodeKey::new("Event", id))? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        };
         for token in &tokens {
-            if self.read.session_tail(token)?.is_some() {
+            let session = self.read.session_events(token, VISIBLE_PROBE)?;
+            if any_visible(session.into_iter().map(|slot| slot.event_id).collect())? {
                 anchors.sessions.push((*token).to_owned());
                 found.insert(token);
             }
-            if !self.read.trace_events(token, 1)?.is_empty() {
+            if any_visible(self.read.trace_events(token, VISIBLE_PROBE)?)? {
                 anchors.traces.push((*token).to_owned());
                 found.insert(token);
             }

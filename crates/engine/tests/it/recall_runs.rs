@@ -325,3 +325,32 @@ fn a_run_without_an_input_event_was_asked_by_its_first_event_with_a_user() {
         assert_eq!(pack.items[0].node.key, NodeKey::new("Event", "r2"), "{question}");
     }
 }
+
+/// A caller who may see no event of one session.
+struct HideSession(String);
+
+impl ctxgraph::Visibility for HideSession {
+    fn may_see(&self, node: &ctxgraph::Node) -> bool {
+        node.props.get("session_id").and_then(Value::as_str) != Some(self.0.as_str())
+    }
+}
+
+#[test]
+fn a_hidden_session_or_event_named_in_a_question_is_no_anchor() {
+    let (_dir, e, records) = loaded(1500);
+    let (session, failed) = failing_session(&records);
+    let who = HideSession(session.clone());
+    let hidden = failed[0].id.clone();
+    let asked = |question: &str| e.recall_as(&RecallQuery::new(question), &who).unwrap();
+    for named in [&session, &hidden] {
+        let pack = asked(&format!("Why did {named} fail?"));
+        assert!(pack.state.constraints.is_empty() && pack.state.anchors.is_empty(), "{named}");
+        for item in &pack.items {
+            assert!(!item.found_by.iter().any(|by| matches!(*by, "anchor" | "scope")), "{named}");
+            assert_ne!(
+                item.node.props.get("session_id").and_then(Value::as_str),
+                Some(session.as_str())
+            );
+        }
+    }
+}
