@@ -28,6 +28,15 @@ fn keys(pack: &ContextPack) -> Vec<NodeKey> {
     pack.items.iter().map(|i| i.node.key.clone()).collect()
 }
 
+/// The ids of a pack's items of one label, in rank order.
+fn labelled<'p>(pack: &'p ContextPack, label: &str) -> Vec<&'p str> {
+    pack.items
+        .iter()
+        .filter(|i| i.node.key.label == label)
+        .map(|i| i.node.key.id.as_str())
+        .collect()
+}
+
 fn ask(e: &Engine, question: &str) -> ContextPack {
     e.recall(&RecallQuery::new(question)).unwrap()
 }
@@ -279,12 +288,7 @@ fn facts_about_a_named_entity_answer_and_their_own_confidence_meets_the_minimum(
     e.record_fact(&fact("Redis", 0.9)).unwrap();
     e.record_fact(&fact("Kafka", 0.3)).unwrap();
     let pack = ask(&e, "What do we know about Neurodock?");
-    let facts: Vec<&str> = pack
-        .items
-        .iter()
-        .filter(|i| i.node.key.label == "Fact")
-        .map(|i| i.node.key.id.as_str())
-        .collect();
+    let facts = labelled(&pack, "Fact");
     assert_eq!(facts.len(), 2, "{facts:?}");
     assert!(
         pack.items
@@ -295,12 +299,7 @@ fn facts_about_a_named_entity_answer_and_their_own_confidence_meets_the_minimum(
     let mut q = RecallQuery::new("What do we know about Neurodock?");
     q.min_confidence = 0.5;
     let pack = e.recall(&q).unwrap();
-    let facts: Vec<&str> = pack
-        .items
-        .iter()
-        .filter(|i| i.node.key.label == "Fact")
-        .map(|i| i.node.key.id.as_str())
-        .collect();
+    let facts = labelled(&pack, "Fact");
     assert_eq!(facts, vec!["service:neurodock|depends_on|service:redis"]);
 }
 
