@@ -1,16 +1,19 @@
 //! `--as`: the CLI acting as a principal.
 //!
 //! Without `--as` the CLI is the store's owner ([`Principal::local`]). With it, the principal
-//! comes from the registry, read commands that go through the access policy's choke point
-//! (`Snapshot::scoped`) show only what it may see, writes need the writer or admin role, and
-//! commands that read the graph without the policy are refused rather than leak.
+//! comes from the registry; every read goes through its `ctxgraph::Reader` (the engine has no
+//! other way out), which shows only what it may see and refuses the owner's reads (the log,
+//! raw counts); writes need the writer or admin role; rebuilding derived data is the owner's.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use ctxgraph::{Principal, Principals};
 
-use crate::args::{Cli, Command, FactCommand, MemoryCommand, ReceiptCommand};
+use crate::args::{
+    ChecklistCommand, Cli, Command, DocCommand, EntitiesCommand, FactCommand, GoalCommand,
+    MemoryCommand, ReceiptCommand, SchemaCommand, SlotCommand, TypeCommand,
+};
 
 /// Which way a command touches the store, for the `--as` gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,8 +24,9 @@ enum Kind {
     Write,
     /// Forgets records or reads the audit: admins only.
     Admin,
-    /// Reads without the policy (graph walks, logs, listings): owner only.
-    Unscoped,
+    /// Rebuilds derived data or the schema (reproject, enrich, consolidate, retention,
+    /// reembed, schema add, entity resolution): the store's owner only.
+    Maintenance,
     /// Touches no store, or only makes its own.
     None,
 }
@@ -51,7 +55,7 @@ fn kind(command: &Command) -> Kind {
             FactCommand::Add(_) | FactCommand::Retract { .. } => Kind::Write,
             FactCommand::List { .. }
             | FactCommand::About { .. }
-            | FactCommand::Contradictions { .. } => Kind::Unscoped,
+            | FactCommand::Contradictions { .. } => Kind::Scoped,
         },
         Command::Ingest(_) | Command::Import(_) | Command::Init => Kind::Write,
         Command::Receipt(r) => match r {
@@ -66,23 +70,47 @@ fn kind(command: &Command) -> Kind {
         | Command::Serve(_)
         | Command::Mcp(_)
         | Command::Principal(_) => Kind::None,
-        Command::Demo
-        | Command::Neighbors { .. }
+        Command::Neighbors { .. }
         | Command::Chain { .. }
         | Command::View { .. }
-        | Command::Log { .. }
-        | Command::Schema(_)
-        | Command::Entities(_)
-        | Command::Type(_)
-        | Command::Slot(_)
-        | Command::Checklist(_)
-        | Command::Goal(_)
-        | Command::Doc(_)
+        | Command::Log { .. } => Kind::Scoped,
+        Command::Schema(c) => match c {
+            SchemaCommand::Show { .. } | SchemaCommand::Check { .. } => Kind::Scoped,
+            SchemaCommand::Add { .. } => Kind::Maintenance,
+        },
+        Command::Entities(c) => match c {
+            EntitiesCommand::Candidates { .. } => Kind::Scoped,
+            EntitiesCommand::Merge(_) | EntitiesCommand::Reject(_) => Kind::Write,
+            EntitiesCommand::Resolve { .. } => Kind::Maintenance,
+        },
+        Command::Type(c) => match c {
+            TypeCommand::List { .. } => Kind::Scoped,
+            TypeCommand::Add { .. } | TypeCommand::Instance { .. } => Kind::Write,
+        },
+        Command::Slot(c) => match c {
+            SlotCommand::List { .. } => Kind::Scoped,
+            SlotCommand::Set { .. } => Kind::Write,
+        },
+        Command::Checklist(c) => match c {
+            ChecklistCommand::List { .. }
+            | ChecklistCommand::Check { .. }
+            | ChecklistCommand::Next { .. } => Kind::Scoped,
+            ChecklistCommand::Define { .. } => Kind::Write,
+        },
+        Command::Goal(c) => match c {
+            GoalCommand::List { .. } => Kind::Scoped,
+            GoalCommand::Add { .. } => Kind::Write,
+        },
+        Command::Doc(c) => match c {
+            DocCommand::Show { .. } | DocCommand::List { .. } => Kind::Scoped,
+            DocCommand::Add { .. } => Kind::Write,
+        },
+        Command::Demo
         | Command::Reproject { .. }
         | Command::Enrich
         | Command::Consolidate(_)
         | Command::Retention(_)
-        | Command::Reembed => Kind::Unscoped,
+        | Command::Reembed => Kind::Maintenance,
     }
 }
 
@@ -150,9 +178,9 @@ pub(crate) fn gate(cli: &Cli) -> anyhow::Result<()> {
             "access.forbidden",
             format!("principal {:?} may not write: it needs the writer or admin role", who.name()),
         ),
-        Kind::Unscoped => refuse(
-            "access.unscoped_command",
-            "this command reads the graph without the access policy; run it as the store's owner (without --as)"
+        Kind::Maintenance => refuse(
+            "access.owner_only",
+            "this command rebuilds derived data or the schema; run it as the store's owner (without --as)"
                 .into(),
         ),
     }

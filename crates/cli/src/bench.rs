@@ -106,7 +106,7 @@ pub(crate) fn ingest(
         || Ok(engine.ingest_jsonl(text.as_bytes(), &inline, &mut |_| {})?.accepted),
     )?;
     engine.checkpoint()?;
-    let stats = engine.snapshot()?.stats()?;
+    let stats = engine.owner_reader()?.store_stats()?;
     drop(engine);
 
     let t = Instant::now();
@@ -284,7 +284,7 @@ pub(crate) fn semantic(
     let by_id: std::collections::HashMap<&str, i64> =
         ids.iter().enumerate().map(|(i, id)| (id.as_str(), i as i64)).collect();
     engine.checkpoint()?;
-    let snapshot = engine.snapshot()?;
+    let snapshot = engine.owner_reader()?;
     let search = engine.options().search;
     let mut recall = 0.0;
     let mut query_secs = 0.0;
@@ -302,7 +302,7 @@ pub(crate) fn semantic(
     }
     let n = picks.len().max(1) as f64;
     let (recall, query_ms) = (recall / n, query_secs * 1000.0 / n);
-    let stats = snapshot.stats()?;
+    let stats = snapshot.store_stats()?;
     let count = |list: &[(String, u64)], name: &str| {
         list.iter().find(|(k, _)| k == name).map_or(0, |(_, n)| *n)
     };
@@ -462,7 +462,7 @@ pub(crate) fn recall(
         eprintln!("reusing the store at {}", path.display());
         // A store built by an older version may lack the lexical index.
         let mut engine = Engine::open(&path, OpenMode::MustExist, EngineOptions::default())?;
-        if engine.snapshot()?.text_docs_outside_index()? > 0 {
+        if engine.owner_reader()?.text_docs_outside_index()? > 0 {
             eprintln!("building the lexical index ...");
             engine.index_text()?;
         }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use ctxgraph::{Direction, EngineOptions, Node, OpenMode, Snapshot};
+use ctxgraph::{Direction, EngineOptions, Node, OpenMode, Reader};
 use serde_json::{Value, json};
 
 use crate::Outcome;
@@ -25,7 +25,7 @@ pub(crate) struct Explanation {
     pub(crate) entities: Vec<(Node, Vec<String>)>,
 }
 
-pub(crate) fn explain(snap: &Snapshot<'_>, event_id: &str) -> anyhow::Result<Option<Explanation>> {
+pub(crate) fn explain(snap: &Reader<'_>, event_id: &str) -> anyhow::Result<Option<Explanation>> {
     let (chain, missing_parent) = snap.causes(event_id)?;
     if chain.is_empty() {
         return Ok(None);
@@ -54,7 +54,7 @@ pub(crate) fn explain(snap: &Snapshot<'_>, event_id: &str) -> anyhow::Result<Opt
 
 pub(crate) fn run(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let snap = engine.snapshot()?;
+    let snap = crate::reader(cli, &engine)?;
     let Some(x) = explain(&snap, id)? else {
         if cli.json {
             print_json(&Value::Null)?;

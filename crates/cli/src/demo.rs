@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use ctxgraph::{EngineOptions, IngestOptions, Node, OpenMode, Snapshot};
+use ctxgraph::{EngineOptions, IngestOptions, Node, OpenMode, Reader};
 use serde_json::{Value, json};
 
 use crate::Outcome;
@@ -22,8 +22,8 @@ pub(crate) fn run(cli: &Cli) -> anyhow::Result<Outcome> {
     crate::enrich::with_progress(&mut engine, cli.json)?;
     let summaries = engine.consolidate()?;
     let secs = started.elapsed().as_secs_f64();
-    let snap = engine.snapshot()?;
-    let stats = snap.stats()?;
+    let snap = engine.owner_reader()?;
+    let stats = snap.store_stats()?;
     let story = pick_failure(&snap)?;
     let explanation = match &story {
         Some(id) => explain(&snap, id)?,
@@ -84,7 +84,7 @@ pub(crate) fn run(cli: &Cli) -> anyhow::Result<Outcome> {
 
 /// The failure with the most context: the longest causal chain, then the most effects, then the
 /// smallest id, among failed events that something was done about.
-fn pick_failure(snap: &Snapshot<'_>) -> anyhow::Result<Option<String>> {
+fn pick_failure(snap: &Reader<'_>) -> anyhow::Result<Option<String>> {
     let mut best: Option<(usize, usize, String)> = None;
     let mut after: Option<String> = None;
     loop {

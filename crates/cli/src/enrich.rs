@@ -15,7 +15,7 @@ use crate::output::{describe_node_in, node_json, print_json, shorten, table};
 
 /// Enrich with a progress bar on stderr (shared by `ingest`, `demo`, `reproject`).
 pub(crate) fn with_progress(engine: &mut Engine, quiet: bool) -> anyhow::Result<EnrichReport> {
-    let at = engine.snapshot()?.checkpoints()?;
+    let at = engine.owner_reader()?.checkpoints()?;
     let lag = at.enrichment_lag();
     let bar = crate::ingest::progress_bar(lag, "records enriched", quiet || lag == 0);
     let start = at.enriched_through;
@@ -32,7 +32,7 @@ const INDEX_AFTER_LOAD: u64 = 20_000;
 pub(crate) fn after_load(engine: &mut Engine, quiet: bool) -> anyhow::Result<()> {
     with_progress(engine, quiet)?;
     // Vectors not in the index are searched exactly: after a bulk load, index them.
-    let (_, unindexed) = engine.snapshot()?.stats_vectors()?;
+    let (_, unindexed) = engine.owner_reader()?.stats_vectors()?;
     if unindexed >= INDEX_AFTER_LOAD {
         if !quiet {
             eprintln!("indexing {unindexed} new vectors ...");
@@ -40,7 +40,7 @@ pub(crate) fn after_load(engine: &mut Engine, quiet: bool) -> anyhow::Result<()>
         engine.index_vectors()?;
     }
     // Likewise documents outside the lexical index are ranked by the slower full-text index.
-    let outside = engine.snapshot()?.text_docs_outside_index()?;
+    let outside = engine.owner_reader()?.text_docs_outside_index()?;
     if outside >= ctxgraph::TEXT_INDEX_REBUILD_AFTER {
         if !quiet {
             eprintln!("indexing {outside} new documents for BM25 ...");
@@ -60,7 +60,7 @@ pub(crate) fn run(cli: &Cli, reembed: bool) -> anyhow::Result<Outcome> {
         with_progress(&mut engine, cli.json)?
     };
     let secs = started.elapsed().as_secs_f64();
-    let stats = engine.snapshot()?.stats()?;
+    let stats = engine.owner_reader()?.store_stats()?;
     let model = stats.embedding_model.as_ref().map(|(m, d)| format!("{m} ({d} dimensions)"));
     if cli.json {
         print_json(&json!({"records": report.records, "events": report.events,
@@ -203,24 +203,13 @@ pub(crate) fn search(
     ctxgraph::QuestionLimits::default().check("query", query)?;
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let who = crate::access::principal(cli)?;
-    // Ask for more than shown: hidden nodes are dropped after the search (which holds its own
-    // snapshot, so it runs before ours).
-    let similar =
-        if semantic { engine.similar(query, limit.saturating_mul(4))? } else { Vec::new() };
-    let snap = engine.snapshot()?;
-    let scoped = snap.scoped(&who);
+    let snap = engine.reader(&who)?;
     let hits = if semantic {
-        let mut hits = Vec::new();
-        for (n, s) in similar {
-            if hits.len() < limit
-                && let Some(n) = scoped.shown(n)?
-            {
-                hits.push((n, f64::from(s)));
-            }
-        }
-        hits
+        let vector = engine.embed_query(query)?;
+        let near = snap.nearest(&vector, limit, engine.options().search)?;
+        near.into_iter().map(|(n, s)| (n, f64::from(s))).collect()
     } else {
-        scoped.search(query, limit)?
+        snap.search(query, limit)?
     };
     if cli.json {
         let list: Vec<Value> = hits

@@ -5,8 +5,8 @@ use std::io::Write;
 
 use anyhow::Context;
 use ctxgraph::{
-    Candidate, CandidateEntity, CandidateStatus, Engine, EngineOptions, EntityDecision,
-    IngestOutcome, NodeKey, OpenMode, ResolveConfig, entity_id,
+    Candidate, CandidateEntity, CandidateStatus, EngineOptions, EntityDecision, IngestOutcome,
+    NodeKey, OpenMode, ResolveConfig, entity_id,
 };
 use serde_json::{Value, json};
 
@@ -44,7 +44,7 @@ fn candidates(cli: &Cli, limit: usize, status: CandidateStatusArg) -> anyhow::Re
         CandidateStatusArg::All => None,
     };
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let list = engine.snapshot()?.entity_candidates(status, limit)?;
+    let list = crate::reader(cli, &engine)?.entity_candidates(status, limit)?;
     if cli.json {
         print_json(&Value::Array(list.iter().map(candidate_json).collect()))?;
     } else {
@@ -74,16 +74,15 @@ fn candidates(cli: &Cli, limit: usize, status: CandidateStatusArg) -> anyhow::Re
 
 /// The entity id an argument names: an id (`tool:Read_File` is normalised to `tool:read_file`),
 /// or a bare name that exactly one entity type has an entity of.
-pub(crate) fn entity_arg(engine: &Engine, arg: &str) -> anyhow::Result<String> {
-    let types: Vec<String> = engine
+pub(crate) fn entity_arg(snap: &ctxgraph::Reader<'_>, arg: &str) -> anyhow::Result<String> {
+    let types: Vec<String> = snap
         .schema()
         .enum_def("entity_type")
         .map(|e| e.values.iter().map(|v| v.name.clone()).collect())
         .unwrap_or_default();
-    if let Some(t) = engine.schema().entity_type_of(arg) {
+    if let Some(t) = snap.schema().entity_type_of(arg) {
         return Ok(entity_id(t, &arg[t.len() + 1..]));
     }
-    let snap = engine.snapshot()?;
     let mut found = Vec::new();
     for t in &types {
         let id = entity_id(t, arg);
@@ -106,8 +105,12 @@ pub(crate) fn entity_arg(engine: &Engine, arg: &str) -> anyhow::Result<String> {
 
 fn decide(cli: &Cli, decision: EntityDecision, args: &DecisionArgs) -> anyhow::Result<Outcome> {
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let a = entity_arg(&engine, &args.a).with_context(|| format!("entity `{}`", args.a))?;
-    let b = entity_arg(&engine, &args.b).with_context(|| format!("entity `{}`", args.b))?;
+    let (a, b) = {
+        let reader = crate::reader(cli, &engine)?;
+        let a = entity_arg(&reader, &args.a).with_context(|| format!("entity `{}`", args.a))?;
+        let b = entity_arg(&reader, &args.b).with_context(|| format!("entity `{}`", args.b))?;
+        (a, b)
+    };
     let verb = decision.as_str();
     let outcome = engine
         .decide_entities(decision, &a, &b, args.reason.as_deref(), args.by.as_deref())

@@ -9,7 +9,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use ctxgraph::{Node, Snapshot};
+use ctxgraph::{Node, Reader};
 use serde_json::{Value, json};
 
 pub(crate) mod locomo;
@@ -146,7 +146,7 @@ impl Latency {
 
 /// The BM25 floor: the question's content words searched in the full-text index alone, up to
 /// `limit` hits of any label, best first.
-pub(crate) fn bm25(snap: &Snapshot, question: &str, limit: usize) -> anyhow::Result<Vec<Node>> {
+pub(crate) fn bm25(snap: &Reader<'_>, question: &str, limit: usize) -> anyhow::Result<Vec<Node>> {
     let words = ctxgraph::content_words(question).join(" ");
     Ok(snap.search(&words, limit)?.into_iter().map(|(n, _)| n).collect())
 }

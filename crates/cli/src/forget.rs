@@ -76,7 +76,7 @@ fn forgotten_json(entry: &Forgotten) -> Value {
 
 pub(crate) fn forgotten(cli: &Cli) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let list = engine.snapshot()?.forgotten()?;
+    let list = crate::reader(cli, &engine)?.forgotten()?;
     if cli.json {
         print_json(&Value::Array(list.iter().map(forgotten_json).collect()))?;
     } else {

@@ -73,7 +73,7 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
     if created && report.progress.accepted == 0 {
         // Nothing was written: the store this command created would only be an empty file to
         // mistake for data. Removed unless something else wrote to it meanwhile.
-        if engine.snapshot()?.checkpoints()?.log_length == 0 {
+        if engine.owner_reader()?.checkpoints()?.log_length == 0 {
             drop(engine);
             remove_store(&cli.db);
             print_report(cli, &report, secs)?;

@@ -158,8 +158,7 @@ fn add(cli: &Cli, a: &FactAddArgs) -> anyhow::Result<Outcome> {
     let claim = format!("{} {} {}", a.subject, a.predicate, a.object);
     let done = engine.record_fact(&input).with_context(|| format!("recording `{claim}`"))?;
     let (state, position) = status(done.outcome);
-    let merged = engine
-        .snapshot()?
+    let merged = crate::reader(cli, &engine)?
         .facts_about(&done.subject.id, None)?
         .into_iter()
         .find(|f| f.fact_id == done.fact_id);
@@ -241,7 +240,7 @@ fn list(
         predicate: predicate.map(ctxgraph::canonical_predicate),
         include_inactive: all,
     };
-    let facts = engine.snapshot()?.facts(&query)?;
+    let facts = crate::reader(cli, &engine)?.facts(&query)?;
     if cli.json {
         print_json(&Value::Array(facts.iter().map(fact_json).collect()))?;
     } else if facts.is_empty() {
@@ -265,7 +264,7 @@ fn about(
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let id = entity_arg(&engine, name, entity_type)?;
     let as_of = time_arg("--as-of", as_of)?;
-    let facts = engine.snapshot()?.facts_about(&id, as_of.as_deref())?;
+    let facts = crate::reader(cli, &engine)?.facts_about(&id, as_of.as_deref())?;
     if cli.json {
         print_json(
             &json!({"entity": id, "facts": facts.iter().map(fact_json).collect::<Vec<_>>()}),
@@ -282,7 +281,7 @@ fn about(
 fn contradictions(cli: &Cli, as_of: Option<&str>) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let as_of = time_arg("--as-of", as_of)?;
-    let found = engine.snapshot()?.contradictions(as_of.as_deref())?;
+    let found = crate::reader(cli, &engine)?.contradictions(as_of.as_deref())?;
     if cli.json {
         let list = found
             .iter()
@@ -409,7 +408,7 @@ fn view_json(v: &DocumentView) -> Value {
 
 fn doc_show(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let Some(view) = engine.snapshot()?.document(id)? else {
+    let Some(view) = crate::reader(cli, &engine)?.document(id)? else {
         if !cli.json {
             writeln!(
                 std::io::stdout().lock(),
@@ -462,7 +461,7 @@ fn doc_show(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
 
 fn doc_list(cli: &Cli) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let docs = engine.snapshot()?.documents()?;
+    let docs = crate::reader(cli, &engine)?.documents()?;
     if cli.json {
         print_json(&Value::Array(docs.iter().map(summary_json).collect()))?;
     } else if docs.is_empty() {

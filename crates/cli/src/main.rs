@@ -69,6 +69,12 @@ pub(crate) fn open(cli: &Cli, mode: OpenMode, options: EngineOptions) -> anyhow:
         .with_context(|| format!("opening store {}", cli.db.display()))
 }
 
+/// What the CLI reads through: the `--as` principal's reader, or the store owner's without
+/// `--as` (the engine has no other way to read).
+pub(crate) fn reader<'e>(cli: &Cli, engine: &'e Engine) -> anyhow::Result<ctxgraph::Reader<'e>> {
+    Ok(engine.reader(&access::principal(cli)?)?)
+}
+
 /// `options` with the embedder chosen by `--embed-url` (or `--embed-minilm`), loaded once.
 pub(crate) fn with_embedder(
     cli: &Cli,

@@ -281,9 +281,7 @@ fn print_impact(out: &mut impl Write, i: &Impact) -> std::io::Result<()> {
 fn show(cli: &Cli, id: &str, as_of: Option<&str>) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let t = traversal(as_of)?;
-    let snap = engine.snapshot()?;
-    let who = crate::access::principal(cli)?;
-    let snap = snap.scoped(&who);
+    let snap = crate::reader(cli, &engine)?;
     let Some(m) = snap.memory(id)? else {
         eprintln!("no memory `{id}` (see `ctxgraph memory list`)");
         return Ok(Outcome::NotFound);
@@ -338,7 +336,7 @@ fn list(
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let want_topic = topic.map(ctxgraph::normalize_name);
     let who = crate::access::principal(cli)?;
-    let mut all = engine.snapshot()?.scoped(&who).memories()?;
+    let mut all = engine.reader(&who)?.memories()?;
     all.retain(|m| {
         kind.is_none_or(|k| m.kind == k.to_lowercase())
             && want_topic.as_ref().is_none_or(|t| {
@@ -387,7 +385,7 @@ fn search(
     };
     let who = crate::access::principal(cli)?;
     let vector = engine.embed_query(query)?;
-    let ctx = engine.snapshot()?.scoped(&who).memory_context(query, &vector, &options)?;
+    let ctx = engine.reader(&who)?.memory_context(query, &vector, &options)?;
     if cli.json {
         print_json(&json!({
             "query": query,
@@ -461,7 +459,7 @@ fn relink(cli: &Cli) -> anyhow::Result<Outcome> {
 pub(crate) fn evolution(cli: &Cli, topic: &str, as_of: Option<&str>) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let who = crate::access::principal(cli)?;
-    let Some(e) = engine.snapshot()?.scoped(&who).evolution(topic, &traversal(as_of)?)? else {
+    let Some(e) = engine.reader(&who)?.evolution(topic, &traversal(as_of)?)? else {
         eprintln!("no decision on topic `{topic}`");
         return Ok(Outcome::NotFound);
     };
@@ -482,7 +480,7 @@ pub(crate) fn impact(
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let t = TraversalOptions { impact_window_ms: duration_ms(window)?, ..traversal(as_of)? };
     let who = crate::access::principal(cli)?;
-    let Some(i) = engine.snapshot()?.scoped(&who).impact(memory, &t)? else {
+    let Some(i) = engine.reader(&who)?.impact(memory, &t)? else {
         eprintln!("no memory `{memory}` (see `ctxgraph memory list`)");
         return Ok(Outcome::NotFound);
     };
@@ -533,7 +531,7 @@ pub(crate) fn rollup(
         bail!("--since must be before --until");
     }
     let who = crate::access::principal(cli)?;
-    let r = engine.snapshot()?.scoped(&who).rollup(since, until, &RollupOptions::default())?;
+    let r = engine.reader(&who)?.rollup(since, until, &RollupOptions::default())?;
     if cli.json {
         print_json(&rollup_json(&r))?;
         return Ok(Outcome::Done);

@@ -150,10 +150,7 @@ fn describe_fact(node: &Node, claim: String) -> String {
 
 /// [`describe_node`] with what the graph adds: a fact's entities by their display names, a
 /// sentence's document by its title, the entities holding a slot value.
-pub(crate) fn describe_node_in(
-    snap: &ctxgraph::Snapshot<'_>,
-    node: &Node,
-) -> anyhow::Result<String> {
+pub(crate) fn describe_node_in(snap: &ctxgraph::Reader<'_>, node: &Node) -> anyhow::Result<String> {
     let name = |id: &str| -> anyhow::Result<String> {
         let entity = snap.node(&NodeKey::new("Entity", id))?;
         let fallback = id.split_once(':').map_or(id, |(_, n)| n);

@@ -16,7 +16,7 @@ use crate::output::{
 pub(crate) fn init(cli: &Cli) -> anyhow::Result<Outcome> {
     let existed = cli.db.exists();
     let engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
-    let records = engine.snapshot()?.checkpoints()?.log_length;
+    let records = engine.owner_reader()?.checkpoints()?.log_length;
     if cli.json {
         print_json(&json!({"db": cli.db, "created": !existed, "format_version": FORMAT_VERSION}))?;
     } else if existed {
@@ -39,25 +39,11 @@ pub(crate) fn init(cli: &Cli) -> anyhow::Result<Outcome> {
 
 pub(crate) fn get(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let snap = engine.snapshot()?;
-    let who = crate::access::principal(cli)?;
-    let scoped = snap.scoped(&who);
-    let mut nodes = Vec::new();
-    for n in snap.find(id)? {
-        if let Some(n) = scoped.shown(n)? {
-            nodes.push(n);
-        }
-    }
-    // Edges count only when the principal may see the other end too.
+    let reader = crate::reader(cli, &engine)?;
+    let nodes = reader.find(id)?;
+    // The reader shows an edge only when the principal may see its other end too.
     let edges_of = |key: &ctxgraph::NodeKey| -> anyhow::Result<Vec<ctxgraph::Edge>> {
-        let mut out = Vec::new();
-        for e in snap.edges(key, None, Direction::Both)? {
-            let other = if &e.key.from == key { &e.key.to } else { &e.key.from };
-            if scoped.node(other)?.is_some() {
-                out.push(e);
-            }
-        }
-        Ok(out)
+        Ok(reader.edges(key, None, Direction::Both)?)
     };
     let mut out = std::io::stdout().lock();
     if cli.json {
@@ -114,7 +100,7 @@ pub(crate) fn neighbors(
         let known: Vec<&String> = engine.schema().edge_types().keys().collect();
         anyhow::bail!("--edge {t}: not a declared edge type; declared: {known:?}");
     }
-    let snap = engine.snapshot()?;
+    let snap = crate::reader(cli, &engine)?;
     let keys: Vec<NodeKey> = match label {
         Some(l) => vec![NodeKey::new(l, id)],
         None => snap.find(id)?.into_iter().map(|n| n.key).collect(),
@@ -152,9 +138,7 @@ pub(crate) fn neighbors(
 
 pub(crate) fn session(cli: &Cli, id: &str, limit: usize) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let snap = engine.snapshot()?;
-    let who = crate::access::principal(cli)?;
-    let timeline = snap.scoped(&who).timeline(id, limit)?;
+    let timeline = crate::reader(cli, &engine)?.timeline(id, limit)?;
     if cli.json {
         let list: Vec<Value> = timeline
             .iter()
@@ -200,10 +184,13 @@ pub(crate) fn view(cli: &Cli, view: ViewArg, limit: usize) -> anyhow::Result<Out
         ViewArg::Hierarchical => View::Hierarchical,
     };
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let snap = engine.snapshot()?;
+    let snap = crate::reader(cli, &engine)?;
     let edges = snap.view(view, None, limit)?;
-    let total =
-        snap.stats()?.edges.iter().find(|(t, _)| t == view.edge_type()).map_or(0, |(_, n)| *n);
+    // Only the owner may count every edge; a principal's total is what it was shown.
+    let total = match snap.store_stats() {
+        Ok(s) => s.edges.iter().find(|(t, _)| t == view.edge_type()).map_or(0, |(_, n)| *n),
+        Err(_) => edges.len() as u64,
+    };
     if cli.json {
         print_json(&json!({
             "view": view.name(), "edge_type": view.edge_type(), "question": view.question(),
@@ -236,7 +223,7 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
     let who = crate::access::principal(cli)?;
     if !who.is_owner() {
         // A principal counts only what it may see: no log positions, no edge or node totals.
-        let s = engine.snapshot()?.scoped(&who).stats()?;
+        let s = engine.reader(&who)?.stats()?;
         if cli.json {
             print_json(
                 &json!({"principal": who.name(), "events": s.events, "memories": s.memories}),
@@ -246,7 +233,7 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Done);
     }
-    let s = engine.snapshot()?.stats()?;
+    let s = engine.owner_reader()?.store_stats()?;
     if cli.json {
         print_json(&json!({
             "log_length": s.log_length, "projected_through": s.projected_through,
@@ -299,7 +286,7 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
 
 pub(crate) fn log(cli: &Cli, from: u64, limit: usize) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let entries = engine.snapshot()?.log(from, limit)?;
+    let entries = crate::reader(cli, &engine)?.log(from, limit)?;
     let mut out = std::io::stdout().lock();
     if cli.json {
         print_json(&Value::Array(entries.iter().map(log_json).collect()))?;
@@ -322,7 +309,7 @@ pub(crate) fn log(cli: &Cli, from: u64, limit: usize) -> anyhow::Result<Outcome>
 pub(crate) fn reproject(cli: &Cli, include_archive: bool) -> anyhow::Result<Outcome> {
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let started = std::time::Instant::now();
-    let records = engine.snapshot()?.checkpoints()?.log_length;
+    let records = engine.owner_reader()?.checkpoints()?.log_length;
     let bar = crate::ingest::progress_bar(records, "records", cli.json);
     let report = engine.reproject_with(include_archive, &mut |done, _| bar.set_position(done))?;
     bar.finish_and_clear();

@@ -16,7 +16,7 @@ pub(crate) fn run(cli: &Cli, args: &RecallArgs) -> anyhow::Result<Outcome> {
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let query = query(args)?;
     let who = crate::access::principal(cli)?;
-    let pack = engine.recall_scoped(&query, &who)?;
+    let pack = engine.recall_as(&query, &who)?;
     if cli.json {
         print_json(&pack_json(&pack)?)?;
     } else {

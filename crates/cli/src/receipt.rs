@@ -113,7 +113,7 @@ fn add(cli: &Cli, file: &std::path::Path) -> anyhow::Result<Outcome> {
 fn list(cli: &Cli, query: &ReceiptQuery) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let who = crate::access::principal(cli)?;
-    let list = engine.snapshot()?.scoped(&who).receipts(query)?;
+    let list = engine.reader(&who)?.receipts(query)?;
     if cli.json {
         print_json(&Value::Array(list.iter().map(ReceiptView::to_json).collect()))?;
     } else {

@@ -26,15 +26,15 @@ fn open(cli: &Cli) -> anyhow::Result<Engine> {
 
 /// An entity argument as the engine takes it: a name to create with `--entity-type`, otherwise
 /// an existing entity's id (or unique bare name).
-fn entity(engine: &Engine, args: &EntityRefArgs) -> anyhow::Result<EntityArg> {
+fn entity(cli: &Cli, engine: &Engine, args: &EntityRefArgs) -> anyhow::Result<EntityArg> {
     match &args.entity_type {
         Some(t) => Ok(EntityArg::Named { name: args.entity.clone(), entity_type: t.clone() }),
-        None => Ok(EntityArg::Id(existing(engine, &args.entity)?)),
+        None => Ok(EntityArg::Id(existing(cli, engine, &args.entity)?)),
     }
 }
 
-fn existing(engine: &Engine, arg: &str) -> anyhow::Result<String> {
-    entity_arg(engine, arg)
+fn existing(cli: &Cli, engine: &Engine, arg: &str) -> anyhow::Result<String> {
+    entity_arg(&crate::reader(cli, engine)?, arg)
         .with_context(|| format!("entity `{arg}` (give --entity-type TYPE to create it)"))
 }
 
@@ -68,7 +68,7 @@ pub(crate) fn types(cli: &Cli, cmd: &TypeCommand) -> anyhow::Result<Outcome> {
             written(cli, "type", &format!("type `{name}`"), outcome)
         }
         TypeCommand::Instance { entity: args, type_name } => {
-            let e = entity(&engine, args)?;
+            let e = entity(cli, &engine, args)?;
             let outcome = engine.add_instance(&e, type_name).map_err(flat).with_context(|| {
                 format!("recording `{}` INSTANCE_OF `{type_name}`", args.entity)
             })?;
@@ -80,7 +80,7 @@ pub(crate) fn types(cli: &Cli, cmd: &TypeCommand) -> anyhow::Result<Outcome> {
             )
         }
         TypeCommand::List => {
-            let list = engine.snapshot()?.types()?;
+            let list = crate::reader(cli, &engine)?.types()?;
             if cli.json {
                 print_json(&Value::Array(list.iter().map(type_json).collect()))?;
             } else if list.is_empty() {
@@ -117,7 +117,7 @@ pub(crate) fn slots(cli: &Cli, cmd: &SlotCommand) -> anyhow::Result<Outcome> {
     let mut engine = open(cli)?;
     match cmd {
         SlotCommand::Set { entity: args, slot, value, confidence, source } => {
-            let e = entity(&engine, args)?;
+            let e = entity(cli, &engine, args)?;
             let outcome = engine
                 .set_slot(&e, slot, value, Some(*confidence), source.as_deref())
                 .map_err(flat)
@@ -125,8 +125,8 @@ pub(crate) fn slots(cli: &Cli, cmd: &SlotCommand) -> anyhow::Result<Outcome> {
             written(cli, "slot", &format!("{} {slot} = {value}", args.entity), outcome)
         }
         SlotCommand::List { entity } => {
-            let id = existing(&engine, entity)?;
-            let snap = engine.snapshot()?;
+            let id = existing(cli, &engine, entity)?;
+            let snap = crate::reader(cli, &engine)?;
             let slots = snap.slots_of(&id)?;
             let types = snap.types_of(&id)?;
             if cli.json {
@@ -210,7 +210,7 @@ pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Ou
             written(cli, "checklist", &format!("the checklist of {}", file.display()), outcome)
         }
         ChecklistCommand::List => {
-            let list = engine.snapshot()?.checklists()?;
+            let list = crate::reader(cli, &engine)?.checklists()?;
             if cli.json {
                 print_json(&Value::Array(list.iter().map(checklist_json).collect()))?;
             } else if list.is_empty() {
@@ -233,9 +233,8 @@ pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Ou
             Ok(if list.is_empty() { Outcome::NotFound } else { Outcome::Done })
         }
         ChecklistCommand::Check { name, entity } => {
-            let id = existing(&engine, entity)?;
-            let report = engine
-                .snapshot()?
+            let id = existing(cli, &engine, entity)?;
+            let report = crate::reader(cli, &engine)?
                 .check_checklist(name, &id)
                 .map_err(flat)
                 .with_context(|| format!("checking `{id}` against checklist `{name}`"))?;
@@ -245,10 +244,9 @@ pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Ou
         ChecklistCommand::Next { name, candidates } => {
             let ids = candidates
                 .iter()
-                .map(|c| existing(&engine, c.trim()))
+                .map(|c| existing(cli, &engine, c.trim()))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let report = engine
-                .snapshot()?
+            let report = crate::reader(cli, &engine)?
                 .next_slot(name, &ids)
                 .map_err(flat)
                 .with_context(|| format!("choosing the next slot of checklist `{name}`"))?;
@@ -389,9 +387,9 @@ pub(crate) fn goals(cli: &Cli, cmd: &GoalCommand) -> anyhow::Result<Outcome> {
                 if *create_user {
                     EntityArg::Named { name: user.clone(), entity_type: "user".into() }
                 } else {
-                    EntityArg::Id(entity_arg(&engine, user).with_context(|| {
-                        format!("user `{user}` (give --create-user to create it)")
-                    })?)
+                    EntityArg::Id(entity_arg(&crate::reader(cli, &engine)?, user).with_context(
+                        || format!("user `{user}` (give --create-user to create it)"),
+                    )?)
                 };
             let draft = GoalDraft {
                 name: name.clone(),
@@ -408,8 +406,9 @@ pub(crate) fn goals(cli: &Cli, cmd: &GoalCommand) -> anyhow::Result<Outcome> {
             written(cli, "goal", &format!("goal `{name}` of {user}"), outcome)
         }
         GoalCommand::List { user } => {
-            let user = user.as_deref().map(|u| entity_arg(&engine, u)).transpose()?;
-            let list = engine.snapshot()?.goals(user.as_deref())?;
+            let reader = crate::reader(cli, &engine)?;
+            let user = user.as_deref().map(|u| entity_arg(&reader, u)).transpose()?;
+            let list = reader.goals(user.as_deref())?;
             if cli.json {
                 print_json(&Value::Array(list.iter().map(goal_json).collect()))?;
             } else if list.is_empty() {

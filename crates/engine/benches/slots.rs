@@ -69,14 +69,14 @@ fn checklists(c: &mut Criterion) {
     g.throughput(Throughput::Elements(FILMS as u64));
     g.bench_function("next_slot, 1000 candidates x 5 specs", |b| {
         b.iter(|| {
-            let snap = engine.snapshot().unwrap();
+            let snap = engine.owner_reader().unwrap();
             snap.next_slot("IdentifyFilm", &candidates).unwrap().ranking.len()
         });
     });
     g.throughput(Throughput::Elements(1));
     g.bench_function("check_checklist, one entity", |b| {
         b.iter(|| {
-            let snap = engine.snapshot().unwrap();
+            let snap = engine.owner_reader().unwrap();
             snap.check_checklist("IdentifyFilm", "concept:film 7").unwrap().complete()
         });
     });

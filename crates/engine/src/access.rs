@@ -23,9 +23,7 @@
 //! visible (and its counts and times are left out when some are hidden), a decision receipt
 //! when any event it cites is hidden: the same rule for every listing, search and recall.
 
-mod derived;
 mod principals;
-mod scoped;
 
 use std::collections::BTreeSet;
 
@@ -35,7 +33,6 @@ use serde_json::Value;
 use crate::error::Error;
 
 pub use principals::{KEY_PREFIX, PrincipalEntry, Principals};
-pub use scoped::{Scoped, ScopedStats};
 
 /// May write records (ingest, facts, memories, receipts).
 pub const ROLE_WRITER: &str = "writer";

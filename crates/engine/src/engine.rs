@@ -20,9 +20,9 @@ use crate::consolidate::ConsolidateOptions;
 use crate::enrich::EmbedderChoice;
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
-use crate::snapshot::Snapshot;
 use crate::text_index::TextCache;
 use crate::vector_index::IndexCache;
+use crate::view::Snapshot;
 use ctxgraph_ann::SearchParams;
 
 /// Records folded per transaction when the graph catches up with the log, so a long reprojection
@@ -390,8 +390,20 @@ impl Engine {
         Ok(self.store.set_cache_bytes(bytes)?)
     }
 
-    /// A consistent read snapshot.
-    pub fn snapshot(&self) -> Result<Snapshot<'_>, Error> {
+    /// What `who` may read, in one consistent snapshot: the only way reads leave the engine
+    /// (see the `view` module). The store's owner reads through [`Engine::owner_reader`].
+    pub fn reader(&self, who: &crate::Principal) -> Result<crate::Reader<'_>, Error> {
+        Ok(crate::Reader::new(self.snapshot()?, who.clone()))
+    }
+
+    /// The store owner's reader ([`crate::Principal::local`]: the local CLI without `--as`,
+    /// tests, benchmarks): everything is visible, and the owner-only reads are allowed.
+    pub fn owner_reader(&self) -> Result<crate::Reader<'_>, Error> {
+        self.reader(&crate::Principal::local())
+    }
+
+    /// A consistent read snapshot, unfiltered: for the engine's own features only.
+    pub(crate) fn snapshot(&self) -> Result<Snapshot<'_>, Error> {
         Ok(Snapshot::new(
             self.store.begin_read()?,
             &self.schema,

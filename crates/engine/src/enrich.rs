@@ -164,16 +164,16 @@ impl Engine {
         self.enrich(progress)
     }
 
-    /// The `k` nodes most similar in meaning to `text`: its embedding by the configured model,
-    /// searched with [`crate::Snapshot::nearest`] and the engine's search options.
+    /// The `k` nodes `who` may see most similar in meaning to `text`: its embedding by the
+    /// configured model, searched with [`crate::Reader::nearest`] and the engine's options.
     pub fn similar(
         &self,
+        who: &crate::Principal,
         text: &str,
         k: usize,
     ) -> Result<Vec<(ctxgraph_ontology::graph::Node, f32)>, Error> {
-        let embedder = self.embedder()?;
-        let query = embedder.embed(&[text])?.into_iter().next().unwrap_or_default();
-        self.snapshot()?.nearest(&query, k, self.options().search)
+        let query = self.embed_query(text)?;
+        self.reader(who)?.nearest(&query, k, self.options().search)
     }
 
     /// The configured embedder, loaded once.

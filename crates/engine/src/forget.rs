@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use crate::engine::{Engine, decode, fold_lagging};
 use crate::error::Error;
-use crate::snapshot::Snapshot;
+use crate::view::Snapshot;
 
 mod entity;
 
@@ -579,7 +579,7 @@ fn drop_from_lists(
 impl Snapshot<'_> {
     /// The forget audit: every forget record, oldest first — what was forgotten, when, by whom,
     /// why and how many records were redacted. The content is not in it: it is gone.
-    pub fn forgotten(&self) -> Result<Vec<Forgotten>, Error> {
+    pub(crate) fn forgotten(&self) -> Result<Vec<Forgotten>, Error> {
         let mut out = Vec::new();
         for entry in self.read.read_kind(RecordKind::Forget)? {
             if let RecordBody::Forget(f) = decode(self.schema(), &entry)?.body() {

@@ -60,11 +60,11 @@ mod receipt;
 mod resolve;
 mod retention;
 mod slots;
-mod snapshot;
 mod text_index;
 mod vector_index;
+mod view;
 
-pub use access::{Principal, Principals, Scoped};
+pub use access::{Principal, Principals};
 pub use access_tracker::{AccessNote, AccessTracker, DEFAULT_ACCESS_CAPACITY, FLUSH_ACCESS_AT};
 pub use consolidate::{ConsolidateOptions, ConsolidateReport};
 pub use conversation::{
@@ -102,9 +102,8 @@ pub use memory::{
     RollupOptions, TraversalOptions,
 };
 pub use recall::{
-    ContextPack, ContextState, ContextWeights, Everyone, Factors, Intent, Item, PackEdge,
-    Provenance, RecallParams, RecallQuery, Step, Timings, Unknown, Visibility, classify,
-    content_words,
+    ContextPack, ContextState, ContextWeights, Factors, Intent, Item, PackEdge, Provenance,
+    RecallParams, RecallQuery, Step, Timings, Unknown, classify, content_words,
 };
 pub use receipt::{ReceiptQuery, ReceiptView, policy_filter};
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};
@@ -113,5 +112,5 @@ pub use slots::{
     AnswerGroup, CheckReport, Checklist, ChecklistDraft, EntityArg, Goal, GoalDraft, NextReport,
     SlotFill, SlotGain, SlotSpecDraft, SpecCheck, SpecStatus, TypeInfo, information_gain,
 };
-pub use snapshot::{Checkpoints, Snapshot, Stats, TimelineEntry, View};
 pub use text_index::{REBUILD_AFTER as TEXT_INDEX_REBUILD_AFTER, TextIndexReport};
+pub use view::{Checkpoints, Reader, Stats, TimelineEntry, View, VisibleCounts};

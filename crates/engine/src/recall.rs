@@ -57,7 +57,7 @@ pub use intent::{Intent, classify};
 
 use crate::error::Error;
 use crate::retention::{occurred_at, salience};
-use crate::snapshot::Snapshot;
+use crate::view::Snapshot;
 
 /// Entity types of actors: who does or says something (an event's `agent_id`).
 const ACTOR_TYPES: &[&str] = &["agent", "user"];
@@ -79,23 +79,6 @@ const SUMMARY_FOCUS: f64 = 0.5;
 const MATCH_BONUS: f64 = 0.25;
 /// The names of the prefilter lists, in the order of [`RecallParams::list_weights`].
 const LISTS: [&str; 7] = ["vector", "bm25", "entity", "dated", "anchor", "scope", "knowledge"];
-
-/// Who is asking: decides which nodes a recall may use. Checked before a node is returned,
-/// counted or expanded through.
-pub trait Visibility {
-    /// Whether the caller may see `node`.
-    fn may_see(&self, node: &Node) -> bool;
-}
-
-/// A caller who may see everything (the local CLI).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Everyone;
-
-impl Visibility for Everyone {
-    fn may_see(&self, _node: &Node) -> bool {
-        true
-    }
-}
 
 /// Tunables of the pipeline, with documented defaults.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -448,10 +431,10 @@ impl Cand {
 }
 
 /// The lookups recall makes, with a cache of nodes and of the constraint verdict.
-struct Reader<'s, 'a> {
+struct Lookups<'s, 'a> {
     snap: &'s Snapshot<'a>,
     query: &'s RecallQuery,
-    who: &'s dyn Visibility,
+    who: &'s crate::view::Reader<'a>,
     seen: BTreeMap<NodeKey, Option<Node>>,
     /// The entities the events of the session in scope reference, with those events, read
     /// once when an entity must be placed in that session.
@@ -460,7 +443,7 @@ struct Reader<'s, 'a> {
     walked_from: BTreeSet<NodeKey>,
 }
 
-impl Reader<'_, '_> {
+impl Lookups<'_, '_> {
     /// The node if it exists and passes every constraint (borrowed from the cache: most
     /// callers only ask whether it does).
     fn admissible(&mut self, key: &NodeKey) -> Result<Option<&Node>, Error> {
@@ -485,9 +468,9 @@ impl Reader<'_, '_> {
     /// spans sessions, so it answers no session, trace, agent, tag or location constraint); a
     /// memory its session, creation time and scope. What a node does not carry (an entity's
     /// session, a fact's agent, a session summary's tags) it must show through an admitted event
-    /// it is connected to ([`Reader::witnessed`]).
+    /// it is connected to ([`Lookups::witnessed`]).
     fn admits(&mut self, node: &Node) -> Result<bool, Error> {
-        if !self.who.may_see(node) {
+        if !self.who.may_see(node)? {
             return Ok(false);
         }
         let q = self.query;
@@ -714,11 +697,11 @@ fn in_scope(node: &Node, q: &RecallQuery) -> bool {
 
 impl Snapshot<'_> {
     /// Recall with a query embedding computed by the caller (see [`crate::Engine::recall`]).
-    pub fn recall_with(
+    pub(crate) fn recall_with(
         &self,
         query: &RecallQuery,
         query_vector: &[f32],
-        who: &dyn Visibility,
+        who: &crate::view::Reader<'_>,
         search: ctxgraph_ann::SearchParams,
     ) -> Result<ContextPack, Error> {
         let p = query.params;
@@ -756,7 +739,7 @@ impl Snapshot<'_> {
         } else {
             query
         };
-        let mut r = Reader {
+        let mut r = Lookups {
             snap: self,
             query,
             who,
@@ -1203,7 +1186,7 @@ impl Snapshot<'_> {
     /// entity it names; `None` if no hit does.
     fn session_of_best_hit(
         &self,
-        r: &mut Reader<'_, '_>,
+        r: &mut Lookups<'_, '_>,
         bm25_list: &[NodeKey],
         named: &[NodeKey],
     ) -> Result<Option<String>, Error> {
@@ -1237,7 +1220,7 @@ impl Snapshot<'_> {
     /// those of the sessions in scope first, then those among the other lists' hits.
     fn knowledge_list(
         &self,
-        r: &mut Reader<'_, '_>,
+        r: &mut Lookups<'_, '_>,
         named: &[NodeKey],
         sessions: &[String],
         cues: Cues,
@@ -1245,14 +1228,14 @@ impl Snapshot<'_> {
         limit: usize,
     ) -> Result<Vec<NodeKey>, Error> {
         let mut out: Vec<NodeKey> = Vec::new();
-        let push = |r: &mut Reader<'_, '_>, key: NodeKey, out: &mut Vec<NodeKey>| {
+        let push = |r: &mut Lookups<'_, '_>, key: NodeKey, out: &mut Vec<NodeKey>| {
             if out.len() < limit && !out.contains(&key) && r.admissible(&key)?.is_some() {
                 out.push(key);
             }
             Ok::<_, Error>(())
         };
         if cues.decision {
-            let is_decision = |r: &mut Reader<'_, '_>, key: &NodeKey| -> Result<bool, Error> {
+            let is_decision = |r: &mut Lookups<'_, '_>, key: &NodeKey| -> Result<bool, Error> {
                 Ok(key.label == "Memory"
                     && r.admissible(key)?.is_some_and(|m| {
                         m.props.get("kind").and_then(Value::as_str) == Some("decision")
@@ -1294,7 +1277,7 @@ impl Snapshot<'_> {
     /// first events in order.
     fn scope_list(
         &self,
-        r: &mut Reader<'_, '_>,
+        r: &mut Lookups<'_, '_>,
         scope: &Scope<'_>,
         limit: usize,
     ) -> Result<Vec<NodeKey>, Error> {
@@ -1388,7 +1371,7 @@ impl Snapshot<'_> {
     /// first, then by recency.
     fn entity_matches(
         &self,
-        r: &mut Reader<'_, '_>,
+        r: &mut Lookups<'_, '_>,
         text: &str,
         p: RecallParams,
         cues: Cues,
@@ -1589,7 +1572,7 @@ fn is_hub(node: &Node, hub_mentions: i64) -> bool {
         && node.props.get("mention_count").and_then(Value::as_i64).unwrap_or(0) > hub_mentions
 }
 
-fn is_hub_key(r: &mut Reader<'_, '_>, key: &NodeKey, hub_mentions: i64) -> Result<bool, Error> {
+fn is_hub_key(r: &mut Lookups<'_, '_>, key: &NodeKey, hub_mentions: i64) -> Result<bool, Error> {
     Ok(r.admissible(key)?.is_some_and(|n| is_hub(n, hub_mentions)))
 }
 
@@ -1700,48 +1683,26 @@ fn tokens(node: &Node) -> usize {
 }
 
 impl crate::Engine {
-    /// Recall: the context pack for a question, for a caller who may see everything.
+    /// Recall for the store's owner ([`crate::Principal::local`]), who may see everything.
     ///
     /// The events returned are noted in the engine's [`crate::AccessTracker`] (in memory); they
     /// count towards salience once [`crate::Engine::flush_access`] writes them.
     pub fn recall(&self, query: &RecallQuery) -> Result<ContextPack, Error> {
-        self.recall_as(query, &Everyone)
+        self.recall_as(query, &crate::Principal::local())
     }
 
-    /// Recall as a caller who may see only what `who` allows; notes the events returned like
-    /// [`crate::Engine::recall`].
+    /// Recall as `who`, through its [`crate::Reader`] as every interface reads; notes the
+    /// events returned like [`crate::Engine::recall`].
     pub fn recall_as(
         &self,
         query: &RecallQuery,
-        who: &dyn Visibility,
-    ) -> Result<ContextPack, Error> {
-        let search = self.options().search;
-        self.recall_on(query, |snap, vector| snap.recall_with(query, vector, who, search))
-    }
-
-    /// Recall as `who` through the access policy ([`Snapshot::scoped`]), as every interface
-    /// reads; notes the events returned like [`crate::Engine::recall`].
-    pub fn recall_scoped(
-        &self,
-        query: &RecallQuery,
         who: &crate::Principal,
-    ) -> Result<ContextPack, Error> {
-        let search = self.options().search;
-        self.recall_on(query, |snap, vector| snap.scoped(who).recall(query, vector, search))
-    }
-
-    /// Embed the question, run `read` on a snapshot with its vector, and note the events
-    /// returned: what every recall entry point shares.
-    fn recall_on(
-        &self,
-        query: &RecallQuery,
-        read: impl FnOnce(&Snapshot<'_>, &[f32]) -> Result<ContextPack, Error>,
     ) -> Result<ContextPack, Error> {
         let mut clock = std::time::Instant::now();
         let vector =
             if query.text.trim().is_empty() { Vec::new() } else { self.embed_query(&query.text)? };
         let embed_us = lap(&mut clock);
-        let mut pack = read(&self.snapshot()?, &vector)?;
+        let mut pack = self.reader(who)?.recall(query, &vector, self.options().search)?;
         pack.timings.embed_us = embed_us;
         self.access.note_pack(&pack);
         Ok(pack)

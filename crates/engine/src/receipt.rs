@@ -22,7 +22,7 @@ use ctxgraph_store::{EmbeddedWrite, GraphReader, LogReader};
 use crate::engine::{Engine, decode};
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
-use crate::snapshot::Snapshot;
+use crate::view::Snapshot;
 
 /// The events and entities a receipt cites that exist neither in the graph nor earlier in its
 /// batch (`mentioned`: entity ids, and event ids behind a NUL), as violations.
@@ -151,7 +151,7 @@ fn ns(t: &str) -> Option<i64> {
 impl Snapshot<'_> {
     /// Receipts matching `query`, newest committed first (then id). A task, actor or policy
     /// narrows the read to that node's receipts; otherwise every receipt is read.
-    pub fn receipts(&self, query: &ReceiptQuery) -> Result<Vec<ReceiptView>, Error> {
+    pub(crate) fn receipts(&self, query: &ReceiptQuery) -> Result<Vec<ReceiptView>, Error> {
         let bound = |t: &Option<String>, what: &str| -> Result<Option<i64>, Error> {
             t.as_deref()
                 .map(|t| {

@@ -53,7 +53,7 @@ use serde_json::Value;
 use crate::engine::{Engine, Projection, decode};
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
-use crate::snapshot::Snapshot;
+use crate::view::Snapshot;
 
 use names::{Match, NameForms};
 
@@ -532,7 +532,7 @@ impl Snapshot<'_> {
     /// `SAME_AS` pairs of entity resolution, optionally of one status, best first (confidence,
     /// then ids), at most `limit`: candidates with their rules' justification and decided pairs.
     /// `SAME_AS` edges written by edge records are not listed.
-    pub fn entity_candidates(
+    pub(crate) fn entity_candidates(
         &self,
         status: Option<CandidateStatus>,
         limit: usize,

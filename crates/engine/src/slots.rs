@@ -42,7 +42,7 @@ use serde_json::{Map, Value, json};
 use crate::engine::{Engine, decode};
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
-use crate::snapshot::Snapshot;
+use crate::view::Snapshot;
 
 /// Gains closer than this are ties (see the module docs).
 const GAIN_TIE: f64 = 1e-12;
@@ -595,7 +595,7 @@ impl Snapshot<'_> {
     }
 
     /// Every declared type with its instances, by id.
-    pub fn types(&self) -> Result<Vec<TypeInfo>, Error> {
+    pub(crate) fn types(&self) -> Result<Vec<TypeInfo>, Error> {
         let mut out = Vec::new();
         for node in self.all_nodes("Type")? {
             let mut instances: Vec<String> = self
@@ -630,12 +630,12 @@ impl Snapshot<'_> {
     }
 
     /// The types an entity is an instance of, as (id, name), by id.
-    pub fn types_of(&self, entity_id: &str) -> Result<Vec<(String, String)>, Error> {
+    pub(crate) fn types_of(&self, entity_id: &str) -> Result<Vec<(String, String)>, Error> {
         Ok(self.slots_and_types(entity_id, &mut NodeCache::new())?.1)
     }
 
     /// An entity's slot values, by slot then normalised value.
-    pub fn slots_of(&self, entity_id: &str) -> Result<Vec<SlotFill>, Error> {
+    pub(crate) fn slots_of(&self, entity_id: &str) -> Result<Vec<SlotFill>, Error> {
         Ok(self.slots_and_types(entity_id, &mut NodeCache::new())?.0)
     }
 
@@ -677,7 +677,7 @@ impl Snapshot<'_> {
     }
 
     /// Every defined checklist, by id.
-    pub fn checklists(&self) -> Result<Vec<Checklist>, Error> {
+    pub(crate) fn checklists(&self) -> Result<Vec<Checklist>, Error> {
         let mut out = Vec::new();
         for node in self.all_nodes("Checklist")? {
             out.push(self.checklist_of(&node)?);
@@ -702,7 +702,7 @@ impl Snapshot<'_> {
     }
 
     /// A checklist by name (normalised), or `None`.
-    pub fn checklist(&self, name: &str) -> Result<Option<Checklist>, Error> {
+    pub(crate) fn checklist(&self, name: &str) -> Result<Option<Checklist>, Error> {
         match self.read.node(&NodeKey::new("Checklist", normalize_name(name)))? {
             Some(node) => Ok(Some(self.checklist_of(&node)?)),
             None => Ok(None),
@@ -736,7 +736,7 @@ impl Snapshot<'_> {
     }
 
     /// Goals, of one user (entity id) or all, by id.
-    pub fn goals(&self, user: Option<&str>) -> Result<Vec<Goal>, Error> {
+    pub(crate) fn goals(&self, user: Option<&str>) -> Result<Vec<Goal>, Error> {
         let mut out = Vec::new();
         for node in self.all_nodes("Goal")? {
             let user_id = text(&node, "user_id").unwrap_or_default();
@@ -788,7 +788,11 @@ impl Snapshot<'_> {
     /// `checklist check`: which specs of the checklist `name` the entity satisfies, which are
     /// missing (required or optional) and which break their cardinality (a `one` spec with
     /// several distinct values). Unknown checklist or entity: an error naming it.
-    pub fn check_checklist(&self, name: &str, entity_id: &str) -> Result<CheckReport, Error> {
+    pub(crate) fn check_checklist(
+        &self,
+        name: &str,
+        entity_id: &str,
+    ) -> Result<CheckReport, Error> {
         let checklist = self.require_checklist(name)?;
         self.require_entity("entity", entity_id)?;
         let (slots, types) = self.slots_and_types(entity_id, &mut NodeCache::new())?;
@@ -813,7 +817,7 @@ impl Snapshot<'_> {
     /// `checklist next`: the checklist's specs ranked by expected information gain over the
     /// candidates (entity ids, each existing, none twice); see the module docs for the formula,
     /// the unknown group and the order of ties.
-    pub fn next_slot(&self, name: &str, candidates: &[String]) -> Result<NextReport, Error> {
+    pub(crate) fn next_slot(&self, name: &str, candidates: &[String]) -> Result<NextReport, Error> {
         let checklist = self.require_checklist(name)?;
         if candidates.is_empty() {
             return Err(Self::unknown(

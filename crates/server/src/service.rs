@@ -280,8 +280,9 @@ impl Tenant {
             // next write; the acknowledged write is committed either way.
             let _ = w.checkpoint();
         }
+        // The service's own bookkeeping, not a caller's read: the owner's reader.
         let lags = w
-            .snapshot()
+            .owner_reader()
             .and_then(|s| s.checkpoints())
             .map(|c| (c.projection_lag(), c.enrichment_lag()))
             .unwrap_or((0, 0));
@@ -309,7 +310,7 @@ fn enrich_behind(w: &mut Engine) {
     if w.enrich(&mut |_, _| {}).is_err() {
         return;
     }
-    let ((total, unindexed), texts) = match w.snapshot() {
+    let ((total, unindexed), texts) = match w.owner_reader() {
         Ok(s) => (s.stats_vectors().unwrap_or((0, 0)), s.text_docs_outside_index().unwrap_or(0)),
         Err(_) => return,
     };
@@ -746,8 +747,8 @@ impl Service {
     /// One event by id, if visible.
     pub async fn event(&self, who: &Principal, id: String) -> Result<NodeDto, ServiceError> {
         self.read(who, move |e, who| {
-            let snap = e.snapshot()?;
-            match snap.scoped(who).event(&id)? {
+            let snap = e.reader(who)?;
+            match snap.event(&id)? {
                 Some(n) => Ok(NodeDto::from(&n)),
                 None => Err(ServiceError::not_found("event.not_found", format!("no event {id:?}"))),
             }
@@ -765,9 +766,9 @@ impl Service {
         let limit = page_size(page.limit)?;
         let offset = cursor_offset(page.cursor.as_deref())?;
         self.read(who, move |e, who| {
-            let snap = e.snapshot()?;
+            let snap = e.reader(who)?;
             let want = offset.saturating_add(limit).saturating_add(1);
-            let all = snap.scoped(who).timeline(&session, want)?;
+            let all = snap.timeline(&session, want)?;
             let more = all.len() > offset + limit;
             let events: Vec<TimelineItem> =
                 all.iter().skip(offset).take(limit).map(TimelineItem::from).collect();
@@ -788,7 +789,7 @@ impl Service {
         let metrics = self.inner.metrics.clone();
         self.read(who, move |e, who| {
             let started = Instant::now();
-            let pack = e.recall_scoped(&q, who)?;
+            let pack = e.recall_as(&q, who)?;
             metrics.recall_seconds(started.elapsed().as_secs_f64());
             Ok(ContextPackDto::from(&pack))
         })
@@ -804,8 +805,8 @@ impl Service {
         self.limits().question.check("query", &req.query)?;
         let limit = req.limit.unwrap_or(20).clamp(1, MAX_HITS);
         self.read(who, move |e, who| {
-            let snap = e.snapshot()?;
-            let hits = snap.scoped(who).search(&req.query, limit)?;
+            let snap = e.reader(who)?;
+            let hits = snap.search(&req.query, limit)?;
             Ok(SearchResponse {
                 hits: hits.iter().map(|(n, s)| SearchHit { node: n.into(), score: *s }).collect(),
             })
@@ -847,9 +848,8 @@ impl Service {
             .write(who, move |engine| {
                 let who = who_owned;
                 let done = engine.record_fact(&input)?;
-                let snap = engine.snapshot()?;
+                let snap = engine.reader(&who)?;
                 let fact = snap
-                    .scoped(&who)
                     .facts_about(&done.subject.id, None)?
                     .into_iter()
                     .find(|f| f.fact_id == done.fact_id);
@@ -913,8 +913,7 @@ impl Service {
                 )
             };
             let resolution = e.resolve_entity(&input)?;
-            let snap = e.snapshot()?;
-            let scoped = snap.scoped(who);
+            let scoped = e.reader(who)?;
             let entity = |id: &str| scoped.node(&NodeKey::new("Entity", id));
             // Only entities the principal may see are matched, named or counted.
             let (node, via) = match resolution {
@@ -1053,8 +1052,8 @@ impl Service {
     /// A memory by id, if visible.
     pub async fn memory(&self, who: &Principal, id: String) -> Result<MemoryDto, ServiceError> {
         self.read(who, move |e, who| {
-            let snap = e.snapshot()?;
-            match snap.scoped(who).memory(&id)? {
+            let snap = e.reader(who)?;
+            match snap.memory(&id)? {
                 Some(m) => Ok(MemoryDto::from(&m)),
                 None => {
                     Err(ServiceError::not_found("memory.not_found", format!("no memory {id:?}")))
@@ -1073,8 +1072,8 @@ impl Service {
         let limit = page_size(q.limit)?;
         let offset = cursor_offset(q.cursor.as_deref())?;
         self.read(who, move |e, who| {
-            let snap = e.snapshot()?;
-            let mut all = snap.scoped(who).memories()?;
+            let snap = e.reader(who)?;
+            let mut all = snap.memories()?;
             all.retain(|m| {
                 q.kind.as_deref().is_none_or(|k| m.kind == k)
                     && q.topic.as_deref().is_none_or(|t| m.topic.as_deref() == Some(t))
@@ -1097,8 +1096,8 @@ impl Service {
     ) -> Result<EvolutionDto, ServiceError> {
         let options = traversal(req.as_of.as_deref())?;
         self.read(who, move |e, who| {
-            let snap = e.snapshot()?;
-            match snap.scoped(who).evolution(&req.topic, &options)? {
+            let snap = e.reader(who)?;
+            match snap.evolution(&req.topic, &options)? {
                 Some(evo) => Ok(EvolutionDto::from(&evo)),
                 None => Err(ServiceError::not_found(
                     "memory.no_decisions",
@@ -1118,8 +1117,8 @@ impl Service {
     ) -> Result<ImpactDto, ServiceError> {
         let options = traversal(q.as_of.as_deref())?;
         self.read(who, move |e, who| {
-            let snap = e.snapshot()?;
-            match snap.scoped(who).impact(&id, &options)? {
+            let snap = e.reader(who)?;
+            match snap.impact(&id, &options)? {
                 Some(i) => Ok(ImpactDto::from(&i)),
                 None => {
                     Err(ServiceError::not_found("memory.not_found", format!("no memory {id:?}")))
@@ -1143,8 +1142,8 @@ impl Service {
         };
         self.read(who, move |e, who| {
             let vector = embed(e, &req.query)?;
-            let snap = e.snapshot()?;
-            let ctx = snap.scoped(who).memory_context(&req.query, &vector, &options)?;
+            let snap = e.reader(who)?;
+            let ctx = snap.memory_context(&req.query, &vector, &options)?;
             Ok(MemoryContextDto::from(&ctx))
         })
         .await
@@ -1168,8 +1167,8 @@ impl Service {
             return Err(ServiceError::bad_request("request.window", "since must be before until"));
         }
         self.read(who, move |e, who| {
-            let snap = e.snapshot()?;
-            let r = snap.scoped(who).rollup(since, until, &RollupOptions::default())?;
+            let snap = e.reader(who)?;
+            let r = snap.rollup(since, until, &RollupOptions::default())?;
             Ok(RollupDto::from(&r))
         })
         .await
@@ -1178,8 +1177,8 @@ impl Service {
     /// What the principal may count.
     pub async fn stats(&self, who: &Principal) -> Result<StatsDto, ServiceError> {
         self.read(who, move |e, who| {
-            let snap = e.snapshot()?;
-            let s = snap.scoped(who).stats()?;
+            let snap = e.reader(who)?;
+            let s = snap.stats()?;
             Ok(StatsDto { tenant: who.tenant().to_owned(), events: s.events, memories: s.memories })
         })
         .await
@@ -1229,7 +1228,7 @@ mod tests {
 
     fn access_records(t: &Tenant) -> usize {
         let w = lock(&t.writer);
-        let log = w.snapshot().unwrap().log(1, 1_000).unwrap();
+        let log = w.owner_reader().unwrap().log(1, 1_000).unwrap();
         log.iter().filter(|e| e.kind == RecordKind::Access).count()
     }
 
@@ -1374,7 +1373,7 @@ mod tests {
         let e =
             Engine::open(&dir.path().join("t.ctxg"), OpenMode::MustExist, EngineOptions::default())
                 .unwrap();
-        let log = e.snapshot().unwrap().log(1, 1_000).unwrap();
+        let log = e.owner_reader().unwrap().log(1, 1_000).unwrap();
         assert_eq!(log.iter().filter(|e| e.kind == RecordKind::Access).count(), 2);
     }
 }

@@ -130,7 +130,7 @@ pub(crate) fn crash(args: &CrashArgs<'_>) -> anyhow::Result<Outcome> {
         if store.exists() {
             let engine = Engine::open(&store, OpenMode::MustExist, EngineOptions::default())
                 .with_context(|| format!("opening {} after kill {}", store.display(), run + 1))?;
-            let c = engine.snapshot()?.checkpoints()?;
+            let c = engine.owner_reader()?.checkpoints()?;
             log_length = c.log_length;
             if c.projected_through != c.log_length {
                 tally.behind += 1;
@@ -391,7 +391,7 @@ fn kill_serve(
 
 /// The ids of every record in the log.
 fn logged_ids(engine: &Engine) -> anyhow::Result<HashSet<String>> {
-    let snap = engine.snapshot()?;
+    let snap = engine.owner_reader()?;
     let mut ids = HashSet::new();
     let mut from = 1;
     loop {
@@ -407,7 +407,7 @@ fn logged_ids(engine: &Engine) -> anyhow::Result<HashSet<String>> {
 /// The whole graph in a canonical order (listing order follows internal node ids, which
 /// depend on arrival order: sorted by key).
 fn dump(engine: &Engine) -> anyhow::Result<GraphDump> {
-    let snap = engine.snapshot()?;
+    let snap = engine.owner_reader()?;
     let mut nodes = Vec::new();
     for label in engine.schema().node_types().keys() {
         nodes.extend(snap.nodes(label, None, usize::MAX >> 2)?);

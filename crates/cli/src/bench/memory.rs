@@ -141,7 +141,7 @@ pub(crate) fn memory(
     drop(engine);
 
     let engine = Engine::open(&path, OpenMode::MustExist, EngineOptions::default())?;
-    let snap = engine.snapshot()?;
+    let snap = engine.owner_reader()?;
     let all = snap.memories()?;
     let as_of = all.last().map(|m| m.created_at_ns);
     let t = TraversalOptions { as_of_ns: as_of, ..TraversalOptions::default() };

@@ -81,7 +81,7 @@ pub(crate) fn run(args: &EvalArgs<'_>) -> anyhow::Result<Outcome> {
             let pack = engine.recall(&query)?;
             latency.push(t.elapsed().as_secs_f64() * 1000.0);
             let ranked: Vec<String> = pack.items.iter().map(|i| dia(&i.node.key.id)).collect();
-            let snap = engine.snapshot()?;
+            let snap = engine.owner_reader()?;
             let floor: Vec<String> = bm25(&snap, &q.question, k * 3)?
                 .into_iter()
                 .filter(|n| n.key.label == "Event")

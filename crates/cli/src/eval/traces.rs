@@ -119,7 +119,7 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
     }
     // A kept store must hold this trace and nothing else, or the ground truth would not be its.
     let stored = {
-        let stats = engine.snapshot()?.stats()?;
+        let stats = engine.owner_reader()?.store_stats()?;
         stats.nodes.iter().find(|(label, _)| label == "Event").map_or(0, |(_, n)| *n)
     };
     if stored != args.events as u64 {
@@ -171,7 +171,7 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
         let ranked: Vec<String> =
             pack.items.iter().take(K).map(|i| key(&i.node.key.label, &i.node.key.id)).collect();
         // A snapshot holds the store's read transaction: one per question, after recall's own.
-        let snap = engine.snapshot()?;
+        let snap = engine.owner_reader()?;
         let floor: Vec<String> = bm25(&snap, &q.text, K)?
             .into_iter()
             .take(K)

@@ -15,7 +15,7 @@ use ctxgraph_store::GraphReader;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::snapshot::Snapshot;
+use crate::view::Snapshot;
 
 /// Nodes read per page.
 const PAGE: usize = 2_000;
@@ -287,7 +287,7 @@ impl Snapshot<'_> {
 
     /// Facts per `query`, true at its time unless `include_inactive`; by subject, predicate, then
     /// fact id.
-    pub fn facts(&self, query: &FactQuery) -> Result<Vec<FactView>, Error> {
+    pub(crate) fn facts(&self, query: &FactQuery) -> Result<Vec<FactView>, Error> {
         let t = query.as_of.clone().unwrap_or_else(super::now);
         let candidates = match &query.subject {
             Some(s) => self.fact_nodes_of(s, "SUBJECT")?,
@@ -319,7 +319,7 @@ impl Snapshot<'_> {
 
     /// Every fact about an entity (as subject or object), true at `as_of` (now when `None`) or
     /// not (`active` tells).
-    pub fn facts_about(
+    pub(crate) fn facts_about(
         &self,
         entity_id: &str,
         as_of: Option<&str>,
@@ -343,7 +343,7 @@ impl Snapshot<'_> {
 
     /// Contradictions true at `as_of` (now when `None`): groups of facts with one subject and one
     /// single-valued predicate but different objects, most confident first.
-    pub fn contradictions(&self, as_of: Option<&str>) -> Result<Vec<Contradiction>, Error> {
+    pub(crate) fn contradictions(&self, as_of: Option<&str>) -> Result<Vec<Contradiction>, Error> {
         let query = FactQuery { as_of: as_of.map(str::to_owned), ..FactQuery::default() };
         let mut groups: BTreeMap<(String, String), Vec<FactView>> = BTreeMap::new();
         for f in self.facts(&query)? {
@@ -391,7 +391,7 @@ impl Snapshot<'_> {
     }
 
     /// Every document version, by URL then version.
-    pub fn documents(&self) -> Result<Vec<DocumentSummary>, Error> {
+    pub(crate) fn documents(&self) -> Result<Vec<DocumentSummary>, Error> {
         let mut out = Vec::new();
         for n in nodes(&self.read, "Document", "")? {
             out.push(self.summary(&n)?);
@@ -401,7 +401,7 @@ impl Snapshot<'_> {
     }
 
     /// A document version by id, or the latest version under a URL, with its tree.
-    pub fn document(&self, id_or_url: &str) -> Result<Option<DocumentView>, Error> {
+    pub(crate) fn document(&self, id_or_url: &str) -> Result<Option<DocumentView>, Error> {
         let mut node = self.read.node(&NodeKey::new("Document", id_or_url))?;
         if node.is_none()
             && let Some((id, _)) = latest_version(&self.read, id_or_url)?

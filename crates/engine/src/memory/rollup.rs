@@ -29,7 +29,7 @@ use ctxgraph_store::GraphReader;
 use super::traverse::TraversalOptions;
 use super::{MemoryView, OutcomeView, all_memories, votes_on};
 use crate::error::Error;
-use crate::snapshot::Snapshot;
+use crate::view::Snapshot;
 
 /// A blocked item: a memory and the outcome that blocks it.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +116,7 @@ impl Snapshot<'_> {
     }
 
     /// The rollup of `[since_ns, until_ns)`; see the module docs.
-    pub fn rollup(
+    pub(crate) fn rollup(
         &self,
         since_ns: i64,
         until_ns: i64,

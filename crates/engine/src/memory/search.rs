@@ -19,7 +19,7 @@ use super::traverse::{Evolution, Impact, LINK_TYPES, TraversalOptions};
 use super::{MemoryView, OutcomeView, all_memories, cosine, votes_of};
 use crate::engine::Engine;
 use crate::error::Error;
-use crate::snapshot::Snapshot;
+use crate::view::Snapshot;
 
 /// Settings of contextual search.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,13 +86,15 @@ pub struct MemoryContext {
 }
 
 impl Snapshot<'_> {
-    /// Memories connected to `start` within `depth` live links of at least `min_confidence`.
+    /// Memories connected to `start` within `depth` live links of at least `min_confidence`,
+    /// through memories `keep` accepts only.
     fn connected(
         &self,
         start: &str,
         depth: usize,
         min_confidence: f64,
         traversal: &TraversalOptions,
+        keep: &mut dyn FnMut(&str) -> Result<bool, Error>,
     ) -> Result<BTreeSet<String>, Error> {
         let as_of = traversal.as_of();
         let mut seen = BTreeSet::from([start.to_owned()]);
@@ -111,7 +113,11 @@ impl Snapshot<'_> {
                     }
                     let vote = votes.get(&(e.key.from.id.clone(), e.key.to.id.clone(), t.into()));
                     let live = traversal.links.effective(&e, vote, as_of);
-                    if live.is_some_and(|c| c >= min_confidence) && seen.insert(other.id.clone()) {
+                    if live.is_some_and(|c| c >= min_confidence)
+                        && !seen.contains(&other.id)
+                        && keep(&other.id)?
+                    {
+                        seen.insert(other.id.clone());
                         queue.push_back((other.id.clone(), d + 1));
                     }
                 }
@@ -121,13 +127,16 @@ impl Snapshot<'_> {
         Ok(seen)
     }
 
-    /// Contextual search (seed 003 query pattern 3) for a question already embedded as
-    /// `query_vector` (see [`Engine::search_memories`]); see the module docs for the scoring.
-    pub fn search_memories(
+    /// Contextual search for a question already embedded as `query_vector` (see
+    /// [`Engine::search_memories`]); see the module docs for the scoring. Only memories `keep`
+    /// accepts are scored, chosen as the context or walked through, so a memory the caller may
+    /// not see changes nothing, and the limit applies to what is kept.
+    pub(crate) fn search_memories(
         &self,
         query: &str,
         query_vector: &[f32],
         options: &MemorySearchOptions,
+        keep: &mut dyn FnMut(&str) -> Result<bool, Error>,
     ) -> Result<Vec<MemoryHit>, Error> {
         let mut lexical: BTreeMap<String, f64> = BTreeMap::new();
         for (key, score) in self.search_keys(query, 200)? {
@@ -138,6 +147,9 @@ impl Snapshot<'_> {
         let best = lexical.values().copied().fold(0.0f64, f64::max);
         let mut hits = Vec::new();
         for m in all_memories(&self.read)? {
+            if !keep(&m.id)? {
+                continue;
+            }
             let similarity = match self.read.vector(&NodeKey::new(MEMORY, &m.id))? {
                 Some(v) => f64::from(cosine(query_vector, &v)),
                 None => 0.0,
@@ -167,6 +179,7 @@ impl Snapshot<'_> {
                 options.connected_depth,
                 options.connected_min_confidence,
                 &options.traversal,
+                keep,
             )?;
             for h in &mut hits {
                 if near.contains(&h.memory.id) {
@@ -181,14 +194,17 @@ impl Snapshot<'_> {
     }
 
     /// The context of a question about decisions: contextual search, then the evolution chain of
-    /// the decision the question is most about, with the evidence and outcomes along it.
-    pub fn memory_context(
+    /// the decision the question is most about, with the evidence and outcomes along it. The
+    /// hits and the decision come from memories `keep` accepts; the chain, evidence and
+    /// outcomes are the caller's to filter (see `view::Reader::memory_context`).
+    pub(crate) fn memory_context(
         &self,
         query: &str,
         query_vector: &[f32],
         options: &MemorySearchOptions,
+        keep: &mut dyn FnMut(&str) -> Result<bool, Error>,
     ) -> Result<MemoryContext, Error> {
-        let hits = self.search_memories(query, query_vector, options)?;
+        let hits = self.search_memories(query, query_vector, options, keep)?;
         let mut decision = None;
         for h in &hits {
             if h.memory.kind == "decision" {
@@ -198,6 +214,7 @@ impl Snapshot<'_> {
             // A checkpoint or insight about a decision points at it.
             let key = NodeKey::new(MEMORY, &h.memory.id);
             if let Some(e) = self.read.edges_of(&key, Some("IMPLEMENTS"), Direction::Out)?.first()
+                && keep(&e.key.to.id)?
                 && let Some(m) = self.memory(&e.key.to.id)?
             {
                 decision = Some(m);
@@ -232,28 +249,30 @@ impl Snapshot<'_> {
 }
 
 impl Engine {
-    /// [`Snapshot::search_memories`] with the question embedded by the engine's model.
+    /// Contextual memory search for the store's owner, the question embedded by the engine's
+    /// model; a principal's is [`crate::Reader::search_memories`] with [`Engine::embed_query`].
     pub fn search_memories(
         &self,
         query: &str,
         options: &MemorySearchOptions,
     ) -> Result<Vec<MemoryHit>, Error> {
         let v = self.embed_query(query)?;
-        self.snapshot()?.search_memories(query, &v, options)
+        self.owner_reader()?.search_memories(query, &v, options)
     }
 
-    /// [`Snapshot::memory_context`] with the question embedded by the engine's model.
+    /// The context of a question about decisions for the store's owner (see
+    /// [`Engine::search_memories`]).
     pub fn memory_context(
         &self,
         query: &str,
         options: &MemorySearchOptions,
     ) -> Result<MemoryContext, Error> {
         let v = self.embed_query(query)?;
-        self.snapshot()?.memory_context(query, &v, options)
+        self.owner_reader()?.memory_context(query, &v, options)
     }
 
     /// A question's vector under the engine's model, for the reads that take one (recall,
-    /// memory search) through [`crate::Scoped`].
+    /// memory search) through [`crate::Reader`].
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, Error> {
         Ok(self.embedder()?.embed(&[query])?.into_iter().next().unwrap_or_default())
     }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{MemoryOptions, MemoryView, OutcomeView, votes_of, votes_on};
 use crate::error::Error;
-use crate::snapshot::Snapshot;
+use crate::view::Snapshot;
 
 /// How a traversal reads links.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,17 +104,17 @@ pub struct Impact {
 
 impl Snapshot<'_> {
     /// Every memory, oldest first (by `created_at`, then id).
-    pub fn memories(&self) -> Result<Vec<MemoryView>, Error> {
+    pub(crate) fn memories(&self) -> Result<Vec<MemoryView>, Error> {
         super::all_memories(&self.read)
     }
 
     /// A memory by id.
-    pub fn memory(&self, id: &str) -> Result<Option<MemoryView>, Error> {
+    pub(crate) fn memory(&self, id: &str) -> Result<Option<MemoryView>, Error> {
         Ok(self.read.node(&NodeKey::new(MEMORY, id))?.as_ref().and_then(MemoryView::from_node))
     }
 
     /// The outcomes of a memory, oldest first.
-    pub fn outcomes_of(&self, id: &str) -> Result<Vec<OutcomeView>, Error> {
+    pub(crate) fn outcomes_of(&self, id: &str) -> Result<Vec<OutcomeView>, Error> {
         let mut out = Vec::new();
         for e in self.read.edges_of(&NodeKey::new(MEMORY, id), Some("OUTCOME_OF"), Direction::In)? {
             if e.key.from.label != OUTCOME {
@@ -155,7 +155,7 @@ impl Snapshot<'_> {
     /// decision, then back through SUPERSEDES (the strongest live link at each step, at most
     /// `max_evolution_depth` steps, never revisiting a memory), each step with its outcomes and
     /// the memories implementing it. `None` when the topic has no decision.
-    pub fn evolution(
+    pub(crate) fn evolution(
         &self,
         topic: &str,
         options: &TraversalOptions,
@@ -171,7 +171,7 @@ impl Snapshot<'_> {
     }
 
     /// The evolution chain that starts at a decision and goes back through SUPERSEDES.
-    pub fn evolution_from(
+    pub(crate) fn evolution_from(
         &self,
         start: &str,
         topic: String,
@@ -225,7 +225,11 @@ impl Snapshot<'_> {
     /// TEMPORAL links out of it, only to memories saved within `impact_window_ms` after the start,
     /// at most `max_impact_depth` hops and `max_impact_items` memories. `None` for an unknown
     /// memory.
-    pub fn impact(&self, id: &str, options: &TraversalOptions) -> Result<Option<Impact>, Error> {
+    pub(crate) fn impact(
+        &self,
+        id: &str,
+        options: &TraversalOptions,
+    ) -> Result<Option<Impact>, Error> {
         let as_of = options.as_of();
         let Some(start) = self.memory(id)? else { return Ok(None) };
         let until =
@@ -294,7 +298,7 @@ impl Snapshot<'_> {
 
     /// The live links of a memory in both directions (every memory link type), with their
     /// effective confidence, strongest first.
-    pub fn memory_links(
+    pub(crate) fn memory_links(
         &self,
         id: &str,
         options: &TraversalOptions,

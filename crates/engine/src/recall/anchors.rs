@@ -12,9 +12,8 @@ use std::collections::BTreeSet;
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::GraphReader;
 
-use super::Visibility;
 use crate::error::Error;
-use crate::snapshot::Snapshot;
+use crate::view::Snapshot;
 
 /// Labels whose ids a question may name.
 const LABELS: &[&str] = &["Event", "Memory", "Fact", "DecisionReceipt", "Document", "Summary"];
@@ -74,7 +73,11 @@ impl Snapshot<'_> {
     /// nodes of [`LABELS`], or of sessions and traces with a visible event among their first
     /// `VISIBLE_PROBE`. What the caller may not see is no anchor, and its words stay BM25 words,
     /// so the answer is the same as if it did not exist.
-    pub(crate) fn anchors(&self, text: &str, who: &dyn Visibility) -> Result<Anchors, Error> {
+    pub(crate) fn anchors(
+        &self,
+        text: &str,
+        who: &crate::view::Reader<'_>,
+    ) -> Result<Anchors, Error> {
         let tokens = id_tokens(text);
         let mut anchors = Anchors::default();
         if tokens.is_empty() {
@@ -83,7 +86,10 @@ impl Snapshot<'_> {
         let ids: Vec<String> = tokens.iter().map(|t| (*t).to_owned()).collect();
         let mut found: BTreeSet<&str> = BTreeSet::new();
         let visible = |key: &NodeKey| -> Result<bool, Error> {
-            Ok(self.read.node(key)?.is_some_and(|n| who.may_see(&n)))
+            match self.read.node(key)? {
+                Some(n) => who.may_see(&n),
+                None => Ok(false),
+            }
         };
         for label in LABELS {
             let existing: BTreeSet<String> =

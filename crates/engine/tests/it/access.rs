@@ -74,9 +74,25 @@ fn build(
     events: &[(ScopeSpec, usize, usize)],
     memories: &[ScopeSpec],
 ) -> (tempfile::TempDir, Engine) {
+    build_kept(events, memories, &|_| true)
+}
+
+/// The store of [`build`] with only the records whose id `keep` accepts (`e{i}`, `m{i}`): the
+/// graph a principal would have if the store held only what it may see. A kept memory that
+/// superseded a dropped one supersedes nothing (a memory may name only existing ones).
+fn build_kept(
+    events: &[(ScopeSpec, usize, usize)],
+    memories: &[ScopeSpec],
+    keep: &dyn Fn(&str) -> bool,
+) -> (tempfile::TempDir, Engine) {
     let (dir, mut e) = engine();
     let mut lines = String::new();
+    let mut accepted = 0;
     for (i, (spec, parent, word)) in events.iter().enumerate() {
+        if !keep(&format!("e{i}")) {
+            continue;
+        }
+        accepted += 1;
         let (scope, pii) = scope_json(spec);
         let session = i % SESSIONS;
         let mut ev = json!({"event_id": format!("e{i}"), "event_type": "tool.execute",
@@ -97,14 +113,17 @@ fn build(
         lines.push_str(&format!("{ev}\n"));
     }
     let report = e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
-    assert_eq!(report.accepted as usize, events.len(), "{:?}", report.rejections);
+    assert_eq!(report.accepted as usize, accepted, "{:?}", report.rejections);
     let mut records = Vec::new();
     for (i, spec) in memories.iter().enumerate() {
+        if !keep(&format!("m{i}")) {
+            continue;
+        }
         let (scope, pii) = scope_json(spec);
         let mut m = json!({"record_type": "memory", "memory_id": format!("m{i}"),
             "kind": "decision", "topic": "auth", "content": format!("use {} for auth", WORDS[i % 8]),
             "session_id": "ms", "created_at": format!("2026-11-20T11:{i:02}:00Z")});
-        if i > 0 {
+        if i > 0 && keep(&format!("m{}", i - 1)) {
             m["supersedes"] = json!(format!("m{}", i - 1));
         }
         if let Some(s) = scope {
@@ -138,7 +157,7 @@ struct Oracle {
 }
 
 /// The events below a summary, at any depth.
-fn events_below(snap: &ctxgraph::Snapshot<'_>, key: &NodeKey, out: &mut Vec<NodeKey>) {
+fn events_below(snap: &ctxgraph::Reader<'_>, key: &NodeKey, out: &mut Vec<NodeKey>) {
     for edge in snap.edges(key, Some("SUMMARIZES"), Direction::Out).unwrap() {
         if edge.key.to.label == "Summary" {
             events_below(snap, &edge.key.to, out);
@@ -149,7 +168,7 @@ fn events_below(snap: &ctxgraph::Snapshot<'_>, key: &NodeKey, out: &mut Vec<Node
 }
 
 impl Oracle {
-    fn new(snap: &ctxgraph::Snapshot<'_>, who: &Principal) -> Oracle {
+    fn new(snap: &ctxgraph::Reader<'_>, who: &Principal) -> Oracle {
         let mut o = Oracle {
             hidden: BTreeSet::new(),
             markers: Vec::new(),
@@ -177,6 +196,15 @@ impl Oracle {
             assert!(!below.is_empty(), "{} summarises nothing", n.key);
             if below.iter().any(|k| o.hidden.contains(k)) {
                 o.hidden.insert(n.key.clone());
+            }
+        }
+        // Topics and memory sessions group memories: hidden when every memory in them is.
+        for (label, edge) in [("Topic", "ABOUT"), ("MemorySession", "IN_SESSION")] {
+            for n in snap.nodes(label, None, 10_000).unwrap() {
+                let members = snap.edges(&n.key, Some(edge), Direction::In).unwrap();
+                if members.iter().all(|e| o.hidden.contains(&e.key.from)) {
+                    o.hidden.insert(n.key.clone());
+                }
             }
         }
         for n in snap.nodes("Entity", None, 10_000).unwrap() {
@@ -222,9 +250,9 @@ proptest! {
     ) {
         let (_dir, e) = build(&events, &memories);
         let who = Principal::new("p1", "default", roles.iter().map(|i| ROLES[*i].to_owned())).unwrap();
-        let snap = e.snapshot().unwrap();
+        let snap = e.owner_reader().unwrap();
         let oracle = Oracle::new(&snap, &who);
-        let scoped = snap.scoped(&who);
+        let scoped = snap.as_principal(&who);
         let leak = |k: &NodeKey| oracle.hidden.contains(k);
 
         // Counts.
@@ -335,6 +363,144 @@ proptest! {
     }
 }
 
+/// Event ids with depth, as an effects walk returns them.
+fn walked(list: Vec<(usize, ctxgraph::Node)>) -> BTreeSet<(usize, String)> {
+    list.into_iter().map(|(d, n)| (d, n.key.id)).collect()
+}
+
+/// A node's properties but its log position, which counts the records before it in its own
+/// store (provenance: where the record is, not what the graph holds).
+fn own_props(n: &ctxgraph::Node) -> ctxgraph::Properties {
+    let mut props = n.props.clone();
+    props.remove("global_position");
+    props
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Every read of a principal's `Reader` equals the same read of the graph filtered to what
+    /// it may see. Two references: for what records define (events and their order and causes,
+    /// memories and their chains, the text found by search, counts), a second store holding
+    /// only the visible records, read by its owner; for what the store derives from all of its
+    /// records together (summaries, entities, edges and views), the owner's answer on the whole
+    /// store, filtered by the oracle.
+    #[test]
+    fn every_read_equals_the_read_of_the_filtered_graph(
+        events in prop::collection::vec((spec(), 0usize..30, 0usize..8), 6..30),
+        memories in prop::collection::vec(spec(), 1..5),
+        roles in prop::collection::btree_set(0usize..5, 0..3),
+    ) {
+        let (_dir, e) = build(&events, &memories);
+        let who = Principal::new("p1", "default", roles.iter().map(|i| ROLES[*i].to_owned())).unwrap();
+        let owner = e.owner_reader().unwrap();
+        let oracle = Oracle::new(&owner, &who);
+        let hidden = |k: &NodeKey| oracle.hidden.contains(k);
+        let (_fdir, f) = build_kept(&events, &memories, &|id: &str| {
+            let label = if id.starts_with('e') { "Event" } else { "Memory" };
+            !hidden(&NodeKey::new(label, id))
+        });
+        let filtered = f.owner_reader().unwrap();
+        let reader = owner.as_principal(&who);
+
+        // Counts.
+        let stats = reader.stats().unwrap();
+        let fstats = filtered.store_stats().unwrap();
+        let count = |label: &str| fstats.nodes.iter().find(|(l, _)| l == label).map_or(0, |(_, n)| *n);
+        prop_assert_eq!((stats.events, stats.memories), (count("Event"), count("Memory")));
+
+        // Events: each one, its session's timeline, its causes and its effects, as the
+        // filtered store has them.
+        for i in 0..events.len() {
+            let id = format!("e{i}");
+            let got = reader.event(&id).unwrap();
+            let want = filtered.event(&id).unwrap();
+            prop_assert_eq!(got.as_ref().map(own_props), want.as_ref().map(own_props), "event {}", id);
+            prop_assert_eq!(reader.causes(&id).unwrap().1, filtered.causes(&id).unwrap().1, "causes of {}", id);
+            let ids = |c: Vec<ctxgraph::Node>| c.into_iter().map(|n| n.key.id).collect::<Vec<_>>();
+            prop_assert_eq!(ids(reader.causes(&id).unwrap().0), ids(filtered.causes(&id).unwrap().0));
+            prop_assert_eq!(walked(reader.effects(&id, 1000).unwrap()), walked(filtered.effects(&id, 1000).unwrap()));
+        }
+        for s in 0..SESSIONS {
+            let line = |t: Vec<ctxgraph::TimelineEntry>| t.into_iter()
+                .map(|t| (t.event.key.id, t.caused_by, t.missing_parent)).collect::<Vec<_>>();
+            let session = format!("s{s}");
+            prop_assert_eq!(line(reader.timeline(&session, 1000).unwrap()), line(filtered.timeline(&session, 1000).unwrap()));
+        }
+        prop_assert_eq!(
+            reader.events(None, 1000).unwrap().into_iter().map(|n| n.key.id).collect::<Vec<_>>(),
+            filtered.events(None, 1000).unwrap().into_iter().map(|n| n.key.id).collect::<Vec<_>>()
+        );
+
+        // Search finds what the owner's search finds, less what is hidden (ranked by the
+        // whole store's term statistics, so the filtered store is no reference here), each
+        // node as a point read shows it.
+        for q in ["deploy timeout database", "invoice email cache", "thing1 thing2 thing3 thing4", "auth"] {
+            let got: Vec<ctxgraph::Node> = reader.search(q, 1000).unwrap().into_iter().map(|(n, _)| n).collect();
+            let want: Vec<NodeKey> = owner.search(q, 1000).unwrap().into_iter()
+                .map(|(n, _)| n.key).filter(|k| !hidden(k)).collect();
+            prop_assert_eq!(got.iter().map(|n| n.key.clone()).collect::<Vec<_>>(), want, "search {:?}", q);
+            for n in &got {
+                let point = reader.node(&n.key).unwrap();
+                prop_assert_eq!(Some(n), point.as_ref());
+            }
+        }
+
+        // Memories: the list, each one, its outcomes; the topic's chain when its latest
+        // decision is visible (withheld otherwise).
+        let mids = |l: Vec<ctxgraph::MemoryView>| l.into_iter().map(|m| m.id).collect::<Vec<_>>();
+        prop_assert_eq!(mids(reader.memories().unwrap()), mids(filtered.memories().unwrap()));
+        let t = TraversalOptions::default();
+        for i in 0..memories.len() {
+            let id = format!("m{i}");
+            prop_assert_eq!(reader.memory(&id).unwrap().map(|m| m.content), filtered.memory(&id).unwrap().map(|m| m.content));
+            prop_assert_eq!(reader.outcomes_of(&id).unwrap(), filtered.outcomes_of(&id).unwrap());
+        }
+        let chain = |evo: Option<ctxgraph::Evolution>| evo.map(|e| e.steps.into_iter().map(|s| s.memory.id).collect::<Vec<_>>());
+        let latest = NodeKey::new("Memory", format!("m{}", memories.len() - 1));
+        if hidden(&latest) {
+            prop_assert!(reader.evolution("auth", &t).unwrap().is_none());
+        } else {
+            prop_assert_eq!(chain(reader.evolution("auth", &t).unwrap()), chain(filtered.evolution("auth", &t).unwrap()));
+        }
+
+        // What the store derives from all its records: every node of every kind, every edge of
+        // a node, and every edge of every type, as the owner sees them less what is hidden.
+        for label in ["Event", "Memory", "Summary", "Entity", "Topic", "MemorySession"] {
+            let all = owner.nodes(label, None, 10_000).unwrap();
+            let want: Vec<NodeKey> = all.iter().map(|n| n.key.clone()).filter(|k| !hidden(k)).collect();
+            let got: Vec<NodeKey> = reader.nodes(label, None, 10_000).unwrap().into_iter().map(|n| n.key).collect();
+            prop_assert_eq!(&got, &want, "nodes {}", label);
+            // A short page is refilled, never short because something was hidden.
+            let page: Vec<NodeKey> = reader.nodes(label, None, 3).unwrap().into_iter().map(|n| n.key).collect();
+            prop_assert_eq!(&page[..], &want[..want.len().min(3)]);
+            for n in &all {
+                let found: Vec<NodeKey> = reader.find(&n.key.id).unwrap().into_iter().map(|n| n.key).collect();
+                prop_assert_eq!(found.contains(&n.key), !hidden(&n.key), "find {}", n.key);
+                let edges = |r: &ctxgraph::Reader<'_>| r.edges(&n.key, None, Direction::Both).unwrap()
+                    .into_iter().map(|e| e.key).collect::<BTreeSet<_>>();
+                let want: BTreeSet<_> = if hidden(&n.key) { BTreeSet::new() } else {
+                    edges(&owner).into_iter().filter(|k| !hidden(&k.from) && !hidden(&k.to)).collect()
+                };
+                prop_assert_eq!(edges(&reader), want, "edges of {}", n.key);
+            }
+        }
+        for edge_type in ["FOLLOWS", "CAUSED_BY", "REFERENCES", "SIMILAR_TO", "SUMMARIZES", "SUPERSEDES", "ABOUT"] {
+            let keys = |r: &ctxgraph::Reader<'_>| r.edges_of_type(edge_type, None, 10_000).unwrap()
+                .into_iter().map(|e| e.key).collect::<Vec<_>>();
+            let want: Vec<_> = keys(&owner).into_iter().filter(|k| !hidden(&k.from) && !hidden(&k.to)).collect();
+            prop_assert_eq!(keys(&reader), want, "edges of type {}", edge_type);
+        }
+
+        // The owner's reads refuse a principal.
+        if !who.is_admin() {
+            prop_assert!(reader.forgotten().is_err());
+        }
+        prop_assert!(reader.log(1, 10).is_err() && reader.store_stats().is_err());
+        prop_assert!(reader.pending_edges().is_err() && reader.checkpoints().is_err());
+    }
+}
+
 #[test]
 fn scope_and_pii_are_validated_and_kept_in_the_canonical_record() {
     let (_dir, e) = engine();
@@ -422,7 +588,7 @@ fn derived_store() -> (tempfile::TempDir, Engine) {
 }
 
 /// Recall through the choke point, on the snapshot `scoped` reads.
-fn recall(e: &Engine, scoped: &ctxgraph::Scoped<'_, '_>, question: &str) -> ctxgraph::ContextPack {
+fn recall(e: &Engine, scoped: &ctxgraph::Reader<'_>, question: &str) -> ctxgraph::ContextPack {
     let mut q = RecallQuery::new(question);
     q.k = 30;
     let vector = e.embedder().unwrap().embed(&[question]).unwrap().remove(0);
@@ -441,13 +607,13 @@ fn said(n: &ctxgraph::Node) -> String {
 #[test]
 fn a_day_summary_over_a_hidden_event_is_hidden_from_every_read() {
     let (_dir, e) = derived_store();
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let day = NodeKey::new("Summary", "day:2026-11-20");
     let owner_day = snap.node(&day).unwrap().expect("the day summary exists");
     assert!(said(&owner_day).contains(SECRET), "the day summary quotes e2: {}", said(&owner_day));
 
     let who = viewer();
-    let scoped = snap.scoped(&who);
+    let scoped = snap.as_principal(&who);
     assert_eq!(scoped.node(&day).unwrap(), None, "get day:… quotes a hidden event");
     assert_eq!(scoped.node(&NodeKey::new("Summary", "session:s2")).unwrap(), None);
     // Summaries over visible events only stay visible.
@@ -463,11 +629,19 @@ fn a_day_summary_over_a_hidden_event_is_hidden_from_every_read() {
     }
     // A reviewer may read the event, so the summaries too.
     let reviewer = Principal::new("r1", "default", ["pii_reviewer".to_owned()]).unwrap();
-    assert!(snap.scoped(&reviewer).node(&NodeKey::new("Summary", "session:s2")).unwrap().is_some());
+    assert!(
+        snap.as_principal(&reviewer)
+            .node(&NodeKey::new("Summary", "session:s2"))
+            .unwrap()
+            .is_some()
+    );
     // The day also holds e3 (operators only): a reviewer who is no operator does not see it.
-    assert_eq!(snap.scoped(&reviewer).node(&day).unwrap(), None);
+    assert_eq!(snap.as_principal(&reviewer).node(&day).unwrap(), None);
     let both = Principal::new("r2", "default", ["pii_reviewer".into(), "operator".into()]).unwrap();
-    assert_eq!(snap.scoped(&both).node(&day).unwrap().as_ref().map(said), Some(said(&owner_day)));
+    assert_eq!(
+        snap.as_principal(&both).node(&day).unwrap().as_ref().map(said),
+        Some(said(&owner_day))
+    );
 }
 
 #[test]
@@ -479,12 +653,12 @@ fn an_entity_named_only_by_hidden_events_is_hidden_and_counts_reveal_none() {
     let ledger = NodeKey::new("Entity", "service:ledger-x");
     let orders = NodeKey::new("Entity", "service:orders-db");
     {
-        let snap = e.snapshot().unwrap();
-        let scoped = snap.scoped(&who);
+        let snap = e.owner_reader().unwrap();
+        let scoped = snap.as_principal(&who);
         assert_eq!(scoped.node(&vault).unwrap(), None, "named only by e2 (PII not cleared)");
         assert_eq!(scoped.node(&ledger).unwrap(), None, "named only by e3 (operators)");
         let ledger_seen =
-            snap.scoped(&operator).node(&ledger).unwrap().expect("an operator sees it");
+            snap.as_principal(&operator).node(&ledger).unwrap().expect("an operator sees it");
         assert_eq!(ledger_seen.props["mention_count"], json!(1), "{ledger_seen:?}");
         // orders-db is named by e1, e2 and e4: visible, but its count and times would reveal e2.
         let orders_seen = scoped.node(&orders).unwrap().expect("named by visible events");
@@ -514,8 +688,7 @@ fn an_entity_named_only_by_hidden_events_is_hidden_and_counts_reveal_none() {
         ctxgraph::ObjectInput::Entity(ctxgraph::EntityInput::typed("orders-db", "service")),
     );
     e.record_fact(&fact).unwrap();
-    let snap = e.snapshot().unwrap();
-    let seen = snap.scoped(&who).node(&vault).unwrap().expect("a visible fact names it");
+    let seen = e.reader(&who).unwrap().node(&vault).unwrap().expect("a visible fact names it");
     assert!(!seen.props.contains_key("mention_count"), "{seen:?}");
 }
 
@@ -539,9 +712,8 @@ fn deciding_an_entity_reads_a_bounded_number_of_records() {
     }
     let report = e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(report.accepted, 1010, "{:?}", report.rejections);
-    let snap = e.snapshot().unwrap();
     let who = viewer();
-    let scoped = snap.scoped(&who);
+    let scoped = e.reader(&who).unwrap();
     let late = scoped.node(&NodeKey::new("Entity", "concept:late-thing")).unwrap();
     let late = late.expect("the 21st record naming it is visible");
     assert!(!late.props.contains_key("mention_count"), "20 hidden events name it: {late:?}");
@@ -551,6 +723,6 @@ fn deciding_an_entity_reads_a_bounded_number_of_records() {
     let a = scoped.node(&agent).unwrap().expect("visible events name it");
     assert!(!a.props.contains_key("mention_count"), "{a:?}");
     let owner = Principal::local();
-    let a = snap.scoped(&owner).node(&agent).unwrap().unwrap();
+    let a = scoped.as_principal(&owner).node(&agent).unwrap().unwrap();
     assert_eq!(a.props["mention_count"], json!(1010));
 }

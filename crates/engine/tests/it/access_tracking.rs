@@ -25,7 +25,7 @@ fn valid(engine: &ctxgraph::Engine, values: &[Value]) -> Vec<ValidRecord> {
 }
 
 fn accessed(engine: &ctxgraph::Engine, id: &str) -> (Option<i64>, Option<String>) {
-    let node = engine.snapshot().unwrap().event(id).unwrap().unwrap();
+    let node = engine.owner_reader().unwrap().event(id).unwrap().unwrap();
     (
         node.props.get("access_count").and_then(Value::as_i64),
         node.props.get("last_accessed_at").and_then(Value::as_str).map(str::to_owned),
@@ -65,7 +65,7 @@ fn access_batches_fold_to_the_same_graph_in_either_order_and_on_reprojection() {
         }
         assert_eq!(accessed(&engine, "e1"), (Some(5), Some("2026-11-20T11:50:00+02:00".into())));
         assert_eq!(accessed(&engine, "e2"), (Some(1), Some("2026-11-20T09:40:00Z".into())));
-        assert!(engine.snapshot().unwrap().event("missing").unwrap().is_none());
+        assert!(engine.owner_reader().unwrap().event("missing").unwrap().is_none());
         let incremental = dump(&engine);
         engine.reproject(&mut |_, _| {}).unwrap();
         let rebuilt = dump(&engine);
@@ -96,7 +96,7 @@ fn accesses_to_a_forgotten_event_are_ignored() {
         )],
     );
     assert!(engine.ingest_batch(&later, Projection::Inline, true).unwrap()[0].is_ok());
-    assert!(engine.snapshot().unwrap().event("e1").unwrap().is_none());
+    assert!(engine.owner_reader().unwrap().event("e1").unwrap().is_none());
     assert_eq!(accessed(&engine, "e2").0, Some(1));
     let live = dump(&engine);
     engine.reproject(&mut |_, _| {}).unwrap();
@@ -113,9 +113,9 @@ fn recall_notes_its_events_and_one_flush_writes_them() {
     engine.ingest_batch(&events, Projection::Inline, true).unwrap();
     engine.enrich(&mut |_, _| {}).unwrap();
     // Nothing pending: nothing written.
-    let head = engine.snapshot().unwrap().checkpoints().unwrap();
+    let head = engine.owner_reader().unwrap().checkpoints().unwrap();
     assert_eq!(engine.flush_access().unwrap(), 0);
-    assert_eq!(engine.snapshot().unwrap().checkpoints().unwrap(), head);
+    assert_eq!(engine.owner_reader().unwrap().checkpoints().unwrap(), head);
 
     let query = ctxgraph::RecallQuery::new("orders database timeout");
     let pack = engine.recall(&query).unwrap();
@@ -139,7 +139,7 @@ fn recall_notes_its_events_and_one_flush_writes_them() {
     let (count, last) = accessed(&engine, "e1");
     assert_eq!(count, Some(3));
     assert!(last.is_some());
-    let log = engine.snapshot().unwrap().log(1, 100).unwrap();
+    let log = engine.owner_reader().unwrap().log(1, 100).unwrap();
     assert_eq!(log.iter().filter(|e| e.kind == ctxgraph::RecordKind::Access).count(), 1);
     // The reader sees the flushed counts.
     assert_eq!(accessed(&reader, "e1").0, Some(3));

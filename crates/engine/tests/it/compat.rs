@@ -15,7 +15,7 @@ fn a_format_v1_store_opens_and_reads_back_the_same() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v1.ctxg");
     std::fs::copy(&fixture, &path).unwrap();
     let mut engine = Engine::open(&path, OpenMode::MustExist, EngineOptions::default()).unwrap();
-    let stats = engine.snapshot().unwrap().stats().unwrap();
+    let stats = engine.owner_reader().unwrap().store_stats().unwrap();
     assert_eq!(stats.log_length, 60);
     assert_eq!(stats.projection_lag(), 0);
     assert_eq!(stats.nodes, [("Entity".to_owned(), 46), ("Event".to_owned(), 60)]);
@@ -24,16 +24,16 @@ fn a_format_v1_store_opens_and_reads_back_the_same() {
         [("CAUSED_BY".to_owned(), 53), ("FOLLOWS".to_owned(), 53), ("REFERENCES".to_owned(), 153)]
     );
     let event =
-        engine.snapshot().unwrap().node(&NodeKey::new("Event", "evt-000007")).unwrap().unwrap();
+        engine.owner_reader().unwrap().node(&NodeKey::new("Event", "evt-000007")).unwrap().unwrap();
     assert_eq!(event.props["tool_name"], json!("read_file"));
     assert_eq!(event.props["global_position"], json!(7));
     assert_eq!(event.props["payload"]["result"], json!("106 lines"));
     // Format 2 stems the full-text index: migrating resets stage 2, and enriching rebuilds it.
     assert_eq!(stats.enriched_through, 0);
     engine.enrich(&mut |_, _| {}).unwrap();
-    assert_eq!(engine.snapshot().unwrap().stats().unwrap().enriched_through, 60);
+    assert_eq!(engine.owner_reader().unwrap().store_stats().unwrap().enriched_through, 60);
     assert!(event.props["summary"].as_str().unwrap().starts_with("tool.execute read_file"));
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     let stored_vector = snap.vector(&event.key).unwrap().unwrap();
     assert_eq!(stored_vector.len(), 256);
     assert!(!snap.search("invoice rounding", 5).unwrap().is_empty());
@@ -45,6 +45,6 @@ fn a_format_v1_store_opens_and_reads_back_the_same() {
     engine.reproject(&mut |_, _| {}).unwrap();
     engine.enrich(&mut |_, _| {}).unwrap();
     assert_eq!(dump(&engine), stored);
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     assert_eq!(snap.vector(&event.key).unwrap().unwrap(), stored_vector);
 }

@@ -12,7 +12,7 @@ fn sessions_and_days_are_summarised_deterministically() {
     e.ingest_jsonl(trace(400).as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
     e.enrich(&mut |_, _| {}).unwrap();
     let report = e.consolidate().unwrap();
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let sessions: std::collections::BTreeSet<String> = snap
         .events(None, 1000)
         .unwrap()
@@ -55,7 +55,7 @@ fn sessions_and_days_are_summarised_deterministically() {
     e.consolidate().unwrap();
     assert_eq!(dump(&e), before, "the same log gives the same summaries");
     let total: u64 = e
-        .snapshot()
+        .owner_reader()
         .unwrap()
         .nodes("Summary", None, 1000)
         .unwrap()

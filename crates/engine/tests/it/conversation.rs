@@ -5,7 +5,7 @@
 //! `tests/fixtures/conversation.jsonl` is a hand-made chat in the message format.
 
 use ctxgraph::{
-    Direction, Engine, ImportBatch, IngestOptions, IngestReport, Limits, NodeKey, Snapshot,
+    Direction, Engine, ImportBatch, IngestOptions, IngestReport, Limits, NodeKey, Reader,
     locomo_conversations, parse_messages,
 };
 use serde_json::Value;
@@ -28,12 +28,12 @@ fn locomo_batch() -> (ImportBatch, Vec<ctxgraph::LocomoConversation>) {
 }
 
 /// The event ids of a session, in its timeline order.
-fn timeline(snap: &Snapshot<'_>, session: &str) -> Vec<String> {
+fn timeline(snap: &Reader<'_>, session: &str) -> Vec<String> {
     snap.timeline(session, 100).unwrap().into_iter().map(|t| t.event.key.id).collect()
 }
 
 /// Ids of the entities an event references, with the role.
-fn references(snap: &Snapshot<'_>, event: &str) -> Vec<String> {
+fn references(snap: &Reader<'_>, event: &str) -> Vec<String> {
     let mut out: Vec<String> = snap
         .edges(&NodeKey::new("Event", event), Some("REFERENCES"), Direction::Out)
         .unwrap()
@@ -62,7 +62,7 @@ fn locomo_turns_become_events_in_session_order() {
     assert_eq!(report.accepted, 12);
     assert!(report.rejections.is_empty(), "{:?}", report.rejections);
 
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     assert_eq!(
         timeline(&snap, "mini-1:S1"),
         ["mini-1:D1:1", "mini-1:D1:2", "mini-1:D1:3", "mini-1:D1:4"]
@@ -140,7 +140,7 @@ fn locomo_questions_answers_and_annotations_never_reach_the_store() {
     // Only the long strings: evidence ids and dates are also turn ids and session dates.
     secret.retain(|s| s.len() > 12);
     assert!(secret.len() >= 10, "{secret:?}");
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     let log: String = snap.log(1, 1000).unwrap().into_iter().map(|e| e.body).collect();
     for s in &secret {
         assert!(!log.contains(s.as_str()), "`{s}` reached the log");
@@ -175,7 +175,7 @@ fn chat_messages_become_events_with_replies_and_speakers() {
     let report = import(&mut engine, &batch);
     assert_eq!(report.accepted, 5);
 
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     assert_eq!(timeline(&snap, "planning-1"), ["planning-1:1", "planning-1:2", "planning-1:3"]);
     assert_eq!(timeline(&snap, "planning-2"), ["bob-dawn", "planning-2:2"]);
     let caused = snap

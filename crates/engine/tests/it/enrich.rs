@@ -15,16 +15,16 @@ use super::{dump, engine, trace};
 fn enrichment_fills_every_event_and_is_idempotent_and_deterministic() {
     let (_dir, mut e) = engine();
     e.ingest_jsonl(trace(300).as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
-    assert_eq!(e.snapshot().unwrap().stats().unwrap().enrichment_lag(), 300);
+    assert_eq!(e.owner_reader().unwrap().store_stats().unwrap().enrichment_lag(), 300);
     let report = e.enrich(&mut |_, _| {}).unwrap();
     assert_eq!((report.records, report.events, report.position), (300, 300, 300));
-    let stats = e.snapshot().unwrap().stats().unwrap();
+    let stats = e.owner_reader().unwrap().store_stats().unwrap();
     assert_eq!(stats.enrichment_lag(), 0);
     assert_eq!(
         stats.embedding_model,
         Some((StaticEmbedder::BUILTIN_MODEL_ID.to_owned(), StaticEmbedder::BUILTIN_DIMENSION))
     );
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     for node in snap.events(None, 1000).unwrap() {
         assert!(node.props["summary"].as_str().is_some_and(|s| !s.is_empty()), "{}", node.key);
         assert!(node.props["keywords"].is_array());
@@ -50,13 +50,13 @@ fn enrichment_fills_every_event_and_is_idempotent_and_deterministic() {
 
     e.reproject(&mut |_, _| {}).unwrap();
     assert_eq!(
-        e.snapshot().unwrap().stats().unwrap().enriched_through,
+        e.owner_reader().unwrap().store_stats().unwrap().enriched_through,
         0,
         "reprojection clears stage 2"
     );
     e.enrich(&mut |_, _| {}).unwrap();
     assert_eq!(dump(&e), before, "the same log and model give the same enrichment");
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let again: Vec<_> =
         snap.events(None, 20).unwrap().iter().map(|n| snap.vector(&n.key).unwrap()).collect();
     assert_eq!(again, vectors);
@@ -67,7 +67,7 @@ fn search_finds_enriched_events_and_entities() {
     let (_dir, mut e) = engine();
     e.ingest_jsonl(trace(400).as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
     e.enrich(&mut |_, _| {}).unwrap();
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let hits = snap.search("timeout mail-relay", 10).unwrap();
     assert!(!hits.is_empty());
     assert!(hits.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
@@ -120,8 +120,8 @@ fn another_embedding_model_is_refused_with_the_way_out() {
     assert_eq!(e.reembed(&mut |_, _| {}).unwrap().events, 30);
     drop(e);
     let e = Engine::open(&path, OpenMode::MustExist, other).unwrap();
-    let snap = e.snapshot().unwrap();
-    assert_eq!(snap.stats().unwrap().embedding_model, Some(("letters-4".to_owned(), 4)));
+    let snap = e.owner_reader().unwrap();
+    assert_eq!(snap.store_stats().unwrap().embedding_model, Some(("letters-4".to_owned(), 4)));
     let first = snap.events(None, 1).unwrap().remove(0);
     assert_eq!(snap.vector(&first.key).unwrap().unwrap().len(), 4);
 }

@@ -63,7 +63,7 @@ fn a_forgotten_event_leaves_the_store_file_and_stays_forgotten() {
     assert_eq!(report.redacted, 1);
     assert!(!file_has(dir.path(), SECRET), "the secret's bytes are gone from the files");
 
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     assert!(snap.event("secret-1").unwrap().is_none());
     assert!(snap.search(SECRET, 10).unwrap().is_empty());
     let timeline: Vec<String> =
@@ -96,7 +96,7 @@ fn a_forgotten_event_leaves_the_store_file_and_stays_forgotten() {
 
     same_after_reprojection(&mut engine);
     engine.checkpoint().unwrap();
-    assert!(engine.snapshot().unwrap().event("secret-1").unwrap().is_none());
+    assert!(engine.owner_reader().unwrap().event("secret-1").unwrap().is_none());
     assert!(!file_has(dir.path(), SECRET));
     // The forgotten event cannot come back under its id.
     let again = engine.ingest_jsonl(secret_events().as_bytes(), &Default::default(), &mut |_| {});
@@ -107,7 +107,7 @@ fn a_forgotten_event_leaves_the_store_file_and_stays_forgotten() {
 fn an_unknown_target_is_a_typed_error_and_changes_nothing() {
     let (_dir, mut engine) = engine();
     ingest(&mut engine, &secret_events());
-    let head = engine.snapshot().unwrap().checkpoints().unwrap().log_length;
+    let head = engine.owner_reader().unwrap().checkpoints().unwrap().log_length;
     for (kind, id) in
         [(ForgetKind::Event, "nope"), (ForgetKind::Session, "nope"), (ForgetKind::Memory, "nope")]
     {
@@ -119,7 +119,7 @@ fn an_unknown_target_is_a_typed_error_and_changes_nothing() {
     engine.forget(&target, "local", None).unwrap();
     let err = engine.forget(&target, "local", None).unwrap_err();
     assert_eq!(err.code(), "forget.unknown_target", "forgotten already");
-    assert_eq!(engine.snapshot().unwrap().checkpoints().unwrap().log_length, head + 1);
+    assert_eq!(engine.owner_reader().unwrap().checkpoints().unwrap().log_length, head + 1);
 }
 
 #[test]
@@ -151,7 +151,7 @@ fn forgetting_a_session_and_a_memory() {
     assert_eq!(engine.forget(&memory, "local", Some("wrong")).unwrap().redacted, 2);
     assert!(!file_has(dir.path(), SECRET));
     assert!(!file_has(dir.path(), "Performance issues with token refresh"));
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     assert!(snap.timeline("s-secret", 10).unwrap().is_empty());
     assert!(snap.node(&NodeKey::new("Memory", "memory_1")).unwrap().is_none());
     assert!(snap.search("token refresh", 10).unwrap().is_empty());
@@ -266,7 +266,7 @@ fn forgetting_sessions_of_a_consolidated_trace_equals_reprojecting() {
     // The lexical index lost the forgotten documents list by list: every search matches what
     // it matches after a full rebuild.
     let matches = |engine: &Engine| -> Vec<Vec<String>> {
-        let snap = engine.snapshot().unwrap();
+        let snap = engine.owner_reader().unwrap();
         ["failed timeout", "refund billing", "deploy checkout", "search docs", "session"]
             .iter()
             .map(|q| {
@@ -349,8 +349,8 @@ fn a_forgotten_entity_leaves_the_store_file_and_its_events_lose_the_reference() 
     engine.checkpoint().unwrap();
     let key = NodeKey::new("Entity", format!("resource:{NAME}"));
     assert!(file_has(dir.path(), "zorblaxion"), "the name is stored before it is forgotten");
-    assert!(engine.snapshot().unwrap().node(&key).unwrap().is_some());
-    assert!(!engine.snapshot().unwrap().search("zorblaxion", 10).unwrap().is_empty());
+    assert!(engine.owner_reader().unwrap().node(&key).unwrap().is_some());
+    assert!(!engine.owner_reader().unwrap().search("zorblaxion", 10).unwrap().is_empty());
 
     // An agent is named by every event it wrote: it cannot go on its own.
     let agent = ForgetTarget { kind: ForgetKind::Entity, id: "agent:planner".into() };
@@ -363,7 +363,7 @@ fn a_forgotten_entity_leaves_the_store_file_and_its_events_lose_the_reference() 
     assert_eq!(report.redacted, 7);
     assert!(!file_has(dir.path(), "zorblaxion"), "the name's bytes are gone from the files");
 
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     assert!(snap.node(&key).unwrap().is_none());
     assert!(snap.search("zorblaxion", 10).unwrap().is_empty());
     assert!(snap.facts_about("service:postgres", None).unwrap().is_empty());
@@ -392,7 +392,7 @@ fn a_forgotten_entity_leaves_the_store_file_and_its_events_lose_the_reference() 
         assert_eq!(engine.forget(&target, "ops", None).unwrap().redacted, 1);
     }
     assert!(!file_has(dir.path(), "zorb"), "no trace of any of the three names");
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     let event = snap.event("ent-1").unwrap().unwrap();
     assert!(!event.props.contains_key("tool_name"));
     assert!(!snap.event("ent-2").unwrap().unwrap().props.contains_key("user_id"));
@@ -400,7 +400,7 @@ fn a_forgotten_entity_leaves_the_store_file_and_its_events_lose_the_reference() 
 
     same_after_reprojection(&mut engine);
     engine.checkpoint().unwrap();
-    assert!(engine.snapshot().unwrap().node(&key).unwrap().is_none());
+    assert!(engine.owner_reader().unwrap().node(&key).unwrap().is_none());
     assert!(!file_has(dir.path(), "zorb"));
 }
 
@@ -422,7 +422,7 @@ fn a_forgotten_entity_leaves_the_mentions_of_documents() {
     let report = engine.forget(&target, "ops", None).unwrap();
     assert_eq!(report.redacted, 3, "two events and the document rewritten");
     engine.enrich(&mut |_, _| {}).unwrap();
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     let mentions = snap.edges_of_type("MENTIONS", None, 100).unwrap();
     assert!(mentions.iter().all(|e| !e.key.to.id.contains("zorblaxion")), "{mentions:?}");
     assert!(!mentions.is_empty(), "Postgres is still mentioned");

@@ -77,9 +77,14 @@ fn found(e: &Engine) -> Vec<(Vec<NodeKey>, Vec<NodeKey>)> {
     QUESTIONS
         .iter()
         .map(|(q, _)| {
-            let hits = e.snapshot().unwrap().search(q, 10).unwrap();
+            let hits = e.owner_reader().unwrap().search(q, 10).unwrap();
             let text = hits.into_iter().map(|(n, _)| n.key).collect();
-            let near = e.similar(q, 10).unwrap().into_iter().map(|(n, _)| n.key).collect();
+            let near = e
+                .similar(&ctxgraph::Principal::local(), q, 10)
+                .unwrap()
+                .into_iter()
+                .map(|(n, _)| n.key)
+                .collect();
             (text, near)
         })
         .collect()
@@ -116,7 +121,7 @@ fn knowledge_is_found_on_write_after_reprojection_and_after_consolidation() {
     let pack = e.recall(&q).unwrap();
     let fact = pack.items.iter().find(|i| i.node.key.label == "Fact");
     let fact = fact.unwrap_or_else(|| panic!("no fact in {:?}", pack.items));
-    let claim = e.snapshot().unwrap().log(1, 100).unwrap();
+    let claim = e.owner_reader().unwrap().log(1, 100).unwrap();
     let claim = claim.iter().find(|r| r.kind == ctxgraph::RecordKind::Fact).unwrap();
     assert_eq!(fact.provenance.log_position, Some(claim.position));
     assert_eq!(fact.provenance.recorded_at.as_deref(), Some(claim.recorded_at.as_str()));
@@ -155,9 +160,9 @@ fn consolidate_indexes_knowledge_that_has_no_vector_yet() {
     let (_d, mut e) = written(false);
     // A reprojection without stage 2 leaves every node without an index entry.
     e.reproject(&mut |_, _| {}).unwrap();
-    assert!(e.snapshot().unwrap().search("alien mothership", 5).unwrap().is_empty());
+    assert!(e.owner_reader().unwrap().search("alien mothership", 5).unwrap().is_empty());
     e.consolidate().unwrap();
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let key = NodeKey::new("Fact", FACT);
     assert!(snap.vector(&key).unwrap().is_some());
     let hits = snap.search("neurodock depends on redis", 5).unwrap();
@@ -167,12 +172,11 @@ fn consolidate_indexes_knowledge_that_has_no_vector_yet() {
 #[test]
 fn a_receipt_citing_a_hidden_event_is_hidden_from_search_and_recall_as_from_the_listing() {
     let (_d, e) = written(true);
-    let snap = e.snapshot().unwrap();
     let vector = e.embedder().unwrap().embed(&["quarantine waiver"]).unwrap().remove(0);
     let key = NodeKey::new("DecisionReceipt", RECEIPT);
     for (roles, visible) in [(vec![], false), (vec!["pii_reviewer".to_owned()], true)] {
         let who = Principal::new("p1", "default", roles).unwrap();
-        let scoped = snap.scoped(&who);
+        let scoped = e.reader(&who).unwrap();
         let listed = scoped.receipts(&ReceiptQuery::default()).unwrap();
         assert_eq!(!listed.is_empty(), visible);
         let searched = scoped.search("quarantine waiver", 10).unwrap();
@@ -195,7 +199,7 @@ fn forgetting_an_entity_takes_its_name_out_of_a_slot_value_another_entity_holds(
     e.consolidate().unwrap();
     let value = NodeKey::new("SlotValue", "deploy_region|eu-west-1");
     let hits = |e: &Engine, q: &str| -> Vec<NodeKey> {
-        e.snapshot().unwrap().search(q, 10).unwrap().into_iter().map(|(n, _)| n.key).collect()
+        e.owner_reader().unwrap().search(q, 10).unwrap().into_iter().map(|(n, _)| n.key).collect()
     };
     assert!(hits(&e, "zorbcache region").contains(&value));
     let target = ctxgraph::ForgetTarget {

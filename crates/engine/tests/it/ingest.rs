@@ -115,10 +115,10 @@ fn duplicates_conflicts_and_strict_mode() {
     let r = e.ingest_jsonl(text.as_bytes(), &strict, &mut |_| {}).unwrap();
     assert!(r.stopped);
     assert_eq!(r.accepted, 1);
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     assert!(snap.event("e4").unwrap().is_some());
     assert!(snap.event("e5").unwrap().is_none());
-    assert_eq!(snap.stats().unwrap().log_length, 4);
+    assert_eq!(snap.store_stats().unwrap().log_length, 4);
 }
 
 #[test]
@@ -142,7 +142,7 @@ fn stage_one_projection_builds_follows_causes_and_references() {
         )
         .unwrap();
     assert_eq!(r.accepted, 3);
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
 
     // e1 is at 08:00Z, e3 at 09:00:01Z, e2 at 09:00:02.5Z.
     let follows =
@@ -159,7 +159,7 @@ fn stage_one_projection_builds_follows_causes_and_references() {
     assert_eq!(causes.len(), 1);
     assert_eq!(causes[0].key.to.id, "e1");
     assert_eq!(causes[0].props["mechanism"], json!("direct"));
-    assert_eq!(snap.stats().unwrap().pending_edges, 0);
+    assert_eq!(snap.store_stats().unwrap().pending_edges, 0);
 
     let refs =
         snap.edges(&NodeKey::new("Event", "e2"), Some("REFERENCES"), Direction::Out).unwrap();
@@ -198,8 +198,8 @@ fn a_missing_parent_is_a_known_unknown_until_it_arrives() {
     let mut child = event("c", "2026-11-20T09:00:01Z");
     child["parent_event_id"] = json!("p");
     e.ingest_jsonl(lines(&[child]).as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
-    let snap = e.snapshot().unwrap();
-    assert_eq!(snap.stats().unwrap().pending_edges, 1);
+    let snap = e.owner_reader().unwrap();
+    assert_eq!(snap.store_stats().unwrap().pending_edges, 1);
     assert_eq!(snap.causes("c").unwrap().1, Some("p".to_owned()));
     assert_eq!(snap.timeline("s1", 10).unwrap()[0].missing_parent, Some("p".to_owned()));
     drop(snap);
@@ -209,8 +209,8 @@ fn a_missing_parent_is_a_known_unknown_until_it_arrives() {
         &mut |_| {},
     )
     .unwrap();
-    let snap = e.snapshot().unwrap();
-    assert_eq!(snap.stats().unwrap().pending_edges, 0);
+    let snap = e.owner_reader().unwrap();
+    assert_eq!(snap.store_stats().unwrap().pending_edges, 0);
     assert_eq!(snap.timeline("s1", 10).unwrap()[1].caused_by, ["p"]);
 }
 
@@ -225,7 +225,7 @@ fn schema_modules_are_records_and_extend_what_records_may_say() {
     let text = lines(&[edge, event("e1", "2026-11-20T09:00:00Z")]);
     let r = e.ingest_jsonl(text.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(r.accepted, 2);
-    assert_eq!(e.snapshot().unwrap().stats().unwrap().pending_edges, 1, "waits for e2");
+    assert_eq!(e.owner_reader().unwrap().store_stats().unwrap().pending_edges, 1, "waits for e2");
     let path = dir.path().join("t.ctxg");
     drop(e);
     // The module is in the log: a reopened store knows it, and reprojection keeps the parked edge.
@@ -233,7 +233,7 @@ fn schema_modules_are_records_and_extend_what_records_may_say() {
         ctxgraph::Engine::open(&path, ctxgraph::OpenMode::MustExist, Default::default()).unwrap();
     assert!(e.schema().edge_type("TRACKS").is_some());
     e.reproject(&mut |_, _| {}).unwrap();
-    assert_eq!(e.snapshot().unwrap().stats().unwrap().pending_edges, 1);
+    assert_eq!(e.owner_reader().unwrap().store_stats().unwrap().pending_edges, 1);
 }
 
 #[test]
@@ -288,7 +288,7 @@ fn pipelined_ingest_keeps_order_across_chunks() {
         )
         .unwrap();
     assert_eq!((r.accepted, r.progress.rejected), (3002, 0), "{:?}", r.rejections.first());
-    let log = e.snapshot().unwrap().log(1, 5000).unwrap();
+    let log = e.owner_reader().unwrap().log(1, 5000).unwrap();
     assert_eq!(log[2500].id, "late");
     assert_eq!(log[2501].id, "uses");
     assert_eq!(log[2999].id, "e2997");
@@ -302,5 +302,8 @@ fn pipelined_ingest_keeps_order_across_chunks() {
     let r = e.ingest_jsonl(bad.as_bytes(), &strict, &mut |_| {}).unwrap();
     assert!(r.stopped);
     assert_eq!((r.accepted, r.rejections[0].line), (2000, 2001));
-    assert!(e.snapshot().unwrap().event("after").unwrap().is_none(), "read ahead, never written");
+    assert!(
+        e.owner_reader().unwrap().event("after").unwrap().is_none(),
+        "read ahead, never written"
+    );
 }

@@ -59,7 +59,7 @@ fn same_claim_merges_by_noisy_or_and_sources_accumulate() {
     b.confidence = Some(0.5);
     b.source = Some("https://wiki.example/atlas".into());
     e.record_fact(&b).unwrap();
-    let facts = e.snapshot().unwrap().facts(&FactQuery::default()).unwrap();
+    let facts = e.owner_reader().unwrap().facts(&FactQuery::default()).unwrap();
     assert_eq!(facts.len(), 1);
     let f = &facts[0];
     assert!((f.confidence - 0.8).abs() < 1e-12, "1 - 0.4 * 0.5, got {}", f.confidence);
@@ -82,7 +82,7 @@ fn a_single_valued_predicate_keeps_both_objects_as_a_contradiction_until_one_is_
     e.record_fact(&claim("Alice", "tagged", ObjectInput::Literal(json!("oncall")))).unwrap();
     e.record_fact(&claim("Alice", "tagged", ObjectInput::Literal(json!("backend")))).unwrap();
 
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let found = snap.contradictions(None).unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].predicate, "reports_to");
@@ -97,7 +97,7 @@ fn a_single_valued_predicate_keeps_both_objects_as_a_contradiction_until_one_is_
     drop(snap);
 
     e.retract_fact(&carol.fact_id, Some("reorg undone"), Some("2026-06-01")).unwrap();
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     assert!(snap.contradictions(None).unwrap().is_empty());
     assert_eq!(snap.contradictions(Some("2026-05-15T00:00:00.000Z")).unwrap().len(), 1);
     let now = snap
@@ -120,7 +120,7 @@ fn validity_windows_answer_what_was_true_on_a_date() {
     f.valid_from = Some("2026-03-01".into());
     f.valid_to = Some("2026-04-01".into());
     e.record_fact(&f).unwrap();
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let at = |t: &str| {
         let q = FactQuery { as_of: ctxgraph::parse_time(t), ..Default::default() };
         snap.facts(&q).unwrap().len()
@@ -176,7 +176,7 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
         ObjectInput::Entity(EntityInput::typed("Alice", "concept")),
     ))
     .unwrap();
-    let before = (dump(&e), e.snapshot().unwrap().checkpoints().unwrap());
+    let before = (dump(&e), e.owner_reader().unwrap().checkpoints().unwrap());
     let bob = || ObjectInput::Entity(EntityInput::named("Bob"));
 
     assert_eq!(
@@ -219,7 +219,7 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
     let literal = claim("Bob", "reports_to", ObjectInput::Literal(json!("Carol")));
     assert_eq!(codes(e.record_fact(&literal).unwrap_err()), ["fact.object_kind"]);
 
-    assert_eq!((dump(&e), e.snapshot().unwrap().checkpoints().unwrap()), before);
+    assert_eq!((dump(&e), e.owner_reader().unwrap().checkpoints().unwrap()), before);
 }
 
 const NOTES: &str = "# Atlas standup\n\nAlice said the ReadFile tool is slow. Bob agreed.\n\n## Decisions\n\n- Atlas depends on Postgres.\n";
@@ -244,7 +244,7 @@ fn documents_split_mention_version_and_are_cited() {
     let again = e.add_document(&doc(NOTES)).unwrap();
     assert!(matches!(again.outcome, IngestOutcome::Duplicate(_)), "same URL and content: a no-op");
 
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let view = snap.document("notes/atlas.md").unwrap().unwrap();
     assert_eq!(view.summary.title.as_deref(), Some("Atlas standup"));
     let sentences: Vec<_> = view.sections.iter().flat_map(|s| &s.paragraphs).flatten().collect();
@@ -271,12 +271,12 @@ fn documents_split_mention_version_and_are_cited() {
     f.confidence = Some(0.7);
     f.source = Some("notes/atlas.md".into());
     e.record_fact(&f).unwrap();
-    let facts = e.snapshot().unwrap().facts_about("service:postgres", None).unwrap();
+    let facts = e.owner_reader().unwrap().facts_about("service:postgres", None).unwrap();
     assert_eq!(facts[0].citations, [(cited, 0.7, "Atlas depends on Postgres.".to_owned())]);
 
     let second = e.add_document(&doc(&format!("{NOTES}- Carol owns the migration.\n"))).unwrap();
     assert_eq!((second.version, second.previous.as_deref()), (2, Some(first.document_id.as_str())));
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let latest = snap.document("notes/atlas.md").unwrap().unwrap();
     assert_eq!(latest.summary.document_id, second.document_id);
     assert_eq!(latest.summary.previous.as_deref(), Some(first.document_id.as_str()));
@@ -296,7 +296,7 @@ fn the_extractor_adds_concepts_only_when_asked() {
     d.extract = true;
     let extracted = e.add_document(&d).unwrap();
     assert_eq!(extracted.mentions, 2);
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let view = snap.document("notes/infra.md").unwrap().unwrap();
     let m = &view.sections[0].paragraphs[0][0].mentions;
     assert!(
@@ -362,7 +362,7 @@ fn apply(e: &mut Engine, op: &Op) {
         }
         Op::Retract { pick, day } => {
             let facts = e
-                .snapshot()
+                .owner_reader()
                 .unwrap()
                 .facts(&FactQuery { include_inactive: true, ..Default::default() })
                 .unwrap();
@@ -411,7 +411,7 @@ proptest! {
                 f.asserted_at = Some(format!("2026-05-{:02}T09:00:00Z", confidence + 1));
                 e.record_fact(&f).unwrap();
             }
-            let snap = e.snapshot().unwrap();
+            let snap = e.owner_reader().unwrap();
             snap.node(&NodeKey::new("Fact", "user:alice|depends_on|service:postgres")).unwrap()
         };
         let mut shuffled = claims.clone();
@@ -435,7 +435,7 @@ fn the_log_restores_facts_and_documents_into_a_fresh_store() {
     e.retract_fact(&fact.fact_id, Some("moved"), Some("2026-07-01")).unwrap();
     e.add_document(&doc(&format!("{NOTES}\nMore.\n"))).unwrap();
     let backup: String = e
-        .snapshot()
+        .owner_reader()
         .unwrap()
         .log(1, usize::MAX >> 2)
         .unwrap()

@@ -52,7 +52,7 @@ pub(crate) struct GraphDump {
 }
 
 pub(crate) fn dump(engine: &Engine) -> GraphDump {
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     let mut nodes = Vec::new();
     for label in engine.schema().node_types().keys() {
         nodes.extend(snap.nodes(label, None, usize::MAX >> 2).unwrap());

@@ -77,7 +77,7 @@ fn why_did_we_abandon_jwt() {
 fn automatic_links_follow_the_seed_rules() {
     let (_dir, mut engine) = engine();
     jwt_scenario(&mut engine);
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     let m = |id: &str| NodeKey::new("Memory", id);
     let temporal = snap.edges(&m("memory_2"), Some("TEMPORAL"), Direction::In).unwrap();
     assert_eq!(temporal.len(), 1);
@@ -108,7 +108,7 @@ fn automatic_links_follow_the_seed_rules() {
 fn links_to_missing_memories_are_refused_and_change_nothing() {
     let (_dir, mut engine) = engine();
     jwt_scenario(&mut engine);
-    let head = engine.snapshot().unwrap().checkpoints().unwrap().log_length;
+    let head = engine.owner_reader().unwrap().checkpoints().unwrap().log_length;
     for (record, field) in [
         (
             json!({"record_type": "memory", "kind": "decision", "topic": "t", "content": "x",
@@ -146,7 +146,7 @@ fn links_to_missing_memories_are_refused_and_change_nothing() {
         .to_string(),
     );
     assert_eq!(bad.unwrap_err().violations[0].rule, "memory.confidence_range");
-    assert_eq!(engine.snapshot().unwrap().checkpoints().unwrap().log_length, head);
+    assert_eq!(engine.owner_reader().unwrap().checkpoints().unwrap().log_length, head);
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn a_deleted_link_is_gone_and_a_downvote_halves_it() {
     )
     .unwrap();
     let links = |e: &Engine| {
-        e.snapshot()
+        e.owner_reader()
             .unwrap()
             .memory_links("memory_2", &t)
             .unwrap()
@@ -199,7 +199,7 @@ fn rollup_reports_decisions_outcomes_open_blocked_and_next_actions() {
     save(&mut engine, json!({"record_type": "memory", "memory_id": "memory_4", "kind": "decision",
         "topic": "cache", "content": "Cache sessions in Redis", "created_at": "2026-11-10T09:00:00Z"}))
     .unwrap();
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     let opts = RollupOptions::default();
     // The week of the JWT failure, before memory_3 replaced it.
     let r = snap.rollup(ns("2026-11-16T00:00:00Z"), ns("2026-11-21T10:30:00Z"), &opts).unwrap();
@@ -233,7 +233,7 @@ fn rollup_reports_decisions_outcomes_open_blocked_and_next_actions() {
     blocked.valid_from = Some("2026-11-18T09:00:00Z".into());
     blocked.confidence = Some(0.8);
     engine.record_fact(&blocked).unwrap();
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     let r = snap.rollup(ns("2026-11-16T00:00:00Z"), ns("2026-11-21T10:30:00Z"), &opts).unwrap();
     assert_eq!(r.blocked_by.len(), 1);
     assert_eq!(r.blocked_by[0].subject.id, "project:project atlas");
@@ -338,8 +338,11 @@ fn an_explicit_link_written_by_the_system_survives_relinking() {
     )
     .unwrap();
     engine.link_memories().unwrap();
-    let links =
-        engine.snapshot().unwrap().memory_links("memory_3", &at("2026-11-21T11:00:00Z")).unwrap();
+    let links = engine
+        .owner_reader()
+        .unwrap()
+        .memory_links("memory_3", &at("2026-11-21T11:00:00Z"))
+        .unwrap();
     assert!(
         links.iter().any(|(e, c)| e.key.edge_type == "TEMPORAL" && (*c - 0.2).abs() < 1e-12),
         "an explicit link is neither deleted by relinking nor pruned: {links:?}"

@@ -151,9 +151,9 @@ fn deferred_projection_catches_up_to_the_same_graph() {
         ..IngestOptions::default()
     };
     deferred.ingest_jsonl(text.as_bytes(), &opts, &mut |_| {}).unwrap();
-    let stats = deferred.snapshot().unwrap().stats().unwrap();
+    let stats = deferred.owner_reader().unwrap().store_stats().unwrap();
     assert_eq!(stats.projection_lag(), 300);
     deferred.catch_up(&mut |_, _| {}).unwrap();
-    assert_eq!(deferred.snapshot().unwrap().stats().unwrap().projection_lag(), 0);
+    assert_eq!(deferred.owner_reader().unwrap().store_stats().unwrap().projection_lag(), 0);
     assert_eq!(dump(&inline), dump(&deferred));
 }

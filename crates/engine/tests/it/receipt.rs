@@ -50,7 +50,7 @@ fn setup() -> (tempfile::TempDir, Engine) {
 
 fn ids(engine: &Engine, q: ReceiptQuery) -> Vec<String> {
     engine
-        .snapshot()
+        .owner_reader()
         .unwrap()
         .receipts(&q)
         .unwrap()
@@ -62,7 +62,7 @@ fn ids(engine: &Engine, q: ReceiptQuery) -> Vec<String> {
 #[test]
 fn a_receipt_becomes_its_node_and_typed_edges() {
     let (_dir, engine) = setup();
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     let key = NodeKey::new("DecisionReceipt", "r2");
     let node = snap.node(&key).unwrap().unwrap();
     assert_eq!(node.props["status"], json!("success"));
@@ -172,7 +172,7 @@ fn receipts_survive_reprojection_and_their_evidence_can_be_forgotten() {
     engine.enrich(&mut |_, _| {}).unwrap();
     engine.consolidate().unwrap();
     assert_eq!(dump(&engine), before);
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     assert!(snap.vector(&NodeKey::new("DecisionReceipt", "r1")).unwrap().is_some());
     assert!(!snap.search("promote candidate", 5).unwrap().is_empty());
     drop(snap);

@@ -48,7 +48,7 @@ fn seeded() -> (tempfile::TempDir, Engine) {
 }
 
 fn pairs(e: &Engine, edge_type: &str) -> Vec<(String, String, Value)> {
-    e.snapshot()
+    e.owner_reader()
         .unwrap()
         .edges_of_type(edge_type, None, 10_000)
         .unwrap()
@@ -116,7 +116,7 @@ fn near_duplicate_names_become_candidates_and_versions_a_family() {
 fn entities_of_different_types_are_never_candidates() {
     let (_dir, mut e) = seeded();
     e.resolve_entities(&ResolveConfig::default()).unwrap();
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     for edge_type in ["SAME_AS", "RELATED_TO"] {
         for edge in snap.edges_of_type(edge_type, None, 10_000).unwrap() {
             let ty = |k: &NodeKey| k.id.split(':').next().unwrap().to_owned();
@@ -146,7 +146,7 @@ fn candidates_per_entity_are_bounded() {
     let cfg = ResolveConfig { max_candidates_per_entity: 2, ..ResolveConfig::default() };
     let report = e.resolve_entities(&cfg).unwrap();
     assert!(report.over_limit > 0, "{report:?}");
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     for name in names {
         let key = NodeKey::new("Entity", ctxgraph::entity_id("tool", name));
         let n = snap.edges(&key, Some("SAME_AS"), Direction::Both).unwrap().len();
@@ -183,7 +183,7 @@ fn decisions_are_records_that_survive_reprojection_and_resolution() {
     let IngestOutcome::New(position) = outcome else { panic!("{outcome:?}") };
     let merged = |e: &Engine| {
         let list =
-            e.snapshot().unwrap().entity_candidates(Some(CandidateStatus::Merged), 10).unwrap();
+            e.owner_reader().unwrap().entity_candidates(Some(CandidateStatus::Merged), 10).unwrap();
         assert_eq!(list.len(), 1, "{list:?}");
         list.into_iter().next().unwrap()
     };
@@ -208,7 +208,7 @@ fn decisions_are_records_that_survive_reprojection_and_resolution() {
     e.resolve_entities(&ResolveConfig::default()).unwrap();
     assert_eq!(merged(&e).justification, m.justification, "resolution keeps decided edges");
     let candidates =
-        e.snapshot().unwrap().entity_candidates(Some(CandidateStatus::Candidate), 100).unwrap();
+        e.owner_reader().unwrap().entity_candidates(Some(CandidateStatus::Candidate), 100).unwrap();
     assert!(
         candidates
             .iter()
@@ -229,7 +229,7 @@ fn a_rejected_pair_is_not_proposed_again_and_the_last_decision_wins() {
     let (_dir, mut e) = seeded();
     e.resolve_entities(&ResolveConfig::default()).unwrap();
     let status = |e: &Engine| {
-        e.snapshot()
+        e.owner_reader()
             .unwrap()
             .entity_candidates(None, 100)
             .unwrap()
@@ -258,7 +258,7 @@ fn a_rejected_pair_is_not_proposed_again_and_the_last_decision_wins() {
     assert_eq!(status(&e), Some((CandidateStatus::Rejected, 0.0)));
     e.reproject(&mut |_, _| {}).unwrap();
     assert_eq!(status(&e), Some((CandidateStatus::Rejected, 0.0)));
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let decisions: Vec<_> = snap
         .log(1, 100)
         .unwrap()
@@ -278,7 +278,7 @@ fn a_rejected_pair_is_not_proposed_again_and_the_last_decision_wins() {
 #[test]
 fn a_decision_naming_an_unknown_entity_is_refused() {
     let (_dir, mut e) = seeded();
-    let head = e.snapshot().unwrap().checkpoints().unwrap().log_length;
+    let head = e.owner_reader().unwrap().checkpoints().unwrap().log_length;
     let err = e
         .decide_entities(EntityDecision::Merge, "tool:read_file", "tool:no_such_tool", None, None)
         .unwrap_err();
@@ -290,7 +290,11 @@ fn a_decision_naming_an_unknown_entity_is_refused() {
         .decide_entities(EntityDecision::Merge, "tool:Read File", "tool:read_file", None, None)
         .unwrap_err();
     assert_eq!(err.code(), "envelope.entity_id_format", "{err}");
-    assert_eq!(e.snapshot().unwrap().checkpoints().unwrap().log_length, head, "nothing written");
+    assert_eq!(
+        e.owner_reader().unwrap().checkpoints().unwrap().log_length,
+        head,
+        "nothing written"
+    );
 }
 
 #[test]
@@ -320,7 +324,7 @@ fn decision_records_in_jsonl_are_checked_against_the_graph_at_write_time() {
     assert_eq!(report.accepted, 2, "{report:?}");
     d.catch_up(&mut |_, _| {}).unwrap();
     let merged =
-        d.snapshot().unwrap().entity_candidates(Some(CandidateStatus::Merged), 10).unwrap();
+        d.owner_reader().unwrap().entity_candidates(Some(CandidateStatus::Merged), 10).unwrap();
     assert_eq!(merged.len(), 1);
 }
 

@@ -64,7 +64,7 @@ fn archive_removes_from_the_graph_keeps_the_log_and_survives_reprojection() {
     assert_eq!(ingested.accepted, 6);
     e.enrich(&mut |_, _| {}).unwrap();
     let importance = |e: &ctxgraph::Engine, id: &str| {
-        e.snapshot().unwrap().event(id).unwrap().unwrap().props["importance_score"]
+        e.owner_reader().unwrap().event(id).unwrap().unwrap().props["importance_score"]
             .as_i64()
             .unwrap()
     };
@@ -74,11 +74,11 @@ fn archive_removes_from_the_graph_keeps_the_log_and_survives_reprojection() {
     let plan = e.retention_plan(&as_of()).unwrap();
     assert_eq!(plan.tiers, [1, 1, 3, 1]);
     assert_eq!(plan.archived, 2, "the old event and the unimportant cold one");
-    assert!(e.snapshot().unwrap().event("e5").unwrap().is_some(), "a plan changes nothing");
+    assert!(e.owner_reader().unwrap().event("e5").unwrap().is_some(), "a plan changes nothing");
 
     let report = e.apply_retention(&as_of()).unwrap();
     assert_eq!(report.archived, 2);
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let kept =
         [("e0", true), ("e1", true), ("e2", true), ("e3", false), ("e4", true), ("e5", false)];
     for (id, kept) in kept {
@@ -102,6 +102,6 @@ fn archive_removes_from_the_graph_keeps_the_log_and_survives_reprojection() {
     assert_eq!(dump(&e), after, "reprojection keeps archived events out");
     e.reproject_with(true, &mut |_, _| {}).unwrap();
     e.enrich(&mut |_, _| {}).unwrap();
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     assert!(snap.event("e3").unwrap().is_some() && snap.event("e5").unwrap().is_some());
 }

@@ -19,14 +19,15 @@ fn loaded(events: usize) -> (tempfile::TempDir, ctxgraph::Engine) {
 fn nearest_finds_the_event_itself_before_and_after_the_index_is_built() {
     let (_dir, mut e) = loaded(600);
     let key = NodeKey::new("Event", "evt-000123");
-    let query = e.snapshot().unwrap().vector(&key).unwrap().expect("enriched events have vectors");
+    let query =
+        e.owner_reader().unwrap().vector(&key).unwrap().expect("enriched events have vectors");
     // Before consolidation every vector is unindexed and searched exactly.
-    let before = e.snapshot().unwrap().nearest(&query, 5, SearchParams::default()).unwrap();
+    let before = e.owner_reader().unwrap().nearest(&query, 5, SearchParams::default()).unwrap();
     assert!((before[0].1 - 1.0).abs() < 1e-4, "an event is its own nearest neighbour");
     let report = e.consolidate().unwrap();
     assert_eq!(report.indexed_vectors, 600);
     assert!(report.index_lists >= 1);
-    let after = e.snapshot().unwrap().nearest(&query, 5, SearchParams::default()).unwrap();
+    let after = e.owner_reader().unwrap().nearest(&query, 5, SearchParams::default()).unwrap();
     assert!((after[0].1 - 1.0).abs() < 1e-4);
     assert!(after.iter().any(|(n, _)| n.key == key));
     let scores: Vec<f32> = after.iter().map(|(_, s)| *s).collect();
@@ -41,7 +42,7 @@ fn the_index_agrees_with_exhaustive_search_and_sees_vectors_written_after_it() {
     let more = trace(700).lines().skip(500).map(|l| format!("{l}\n")).collect::<String>();
     e.ingest_jsonl(more.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
     e.enrich(&mut |_, _| {}).unwrap();
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     for id in ["evt-000010", "evt-000250", "evt-000650"] {
         let q = snap.vector(&NodeKey::new("Event", id)).unwrap().unwrap();
         let exact = snap.nearest(&q, 10, EXACT).unwrap();
@@ -54,7 +55,7 @@ fn the_index_agrees_with_exhaustive_search_and_sees_vectors_written_after_it() {
     assert_eq!(snap.stats_vectors().unwrap(), (700, 200), "the new vectors wait for a build");
     drop(snap);
     assert_eq!(e.index_vectors().unwrap(), 700);
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     assert_eq!(snap.stats_vectors().unwrap(), (700, 0));
     let q = snap.vector(&NodeKey::new("Event", "evt-000650")).unwrap().unwrap();
     assert_eq!(snap.nearest(&q, 1, SearchParams::default()).unwrap()[0].0.key.id, "evt-000650");
@@ -64,7 +65,7 @@ fn the_index_agrees_with_exhaustive_search_and_sees_vectors_written_after_it() {
 fn a_deleted_vector_is_never_returned() {
     let (_dir, mut e) = loaded(300);
     e.consolidate().unwrap();
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let victim = NodeKey::new("Event", "evt-000042");
     let q = snap.vector(&victim).unwrap().unwrap();
     drop(snap);
@@ -75,9 +76,9 @@ fn a_deleted_vector_is_never_returned() {
         .apply_retention(&ctxgraph::RetentionOptions { as_of: Some(later), ..Default::default() })
         .unwrap();
     assert_eq!(report.archived, 300);
-    let hits = e.snapshot().unwrap().nearest(&q, 10, EXACT).unwrap();
+    let hits = e.owner_reader().unwrap().nearest(&q, 10, EXACT).unwrap();
     assert!(hits.is_empty(), "archived events are not returned: {hits:?}");
-    let text_hits = e.snapshot().unwrap().search("failed timeout", 50).unwrap();
+    let text_hits = e.owner_reader().unwrap().search("failed timeout", 50).unwrap();
     assert!(text_hits.iter().all(|(n, _)| n.key.label != "Event"), "nor found by full text");
 }
 
@@ -87,7 +88,7 @@ fn similar_to_is_bounded_deterministic_and_idempotent() {
     let options = ConsolidateOptions { threads: 1, ..ConsolidateOptions::default() };
     let report = e.consolidate_with(&options).unwrap();
     assert!(report.similar_edges > 0, "a synthetic trace repeats itself: some events are similar");
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     let edges = snap.edges_of_type("SIMILAR_TO", None, usize::MAX >> 2).unwrap();
     assert_eq!(edges.len() as u64, report.similar_edges);
     assert!(edges.len() <= 800 * options.similar_k);

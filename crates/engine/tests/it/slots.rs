@@ -88,7 +88,7 @@ fn candidates() -> Vec<String> {
 fn next_slot_matches_the_hand_computed_information_gain() {
     let (_dir, mut engine) = engine();
     films(&mut engine);
-    let report = engine.snapshot().unwrap().next_slot("identifyfilm", &candidates()).unwrap();
+    let report = engine.owner_reader().unwrap().next_slot("identifyfilm", &candidates()).unwrap();
     // H(C) = log2 4 = 2 bits.
     assert_eq!(report.entropy, 2.0);
     let gains: Vec<(&str, f64, usize)> =
@@ -126,13 +126,13 @@ fn next_slot_matches_the_hand_computed_information_gain() {
 
     // Among A and C (both 1980s), only genre splits; among A and B, genre does not.
     let ac = ["concept:a".to_owned(), "concept:c".to_owned()];
-    let r = engine.snapshot().unwrap().next_slot("IdentifyFilm", &ac).unwrap();
+    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ac).unwrap();
     assert_eq!((r.best().unwrap().spec.name.as_str(), r.best().unwrap().gain), ("genre", 1.0));
     let ab = ["concept:a".to_owned(), "concept:b".to_owned()];
-    let r = engine.snapshot().unwrap().next_slot("IdentifyFilm", &ab).unwrap();
+    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ab).unwrap();
     assert_eq!(r.best().unwrap().spec.name, "era");
     // One candidate: nothing to split.
-    let r = engine.snapshot().unwrap().next_slot("IdentifyFilm", &ac[..1]).unwrap();
+    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ac[..1]).unwrap();
     assert!(r.best().is_none());
     assert!(r.ranking.iter().all(|g| g.gain == 0.0));
 }
@@ -141,7 +141,8 @@ fn next_slot_matches_the_hand_computed_information_gain() {
 fn check_lists_satisfied_missing_and_cardinality_violations() {
     let (_dir, mut engine) = engine();
     films(&mut engine);
-    let report = engine.snapshot().unwrap().check_checklist("IdentifyFilm", "concept:d").unwrap();
+    let report =
+        engine.owner_reader().unwrap().check_checklist("IdentifyFilm", "concept:d").unwrap();
     let status: Vec<(&str, SpecStatus)> =
         report.specs.iter().map(|s| (s.spec.name.as_str(), s.status)).collect();
     assert_eq!(
@@ -161,13 +162,15 @@ fn check_lists_satisfied_missing_and_cardinality_violations() {
     engine.set_slot(&id("concept:a"), "era", "1990s", Some(0.2), None).unwrap();
     engine.set_slot(&id("concept:a"), "actor", "Sigourney Weaver", None, None).unwrap();
     engine.set_slot(&id("concept:a"), "actor", "Ian Holm", None, None).unwrap();
-    let report = engine.snapshot().unwrap().check_checklist("identifyfilm", "concept:a").unwrap();
+    let report =
+        engine.owner_reader().unwrap().check_checklist("identifyfilm", "concept:a").unwrap();
     assert_eq!(report.specs[2].status, SpecStatus::TooMany);
     assert_eq!(report.specs[4].status, SpecStatus::Satisfied);
     assert_eq!(report.specs[4].values.len(), 2);
     assert!(!report.complete(), "a cardinality violation makes it incomplete");
 
-    let report = engine.snapshot().unwrap().check_checklist("identifyfilm", "concept:b").unwrap();
+    let report =
+        engine.owner_reader().unwrap().check_checklist("identifyfilm", "concept:b").unwrap();
     assert!(report.complete(), "only optional actor is missing");
 }
 
@@ -183,7 +186,7 @@ fn slot_values_keep_the_highest_confidence_and_every_source() {
     // The same observation again is a duplicate.
     let again = engine.set_slot(&e, "genre", "Science Fiction", Some(0.3), Some("blog")).unwrap();
     assert!(matches!(again, IngestOutcome::Duplicate(_)));
-    let slots = engine.snapshot().unwrap().slots_of("concept:alien").unwrap();
+    let slots = engine.owner_reader().unwrap().slots_of("concept:alien").unwrap();
     assert_eq!(slots.len(), 1, "{slots:?}");
     assert_eq!(slots[0].slot, "genre");
     assert_eq!(slots[0].value_key, "science fiction");
@@ -191,10 +194,12 @@ fn slot_values_keep_the_highest_confidence_and_every_source() {
     assert_eq!(slots[0].confidence, Some(0.9));
     assert_eq!(slots[0].sources, ["blog", "imdb", "wiki"]);
     // Setting a named entity that exists already names it by id: no new mention.
-    let entity = engine.snapshot().unwrap().node(&NodeKey::new("Entity", "concept:alien")).unwrap();
+    let entity =
+        engine.owner_reader().unwrap().node(&NodeKey::new("Entity", "concept:alien")).unwrap();
     assert_eq!(entity.unwrap().props["mention_count"], json!(1));
     new(engine.set_slot(&named("alien"), "era", "1970s", None, None).unwrap());
-    let entity = engine.snapshot().unwrap().node(&NodeKey::new("Entity", "concept:alien")).unwrap();
+    let entity =
+        engine.owner_reader().unwrap().node(&NodeKey::new("Entity", "concept:alien")).unwrap();
     assert_eq!(entity.unwrap().props["mention_count"], json!(1));
 }
 
@@ -224,7 +229,7 @@ fn checklists_from_the_api_and_from_a_file_are_the_same_record() {
     let json_file = json!({"name": "identifyfilm", "slots": [{"name": "x"}]}).to_string();
     let err = engine.define_checklist_file(&json_file).unwrap_err();
     assert_eq!(err.code(), "log.conflict", "{err}");
-    let list = engine.snapshot().unwrap().checklists().unwrap();
+    let list = engine.owner_reader().unwrap().checklists().unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!(
         list[0].specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
@@ -248,17 +253,17 @@ fn goals_link_users_and_checklists() {
     let position = new(engine.add_goal(&draft).unwrap());
     // The user exists now, so the same goal names it by id: still the same goal.
     assert_eq!(engine.add_goal(&draft).unwrap(), IngestOutcome::Duplicate(position));
-    let goals = engine.snapshot().unwrap().goals(Some("user:alice")).unwrap();
+    let goals = engine.owner_reader().unwrap().goals(Some("user:alice")).unwrap();
     assert_eq!(goals.len(), 1);
     assert_eq!(goals[0].influences, ["identifyfilm"]);
     assert_eq!(goals[0].priority, Some(1));
-    assert!(engine.snapshot().unwrap().goals(Some("user:bob")).unwrap().is_empty());
+    assert!(engine.owner_reader().unwrap().goals(Some("user:bob")).unwrap().is_empty());
     let changed = GoalDraft { priority: Some(2), ..draft };
     assert_eq!(engine.add_goal(&changed).unwrap_err().code(), "log.conflict");
 }
 
 fn head(engine: &ctxgraph::Engine) -> u64 {
-    engine.snapshot().unwrap().checkpoints().unwrap().log_length
+    engine.owner_reader().unwrap().checkpoints().unwrap().log_length
 }
 
 /// The one violation of `err`: (path, value, rule).
@@ -327,7 +332,7 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
     assert_eq!(report.rejections[0].code, "slots.unknown_entity");
 
     // Unknown checklists and entities are errors of the reads too.
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     let err = snap.check_checklist("Nope", "concept:a").unwrap_err();
     assert_eq!(violation(&err), ("checklist".into(), s("Nope"), "checklist.unknown"));
     let err = snap.check_checklist("IdentifyFilm", "concept:ghost").unwrap_err();
@@ -365,7 +370,7 @@ fn a_deferred_batch_sees_types_entities_and_checklists_declared_earlier_in_it() 
     let outcomes = engine.ingest_batch(&records, Projection::Deferred, true).unwrap();
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     engine.catch_up(&mut |_, _| {}).unwrap();
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
     assert!(snap.check_checklist("c", "concept:alien").unwrap().complete());
     assert_eq!(snap.goals(Some("user:alice")).unwrap().len(), 2);
 }
@@ -470,7 +475,7 @@ proptest! {
             entry.0 = entry.0.max(o["confidence"].as_f64().unwrap());
             if let Some(s) = o["source"].as_str() { entry.1.insert(s.to_owned()); }
         }
-        let snap = shuffled.snapshot().unwrap();
+        let snap = shuffled.owner_reader().unwrap();
         let mut got = std::collections::BTreeMap::new();
         for name in ["alien", "heat", "amelie"] {
             let entity = format!("concept:{name}");
@@ -548,7 +553,7 @@ fn a_slot_every_candidate_shares_gains_nothing() {
     // Every film has country "US" and type Film: both gain exactly 0 over any candidate subset.
     let all = candidates();
     for k in 1..=all.len() {
-        let report = engine.snapshot().unwrap().next_slot("IdentifyFilm", &all[..k]).unwrap();
+        let report = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &all[..k]).unwrap();
         for name in ["country", "film"] {
             let g = report.ranking.iter().find(|g| g.spec.name == name).unwrap();
             assert_eq!(g.gain, 0.0, "{name} over {k} candidates");

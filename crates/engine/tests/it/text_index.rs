@@ -13,7 +13,7 @@ const QUERIES: &[&str] =
 
 /// `(node id, score)` of a search, best first.
 fn search(e: &ctxgraph::Engine, q: &str, limit: usize) -> Vec<(String, f64)> {
-    let snap = e.snapshot().unwrap();
+    let snap = e.owner_reader().unwrap();
     snap.search(q, limit).unwrap().into_iter().map(|(n, s)| (n.key.id, s)).collect()
 }
 
@@ -23,13 +23,13 @@ fn the_lexical_index_agrees_with_full_text_bm25_and_sees_newer_documents() {
     let first = trace(700).lines().take(600).map(|l| format!("{l}\n")).collect::<String>();
     e.ingest_jsonl(first.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
     e.enrich(&mut |_, _| {}).unwrap();
-    assert!(e.snapshot().unwrap().text_docs_outside_index().unwrap() >= 600);
+    assert!(e.owner_reader().unwrap().text_docs_outside_index().unwrap() >= 600);
     // Before the build: the full-text index's own BM25, every match scored.
     let full: Vec<BTreeMap<String, f64>> =
         QUERIES.iter().map(|q| search(&e, q, 10_000).into_iter().collect()).collect();
     let report = e.index_text().unwrap();
     assert!(report.docs >= 600 && report.terms > 100, "{report:?}");
-    assert_eq!(e.snapshot().unwrap().text_docs_outside_index().unwrap(), 0);
+    assert_eq!(e.owner_reader().unwrap().text_docs_outside_index().unwrap(), 0);
     for (q, full) in QUERIES.iter().zip(&full) {
         let hits = search(&e, q, 10);
         assert_eq!(hits.len(), 10, "{q}");
@@ -46,10 +46,10 @@ fn the_lexical_index_agrees_with_full_text_bm25_and_sees_newer_documents() {
     let more = trace(700).lines().skip(600).map(|l| format!("{l}\n")).collect::<String>();
     e.ingest_jsonl(more.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
     e.enrich(&mut |_, _| {}).unwrap();
-    assert!(e.snapshot().unwrap().text_docs_outside_index().unwrap() >= 100);
+    assert!(e.owner_reader().unwrap().text_docs_outside_index().unwrap() >= 100);
     let newest = NodeKey::new("Event", "evt-000650");
     let summary = {
-        let snap = e.snapshot().unwrap();
+        let snap = e.owner_reader().unwrap();
         let node = snap.node(&newest).unwrap().unwrap();
         node.props.get("summary").and_then(Value::as_str).unwrap().to_owned()
     };
@@ -61,6 +61,6 @@ fn the_lexical_index_agrees_with_full_text_bm25_and_sees_newer_documents() {
     // Reprojection drops the index with the full-text entries; searches keep working.
     e.reproject(&mut |_, _| {}).unwrap();
     e.enrich(&mut |_, _| {}).unwrap();
-    assert!(e.snapshot().unwrap().text_docs_outside_index().unwrap() >= 700);
+    assert!(e.owner_reader().unwrap().text_docs_outside_index().unwrap() >= 700);
     assert!(search(&e, &summary, 50).iter().any(|(id, _)| id == "evt-000650"));
 }

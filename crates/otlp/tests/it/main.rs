@@ -104,7 +104,7 @@ fn the_engine_projects_the_causal_chain() {
     assert_eq!(ingest(&mut engine, &records), 5);
     let ids: Vec<&str> = records.iter().map(|r| s(r, "event_id")).collect();
     let [root, _chat, failed, retry, _last] = ids.as_slice() else { unreachable!() };
-    let snap = engine.snapshot().unwrap();
+    let snap = engine.owner_reader().unwrap();
 
     // The session timeline is the run, in order, every event caused by the agent span.
     let timeline = snap.timeline(CONVERSATION, 100).unwrap();

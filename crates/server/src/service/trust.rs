@@ -62,8 +62,8 @@ impl Service {
     /// The forget audit, without content; admins only.
     pub async fn forgotten(&self, who: &Principal) -> Result<ForgottenList, ServiceError> {
         require_admin(who, "read the forget audit")?;
-        self.read(who, |e, _| {
-            let list = e.snapshot()?.forgotten()?;
+        self.read(who, |e, who| {
+            let list = e.reader(who)?.forgotten()?;
             Ok(ForgottenList { forgotten: list.iter().map(ForgottenDto::from).collect() })
         })
         .await
@@ -184,8 +184,8 @@ impl Service {
             limit: q.limit.unwrap_or(100).clamp(1, MAX_PAGE),
         };
         self.read(who, move |e, who| {
-            let snap = e.snapshot()?;
-            let list = snap.scoped(who).receipts(&query)?;
+            let snap = e.reader(who)?;
+            let list = snap.receipts(&query)?;
             Ok(ReceiptList { receipts: list.iter().map(ctxgraph::ReceiptView::to_json).collect() })
         })
         .await

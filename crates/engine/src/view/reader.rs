@@ -1,11 +1,12 @@
-//! The choke point: a snapshot seen by one principal.
+//! [`Reader`]: a snapshot read by one principal, the only way reads leave the engine.
 //!
-//! Every interface (HTTP, MCP, the CLI with `--as`) reads through [`Scoped`]. Each method runs
-//! the snapshot's read and applies the principal's policy before anything leaves: a hidden node
-//! is not returned, not counted, and not walked through (a chain stops before it, an impact walk
-//! does not continue from it, recall's expansion checks it before use). Derived nodes (summaries,
-//! entities) are decided from their sources (`derived.rs`), by [`Scoped::may_see`] and
-//! [`Scoped::shown`], which every read here uses.
+//! Each method runs the snapshot's read and applies the principal's policy before anything
+//! leaves: a hidden node is not returned, not counted, and not walked through (a chain stops
+//! before it, an impact walk does not continue from it, recall's expansion checks it before
+//! use). Derived nodes (summaries, entities, receipts) are decided from their sources
+//! (`derived.rs`), by [`Reader::may_see`] and [`Reader::shown`], which every read here uses.
+//! A hidden node reads as an absent one: a visible event whose parent is hidden reports the
+//! parent as missing, exactly as a graph without the hidden records would.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,46 +15,72 @@ use ctxgraph_ontology::graph::{Direction, Node, NodeKey};
 use ctxgraph_projection::RECEIPT;
 use ctxgraph_store::GraphReader;
 
-use super::Principal;
+use crate::access::Principal;
 use crate::error::Error;
 use crate::knowledge::FactView;
 use crate::memory::{
     Evolution, Impact, MemoryContext, MemoryHit, MemorySearchOptions, MemoryView, Rollup,
     RollupOptions, TraversalOptions,
 };
-use crate::recall::{ContextPack, RecallQuery, Visibility};
-use crate::snapshot::{Snapshot, TimelineEntry};
+use crate::recall::{ContextPack, RecallQuery};
+use crate::view::{Snapshot, TimelineEntry};
 
-/// A [`Snapshot`] read by one principal.
-pub struct Scoped<'s, 'a> {
-    pub(super) snap: &'s Snapshot<'a>,
-    pub(super) who: &'s Principal,
+/// A consistent snapshot of the store read by one principal: made by
+/// [`crate::Engine::reader`], dropped at the end of a request.
+pub struct Reader<'a> {
+    pub(super) snap: Snap<'a>,
+    pub(super) who: Principal,
     /// Verdicts on derived nodes (summaries, entities) already decided from their sources, for
-    /// the life of this view (one request): a day summary shares its sessions' summaries, and
+    /// the life of this reader (one request): a day summary shares its sessions' summaries, and
     /// recall asks about one entity many times.
     pub(super) verdicts: RefCell<BTreeMap<NodeKey, bool>>,
 }
 
 /// What a principal may count: only what it may see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ScopedStats {
+pub struct VisibleCounts {
     /// Events it may see.
     pub events: u64,
     /// Memories it may see.
     pub memories: u64,
 }
 
-impl<'a> Snapshot<'a> {
-    /// This snapshot as `who` sees it: the one place interfaces read through.
-    pub fn scoped<'s>(&'s self, who: &'s Principal) -> Scoped<'s, 'a> {
-        Scoped { snap: self, who, verdicts: RefCell::new(BTreeMap::new()) }
+/// A reader's snapshot: its own, or the one of the reader it was made from (one connection
+/// holds one read transaction at a time).
+pub(super) enum Snap<'a> {
+    Own(Snapshot<'a>),
+    Shared(&'a Snapshot<'a>),
+}
+
+impl<'a> std::ops::Deref for Snap<'a> {
+    type Target = Snapshot<'a>;
+
+    fn deref(&self) -> &Snapshot<'a> {
+        match self {
+            Snap::Own(s) => s,
+            Snap::Shared(s) => s,
+        }
     }
 }
 
-impl Scoped<'_, '_> {
+impl<'a> Reader<'a> {
+    /// `snap` as `who` sees it.
+    pub(crate) fn new(snap: Snapshot<'a>, who: Principal) -> Reader<'a> {
+        Reader { snap: Snap::Own(snap), who, verdicts: RefCell::new(BTreeMap::new()) }
+    }
+
+    /// The same snapshot as `who` sees it: to compare what two principals see at one moment
+    /// (an engine's connection holds one read transaction at a time, so a second
+    /// [`crate::Engine::reader`] must wait until this one is dropped).
+    pub fn as_principal<'r>(&'r self, who: &Principal) -> Reader<'r> {
+        Reader { snap: Snap::Shared(&self.snap), who: who.clone(), verdicts: RefCell::default() }
+    }
+}
+
+impl Reader<'_> {
     /// Who is reading.
     pub fn principal(&self) -> &Principal {
-        self.who
+        &self.who
     }
 
     /// Whether the principal may see `node`: the policy on the node's own scope, then, for a
@@ -73,11 +100,14 @@ impl Scoped<'_, '_> {
             RECEIPT => self.inputs_visible(&node.key),
             "Summary" => self.summary_visible(&node.key),
             "Entity" => self.entity_visible(&node.key),
+            ctxgraph_projection::TOPIC
+            | ctxgraph_projection::MEMORY_SESSION
+            | ctxgraph_projection::OUTCOME => self.memory_group_visible(&node.key),
             _ => Ok(true),
         }
     }
 
-    /// `node` as the principal may see it, or `None` when it may not: [`Scoped::may_see`], and
+    /// `node` as the principal may see it, or `None` when it may not: [`Reader::may_see`], and
     /// an entity's counts and times left out when a record they fold is hidden. Every node an
     /// interface returns passes here.
     pub fn shown(&self, node: Node) -> Result<Option<Node>, Error> {
@@ -87,7 +117,7 @@ impl Scoped<'_, '_> {
         self.redact(node).map(Some)
     }
 
-    /// A node, if it exists and the principal may see it (as [`Scoped::shown`] shows it).
+    /// A node, if it exists and the principal may see it (as [`Reader::shown`] shows it).
     pub fn node(&self, key: &NodeKey) -> Result<Option<Node>, Error> {
         match self.snap.node(key)? {
             Some(n) => self.shown(n),
@@ -100,8 +130,13 @@ impl Scoped<'_, '_> {
         self.node(&NodeKey::new("Event", event_id))
     }
 
-    /// A session's events in time order, only those visible; causes name visible events only.
+    /// A session's events in time order, only those visible. A cause that is hidden reads as
+    /// one not in the log: the event's own record names its parent, so the id is no secret,
+    /// and the answer is the one a graph without the hidden records gives.
     pub fn timeline(&self, session_id: &str, limit: usize) -> Result<Vec<TimelineEntry>, Error> {
+        if self.who.is_owner() {
+            return self.snap.timeline(session_id, limit);
+        }
         let mut out = Vec::new();
         // Read more than asked, since hidden events are dropped; a session is bounded anyway.
         for mut entry in self.snap.timeline(session_id, limit.saturating_mul(4).max(limit))? {
@@ -112,6 +147,8 @@ impl Scoped<'_, '_> {
             for c in entry.caused_by {
                 if self.event(&c)?.is_some() {
                     causes.push(c);
+                } else if entry.missing_parent.is_none() {
+                    entry.missing_parent = Some(c);
                 }
             }
             entry.caused_by = causes;
@@ -123,8 +160,8 @@ impl Scoped<'_, '_> {
         Ok(out)
     }
 
-    /// The causal chain up from an event, stopping before the first hidden event (which is then
-    /// reported as no further cause, not as a missing parent).
+    /// The causal chain up from a visible event, ending before the first hidden event, which
+    /// is then reported as the parent not in the log (as a graph without it would).
     pub fn causes(&self, event_id: &str) -> Result<(Vec<Node>, Option<String>), Error> {
         if self.event(event_id)?.is_none() {
             return Ok((Vec::new(), None));
@@ -133,7 +170,7 @@ impl Scoped<'_, '_> {
         let mut out = Vec::new();
         for n in chain {
             if !self.may_see(&n)? {
-                return Ok((out, None));
+                return Ok((out, Some(n.key.id)));
             }
             out.push(n);
         }
@@ -155,7 +192,7 @@ impl Scoped<'_, '_> {
     }
 
     /// The recall pipeline, with the principal checked before any node is used; the items
-    /// returned as [`Scoped::shown`] shows them.
+    /// returned as [`Reader::shown`] shows them.
     pub fn recall(
         &self,
         query: &RecallQuery,
@@ -240,13 +277,31 @@ impl Scoped<'_, '_> {
         topic: &str,
         options: &TraversalOptions,
     ) -> Result<Option<Evolution>, Error> {
-        let Some(mut evo) = self.snap.evolution(topic, options)? else { return Ok(None) };
+        match self.snap.evolution(topic, options)? {
+            Some(evo) => self.visible_evolution(evo),
+            None => Ok(None),
+        }
+    }
+
+    /// A chain as the principal may see it: up to its first hidden step, with the hidden
+    /// implementing memories left out; `None` when its latest step is hidden.
+    fn visible_evolution(&self, mut evo: Evolution) -> Result<Option<Evolution>, Error> {
+        if self.who.is_owner() {
+            return Ok(Some(evo));
+        }
         let mut kept = Vec::new();
         for mut step in evo.steps {
             if !self.memory_visible(&step.memory.id)? {
                 break;
             }
             step.implemented_by = self.visible_ids(step.implemented_by)?;
+            let mut outcomes = Vec::new();
+            for o in step.outcomes {
+                if self.memory_visible(&o.memory_id)? {
+                    outcomes.push(o);
+                }
+            }
+            step.outcomes = outcomes;
             kept.push(step);
         }
         if kept.is_empty() {
@@ -273,53 +328,52 @@ impl Scoped<'_, '_> {
         Ok(Some(impact))
     }
 
-    /// Contextual memory search, visible hits only.
+    /// Contextual memory search over the visible memories only: a hidden memory is neither
+    /// scored, nor chosen as the context, nor walked through, and the limit counts visible
+    /// hits.
     pub fn search_memories(
         &self,
         query: &str,
         query_vector: &[f32],
         options: &MemorySearchOptions,
     ) -> Result<Vec<MemoryHit>, Error> {
-        let mut out = Vec::new();
-        for h in self.snap.search_memories(query, query_vector, options)? {
-            if self.memory_visible(&h.memory.id)? {
-                out.push(h);
-            }
-        }
-        Ok(out)
+        self.snap.search_memories(query, query_vector, options, &mut |id| self.memory_visible(id))
     }
 
-    /// The context of a question about decisions, built from visible memories only.
+    /// The context of a question about decisions, built from visible memories only: the hits
+    /// and the decision chosen from them, its chain up to the first hidden step, the evidence
+    /// walked from visible steps without passing a hidden memory, and the visible outcomes.
     pub fn memory_context(
         &self,
         query: &str,
         query_vector: &[f32],
         options: &MemorySearchOptions,
     ) -> Result<MemoryContext, Error> {
-        let ctx = self.snap.memory_context(query, query_vector, options)?;
-        let mut hits = Vec::new();
-        for h in ctx.hits {
-            if self.memory_visible(&h.memory.id)? {
-                hits.push(h);
-            }
+        let ctx = self
+            .snap
+            .memory_context(query, query_vector, options, &mut |id| self.memory_visible(id))?;
+        if self.who.is_owner() {
+            return Ok(ctx);
         }
         let evolution = match ctx.evolution {
-            Some(evo) => self.evolution(&evo.topic, &options.traversal)?,
+            Some(evo) => self.visible_evolution(evo)?,
             None => None,
         };
         let mut evidence = Vec::new();
         for imp in ctx.evidence {
-            if let Some(i) = self.impact(&imp.start.id, &options.traversal)? {
+            let on_chain = evolution
+                .as_ref()
+                .is_some_and(|e| e.steps.iter().any(|s| s.memory.id == imp.start.id));
+            if on_chain && let Some(i) = self.impact(&imp.start.id, &options.traversal)? {
                 evidence.push(i);
             }
         }
-        let mut outcomes = Vec::new();
-        for o in ctx.outcomes {
-            if self.memory_visible(&o.memory_id)? {
-                outcomes.push(o);
-            }
-        }
-        Ok(MemoryContext { hits, evolution, evidence, outcomes })
+        // The outcomes of the steps kept: the chain's, as a graph without the hidden ones has.
+        let steps: BTreeSet<&str> =
+            evolution.iter().flat_map(|e| e.steps.iter().map(|s| s.memory.id.as_str())).collect();
+        let outcomes =
+            ctx.outcomes.into_iter().filter(|o| steps.contains(o.memory_id.as_str())).collect();
+        Ok(MemoryContext { hits: ctx.hits, evolution, evidence, outcomes })
     }
 
     /// The weekly rollup over visible memories.
@@ -330,6 +384,9 @@ impl Scoped<'_, '_> {
         options: &RollupOptions,
     ) -> Result<Rollup, Error> {
         let mut r = self.snap.rollup(since_ns, until_ns, options)?;
+        if self.who.is_owner() {
+            return Ok(r);
+        }
         r.decisions = self.visible_views(r.decisions)?;
         r.open = self.visible_views(r.open)?;
         let mut outcomes = Vec::new();
@@ -394,8 +451,8 @@ impl Scoped<'_, '_> {
     }
 
     /// Counts of what the principal may see.
-    pub fn stats(&self) -> Result<ScopedStats, Error> {
-        let mut stats = ScopedStats::default();
+    pub fn stats(&self) -> Result<VisibleCounts, Error> {
+        let mut stats = VisibleCounts::default();
         for (label, count) in [("Event", &mut stats.events), ("Memory", &mut stats.memories)] {
             let mut after: Option<String> = None;
             loop {
@@ -452,11 +509,5 @@ impl Scoped<'_, '_> {
             }
         }
         Ok(out)
-    }
-}
-
-impl Visibility for Scoped<'_, '_> {
-    fn may_see(&self, node: &Node) -> bool {
-        Scoped::may_see(self, node).unwrap_or(false)
     }
 }

@@ -1,5 +1,6 @@
-//! The read side: a consistent snapshot of the log and graph, with the lookups the CLI and APIs
-//! are built from (nodes, neighbours, session timelines, causal chains, views, stats).
+//! A consistent snapshot of the log and graph, unfiltered, with the lookups the features are
+//! built from (nodes, neighbours, session timelines, causal chains, views, stats). Crate-private:
+//! reads leave the engine through [`super::Reader`].
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -152,7 +153,7 @@ pub struct TimelineEntry {
 }
 
 /// A consistent read view of the store.
-pub struct Snapshot<'a> {
+pub(crate) struct Snapshot<'a> {
     pub(crate) read: EmbeddedRead<'a>,
     pub(crate) schema: &'a Schema,
     bytes_on_disk: u64,
@@ -173,7 +174,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The effective schema.
-    pub fn schema(&self) -> &Schema {
+    pub(crate) fn schema(&self) -> &Schema {
         self.schema
     }
 
@@ -196,17 +197,12 @@ impl<'a> Snapshot<'a> {
     }
 
     /// A node by key.
-    pub fn node(&self, key: &NodeKey) -> Result<Option<Node>, Error> {
+    pub(crate) fn node(&self, key: &NodeKey) -> Result<Option<Node>, Error> {
         self.read_node(key)
     }
 
-    /// An event node by id.
-    pub fn event(&self, event_id: &str) -> Result<Option<Node>, Error> {
-        self.node(&NodeKey::new("Event", event_id))
-    }
-
     /// Every node with this id, whatever its type (ids are unique per type only).
-    pub fn find(&self, id: &str) -> Result<Vec<Node>, Error> {
+    pub(crate) fn find(&self, id: &str) -> Result<Vec<Node>, Error> {
         let mut out = Vec::new();
         for label in self.schema.node_types().keys() {
             if let Some(n) = self.read_node(&NodeKey::new(label.clone(), id))? {
@@ -217,7 +213,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// Edges touching a node, optionally of one type.
-    pub fn edges(
+    pub(crate) fn edges(
         &self,
         key: &NodeKey,
         edge_type: Option<&str>,
@@ -226,17 +222,8 @@ impl<'a> Snapshot<'a> {
         Ok(self.read.edges_of(key, edge_type, direction)?)
     }
 
-    /// Event nodes in id order, after `after`, at most `limit`.
-    pub fn events(&self, after: Option<&str>, limit: usize) -> Result<Vec<Node>, Error> {
-        self.read
-            .nodes_by_label("Event", after, limit)?
-            .into_iter()
-            .map(|n| self.hydrate(n))
-            .collect()
-    }
-
     /// Nodes of a type in id order, after `after`, at most `limit`.
-    pub fn nodes(
+    pub(crate) fn nodes(
         &self,
         label: &str,
         after: Option<&str>,
@@ -250,7 +237,11 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The events of a session in time order, each with its causal links.
-    pub fn timeline(&self, session_id: &str, limit: usize) -> Result<Vec<TimelineEntry>, Error> {
+    pub(crate) fn timeline(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<TimelineEntry>, Error> {
         let slots = self.read.session_events(session_id, limit)?;
         let waiting: BTreeMap<String, String> = self
             .read
@@ -277,7 +268,7 @@ impl<'a> Snapshot<'a> {
 
     /// The causal chain behind an event: the event, its parent, the parent's parent, and so on
     /// (first parent at each step), ending at a root or at a parent that is not in the log.
-    pub fn causes(&self, event_id: &str) -> Result<(Vec<Node>, Option<String>), Error> {
+    pub(crate) fn causes(&self, event_id: &str) -> Result<(Vec<Node>, Option<String>), Error> {
         let mut chain = Vec::new();
         let mut seen = BTreeSet::new();
         let mut current = NodeKey::new("Event", event_id);
@@ -302,8 +293,14 @@ impl<'a> Snapshot<'a> {
         Ok((chain, None))
     }
 
-    /// Everything an event caused, breadth first with depth, at most `limit` events.
-    pub fn effects(&self, event_id: &str, limit: usize) -> Result<Vec<(usize, Node)>, Error> {
+    /// Everything an event caused, breadth first with depth, at most `limit` events, through
+    /// the events `keep` accepts only: one it refuses is neither returned nor walked through.
+    pub(crate) fn effects_where(
+        &self,
+        event_id: &str,
+        limit: usize,
+        keep: &mut dyn FnMut(&Node) -> Result<bool, Error>,
+    ) -> Result<Vec<(usize, Node)>, Error> {
         let mut out = Vec::new();
         let mut seen = BTreeSet::from([event_id.to_owned()]);
         let mut queue = VecDeque::from([(0usize, NodeKey::new("Event", event_id))]);
@@ -313,10 +310,11 @@ impl<'a> Snapshot<'a> {
                     return Ok(out);
                 }
                 let child = edge.key.from;
-                if seen.insert(child.id.clone()) {
-                    if let Some(node) = self.read_node(&child)? {
-                        out.push((depth + 1, node));
-                    }
+                if seen.insert(child.id.clone())
+                    && let Some(node) = self.read_node(&child)?
+                    && keep(&node)?
+                {
+                    out.push((depth + 1, node));
                     queue.push_back((depth + 1, child));
                 }
             }
@@ -324,18 +322,8 @@ impl<'a> Snapshot<'a> {
         Ok(out)
     }
 
-    /// The edges of a view, in key order, after `after`, at most `limit`.
-    pub fn view(
-        &self,
-        view: View,
-        after: Option<&EdgeKey>,
-        limit: usize,
-    ) -> Result<Vec<Edge>, Error> {
-        Ok(self.read.edges_by_type(view.edge_type(), after, limit)?)
-    }
-
     /// Edges of any type, in key order, after `after`, at most `limit`.
-    pub fn edges_of_type(
+    pub(crate) fn edges_of_type(
         &self,
         edge_type: &str,
         after: Option<&EdgeKey>,
@@ -346,13 +334,13 @@ impl<'a> Snapshot<'a> {
 
     /// Edges waiting for a node that is not in the log yet, with the node they wait for: the
     /// graph's known unknowns (a missing parent event, an explicit edge to an absent node).
-    pub fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, Error> {
+    pub(crate) fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, Error> {
         Ok(self.read.pending_edges()?)
     }
 
     /// Nodes whose indexed text (event text and summary, entity names) matches words of `query`,
     /// best BM25 score first, at most `limit`.
-    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<(Node, f64)>, Error> {
+    pub(crate) fn search(&self, query: &str, limit: usize) -> Result<Vec<(Node, f64)>, Error> {
         let mut out = Vec::new();
         for (key, score) in self.search_keys(query, limit)? {
             if let Some(node) = self.read_node(&key)? {
@@ -373,14 +361,14 @@ impl<'a> Snapshot<'a> {
     }
 
     /// A node's embedding, once enriched.
-    pub fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, Error> {
+    pub(crate) fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, Error> {
         Ok(self.read.vector(key)?)
     }
 
     /// The `k` nodes whose embeddings are nearest `query` by cosine similarity, best first: the
     /// vector index's probed lists re-ranked exactly, plus every vector written since the index
     /// was last built. `query` must have the store's embedding dimension.
-    pub fn nearest(
+    pub(crate) fn nearest(
         &self,
         query: &[f32],
         k: usize,
@@ -407,12 +395,12 @@ impl<'a> Snapshot<'a> {
     }
 
     /// Log records from `from`, at most `limit`.
-    pub fn log(&self, from: u64, limit: usize) -> Result<Vec<LogEntry>, Error> {
+    pub(crate) fn log(&self, from: u64, limit: usize) -> Result<Vec<LogEntry>, Error> {
         Ok(self.read.read_from(from.max(1), limit)?)
     }
 
     /// The log head and the stage checkpoints, without the counts of [`Snapshot::stats`].
-    pub fn checkpoints(&self) -> Result<Checkpoints, Error> {
+    pub(crate) fn checkpoints(&self) -> Result<Checkpoints, Error> {
         Ok(Checkpoints {
             log_length: self.read.head()?,
             projected_through: self.read.projected_through()?,
@@ -421,20 +409,20 @@ impl<'a> Snapshot<'a> {
     }
 
     /// How many vectors are stored, and how many are not in the vector index yet.
-    pub fn stats_vectors(&self) -> Result<(u64, u64), Error> {
+    pub(crate) fn stats_vectors(&self) -> Result<(u64, u64), Error> {
         Ok(self.read.vector_counts()?)
     }
 
     /// How many full-text documents the lexical index does not cover yet (all of them before
     /// its first build).
-    pub fn text_docs_outside_index(&self) -> Result<u64, Error> {
+    pub(crate) fn text_docs_outside_index(&self) -> Result<u64, Error> {
         let after = self.read.text_index_build()?.map_or(-1, |b| b.through);
         Ok(self.read.text_docs_after(after)?.0)
     }
 
     /// Counts and sizes (counting scans every node and edge: use [`Snapshot::checkpoints`] when
     /// only positions are needed).
-    pub fn stats(&self) -> Result<Stats, Error> {
+    pub(crate) fn stats(&self) -> Result<Stats, Error> {
         let counts = self.read.counts()?;
         Ok(Stats {
             log_length: self.read.head()?,

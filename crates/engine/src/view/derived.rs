@@ -11,15 +11,21 @@
 //!   names it, so they are shown only when every such record is visible; otherwise they are
 //!   omitted (not recomputed).
 //!
+//! - a **topic**, **memory session** or **outcome** groups decision memories: a topic or
+//!   memory session is visible when one of its memories is, an outcome when its memory is; a
+//!   topic's `memory_count`, `latest_decision` and `latest_decision_at` fold every memory about
+//!   it, so they are shown only when every one is visible (and a topic's evolution, which
+//!   starts at its latest decision, is withheld when that decision is hidden).
+//!
 //! The work is bounded: at most [`MAX_SUMMARY_SOURCES`] edges under one summary and
 //! [`MAX_ENTITY_SOURCES`] records naming one entity are read. Past the bound, what could not be
 //! decided is withheld (the summary, the entity, or the entity's counts).
 
 use ctxgraph_ontology::graph::{Node, NodeKey};
-use ctxgraph_projection::RECEIPT;
+use ctxgraph_projection::{MEMORY_SESSION, OUTCOME, RECEIPT, TOPIC};
 use ctxgraph_store::GraphReader;
 
-use super::Scoped;
+use super::Reader;
 use crate::error::Error;
 
 /// Most `SUMMARIZES` edges read under one summary, all levels together.
@@ -32,6 +38,8 @@ const MAX_ENTITY_SOURCES: usize = 1_000;
 const FIRST_ENTITY_SOURCES: usize = 16;
 /// The entity properties that fold every record naming it.
 const ENTITY_COUNTS: [&str; 3] = ["mention_count", "first_seen", "last_seen"];
+/// The topic properties that fold every memory about it.
+const TOPIC_COUNTS: [&str; 3] = ["memory_count", "latest_decision", "latest_decision_at"];
 
 /// The edges by which a record names an entity, as `(edge type, outgoing from the entity)`:
 /// an event's reference, a fact's subject or object, a sentence's mention, a receipt's input, a
@@ -59,13 +67,13 @@ enum Walk {
     Undecided,
 }
 
-impl Scoped<'_, '_> {
+impl Reader<'_> {
     /// Whether a summary may be shown: every event below it, at any depth, is visible.
     pub(super) fn summary_visible(&self, summary: &NodeKey) -> Result<bool, Error> {
         self.summary_within(summary, MAX_SUMMARY_SOURCES)
     }
 
-    /// [`Scoped::summary_visible`] reading at most `budget` edges.
+    /// [`Reader::summary_visible`] reading at most `budget` edges.
     fn summary_within(&self, summary: &NodeKey, mut budget: usize) -> Result<bool, Error> {
         Ok(self.walk_summary(summary, &mut budget, 0)? == Walk::Visible)
     }
@@ -138,6 +146,58 @@ impl Scoped<'_, '_> {
         Ok(visible)
     }
 
+    /// Whether a node that groups memories may be shown: a topic (its memories are `ABOUT` it)
+    /// or a memory session (`IN_SESSION`) when one of its memories is visible (among the first
+    /// [`MAX_ENTITY_SOURCES`]), an outcome (`OUTCOME_OF` its memory) when its memory is.
+    pub(super) fn memory_group_visible(&self, key: &NodeKey) -> Result<bool, Error> {
+        if let Some(&known) = self.verdicts.borrow().get(key) {
+            return Ok(known);
+        }
+        let (edge_type, outgoing) = match key.label.as_str() {
+            OUTCOME => ("OUTCOME_OF", true),
+            MEMORY_SESSION => ("IN_SESSION", false),
+            _ => ("ABOUT", false),
+        };
+        let mut visible = false;
+        for memory in self.grouped_memories(key, edge_type, outgoing, MAX_ENTITY_SOURCES)? {
+            if self.who.allows(&memory).is_ok() {
+                visible = true;
+                break;
+            }
+        }
+        self.verdicts.borrow_mut().insert(key.clone(), visible);
+        Ok(visible)
+    }
+
+    /// Up to `limit` memories joined to `key` by `edge_type` (out of it when `outgoing`).
+    fn grouped_memories(
+        &self,
+        key: &NodeKey,
+        edge_type: &str,
+        outgoing: bool,
+        limit: usize,
+    ) -> Result<Vec<Node>, Error> {
+        let weight = |t: &str, out: bool| if t == edge_type && out == outgoing { 1.0 } else { 0.0 };
+        let mut out = Vec::new();
+        for (_, edge, out_edge) in self.snap.read.heaviest_edges(key, &weight, limit)? {
+            let other = if out_edge { &edge.key.to } else { &edge.key.from };
+            if let Some(n) = self.snap.read.node(other)? {
+                out.push(n);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether a topic's count and latest decision may be shown: every memory about it (at
+    /// most [`MAX_ENTITY_SOURCES`]) is visible.
+    fn topic_counts_visible(&self, topic: &NodeKey) -> Result<bool, Error> {
+        let memories = self.grouped_memories(topic, "ABOUT", false, MAX_ENTITY_SOURCES + 1)?;
+        if memories.len() > MAX_ENTITY_SOURCES {
+            return Ok(false);
+        }
+        Ok(memories.iter().all(|m| self.who.allows(m).is_ok()))
+    }
+
     /// Whether an entity's counts and times may be shown: its count is at most
     /// [`MAX_ENTITY_SOURCES`], and so are the records naming it, every one of them visible.
     fn entity_counts_visible(&self, entity: &Node) -> Result<bool, Error> {
@@ -159,17 +219,20 @@ impl Scoped<'_, '_> {
         Ok(true)
     }
 
-    /// The node as this principal may see it: an entity without [`ENTITY_COUNTS`] when they
-    /// would reveal a record it may not see; any other node unchanged. The caller has checked
-    /// that the node is visible.
+    /// The node as this principal may see it: an entity without [`ENTITY_COUNTS`], a topic
+    /// without [`TOPIC_COUNTS`], when they would reveal a record it may not see; any other node
+    /// unchanged. The caller has checked that the node is visible.
     pub(super) fn redact(&self, mut node: Node) -> Result<Node, Error> {
-        if self.who.is_owner() || node.key.label != "Entity" {
+        if self.who.is_owner() {
             return Ok(node);
         }
-        if !self.entity_counts_visible(&node)? {
-            for p in ENTITY_COUNTS {
-                node.props.remove(p);
-            }
+        let hidden: &[&str] = match node.key.label.as_str() {
+            "Entity" if !self.entity_counts_visible(&node)? => &ENTITY_COUNTS,
+            TOPIC if !self.topic_counts_visible(&node.key)? => &TOPIC_COUNTS,
+            _ => &[],
+        };
+        for p in hidden {
+            node.props.remove(*p);
         }
         Ok(node)
     }
@@ -228,13 +291,14 @@ mod tests {
         e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
         e.enrich(&mut |_, _| {}).unwrap();
         e.consolidate().unwrap();
-        let snap = e.snapshot().unwrap();
         let who = Principal::new("v", "default", ["viewer".to_owned()]).unwrap();
+        // A fresh reader each time: a reader remembers its verdicts for its request.
+        let within = |key: &NodeKey, budget| e.reader(&who).unwrap().summary_within(key, budget);
         let day = NodeKey::new("Summary", "day:2026-11-20");
-        assert!(snap.scoped(&who).summary_within(&day, 8).unwrap());
-        assert!(!snap.scoped(&who).summary_within(&day, 7).unwrap(), "undecided: withheld");
+        assert!(within(&day, 8).unwrap());
+        assert!(!within(&day, 7).unwrap(), "undecided: withheld");
         let session = NodeKey::new("Summary", "session:s0");
-        assert!(!snap.scoped(&who).summary_within(&session, 2).unwrap());
-        assert!(snap.scoped(&who).summary_within(&session, 3).unwrap());
+        assert!(!within(&session, 2).unwrap());
+        assert!(within(&session, 3).unwrap());
     }
 }
