@@ -71,7 +71,7 @@ fn a_principal_sees_only_what_its_roles_allow() {
 }
 
 #[test]
-fn writes_need_a_writing_role_and_unscoped_reads_are_refused() {
+fn writes_need_a_writing_role_and_the_owners_reads_are_refused() {
     let (d, file) = setup();
     let before = d.store_files();
     let out = d.cmd(&["--as", "viewer", "ingest", &file]).output().unwrap();
@@ -79,9 +79,21 @@ fn writes_need_a_writing_role_and_unscoped_reads_are_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("access.forbidden"), "{out:?}");
     assert_eq!(d.store_files(), before, "a refused write changes nothing");
     d.cmd(&["--as", "op", "ingest", &file]).assert().success();
-    let out = d.cmd(&["--as", "op", "neighbors", "e1"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("access.unscoped_command"), "{out:?}");
+    // Graph reads go through the principal's reader: no edge to what it may not see.
+    let edges = |who: &str| -> String {
+        let out = d.cmd(&["--as", who, "neighbors", "e1", "--json"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(edges("op").contains("\"e2\""), "{}", edges("op"));
+    assert!(!edges("viewer").contains("\"e2\""), "{}", edges("viewer"));
+    let view = d.cmd(&["--as", "viewer", "view", "temporal", "--json"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&view.stdout).contains("\"e2\""), "{view:?}");
+    // The log and rebuilding derived data are the owner's.
+    for args in [&["log"][..], &["reproject"][..]] {
+        let out = d.cmd(&[&["--as", "op"][..], args].concat()).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("access.owner_only"), "{out:?}");
+    }
     let out = d.cmd(&["--as", "nobody", "stats"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("access.unknown_principal"), "{out:?}");
