@@ -1,9 +1,10 @@
 //! Principals and the access policy: who is asking, and what they may see.
 //!
 //! A [`Principal`] has a name, a tenant and roles. Tenants are separate stores (a server keeps
-//! one file per tenant), so no read or write can cross them; inside a store, every read an
-//! interface makes goes through [`Snapshot::scoped`], the one choke point, which applies
-//! [`Principal::allows`] to every node before it is returned, counted or walked through.
+//! one file per tenant), so no read or write can cross them; inside a store, every read goes
+//! through a [`crate::Reader`] made for one principal (the engine has no other way out for
+//! reads), which applies [`Principal::allows`] to every node before it is returned, counted or
+//! walked through.
 //!
 //! The policy reads the scope and PII properties that events and memories carry (see
 //! `ctxgraph_ontology::Scope`). In order, a node is hidden from a principal when:
@@ -18,7 +19,7 @@
 //! The store's owner ([`Principal::local`], the CLI without `--as`) is not checked.
 //!
 //! Records without scope (facts, documents, slots, types) are visible to everyone in the tenant.
-//! Nodes derived from records are decided from their sources (see [`Scoped::may_see`]): a
+//! Nodes derived from records are decided from their sources (see [`crate::Reader::may_see`]): a
 //! summary is hidden when any event below it is hidden, an entity when no record naming it is
 //! visible (and its counts and times are left out when some are hidden), a decision receipt
 //! when any event it cites is hidden: the same rule for every listing, search and recall.

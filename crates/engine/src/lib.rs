@@ -7,24 +7,25 @@
 //! - [`Engine`] accepts writes: [`Engine::ingest_jsonl`], [`Engine::ingest_batch`],
 //!   [`Engine::add_schema_module`], [`Engine::reproject`], [`Engine::decide_entities`].
 //! - Decision memory (seed 003): [`Engine::save_memories`] and [`Engine::link_memories`] write;
-//!   [`Snapshot::evolution`], [`Snapshot::impact`], [`Snapshot::memory_context`] and
-//!   [`Snapshot::rollup`] read.
+//!   [`Reader::evolution`], [`Reader::impact`], [`Reader::memory_context`] and
+//!   [`Reader::rollup`] read.
 //! - Knowledge: [`Engine::record_fact`], [`Engine::retract_fact`] and [`Engine::add_document`]
-//!   write facts and source documents; [`Snapshot::facts`], [`Snapshot::facts_about`],
-//!   [`Snapshot::contradictions`] and [`Snapshot::document`] read them.
+//!   write facts and source documents; [`Reader::facts`], [`Reader::facts_about`],
+//!   [`Reader::contradictions`] and [`Reader::document`] read them.
 //! - Conversations become event records with [`parse_messages`] (chat messages as JSONL) or
 //!   [`locomo_conversations`] (the LoCoMo benchmark's format), ingested by [`Engine::import`].
 //! - Types, slots, checklists and goals (seed 001): [`Engine::declare_type`],
 //!   [`Engine::add_instance`], [`Engine::set_slot`], [`Engine::define_checklist`],
-//!   [`Engine::add_goal`]; [`Snapshot::check_checklist`] and [`Snapshot::next_slot`] (expected
+//!   [`Engine::add_goal`]; [`Reader::check_checklist`] and [`Reader::next_slot`] (expected
 //!   information gain, see [`information_gain`]).
-//! - Decision receipts (seed 004): [`Engine::add_receipts`] writes; [`Snapshot::receipts`]
+//! - Decision receipts (seed 004): [`Engine::add_receipts`] writes; [`Reader::receipts`]
 //!   queries by task, actor, time window and policy result.
 //! - Forgetting: [`Engine::forget`] removes an event, a session or a memory from the stored
-//!   data and leaves a forget record; [`Snapshot::forgotten`] is the audit.
+//!   data and leaves a forget record; [`Reader::forgotten`] is the audit.
 //! - Access tracking: [`Engine::recall`] notes the events it returns in an [`AccessTracker`];
 //!   [`Engine::flush_access`] writes them as one `access` record that feeds salience.
-//! - [`Engine::snapshot`] gives a [`Snapshot`] for consistent reads.
+//! - [`Engine::reader`] gives a [`Reader`]: one consistent snapshot as one principal may see it,
+//!   the only way reads leave the engine ([`Engine::owner_reader`] for the store's owner).
 //!
 //! ```no_run
 //! use ctxgraph::{Engine, EngineOptions, OpenMode};

@@ -3,7 +3,7 @@
 //!
 //! - [`Service`]: a data directory (principal registry + one store per tenant); one async
 //!   function per operation, taking the [`ctxgraph::Principal`] and a request type of [`wire`].
-//!   Writes need a writing role; reads go through [`ctxgraph::Scoped`], the policy choke point.
+//!   Writes need a writing role; reads go through the caller's [`ctxgraph::Reader`], the policy choke point.
 //! - [`http::router`]: the `/v1` routes, `/openapi.json`, health, readiness, metrics, and the
 //!   MCP endpoint `/mcp`; [`serve`] runs it with graceful shutdown.
 //! - [`mcp::Tools`]: the MCP tools; [`serve_stdio`] runs them over stdin/stdout.
