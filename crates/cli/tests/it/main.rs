@@ -23,6 +23,7 @@ mod memory;
 mod otlp;
 mod recall_interfaces;
 mod receipt;
+mod scope_interfaces;
 mod semantic;
 mod server;
 mod slots;
