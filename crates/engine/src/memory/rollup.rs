@@ -115,12 +115,15 @@ impl Snapshot<'_> {
         Ok(facts)
     }
 
-    /// The rollup of `[since_ns, until_ns)`; see the module docs.
+    /// The rollup of `[since_ns, until_ns)` over the memories `keep` accepts; see the module
+    /// docs. A memory is superseded only by one that is kept, so a decision whose successor
+    /// the caller may not see is still open to it.
     pub(crate) fn rollup(
         &self,
         since_ns: i64,
         until_ns: i64,
         options: &RollupOptions,
+        keep: &mut dyn FnMut(&str) -> Result<bool, Error>,
     ) -> Result<Rollup, Error> {
         let t = TraversalOptions { as_of_ns: Some(until_ns), ..options.traversal.clone() };
         let as_of = until_ns;
@@ -136,7 +139,7 @@ impl Snapshot<'_> {
         };
         let mut unimplemented = Vec::new();
         for m in all_memories(&self.read)? {
-            if m.created_at_ns >= until_ns {
+            if m.created_at_ns >= until_ns || !keep(&m.id)? {
                 continue;
             }
             if m.kind == "decision" && m.created_at_ns >= since_ns {
@@ -157,7 +160,9 @@ impl Snapshot<'_> {
                 if t.links.effective(&e, vote, as_of).is_none() {
                     continue;
                 }
-                if self.memory(&e.key.from.id)?.is_some_and(|s| s.created_at_ns < until_ns) {
+                if keep(&e.key.from.id)?
+                    && self.memory(&e.key.from.id)?.is_some_and(|s| s.created_at_ns < until_ns)
+                {
                     superseded = true;
                     break;
                 }

@@ -17,6 +17,9 @@
 //!   it, so they are shown only when every one is visible (and a topic's evolution, which
 //!   starts at its latest decision, is withheld when that decision is hidden).
 //!
+//! - a **task**, **actor**, **policy** or **policy exception** exists because receipts name
+//!   it: it is visible when one of those receipts is.
+//!
 //! The work is bounded: at most [`MAX_SUMMARY_SOURCES`] edges under one summary and
 //! [`MAX_ENTITY_SOURCES`] records naming one entity are read. Past the bound, what could not be
 //! decided is withheld (the summary, the entity, or the entity's counts).
@@ -161,6 +164,31 @@ impl Reader<'_> {
         let mut visible = false;
         for memory in self.grouped_memories(key, edge_type, outgoing, MAX_ENTITY_SOURCES)? {
             if self.who.allows(&memory).is_ok() {
+                visible = true;
+                break;
+            }
+        }
+        self.verdicts.borrow_mut().insert(key.clone(), visible);
+        Ok(visible)
+    }
+
+    /// Whether a node only decision receipts point at may be shown (a task, an actor, a policy,
+    /// a policy exception: each holds nothing but its id): when one of the receipts pointing at
+    /// it (among the first [`MAX_ENTITY_SOURCES`]) is visible, which a receipt is when its own
+    /// scope and every event it cites are.
+    pub(super) fn receipt_part_visible(&self, key: &NodeKey) -> Result<bool, Error> {
+        if let Some(&known) = self.verdicts.borrow().get(key) {
+            return Ok(known);
+        }
+        let from_receipt = |_: &str, out: bool| if out { 0.0 } else { 1.0 };
+        let mut visible = false;
+        for (_, edge, _) in self.snap.read.heaviest_edges(key, &from_receipt, MAX_ENTITY_SOURCES)? {
+            if edge.key.from.label != RECEIPT {
+                continue;
+            }
+            if let Some(r) = self.snap.read.node(&edge.key.from)?
+                && self.source_visible(&r)?
+            {
                 visible = true;
                 break;
             }

@@ -103,6 +103,7 @@ impl Reader<'_> {
             ctxgraph_projection::TOPIC
             | ctxgraph_projection::MEMORY_SESSION
             | ctxgraph_projection::OUTCOME => self.memory_group_visible(&node.key),
+            "Task" | "Actor" | "Policy" | "PolicyException" => self.receipt_part_visible(&node.key),
             _ => Ok(true),
         }
     }
@@ -376,41 +377,15 @@ impl Reader<'_> {
         Ok(MemoryContext { hits: ctx.hits, evolution, evidence, outcomes })
     }
 
-    /// The weekly rollup over visible memories.
+    /// The weekly rollup over the visible memories only: a hidden memory is not listed,
+    /// counted, nor taken to supersede a visible one.
     pub fn rollup(
         &self,
         since_ns: i64,
         until_ns: i64,
         options: &RollupOptions,
     ) -> Result<Rollup, Error> {
-        let mut r = self.snap.rollup(since_ns, until_ns, options)?;
-        if self.who.is_owner() {
-            return Ok(r);
-        }
-        r.decisions = self.visible_views(r.decisions)?;
-        r.open = self.visible_views(r.open)?;
-        let mut outcomes = Vec::new();
-        for o in r.outcomes {
-            if self.memory_visible(&o.memory_id)? {
-                outcomes.push(o);
-            }
-        }
-        r.outcomes = outcomes;
-        let mut blocked = Vec::new();
-        for b in r.blocked {
-            if self.memory_visible(&b.memory.id)? {
-                blocked.push(b);
-            }
-        }
-        r.blocked = blocked;
-        let mut actions = Vec::new();
-        for a in r.next_actions {
-            if self.memory_visible(&a.memory_id)? {
-                actions.push(a);
-            }
-        }
-        r.next_actions = actions;
-        Ok(r)
+        self.snap.rollup(since_ns, until_ns, options, &mut |id| self.memory_visible(id))
     }
 
     /// Decision receipts, each only when the principal may see the receipt node and every
@@ -478,16 +453,6 @@ impl Reader<'_> {
         for id in ids {
             if self.memory_visible(&id)? {
                 out.push(id);
-            }
-        }
-        Ok(out)
-    }
-
-    fn visible_views(&self, views: Vec<MemoryView>) -> Result<Vec<MemoryView>, Error> {
-        let mut out = Vec::new();
-        for v in views {
-            if self.memory_visible(&v.id)? {
-                out.push(v);
             }
         }
         Ok(out)

@@ -74,7 +74,7 @@ fn build(
     events: &[(ScopeSpec, usize, usize)],
     memories: &[ScopeSpec],
 ) -> (tempfile::TempDir, Engine) {
-    build_kept(events, memories, &|_| true)
+    build_kept(events, memories, &[], &|_| true)
 }
 
 /// The store of [`build`] with only the records whose id `keep` accepts (`e{i}`, `m{i}`): the
@@ -83,6 +83,7 @@ fn build(
 fn build_kept(
     events: &[(ScopeSpec, usize, usize)],
     memories: &[ScopeSpec],
+    receipts: &[(usize, usize)],
     keep: &dyn Fn(&str) -> bool,
 ) -> (tempfile::TempDir, Engine) {
     let (dir, mut e) = engine();
@@ -136,6 +137,27 @@ fn build_kept(
     }
     for r in e.save_memories(&records).unwrap() {
         r.unwrap();
+    }
+    // Decision receipts citing two events each; a receipt citing a dropped event is dropped
+    // (a receipt may cite only events that exist).
+    let mut valid = Vec::new();
+    for (j, (a, b)) in receipts.iter().enumerate() {
+        let cited = [format!("e{}", a % events.len()), format!("e{}", b % events.len())];
+        if !cited.iter().all(|id| keep(id)) {
+            continue;
+        }
+        let receipt = json!({"record_type": "receipt", "receipt_id": format!("r{j}"),
+            "task": format!("task{}", j % 2), "actor": format!("user/a{}", j % 2),
+            "referenced_inputs": {"events": cited},
+            "policies_checked": [{"id": format!("policy/p{}", j % 3), "result": "allow"}],
+            "action": "approve", "outcome": {"status": "success"},
+            "timestamps": {"requested": "2026-11-20T12:00:00Z", "committed": format!("2026-11-20T12:{j:02}:00Z")}});
+        valid.push(e.validate(&receipt.to_string()).unwrap());
+    }
+    if !valid.is_empty() {
+        for r in e.add_receipts(&valid).unwrap() {
+            r.unwrap();
+        }
     }
     e.enrich(&mut |_, _| {}).unwrap();
     e.consolidate().unwrap();
@@ -203,6 +225,22 @@ impl Oracle {
             for n in snap.nodes(label, None, 10_000).unwrap() {
                 let members = snap.edges(&n.key, Some(edge), Direction::In).unwrap();
                 if members.iter().all(|e| o.hidden.contains(&e.key.from)) {
+                    o.hidden.insert(n.key.clone());
+                }
+            }
+        }
+        // A receipt is hidden when an event it cites is; its task, actors, policies and
+        // exceptions when every receipt naming them is.
+        for n in snap.nodes("DecisionReceipt", None, 10_000).unwrap() {
+            let cited = snap.edges(&n.key, Some("USED_INPUT"), Direction::Out).unwrap();
+            if cited.iter().any(|e| o.hidden.contains(&e.key.to)) {
+                o.hidden.insert(n.key.clone());
+            }
+        }
+        for label in ["Task", "Actor", "Policy", "PolicyException"] {
+            for n in snap.nodes(label, None, 10_000).unwrap() {
+                let naming = snap.edges(&n.key, None, Direction::In).unwrap();
+                if naming.iter().all(|e| o.hidden.contains(&e.key.from)) {
                     o.hidden.insert(n.key.clone());
                 }
             }
@@ -389,14 +427,15 @@ proptest! {
     fn every_read_equals_the_read_of_the_filtered_graph(
         events in prop::collection::vec((spec(), 0usize..30, 0usize..8), 6..30),
         memories in prop::collection::vec(spec(), 1..5),
+        receipts in prop::collection::vec((0usize..30, 0usize..30), 0..4),
         roles in prop::collection::btree_set(0usize..5, 0..3),
     ) {
-        let (_dir, e) = build(&events, &memories);
+        let (_dir, e) = build_kept(&events, &memories, &receipts, &|_| true);
         let who = Principal::new("p1", "default", roles.iter().map(|i| ROLES[*i].to_owned())).unwrap();
         let owner = e.owner_reader().unwrap();
         let oracle = Oracle::new(&owner, &who);
         let hidden = |k: &NodeKey| oracle.hidden.contains(k);
-        let (_fdir, f) = build_kept(&events, &memories, &|id: &str| {
+        let (_fdir, f) = build_kept(&events, &memories, &receipts, &|id: &str| {
             let label = if id.starts_with('e') { "Event" } else { "Memory" };
             !hidden(&NodeKey::new(label, id))
         });
@@ -464,9 +503,66 @@ proptest! {
             prop_assert_eq!(chain(reader.evolution("auth", &t).unwrap()), chain(filtered.evolution("auth", &t).unwrap()));
         }
 
+        // Receipts: those whose cited events are all visible, as the filtered store lists them.
+        let rids = |l: Vec<ctxgraph::ReceiptView>| l.into_iter().map(|r| r.record.receipt_id).collect::<Vec<_>>();
+        let all = ctxgraph::ReceiptQuery::default();
+        prop_assert_eq!(rids(reader.receipts(&all).unwrap()), rids(filtered.receipts(&all).unwrap()));
+
+        // Contextual memory search and the decision context: the same memories found (their
+        // order depends on the whole store's term statistics), the same chain.
+        let vector = e.embedder().unwrap().embed(&["use deploy for auth"]).unwrap().remove(0);
+        let options = ctxgraph::MemorySearchOptions { limit: 100, ..Default::default() };
+        let hit_ids = |h: Vec<ctxgraph::MemoryHit>| h.into_iter().map(|h| h.memory.id).collect::<BTreeSet<_>>();
+        prop_assert_eq!(
+            hit_ids(reader.search_memories("use deploy for auth", &vector, &options).unwrap()),
+            hit_ids(filtered.search_memories("use deploy for auth", &vector, &options).unwrap())
+        );
+        let got = reader.memory_context("use deploy for auth", &vector, &options).unwrap();
+        let want = filtered.memory_context("use deploy for auth", &vector, &options).unwrap();
+        prop_assert_eq!(hit_ids(got.hits), hit_ids(want.hits));
+        for o in &got.outcomes {
+            prop_assert!(!hidden(&NodeKey::new("Memory", o.memory_id.clone())));
+        }
+        for imp in &got.evidence {
+            prop_assert!(!hidden(&NodeKey::new("Memory", imp.start.id.clone())));
+            for item in &imp.items {
+                prop_assert!(!hidden(&NodeKey::new("Memory", item.memory.id.clone())));
+            }
+        }
+
+        // Impact from each visible memory walks what the filtered store's walk reaches.
+        for i in 0..memories.len() {
+            let id = format!("m{i}");
+            let reach = |imp: Option<ctxgraph::Impact>| imp.map(|i| {
+                let items: BTreeSet<(String, String)> = i.items.into_iter().map(|x| (x.memory.id, x.from)).collect();
+                let later: BTreeSet<String> = i.superseded_by.into_iter().map(|m| m.id).collect();
+                (items, later)
+            });
+            prop_assert_eq!(reach(reader.impact(&id, &t).unwrap()), reach(filtered.impact(&id, &t).unwrap()), "impact of {}", id);
+            let links = |r: &ctxgraph::Reader<'_>| r.memory_links(&id, &t).unwrap().into_iter().map(|(e, _)| e.key).collect::<BTreeSet<_>>();
+            let want: BTreeSet<_> = if hidden(&NodeKey::new("Memory", id.clone())) { BTreeSet::new() } else {
+                links(&owner).into_iter().filter(|k| !hidden(&k.from) && !hidden(&k.to)).collect()
+            };
+            prop_assert_eq!(links(&reader), want, "links of {}", id);
+        }
+
+        // The weekly rollup: the decisions and open ones of the filtered store.
+        let week = reader.rollup(0, i64::MAX, &ctxgraph::RollupOptions::default()).unwrap();
+        let fweek = filtered.rollup(0, i64::MAX, &ctxgraph::RollupOptions::default()).unwrap();
+        prop_assert_eq!(mids(week.decisions), mids(fweek.decisions));
+        prop_assert_eq!(mids(week.open), mids(fweek.open));
+
+        // Nearest neighbours: the owner's, less what is hidden, refilled to k.
+        let near = |r: &ctxgraph::Reader<'_>, k| r.nearest(&vector, k, e.options().search).unwrap()
+            .into_iter().map(|(n, _)| n.key).collect::<Vec<_>>();
+        let mut want: Vec<NodeKey> = near(&owner, 10_000).into_iter().filter(|k| !hidden(k)).collect();
+        want.truncate(10);
+        prop_assert_eq!(near(&reader, 10), want);
+
         // What the store derives from all its records: every node of every kind, every edge of
         // a node, and every edge of every type, as the owner sees them less what is hidden.
-        for label in ["Event", "Memory", "Summary", "Entity", "Topic", "MemorySession"] {
+        for label in ["Event", "Memory", "Summary", "Entity", "Topic", "MemorySession", "Outcome",
+            "DecisionReceipt", "Task", "Actor", "Policy", "PolicyException"] {
             let all = owner.nodes(label, None, 10_000).unwrap();
             let want: Vec<NodeKey> = all.iter().map(|n| n.key.clone()).filter(|k| !hidden(k)).collect();
             let got: Vec<NodeKey> = reader.nodes(label, None, 10_000).unwrap().into_iter().map(|n| n.key).collect();
@@ -485,7 +581,8 @@ proptest! {
                 prop_assert_eq!(edges(&reader), want, "edges of {}", n.key);
             }
         }
-        for edge_type in ["FOLLOWS", "CAUSED_BY", "REFERENCES", "SIMILAR_TO", "SUMMARIZES", "SUPERSEDES", "ABOUT"] {
+        for edge_type in ["FOLLOWS", "CAUSED_BY", "REFERENCES", "SIMILAR_TO", "SUMMARIZES", "SUPERSEDES",
+            "ABOUT", "RELATES_TO", "TEMPORAL", "USED_INPUT", "FOR_TASK", "ACTED_BY", "CHECKED_POLICY"] {
             let keys = |r: &ctxgraph::Reader<'_>| r.edges_of_type(edge_type, None, 10_000).unwrap()
                 .into_iter().map(|e| e.key).collect::<Vec<_>>();
             let want: Vec<_> = keys(&owner).into_iter().filter(|k| !hidden(&k.from) && !hidden(&k.to)).collect();
