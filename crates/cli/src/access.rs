@@ -75,7 +75,7 @@ fn kind(command: &Command) -> Kind {
         | Command::View { .. }
         | Command::Log { .. } => Kind::Scoped,
         Command::Schema(c) => match c {
-            SchemaCommand::Show { .. } | SchemaCommand::Check { .. } => Kind::Scoped,
+            SchemaCommand::Show | SchemaCommand::Check { .. } => Kind::Scoped,
             SchemaCommand::Add { .. } => Kind::Maintenance,
         },
         Command::Entities(c) => match c {
@@ -84,7 +84,7 @@ fn kind(command: &Command) -> Kind {
             EntitiesCommand::Resolve { .. } => Kind::Maintenance,
         },
         Command::Type(c) => match c {
-            TypeCommand::List { .. } => Kind::Scoped,
+            TypeCommand::List => Kind::Scoped,
             TypeCommand::Add { .. } | TypeCommand::Instance { .. } => Kind::Write,
         },
         Command::Slot(c) => match c {
@@ -92,7 +92,7 @@ fn kind(command: &Command) -> Kind {
             SlotCommand::Set { .. } => Kind::Write,
         },
         Command::Checklist(c) => match c {
-            ChecklistCommand::List { .. }
+            ChecklistCommand::List
             | ChecklistCommand::Check { .. }
             | ChecklistCommand::Next { .. } => Kind::Scoped,
             ChecklistCommand::Define { .. } => Kind::Write,
@@ -102,7 +102,7 @@ fn kind(command: &Command) -> Kind {
             GoalCommand::Add { .. } => Kind::Write,
         },
         Command::Doc(c) => match c {
-            DocCommand::Show { .. } | DocCommand::List { .. } => Kind::Scoped,
+            DocCommand::Show { .. } | DocCommand::List => Kind::Scoped,
             DocCommand::Add { .. } => Kind::Write,
         },
         Command::Demo
