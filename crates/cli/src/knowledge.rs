@@ -211,9 +211,14 @@ fn retract(
 }
 
 /// The entity id a forgiving name stands for, or an error naming the candidates.
-fn entity_arg(engine: &Engine, name: &str, entity_type: Option<&str>) -> anyhow::Result<String> {
+fn entity_arg(
+    cli: &Cli,
+    engine: &Engine,
+    name: &str,
+    entity_type: Option<&str>,
+) -> anyhow::Result<String> {
     let input = EntityInput { name: name.to_owned(), entity_type: entity_type.map(str::to_owned) };
-    match engine.resolve_entity(&input)? {
+    match engine.resolve_entity(&crate::access::principal(cli)?, &input)? {
         Resolution::Resolved(e, _) if e.via != "created" => Ok(e.id),
         Resolution::Resolved(..) | Resolution::Unknown => {
             anyhow::bail!("no entity matches `{name}` (`ctxgraph search` finds entities by name)")
@@ -233,7 +238,7 @@ fn list(
     all: bool,
 ) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let subject = subject.map(|s| entity_arg(&engine, s, None)).transpose()?;
+    let subject = subject.map(|s| entity_arg(cli, &engine, s, None)).transpose()?;
     let query = FactQuery {
         as_of: time_arg("--as-of", as_of)?,
         subject,
@@ -262,7 +267,7 @@ fn about(
     as_of: Option<&str>,
 ) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let id = entity_arg(&engine, name, entity_type)?;
+    let id = entity_arg(cli, &engine, name, entity_type)?;
     let as_of = time_arg("--as-of", as_of)?;
     let facts = crate::reader(cli, &engine)?.facts_about(&id, as_of.as_deref())?;
     if cli.json {

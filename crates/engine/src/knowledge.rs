@@ -203,8 +203,38 @@ pub(crate) fn unknown_fact(
 }
 
 impl Engine {
-    /// Resolve a name to an entity as [`Engine::record_fact`] would, without writing anything.
-    pub fn resolve_entity(&self, input: &EntityInput) -> Result<Resolution, Error> {
+    /// Resolve a name to an entity as [`Engine::record_fact`] would, without writing anything,
+    /// as `who` may see the entities: one it may not see is neither matched nor listed among
+    /// the candidates of an ambiguous name.
+    pub fn resolve_entity(
+        &self,
+        who: &crate::Principal,
+        input: &EntityInput,
+    ) -> Result<Resolution, Error> {
+        let resolution = self.resolve_entity_unscoped(input)?;
+        let reader = self.reader(who)?;
+        let visible = |id: &str| -> Result<bool, Error> {
+            Ok(reader.node(&ctxgraph_ontology::graph::NodeKey::new("Entity", id))?.is_some())
+        };
+        Ok(match resolution {
+            Resolution::Resolved(r, _) if r.via != "created" && !visible(&r.id)? => {
+                Resolution::Unknown
+            }
+            Resolution::Ambiguous(list) => {
+                let mut kept = Vec::new();
+                for c in list {
+                    if visible(&c.id)? {
+                        kept.push(c);
+                    }
+                }
+                if kept.is_empty() { Resolution::Unknown } else { Resolution::Ambiguous(kept) }
+            }
+            other @ (Resolution::Resolved(..) | Resolution::Unknown) => other,
+        })
+    }
+
+    /// The resolution over every entity, before the caller's view is applied.
+    fn resolve_entity_unscoped(&self, input: &EntityInput) -> Result<Resolution, Error> {
         let embedder = self.embedder()?;
         let entity_type = match &input.entity_type {
             Some(t) => Some(
@@ -249,7 +279,7 @@ impl Engine {
     /// again.source = Some("hr export".into());
     /// let outcome = engine.record_fact(&again)?;
     /// assert_eq!(outcome.fact_id, "user:alice|reports_to|user:bob");
-    /// let facts = engine.snapshot()?.facts(&FactQuery::default())?;
+    /// let facts = engine.owner_reader()?.facts(&FactQuery::default())?;
     /// assert!((facts[0].confidence - 0.8).abs() < 1e-9); // noisy-or: 1 - 0.4 × 0.5
     /// assert_eq!(facts[0].sources, ["hr export", "org chart"]);
     /// # Ok(())

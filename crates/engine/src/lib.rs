@@ -35,8 +35,10 @@
 //!   "session_id":"s1","agent_id":"planner","trace_id":"t1","tool_name":"sql_query","status":"failed"}"#;
 //! let report = engine.ingest_jsonl(line.as_bytes(), &Default::default(), &mut |_| {})?;
 //! assert_eq!(report.accepted, 1);
-//! let snapshot = engine.snapshot()?;
-//! assert!(snapshot.event("e1")?.is_some());
+//! assert!(engine.owner_reader()?.event("e1")?.is_some());
+//! // A principal sees only what its roles and the records' scopes allow.
+//! let viewer = ctxgraph::Principal::new("viewer", "default", ["viewer".to_owned()])?;
+//! assert!(engine.reader(&viewer)?.event("e1")?.is_some());
 //! # Ok(())
 //! # }
 //! ```

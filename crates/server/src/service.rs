@@ -912,7 +912,7 @@ impl Service {
                     format!("no entity matches {:?}", req.entity),
                 )
             };
-            let resolution = e.resolve_entity(&input)?;
+            let resolution = e.resolve_entity(who, &input)?;
             let scoped = e.reader(who)?;
             let entity = |id: &str| scoped.node(&NodeKey::new("Entity", id));
             // Only entities the principal may see are matched, named or counted.

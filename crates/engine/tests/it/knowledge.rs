@@ -136,8 +136,11 @@ fn validity_windows_answer_what_was_true_on_a_date() {
 fn names_resolve_by_alias_forms_and_ambiguity_is_reported_not_guessed() {
     let (_d, mut e) = seeded();
     let resolve = |e: &Engine, name: &str, t: Option<&str>| {
-        e.resolve_entity(&EntityInput { name: name.into(), entity_type: t.map(Into::into) })
-            .unwrap()
+        e.resolve_entity(
+            &ctxgraph::Principal::local(),
+            &EntityInput { name: name.into(), entity_type: t.map(Into::into) },
+        )
+        .unwrap()
     };
     let via = |r: Resolution| match r {
         Resolution::Resolved(x, _) => (x.id, x.via),
