@@ -153,23 +153,15 @@ impl Reader<'_> {
     /// or a memory session (`IN_SESSION`) when one of its memories is visible (among the first
     /// [`MAX_ENTITY_SOURCES`]), an outcome (`OUTCOME_OF` its memory) when its memory is.
     pub(super) fn memory_group_visible(&self, key: &NodeKey) -> Result<bool, Error> {
-        if let Some(&known) = self.verdicts.borrow().get(key) {
-            return Ok(known);
-        }
-        let (edge_type, outgoing) = match key.label.as_str() {
-            OUTCOME => ("OUTCOME_OF", true),
-            MEMORY_SESSION => ("IN_SESSION", false),
-            _ => ("ABOUT", false),
-        };
-        let mut visible = false;
-        for memory in self.grouped_memories(key, edge_type, outgoing, MAX_ENTITY_SOURCES)? {
-            if self.who.allows(&memory).is_ok() {
-                visible = true;
-                break;
-            }
-        }
-        self.verdicts.borrow_mut().insert(key.clone(), visible);
-        Ok(visible)
+        self.remembered(key, || {
+            let (edge_type, outgoing) = match key.label.as_str() {
+                OUTCOME => ("OUTCOME_OF", true),
+                MEMORY_SESSION => ("IN_SESSION", false),
+                _ => ("ABOUT", false),
+            };
+            let memories = self.grouped_memories(key, edge_type, outgoing, MAX_ENTITY_SOURCES)?;
+            Ok(memories.iter().any(|m| self.who.allows(m).is_ok()))
+        })
     }
 
     /// Whether a node only decision receipts point at may be shown (a task, an actor, a policy,
@@ -177,24 +169,29 @@ impl Reader<'_> {
     /// it (among the first [`MAX_ENTITY_SOURCES`]) is visible, which a receipt is when its own
     /// scope and every event it cites are.
     pub(super) fn receipt_part_visible(&self, key: &NodeKey) -> Result<bool, Error> {
+        self.remembered(key, || {
+            let into = |_: &str, out: bool| if out { 0.0 } else { 1.0 };
+            for r in self.joined(key, &into, MAX_ENTITY_SOURCES)? {
+                if r.key.label == RECEIPT && self.source_visible(&r)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })
+    }
+
+    /// The verdict on `key` remembered for this request, or `decide`'s, then remembered.
+    fn remembered(
+        &self,
+        key: &NodeKey,
+        decide: impl FnOnce() -> Result<bool, Error>,
+    ) -> Result<bool, Error> {
         if let Some(&known) = self.verdicts.borrow().get(key) {
             return Ok(known);
         }
-        let from_receipt = |_: &str, out: bool| if out { 0.0 } else { 1.0 };
-        let mut visible = false;
-        for (_, edge, _) in self.snap.read.heaviest_edges(key, &from_receipt, MAX_ENTITY_SOURCES)? {
-            if edge.key.from.label != RECEIPT {
-                continue;
-            }
-            if let Some(r) = self.snap.read.node(&edge.key.from)?
-                && self.source_visible(&r)?
-            {
-                visible = true;
-                break;
-            }
-        }
-        self.verdicts.borrow_mut().insert(key.clone(), visible);
-        Ok(visible)
+        let verdict = decide()?;
+        self.verdicts.borrow_mut().insert(key.clone(), verdict);
+        Ok(verdict)
     }
 
     /// Up to `limit` memories joined to `key` by `edge_type` (out of it when `outgoing`).
@@ -206,9 +203,20 @@ impl Reader<'_> {
         limit: usize,
     ) -> Result<Vec<Node>, Error> {
         let weight = |t: &str, out: bool| if t == edge_type && out == outgoing { 1.0 } else { 0.0 };
+        self.joined(key, &weight, limit)
+    }
+
+    /// Up to `limit` nodes at the far end of `key`'s edges that `weight` (edge type, outgoing)
+    /// gives a positive weight, heaviest first, read by seeks that stop at the limit.
+    fn joined(
+        &self,
+        key: &NodeKey,
+        weight: &dyn Fn(&str, bool) -> f64,
+        limit: usize,
+    ) -> Result<Vec<Node>, Error> {
         let mut out = Vec::new();
-        for (_, edge, out_edge) in self.snap.read.heaviest_edges(key, &weight, limit)? {
-            let other = if out_edge { &edge.key.to } else { &edge.key.from };
+        for (_, edge, outgoing) in self.snap.read.heaviest_edges(key, weight, limit)? {
+            let other = if outgoing { &edge.key.to } else { &edge.key.from };
             if let Some(n) = self.snap.read.node(other)? {
                 out.push(n);
             }
@@ -270,14 +278,7 @@ impl Reader<'_> {
         let naming = |t: &str, out: bool| {
             if ENTITY_SOURCES.iter().any(|&(s, o)| s == t && o == out) { 1.0 } else { 0.0 }
         };
-        let mut out = Vec::new();
-        for (_, edge, outgoing) in self.snap.read.heaviest_edges(entity, &naming, limit)? {
-            let other = if outgoing { &edge.key.to } else { &edge.key.from };
-            if let Some(n) = self.snap.read.node(other)? {
-                out.push(n);
-            }
-        }
-        Ok(out)
+        self.joined(entity, &naming, limit)
     }
 
     /// Whether a record naming an entity is visible: its own policy, and for a decision receipt

@@ -59,22 +59,13 @@ impl Reader<'_> {
         if self.who.is_owner() {
             return self.snap.nodes(label, after, limit);
         }
-        let mut out = Vec::new();
-        let mut cursor = after.map(str::to_owned);
-        while out.len() < limit {
-            let page = self.snap.nodes(label, cursor.as_deref(), PAGE)?;
-            let Some(last) = page.last() else { break };
-            cursor = Some(last.key.id.clone());
-            for n in page {
-                if let Some(n) = self.shown(n)? {
-                    out.push(n);
-                    if out.len() == limit {
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(out)
+        refill(
+            limit,
+            after.map(str::to_owned),
+            |c| self.snap.nodes(label, c.map(String::as_str), PAGE),
+            |n| n.key.id.clone(),
+            |n| self.shown(n),
+        )
     }
 
     /// Visible events in id order, after `after`, at most `limit`.
@@ -93,22 +84,16 @@ impl Reader<'_> {
         if self.who.is_owner() {
             return self.snap.edges_of_type(edge_type, after, limit);
         }
-        let mut out = Vec::new();
-        let mut cursor = after.cloned();
-        while out.len() < limit {
-            let page = self.snap.edges_of_type(edge_type, cursor.as_ref(), PAGE)?;
-            let Some(last) = page.last() else { break };
-            cursor = Some(last.key.clone());
-            for e in page {
-                if self.node(&e.key.from)?.is_some() && self.node(&e.key.to)?.is_some() {
-                    out.push(e);
-                    if out.len() == limit {
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(out)
+        refill(
+            limit,
+            after.cloned(),
+            |c| self.snap.edges_of_type(edge_type, c, PAGE),
+            |e| e.key.clone(),
+            |e| {
+                let both = self.node(&e.key.from)?.is_some() && self.node(&e.key.to)?.is_some();
+                Ok(both.then_some(e))
+            },
+        )
     }
 
     /// The edges of a view (see [`View`]) the principal may see, as [`Reader::edges_of_type`].
@@ -165,4 +150,30 @@ impl Reader<'_> {
             want = want.saturating_mul(4);
         }
     }
+}
+
+/// Up to `limit` items of a listing read a page at a time after `cursor`, each as `keep` shows
+/// it (or drops it), so a page is never short because something in it was hidden.
+fn refill<T, C>(
+    limit: usize,
+    mut cursor: Option<C>,
+    mut page: impl FnMut(Option<&C>) -> Result<Vec<T>, Error>,
+    key: impl Fn(&T) -> C,
+    mut keep: impl FnMut(T) -> Result<Option<T>, Error>,
+) -> Result<Vec<T>, Error> {
+    let mut out = Vec::new();
+    while out.len() < limit {
+        let items = page(cursor.as_ref())?;
+        let Some(last) = items.last() else { break };
+        cursor = Some(key(last));
+        for item in items {
+            if let Some(item) = keep(item)? {
+                out.push(item);
+                if out.len() == limit {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
 }
