@@ -8,13 +8,25 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// Agents write what happened as JSON records; ctxgraph keeps every record in an append-only log
 /// and projects it into a typed property graph of events, entities and the edges between them.
+/// Start with `ctxgraph demo`, then `ctxgraph recall "why did ... fail?"`.
 ///
-/// Exit codes: 0 success; 1 nothing found (get, neighbors, session, chain, entities candidates, the
-/// list commands of type, slot, checklist and goal, checklist next without a splitting slot, receipt
-/// list, forgotten, fact list, about and contradictions, doc show and list);
-/// 2 error, including an ingestion that rejected any record.
+/// Exit codes:
+///   0  success
+///   1  the query ran and found nothing: get, neighbors, session, chain, log, search, recall,
+///      entities candidates, fact list, about and contradictions, doc show and list, memory show,
+///      list and search, evolution, impact, receipt list, forgotten, principal list and remove,
+///      the list commands of type, slot, checklist and goal, checklist next without a splitting
+///      slot
+///   2  an error, including an ingestion or import that rejected any record (the summary says
+///      what was written and why each rejected line was refused)
 #[derive(Debug, Parser)]
-#[command(name = "ctxgraph", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "ctxgraph",
+    version,
+    propagate_version = true,
+    max_term_width = 100,
+    verbatim_doc_comment
+)]
 pub(crate) struct Cli {
     /// The store file. Created by `init`, `ingest` and `demo` when missing.
     #[arg(long, global = true, env = "CTXGRAPH_DB", default_value = "ctxgraph.ctxg")]
@@ -145,7 +157,7 @@ pub(crate) enum Command {
     /// gpt-4o, gpt-4-turbo). It never merges: a person decides, and the decision is a log record.
     #[command(subcommand)]
     Entities(EntitiesCommand),
-    /// Types (seed 001): declare a type, make an entity an instance of one, list them.
+    /// Types: declare a type, make an entity an instance of one, list them.
     #[command(subcommand)]
     Type(TypeCommand),
     /// Slots: record an entity's slot value with confidence and source, list an entity's slots.
@@ -196,7 +208,7 @@ pub(crate) enum Command {
         #[arg(long, default_value = "local")]
         by: String,
     },
-    /// Decision receipts (seed 004): add one from JSON, list them by task, actor, time window
+    /// Decision receipts: add one from JSON, list them by task, actor, time window
     /// and policy result.
     #[command(subcommand)]
     Receipt(ReceiptCommand),
@@ -262,7 +274,7 @@ pub(crate) enum Command {
     /// Manage the principals (API keys, tenants, roles) of a data directory.
     #[command(subcommand)]
     Principal(PrincipalCommand),
-    /// Decision memory (seed 003): save memories, outcomes and links; show, list and search them.
+    /// Decision memory: save memories, outcomes and links; show, list and search them.
     #[command(subcommand)]
     Memory(MemoryCommand),
     /// A topic's decision evolution chain: the decision in force, back through SUPERSEDES, with
@@ -518,10 +530,13 @@ pub(crate) struct RetentionArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum FactCommand {
-    /// Record a claim: SUBJECT PREDICATE OBJECT, e.g. `fact add alice reports_to bob`.
+    /// Record a claim: SUBJECT PREDICATE OBJECT, e.g.
+    /// `fact add Alice reports_to Bob --subject-type person --object-type person`.
     ///
-    /// The object is an entity or, with --literal (or when the predicate allows either and no
-    /// entity matches), a literal string. Exits 2, writing nothing, on any problem.
+    /// Subject and object name existing entities (an id, or a name matched forgivingly); a name no
+    /// entity has needs its type (--subject-type, --object-type), which creates the entity. The
+    /// object is an entity or, with --literal (or when the predicate allows either and no entity
+    /// matches), a literal string. Exits 2, writing nothing, on any problem.
     Add(FactAddArgs),
     /// Retract a fact: it is not true from --at (default now) on. The claims stay in the log.
     Retract {
@@ -579,7 +594,7 @@ pub(crate) struct FactAddArgs {
     pub(crate) predicate: String,
     /// An entity name or id, or a literal (see --literal).
     pub(crate) object: String,
-    /// The subject's type (person, project, decision, concept, source, or a seed-000 type):
+    /// The subject's type (person, project, decision, concept, source, or an event entity type such as service or tool):
     /// restricts matching, and creates the entity when no name matches.
     #[arg(long)]
     pub(crate) subject_type: Option<String>,
@@ -1346,7 +1361,7 @@ pub(crate) enum ForgetKindArg {
 #[derive(Debug, Subcommand)]
 pub(crate) enum ReceiptCommand {
     /// Add a decision receipt from a JSON file (or `-` for stdin): one object, or an array of
-    /// them, in seed 004's layout (task, actor, approvals, referenced_inputs, policies_checked,
+    /// them, in the receipt layout (task, actor, approvals, referenced_inputs, policies_checked,
     /// exceptions, action, outcome, timestamps). Cited events and entities must exist. Exits 2,
     /// writing nothing of a refused receipt, on any problem.
     Add {

@@ -21,6 +21,7 @@ mod knowledge;
 mod mcp;
 mod memory;
 mod otlp;
+mod readme;
 mod recall_interfaces;
 mod receipt;
 mod semantic;
