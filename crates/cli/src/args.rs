@@ -95,12 +95,14 @@ pub(crate) enum Command {
     Import(ImportCommand),
     /// Show every node with this id (events, entities, summaries) and its edge counts.
     Get {
-        /// The node id, e.g. an event id or an entity id such as `service:orders-db`.
+        /// The node id (an event id, an entity id such as `service:orders-db`, ...) or an entity's
+        /// name (`orders-db`; `service:orders-db` chooses when several entity types have it).
         id: String,
     },
     /// List the edges of a node.
     Neighbors {
-        /// The node id.
+        /// The node id or an entity's name, as for `get`. A merged entity's edges include those
+        /// of the entities merged with it.
         id: String,
         /// Only edges of this type, e.g. CAUSED_BY.
         #[arg(long)]

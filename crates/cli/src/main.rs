@@ -13,6 +13,7 @@ mod import;
 mod ingest;
 mod knowledge;
 mod memory;
+mod names;
 mod output;
 mod read;
 mod recall;

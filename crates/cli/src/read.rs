@@ -42,12 +42,7 @@ pub(crate) fn get(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
     let snap = engine.snapshot()?;
     let who = crate::access::principal(cli)?;
     let scoped = snap.scoped(&who);
-    let mut nodes = Vec::new();
-    for n in snap.find(id)? {
-        if let Some(n) = scoped.shown(n)? {
-            nodes.push(n);
-        }
-    }
+    let nodes = crate::names::nodes_named(engine.schema(), &snap, &scoped, id)?;
     // Edges count only when the principal may see the other end too.
     let edges_of = |key: &ctxgraph::NodeKey| -> anyhow::Result<Vec<ctxgraph::Edge>> {
         let mut out = Vec::new();
@@ -73,10 +68,15 @@ pub(crate) fn get(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
         print_json(&Value::Array(list))?;
     } else {
         if nodes.is_empty() {
-            writeln!(out, "no node with id `{id}`")?;
+            writeln!(out, "{}", crate::names::nothing_named(id))?;
         }
         for n in &nodes {
             writeln!(out, "{} {}", n.key.label, n.key.id)?;
+            let merged = crate::names::merged_with(&snap, &scoped, &n.key)?;
+            if !merged.is_empty() {
+                let ids: Vec<&str> = merged.iter().map(|k| k.id.as_str()).collect();
+                writeln!(out, "merged with {} (SAME_AS, decided)", ids.join(", "))?;
+            }
             let mut t = table(&["property", "value"]);
             for (k, v) in &n.props {
                 t.add_row(vec![k.clone(), cell(v)]);
@@ -115,10 +115,25 @@ pub(crate) fn neighbors(
         anyhow::bail!("--edge {t}: not a declared edge type; declared: {known:?}");
     }
     let snap = engine.snapshot()?;
-    let keys: Vec<NodeKey> = match label {
+    let who = crate::access::principal(cli)?;
+    let scoped = snap.scoped(&who);
+    let mut keys: Vec<NodeKey> = match label {
         Some(l) => vec![NodeKey::new(l, id)],
-        None => snap.find(id)?.into_iter().map(|n| n.key).collect(),
+        None => crate::names::nodes_named(engine.schema(), &snap, &scoped, id)?
+            .into_iter()
+            .map(|n| n.key)
+            .collect(),
     };
+    // A merged entity is one entity to a reader: its partners' edges are its own.
+    let mut merged = Vec::new();
+    for key in &keys {
+        for other in crate::names::merged_with(&snap, &scoped, key)? {
+            if !keys.contains(&other) && !merged.contains(&other) {
+                merged.push(other);
+            }
+        }
+    }
+    keys.extend(merged.iter().cloned());
     let dir = match direction {
         DirectionArg::Out => Direction::Out,
         DirectionArg::In => Direction::In,
@@ -128,13 +143,24 @@ pub(crate) fn neighbors(
     for key in &keys {
         edges.extend(snap.edges(key, edge, dir)?);
     }
+    if !merged.is_empty() {
+        // The SAME_AS edge between merged partners touches both: list it once.
+        let mut seen = std::collections::HashSet::new();
+        edges.retain(|e| seen.insert(format!("{:?}", e.key)));
+    }
     if cli.json {
         print_json(&Value::Array(edges.iter().map(edge_json).collect()))?;
     } else {
         let mut out = std::io::stdout().lock();
-        if edges.is_empty() {
-            writeln!(out, "no edges for `{id}`")?;
+        if keys.is_empty() {
+            writeln!(out, "{}", crate::names::nothing_named(id))?;
+        } else if edges.is_empty() {
+            writeln!(out, "`{id}` has no edges of this kind")?;
         } else {
+            if !merged.is_empty() {
+                let ids: Vec<&str> = merged.iter().map(|k| k.id.as_str()).collect();
+                writeln!(out, "with the edges of {} (merged, SAME_AS)", ids.join(", "))?;
+            }
             let mut t = table(&["from", "edge", "to", "properties"]);
             for e in &edges {
                 t.add_row(vec![

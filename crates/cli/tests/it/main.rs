@@ -20,6 +20,7 @@ mod import;
 mod knowledge;
 mod mcp;
 mod memory;
+mod names;
 mod otlp;
 mod readme;
 mod recall_interfaces;
