@@ -65,7 +65,8 @@ fn kind(command: &Command) -> Kind {
         | Command::Eval(_)
         | Command::Serve(_)
         | Command::Mcp(_)
-        | Command::Principal(_) => Kind::None,
+        | Command::Principal(_)
+        | Command::Completions { .. } => Kind::None,
         Command::Demo
         | Command::Neighbors { .. }
         | Command::Chain { .. }

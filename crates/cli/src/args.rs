@@ -36,6 +36,16 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) json: bool,
 
+    /// Show times in UTC instead of the local time zone. Either way, one output shows every time
+    /// in one zone (JSON keeps times as stored).
+    #[arg(long, global = true)]
+    pub(crate) utc: bool,
+
+    /// Print tables as wide as their content instead of fitting the terminal (100 columns when
+    /// output goes to a file or a pipe), where long cells wrap.
+    #[arg(long, global = true)]
+    pub(crate) wide: bool,
+
     /// Act as this principal from the registry (see `--principals`): reads show only what its
     /// roles may see, writes need the writer or admin role, and commands that read the graph
     /// without the access policy are refused. Without it, the CLI acts as the store's owner.
@@ -82,6 +92,16 @@ pub(crate) enum Command {
     Demo,
     /// Create an empty store.
     Init,
+    /// Print a shell completion script for bash, zsh, fish, elvish or PowerShell.
+    ///
+    /// E.g. `ctxgraph completions bash > ~/.local/share/bash-completion/completions/ctxgraph`;
+    /// zsh: a file `_ctxgraph` in a directory of `$fpath`; fish:
+    /// `~/.config/fish/completions/ctxgraph.fish`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Ingest JSONL records (events, explicit edges, schema modules) from a file or `-` for stdin.
     Ingest(IngestArgs),
     /// Import conversations (chat messages as JSONL, or the LoCoMo benchmark's JSON) or an
@@ -209,6 +229,10 @@ pub(crate) enum Command {
         /// The principal forgetting it, as recorded in the audit.
         #[arg(long, default_value = "local")]
         by: String,
+        /// Do not ask for confirmation. Without it, `forget` asks when standard input is a
+        /// terminal (and goes ahead when it is not: a script or a pipe).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Decision receipts: add one from JSON, list them by task, actor, time window
     /// and policy result.
@@ -1080,25 +1104,32 @@ pub(crate) struct MemorySaveArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// The data directory: principals.json and one store per tenant under tenants/.
-    #[arg(long, env = "CTXGRAPH_DATA", default_value = "ctxgraph-data")]
-    pub(crate) data: PathBuf,
+    /// A configuration file whose `[serve]` table sets any of these flags by name (`addr =
+    /// "127.0.0.1:8377"`); a flag or environment variable given wins over it [default:
+    /// ctxgraph.toml in the working directory, when it exists].
+    #[arg(long, env = "CTXGRAPH_CONFIG", value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The data directory: principals.json and one store per tenant under tenants/
+    /// [default: ctxgraph-data].
+    #[arg(long, env = "CTXGRAPH_DATA")]
+    pub(crate) data: Option<PathBuf>,
     /// Address to listen on; port 0 picks a free port (printed on the first line). Plain HTTP:
-    /// an address other than loopback gets a warning, put a TLS proxy in front.
-    #[arg(long, default_value = "127.0.0.1:8377")]
-    pub(crate) addr: String,
+    /// an address other than loopback gets a warning, put a TLS proxy in front
+    /// [default: 127.0.0.1:8377].
+    #[arg(long)]
+    pub(crate) addr: Option<String>,
     /// Longest question of a recall or search, in characters; longer ones are refused with 413
-    /// `limit.question_chars`.
-    #[arg(long, default_value_t = ctxgraph::MAX_QUESTION_CHARS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub(crate) max_question_chars: usize,
+    /// `limit.question_chars` [default: 4096].
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_question_chars: Option<usize>,
     /// Most words in the question of a recall or search; more are refused with 413
-    /// `limit.question_words`.
-    #[arg(long, default_value_t = ctxgraph::MAX_QUESTION_WORDS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub(crate) max_question_words: usize,
+    /// `limit.question_words` [default: 256].
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_question_words: Option<usize>,
     /// Deadline of one request's engine work, in seconds: past it the request is answered 503
-    /// `request.deadline`. Also how long a shutdown waits for requests in flight.
-    #[arg(long, value_name = "SECS", default_value_t = ctxgraph_server::DEFAULT_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) request_timeout: u64,
+    /// `request.deadline`. Also how long a shutdown waits for requests in flight [default: 30].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) request_timeout: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::args::{Cli, IngestArgs};
-use crate::output::{print_json, rejection_json};
+use crate::output::{count, print_json, rejection_json};
 
 /// Rejections printed in the human summary; `--json` lists every kept one.
 const SHOWN_REJECTIONS: usize = 20;
@@ -129,8 +129,11 @@ pub(crate) fn print_report(cli: &Cli, report: &IngestReport, secs: f64) -> anyho
     let rate = if secs > 0.0 { p.lines as f64 / secs } else { 0.0 };
     writeln!(
         out,
-        "{} lines: {} accepted, {} duplicates, {} rejected  ({secs:.2}s, {rate:.0} lines/s)",
-        p.lines, p.accepted, p.duplicates, p.rejected
+        "{}: {} accepted, {}, {} rejected  ({secs:.2}s, {rate:.0} lines/s)",
+        count(p.lines, "line", "lines"),
+        p.accepted,
+        count(p.duplicates, "duplicate", "duplicates"),
+        p.rejected
     )?;
     if let Some((a, b)) = report.positions {
         writeln!(out, "new records at log positions {a}..={b}, durable")?;

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use crate::Outcome;
 use crate::args::{Cli, DirectionArg, ViewArg};
 use crate::output::{
-    bytes, cell, describe_event, edge_json, edge_props, log_json, node_json, print_json, shorten,
-    table,
+    bytes, cell, count, describe_event, edge_json, edge_props, log_json, node_json, print_json,
+    shorten, table,
 };
 
 pub(crate) fn init(cli: &Cli) -> anyhow::Result<Outcome> {
@@ -190,9 +190,12 @@ pub(crate) fn session(cli: &Cli, id: &str, limit: usize) -> anyhow::Result<Outco
     } else {
         let mut out = std::io::stdout().lock();
         if timeline.is_empty() {
-            writeln!(out, "no events in session `{id}`")?;
+            writeln!(
+                out,
+                "no events in session `{id}` that you may see (`ctxgraph search` finds sessions by their text)"
+            )?;
         } else {
-            writeln!(out, "session {id}: {} events", timeline.len())?;
+            writeln!(out, "session {id}: {}", count(timeline.len() as u64, "event", "events"))?;
             let mut t = table(&["occurred_at", "event", "agent", "what", "caused by"]);
             for entry in &timeline {
                 let e = &entry.event;
@@ -329,6 +332,11 @@ pub(crate) fn log(cli: &Cli, from: u64, limit: usize) -> anyhow::Result<Outcome>
     let mut out = std::io::stdout().lock();
     if cli.json {
         print_json(&Value::Array(entries.iter().map(log_json).collect()))?;
+    } else if entries.is_empty() {
+        writeln!(
+            out,
+            "no log records from position {from} (`ctxgraph stats` gives the log length)"
+        )?;
     } else {
         let mut t = table(&["position", "kind", "id", "recorded_at", "record"]);
         for e in &entries {
@@ -336,7 +344,7 @@ pub(crate) fn log(cli: &Cli, from: u64, limit: usize) -> anyhow::Result<Outcome>
                 e.position.to_string(),
                 e.kind.as_str().to_owned(),
                 e.id.clone(),
-                e.recorded_at.clone(),
+                crate::output::when(&e.recorded_at),
                 shorten(&e.body, 90),
             ]);
         }
