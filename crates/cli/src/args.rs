@@ -220,7 +220,8 @@ pub(crate) enum Command {
         /// What to forget.
         #[arg(value_enum)]
         kind: ForgetKindArg,
-        /// The ids (event ids, session ids, entity ids such as `user:ada`, or memory ids).
+        /// The ids (event ids, session ids, entity ids such as `user:ada` or a name that one
+        /// entity type has, or memory ids).
         #[arg(required = true)]
         ids: Vec<String>,
         /// Why, in a few words (kept in the audit).

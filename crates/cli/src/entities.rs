@@ -72,17 +72,13 @@ fn candidates(cli: &Cli, limit: usize, status: CandidateStatusArg) -> anyhow::Re
     Ok(if list.is_empty() { Outcome::NotFound } else { Outcome::Done })
 }
 
-/// The entity id an argument names: an id (`tool:Read_File` is normalised to `tool:read_file`),
-/// or a bare name that exactly one entity type has an entity of.
-pub(crate) fn entity_arg(engine: &Engine, arg: &str) -> anyhow::Result<String> {
+/// The ids of the existing entities named `arg` (a bare name), one per entity type that has it.
+pub(crate) fn entities_named(engine: &Engine, arg: &str) -> anyhow::Result<Vec<String>> {
     let types: Vec<String> = engine
         .schema()
         .enum_def("entity_type")
         .map(|e| e.values.iter().map(|v| v.name.clone()).collect())
         .unwrap_or_default();
-    if let Some(t) = engine.schema().entity_type_of(arg) {
-        return Ok(entity_id(t, &arg[t.len() + 1..]));
-    }
     let snap = engine.snapshot()?;
     let mut found = Vec::new();
     for t in &types {
@@ -91,7 +87,16 @@ pub(crate) fn entity_arg(engine: &Engine, arg: &str) -> anyhow::Result<String> {
             found.push(id);
         }
     }
-    match found.as_slice() {
+    Ok(found)
+}
+
+/// The entity id an argument names: an id (`tool:Read_File` is normalised to `tool:read_file`),
+/// or a bare name that exactly one entity type has an entity of.
+pub(crate) fn entity_arg(engine: &Engine, arg: &str) -> anyhow::Result<String> {
+    if let Some(t) = engine.schema().entity_type_of(arg) {
+        return Ok(entity_id(t, &arg[t.len() + 1..]));
+    }
+    match entities_named(engine, arg)?.as_slice() {
         [] => anyhow::bail!(
             "no entity named `{arg}` in any entity type; give an id such as tool:read_file (`ctxgraph search` finds entities by name)"
         ),

@@ -31,8 +31,11 @@ pub(crate) fn forget(
         return Ok(Outcome::Failed);
     }
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let targets: Vec<ForgetTarget> =
-        ids.iter().map(|id| ForgetTarget { kind, id: id.clone() }).collect();
+    let mut targets = Vec::new();
+    for id in ids {
+        let id = if kind == ForgetKind::Entity { entity_target(&engine, id)? } else { id.clone() };
+        targets.push(ForgetTarget { kind, id });
+    }
     let reports = engine
         .forget_many(&targets, by, reason)
         .with_context(|| format!("forgetting {} {}", kind.as_str(), ids.join(" ")))?;
@@ -79,6 +82,25 @@ fn forgotten_json(entry: &Forgotten) -> Value {
         "at": f.at,
         "redacted": f.redacted,
     })
+}
+
+/// The entity `arg` names: an id as given, or a bare name that one entity type has. A name
+/// several types have is an error listing them; a name none has is passed on, for the engine
+/// to refuse as an unknown target.
+fn entity_target(engine: &ctxgraph::Engine, arg: &str) -> anyhow::Result<String> {
+    if engine.schema().entity_type_of(arg).is_some() {
+        return Ok(arg.to_owned());
+    }
+    let found = crate::entities::entities_named(engine, arg)?;
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Ok(arg.to_owned()),
+        several => anyhow::bail!(
+            "`{arg}` names {} entities: {}; give one of these ids",
+            several.len(),
+            several.join(", ")
+        ),
+    }
 }
 
 /// Ask on the terminal whether to forget `ids`; yes only for `y` or `yes`.

@@ -35,6 +35,18 @@ fn a_node_is_found_by_id_or_by_entity_name() {
 }
 
 #[test]
+fn an_entity_is_forgotten_by_its_name() {
+    let d = Dir::new();
+    ingest(&d, &[event("e1", "send_email", "Mail-Relay")]);
+    d.cmd(&["forget", "entity", "mail-relay", "--yes"]).assert().success();
+    d.cmd(&["get", "mail-relay"]).assert().code(1);
+    // A name no entity has is an unknown target, as an id would be.
+    let out = d.cmd(&["forget", "entity", "mail-relay", "--yes"]).assert().code(2);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("forget.unknown_target"), "{err}");
+}
+
+#[test]
 fn an_ambiguous_name_lists_the_candidates_and_type_chooses() {
     let d = Dir::new();
     ingest(&d, &[event("e1", "relay", "relay")]);
