@@ -69,7 +69,8 @@ fn kind(command: &Command) -> Kind {
         | Command::Eval(_)
         | Command::Serve(_)
         | Command::Mcp(_)
-        | Command::Principal(_) => Kind::None,
+        | Command::Principal(_)
+        | Command::Completions { .. } => Kind::None,
         Command::Neighbors { .. }
         | Command::Chain { .. }
         | Command::View { .. }

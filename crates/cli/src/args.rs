@@ -8,13 +8,25 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// Agents write what happened as JSON records; ctxgraph keeps every record in an append-only log
 /// and projects it into a typed property graph of events, entities and the edges between them.
+/// Start with `ctxgraph demo`, then `ctxgraph recall "why did ... fail?"`.
 ///
-/// Exit codes: 0 success; 1 nothing found (get, neighbors, session, chain, entities candidates, the
-/// list commands of type, slot, checklist and goal, checklist next without a splitting slot, receipt
-/// list, forgotten, fact list, about and contradictions, doc show and list);
-/// 2 error, including an ingestion that rejected any record.
+/// Exit codes:
+///   0  success
+///   1  the query ran and found nothing: get, neighbors, session, chain, log, search, recall,
+///      entities candidates, fact list, about and contradictions, doc show and list, memory show,
+///      list and search, evolution, impact, receipt list, forgotten, principal list and remove,
+///      the list commands of type, slot, checklist and goal, checklist next without a splitting
+///      slot
+///   2  an error, including an ingestion or import that rejected any record (the summary says
+///      what was written and why each rejected line was refused)
 #[derive(Debug, Parser)]
-#[command(name = "ctxgraph", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "ctxgraph",
+    version,
+    propagate_version = true,
+    max_term_width = 100,
+    verbatim_doc_comment
+)]
 pub(crate) struct Cli {
     /// The store file. Created by `init`, `ingest` and `demo` when missing.
     #[arg(long, global = true, env = "CTXGRAPH_DB", default_value = "ctxgraph.ctxg")]
@@ -23,6 +35,16 @@ pub(crate) struct Cli {
     /// Print JSON instead of tables (every read command).
     #[arg(long, global = true)]
     pub(crate) json: bool,
+
+    /// Show times in UTC instead of the local time zone. Either way, one output shows every time
+    /// in one zone (JSON keeps times as stored).
+    #[arg(long, global = true)]
+    pub(crate) utc: bool,
+
+    /// Print tables as wide as their content instead of fitting the terminal (100 columns when
+    /// output goes to a file or a pipe), where long cells wrap.
+    #[arg(long, global = true)]
+    pub(crate) wide: bool,
 
     /// Act as this principal from the registry (see `--principals`): reads show only what its
     /// roles may see, writes need the writer or admin role, and commands that read the graph
@@ -70,6 +92,16 @@ pub(crate) enum Command {
     Demo,
     /// Create an empty store.
     Init,
+    /// Print a shell completion script for bash, zsh, fish, elvish or PowerShell.
+    ///
+    /// E.g. `ctxgraph completions bash > ~/.local/share/bash-completion/completions/ctxgraph`;
+    /// zsh: a file `_ctxgraph` in a directory of `$fpath`; fish:
+    /// `~/.config/fish/completions/ctxgraph.fish`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Ingest JSONL records (events, explicit edges, schema modules) from a file or `-` for stdin.
     Ingest(IngestArgs),
     /// Import conversations (chat messages as JSONL, or the LoCoMo benchmark's JSON) or an
@@ -83,12 +115,14 @@ pub(crate) enum Command {
     Import(ImportCommand),
     /// Show every node with this id (events, entities, summaries) and its edge counts.
     Get {
-        /// The node id, e.g. an event id or an entity id such as `service:orders-db`.
+        /// The node id (an event id, an entity id such as `service:orders-db`, ...) or an entity's
+        /// name (`orders-db`; `service:orders-db` chooses when several entity types have it).
         id: String,
     },
     /// List the edges of a node.
     Neighbors {
-        /// The node id.
+        /// The node id or an entity's name, as for `get`. A merged entity's edges include those
+        /// of the entities merged with it.
         id: String,
         /// Only edges of this type, e.g. CAUSED_BY.
         #[arg(long)]
@@ -145,7 +179,7 @@ pub(crate) enum Command {
     /// gpt-4o, gpt-4-turbo). It never merges: a person decides, and the decision is a log record.
     #[command(subcommand)]
     Entities(EntitiesCommand),
-    /// Types (seed 001): declare a type, make an entity an instance of one, list them.
+    /// Types: declare a type, make an entity an instance of one, list them.
     #[command(subcommand)]
     Type(TypeCommand),
     /// Slots: record an entity's slot value with confidence and source, list an entity's slots.
@@ -186,7 +220,8 @@ pub(crate) enum Command {
         /// What to forget.
         #[arg(value_enum)]
         kind: ForgetKindArg,
-        /// The ids (event ids, session ids, entity ids such as `user:ada`, or memory ids).
+        /// The ids (event ids, session ids, entity ids such as `user:ada` or a name that one
+        /// entity type has, or memory ids).
         #[arg(required = true)]
         ids: Vec<String>,
         /// Why, in a few words (kept in the audit).
@@ -195,8 +230,12 @@ pub(crate) enum Command {
         /// The principal forgetting it, as recorded in the audit.
         #[arg(long, default_value = "local")]
         by: String,
+        /// Do not ask for confirmation. Without it, `forget` asks when standard input is a
+        /// terminal (and goes ahead when it is not: a script or a pipe).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
-    /// Decision receipts (seed 004): add one from JSON, list them by task, actor, time window
+    /// Decision receipts: add one from JSON, list them by task, actor, time window
     /// and policy result.
     #[command(subcommand)]
     Receipt(ReceiptCommand),
@@ -262,7 +301,7 @@ pub(crate) enum Command {
     /// Manage the principals (API keys, tenants, roles) of a data directory.
     #[command(subcommand)]
     Principal(PrincipalCommand),
-    /// Decision memory (seed 003): save memories, outcomes and links; show, list and search them.
+    /// Decision memory: save memories, outcomes and links; show, list and search them.
     #[command(subcommand)]
     Memory(MemoryCommand),
     /// A topic's decision evolution chain: the decision in force, back through SUPERSEDES, with
@@ -518,10 +557,13 @@ pub(crate) struct RetentionArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum FactCommand {
-    /// Record a claim: SUBJECT PREDICATE OBJECT, e.g. `fact add alice reports_to bob`.
+    /// Record a claim: SUBJECT PREDICATE OBJECT, e.g.
+    /// `fact add Alice reports_to Bob --subject-type person --object-type person`.
     ///
-    /// The object is an entity or, with --literal (or when the predicate allows either and no
-    /// entity matches), a literal string. Exits 2, writing nothing, on any problem.
+    /// Subject and object name existing entities (an id, or a name matched forgivingly); a name no
+    /// entity has needs its type (--subject-type, --object-type), which creates the entity. The
+    /// object is an entity or, with --literal (or when the predicate allows either and no entity
+    /// matches), a literal string. Exits 2, writing nothing, on any problem.
     Add(FactAddArgs),
     /// Retract a fact: it is not true from --at (default now) on. The claims stay in the log.
     Retract {
@@ -579,7 +621,7 @@ pub(crate) struct FactAddArgs {
     pub(crate) predicate: String,
     /// An entity name or id, or a literal (see --literal).
     pub(crate) object: String,
-    /// The subject's type (person, project, decision, concept, source, or a seed-000 type):
+    /// The subject's type (person, project, decision, concept, source, or an event entity type such as service or tool):
     /// restricts matching, and creates the entity when no name matches.
     #[arg(long)]
     pub(crate) subject_type: Option<String>,
@@ -1063,25 +1105,32 @@ pub(crate) struct MemorySaveArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// The data directory: principals.json and one store per tenant under tenants/.
-    #[arg(long, env = "CTXGRAPH_DATA", default_value = "ctxgraph-data")]
-    pub(crate) data: PathBuf,
+    /// A configuration file whose `[serve]` table sets any of these flags by name (`addr =
+    /// "127.0.0.1:8377"`); a flag or environment variable given wins over it [default:
+    /// ctxgraph.toml in the working directory, when it exists].
+    #[arg(long, env = "CTXGRAPH_CONFIG", value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The data directory: principals.json and one store per tenant under tenants/
+    /// [default: ctxgraph-data].
+    #[arg(long, env = "CTXGRAPH_DATA")]
+    pub(crate) data: Option<PathBuf>,
     /// Address to listen on; port 0 picks a free port (printed on the first line). Plain HTTP:
-    /// an address other than loopback gets a warning, put a TLS proxy in front.
-    #[arg(long, default_value = "127.0.0.1:8377")]
-    pub(crate) addr: String,
+    /// an address other than loopback gets a warning, put a TLS proxy in front
+    /// [default: 127.0.0.1:8377].
+    #[arg(long)]
+    pub(crate) addr: Option<String>,
     /// Longest question of a recall or search, in characters; longer ones are refused with 413
-    /// `limit.question_chars`.
-    #[arg(long, default_value_t = ctxgraph::MAX_QUESTION_CHARS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub(crate) max_question_chars: usize,
+    /// `limit.question_chars` [default: 4096].
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_question_chars: Option<usize>,
     /// Most words in the question of a recall or search; more are refused with 413
-    /// `limit.question_words`.
-    #[arg(long, default_value_t = ctxgraph::MAX_QUESTION_WORDS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub(crate) max_question_words: usize,
+    /// `limit.question_words` [default: 256].
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_question_words: Option<usize>,
     /// Deadline of one request's engine work, in seconds: past it the request is answered 503
-    /// `request.deadline`. Also how long a shutdown waits for requests in flight.
-    #[arg(long, value_name = "SECS", default_value_t = ctxgraph_server::DEFAULT_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) request_timeout: u64,
+    /// `request.deadline`. Also how long a shutdown waits for requests in flight [default: 30].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) request_timeout: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -1346,7 +1395,7 @@ pub(crate) enum ForgetKindArg {
 #[derive(Debug, Subcommand)]
 pub(crate) enum ReceiptCommand {
     /// Add a decision receipt from a JSON file (or `-` for stdin): one object, or an array of
-    /// them, in seed 004's layout (task, actor, approvals, referenced_inputs, policies_checked,
+    /// them, in the receipt layout (task, actor, approvals, referenced_inputs, policies_checked,
     /// exceptions, action, outcome, timestamps). Cited events and entities must exist. Exits 2,
     /// writing nothing of a refused receipt, on any problem.
     Add {

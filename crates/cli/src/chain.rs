@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::Outcome;
 use crate::args::Cli;
-use crate::output::{describe_entity, describe_event, node_json, print_json};
+use crate::output::{describe_entity, describe_event, node_json, print_json, when};
 
 /// How many events downstream of the event to show.
 const EFFECTS_SHOWN: usize = 25;
@@ -80,8 +80,8 @@ pub(crate) fn to_json(x: &Explanation) -> Value {
     })
 }
 
-fn at(node: &Node) -> &str {
-    node.props.get("occurred_at").and_then(Value::as_str).unwrap_or("?")
+fn at(node: &Node) -> String {
+    node.props.get("occurred_at").and_then(Value::as_str).map_or_else(|| "?".to_owned(), when)
 }
 
 fn agent(node: &Node) -> &str {

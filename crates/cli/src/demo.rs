@@ -71,8 +71,9 @@ pub(crate) fn run(cli: &Cli) -> anyhow::Result<Outcome> {
     )?;
     writeln!(
         out,
-        "Summarised {} sessions over {} days (the hierarchical view: ctxgraph view hierarchical).\n",
-        summaries.sessions, summaries.days
+        "Summarised {} over {} (the hierarchical view: ctxgraph view hierarchical).\n",
+        crate::output::count(summaries.sessions, "session", "sessions"),
+        crate::output::count(summaries.days, "day", "days")
     )?;
     drop(out);
     if let Some(x) = &explanation {

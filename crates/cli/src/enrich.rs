@@ -69,10 +69,10 @@ pub(crate) fn run(cli: &Cli, reembed: bool) -> anyhow::Result<Outcome> {
     } else {
         writeln!(
             std::io::stdout(),
-            "enriched {} events and indexed {} facts, sentences, slot values, receipts and memories ({} records) in {secs:.2}s; enriched through log position {}; model {}",
-            report.events,
+            "enriched {} and indexed {} facts, sentences, slot values, receipts and memories ({}) in {secs:.2}s; enriched through log position {}; model {}",
+            crate::output::count(report.events, "event", "events"),
             report.nodes,
-            report.records,
+            crate::output::count(report.records, "record", "records"),
             report.position,
             model.as_deref().unwrap_or("none yet")
         )?;

@@ -72,17 +72,14 @@ fn candidates(cli: &Cli, limit: usize, status: CandidateStatusArg) -> anyhow::Re
     Ok(if list.is_empty() { Outcome::NotFound } else { Outcome::Done })
 }
 
-/// The entity id an argument names: an id (`tool:Read_File` is normalised to `tool:read_file`),
-/// or a bare name that exactly one entity type has an entity of.
-pub(crate) fn entity_arg(snap: &ctxgraph::Reader<'_>, arg: &str) -> anyhow::Result<String> {
+/// The ids of the entities named `arg` (a bare name) that the reader may see, one per entity
+/// type that has it.
+pub(crate) fn entities_named(snap: &ctxgraph::Reader<'_>, arg: &str) -> anyhow::Result<Vec<String>> {
     let types: Vec<String> = snap
         .schema()
         .enum_def("entity_type")
         .map(|e| e.values.iter().map(|v| v.name.clone()).collect())
         .unwrap_or_default();
-    if let Some(t) = snap.schema().entity_type_of(arg) {
-        return Ok(entity_id(t, &arg[t.len() + 1..]));
-    }
     let mut found = Vec::new();
     for t in &types {
         let id = entity_id(t, arg);
@@ -90,7 +87,16 @@ pub(crate) fn entity_arg(snap: &ctxgraph::Reader<'_>, arg: &str) -> anyhow::Resu
             found.push(id);
         }
     }
-    match found.as_slice() {
+    Ok(found)
+}
+
+/// The entity id an argument names: an id (`tool:Read_File` is normalised to `tool:read_file`),
+/// or a bare name that exactly one entity type has an entity of.
+pub(crate) fn entity_arg(snap: &ctxgraph::Reader<'_>, arg: &str) -> anyhow::Result<String> {
+    if let Some(t) = snap.schema().entity_type_of(arg) {
+        return Ok(entity_id(t, &arg[t.len() + 1..]));
+    }
+    match entities_named(snap, arg)?.as_slice() {
         [] => anyhow::bail!(
             "no entity named `{arg}` in any entity type; give an id such as tool:read_file (`ctxgraph search` finds entities by name)"
         ),

@@ -1,6 +1,6 @@
 //! The `forget` and `forgotten` commands: redact a target and list the forget audit.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use anyhow::Context;
 use ctxgraph::{EngineOptions, ForgetKind, ForgetReport, ForgetTarget, Forgotten, OpenMode};
@@ -16,6 +16,7 @@ pub(crate) fn forget(
     ids: &[String],
     reason: Option<&str>,
     by: &str,
+    yes: bool,
 ) -> anyhow::Result<Outcome> {
     let kind = match kind {
         ForgetKindArg::Event => ForgetKind::Event,
@@ -23,9 +24,18 @@ pub(crate) fn forget(
         ForgetKindArg::Entity => ForgetKind::Entity,
         ForgetKindArg::Memory => ForgetKind::Memory,
     };
+    // Forgetting cannot be undone: a person at a terminal confirms it; scripts pass --yes or
+    // run without a terminal on standard input.
+    if !yes && std::io::stdin().is_terminal() && !confirmed(kind, ids)? {
+        writeln!(std::io::stderr(), "nothing forgotten")?;
+        return Ok(Outcome::Failed);
+    }
     let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let targets: Vec<ForgetTarget> =
-        ids.iter().map(|id| ForgetTarget { kind, id: id.clone() }).collect();
+    let mut targets = Vec::new();
+    for id in ids {
+        let id = if kind == ForgetKind::Entity { entity_target(&engine, id)? } else { id.clone() };
+        targets.push(ForgetTarget { kind, id });
+    }
     let reports = engine
         .forget_many(&targets, by, reason)
         .with_context(|| format!("forgetting {} {}", kind.as_str(), ids.join(" ")))?;
@@ -74,16 +84,53 @@ fn forgotten_json(entry: &Forgotten) -> Value {
     })
 }
 
+/// The entity `arg` names: an id as given, or a bare name that one entity type has. A name
+/// several types have is an error listing them; a name none has is passed on, for the engine
+/// to refuse as an unknown target.
+fn entity_target(engine: &ctxgraph::Engine, arg: &str) -> anyhow::Result<String> {
+    if engine.schema().entity_type_of(arg).is_some() {
+        return Ok(arg.to_owned());
+    }
+    // Forgetting is the owner's and admins' (the gate checked): names resolve over the store.
+    let found = crate::entities::entities_named(&engine.owner_reader()?, arg)?;
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Ok(arg.to_owned()),
+        several => anyhow::bail!(
+            "`{arg}` names {} entities: {}; give one of these ids",
+            several.len(),
+            several.join(", ")
+        ),
+    }
+}
+
+/// Ask on the terminal whether to forget `ids`; yes only for `y` or `yes`.
+fn confirmed(kind: ForgetKind, ids: &[String]) -> anyhow::Result<bool> {
+    let mut err = std::io::stderr();
+    write!(
+        err,
+        "Forget {} {}? This cannot be undone: the content is removed from the store file. [y/N] ",
+        kind.as_str(),
+        ids.join(" ")
+    )?;
+    err.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).context("reading the answer")?;
+    Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
 pub(crate) fn forgotten(cli: &Cli) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let list = crate::reader(cli, &engine)?.forgotten()?;
     if cli.json {
         print_json(&Value::Array(list.iter().map(forgotten_json).collect()))?;
+    } else if list.is_empty() {
+        writeln!(std::io::stdout(), "nothing has been forgotten in this store")?;
     } else {
         let mut t = table(&["at", "kind", "id", "by", "redacted", "reason"]);
         for f in list.iter().map(|entry| &entry.record) {
             t.add_row(vec![
-                f.at.clone(),
+                crate::output::when(&f.at),
                 f.kind.as_str().to_owned(),
                 f.target_id.clone(),
                 f.by.clone(),

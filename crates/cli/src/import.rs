@@ -104,13 +104,13 @@ fn locomo(cli: &Cli, args: &LocomoArgs) -> anyhow::Result<Outcome> {
         for c in &conversations {
             writeln!(
                 out,
-                "{}: {} and {}, {} turns in {} sessions ({} questions and the annotations are not imported)",
+                "{}: {} and {}, {} in {} ({} and the annotations are not imported)",
                 c.sample_id,
                 c.speakers[0],
                 c.speakers[1],
-                c.records.len(),
-                c.sessions,
-                c.questions.len()
+                crate::output::count(c.records.len() as u64, "turn", "turns"),
+                crate::output::count(c.sessions as u64, "session", "sessions"),
+                crate::output::count(c.questions.len() as u64, "question", "questions")
             )?;
         }
     }

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::args::{Cli, IngestArgs};
-use crate::output::{print_json, rejection_json};
+use crate::output::{count, print_json, rejection_json};
 
 /// Rejections printed in the human summary; `--json` lists every kept one.
 const SHOWN_REJECTIONS: usize = 20;
@@ -22,9 +22,20 @@ pub(crate) fn progress_bar(total: u64, unit: &str, hidden: bool) -> ProgressBar 
     if hidden {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
-    let template = format!("{{bar:40}} {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}})");
+    // Bytes read as KiB/MiB, and any rate as a whole number per second (not `5,067,865.9154/s`).
+    let template = if unit == "bytes" {
+        "{bar:40} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, eta {eta})"
+            .to_owned()
+    } else {
+        format!("{{bar:40}} {{human_pos}}/{{human_len}} {unit} ({{rate}}, eta {{eta}})")
+    };
     if let Ok(style) = ProgressStyle::with_template(&template) {
-        bar.set_style(style);
+        bar.set_style(style.with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", state.per_sec());
+            },
+        ));
     }
     bar
 }
@@ -36,6 +47,12 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
         ..Limits::default()
     };
     let options = EngineOptions { limits, ..EngineOptions::default() };
+    // The input is opened first: a file that cannot be read leaves no store behind.
+    let input = if args.file.as_os_str() == "-" {
+        None
+    } else {
+        Some(File::open(&args.file).with_context(|| format!("opening {}", args.file.display()))?)
+    };
     let created = !cli.db.exists();
     let mut engine = crate::open(cli, OpenMode::CreateIfMissing, options)?;
     let options = IngestOptions {
@@ -53,12 +70,7 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
             let _ = writeln!(std::io::stderr(), "{line}");
         }
     };
-    let report = if args.file.as_os_str() == "-" {
-        let stdin = std::io::stdin().lock();
-        engine.ingest_jsonl(stdin, &options, &mut |p| ack(p))?
-    } else {
-        let file =
-            File::open(&args.file).with_context(|| format!("opening {}", args.file.display()))?;
+    let report = if let Some(file) = input {
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let bar = progress_bar(size, "bytes", cli.json || args.quiet || acks);
         let report =
@@ -68,6 +80,9 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
             })?;
         bar.finish_and_clear();
         report
+    } else {
+        let stdin = std::io::stdin().lock();
+        engine.ingest_jsonl(stdin, &options, &mut |p| ack(p))?
     };
     let secs = started.elapsed().as_secs_f64();
     if created && report.progress.accepted == 0 {
@@ -114,8 +129,11 @@ pub(crate) fn print_report(cli: &Cli, report: &IngestReport, secs: f64) -> anyho
     let rate = if secs > 0.0 { p.lines as f64 / secs } else { 0.0 };
     writeln!(
         out,
-        "{} lines: {} accepted, {} duplicates, {} rejected  ({secs:.2}s, {rate:.0} lines/s)",
-        p.lines, p.accepted, p.duplicates, p.rejected
+        "{}: {} accepted, {}, {} rejected  ({secs:.2}s, {rate:.0} lines/s)",
+        count(p.lines, "line", "lines"),
+        p.accepted,
+        count(p.duplicates, "duplicate", "duplicates"),
+        p.rejected
     )?;
     if let Some((a, b)) = report.positions {
         writeln!(out, "new records at log positions {a}..={b}, durable")?;

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::Outcome;
 use crate::args::{Cli, DocCommand, DocFormatArg, FactAddArgs, FactCommand};
-use crate::output::{print_json, shorten, table};
+use crate::output::{print_json, shorten, table, when};
 
 pub(crate) fn fact(cli: &Cli, cmd: &FactCommand) -> anyhow::Result<Outcome> {
     match cmd {
@@ -210,19 +210,18 @@ fn retract(
     Ok(Outcome::Done)
 }
 
-/// The entity id a forgiving name stands for, or an error naming the candidates.
+/// The entity id a forgiving name stands for, `None` when no entity matches it, or an error
+/// naming the candidates.
 fn entity_arg(
     cli: &Cli,
     engine: &Engine,
     name: &str,
     entity_type: Option<&str>,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<Option<String>> {
     let input = EntityInput { name: name.to_owned(), entity_type: entity_type.map(str::to_owned) };
     match engine.resolve_entity(&crate::access::principal(cli)?, &input)? {
-        Resolution::Resolved(e, _) if e.via != "created" => Ok(e.id),
-        Resolution::Resolved(..) | Resolution::Unknown => {
-            anyhow::bail!("no entity matches `{name}` (`ctxgraph search` finds entities by name)")
-        }
+        Resolution::Resolved(e, _) if e.via != "created" => Ok(Some(e.id)),
+        Resolution::Resolved(..) | Resolution::Unknown => Ok(None),
         Resolution::Ambiguous(list) => anyhow::bail!(
             "`{name}` matches several entities: {}; give an id or --type",
             list.iter().map(|c| format!("{} ({})", c.id, c.via)).collect::<Vec<_>>().join(", ")
@@ -238,7 +237,13 @@ fn list(
     all: bool,
 ) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let subject = subject.map(|s| entity_arg(cli, &engine, s, None)).transpose()?;
+    let subject = match subject {
+        Some(s) => match entity_arg(cli, &engine, s, None)? {
+            Some(id) => Some(id),
+            None => return no_entity(cli, s),
+        },
+        None => None,
+    };
     let query = FactQuery {
         as_of: time_arg("--as-of", as_of)?,
         subject,
@@ -267,7 +272,9 @@ fn about(
     as_of: Option<&str>,
 ) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
-    let id = entity_arg(cli, &engine, name, entity_type)?;
+    let Some(id) = entity_arg(cli, &engine, name, entity_type)? else {
+        return no_entity(cli, name);
+    };
     let as_of = time_arg("--as-of", as_of)?;
     let facts = crate::reader(cli, &engine)?.facts_about(&id, as_of.as_deref())?;
     if cli.json {
@@ -281,6 +288,19 @@ fn about(
         print_facts(&facts)?;
     }
     Ok(if facts.is_empty() { Outcome::NotFound } else { Outcome::Done })
+}
+
+/// Nothing is known about a name no entity has: a sentence (or an empty JSON list), exit 1.
+fn no_entity(cli: &Cli, name: &str) -> anyhow::Result<Outcome> {
+    if cli.json {
+        print_json(&json!({"entity": null, "facts": []}))?;
+    } else {
+        writeln!(
+            std::io::stdout().lock(),
+            "no entity matches `{name}`, so there are no facts about it (`ctxgraph search` finds entities by name)"
+        )?;
+    }
+    Ok(Outcome::NotFound)
 }
 
 fn contradictions(cli: &Cli, as_of: Option<&str>) -> anyhow::Result<Outcome> {
@@ -488,7 +508,7 @@ fn doc_list(cli: &Cli) -> anyhow::Result<Outcome> {
                 d.version.to_string(),
                 d.title.clone().unwrap_or_default(),
                 d.sentences.to_string(),
-                d.ingested_at.clone(),
+                when(&d.ingested_at),
                 if d.next.is_none() { "yes".into() } else { "no".into() },
             ]);
         }

@@ -4,6 +4,7 @@ mod access;
 mod args;
 mod bench;
 mod chain;
+mod config;
 mod demo;
 mod enrich;
 mod entities;
@@ -13,6 +14,7 @@ mod import;
 mod ingest;
 mod knowledge;
 mod memory;
+mod names;
 mod output;
 mod read;
 mod recall;
@@ -96,10 +98,19 @@ pub(crate) fn with_embedder(
 }
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    output::set_style(output::Style { utc: cli.utc, wide: cli.wide });
     access::gate(&cli)?;
     match &cli.command {
         Command::Demo => demo::run(&cli),
         Command::Init => read::init(&cli),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            // Written whole from memory: a closed pipe is then an error to report, not a panic.
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut command, "ctxgraph", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
+            Ok(Outcome::Done)
+        }
         Command::Ingest(args) => ingest::run(&cli, args),
         Command::Import(cmd) => import::run(&cli, cmd),
         Command::Get { id } => read::get(&cli, id),
@@ -119,8 +130,8 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Goal(cmd) => slots::goals(&cli, cmd),
         Command::Fact(cmd) => knowledge::fact(&cli, cmd),
         Command::Doc(cmd) => knowledge::doc(&cli, cmd),
-        Command::Forget { kind, ids, reason, by } => {
-            forget::forget(&cli, *kind, ids, reason.as_deref(), by)
+        Command::Forget { kind, ids, reason, by, yes } => {
+            forget::forget(&cli, *kind, ids, reason.as_deref(), by, *yes)
         }
         Command::Forgotten => forget::forgotten(&cli),
         Command::Receipt(cmd) => receipt::run(&cli, cmd),

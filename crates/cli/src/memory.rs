@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Outcome;
 use crate::args::{Cli, MemoryCommand, MemorySaveArgs};
-use crate::output::{print_json, shorten, table};
+use crate::output::{print_json, shorten, table, when, when_ns};
 
 pub(crate) fn run(cli: &Cli, cmd: &MemoryCommand) -> anyhow::Result<Outcome> {
     match cmd {
@@ -222,7 +222,8 @@ pub(crate) fn describe_outcome(node: &ctxgraph::Node) -> String {
 }
 
 fn one_line(m: &MemoryView) -> String {
-    let mut s = format!("{}  {}  {}  {}", m.id, m.kind, m.created_at, shorten(&m.content, 70));
+    let mut s =
+        format!("{}  {}  {}  {}", m.id, m.kind, when(&m.created_at), shorten(&m.content, 70));
     if let Some(r) = &m.reasoning {
         s.push_str(&format!(" — {}", shorten(r, 50)));
     }
@@ -237,7 +238,13 @@ fn print_evolution(out: &mut impl Write, e: &Evolution) -> std::io::Result<()> {
         }
         writeln!(out, "  {}. {}", i + 1, one_line(&s.memory))?;
         for o in &s.outcomes {
-            writeln!(out, "       outcome {} at {}: {}", o.outcome.to_uppercase(), o.at, o.reason)?;
+            writeln!(
+                out,
+                "       outcome {} at {}: {}",
+                o.outcome.to_uppercase(),
+                when(&o.at),
+                o.reason
+            )?;
         }
         if !s.implemented_by.is_empty() {
             writeln!(out, "       implemented by {}", s.implemented_by.join(", "))?;
@@ -268,7 +275,7 @@ fn print_impact(out: &mut impl Write, i: &Impact) -> std::io::Result<()> {
             "  outcome of {}: {} at {}: {}",
             o.memory_id,
             o.outcome.to_uppercase(),
-            o.at,
+            when(&o.at),
             o.reason
         )?;
     }
@@ -307,7 +314,7 @@ fn show(cli: &Cli, id: &str, as_of: Option<&str>) -> anyhow::Result<Outcome> {
     }
     writeln!(out, "  confidence {:.2}, saved by {}", m.confidence, m.created_by)?;
     for o in &outcomes {
-        writeln!(out, "  outcome {} at {}: {}", o.outcome.to_uppercase(), o.at, o.reason)?;
+        writeln!(out, "  outcome {} at {}: {}", o.outcome.to_uppercase(), when(&o.at), o.reason)?;
     }
     if !links.is_empty() {
         let mut tb = table(&["link", "from", "to", "rule", "by", "confidence"]);
@@ -354,7 +361,7 @@ fn list(
                 m.id.clone(),
                 m.kind.clone(),
                 m.topic.clone().unwrap_or_default(),
-                m.created_at.clone(),
+                when(&m.created_at),
                 m.outcome.clone().unwrap_or_default(),
                 shorten(&m.content, 60),
             ]);
@@ -537,15 +544,21 @@ pub(crate) fn rollup(
         return Ok(Outcome::Done);
     }
     let mut out = std::io::stdout().lock();
-    let at = |ns: i64| chrono::DateTime::from_timestamp_nanos(ns).to_rfc3339();
-    writeln!(out, "rollup from {} to {}", at(since), at(until))?;
+    writeln!(out, "rollup from {} to {}", when_ns(since), when_ns(until))?;
     writeln!(out, "decisions made ({}):", r.decisions.len())?;
     for m in &r.decisions {
         writeln!(out, "  {}", one_line(m))?;
     }
     writeln!(out, "outcomes ({}):", r.outcomes.len())?;
     for o in &r.outcomes {
-        writeln!(out, "  {} {} at {}: {}", o.memory_id, o.outcome.to_uppercase(), o.at, o.reason)?;
+        writeln!(
+            out,
+            "  {} {} at {}: {}",
+            o.memory_id,
+            o.outcome.to_uppercase(),
+            when(&o.at),
+            o.reason
+        )?;
     }
     writeln!(out, "open ({}):", r.open.len())?;
     for m in &r.open {

@@ -1,7 +1,9 @@
 //! Rendering for people (tables, one-line event descriptions) and for scripts (JSON).
 
 use std::io::Write;
+use std::sync::OnceLock;
 
+use chrono::{DateTime, Local, SecondsFormat, Utc};
 use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
 use ctxgraph::{Edge, LogEntry, Node, NodeKey, Rejection, telling_text};
 use serde_json::{Value, json};
@@ -14,13 +16,71 @@ pub(crate) fn print_json(value: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A new table in the house style.
+/// How output is rendered for people, set once from the global flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Style {
+    /// Times in UTC (`--utc`) instead of the local time zone.
+    pub(crate) utc: bool,
+    /// Tables as wide as their content (`--wide`) instead of fitting the terminal.
+    pub(crate) wide: bool,
+}
+
+static STYLE: OnceLock<Style> = OnceLock::new();
+
+/// Set the output style; the first call wins (main sets it before any output).
+pub(crate) fn set_style(style: Style) {
+    let _ = STYLE.get_or_init(|| style);
+}
+
+fn style() -> Style {
+    STYLE.get().copied().unwrap_or_default()
+}
+
+/// Columns a table fits when the terminal's width is unknown (output to a file or a pipe).
+const TABLE_WIDTH: u16 = 100;
+
+/// A new table in the house style: it fits the terminal (100 columns when output is not to a
+/// terminal), wrapping long cells, unless `--wide` asks for every cell on one line.
 pub(crate) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
-    t.load_preset(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header.to_vec());
+    t.load_preset(UTF8_BORDERS_ONLY).set_header(header.to_vec());
+    if style().wide {
+        t.set_content_arrangement(ContentArrangement::Disabled);
+    } else {
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        if !t.is_tty() {
+            t.set_width(TABLE_WIDTH);
+        }
+    }
     t
+}
+
+/// A stored time (RFC 3339, any offset) for people: in the local time zone, or UTC with `--utc`,
+/// to the millisecond, so one output never mixes offsets. What does not parse is shown as stored.
+pub(crate) fn when(stored: &str) -> String {
+    match DateTime::parse_from_rfc3339(stored) {
+        Ok(t) => when_utc(t.with_timezone(&Utc)),
+        Err(_) => stored.to_owned(),
+    }
+}
+
+/// [`when`] for a time in nanoseconds since the epoch.
+pub(crate) fn when_ns(ns: i64) -> String {
+    when_utc(DateTime::from_timestamp_nanos(ns))
+}
+
+fn when_utc(t: DateTime<Utc>) -> String {
+    if style().utc {
+        t.to_rfc3339_opts(SecondsFormat::Millis, true)
+    } else {
+        t.with_timezone(&Local).to_rfc3339_opts(SecondsFormat::Millis, true)
+    }
+}
+
+/// `n` and the noun, singular for one: `1 line`, `2 lines`.
+pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 pub(crate) fn key_json(key: &NodeKey) -> Value {
@@ -92,8 +152,8 @@ pub(crate) fn describe_entity(node: &Node) -> String {
     format!(
         "{head}  (mentioned {count} time{}, {} .. {})",
         if count == 1 { "" } else { "s" },
-        prop(node, "first_seen").unwrap_or("?"),
-        prop(node, "last_seen").unwrap_or("?"),
+        prop(node, "first_seen").map_or_else(|| "?".to_owned(), when),
+        prop(node, "last_seen").map_or_else(|| "?".to_owned(), when),
     )
 }
 
@@ -216,6 +276,7 @@ pub(crate) fn bytes(n: u64) -> String {
 /// A property value for a table cell.
 pub(crate) fn cell(value: &Value) -> String {
     match value.as_str() {
+        Some(s) if looks_like_time(s) => when(s),
         Some(s) => shorten(s, 100),
         None => shorten(&value.to_string(), 100),
     }
@@ -224,4 +285,25 @@ pub(crate) fn cell(value: &Value) -> String {
 /// An edge's properties in one line (`role=instrument`), for tables.
 pub(crate) fn edge_props(edge: &Edge) -> String {
     edge.props.iter().map(|(k, v)| format!("{k}={}", cell(v))).collect::<Vec<_>>().join(" ")
+}
+
+/// A stored time: `2026-11-20T09:00:00Z`, `2026-11-20T09:00:00.123+01:00`.
+fn looks_like_time(s: &str) -> bool {
+    s.len() >= 20 && s.as_bytes().get(10) == Some(&b'T') && DateTime::parse_from_rfc3339(s).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Style, count, set_style, when, when_ns};
+
+    #[test]
+    fn times_are_shown_in_one_zone_and_counts_agree_in_number() {
+        set_style(Style { utc: true, wide: false });
+        assert_eq!(when("2026-11-16T09:00:19.920+01:00"), "2026-11-16T08:00:19.920Z");
+        assert_eq!(when("2026-11-16T08:00:19Z"), "2026-11-16T08:00:19.000Z");
+        assert_eq!(when("not a time"), "not a time");
+        assert_eq!(when_ns(1_700_000_000_123_456_789), "2023-11-14T22:13:20.123Z");
+        assert_eq!(count(1u64, "line", "lines"), "1 line");
+        assert_eq!(count(2u64, "line", "lines"), "2 lines");
+    }
 }

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use crate::Outcome;
 use crate::args::{Cli, DirectionArg, ViewArg};
 use crate::output::{
-    bytes, cell, describe_event, edge_json, edge_props, log_json, node_json, print_json, shorten,
-    table,
+    bytes, cell, count, describe_event, edge_json, edge_props, log_json, node_json, print_json,
+    shorten, table,
 };
 
 pub(crate) fn init(cli: &Cli) -> anyhow::Result<Outcome> {
@@ -40,7 +40,7 @@ pub(crate) fn init(cli: &Cli) -> anyhow::Result<Outcome> {
 pub(crate) fn get(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let reader = crate::reader(cli, &engine)?;
-    let nodes = reader.find(id)?;
+    let nodes = crate::names::nodes_named(&reader, id)?;
     // The reader shows an edge only when the principal may see its other end too.
     let edges_of = |key: &ctxgraph::NodeKey| -> anyhow::Result<Vec<ctxgraph::Edge>> {
         Ok(reader.edges(key, None, Direction::Both)?)
@@ -59,10 +59,15 @@ pub(crate) fn get(cli: &Cli, id: &str) -> anyhow::Result<Outcome> {
         print_json(&Value::Array(list))?;
     } else {
         if nodes.is_empty() {
-            writeln!(out, "no node with id `{id}`")?;
+            writeln!(out, "{}", crate::names::nothing_named(id))?;
         }
         for n in &nodes {
             writeln!(out, "{} {}", n.key.label, n.key.id)?;
+            let merged = crate::names::merged_with(&reader, &n.key)?;
+            if !merged.is_empty() {
+                let ids: Vec<&str> = merged.iter().map(|k| k.id.as_str()).collect();
+                writeln!(out, "merged with {} (SAME_AS, decided)", ids.join(", "))?;
+            }
             let mut t = table(&["property", "value"]);
             for (k, v) in &n.props {
                 t.add_row(vec![k.clone(), cell(v)]);
@@ -101,10 +106,23 @@ pub(crate) fn neighbors(
         anyhow::bail!("--edge {t}: not a declared edge type; declared: {known:?}");
     }
     let snap = crate::reader(cli, &engine)?;
-    let keys: Vec<NodeKey> = match label {
+    let mut keys: Vec<NodeKey> = match label {
         Some(l) => vec![NodeKey::new(l, id)],
-        None => snap.find(id)?.into_iter().map(|n| n.key).collect(),
+        None => crate::names::nodes_named(&snap, id)?
+            .into_iter()
+            .map(|n| n.key)
+            .collect(),
     };
+    // A merged entity is one entity to a reader: its partners' edges are its own.
+    let mut merged = Vec::new();
+    for key in &keys {
+        for other in crate::names::merged_with(&snap, key)? {
+            if !keys.contains(&other) && !merged.contains(&other) {
+                merged.push(other);
+            }
+        }
+    }
+    keys.extend(merged.iter().cloned());
     let dir = match direction {
         DirectionArg::Out => Direction::Out,
         DirectionArg::In => Direction::In,
@@ -114,13 +132,24 @@ pub(crate) fn neighbors(
     for key in &keys {
         edges.extend(snap.edges(key, edge, dir)?);
     }
+    if !merged.is_empty() {
+        // The SAME_AS edge between merged partners touches both: list it once.
+        let mut seen = std::collections::HashSet::new();
+        edges.retain(|e| seen.insert(format!("{:?}", e.key)));
+    }
     if cli.json {
         print_json(&Value::Array(edges.iter().map(edge_json).collect()))?;
     } else {
         let mut out = std::io::stdout().lock();
-        if edges.is_empty() {
-            writeln!(out, "no edges for `{id}`")?;
+        if keys.is_empty() {
+            writeln!(out, "{}", crate::names::nothing_named(id))?;
+        } else if edges.is_empty() {
+            writeln!(out, "`{id}` has no edges of this kind")?;
         } else {
+            if !merged.is_empty() {
+                let ids: Vec<&str> = merged.iter().map(|k| k.id.as_str()).collect();
+                writeln!(out, "with the edges of {} (merged, SAME_AS)", ids.join(", "))?;
+            }
             let mut t = table(&["from", "edge", "to", "properties"]);
             for e in &edges {
                 t.add_row(vec![
@@ -148,9 +177,12 @@ pub(crate) fn session(cli: &Cli, id: &str, limit: usize) -> anyhow::Result<Outco
     } else {
         let mut out = std::io::stdout().lock();
         if timeline.is_empty() {
-            writeln!(out, "no events in session `{id}`")?;
+            writeln!(
+                out,
+                "no events in session `{id}` that you may see (`ctxgraph search` finds sessions by their text)"
+            )?;
         } else {
-            writeln!(out, "session {id}: {} events", timeline.len())?;
+            writeln!(out, "session {id}: {}", count(timeline.len() as u64, "event", "events"))?;
             let mut t = table(&["occurred_at", "event", "agent", "what", "caused by"]);
             for entry in &timeline {
                 let e = &entry.event;
@@ -290,6 +322,11 @@ pub(crate) fn log(cli: &Cli, from: u64, limit: usize) -> anyhow::Result<Outcome>
     let mut out = std::io::stdout().lock();
     if cli.json {
         print_json(&Value::Array(entries.iter().map(log_json).collect()))?;
+    } else if entries.is_empty() {
+        writeln!(
+            out,
+            "no log records from position {from} (`ctxgraph stats` gives the log length)"
+        )?;
     } else {
         let mut t = table(&["position", "kind", "id", "recorded_at", "record"]);
         for e in &entries {
@@ -297,7 +334,7 @@ pub(crate) fn log(cli: &Cli, from: u64, limit: usize) -> anyhow::Result<Outcome>
                 e.position.to_string(),
                 e.kind.as_str().to_owned(),
                 e.id.clone(),
-                e.recorded_at.clone(),
+                crate::output::when(&e.recorded_at),
                 shorten(&e.body, 90),
             ]);
         }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::Outcome;
 use crate::args::{Cli, RecallArgs};
-use crate::output::{describe_entity, describe_event, print_json, shorten};
+use crate::output::{count, describe_entity, describe_event, print_json, shorten, when};
 
 pub(crate) fn run(cli: &Cli, args: &RecallArgs) -> anyhow::Result<Outcome> {
     // Before the store is opened: an oversized question costs nothing.
@@ -112,14 +112,24 @@ fn path_line(item: &Item) -> String {
 fn print_pack(pack: &ContextPack) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let how = if pack.intent_classified { "classified" } else { "given" };
-    writeln!(
-        out,
-        "{} items for \"{}\" (intent {}, {how}; {} candidates)",
-        pack.items.len(),
-        pack.query,
-        pack.intent.name(),
-        pack.candidates
-    )?;
+    if pack.items.is_empty() {
+        writeln!(
+            out,
+            "Nothing found for \"{}\" (intent {}, {how}; {}): try other words, fewer constraints, or `ctxgraph search`.",
+            pack.query,
+            pack.intent.name(),
+            count(pack.candidates as u64, "candidate", "candidates")
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{} for \"{}\" (intent {}, {how}; {})",
+            count(pack.items.len() as u64, "item", "items"),
+            pack.query,
+            pack.intent.name(),
+            count(pack.candidates as u64, "candidate", "candidates")
+        )?;
+    }
     // What the engine understood: cues, what the question names, the constraints in force.
     let st = &pack.state;
     let mut understood = Vec::new();
@@ -135,16 +145,22 @@ fn print_pack(pack: &ContextPack) -> anyhow::Result<()> {
         understood.push(format!("within {}", c.join(", ")));
     }
     if let Some((first, last)) = &st.time_span {
-        understood.push(format!("spanning {first} .. {last}"));
+        understood.push(format!("spanning {} .. {}", when(first), when(last)));
     }
     if !understood.is_empty() {
         writeln!(out, "{}", understood.join("; "))?;
     }
     for (i, item) in pack.items.iter().enumerate() {
         let f = &item.factors;
+        // When it happened (or was written), in the output's one time zone.
+        let at = ["occurred_at", "created_at", "committed_at", "at"]
+            .iter()
+            .find_map(|k| item.node.props.get(*k).and_then(Value::as_str))
+            .map(|t| format!("{}  ", when(t)))
+            .unwrap_or_default();
         writeln!(
             out,
-            "\n{:>2}. {:.3}  {}",
+            "\n{:>2}. {:.3}  {at}{}",
             i + 1,
             item.score,
             shorten(&describe(&item.node), 100)
@@ -181,12 +197,34 @@ fn print_pack(pack: &ContextPack) -> anyhow::Result<()> {
     }
     if !pack.unknowns.is_empty() {
         writeln!(out, "\nunknowns:")?;
+        // One line per missing node, naming the items it concerns (an entity unexplained for
+        // every item is said once).
+        let mut grouped: Vec<(&str, String, Vec<String>)> = Vec::new();
         for u in &pack.unknowns {
-            writeln!(out, "  {}: {} (for {})", u.kind.replace('_', " "), u.missing, u.item)?;
+            let missing = u.missing.to_string();
+            match grouped.iter_mut().find(|(k, m, _)| *k == u.kind && *m == missing) {
+                Some((_, _, items)) => items.push(u.item.to_string()),
+                None => grouped.push((u.kind, missing, vec![u.item.to_string()])),
+            }
+        }
+        for (kind, missing, items) in &grouped {
+            let shown: Vec<&str> = items.iter().take(3).map(String::as_str).collect();
+            let more = items.len().saturating_sub(3);
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            writeln!(
+                out,
+                "  {}: {missing} (for {}{more})",
+                kind.replace('_', " "),
+                shown.join(", ")
+            )?;
         }
     }
     if pack.trimmed > 0 {
-        writeln!(out, "\n{} items left out to fit the token budget", pack.trimmed)?;
+        writeln!(
+            out,
+            "\n{} left out to fit the token budget",
+            count(pack.trimmed as u64, "item", "items")
+        )?;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::Outcome;
 use crate::args::{Cli, ReceiptCommand};
-use crate::output::{print_json, table};
+use crate::output::{print_json, table, when};
 
 pub(crate) fn run(cli: &Cli, cmd: &ReceiptCommand) -> anyhow::Result<Outcome> {
     match cmd {
@@ -116,13 +116,18 @@ fn list(cli: &Cli, query: &ReceiptQuery) -> anyhow::Result<Outcome> {
     let list = engine.reader(&who)?.receipts(query)?;
     if cli.json {
         print_json(&Value::Array(list.iter().map(ReceiptView::to_json).collect()))?;
+    } else if list.is_empty() {
+        writeln!(
+            std::io::stdout(),
+            "no receipts match (`ctxgraph receipt add FILE` records one; the filters narrow the list)"
+        )?;
     } else {
         let mut t = table(&["committed", "task", "actor", "action", "outcome", "policies", "id"]);
         for r in list.iter().map(|v| &v.record) {
             let policies: Vec<String> =
                 r.policies.iter().map(|p| format!("{}={}", p.id, p.result)).collect();
             t.add_row(vec![
-                r.committed_at.clone(),
+                when(&r.committed_at),
                 r.task.clone(),
                 r.actor.clone(),
                 r.action.clone(),

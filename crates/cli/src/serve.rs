@@ -48,22 +48,35 @@ fn cap_malloc_arenas() {}
 
 pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
     cap_malloc_arenas();
+    // Flags and environment first, then the configuration file, then the defaults.
+    let file = crate::config::Config::load(args.config.as_deref())?.serve;
+    let data = args.data.clone().or(file.data).unwrap_or_else(|| "ctxgraph-data".into());
+    let addr = args.addr.clone().or(file.addr).unwrap_or_else(|| "127.0.0.1:8377".to_owned());
     let options = crate::with_embedder(cli, EngineOptions::default())?;
-    let service = Service::open(&args.data, options)
-        .with_context(|| format!("opening the data directory {}", args.data.display()))?;
+    let service = Service::open(&data, options)
+        .with_context(|| format!("opening the data directory {}", data.display()))?;
     let limits = RequestLimits {
         question: QuestionLimits {
-            max_chars: args.max_question_chars,
-            max_words: args.max_question_words,
+            max_chars: args
+                .max_question_chars
+                .or(file.max_question_chars)
+                .unwrap_or(ctxgraph::MAX_QUESTION_CHARS),
+            max_words: args
+                .max_question_words
+                .or(file.max_question_words)
+                .unwrap_or(ctxgraph::MAX_QUESTION_WORDS),
         },
-        deadline: Duration::from_secs(args.request_timeout),
+        deadline: args
+            .request_timeout
+            .or(file.request_timeout)
+            .map_or(ctxgraph_server::DEFAULT_DEADLINE, Duration::from_secs),
     };
     service.set_limits(limits);
     let runtime = runtime()?;
     let served = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(&args.addr)
+        let listener = tokio::net::TcpListener::bind(&addr)
             .await
-            .with_context(|| format!("listening on {}", args.addr))?;
+            .with_context(|| format!("listening on {addr}"))?;
         let addr = listener.local_addr().context("reading the bound address")?;
         {
             let mut out = std::io::stdout().lock();
@@ -142,6 +155,11 @@ pub(crate) fn principal(cli: &Cli, cmd: &PrincipalCommand) -> anyhow::Result<Out
                     .map(|p| json!({"name": p.name, "tenant": p.tenant, "roles": p.roles, "created_at": p.created_at}))
                     .collect();
                 print_json(&serde_json::Value::Array(v))?;
+            } else if list.is_empty() {
+                writeln!(
+                    std::io::stdout().lock(),
+                    "no principals (`ctxgraph principal add NAME --tenant T --role R` adds one)"
+                )?;
             } else {
                 let mut t = table(&["name", "tenant", "roles", "created"]);
                 for p in &list {
@@ -149,7 +167,7 @@ pub(crate) fn principal(cli: &Cli, cmd: &PrincipalCommand) -> anyhow::Result<Out
                         p.name.clone(),
                         p.tenant.clone(),
                         p.roles.join(", "),
-                        p.created_at.clone(),
+                        crate::output::when(&p.created_at),
                     ]);
                 }
                 writeln!(std::io::stdout().lock(), "{t}")?;

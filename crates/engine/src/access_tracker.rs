@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
 use ctxgraph_ontology::{MAX_ACCESS_COUNT, MAX_ACCESS_EVENTS, validate_value};
+use ctxgraph_store::{GraphReader, GraphStore};
 
 use crate::error::Error;
 use crate::recall::ContextPack;
@@ -168,12 +169,30 @@ impl crate::Engine {
         let record =
             validate_value(&self.schema, &self.options().limits, access_record(&notes, &at))?;
         match self.append_one(&record) {
-            Ok(_) => Ok(notes.len()),
+            Ok(crate::IngestOutcome::New(position)) => {
+                self.enriched_past_access(position)?;
+                Ok(notes.len())
+            }
+            Ok(crate::IngestOutcome::Duplicate(_)) => Ok(notes.len()),
             Err(e) => {
                 self.access.restore(notes);
                 Err(e)
             }
         }
+    }
+}
+
+impl crate::Engine {
+    /// An access record has nothing to enrich: when stage 2 was level with the log before the
+    /// record at `position`, it stays level, so a store that was only read shows no enrichment
+    /// lag. (A crash before this commit leaves a lag of one record that `enrich` clears.)
+    fn enriched_past_access(&mut self, position: u64) -> Result<(), Error> {
+        let mut w = self.store.begin_write()?;
+        if w.enriched_through()?.saturating_add(1) == position {
+            w.set_enriched_through(position)?;
+        }
+        w.commit()?;
+        Ok(())
     }
 }
 

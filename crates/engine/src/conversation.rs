@@ -12,7 +12,7 @@
 //!
 //! | field | required | meaning |
 //! |---|---|---|
-//! | `speaker` | yes | who said it: an id (1–256 bytes, no whitespace) |
+//! | `speaker` | yes | who said it: a name (1–256 bytes, no control characters), e.g. `Melanie Smith` |
 //! | `text` | yes | what was said |
 //! | `timestamp` | yes | RFC 3339 with an offset |
 //! | `session` | yes | the session (one sitting of the conversation): an id |
@@ -32,12 +32,14 @@
 //!
 //! # The event record of a message
 //! `event_type` [`MESSAGE_EVENT_TYPE`]; `event_id` the `id` or `{session}:{n}`; `session_id` the
-//! session; `trace_id` the conversation; `agent_id` the speaker (an Entity of type `agent`
-//! through the projection's agent mention); `parent_event_id` the `reply_to`; `occurred_at` the
-//! timestamp; `payload` `{"text", "speaker"}` plus the attributes (stage 2 reads `text` as the
+//! session; `trace_id` the conversation; `agent_id` the speaker's id, [`speaker_id`] (its name
+//! with each run of white space turned into `_`; an Entity of type `agent` through the projection's
+//! agent mention); `parent_event_id` the `reply_to`; `occurred_at` the
+//! timestamp; `payload` `{"text", "speaker"}` (the speaker's name as given) plus the attributes (stage 2 reads `text` as the
 //! telling text); `entities` the names in the text ([`extract_entities`], role `object`), where
 //! the known speakers are every speaker of the same conversation in the input (so a greeting
-//! names the other person before they have spoken).
+//! names the other person before they have spoken), and a speaker's name becomes its id, so a
+//! speaker named in the text is the entity of the turns they spoke.
 //!
 //! Records depend only on the input, so importing it again finds every record stored
 //! (duplicates). Appending messages to a file and importing it again is safe, unless a speaker who
@@ -127,7 +129,7 @@ impl Message {
                 ));
             }
         }
-        let speaker = id_field(&obj, "speaker", true, limits, &mut out);
+        let speaker = speaker_field(&obj, limits, &mut out);
         let text = string_field(&obj, "text", true, &mut out).map(str::to_owned);
         let timestamp = string_field(&obj, "timestamp", true, &mut out).and_then(|t| {
             match DateTime::parse_from_rfc3339(t) {
@@ -309,6 +311,35 @@ fn id_field(
     }
 }
 
+/// The speaker: a name, kept as written; its id ([`speaker_id`]) must be an id.
+fn speaker_field(
+    obj: &Map<String, Value>,
+    limits: &Limits,
+    out: &mut Vec<Violation>,
+) -> Option<String> {
+    let s = string_field(obj, "speaker", true, out)?;
+    if is_id(&speaker_id(s), limits) && !s.chars().any(char::is_control) {
+        Some(s.to_owned())
+    } else {
+        out.push(Violation::for_str(
+            "$.speaker",
+            s,
+            "message.id_format",
+            format!(
+                "a speaker is a name of 1 to {} bytes with no control characters",
+                limits.max_id_bytes
+            ),
+        ));
+        None
+    }
+}
+
+/// The id of a speaker named `name`: the name with each run of white space turned into `_` and
+/// the ends trimmed (`Melanie Smith` → `Melanie_Smith`), as the agent's id in event records.
+pub(crate) fn speaker_id(name: &str) -> String {
+    name.split_whitespace().collect::<Vec<_>>().join("_")
+}
+
 /// The record validator's id rule.
 pub(crate) fn is_id(s: &str, limits: &Limits) -> bool {
     !s.is_empty()
@@ -348,7 +379,7 @@ impl Turn<'_> {
             "event_type": MESSAGE_EVENT_TYPE,
             "occurred_at": self.occurred_at,
             "session_id": self.session_id,
-            "agent_id": self.speaker,
+            "agent_id": speaker_id(self.speaker),
             "trace_id": self.trace_id,
             "payload": payload,
         });
@@ -357,7 +388,11 @@ impl Turn<'_> {
         }
         let entities: Vec<Value> = extract_entities(self.text, known_speakers)
             .into_iter()
-            .map(|e| json!({"name": e.name, "entity_type": e.entity_type, "role": "object"}))
+            .map(|e| {
+                // A speaker named in the text is the agent whose id is their name's id form.
+                let name = if e.entity_type == "agent" { speaker_id(&e.name) } else { e.name };
+                json!({"name": name, "entity_type": e.entity_type, "role": "object"})
+            })
             .collect();
         if !entities.is_empty() {
             record["entities"] = Value::Array(entities);
@@ -652,12 +687,28 @@ mod tests {
     }
 
     #[test]
+    fn a_speaker_is_a_display_name_with_an_id_form() {
+        let hi = HI.replace("\"Caroline\"", "\"Caroline  Smith\"");
+        let back = r#"{"speaker":"Melanie","text":"Thanks, Caroline Smith!","timestamp":"2023-05-08T13:57:00Z","session":"s1"}"#;
+        let b = batch(&format!("{hi}\n{back}\n"));
+        assert!(b.rejections.is_empty(), "{:?}", b.rejections.len());
+        let first = &b.records[0].1;
+        assert_eq!(first["agent_id"], "Caroline_Smith");
+        assert_eq!(first["payload"]["speaker"], "Caroline  Smith");
+        // Named in the text, the speaker is the agent of their own turns.
+        assert_eq!(
+            b.records[1].1["entities"],
+            json!([{"name": "Caroline_Smith", "entity_type": "agent", "role": "object"}])
+        );
+    }
+
+    #[test]
     fn every_bad_line_is_refused_with_every_reason() {
         let input = [
             HI,
             "{not json",
             r#"[1, 2]"#,
-            r#"{"speaker":"Dr Who","text":7,"timestamp":"yesterday","session":"s1","colour":"red","attributes":{"text":"x"}}"#,
+            r#"{"speaker":"  ","text":7,"timestamp":"yesterday","session":"s1","colour":"red","attributes":{"text":"x"}}"#,
             r#"{"text":"hi"}"#,
             r#"{"speaker":"a","text":"","timestamp":"2023-05-08T13:56:00Z","session":"s1","reply_to":"s1:1"}"#,
             r#"{"speaker":"a","text":"","timestamp":"2023-05-08T13:56:00Z","session":"s1","attributes":[]}"#,

@@ -1544,7 +1544,7 @@ pub struct ForgottenList {
 #[derive(Debug, Clone, Deserialize, JsonSchema, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReceiptsRequest {
-    /// Receipts in seed 004's layout: `task`, `actor`, `approvals`, `referenced_inputs`
+    /// Receipts in the receipt layout: `task`, `actor`, `approvals`, `referenced_inputs`
     /// (`events`, `entities`, `documents`, `configs`, `spans`), `policies_checked`
     /// (`[{id, result: allow|deny}]`), `exceptions` (`[{id, justification}]`), `action`,
     /// `outcome` (`{status, notes, follow_ups}`), `timestamps` (`{requested, committed}`).
@@ -1602,7 +1602,7 @@ pub struct ReceiptListQuery {
 /// Receipts, newest committed first.
 #[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
 pub struct ReceiptList {
-    /// Each in seed 004's layout with its `receipt_id` and log `position`.
+    /// Each in the receipt layout with its `receipt_id` and log `position`.
     #[schema(value_type = Vec<Object>)]
     pub receipts: Vec<Value>,
 }

@@ -236,20 +236,22 @@ fn search_finds_facts_and_sentences_and_renders_every_kind() {
         .assert()
         .success();
 
-    let out = stdout(&mut d.cmd(&["search", "alien"]));
+    // One row per line, so the assertions read whole cells.
+    let out = stdout(&mut d.cmd(&["search", "alien", "--wide"]));
     assert!(out.contains("Sentence:"), "{out}");
     assert!(out.contains("\"Neurodock talks to an alien mothership.\" (Neurodock notes)"), "{out}");
-    let out = stdout(&mut d.cmd(&["search", "depends redis"]));
+    let out = stdout(&mut d.cmd(&["search", "depends redis", "--wide"]));
     assert!(out.contains("Neurodock depends on Redis (confidence 0.70)"), "{out}");
     let hits = json(&d, &["search", "depends redis"]);
     assert_eq!(hits[0]["label"], "Fact", "{hits}");
     assert_eq!(hits[0]["properties"]["predicate"], "depends_on", "{hits}");
-    let out = stdout(&mut d.cmd(&["search", "mothership", "--semantic", "--limit", "20"]));
+    let out =
+        stdout(&mut d.cmd(&["search", "mothership", "--semantic", "--limit", "20", "--wide"]));
     assert!(out.contains("alien mothership"), "{out}");
 
     d.cmd(&["consolidate"]).assert().success();
     // A summary is found by its agents and highlights (its ids and counts are not words).
-    let out = stdout(&mut d.cmd(&["search", "planner", "--limit", "20"]));
+    let out = stdout(&mut d.cmd(&["search", "planner", "--limit", "20", "--wide"]));
     assert!(out.contains("session summary of sess-7 (1 event): "), "{out}");
     assert!(!out.contains('?'), "{out}");
 }
