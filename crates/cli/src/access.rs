@@ -36,7 +36,8 @@ fn kind(command: &Command) -> Kind {
         | Command::Recall(_)
         | Command::Evolution { .. }
         | Command::Impact { .. }
-        | Command::Rollup { .. } => Kind::Scoped,
+        | Command::Rollup { .. }
+        | Command::Export(_) => Kind::Scoped,
         Command::Memory(m) => match m {
             MemoryCommand::Show { .. }
             | MemoryCommand::List { .. }
@@ -82,7 +83,9 @@ fn kind(command: &Command) -> Kind {
         | Command::Enrich
         | Command::Consolidate(_)
         | Command::Retention(_)
-        | Command::Reembed => Kind::Unscoped,
+        | Command::Reembed
+        | Command::Backup { .. }
+        | Command::Restore { .. } => Kind::Unscoped,
     }
 }
 

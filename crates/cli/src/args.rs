@@ -134,6 +134,27 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+    /// Export the graph, or the log, in another format: W3C PROV-O (Turtle or JSON-LD), a
+    /// Cypher script (FalkorDB, Neo4j), GraphML (Gephi, yEd, networkx) or the log as JSONL.
+    ///
+    /// Reads through the access policy: under `--as` the export holds only what the principal
+    /// may see, and no edge to anything else. `--session`, `--trace`, `--since` and `--until`
+    /// select events (every condition given must hold); the export then holds those events,
+    /// the entities, summaries and receipts one edge away, and the edges among them.
+    Export(ExportArgs),
+    /// Write a consistent copy of the store to a new file, while other processes (`serve`,
+    /// `ingest`) go on writing. Owner only.
+    Backup {
+        /// The new file (refused when it exists).
+        file: PathBuf,
+    },
+    /// Rebuild a store at `--db` (a new file) from a backup or from a log exported with
+    /// `export --format jsonl`: a backup is copied, a log is ingested, projected and enriched.
+    Restore {
+        /// A backup file or a JSONL log.
+        #[arg(long)]
+        from: PathBuf,
+    },
     /// Show, check or add schema modules (the ontology is data).
     #[command(subcommand)]
     Schema(SchemaCommand),
@@ -1375,4 +1396,41 @@ pub(crate) enum ReceiptCommand {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    /// The output format.
+    #[arg(long, value_enum)]
+    pub(crate) format: ExportFormat,
+    /// Only the events of this session.
+    #[arg(long)]
+    pub(crate) session: Option<String>,
+    /// Only the events of this trace.
+    #[arg(long)]
+    pub(crate) trace: Option<String>,
+    /// Only events at or after this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    pub(crate) since: Option<String>,
+    /// Only events before this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    pub(crate) until: Option<String>,
+    /// Write to this file instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+/// What `export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ExportFormat {
+    /// W3C PROV-O as Turtle.
+    ProvTtl,
+    /// W3C PROV-O as JSON-LD.
+    ProvJsonld,
+    /// A Cypher script: index DDL, then CREATE statements.
+    Cypher,
+    /// GraphML.
+    Graphml,
+    /// The log records as JSONL, which `ingest` and `restore` read back.
+    Jsonl,
 }

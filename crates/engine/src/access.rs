@@ -26,6 +26,7 @@
 mod derived;
 mod principals;
 mod scoped;
+mod scoped_export;
 
 use std::collections::BTreeSet;
 
@@ -36,6 +37,7 @@ use crate::error::Error;
 
 pub use principals::{KEY_PREFIX, PrincipalEntry, Principals};
 pub use scoped::{Scoped, ScopedStats};
+pub use scoped_export::{ExportFilter, ExportGraph};
 
 /// May write records (ingest, facts, memories, receipts).
 pub const ROLE_WRITER: &str = "writer";

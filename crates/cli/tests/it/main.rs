@@ -17,6 +17,7 @@ mod eval;
 mod forget;
 mod http;
 mod import;
+mod interop;
 mod knowledge;
 mod mcp;
 mod memory;
