@@ -4,9 +4,11 @@
 //! (or SKOS, schema.org, Dublin Core) term in its `prov` or `class` field gives that term.
 //! - A node is typed with `cg:<Label>`, its node type's `prov` class, the `class` and `prov`
 //!   of each enum value it holds (an entity of type `agent` is a `prov:SoftwareAgent`), and an
-//!   event with its event type's class. Its properties become `cg:<property>` literals typed by
-//!   the schema's property types; an activity's `occurred_at` or `requested_at` is also its
-//!   `prov:startedAtTime`, a `committed_at` its `prov:endedAtTime`.
+//!   event with its event type's class and category. An enum value's `parent` is a type too,
+//!   so an agent is both a `prov:SoftwareAgent` and a `prov:Agent`. Its properties become
+//!   `cg:<property>` literals typed by the schema's property types; an activity's
+//!   `occurred_at` or `requested_at` is also its `prov:startedAtTime`, a `committed_at` its
+//!   `prov:endedAtTime`.
 //! - An edge becomes `cg:<EDGE_TYPE>` plus its PROV-O property: the `prov` (else `class`) of
 //!   the enum value it carries when there is one (a `REFERENCES` edge by its role: the agent as
 //!   `prov:wasAssociatedWith`, the instrument as `prov:used`, the result as `prov:wasGeneratedBy`
@@ -130,7 +132,8 @@ pub fn triples(
             ) && let Some(ev) =
                 e.canonical(v).and_then(|c| e.values.iter().find(|x| x.name == c))
             {
-                types.extend(ev.class.as_deref().into_iter().chain(ev.prov.as_deref()).map(expand));
+                let terms = [ev.class.as_deref(), ev.parent.as_deref(), ev.prov.as_deref()];
+                types.extend(terms.into_iter().flatten().map(expand));
             }
         }
         if node.key.label == "Event"
@@ -479,6 +482,7 @@ mod tests {
         assert!(has(&ts, &node_iri(&out.key), "prov:wasGeneratedBy", &i1));
         assert!(has(&ts, &i1, "rdf:type", &expand("prov:Activity")));
         assert!(has(&ts, &node_iri(&agent.key), "rdf:type", &expand("prov:SoftwareAgent")));
+        assert!(has(&ts, &node_iri(&agent.key), "rdf:type", &expand("prov:Agent")));
         assert!(has(&ts, &session_iri("s1"), "rdf:type", &expand("prov:Bundle")));
         assert!(has(&ts, &i1, "dcterms:isPartOf", &session_iri("s1")));
         let started = Object::Literal {
