@@ -406,6 +406,63 @@ pub(crate) enum ImportCommand {
     /// rejected under its number in the request (counted from 1); the others are imported.
     /// A body that is not an export request changes nothing.
     Otlp(OtlpArgs),
+    /// Import an MCP memory server's knowledge graph file (`memory.jsonl`).
+    ///
+    /// Lines {"type":"entity","name","entityType","observations":[...]} and
+    /// {"type":"relation","from","to","relationType"}. Each observation becomes an
+    /// `observation.input` event about its entity (session `mcp-memory:<name>`, id derived from
+    /// the entity and the text), an entity without observations one event naming it; entity
+    /// types map onto ctxgraph's (`person` is `user`, unknown ones `concept`); each relation
+    /// becomes a fact `from relationType to` (source `mcp-memory`), its type declared as a
+    /// predicate when the schema lacks it. Importing the file again adds nothing.
+    McpMemory(McpMemoryArgs),
+    /// Import episodes: a JSON list (or {"episodes": [...]}) of {name, content or
+    /// episode_body, source, source_description, reference_time, group_id, uuid}.
+    ///
+    /// Each episode becomes an event at its reference time (`observation.message` for source
+    /// `message`, whose `Speaker: text` gives the agent; `observation.input` otherwise), in
+    /// session `group_id` (default `episodes`), id its uuid or derived from its content.
+    Episodes(ToolFileArgs),
+    /// Import a memory-layer export: a JSON list (or {"results": [...]}) of {id, memory,
+    /// user_id, agent_id, run_id, created_at, updated_at, metadata, categories}.
+    ///
+    /// Each memory becomes an `observation.input` event at its creation time, with its user
+    /// and agent, in session `run_id` (default `mem0:<user>`); an updated memory is a new event.
+    Mem0(ToolFileArgs),
+    /// Import a folder of Markdown notes linked with [[wikilinks]].
+    ///
+    /// Each note becomes a document (split into sentences; names of known entities found in
+    /// them are mentions), and each link [[Target]] in note N a fact `Target mentioned_in N`
+    /// between the notes' `concept` entities, source the note's path.
+    Markdown(MarkdownArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpMemoryArgs {
+    /// The `memory.jsonl` file.
+    pub(crate) file: PathBuf,
+    /// The time given to observations, which the file does not keep (RFC 3339) [default:
+    /// now]; an observation imported before keeps its first time.
+    #[arg(long)]
+    pub(crate) at: Option<String>,
+    #[command(flatten)]
+    pub(crate) import: ImportArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ToolFileArgs {
+    /// The JSON file.
+    pub(crate) file: PathBuf,
+    #[command(flatten)]
+    pub(crate) import: ImportArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MarkdownArgs {
+    /// The folder (read recursively; `.md` and `.markdown` files, hidden folders skipped).
+    pub(crate) dir: PathBuf,
+    #[command(flatten)]
+    pub(crate) import: ImportArgs,
 }
 
 #[derive(Debug, Args)]

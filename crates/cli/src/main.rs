@@ -10,6 +10,7 @@ mod entities;
 mod eval;
 mod forget;
 mod import;
+mod import_tools;
 mod ingest;
 mod interop;
 mod knowledge;

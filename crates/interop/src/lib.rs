@@ -8,6 +8,7 @@
 //! normal validated path. Nothing here opens a file or a store.
 
 pub mod export;
+pub mod import;
 
 /// Why an export or an import could not be made.
 #[derive(Debug, thiserror::Error)]

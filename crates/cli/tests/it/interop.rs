@@ -141,3 +141,108 @@ fn a_backup_and_a_log_restore_give_the_same_views() {
     let out = d.cmd(&["restore", "--from", log.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+fn fixture(name: &str) -> String {
+    super::workspace_root().join("tests/fixtures/interop").join(name).to_str().unwrap().to_owned()
+}
+
+/// `import ARGS --json` twice: the first summary, and the second must add nothing.
+fn import_twice(d: &Dir, args: &[&str]) -> Value {
+    let run = || {
+        let mut all = vec!["import"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--json", "--quiet"]);
+        let out = d.cmd(&all).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let first = run();
+    let again = run();
+    for part in ["events", "facts", "documents"] {
+        assert_eq!(again[part]["accepted"], json!(0), "{args:?} again adds no {part}: {again}");
+        assert_eq!(again[part]["duplicates"], first[part]["accepted"], "{args:?}: {again}");
+    }
+    first
+}
+
+#[test]
+fn the_mcp_memory_file_imports_once_and_recall_returns_its_observations_with_provenance() {
+    let d = Dir::new();
+    let first =
+        import_twice(&d, &["mcp-memory", &fixture("memory.jsonl"), "--at", "2025-03-12T08:00:00Z"]);
+    // 7 observations and one entity without any; 3 relations.
+    assert_eq!(
+        (first["events"]["accepted"].clone(), first["facts"]["accepted"].clone()),
+        (json!(8), json!(3)),
+        "{first}"
+    );
+    let pack: Value = serde_json::from_str(&stdout(&mut d.cmd(&[
+        "recall",
+        "What does Priya Raman lead?",
+        "--json",
+    ])))
+    .unwrap();
+    let items = pack["items"].as_array().unwrap();
+    let observation = items
+        .iter()
+        .find(|i| {
+            i["node"]["properties"]["payload"]["text"] == json!("Leads the payments platform team")
+        })
+        .unwrap_or_else(|| panic!("recall returns the observation: {pack}"));
+    assert_eq!(observation["provenance"]["source"], json!("mcp-memory"), "{observation}");
+    assert!(observation["provenance"]["log_position"].as_u64().is_some(), "{observation}");
+    let fact = items
+        .iter()
+        .find(|i| i["node"]["label"] == json!("Fact"))
+        .unwrap_or_else(|| panic!("recall returns the relation as a fact: {pack}"));
+    assert_eq!(
+        fact["node"]["id"],
+        json!("user:priya_raman|leads|project:payments_platform"),
+        "{fact}"
+    );
+    // A relation type the schema lacked is now a declared predicate; one it had is reused.
+    let about = stdout(&mut d.cmd(&["fact", "about", "Ledger_Service", "--json"]));
+    assert!(about.contains("depends_on") && about.contains("belongs_to"), "{about}");
+}
+
+#[test]
+fn episodes_memories_and_notes_import_once() {
+    let d = Dir::new();
+    let episodes = import_twice(&d, &["episodes", &fixture("episodes.json")]);
+    assert_eq!(episodes["events"]["accepted"], json!(3), "{episodes}");
+    let session = stdout(&mut d.cmd(&["session", "incident-4711", "--json"]));
+    let timeline: Value = serde_json::from_str(&session).unwrap();
+    let agents: Vec<&str> = timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"]["properties"]["agent_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(agents, ["Marco", "episodes", "Dana"], "in reference-time order: {session}");
+
+    let memories = import_twice(&d, &["mem0", &fixture("mem0.json")]);
+    assert_eq!(memories["events"]["accepted"], json!(2), "{memories}");
+    let alex: Value =
+        serde_json::from_str(&stdout(&mut d.cmd(&["session", "mem0:alex", "--json"]))).unwrap();
+    let first = &alex["events"][0]["event"]["properties"];
+    assert_eq!(
+        (first["user_id"].as_str(), first["agent_id"].as_str()),
+        (Some("alex"), Some("travel-assistant")),
+        "{alex}"
+    );
+    assert_eq!(first["occurred_at"], json!("2024-11-02T17:15:00.000Z"), "{alex}");
+
+    let notes = import_twice(&d, &["markdown", &fixture("notes")]);
+    assert_eq!(
+        (notes["documents"]["accepted"].clone(), notes["facts"]["accepted"].clone()),
+        (json!(3), json!(6)),
+        "{notes}"
+    );
+    let about = stdout(&mut d.cmd(&["fact", "about", "Ledger", "--json"]));
+    assert!(about.contains("mentioned_in") && about.contains("Payments Team.md"), "{about}");
+    let docs = stdout(&mut d.cmd(&["doc", "list", "--json"]));
+    assert!(
+        docs.contains("projects/Payments Team.md") && docs.contains("Billing Service"),
+        "{docs}"
+    );
+}
