@@ -139,11 +139,12 @@ fn apply(
 
     let (mut facts, mut fact_errors) = ((0_u64, 0_u64), Vec::new());
     for c in &imported.claims {
-        let mut input = FactInput::new(
-            EntityInput::typed(&c.subject, &c.subject_type),
-            &c.predicate,
-            ObjectInput::Entity(EntityInput::typed(&c.object, &c.object_type)),
-        );
+        let object = match &c.object_type {
+            Some(t) => ObjectInput::Entity(EntityInput::typed(&c.object, t)),
+            None => ObjectInput::Literal(Value::String(c.object.clone())),
+        };
+        let mut input =
+            FactInput::new(EntityInput::typed(&c.subject, &c.subject_type), &c.predicate, object);
         input.source = Some(c.source.clone());
         match engine.record_fact(&input) {
             Ok(done) => match done.outcome {

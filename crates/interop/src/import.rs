@@ -11,12 +11,13 @@ pub mod markdown;
 pub mod mcp_memory;
 pub mod mem0;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use ctxgraph_ontology::{Schema, canonical_predicate, sha256_hex};
 use serde_json::Value;
 
-/// A fact to record: `subject predicate object`, both ends entities named with their types.
+/// A fact to record: `subject predicate object`, the subject an entity named with its type,
+/// the object another or a string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
     /// Item number in the input (line or list position, from 1).
@@ -27,10 +28,10 @@ pub struct Claim {
     pub subject_type: String,
     /// A lower_snake_case predicate; [`Imported::predicates`] lists those to declare.
     pub predicate: String,
-    /// The object's name.
+    /// The object: an entity's name, or a string literal.
     pub object: String,
-    /// The object's entity type.
-    pub object_type: String,
+    /// The object's entity type; `None` when the object is a string literal.
+    pub object_type: Option<String>,
     /// Where the claim comes from (kept with it; part of its identity).
     pub source: String,
 }
@@ -68,9 +69,9 @@ pub struct Imported {
     pub claims: Vec<Claim>,
     /// Documents, in path order.
     pub notes: Vec<Note>,
-    /// Predicates the claims use that the schema does not declare: the caller declares them
-    /// (as entity-valued predicates) before recording the claims.
-    pub predicates: BTreeSet<String>,
+    /// Predicates the claims use that the schema does not declare, with what their objects
+    /// are (`entity` or `literal`): the caller declares them before recording the claims.
+    pub predicates: BTreeMap<String, &'static str>,
     /// Refused items, in input order.
     pub refused: Vec<Refused>,
 }
@@ -80,26 +81,28 @@ impl Imported {
         self.refused.push(Refused { item, field: field.to_owned(), code, message });
     }
 
-    /// Note `predicate` as one to declare when the schema lacks it.
-    fn uses(&mut self, schema: &Schema, predicate: &str) {
+    /// Note `predicate` (whose objects are `object`: `entity` or `literal`) as one to declare
+    /// when the schema lacks it.
+    fn uses(&mut self, schema: &Schema, predicate: &str, object: &'static str) {
         if schema.predicate(predicate).is_none() {
-            self.predicates.insert(predicate.to_owned());
+            self.predicates.insert(predicate.to_owned(), object);
         }
     }
 }
 
-/// The text of a schema module declaring `predicates` as entity-valued predicates, named by a
-/// digest of the list, so the same list gives the same module (a duplicate on re-import).
-pub fn predicates_module(predicates: &BTreeSet<String>) -> String {
-    let list: Vec<&str> = predicates.iter().map(String::as_str).collect();
+/// The text of a schema module declaring `predicates` (name, and `entity` or `literal`),
+/// named by a digest of the list, so the same list gives the same module (a duplicate on
+/// re-import).
+pub fn predicates_module(predicates: &BTreeMap<String, &'static str>) -> String {
+    let list: Vec<String> = predicates.iter().map(|(p, o)| format!("{p}={o}")).collect();
     let digest = sha256_hex(list.join("\n").as_bytes());
     let mut out = format!(
         "module = \"imported-{}\"\ndescription = \"Relation types of imported memories, as fact predicates.\"\n",
         &digest[..12]
     );
-    for p in predicates {
+    for (p, object) in predicates {
         out.push_str(&format!(
-            "\n[predicates.{p}]\ndescription = \"An imported relation `{p}` between two entities.\"\nobject = \"entity\"\n"
+            "\n[predicates.{p}]\ndescription = \"Imported: `{p}`, whose object is an {object}.\"\nobject = \"{object}\"\n"
         ));
     }
     out
@@ -192,7 +195,7 @@ mod tests {
         let schema = Schema::core().unwrap();
         assert_eq!(entity_type(&schema, "Person"), "user");
         assert_eq!(entity_type(&schema, "organization"), "concept");
-        let m = predicates_module(&["works_at".to_owned()].into());
+        let m = predicates_module(&[("works_at".to_owned(), "entity")].into());
         assert!(schema.extend(&m).unwrap().predicate("works_at").is_some(), "{m}");
     }
 }

@@ -170,10 +170,10 @@ fn the_mcp_memory_file_imports_once_and_recall_returns_its_observations_with_pro
     let d = Dir::new();
     let first =
         import_twice(&d, &["mcp-memory", &fixture("memory.jsonl"), "--at", "2025-03-12T08:00:00Z"]);
-    // 7 observations and one entity without any; 3 relations.
+    // 7 observations (events and facts), one entity without any (an event); 3 relations.
     assert_eq!(
         (first["events"]["accepted"].clone(), first["facts"]["accepted"].clone()),
-        (json!(8), json!(3)),
+        (json!(8), json!(10)),
         "{first}"
     );
     let pack: Value = serde_json::from_str(&stdout(&mut d.cmd(&[
@@ -200,6 +200,17 @@ fn the_mcp_memory_file_imports_once_and_recall_returns_its_observations_with_pro
         json!("user:priya_raman|leads|project:payments_platform"),
         "{fact}"
     );
+    // Each observation is also a fact about its entity, whose source is the observation event.
+    let facts: Value =
+        serde_json::from_str(&stdout(&mut d.cmd(&["fact", "about", "Priya_Raman", "--json"])))
+            .unwrap();
+    let noted = facts["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["literal"] == json!("Leads the payments platform team"))
+        .unwrap_or_else(|| panic!("the observation is a fact: {facts}"));
+    assert_eq!(noted["sources"], json!([observation["node"]["id"]]), "{noted}");
     // A relation type the schema lacked is now a declared predicate; one it had is reused.
     let about = stdout(&mut d.cmd(&["fact", "about", "Ledger_Service", "--json"]));
     assert!(about.contains("depends_on") && about.contains("belongs_to"), "{about}");
@@ -245,4 +256,70 @@ fn episodes_memories_and_notes_import_once() {
         docs.contains("projects/Payments Team.md") && docs.contains("Billing Service"),
         "{docs}"
     );
+}
+
+#[test]
+fn recall_entity_over_http_returns_the_imported_observations_with_their_sources() {
+    let mut s = super::server::Server::start();
+    // Serving first, then stopped: the tenant's store is imported into while no server holds it.
+    assert_eq!(s.get("/v1/stats", &s.keys.reader).0, 200);
+    assert!(s.terminate());
+    let store = s.data().join("tenants").join("acme.ctxg");
+    let mut import = assert_cmd::Command::cargo_bin("ctxgraph").unwrap();
+    import.env_remove("CTXGRAPH_DB").arg("--db").arg(&store);
+    import.args(["import", "mcp-memory", &fixture("memory.jsonl"), "--quiet"]).assert().success();
+    s.restart();
+    let (status, body) =
+        s.post("/v1/entities/recall", &s.keys.reader, &json!({"entity": "Ledger_Service"}));
+    assert_eq!(status, 200, "{body}");
+    let facts = body["facts"].as_array().unwrap();
+    let outage = facts
+        .iter()
+        .find(|f| f["literal"].as_str().is_some_and(|t| t.contains("40 minute outage")))
+        .unwrap_or_else(|| panic!("the observation comes back: {body}"));
+    let source = outage["sources"][0].as_str().unwrap();
+    assert!(source.starts_with("mcp-memory:"), "{outage}");
+    let (status, event) = s.get(&format!("/v1/events/{source}"), &s.keys.reader);
+    assert_eq!(status, 200, "the source is the observation's event: {event}");
+    assert!(facts.iter().any(|f| f["predicate"] == json!("depends_on")), "{body}");
+}
+
+#[test]
+fn a_backup_taken_while_the_server_writes_is_a_consistent_store() {
+    let s = super::server::Server::start();
+    let store = s.data().join("tenants").join("acme.ctxg");
+    let first: Vec<Value> =
+        (0..20).map(|i| super::server::event(&format!("a{i}"), "s1", i, json!({}))).collect();
+    let (status, _) = s.post("/v1/events", &s.keys.writer, &json!({ "events": first }));
+    assert_eq!(status, 200);
+    let backups = tempfile::TempDir::new().unwrap();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            for batch in 0..10 {
+                let events: Vec<Value> = (0..20)
+                    .map(|i| super::server::event(&format!("b{batch}-{i}"), "s2", i, json!({})))
+                    .collect();
+                let (status, body) =
+                    s.post("/v1/events", &s.keys.writer, &json!({ "events": events }));
+                assert_eq!(status, 200, "{body}");
+            }
+        });
+        for n in 0..5 {
+            let copy = backups.path().join(format!("b{n}.ctxg"));
+            let mut c = assert_cmd::Command::cargo_bin("ctxgraph").unwrap();
+            c.env_remove("CTXGRAPH_DB").arg("--db").arg(&store).arg("backup").arg(&copy);
+            c.assert().success();
+        }
+        writer.join().unwrap();
+    });
+    for n in 0..5 {
+        let copy = backups.path().join(format!("b{n}.ctxg"));
+        let mut c = assert_cmd::Command::cargo_bin("ctxgraph").unwrap();
+        c.env_remove("CTXGRAPH_DB").arg("--db").arg(&copy).args(["stats", "--json"]);
+        let stats: Value = serde_json::from_str(&stdout(&mut c)).unwrap();
+        // One read transaction: every record in the copy is projected, nothing half-written.
+        assert_eq!(stats["projected_through"], stats["log_length"], "{stats}");
+        assert_eq!(stats["nodes"]["Event"], stats["log_length"], "{stats}");
+        assert!(stats["log_length"].as_u64().unwrap() >= 20, "{stats}");
+    }
 }

@@ -35,14 +35,14 @@ pub fn read(schema: &Schema, files: &[(String, String)]) -> Imported {
             if target == name || !seen.insert(target.clone()) {
                 continue;
             }
-            out.uses(schema, LINK);
+            out.uses(schema, LINK, "entity");
             out.claims.push(Claim {
                 item: n,
                 subject: target,
                 subject_type: "concept".into(),
                 predicate: LINK.into(),
                 object: name.clone(),
-                object_type: "concept".into(),
+                object_type: Some("concept".into()),
                 source: path.clone(),
             });
         }

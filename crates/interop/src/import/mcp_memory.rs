@@ -8,7 +8,10 @@
 //!   (its observations in file order, 1 ms apart from the import time `at`, since the file
 //!   keeps no times), agent `mcp-memory`, the observation as the payload's `text` with the
 //!   entity's name and type, and the entity referenced as its `object`;
-//! - an entity without observations is one such event whose text is its name, so it exists;
+//! - each observation is also a fact `entity observation "text"` whose source is that event's
+//!   id, so the entity's facts (`fact about`, `recall_entity`) list its observations with where
+//!   they come from;
+//! - an entity without observations is one event whose text is its name, so it exists;
 //! - the entity type maps onto the schema's (`person` is `user`; unknown types are `concept`,
 //!   the original kept in the payload);
 //! - each relation is a fact `from relationType to`, source `mcp-memory`, with the relation
@@ -24,6 +27,8 @@ use super::{Claim, Imported, content_id, entity_type, id_part, predicate_name, t
 
 /// The agent and source name of imported observations and relations.
 pub const SOURCE: &str = "mcp-memory";
+/// The predicate of an observation fact (a string-valued predicate).
+pub const OBSERVATION: &str = "observation";
 
 /// Read the file's text; `at` (RFC 3339) is the time given to observations.
 pub fn read(schema: &Schema, input: &str, at: &str) -> Imported {
@@ -77,7 +82,8 @@ pub fn read(schema: &Schema, input: &str, at: &str) -> Imported {
                 let ty = entity_type(schema, raw_type);
                 types.insert(name.to_owned(), ty.clone());
                 let Some(session) = id_part(name) else { continue };
-                let texts = if observations.is_empty() { vec![name] } else { observations };
+                let observed = !observations.is_empty();
+                let texts = if observed { observations } else { vec![name] };
                 for (i, obs) in (0_i64..).zip(texts) {
                     let Some(occurred_at) = time(at, i) else {
                         out.refuse(
@@ -89,8 +95,21 @@ pub fn read(schema: &Schema, input: &str, at: &str) -> Imported {
                         break;
                     };
                     let session_id = format!("{SOURCE}:{session}");
+                    let event_id = content_id(SOURCE, &[name, obs]);
+                    if observed {
+                        out.uses(schema, OBSERVATION, "literal");
+                        out.claims.push(Claim {
+                            item: n,
+                            subject: name.to_owned(),
+                            subject_type: ty.clone(),
+                            predicate: OBSERVATION.to_owned(),
+                            object: obs.to_owned(),
+                            object_type: None,
+                            source: event_id.clone(),
+                        });
+                    }
                     out.events.push((n, json!({
-                        "event_id": content_id(SOURCE, &[name, obs]),
+                        "event_id": event_id,
                         "event_type": "observation.input",
                         "occurred_at": occurred_at,
                         "session_id": session_id,
@@ -136,12 +155,12 @@ pub fn read(schema: &Schema, input: &str, at: &str) -> Imported {
         }
     }
     for (item, subject, predicate, object) in relations {
-        out.uses(schema, &predicate);
+        out.uses(schema, &predicate, "entity");
         let type_of = |name: &str| types.get(name).cloned().unwrap_or_else(|| "concept".into());
         out.claims.push(Claim {
             item,
             subject_type: type_of(&subject),
-            object_type: type_of(&object),
+            object_type: Some(type_of(&object)),
             subject,
             predicate,
             object,
@@ -171,12 +190,18 @@ not json
         assert_eq!(first["entities"][0]["entity_type"], "user");
         assert_eq!(got.events[1].1["occurred_at"], "2025-01-01T00:00:00.001Z");
         assert_eq!(got.events[2].1["entities"][0]["entity_type"], "concept");
-        assert_eq!(got.claims.len(), 1);
+        // Two observations and one relation.
+        assert_eq!(got.claims.len(), 3);
+        let obs = &got.claims[0];
         assert_eq!(
-            (got.claims[0].subject_type.as_str(), got.claims[0].predicate.as_str()),
-            ("user", "works_at")
+            (obs.predicate.as_str(), obs.object.as_str(), obs.object_type.as_ref()),
+            ("observation", "Speaks fluent Spanish", None)
         );
-        assert!(got.predicates.contains("works_at"));
+        assert_eq!(Some(obs.source.as_str()), first["event_id"].as_str());
+        let rel = &got.claims[2];
+        assert_eq!((rel.subject_type.as_str(), rel.predicate.as_str()), ("user", "works_at"));
+        assert_eq!(got.predicates.get("works_at"), Some(&"entity"));
+        assert_eq!(got.predicates.get("observation"), Some(&"literal"));
         let codes: Vec<_> = got.refused.iter().map(|r| (r.item, r.code)).collect();
         assert_eq!(codes, [(4, "import.required_field"), (5, "import.json")]);
         // Ids come from content: the same file at another time gives the same ids.
