@@ -9,8 +9,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use ctxgraph::{
     DocumentFormat, DocumentInput, Engine, EngineOptions, EntityInput, FactInput, ImportBatch,
-    IngestOptions, IngestOutcome, IngestReport, ObjectInput, OpenMode, Principal, Rejection,
-    Violation,
+    IngestOptions, IngestOutcome, IngestReport, ObjectInput, OpenMode, Rejection, Violation,
 };
 use ctxgraph_interop::import::{Imported, episodes, markdown, mcp_memory, mem0, predicates_module};
 use serde_json::{Value, json};
@@ -105,9 +104,9 @@ fn apply(
     // would otherwise give the same id another time on every import, a conflict.
     let (mut records, mut before) = (Vec::new(), 0_u64);
     {
-        let owner = Principal::local();
+        let who = crate::access::principal(cli)?;
         let snap = engine.snapshot()?;
-        let view = snap.scoped(&owner);
+        let view = snap.scoped(&who);
         for (line, record) in &imported.events {
             let id = record.get("event_id").and_then(Value::as_str).unwrap_or("");
             if view.event(id)?.is_some() {

@@ -8,9 +8,11 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use ctxgraph::access::ExportFilter;
+use ctxgraph::{Edge, Node, Schema};
 use ctxgraph::{EngineOptions, IngestOptions, OpenMode};
+use ctxgraph_interop::InteropError;
 use ctxgraph_interop::export::{cypher, graphml, prov};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::Outcome;
 use crate::args::{Cli, ExportArgs, ExportFormat};
@@ -38,39 +40,47 @@ pub(crate) fn export(cli: &Cli, args: &ExportArgs) -> anyhow::Result<Outcome> {
         )),
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
-    let summary = if args.format == ExportFormat::Jsonl {
-        let (mut from, mut records) = (1, 0_u64);
-        loop {
-            let (entries, next) = view.export_log(from, LOG_PAGE)?;
-            for e in entries.iter().filter(|e| event_admitted(&filter, e)) {
-                sink.write_all(e.body.as_bytes())?;
-                sink.write_all(b"\n")?;
-                records += 1;
+    let summary = match args.format {
+        ExportFormat::Jsonl => {
+            let (mut from, mut records) = (1, 0_u64);
+            loop {
+                let (entries, next) = view.export_log(from, LOG_PAGE)?;
+                for e in entries.iter().filter(|e| event_admitted(&filter, e)) {
+                    sink.write_all(e.body.as_bytes())?;
+                    sink.write_all(b"\n")?;
+                    records += 1;
+                }
+                if next == from {
+                    break;
+                }
+                from = next;
             }
-            if next == from {
-                break;
-            }
-            from = next;
+            json!({"records": records})
         }
-        json!({"format": "jsonl", "records": records})
-    } else {
-        let graph = view.export_graph(&filter)?;
-        let schema = snap.schema();
-        let text = match args.format {
-            ExportFormat::ProvTtl => {
-                prov::turtle(&prov::triples(schema, &graph.nodes, &graph.edges)?)
-            }
-            ExportFormat::ProvJsonld => {
-                let doc = prov::json_ld(&prov::triples(schema, &graph.nodes, &graph.edges)?);
-                serde_json::to_string_pretty(&doc)? + "\n"
-            }
-            ExportFormat::Cypher => cypher::script(schema, &graph.nodes, &graph.edges)?,
-            ExportFormat::Graphml => graphml::document(&graph.nodes, &graph.edges),
-            ExportFormat::Jsonl => unreachable!("written above"),
-        };
-        sink.write_all(text.as_bytes())?;
-        json!({"format": format_name(args.format), "nodes": graph.nodes.len(), "edges": graph.edges.len()})
+        ExportFormat::ProvTtl => {
+            write_graph(&view, snap.schema(), &filter, &mut sink, |schema, n, e| {
+                Ok(prov::turtle(&prov::triples(schema, n, e)?))
+            })?
+        }
+        ExportFormat::ProvJsonld => {
+            write_graph(&view, snap.schema(), &filter, &mut sink, |schema, n, e| {
+                let doc = prov::json_ld(&prov::triples(schema, n, e)?);
+                // A JSON value always serialises.
+                Ok(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
+            })?
+        }
+        ExportFormat::Cypher => {
+            write_graph(&view, snap.schema(), &filter, &mut sink, cypher::script)?
+        }
+        ExportFormat::Graphml => {
+            write_graph(&view, snap.schema(), &filter, &mut sink, |_, n, e| {
+                Ok(graphml::document(n, e))
+            })?
+        }
     };
+    // Both arms above give an object.
+    let mut summary = summary;
+    summary["format"] = format_name(args.format).into();
     sink.flush()?;
     drop(sink);
     // The summary goes to stdout only when the export did not.
@@ -87,6 +97,21 @@ pub(crate) fn export(cli: &Cli, args: &ExportArgs) -> anyhow::Result<Outcome> {
         }
     }
     Ok(Outcome::Done)
+}
+
+/// The graph (or the part the filter selects) as the principal sees it, rendered by `render`
+/// into `sink`; returns the counts.
+fn write_graph(
+    view: &ctxgraph::Scoped<'_, '_>,
+    schema: &Schema,
+    filter: &ExportFilter,
+    sink: &mut dyn Write,
+    render: impl Fn(&Schema, &[Node], &[Edge]) -> Result<String, InteropError>,
+) -> anyhow::Result<Value> {
+    let graph = view.export_graph(filter)?;
+    let text = render(schema, &graph.nodes, &graph.edges)?;
+    sink.write_all(text.as_bytes())?;
+    Ok(json!({"nodes": graph.nodes.len(), "edges": graph.edges.len()}))
 }
 
 fn format_name(f: ExportFormat) -> &'static str {

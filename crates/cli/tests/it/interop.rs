@@ -58,6 +58,10 @@ fn an_export_under_a_principal_holds_only_what_it_may_see() {
             );
         }
     }
+    // A backup copies everything: the owner's only.
+    let refused = d.cmd(&["--as", "viewer", "backup", "copy.ctxg"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("access.unscoped_command"));
     // The edge from e4 to e1 is kept, those into hidden events are not.
     let cypher = export(&d, Some("viewer"), &["--format", "cypher"]);
     let caused: Vec<&str> = cypher.lines().filter(|l| l.contains(":CAUSED_BY")).collect();
