@@ -44,8 +44,8 @@ pub(crate) fn export(cli: &Cli, args: &ExportArgs) -> anyhow::Result<Outcome> {
         ExportFormat::Jsonl => {
             let (mut from, mut records) = (1, 0_u64);
             loop {
-                let (entries, next) = view.export_log(from, LOG_PAGE)?;
-                for e in entries.iter().filter(|e| event_admitted(&filter, e)) {
+                let (entries, next) = view.export_log(from, LOG_PAGE, &filter)?;
+                for e in &entries {
                     sink.write_all(e.body.as_bytes())?;
                     sink.write_all(b"\n")?;
                     records += 1;
@@ -122,26 +122,6 @@ fn format_name(f: ExportFormat) -> &'static str {
         ExportFormat::Graphml => "graphml",
         ExportFormat::Jsonl => "jsonl",
     }
-}
-
-/// In a log export with a filter, event records must meet it and other records are left out;
-/// without one, every record the view gave is written.
-fn event_admitted(filter: &ExportFilter, entry: &ctxgraph::LogEntry) -> bool {
-    if filter.is_empty() {
-        return true;
-    }
-    if entry.kind != ctxgraph::RecordKind::Event {
-        return false;
-    }
-    let Ok(body) = serde_json::from_str::<serde_json::Value>(&entry.body) else { return false };
-    let field = |k: &str| body.get(k).and_then(serde_json::Value::as_str);
-    let at = field("occurred_at")
-        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-        .and_then(|t| t.timestamp_nanos_opt());
-    filter.session.as_deref().is_none_or(|s| field("session_id") == Some(s))
-        && filter.trace.as_deref().is_none_or(|t| field("trace_id") == Some(t))
-        && filter.since_ns.is_none_or(|s| at.is_some_and(|a| a >= s))
-        && filter.until_ns.is_none_or(|u| at.is_some_and(|a| a < u))
 }
 
 pub(crate) fn backup(cli: &Cli, file: &Path) -> anyhow::Result<Outcome> {

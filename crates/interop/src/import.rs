@@ -163,7 +163,7 @@ pub fn time(raw: &str, offset_ms: i64) -> Option<String> {
     let parsed = DateTime::parse_from_rfc3339(t)
         .map(|d| d.with_timezone(&Utc))
         .or_else(|_| NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S%.f").map(|d| d.and_utc()));
-    let at = parsed.ok()? + chrono::Duration::milliseconds(offset_ms);
+    let at = parsed.ok()?.checked_add_signed(chrono::Duration::milliseconds(offset_ms))?;
     Some(at.to_rfc3339_opts(SecondsFormat::Millis, true))
 }
 

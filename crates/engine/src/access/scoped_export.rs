@@ -45,17 +45,21 @@ impl ExportFilter {
 
     /// Whether an event node meets every condition.
     fn admits(&self, event: &Node) -> bool {
-        let prop = |k: &str| event.props.get(k).and_then(serde_json::Value::as_str);
-        if self.session.as_deref().is_some_and(|s| prop("session_id") != Some(s)) {
+        self.admits_fields(|k| event.props.get(k).and_then(serde_json::Value::as_str))
+    }
+
+    /// Whether an event, by the fields `field` reads, meets every condition.
+    fn admits_fields<'v>(&self, field: impl Fn(&str) -> Option<&'v str>) -> bool {
+        if self.session.as_deref().is_some_and(|s| field("session_id") != Some(s)) {
             return false;
         }
-        if self.trace.as_deref().is_some_and(|t| prop("trace_id") != Some(t)) {
+        if self.trace.as_deref().is_some_and(|t| field("trace_id") != Some(t)) {
             return false;
         }
         if self.since_ns.is_none() && self.until_ns.is_none() {
             return true;
         }
-        let Some(at) = prop("occurred_at")
+        let Some(at) = field("occurred_at")
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
             .and_then(|t| t.timestamp_nanos_opt())
         else {
@@ -172,7 +176,8 @@ impl Scoped<'_, '_> {
         Ok(out)
     }
 
-    /// Log records from `from`, at most `limit` read, as this principal may see them: the
+    /// Log records from `from`, at most `limit` read, as this principal may see them and as
+    /// `filter` selects them (with a condition, only the event records that meet it): the
     /// owner gets every record except forget records and tombstones (a writer may not send
     /// them, so a log export stays one that `ingest` takes back); another principal gets the
     /// schema modules, the events, memories and receipts whose nodes it may see, and the
@@ -180,12 +185,20 @@ impl Scoped<'_, '_> {
     /// Records that only link or annotate other nodes (explicit edges, entity decisions,
     /// memory outcomes, links and votes, access batches) are left out for it rather than
     /// decided one by one. Returns the kept records and the position after the last one read.
-    pub fn export_log(&self, from: u64, limit: usize) -> Result<(Vec<LogEntry>, u64), Error> {
+    pub fn export_log(
+        &self,
+        from: u64,
+        limit: usize,
+        filter: &ExportFilter,
+    ) -> Result<(Vec<LogEntry>, u64), Error> {
         let page = self.snap.read.read_from(from.max(1), limit)?;
         let next = page.last().map_or(from.max(1), |e| e.position + 1);
         let mut out = Vec::new();
         for entry in page {
             if entry.kind == RecordKind::Forget || Tombstone::parse(&entry.body).is_some() {
+                continue;
+            }
+            if !filter.is_empty() && !selected_event(filter, &entry) {
                 continue;
             }
             if self.record_visible(&entry)? {
@@ -195,6 +208,7 @@ impl Scoped<'_, '_> {
         Ok((out, next))
     }
 
+    /// Whether a record is visible to the principal (see [`Scoped::export_log`]).
     fn record_visible(&self, entry: &LogEntry) -> Result<bool, Error> {
         if self.who.is_owner() {
             return Ok(true);
@@ -222,4 +236,13 @@ impl Scoped<'_, '_> {
         };
         Ok(self.node(&NodeKey::new(label, entry.id.clone()))?.is_some())
     }
+}
+
+/// Whether a log record is an event record that meets the filter's conditions.
+fn selected_event(filter: &ExportFilter, entry: &LogEntry) -> bool {
+    if entry.kind != RecordKind::Event {
+        return false;
+    }
+    let Ok(body) = serde_json::from_str::<serde_json::Value>(&entry.body) else { return false };
+    filter.admits_fields(|k| body.get(k).and_then(serde_json::Value::as_str))
 }
