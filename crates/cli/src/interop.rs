@@ -7,10 +7,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use ctxgraph::access::ExportFilter;
-use ctxgraph::{Edge, Node, Schema};
+use ctxgraph::access::{ExportFilter, ExportItem};
 use ctxgraph::{EngineOptions, IngestOptions, OpenMode};
-use ctxgraph_interop::InteropError;
 use ctxgraph_interop::export::{cypher, graphml, prov};
 use serde_json::{Value, json};
 
@@ -58,25 +56,23 @@ pub(crate) fn export(cli: &Cli, args: &ExportArgs) -> anyhow::Result<Outcome> {
             json!({"records": records})
         }
         ExportFormat::ProvTtl => {
-            write_graph(&view, snap.schema(), &filter, &mut sink, |schema, n, e| {
-                Ok(prov::turtle(&prov::triples(schema, n, e)?))
-            })?
+            let w = prov::Writer::new(snap.schema(), &mut sink, prov::Syntax::Turtle)?;
+            stream(&view, &filter, GraphWriter::Prov(w))?
         }
         ExportFormat::ProvJsonld => {
-            write_graph(&view, snap.schema(), &filter, &mut sink, |schema, n, e| {
-                let doc = prov::json_ld(&prov::triples(schema, n, e)?);
-                // A JSON value always serialises.
-                Ok(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
-            })?
+            let w = prov::Writer::new(snap.schema(), &mut sink, prov::Syntax::JsonLd)?;
+            stream(&view, &filter, GraphWriter::Prov(w))?
         }
-        ExportFormat::Cypher => {
-            write_graph(&view, snap.schema(), &filter, &mut sink, cypher::script)?
-        }
-        ExportFormat::Graphml => {
-            write_graph(&view, snap.schema(), &filter, &mut sink, |_, n, e| {
-                Ok(graphml::document(n, e))
-            })?
-        }
+        ExportFormat::Cypher => stream(
+            &view,
+            &filter,
+            GraphWriter::Cypher(cypher::Writer::new(snap.schema(), &mut sink)?),
+        )?,
+        ExportFormat::Graphml => stream(
+            &view,
+            &filter,
+            GraphWriter::Graphml(graphml::Writer::new(snap.schema(), &mut sink)?),
+        )?,
     };
     // Both arms above give an object.
     let mut summary = summary;
@@ -99,19 +95,37 @@ pub(crate) fn export(cli: &Cli, args: &ExportArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// The graph (or the part the filter selects) as the principal sees it, rendered by `render`
-/// into `sink`; returns the counts.
-fn write_graph(
+/// One of the graph formats' writers.
+enum GraphWriter<'s, W: Write> {
+    Prov(prov::Writer<'s, W>),
+    Cypher(cypher::Writer<'s, W>),
+    Graphml(graphml::Writer<W>),
+}
+
+/// The graph (or the part the filter selects) as the principal sees it, item by item through
+/// `writer`; returns the counts.
+fn stream<W: Write>(
     view: &ctxgraph::Scoped<'_, '_>,
-    schema: &Schema,
     filter: &ExportFilter,
-    sink: &mut dyn Write,
-    render: impl Fn(&Schema, &[Node], &[Edge]) -> Result<String, InteropError>,
+    mut writer: GraphWriter<'_, W>,
 ) -> anyhow::Result<Value> {
-    let graph = view.export_graph(filter)?;
-    let text = render(schema, &graph.nodes, &graph.edges)?;
-    sink.write_all(text.as_bytes())?;
-    Ok(json!({"nodes": graph.nodes.len(), "edges": graph.edges.len()}))
+    let (nodes, edges) = view.export_each(filter, &mut |item| -> anyhow::Result<()> {
+        match (&mut writer, &item) {
+            (GraphWriter::Prov(w), ExportItem::Node(n)) => w.node(n)?,
+            (GraphWriter::Prov(w), ExportItem::Edge(e)) => w.edge(e)?,
+            (GraphWriter::Cypher(w), ExportItem::Node(n)) => w.node(n)?,
+            (GraphWriter::Cypher(w), ExportItem::Edge(e)) => w.edge(e)?,
+            (GraphWriter::Graphml(w), ExportItem::Node(n)) => w.node(n)?,
+            (GraphWriter::Graphml(w), ExportItem::Edge(e)) => w.edge(e)?,
+        }
+        Ok(())
+    })?;
+    match writer {
+        GraphWriter::Prov(w) => drop(w.finish()?),
+        GraphWriter::Cypher(w) => drop(w.finish()?),
+        GraphWriter::Graphml(w) => drop(w.finish()?),
+    }
+    Ok(json!({"nodes": nodes, "edges": edges}))
 }
 
 fn format_name(f: ExportFormat) -> &'static str {

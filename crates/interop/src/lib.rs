@@ -10,21 +10,13 @@
 pub mod export;
 pub mod import;
 
-/// Why an export or an import could not be made.
+/// Why an export could not be written (imports refuse items one by one instead, see
+/// [`import::Refused`]).
 #[derive(Debug, thiserror::Error)]
 pub enum InteropError {
-    /// The input is not in the format named, at a place the message gives.
-    #[error("{source_name}:{line}: {message} (rule: {code})")]
-    Input {
-        /// The file or stream read.
-        source_name: String,
-        /// 1-based line (or item) number; 0 when the whole input is at fault.
-        line: usize,
-        /// Stable machine code.
-        code: &'static str,
-        /// What is wrong: the field, the value and the rule.
-        message: String,
-    },
+    /// Writing the output failed.
+    #[error("writing the export: {0} (rule: export.io)")]
+    Io(#[from] std::io::Error),
     /// A value of the graph cannot be written in the format (a non-finite number).
     #[error("{at}: {message} (rule: {code})")]
     Unwritable {
@@ -41,7 +33,8 @@ impl InteropError {
     /// Stable machine code.
     pub fn code(&self) -> &'static str {
         match self {
-            InteropError::Input { code, .. } | InteropError::Unwritable { code, .. } => code,
+            InteropError::Unwritable { code, .. } => code,
+            InteropError::Io(_) => "export.io",
         }
     }
 }

@@ -69,70 +69,89 @@ impl ExportFilter {
     }
 }
 
-/// A part of the graph: nodes in key order, and the edges between them in key order.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ExportGraph {
-    /// Nodes (events with their payloads), as the principal is shown them.
-    pub nodes: Vec<Node>,
-    /// Edges whose two ends are both in `nodes`.
-    pub edges: Vec<Edge>,
+/// One item of an export, in the order [`Scoped::export_each`] gives them: every node, then
+/// every edge between two of them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExportItem {
+    /// A node (an event with its payload), as the principal is shown it.
+    Node(Node),
+    /// An edge whose two ends were both given.
+    Edge(Edge),
 }
 
 impl Scoped<'_, '_> {
-    /// The graph as this principal sees it. With an empty filter, every visible node and every
-    /// edge between two of them; otherwise the visible events the filter selects, the visible
-    /// nodes one edge away from them that are not events (entities, summaries, receipts), and
-    /// the edges among those.
-    pub fn export_graph(&self, filter: &ExportFilter) -> Result<ExportGraph, Error> {
-        let nodes = if filter.is_empty() { self.all_nodes()? } else { self.selected(filter)? };
-        let keys: BTreeSet<&NodeKey> = nodes.keys().collect();
-        let mut edges: BTreeMap<EdgeKey, Edge> = BTreeMap::new();
+    /// The graph as this principal sees it, handed to `visit` item by item, so an export holds
+    /// no more than the keys of the nodes it gave. With an empty filter, every visible node
+    /// (by type, in key order) and every edge between two of them (by type, in key order);
+    /// otherwise the visible events the filter selects, the visible nodes one edge away from
+    /// them that are not events (entities, summaries, receipts), and the edges among those.
+    /// Returns how many nodes and edges were given.
+    pub fn export_each<E: From<Error>>(
+        &self,
+        filter: &ExportFilter,
+        visit: &mut dyn FnMut(ExportItem) -> Result<(), E>,
+    ) -> Result<(u64, u64), E> {
+        let mut keys: BTreeSet<NodeKey> = BTreeSet::new();
         if filter.is_empty() {
-            for edge_type in self.snap.schema.edge_types().keys() {
-                let mut after: Option<EdgeKey> = None;
+            for label in self.snap.schema.node_types().keys() {
+                let mut after: Option<String> = None;
                 loop {
-                    let page = self.snap.read.edges_by_type(edge_type, after.as_ref(), PAGE)?;
+                    let page = self.snap.nodes(label, after.as_deref(), PAGE)?;
                     let Some(last) = page.last() else { break };
-                    after = Some(last.key.clone());
-                    for e in page {
-                        if keys.contains(&e.key.from) && keys.contains(&e.key.to) {
-                            edges.insert(e.key.clone(), e);
+                    after = Some(last.key.id.clone());
+                    for n in page {
+                        if let Some(n) = self.shown(n)? {
+                            keys.insert(n.key.clone());
+                            visit(ExportItem::Node(n))?;
                         }
                     }
                 }
             }
         } else {
+            for n in self.selected(filter)?.into_values() {
+                keys.insert(n.key.clone());
+                visit(ExportItem::Node(n))?;
+            }
+        }
+        let nodes = keys.len() as u64;
+        let mut edges = 0_u64;
+        let mut give = |e: Edge, visit: &mut dyn FnMut(ExportItem) -> Result<(), E>| {
+            if keys.contains(&e.key.from) && keys.contains(&e.key.to) {
+                edges += 1;
+                visit(ExportItem::Edge(e))
+            } else {
+                Ok(())
+            }
+        };
+        if filter.is_empty() {
+            for edge_type in self.snap.schema.edge_types().keys() {
+                let mut after: Option<EdgeKey> = None;
+                loop {
+                    let page = self
+                        .snap
+                        .read
+                        .edges_by_type(edge_type, after.as_ref(), PAGE)
+                        .map_err(Error::from)?;
+                    let Some(last) = page.last() else { break };
+                    after = Some(last.key.clone());
+                    for e in page {
+                        give(e, visit)?;
+                    }
+                }
+            }
+        } else {
+            // The selection is bounded by its filter: its edges are gathered to give each once.
+            let mut found: BTreeMap<EdgeKey, Edge> = BTreeMap::new();
             for key in &keys {
-                for e in self.snap.read.edges_of(key, None, Direction::Both)? {
-                    if keys.contains(&e.key.from) && keys.contains(&e.key.to) {
-                        edges.insert(e.key.clone(), e);
-                    }
+                for e in self.snap.read.edges_of(key, None, Direction::Both).map_err(Error::from)? {
+                    found.insert(e.key.clone(), e);
                 }
             }
-        }
-        Ok(ExportGraph {
-            nodes: nodes.into_values().collect(),
-            edges: edges.into_values().collect(),
-        })
-    }
-
-    /// Every visible node of every type the schema declares.
-    fn all_nodes(&self) -> Result<BTreeMap<NodeKey, Node>, Error> {
-        let mut out = BTreeMap::new();
-        for label in self.snap.schema.node_types().keys() {
-            let mut after: Option<String> = None;
-            loop {
-                let page = self.snap.nodes(label, after.as_deref(), PAGE)?;
-                let Some(last) = page.last() else { break };
-                after = Some(last.key.id.clone());
-                for n in page {
-                    if let Some(n) = self.shown(n)? {
-                        out.insert(n.key.clone(), n);
-                    }
-                }
+            for e in found.into_values() {
+                give(e, visit)?;
             }
         }
-        Ok(out)
+        Ok((nodes, edges))
     }
 
     /// The visible events the filter selects and their visible non-event neighbours.

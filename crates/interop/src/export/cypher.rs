@@ -1,12 +1,14 @@
 //! A Cypher script that recreates the graph in an empty FalkorDB or Neo4j graph.
 //!
-//! One statement per line, each ending with `;`: first an index on every node type's key
+//! One statement per line, each ending with `;`, written as nodes and edges are given: first an index on every node type's key
 //! property, generated from the schema modules (`CREATE INDEX FOR (n:Label) ON (n.key)`, which
 //! both accept; uniqueness constraints are not Cypher in FalkorDB, and the export never holds
 //! two nodes with one key), then one `CREATE` per node and one `MATCH ... CREATE` per edge,
 //! with every value written as a literal: no parameters, so the script runs as it is. Strings
 //! escape quotes, backslashes and control characters, so no line break ever ends up inside a
 //! statement; JSON values (payloads) are stored as their JSON text.
+
+use std::io::Write;
 
 use ctxgraph_ontology::Schema;
 use ctxgraph_ontology::graph::{Edge, Node, NodeKey, Properties};
@@ -28,37 +30,70 @@ pub fn ddl(schema: &Schema) -> String {
     out
 }
 
-/// The whole script: [`ddl`], then the nodes, then the edges.
-pub fn script(schema: &Schema, nodes: &[Node], edges: &[Edge]) -> Result<String, InteropError> {
-    let mut out = String::from(
-        "// ctxgraph export: indexes, then nodes, then edges; one statement per line.\n",
-    );
-    out.push_str(&ddl(schema));
-    for n in nodes {
+/// Writes the script as nodes and edges are given, holding nothing: an export of any size
+/// streams through it.
+pub struct Writer<'s, W: Write> {
+    schema: &'s Schema,
+    out: W,
+}
+
+impl<'s, W: Write> Writer<'s, W> {
+    /// Start the script: a comment line, then [`ddl`].
+    pub fn new(schema: &'s Schema, mut out: W) -> Result<Self, InteropError> {
+        writeln!(
+            out,
+            "// ctxgraph export: indexes, then nodes, then edges; one statement per line."
+        )?;
+        out.write_all(ddl(schema).as_bytes())?;
+        Ok(Writer { schema, out })
+    }
+
+    /// One `CREATE` of a node.
+    pub fn node(&mut self, n: &Node) -> Result<(), InteropError> {
         let mut props = n.props.clone();
         // The key is always there, even for a node whose stored properties lack it.
         props
-            .entry(key_property(schema, &n.key.label).to_owned())
+            .entry(key_property(self.schema, &n.key.label).to_owned())
             .or_insert_with(|| Value::String(n.key.id.clone()));
         props.remove("embedding");
-        out.push_str(&format!(
-            "CREATE (:{} {});\n",
-            name(&n.key.label),
-            map(&props, &n.key.to_string())?
-        ));
+        let line =
+            format!("CREATE (:{} {});", name(&n.key.label), map(&props, &n.key.to_string())?);
+        writeln!(self.out, "{line}")?;
+        Ok(())
     }
-    for e in edges {
+
+    /// One `MATCH ... CREATE` of an edge between two nodes created before.
+    pub fn edge(&mut self, e: &Edge) -> Result<(), InteropError> {
         let at = e.key.to_string();
         let props =
             if e.props.is_empty() { String::new() } else { format!(" {}", map(&e.props, &at)?) };
-        out.push_str(&format!(
-            "MATCH (a{}), (b{}) CREATE (a)-[:{}{props}]->(b);\n",
-            pattern(schema, &e.key.from),
-            pattern(schema, &e.key.to),
+        writeln!(
+            self.out,
+            "MATCH (a{}), (b{}) CREATE (a)-[:{}{props}]->(b);",
+            pattern(self.schema, &e.key.from),
+            pattern(self.schema, &e.key.to),
             name(&e.key.edge_type),
-        ));
+        )?;
+        Ok(())
     }
-    Ok(out)
+
+    /// End the script and give the output back.
+    pub fn finish(mut self) -> Result<W, InteropError> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// The whole script for these nodes and edges, as a string (for small graphs and tests).
+pub fn script(schema: &Schema, nodes: &[Node], edges: &[Edge]) -> Result<String, InteropError> {
+    let mut w = Writer::new(schema, Vec::new())?;
+    for n in nodes {
+        w.node(n)?;
+    }
+    for e in edges {
+        w.edge(e)?;
+    }
+    Ok(String::from_utf8_lossy(&w.finish()?).into_owned())
 }
 
 /// `:Label {key: 'id'}`.

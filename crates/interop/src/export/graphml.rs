@@ -1,17 +1,26 @@
 //! GraphML (for Gephi, yEd, networkx): one directed graph, nodes named `Label:id`.
 //!
-//! Every property becomes a declared `<key>`, per domain (node or edge) and name, typed
-//! `boolean`, `long` or `double` when every value of it is one, else `string`; lists and JSON
-//! values are written as their JSON text. Nodes carry `label`, edges `edge_type`, and every edge
-//! an id of its own, since one pair of nodes may have several edges (an event referencing one
-//! entity in two roles). Characters XML 1.0 cannot hold are replaced by U+FFFD.
+//! The attribute keys are declared from the schema before any node, so the document streams:
+//! one key per domain (node or edge) and property name, typed `boolean`, `long` or `double`
+//! when every node or edge type declaring it gives it that type, else `string` (lists, JSON
+//! values and times are written as text, lists and JSON as their JSON text). Nodes carry
+//! `label`, edges `edge_type`, and every edge an id of its own, since one pair of nodes may have
+//! several edges (an event referencing one entity in two roles). Properties the schema does not
+//! declare go together into one `undeclared` attribute, as a JSON object. Characters XML 1.0
+//! cannot hold are replaced by U+FFFD.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use ctxgraph_ontology::graph::{Edge, Node, Properties};
+use ctxgraph_ontology::{PropertyDef, PropertyType, Schema};
 use serde_json::Value;
 
 use super::node_name;
+use crate::InteropError;
+
+/// The attribute holding properties the schema does not declare.
+const UNDECLARED: &str = "undeclared";
 
 /// The attribute types GraphML declares, from narrowest to widest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -23,12 +32,17 @@ enum Ty {
 }
 
 impl Ty {
-    fn of(v: &Value) -> Ty {
-        match v {
-            Value::Bool(_) => Ty::Boolean,
-            Value::Number(n) if n.is_i64() => Ty::Long,
-            Value::Number(_) => Ty::Double,
-            Value::Null | Value::String(_) | Value::Array(_) | Value::Object(_) => Ty::Text,
+    fn of(t: PropertyType) -> Ty {
+        match t {
+            PropertyType::Boolean => Ty::Boolean,
+            PropertyType::Integer => Ty::Long,
+            PropertyType::Float => Ty::Double,
+            PropertyType::String
+            | PropertyType::ZonedDateTime
+            | PropertyType::Json
+            | PropertyType::ListString
+            | PropertyType::ListFloat
+            | PropertyType::ListZonedDateTime => Ty::Text,
         }
     }
 
@@ -51,77 +65,129 @@ impl Ty {
     }
 }
 
-/// The attribute keys of one domain, with their types, in name order.
-fn keys<'a>(all: impl Iterator<Item = &'a Properties>, fixed: &str) -> BTreeMap<String, Ty> {
-    let mut out = BTreeMap::from([(fixed.to_owned(), Ty::Text)]);
-    for props in all {
-        for (k, v) in props {
-            if v.is_null() || k == "embedding" {
+/// The attributes of one domain: name → (key id, type).
+type Keys = BTreeMap<String, (String, Ty)>;
+
+/// The attributes declared by `defs`, with `fixed` and [`UNDECLARED`], ids `<prefix><n>`.
+fn keys<'a>(
+    defs: impl Iterator<Item = &'a BTreeMap<String, PropertyDef>>,
+    fixed: &str,
+    prefix: &str,
+) -> Keys {
+    let mut types =
+        BTreeMap::from([(fixed.to_owned(), Ty::Text), (UNDECLARED.to_owned(), Ty::Text)]);
+    for props in defs {
+        for (k, def) in props {
+            if k == "embedding" {
                 continue;
             }
-            let t = Ty::of(v);
-            out.entry(k.clone()).and_modify(|old| *old = old.join(t)).or_insert(t);
+            let t = Ty::of(def.ty);
+            types.entry(k.clone()).and_modify(|old: &mut Ty| *old = old.join(t)).or_insert(t);
         }
     }
-    out
+    types.into_iter().enumerate().map(|(i, (k, t))| (k, (format!("{prefix}{i}"), t))).collect()
 }
 
-/// The document.
-pub fn document(nodes: &[Node], edges: &[Edge]) -> String {
-    let node_keys = keys(nodes.iter().map(|n| &n.props), "label");
-    let edge_keys = keys(edges.iter().map(|e| &e.props), "edge_type");
-    let mut out = String::from(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\" \
-         xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
-         xsi:schemaLocation=\"http://graphml.graphdrawing.org/xmlns http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd\">\n",
-    );
-    let ids = |prefix: &str, keys: &BTreeMap<String, Ty>| -> BTreeMap<String, String> {
-        keys.keys().enumerate().map(|(i, k)| (k.clone(), format!("{prefix}{i}"))).collect()
-    };
-    let (node_ids, edge_ids) = (ids("nk", &node_keys), ids("ek", &edge_keys));
-    for (domain, keys, ids) in [("node", &node_keys, &node_ids), ("edge", &edge_keys, &edge_ids)] {
-        for (k, t) in keys {
-            out.push_str(&format!(
-                "  <key id=\"{}\" for=\"{domain}\" attr.name=\"{}\" attr.type=\"{}\"/>\n",
-                ids[k],
-                xml(k),
-                t.name()
-            ));
+/// Writes the document as nodes and edges are given, holding only the key declarations.
+pub struct Writer<W: Write> {
+    out: W,
+    node_keys: Keys,
+    edge_keys: Keys,
+    edges: u64,
+}
+
+impl<W: Write> Writer<W> {
+    /// Start the document: the key declarations of the schema's properties, the graph element.
+    pub fn new(schema: &Schema, mut out: W) -> Result<Self, InteropError> {
+        let node_keys = keys(schema.node_types().values().map(|t| &t.properties), "label", "nk");
+        let edge_keys =
+            keys(schema.edge_types().values().map(|t| &t.properties), "edge_type", "ek");
+        writeln!(
+            out,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\" \
+             xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
+             xsi:schemaLocation=\"http://graphml.graphdrawing.org/xmlns http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd\">"
+        )?;
+        for (domain, keys) in [("node", &node_keys), ("edge", &edge_keys)] {
+            for (k, (id, t)) in keys {
+                writeln!(
+                    out,
+                    "  <key id=\"{id}\" for=\"{domain}\" attr.name=\"{}\" attr.type=\"{}\"/>",
+                    xml(k),
+                    t.name()
+                )?;
+            }
         }
+        writeln!(out, "  <graph id=\"ctxgraph\" edgedefault=\"directed\">")?;
+        Ok(Writer { out, node_keys, edge_keys, edges: 0 })
     }
-    out.push_str("  <graph id=\"ctxgraph\" edgedefault=\"directed\">\n");
-    for n in nodes {
-        out.push_str(&format!("    <node id=\"{}\">\n", xml(&node_name(&n.key))));
-        data(&mut out, &node_ids, &node_keys, "label", &Value::String(n.key.label.clone()));
-        for (k, v) in &n.props {
-            data(&mut out, &node_ids, &node_keys, k, v);
-        }
-        out.push_str("    </node>\n");
+
+    /// One node element.
+    pub fn node(&mut self, n: &Node) -> Result<(), InteropError> {
+        let mut text = format!("    <node id=\"{}\">\n", xml(&node_name(&n.key)));
+        data(&mut text, &self.node_keys, "label", &Value::String(n.key.label.clone()));
+        attributes(&mut text, &self.node_keys, &n.props);
+        text.push_str("    </node>\n");
+        self.out.write_all(text.as_bytes())?;
+        Ok(())
     }
-    for (i, e) in edges.iter().enumerate() {
-        out.push_str(&format!(
-            "    <edge id=\"r{i}\" source=\"{}\" target=\"{}\">\n",
+
+    /// One edge element, with an id of its own.
+    pub fn edge(&mut self, e: &Edge) -> Result<(), InteropError> {
+        let mut text = format!(
+            "    <edge id=\"r{}\" source=\"{}\" target=\"{}\">\n",
+            self.edges,
             xml(&node_name(&e.key.from)),
             xml(&node_name(&e.key.to))
-        ));
-        data(&mut out, &edge_ids, &edge_keys, "edge_type", &Value::String(e.key.edge_type.clone()));
-        for (k, v) in &e.props {
-            data(&mut out, &edge_ids, &edge_keys, k, v);
-        }
-        out.push_str("    </edge>\n");
+        );
+        self.edges += 1;
+        data(&mut text, &self.edge_keys, "edge_type", &Value::String(e.key.edge_type.clone()));
+        attributes(&mut text, &self.edge_keys, &e.props);
+        text.push_str("    </edge>\n");
+        self.out.write_all(text.as_bytes())?;
+        Ok(())
     }
-    out.push_str("  </graph>\n</graphml>\n");
-    out
+
+    /// End the document and give the output back.
+    pub fn finish(mut self) -> Result<W, InteropError> {
+        writeln!(self.out, "  </graph>\n</graphml>")?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
 }
 
-fn data(
-    out: &mut String,
-    ids: &BTreeMap<String, String>,
-    keys: &BTreeMap<String, Ty>,
-    k: &str,
-    v: &Value,
-) {
-    let (Some(id), Some(ty)) = (ids.get(k), keys.get(k)) else { return };
+/// The whole document for these nodes and edges, as a string (for small graphs and tests).
+pub fn document(schema: &Schema, nodes: &[Node], edges: &[Edge]) -> Result<String, InteropError> {
+    let mut w = Writer::new(schema, Vec::new())?;
+    for n in nodes {
+        w.node(n)?;
+    }
+    for e in edges {
+        w.edge(e)?;
+    }
+    Ok(String::from_utf8_lossy(&w.finish()?).into_owned())
+}
+
+/// The declared properties as `data` elements, the others gathered in [`UNDECLARED`].
+fn attributes(out: &mut String, keys: &Keys, props: &Properties) {
+    let mut undeclared = serde_json::Map::new();
+    for (k, v) in props {
+        if k == "embedding" || v.is_null() {
+            continue;
+        }
+        if keys.contains_key(k) && k != UNDECLARED {
+            data(out, keys, k, v);
+        } else {
+            undeclared.insert(k.clone(), v.clone());
+        }
+    }
+    if !undeclared.is_empty() {
+        data(out, keys, UNDECLARED, &Value::String(Value::Object(undeclared).to_string()));
+    }
+}
+
+fn data(out: &mut String, keys: &Keys, k: &str, v: &Value) {
+    let Some((id, ty)) = keys.get(k) else { return };
     let text = match (ty, v) {
         (_, Value::Null) => return,
         (Ty::Text, Value::String(s)) => s.clone(),
@@ -158,27 +224,33 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn types_widen_and_text_is_escaped() {
+    fn keys_come_from_the_schema_and_text_is_escaped() {
+        let schema = Schema::core().unwrap();
         let p = |v: Value| -> Properties { serde_json::from_value(v).unwrap() };
         let a = Node {
             key: NodeKey::new("Event", "a<&\"'\n\u{1}"),
-            props: p(json!({"n": 1, "x": true, "t": "a<b"})),
+            props: p(json!({"importance_score": 3, "payload": {"t": "a<b"}, "odd": true})),
         };
-        let b = Node { key: NodeKey::new("Event", "b"), props: p(json!({"n": 1.5, "x": "yes"})) };
+        let b = Node { key: NodeKey::new("Event", "b"), props: p(json!({"summary": "x"})) };
         let e = Edge {
             key: EdgeKey {
-                edge_type: "CAUSED_BY".into(),
+                edge_type: "SIMILAR_TO".into(),
                 from: a.key.clone(),
                 to: b.key.clone(),
                 qualifier: String::new(),
             },
-            props: p(json!({"mechanism": "direct"})),
+            props: p(json!({"score": 0.5})),
         };
-        let doc = document(&[a, b], &[e]);
-        assert!(doc.contains("attr.name=\"n\" attr.type=\"double\""), "{doc}");
-        assert!(doc.contains("attr.name=\"x\" attr.type=\"string\""), "{doc}");
+        let doc = document(&schema, &[a, b], &[e]).unwrap();
+        assert!(
+            doc.contains("for=\"node\" attr.name=\"importance_score\" attr.type=\"long\""),
+            "{doc}"
+        );
+        assert!(doc.contains("for=\"edge\" attr.name=\"score\" attr.type=\"double\""), "{doc}");
+        assert!(doc.contains("for=\"node\" attr.name=\"payload\" attr.type=\"string\""), "{doc}");
         assert!(doc.contains("<node id=\"Event:a&lt;&amp;&quot;&apos;&#10;\u{FFFD}\">"), "{doc}");
-        assert!(doc.contains(">a&lt;b</data>"), "{doc}");
+        assert!(doc.contains(">{&quot;t&quot;:&quot;a&lt;b&quot;}</data>"), "{doc}");
+        assert!(doc.contains(">{&quot;odd&quot;:true}</data>"), "the undeclared property: {doc}");
         assert!(
             doc.contains("source=\"Event:a&lt;&amp;&quot;&apos;&#10;\u{FFFD}\" target=\"Event:b\""),
             "{doc}"

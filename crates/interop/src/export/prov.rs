@@ -25,6 +25,7 @@
 //! - Each session is a `prov:Bundle`; its events are `dcterms:isPartOf` it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 
 use ctxgraph_ontology::graph::{Edge, Node, NodeKey};
 use ctxgraph_ontology::{PropertyType, Schema};
@@ -114,85 +115,92 @@ pub fn triples(
     edges: &[Edge],
 ) -> Result<Vec<Triple>, InteropError> {
     let mut out = BTreeSet::new();
-    let iri = |s: &str| Object::Iri(s.to_owned());
-    let mut activities = BTreeSet::new();
     let mut sessions = BTreeSet::new();
     for node in nodes {
-        let s = node_iri(&node.key);
-        let ty = schema.node_type(&node.key.label);
-        let mut types = vec![format!("urn:ctxgraph:vocab#{}", pct(&node.key.label))];
-        if let Some(t) = single_term(ty.and_then(|t| t.prov.as_deref())) {
-            types.push(expand(t));
-        }
-        for (name, value) in &node.props {
-            let def = ty.and_then(|t| t.properties.get(name));
-            if let (Some(e), Some(v)) = (
-                def.and_then(|d| d.enum_name.as_deref()).and_then(|e| schema.enum_def(e)),
-                value.as_str(),
-            ) && let Some(ev) =
-                e.canonical(v).and_then(|c| e.values.iter().find(|x| x.name == c))
-            {
-                let terms = [ev.class.as_deref(), ev.parent.as_deref(), ev.prov.as_deref()];
-                types.extend(terms.into_iter().flatten().map(expand));
-            }
-        }
-        if node.key.label == "Event"
-            && let Some(et) = node.props.get("event_type").and_then(Value::as_str)
-        {
-            let class = schema.classify_event_type(et);
-            types.push(expand(&class.category_class));
-            types.extend(class.class.as_deref().map(expand));
-            if let Some(session) = node.props.get("session_id").and_then(Value::as_str) {
-                sessions.insert(session.to_owned());
-                out.insert(Triple {
-                    s: s.clone(),
-                    p: expand("dcterms:isPartOf"),
-                    o: iri(&session_iri(session)),
-                });
-            }
-        }
-        let activity = types.iter().any(|t| t == &format!("{PROV}Activity"));
-        if activity {
-            activities.insert(node.key.clone());
-        }
-        for t in types {
-            out.insert(Triple { s: s.clone(), p: RDF_TYPE.into(), o: Object::Iri(t) });
-        }
-        if let Some(name) = node.props.get("name").and_then(Value::as_str) {
-            out.insert(Triple { s: s.clone(), p: expand("rdfs:label"), o: plain(name) });
-        }
-        for (name, value) in &node.props {
-            if name == "embedding" {
-                continue;
-            }
-            let def_ty = ty.and_then(|t| t.properties.get(name)).map(|d| d.ty);
-            let p = format!("urn:ctxgraph:vocab#{}", pct(name));
-            for o in literals(value, def_ty, &format!("{} {name}", node.key))? {
-                if activity && let Some((_, prov)) = ACTIVITY_TIMES.iter().find(|(k, _)| k == name)
-                {
-                    out.insert(Triple { s: s.clone(), p: format!("{PROV}{prov}"), o: o.clone() });
-                }
-                out.insert(Triple { s: s.clone(), p: p.clone(), o });
-            }
-        }
-    }
-    for session in &sessions {
-        out.insert(Triple {
-            s: session_iri(session),
-            p: RDF_TYPE.into(),
-            o: iri(&format!("{PROV}Bundle")),
-        });
-        out.insert(Triple {
-            s: session_iri(session),
-            p: RDF_TYPE.into(),
-            o: iri(&format!("{PROV}Entity")),
-        });
-        out.insert(Triple { s: session_iri(session), p: expand("rdfs:label"), o: plain(session) });
+        out.extend(node_triples(schema, node, &mut sessions)?);
     }
     for edge in edges {
-        edge_triples(schema, edge, &activities, &mut out);
+        out.extend(edge_triples(schema, edge));
     }
     Ok(out.into_iter().collect())
+}
+
+/// Whether nodes of `label` are activities (their node type's `prov` is `prov:Activity`).
+fn is_activity(schema: &Schema, label: &str) -> bool {
+    single_term(schema.node_type(label).and_then(|t| t.prov.as_deref())) == Some("prov:Activity")
+}
+
+/// A node's statements, and its session's bundle the first time `sessions` meets it.
+pub fn node_triples(
+    schema: &Schema,
+    node: &Node,
+    sessions: &mut BTreeSet<String>,
+) -> Result<BTreeSet<Triple>, InteropError> {
+    let mut out = BTreeSet::new();
+    let iri = |s: &str| Object::Iri(s.to_owned());
+    let s = node_iri(&node.key);
+    let ty = schema.node_type(&node.key.label);
+    let mut types = vec![format!("urn:ctxgraph:vocab#{}", pct(&node.key.label))];
+    if let Some(t) = single_term(ty.and_then(|t| t.prov.as_deref())) {
+        types.push(expand(t));
+    }
+    for (name, value) in &node.props {
+        let def = ty.and_then(|t| t.properties.get(name));
+        if let (Some(e), Some(v)) = (
+            def.and_then(|d| d.enum_name.as_deref()).and_then(|e| schema.enum_def(e)),
+            value.as_str(),
+        ) && let Some(ev) = e.canonical(v).and_then(|c| e.values.iter().find(|x| x.name == c))
+        {
+            let terms = [ev.class.as_deref(), ev.parent.as_deref(), ev.prov.as_deref()];
+            types.extend(terms.into_iter().flatten().map(expand));
+        }
+    }
+    if node.key.label == "Event"
+        && let Some(et) = node.props.get("event_type").and_then(Value::as_str)
+    {
+        let class = schema.classify_event_type(et);
+        types.push(expand(&class.category_class));
+        types.extend(class.class.as_deref().map(expand));
+        if let Some(session) = node.props.get("session_id").and_then(Value::as_str) {
+            let bundle = session_iri(session);
+            if sessions.insert(session.to_owned()) {
+                for class in ["Bundle", "Entity"] {
+                    out.insert(Triple {
+                        s: bundle.clone(),
+                        p: RDF_TYPE.into(),
+                        o: iri(&format!("{PROV}{class}")),
+                    });
+                }
+                out.insert(Triple {
+                    s: bundle.clone(),
+                    p: expand("rdfs:label"),
+                    o: plain(session),
+                });
+            }
+            out.insert(Triple { s: s.clone(), p: expand("dcterms:isPartOf"), o: iri(&bundle) });
+        }
+    }
+    let activity = is_activity(schema, &node.key.label);
+    for t in types {
+        out.insert(Triple { s: s.clone(), p: RDF_TYPE.into(), o: Object::Iri(t) });
+    }
+    if let Some(name) = node.props.get("name").and_then(Value::as_str) {
+        out.insert(Triple { s: s.clone(), p: expand("rdfs:label"), o: plain(name) });
+    }
+    for (name, value) in &node.props {
+        if name == "embedding" {
+            continue;
+        }
+        let def_ty = ty.and_then(|t| t.properties.get(name)).map(|d| d.ty);
+        let p = format!("urn:ctxgraph:vocab#{}", pct(name));
+        for o in literals(value, def_ty, &format!("{} {name}", node.key))? {
+            if activity && let Some((_, prov)) = ACTIVITY_TIMES.iter().find(|(k, _)| k == name) {
+                out.insert(Triple { s: s.clone(), p: format!("{PROV}{prov}"), o: o.clone() });
+            }
+            out.insert(Triple { s: s.clone(), p: p.clone(), o });
+        }
+    }
+    Ok(out)
 }
 
 fn plain(s: &str) -> Object {
@@ -221,12 +229,9 @@ fn edge_term(schema: &Schema, edge: &Edge) -> (Option<String>, Option<String>) {
     (single_term(def.and_then(|d| d.prov.as_deref())).map(str::to_owned), None)
 }
 
-fn edge_triples(
-    schema: &Schema,
-    edge: &Edge,
-    activities: &BTreeSet<NodeKey>,
-    out: &mut BTreeSet<Triple>,
-) {
+/// An edge's statements.
+pub fn edge_triples(schema: &Schema, edge: &Edge) -> BTreeSet<Triple> {
+    let mut out = BTreeSet::new();
     let (from, to) = (node_iri(&edge.key.from), node_iri(&edge.key.to));
     let ty = &edge.key.edge_type;
     out.insert(Triple {
@@ -236,7 +241,7 @@ fn edge_triples(
     });
     let decision = edge.props.get("decision").and_then(Value::as_str);
     if ty == "SAME_AS" && decision == Some("rejected") {
-        return;
+        return out;
     }
     if ty == "SAME_AS" && decision == Some("merged") {
         out.insert(Triple {
@@ -246,11 +251,11 @@ fn edge_triples(
         });
     }
     let (term, role) = edge_term(schema, edge);
-    let Some(term) = term else { return };
+    let Some(term) = term else { return out };
     let p = expand(&term);
-    if p == format!("{PROV}wasGeneratedBy") && activities.contains(&edge.key.from) {
+    if p == format!("{PROV}wasGeneratedBy") && is_activity(schema, &edge.key.from.label) {
         out.insert(Triple { s: to, p, o: Object::Iri(from) });
-        return;
+        return out;
     }
     out.insert(Triple { s: from.clone(), p: p.clone(), o: Object::Iri(to.clone()) });
     if p == format!("{PROV}wasAssociatedWith") {
@@ -273,6 +278,7 @@ fn edge_triples(
             };
         }
     }
+    out
 }
 
 /// The literals of one property value, typed by the schema's property type.
@@ -327,28 +333,121 @@ fn literals(
     })
 }
 
-/// Turtle: the prefixes, then every triple, one statement per line.
-pub fn turtle(triples: &[Triple]) -> String {
-    let mut out = String::new();
-    for (p, ns) in PREFIXES {
-        out.push_str(&format!("@prefix {p}: <{ns}> .\n"));
+/// The two RDF syntaxes written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// Turtle, one statement per line.
+    Turtle,
+    /// JSON-LD: a context of the prefixes and an `@graph` of node objects.
+    JsonLd,
+}
+
+/// Writes the PROV-O statements of nodes and edges as they are given, holding only the ids of
+/// the sessions met so far: an export of any size streams through it.
+pub struct Writer<'s, W: Write> {
+    schema: &'s Schema,
+    out: W,
+    syntax: Syntax,
+    sessions: BTreeSet<String>,
+    /// Whether a JSON-LD node object was written (the next one needs a comma).
+    wrote: bool,
+}
+
+impl<'s, W: Write> Writer<'s, W> {
+    /// Start a document: the prefixes (Turtle) or the context (JSON-LD).
+    pub fn new(schema: &'s Schema, mut out: W, syntax: Syntax) -> Result<Self, InteropError> {
+        match syntax {
+            Syntax::Turtle => {
+                for (p, ns) in PREFIXES {
+                    writeln!(out, "@prefix {p}: <{ns}> .")?;
+                }
+                writeln!(out)?;
+            }
+            Syntax::JsonLd => {
+                let context: Map<String, Value> = PREFIXES
+                    .iter()
+                    .map(|(p, ns)| ((*p).to_owned(), Value::String((*ns).to_owned())))
+                    .collect();
+                write!(out, "{{\"@context\": {},\n\"@graph\": [\n", Value::Object(context))?;
+            }
+        }
+        Ok(Writer { schema, out, syntax, sessions: BTreeSet::new(), wrote: false })
     }
-    out.push('\n');
-    for t in triples {
-        let o = match &t.o {
-            Object::Iri(i) => term(i),
-            Object::Literal { value, datatype } => {
-                let lit = format!("\"{}\"", escape_turtle(value));
-                match datatype {
-                    Some(dt) => format!("{lit}^^{}", term(dt)),
-                    None => lit,
+
+    /// A node's statements.
+    pub fn node(&mut self, node: &Node) -> Result<(), InteropError> {
+        let ts = node_triples(self.schema, node, &mut self.sessions)?;
+        self.write(&ts)
+    }
+
+    /// An edge's statements.
+    pub fn edge(&mut self, edge: &Edge) -> Result<(), InteropError> {
+        let ts = edge_triples(self.schema, edge);
+        self.write(&ts)
+    }
+
+    /// End the document and give the output back.
+    pub fn finish(mut self) -> Result<W, InteropError> {
+        if self.syntax == Syntax::JsonLd {
+            writeln!(self.out, "\n]}}")?;
+        }
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    fn write(&mut self, triples: &BTreeSet<Triple>) -> Result<(), InteropError> {
+        match self.syntax {
+            Syntax::Turtle => {
+                for t in triples {
+                    writeln!(self.out, "{}", turtle_line(t))?;
                 }
             }
-        };
-        let p = if t.p == RDF_TYPE { "a".to_owned() } else { term(&t.p) };
-        out.push_str(&format!("{} {p} {o} .\n", term(&t.s)));
+            // JSON-LD merges node objects with one `@id`, so a subject may come back later.
+            Syntax::JsonLd => {
+                for obj in node_objects(triples) {
+                    if self.wrote {
+                        writeln!(self.out, ",")?;
+                    }
+                    serde_json::to_writer(&mut self.out, &obj).map_err(std::io::Error::from)?;
+                    self.wrote = true;
+                }
+            }
+        }
+        Ok(())
     }
-    out
+}
+
+/// The whole document for these nodes and edges, as a string (for small graphs and tests).
+pub fn document(
+    schema: &Schema,
+    nodes: &[Node],
+    edges: &[Edge],
+    syntax: Syntax,
+) -> Result<String, InteropError> {
+    let mut w = Writer::new(schema, Vec::new(), syntax)?;
+    for n in nodes {
+        w.node(n)?;
+    }
+    for e in edges {
+        w.edge(e)?;
+    }
+    Ok(String::from_utf8_lossy(&w.finish()?).into_owned())
+}
+
+/// One Turtle statement.
+fn turtle_line(t: &Triple) -> String {
+    let o = match &t.o {
+        Object::Iri(i) => term(i),
+        Object::Literal { value, datatype } => {
+            let lit = format!("\"{}\"", escape_turtle(value));
+            match datatype {
+                Some(dt) => format!("{lit}^^{}", term(dt)),
+                None => lit,
+            }
+        }
+    };
+    let p = if t.p == RDF_TYPE { "a".to_owned() } else { term(&t.p) };
+    format!("{} {p} {o} .", term(&t.s))
 }
 
 /// An IRI as a prefixed name when its local part is a plain name, else as `<iri>`.
@@ -391,8 +490,8 @@ fn escape_turtle(s: &str) -> String {
     out
 }
 
-/// JSON-LD: a context of the prefixes and one object per subject in `@graph`.
-pub fn json_ld(triples: &[Triple]) -> Value {
+/// JSON-LD node objects, one per subject of `triples`.
+fn node_objects<'t>(triples: impl IntoIterator<Item = &'t Triple>) -> Vec<Value> {
     let mut subjects: BTreeMap<&str, Map<String, Value>> = BTreeMap::new();
     for t in triples {
         let obj = subjects.entry(&t.s).or_insert_with(|| {
@@ -400,18 +499,15 @@ pub fn json_ld(triples: &[Triple]) -> Value {
             m.insert("@id".into(), Value::String(t.s.clone()));
             m
         });
-        let (key, value) = if t.p == RDF_TYPE {
-            let Object::Iri(o) = &t.o else { continue };
-            ("@type".to_owned(), Value::String(o.clone()))
-        } else {
-            let v = match &t.o {
-                Object::Iri(i) => json!({ "@id": i }),
-                Object::Literal { value, datatype: None } => json!({ "@value": value }),
-                Object::Literal { value, datatype: Some(dt) } => {
-                    json!({ "@value": value, "@type": dt })
-                }
-            };
-            (t.p.clone(), v)
+        let (key, value) = match (&t.o, t.p == RDF_TYPE) {
+            (Object::Iri(o), true) => ("@type".to_owned(), Value::String(o.clone())),
+            (Object::Iri(i), false) => (t.p.clone(), json!({ "@id": i })),
+            (Object::Literal { value, datatype: None }, _) => {
+                (t.p.clone(), json!({ "@value": value }))
+            }
+            (Object::Literal { value, datatype: Some(dt) }, _) => {
+                (t.p.clone(), json!({ "@value": value, "@type": dt }))
+            }
         };
         match obj.get_mut(&key) {
             Some(Value::Array(items)) => items.push(value),
@@ -420,12 +516,7 @@ pub fn json_ld(triples: &[Triple]) -> Value {
             }
         }
     }
-    let context: Map<String, Value> =
-        PREFIXES.iter().map(|(p, ns)| ((*p).to_owned(), Value::String((*ns).to_owned()))).collect();
-    json!({
-        "@context": context,
-        "@graph": subjects.into_values().map(Value::Object).collect::<Vec<_>>(),
-    })
+    subjects.into_values().map(Value::Object).collect()
 }
 
 #[cfg(test)]
@@ -503,7 +594,7 @@ mod tests {
             id,
             json!({"event_type": "llm.chat", "session_id": "s\"1", "occurred_at": "2026-01-01T00:00:00Z", "payload": {"text": "a\"b\\c\nd"}}),
         );
-        let ttl = turtle(&triples(&schema, &[n], &[]).unwrap());
+        let ttl = document(&schema, &[n], &[], Syntax::Turtle).unwrap();
         assert!(ttl.contains("urn:ctxgraph:node:Event:e%221%5C%0A%3Cx%3E%20%3B%20."), "{ttl}");
         assert!(ttl.contains(r#"\"text\":\"a\\\"b\\\\c\\nd\""#), "{ttl}");
         assert!(!ttl.lines().any(|l| !l.is_empty() && !l.ends_with(" .")), "{ttl}");
