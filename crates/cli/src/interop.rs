@@ -38,47 +38,22 @@ pub(crate) fn export(cli: &Cli, args: &ExportArgs) -> anyhow::Result<Outcome> {
         )),
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
-    let summary = match args.format {
-        ExportFormat::Jsonl => {
-            let (mut from, mut records) = (1, 0_u64);
-            loop {
-                let (entries, next) = view.export_log(from, LOG_PAGE, &filter)?;
-                for e in &entries {
-                    sink.write_all(e.body.as_bytes())?;
-                    sink.write_all(b"\n")?;
-                    records += 1;
-                }
-                if next == from {
-                    break;
-                }
-                from = next;
-            }
-            json!({"records": records})
-        }
-        ExportFormat::ProvTtl => {
-            let w = prov::Writer::new(snap.schema(), &mut sink, prov::Syntax::Turtle)?;
-            stream(&view, &filter, GraphWriter::Prov(w))?
-        }
-        ExportFormat::ProvJsonld => {
-            let w = prov::Writer::new(snap.schema(), &mut sink, prov::Syntax::JsonLd)?;
-            stream(&view, &filter, GraphWriter::Prov(w))?
-        }
-        ExportFormat::Cypher => stream(
-            &view,
-            &filter,
-            GraphWriter::Cypher(cypher::Writer::new(snap.schema(), &mut sink)?),
-        )?,
-        ExportFormat::Graphml => stream(
-            &view,
-            &filter,
-            GraphWriter::Graphml(graphml::Writer::new(snap.schema(), &mut sink)?),
-        )?,
-    };
-    // Both arms above give an object.
-    let mut summary = summary;
-    summary["format"] = format_name(args.format).into();
-    sink.flush()?;
+    let written =
+        write_export(args, &filter, &view, snap.schema(), &mut sink).and_then(|summary| {
+            sink.flush()?;
+            Ok(summary)
+        });
     drop(sink);
+    let mut summary = match (written, &args.output) {
+        (Ok(summary), _) => summary,
+        (Err(e), Some(path)) => {
+            // Leave no half export under the name asked for.
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+        (Err(e), None) => return Err(e),
+    };
+    summary["format"] = format_name(args.format).into();
     // The summary goes to stdout only when the export did not.
     if let Some(path) = &args.output {
         if cli.json {
@@ -93,6 +68,48 @@ pub(crate) fn export(cli: &Cli, args: &ExportArgs) -> anyhow::Result<Outcome> {
         }
     }
     Ok(Outcome::Done)
+}
+
+/// Write the export into `sink`; returns its counts.
+fn write_export(
+    args: &ExportArgs,
+    filter: &ExportFilter,
+    view: &ctxgraph::Scoped<'_, '_>,
+    schema: &ctxgraph::Schema,
+    mut sink: &mut dyn Write,
+) -> anyhow::Result<Value> {
+    Ok(match args.format {
+        ExportFormat::Jsonl => {
+            let (mut from, mut records) = (1, 0_u64);
+            loop {
+                let (entries, next) = view.export_log(from, LOG_PAGE, filter)?;
+                for e in &entries {
+                    sink.write_all(e.body.as_bytes())?;
+                    sink.write_all(b"\n")?;
+                    records += 1;
+                }
+                if next == from {
+                    break;
+                }
+                from = next;
+            }
+            json!({"records": records})
+        }
+        ExportFormat::ProvTtl => {
+            let w = prov::Writer::new(schema, &mut sink, prov::Syntax::Turtle)?;
+            stream(view, filter, GraphWriter::Prov(w))?
+        }
+        ExportFormat::ProvJsonld => {
+            let w = prov::Writer::new(schema, &mut sink, prov::Syntax::JsonLd)?;
+            stream(view, filter, GraphWriter::Prov(w))?
+        }
+        ExportFormat::Cypher => {
+            stream(view, filter, GraphWriter::Cypher(cypher::Writer::new(schema, &mut sink)?))?
+        }
+        ExportFormat::Graphml => {
+            stream(view, filter, GraphWriter::Graphml(graphml::Writer::new(schema, &mut sink)?))?
+        }
+    })
 }
 
 /// One of the graph formats' writers.
