@@ -586,6 +586,64 @@ mod tests {
     }
 
     #[test]
+    fn facts_receipts_and_decided_pairs() {
+        let schema = Schema::core().unwrap();
+        let fact = node("Fact", "f1", json!({}));
+        let sentence = node("Sentence", "s1", json!({}));
+        let receipt =
+            node("DecisionReceipt", "r1", json!({"committed_at": "2026-01-02T00:00:00Z"}));
+        let (actor, approver) = (node("Actor", "dev", json!({})), node("Actor", "lead", json!({})));
+        let a =
+            node("Entity", "tool:read_file", json!({"name": "read_file", "entity_type": "tool"}));
+        let b = node("Entity", "tool:readfile", json!({"name": "readfile", "entity_type": "tool"}));
+        let c =
+            node("Entity", "tool:write_file", json!({"name": "write_file", "entity_type": "tool"}));
+        let edges = vec![
+            edge("HAS_SOURCE", fact.key.clone(), sentence.key.clone(), json!({})),
+            edge("ACTED_BY", receipt.key.clone(), actor.key.clone(), json!({})),
+            edge("APPROVED_BY", receipt.key.clone(), approver.key.clone(), json!({})),
+            edge(
+                "SAME_AS",
+                a.key.clone(),
+                b.key.clone(),
+                json!({"decision": "merged", "confidence": 1.0}),
+            ),
+            edge(
+                "SAME_AS",
+                a.key.clone(),
+                c.key.clone(),
+                json!({"decision": "rejected", "confidence": 0.0}),
+            ),
+        ];
+        let nodes =
+            [fact.clone(), sentence.clone(), receipt.clone(), actor.clone(), approver.clone()];
+        let ts = triples(&schema, &nodes, &edges).unwrap();
+        assert!(has(&ts, &node_iri(&fact.key), "prov:wasDerivedFrom", &node_iri(&sentence.key)));
+        let r = node_iri(&receipt.key);
+        assert!(has(&ts, &r, "prov:wasAssociatedWith", &node_iri(&approver.key)));
+        // The approval is told apart from the action by its qualified association's role.
+        let approval: Vec<&Triple> = ts
+            .iter()
+            .filter(|t| {
+                t.p == expand("prov:hadRole")
+                    && t.o == Object::Iri("urn:ctxgraph:vocab#APPROVED_BY".to_owned())
+            })
+            .collect();
+        assert_eq!(approval.len(), 1, "{ts:#?}");
+        assert!(has(&ts, &approval[0].s, "prov:agent", &node_iri(&approver.key)));
+        assert!(has(&ts, &r, "prov:qualifiedAssociation", &approval[0].s));
+        let ended = Object::Literal {
+            value: "2026-01-02T00:00:00Z".into(),
+            datatype: Some(format!("{XSD}dateTime")),
+        };
+        assert!(ts.iter().any(|t| t.s == r && t.p == expand("prov:endedAtTime") && t.o == ended));
+        // A merged pair is an alternate; a rejected one asserts no match.
+        assert!(has(&ts, &node_iri(&a.key), "prov:alternateOf", &node_iri(&b.key)));
+        assert!(has(&ts, &node_iri(&a.key), "skos:closeMatch", &node_iri(&b.key)));
+        assert!(!has(&ts, &node_iri(&a.key), "skos:closeMatch", &node_iri(&c.key)));
+    }
+
+    #[test]
     fn hostile_text_is_escaped() {
         let schema = Schema::core().unwrap();
         let id = "e\"1\\\n<x> ; .";
