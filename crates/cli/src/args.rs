@@ -427,7 +427,8 @@ pub(crate) enum ImportCommand {
     /// user_id, agent_id, run_id, created_at, updated_at, metadata, categories}.
     ///
     /// Each memory becomes an `observation.input` event at its creation time, with its user
-    /// and agent, in session `run_id` (default `mem0:<user>`); an updated memory is a new event.
+    /// and agent, in session `run_id` (default `mem0:<user>`), and a `context` memory with the
+    /// same id (its first category as the topic); an updated memory is a new one of each.
     Mem0(ToolFileArgs),
     /// Import a folder of Markdown notes linked with [[wikilinks]].
     ///

@@ -136,7 +136,7 @@ fn apply(
     report.progress.lines += before;
     report.progress.duplicates += before;
 
-    let (mut facts, mut fact_errors) = ((0_u64, 0_u64), Vec::new());
+    let (mut facts, mut errors) = ((0_u64, 0_u64), Vec::new());
     for c in &imported.claims {
         let object = match &c.object_type {
             Some(t) => ObjectInput::Entity(EntityInput::typed(&c.object, t)),
@@ -150,8 +150,32 @@ fn apply(
                 IngestOutcome::New(_) => facts.0 += 1,
                 IngestOutcome::Duplicate(_) => facts.1 += 1,
             },
-            Err(e) => fact_errors
-                .push(json!({"item": c.item, "code": e.code(), "message": e.to_string()})),
+            Err(e) => {
+                errors.push(json!({"item": c.item, "code": e.code(), "message": e.to_string()}))
+            }
+        }
+    }
+    let mut memories = (0_u64, 0_u64);
+    let mut valid = Vec::new();
+    for (item, record) in &imported.memories {
+        match engine.validate(&record.to_string()) {
+            Ok(v) => valid.push(v),
+            Err(e) => {
+                errors.push(json!({"item": item, "code": e.code(), "message": e.to_string()}))
+            }
+        }
+    }
+    if !valid.is_empty() {
+        for (outcome, (item, _)) in
+            engine.save_memories(&valid)?.into_iter().zip(&imported.memories)
+        {
+            match outcome {
+                Ok(IngestOutcome::New(_)) => memories.0 += 1,
+                Ok(IngestOutcome::Duplicate(_)) => memories.1 += 1,
+                Err(e) => {
+                    errors.push(json!({"item": item, "code": e.code(), "message": e.to_string()}))
+                }
+            }
         }
     }
     let mut docs = (0_u64, 0_u64);
@@ -172,11 +196,12 @@ fn apply(
             IngestOutcome::Duplicate(_) => docs.1 += 1,
         }
     }
-    print_summary(cli, &report, facts, &fact_errors, docs, started.elapsed().as_secs_f64())?;
+    let counts = Counts { facts, memories, docs };
+    print_summary(cli, &report, &counts, &errors, started.elapsed().as_secs_f64())?;
     if !args.no_enrich {
         crate::enrich::after_load(&mut engine, cli.json || args.quiet)?;
     }
-    let failed = report.progress.rejected > 0 || !fact_errors.is_empty();
+    let failed = report.progress.rejected > 0 || !errors.is_empty();
     Ok(if failed { Outcome::Failed } else { Outcome::Done })
 }
 
@@ -199,37 +224,49 @@ fn with_names(record: &Value) -> Value {
     record
 }
 
+/// New and duplicate facts, memories and documents.
+struct Counts {
+    facts: (u64, u64),
+    memories: (u64, u64),
+    docs: (u64, u64),
+}
+
 fn print_summary(
     cli: &Cli,
     report: &IngestReport,
-    facts: (u64, u64),
-    fact_errors: &[Value],
-    docs: (u64, u64),
+    counts: &Counts,
+    errors: &[Value],
     secs: f64,
 ) -> anyhow::Result<()> {
     let p = &report.progress;
+    let Counts { facts, memories, docs } = counts;
     if cli.json {
         return print_json(&json!({
             "events": {"accepted": p.accepted, "duplicates": p.duplicates, "rejected": p.rejected,
                 "rejections": report.rejections.iter().map(rejection_json).collect::<Vec<_>>()},
-            "facts": {"accepted": facts.0, "duplicates": facts.1, "rejected": fact_errors.len(),
-                "rejections": fact_errors},
+            "facts": {"accepted": facts.0, "duplicates": facts.1},
+            "memories": {"accepted": memories.0, "duplicates": memories.1},
             "documents": {"accepted": docs.0, "duplicates": docs.1},
+            "rejected": errors.len(), "rejections": errors,
             "seconds": secs,
         }));
     }
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "events: {} accepted, {} duplicates, {} rejected; facts: {} accepted, {} duplicates, {} rejected; documents: {} accepted, {} duplicates  ({secs:.2}s)",
+        "events: {} accepted, {} duplicates, {} rejected; facts: {} accepted, {} duplicates; \
+         memories: {} accepted, {} duplicates; documents: {} accepted, {} duplicates; \
+         {} other records rejected  ({secs:.2}s)",
         p.accepted,
         p.duplicates,
         p.rejected,
         facts.0,
         facts.1,
-        fact_errors.len(),
+        memories.0,
+        memories.1,
         docs.0,
-        docs.1
+        docs.1,
+        errors.len()
     )?;
     for r in report.rejections.iter().take(20) {
         writeln!(out, "item {}: rejected", r.line)?;
@@ -237,13 +274,8 @@ fn print_summary(
             writeln!(out, "  - {v}")?;
         }
     }
-    for e in fact_errors.iter().take(20) {
-        writeln!(
-            out,
-            "item {}: fact rejected: {}",
-            e["item"],
-            e["message"].as_str().unwrap_or("")
-        )?;
+    for e in errors.iter().take(20) {
+        writeln!(out, "item {}: rejected: {}", e["item"], e["message"].as_str().unwrap_or(""))?;
     }
     Ok(())
 }

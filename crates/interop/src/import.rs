@@ -1,8 +1,8 @@
 //! Readers of other memory tools' exports, each a documented mapping onto ctxgraph records.
 //!
 //! A reader turns its input into an [`Imported`]: event records (validated later by the normal
-//! ingest path, like any writer's), claims between named entities (recorded as facts), and
-//! notes (ingested as documents). Ids are derived from content, so importing the same input
+//! ingest path, like any writer's), claims between named entities (recorded as facts), notes
+//! (ingested as documents) and memory records (saved as memories). Ids are derived from content, so importing the same input
 //! again adds nothing. Readers never fail as a whole on a bad item: it is refused under its
 //! number, with the field, the value and the rule, and the others are read.
 
@@ -69,6 +69,8 @@ pub struct Imported {
     pub claims: Vec<Claim>,
     /// Documents, in path order.
     pub notes: Vec<Note>,
+    /// `(item number, memory record)`, saved as decision memories, in input order.
+    pub memories: Vec<(u64, Value)>,
     /// Predicates the claims use that the schema does not declare, with what their objects
     /// are (`entity` or `literal`): the caller declares them before recording the claims.
     pub predicates: BTreeMap<String, &'static str>,

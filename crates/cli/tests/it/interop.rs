@@ -162,7 +162,7 @@ fn import_twice(d: &Dir, args: &[&str]) -> Value {
     };
     let first = run();
     let again = run();
-    for part in ["events", "facts", "documents"] {
+    for part in ["events", "facts", "memories", "documents"] {
         assert_eq!(again[part]["accepted"], json!(0), "{args:?} again adds no {part}: {again}");
         assert_eq!(again[part]["duplicates"], first[part]["accepted"], "{args:?}: {again}");
     }
@@ -237,6 +237,12 @@ fn episodes_memories_and_notes_import_once() {
 
     let memories = import_twice(&d, &["mem0", &fixture("mem0.json")]);
     assert_eq!(memories["events"]["accepted"], json!(2), "{memories}");
+    assert_eq!(memories["memories"]["accepted"], json!(2), "{memories}");
+    let found = stdout(&mut d.cmd(&["memory", "search", "peanut allergy", "--json"]));
+    assert!(
+        found.contains("Is allergic to peanuts"),
+        "the memory is a decision memory too: {found}"
+    );
     let alex: Value =
         serde_json::from_str(&stdout(&mut d.cmd(&["session", "mem0:alex", "--json"]))).unwrap();
     let first = &alex["events"][0]["event"]["properties"];

@@ -5,7 +5,10 @@
 //! `updated_at`); id `mem0:<id>:<digest of text and update time>`, so an updated memory is a new
 //! event beside the old one; session and trace its `run_id`, else `mem0:<user_id>`, else
 //! `mem0:<agent_id>`, else `mem0`; agent its `agent_id` (default `mem0`), user its `user_id`;
-//! the memory as the payload's `text` with its metadata, categories and update time.
+//! the memory as the payload's `text` with its metadata, categories and update time. Each is
+//! also a memory of kind `context` with the same id, created by `llm` (a memory layer extracts
+//! its memories with a model) at the same time, in the same session, its first category as the
+//! topic.
 
 use ctxgraph_ontology::Schema;
 use serde_json::{Value, json};
@@ -96,6 +99,20 @@ pub fn read(_schema: &Schema, input: &str) -> Imported {
         if let Some(u) = user {
             record["user_id"] = u.into();
         }
+        let mut memory = json!({
+            "record_type": "memory",
+            "memory_id": event_id,
+            "kind": "context",
+            "content": memory,
+            "created_by": "llm",
+            "session_id": session,
+            "created_at": occurred_at,
+        });
+        let topic = obj.get("categories").and_then(Value::as_array).and_then(|c| c.first());
+        if let Some(t) = topic.and_then(Value::as_str).filter(|t| !t.trim().is_empty()) {
+            memory["topic"] = t.into();
+        }
+        out.memories.push((n, memory));
         out.events.push((n, record));
     }
     out
@@ -126,5 +143,10 @@ mod tests {
         assert_ne!(a["event_id"], b["event_id"]);
         assert!(a["event_id"].as_str().unwrap().starts_with("mem0:m1:"));
         assert_eq!(got.refused[0].code, "import.required_field");
+        let m = &got.memories[0].1;
+        assert_eq!(
+            (m["memory_id"].clone(), m["topic"].clone(), m["kind"].clone()),
+            (a["event_id"].clone(), json!("food"), json!("context"))
+        );
     }
 }
