@@ -11,7 +11,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 cd "$root"
 
-targets=(record_json receipt_json schema_extension conversation_jsonl locomo_json checklist_file document_split otlp_request http_batch mcp_arguments)
+targets=(record_json receipt_json schema_extension conversation_jsonl locomo_json checklist_file document_split otlp_request http_batch mcp_arguments tool_imports)
 seconds="${FUZZ_SECONDS:-30}"
 
 # 1. Always: a plain stable build (libfuzzer-sys compiles libFuzzer's C++ with cc).

@@ -40,7 +40,8 @@ fn kind(command: &Command) -> Kind {
         | Command::Recall(_)
         | Command::Evolution { .. }
         | Command::Impact { .. }
-        | Command::Rollup { .. } => Kind::Scoped,
+        | Command::Rollup { .. }
+        | Command::Export(_) => Kind::Scoped,
         Command::Memory(m) => match m {
             MemoryCommand::Show { .. }
             | MemoryCommand::List { .. }
@@ -111,7 +112,9 @@ fn kind(command: &Command) -> Kind {
         | Command::Enrich
         | Command::Consolidate(_)
         | Command::Retention(_)
-        | Command::Reembed => Kind::Maintenance,
+        | Command::Reembed
+        | Command::Backup { .. }
+        | Command::Restore { .. } => Kind::Maintenance,
     }
 }
 

@@ -168,6 +168,27 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+    /// Export the graph, or the log, in another format: W3C PROV-O (Turtle or JSON-LD), a
+    /// Cypher script (FalkorDB, Neo4j), GraphML (Gephi, yEd, networkx) or the log as JSONL.
+    ///
+    /// Reads through the access policy: under `--as` the export holds only what the principal
+    /// may see, and no edge to anything else. `--session`, `--trace`, `--since` and `--until`
+    /// select events (every condition given must hold); the export then holds those events,
+    /// the entities, summaries and receipts one edge away, and the edges among them.
+    Export(ExportArgs),
+    /// Write a consistent copy of the store to a new file, while other processes (`serve`,
+    /// `ingest`) go on writing. Owner only.
+    Backup {
+        /// The new file (refused when it exists).
+        file: PathBuf,
+    },
+    /// Rebuild a store at `--db` (a new file) from a backup or from a log exported with
+    /// `export --format jsonl`: a backup is copied, a log is ingested, projected and enriched.
+    Restore {
+        /// A backup file or a JSONL log.
+        #[arg(long)]
+        from: PathBuf,
+    },
     /// Show, check or add schema modules (the ontology is data).
     #[command(subcommand)]
     Schema(SchemaCommand),
@@ -424,6 +445,64 @@ pub(crate) enum ImportCommand {
     /// rejected under its number in the request (counted from 1); the others are imported.
     /// A body that is not an export request changes nothing.
     Otlp(OtlpArgs),
+    /// Import an MCP memory server's knowledge graph file (`memory.jsonl`).
+    ///
+    /// Lines {"type":"entity","name","entityType","observations":[...]} and
+    /// {"type":"relation","from","to","relationType"}. Each observation becomes an
+    /// `observation.input` event about its entity (session `mcp-memory:<name>`, id derived from
+    /// the entity and the text), an entity without observations one event naming it; entity
+    /// types map onto ctxgraph's (`person` is `user`, unknown ones `concept`); each relation
+    /// becomes a fact `from relationType to` (source `mcp-memory`), its type declared as a
+    /// predicate when the schema lacks it. Importing the file again adds nothing.
+    McpMemory(McpMemoryArgs),
+    /// Import episodes: a JSON list (or {"episodes": [...]}) of {name, content or
+    /// episode_body, source, source_description, reference_time, group_id, uuid}.
+    ///
+    /// Each episode becomes an event at its reference time (`observation.message` for source
+    /// `message`, whose `Speaker: text` gives the agent; `observation.input` otherwise), in
+    /// session `group_id` (default `episodes`), id its uuid or derived from its content.
+    Episodes(ToolFileArgs),
+    /// Import a memory-layer export: a JSON list (or {"results": [...]}) of {id, memory,
+    /// user_id, agent_id, run_id, created_at, updated_at, metadata, categories}.
+    ///
+    /// Each memory becomes an `observation.input` event at its creation time, with its user
+    /// and agent, in session `run_id` (default `mem0:<user>`), and a `context` memory with the
+    /// same id (its first category as the topic); an updated memory is a new one of each.
+    Mem0(ToolFileArgs),
+    /// Import a folder of Markdown notes linked with [[wikilinks]].
+    ///
+    /// Each note becomes a document (split into sentences; names of known entities found in
+    /// them are mentions), and each link [[Target]] in note N a fact `Target mentioned_in N`
+    /// between the notes' `concept` entities, source the note's path.
+    Markdown(MarkdownArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpMemoryArgs {
+    /// The `memory.jsonl` file.
+    pub(crate) file: PathBuf,
+    /// The time given to observations, which the file does not keep (RFC 3339) [default:
+    /// now]; an observation imported before keeps its first time.
+    #[arg(long)]
+    pub(crate) at: Option<String>,
+    #[command(flatten)]
+    pub(crate) import: ImportArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ToolFileArgs {
+    /// The JSON file.
+    pub(crate) file: PathBuf,
+    #[command(flatten)]
+    pub(crate) import: ImportArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MarkdownArgs {
+    /// The folder (read recursively; `.md` and `.markdown` files, hidden folders skipped).
+    pub(crate) dir: PathBuf,
+    #[command(flatten)]
+    pub(crate) import: ImportArgs,
 }
 
 #[derive(Debug, Args)]
@@ -1424,4 +1503,41 @@ pub(crate) enum ReceiptCommand {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    /// The output format.
+    #[arg(long, value_enum)]
+    pub(crate) format: ExportFormat,
+    /// Only the events of this session.
+    #[arg(long)]
+    pub(crate) session: Option<String>,
+    /// Only the events of this trace.
+    #[arg(long)]
+    pub(crate) trace: Option<String>,
+    /// Only events at or after this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    pub(crate) since: Option<String>,
+    /// Only events before this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    pub(crate) until: Option<String>,
+    /// Write to this file instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+/// What `export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ExportFormat {
+    /// W3C PROV-O as Turtle.
+    ProvTtl,
+    /// W3C PROV-O as JSON-LD.
+    ProvJsonld,
+    /// A Cypher script: index DDL, then CREATE statements.
+    Cypher,
+    /// GraphML.
+    Graphml,
+    /// The log records as JSONL, which `ingest` and `restore` read back.
+    Jsonl,
 }

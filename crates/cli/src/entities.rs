@@ -74,7 +74,10 @@ fn candidates(cli: &Cli, limit: usize, status: CandidateStatusArg) -> anyhow::Re
 
 /// The ids of the entities named `arg` (a bare name) that the reader may see, one per entity
 /// type that has it.
-pub(crate) fn entities_named(snap: &ctxgraph::Reader<'_>, arg: &str) -> anyhow::Result<Vec<String>> {
+pub(crate) fn entities_named(
+    snap: &ctxgraph::Reader<'_>,
+    arg: &str,
+) -> anyhow::Result<Vec<String>> {
     let types: Vec<String> = snap
         .schema()
         .enum_def("entity_type")

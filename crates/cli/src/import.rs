@@ -22,6 +22,10 @@ pub(crate) fn run(cli: &Cli, cmd: &ImportCommand) -> anyhow::Result<Outcome> {
         ImportCommand::Conversation(args) => conversation(cli, args),
         ImportCommand::Locomo(args) => locomo(cli, args),
         ImportCommand::Otlp(args) => otlp(cli, args),
+        ImportCommand::McpMemory(_)
+        | ImportCommand::Episodes(_)
+        | ImportCommand::Mem0(_)
+        | ImportCommand::Markdown(_) => crate::import_tools::run(cli, cmd),
     }
 }
 

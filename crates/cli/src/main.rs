@@ -11,7 +11,9 @@ mod entities;
 mod eval;
 mod forget;
 mod import;
+mod import_tools;
 mod ingest;
+mod interop;
 mod knowledge;
 mod memory;
 mod names;
@@ -122,6 +124,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::View { view, limit } => read::view(&cli, *view, *limit),
         Command::Stats => read::stats(&cli),
         Command::Log { from, limit } => read::log(&cli, *from, *limit),
+        Command::Export(args) => interop::export(&cli, args),
+        Command::Backup { file } => interop::backup(&cli, file),
+        Command::Restore { from } => interop::restore(&cli, from),
         Command::Schema(cmd) => schema::run(&cli, cmd),
         Command::Entities(cmd) => entities::run(&cli, cmd),
         Command::Type(cmd) => slots::types(&cli, cmd),

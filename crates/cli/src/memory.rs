@@ -91,7 +91,7 @@ fn time_arg(arg: Option<&str>) -> anyhow::Result<String> {
 }
 
 /// A time argument (RFC 3339 or YYYY-MM-DD, midnight UTC) in ns since the epoch.
-fn time_ns(t: &str) -> anyhow::Result<i64> {
+pub(crate) fn time_ns(t: &str) -> anyhow::Result<i64> {
     let parsed = chrono::DateTime::parse_from_rfc3339(t).map(|d| d.to_utc()).or_else(|_| {
         chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d")
             .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())

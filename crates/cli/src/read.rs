@@ -108,10 +108,7 @@ pub(crate) fn neighbors(
     let snap = crate::reader(cli, &engine)?;
     let mut keys: Vec<NodeKey> = match label {
         Some(l) => vec![NodeKey::new(l, id)],
-        None => crate::names::nodes_named(&snap, id)?
-            .into_iter()
-            .map(|n| n.key)
-            .collect(),
+        None => crate::names::nodes_named(&snap, id)?.into_iter().map(|n| n.key).collect(),
     };
     // A merged entity is one entity to a reader: its partners' edges are its own.
     let mut merged = Vec::new();

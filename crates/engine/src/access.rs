@@ -33,6 +33,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 
+pub use crate::view::{ExportFilter, ExportItem};
 pub use principals::{KEY_PREFIX, PrincipalEntry, Principals};
 
 /// May write records (ingest, facts, memories, receipts).

@@ -47,6 +47,7 @@
 
 pub mod access;
 mod access_tracker;
+mod backup;
 mod consolidate;
 mod conversation;
 mod engine;

@@ -18,12 +18,14 @@
 //! principal may see.
 
 mod derived;
+mod export;
 mod graph;
 mod owner;
 mod reader;
 mod records;
 mod snapshot;
 
+pub use export::{ExportFilter, ExportItem};
 pub use reader::{Reader, VisibleCounts};
 pub(crate) use snapshot::Snapshot;
 pub use snapshot::{Checkpoints, Stats, TimelineEntry, View};

@@ -226,6 +226,30 @@ impl Embedded {
         self.checkpoint()
     }
 
+    /// Write a consistent copy of the store to the new file `dest` (SQLite's `VACUUM INTO`),
+    /// while other connections, in this process or others, go on writing: the copy is the
+    /// store as of one read transaction, compacted, in WAL mode like the original, created
+    /// readable by its owner only. A `dest` that exists is refused, never overwritten.
+    pub fn backup_to(&self, dest: &Path) -> Result<(), StoreError> {
+        if dest.exists() {
+            return Err(StoreError::Exists(dest.to_owned()));
+        }
+        // VACUUM INTO writes into an empty file that exists, so the mode is ours to set first.
+        create_private(dest)?;
+        let target = dest
+            .to_str()
+            .ok_or_else(|| StoreError::Io(rusqlite::Error::InvalidPath(dest.to_owned())))?;
+        if let Err(e) = self.conn.execute("VACUUM INTO ?1", [target]) {
+            // Leave no half-written copy behind under the name the caller asked for.
+            let _ = std::fs::remove_file(dest);
+            return Err(e.into());
+        }
+        let copy = Connection::open(dest)?;
+        copy.busy_timeout(BUSY_TIMEOUT)?;
+        set_wal(&copy)?;
+        Ok(())
+    }
+
     /// Copy the WAL into the main file and truncate it (`ctxgraph` runs this after bulk loads).
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;

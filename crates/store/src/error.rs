@@ -32,6 +32,9 @@ pub enum StoreError {
     /// The file is not a ctxgraph store.
     #[error("{0} is not a ctxgraph store")]
     NotAStore(PathBuf),
+    /// A copy was asked for at a path that already holds a file.
+    #[error("{0} already exists: a backup is written to a new file only (rule: store.exists)")]
+    Exists(PathBuf),
     /// The store was written by a newer ctxgraph.
     #[error(
         "store format version {found} is newer than this build supports ({supported}): upgrade ctxgraph"
@@ -55,6 +58,7 @@ impl StoreError {
             StoreError::Missing(_) => "store.missing",
             StoreError::NotAStore(_) => "store.not_a_store",
             StoreError::TooNew { .. } => "store.too_new",
+            StoreError::Exists(_) => "store.exists",
         }
     }
 }

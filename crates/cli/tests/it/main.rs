@@ -18,6 +18,7 @@ mod eval;
 mod forget;
 mod http;
 mod import;
+mod interop;
 mod knowledge;
 mod mcp;
 mod memory;

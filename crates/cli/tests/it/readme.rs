@@ -168,7 +168,7 @@ fn every_readme_example_runs_as_written() {
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let dir = tempfile::TempDir::new().unwrap();
     // The tour runs from a clone's root: the repository's example files are where it says.
-    for shared in ["examples", "crates"] {
+    for shared in ["examples", "crates", "tests"] {
         std::os::unix::fs::symlink(root.join(shared), dir.path().join(shared)).unwrap();
     }
     let bin = assert_cmd::cargo::cargo_bin("ctxgraph");

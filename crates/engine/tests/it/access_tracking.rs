@@ -142,7 +142,7 @@ fn recall_notes_its_events_and_one_flush_writes_them() {
     let log = engine.owner_reader().unwrap().log(1, 100).unwrap();
     assert_eq!(log.iter().filter(|e| e.kind == ctxgraph::RecordKind::Access).count(), 1);
     // An access record has nothing to enrich: a store that was only read shows no lag.
-    assert_eq!(engine.snapshot().unwrap().checkpoints().unwrap().enrichment_lag(), 0);
+    assert_eq!(engine.owner_reader().unwrap().checkpoints().unwrap().enrichment_lag(), 0);
     // The reader sees the flushed counts.
     assert_eq!(accessed(&reader, "e1").0, Some(3));
     let rebuilt = {
