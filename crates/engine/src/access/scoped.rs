@@ -348,7 +348,13 @@ impl Scoped<'_, '_> {
         r.blocked = blocked;
         let mut actions = Vec::new();
         for a in r.next_actions {
-            if self.memory_visible(&a.memory_id)? {
+            // An `unblock` action names a blocking fact, not a memory.
+            let visible = if a.action == "unblock" {
+                r.blocked_by.iter().any(|f| f.fact_id == a.memory_id)
+            } else {
+                self.memory_visible(&a.memory_id)?
+            };
+            if visible {
                 actions.push(a);
             }
         }

@@ -240,6 +240,14 @@ fn rollup_reports_decisions_outcomes_open_blocked_and_next_actions() {
     let actions: Vec<&str> = r.next_actions.iter().map(|a| a.action).collect();
     assert_eq!(actions, ["supersede", "unblock", "record_outcome"]);
     assert!(r.next_actions[1].text.contains("Vendor contract"), "{}", r.next_actions[1].text);
+    // Read through a principal's view, the unblock action stays: it names a fact, not a memory.
+    let reader = ctxgraph::Principal::new("r", "default", ["reader".to_owned()]).unwrap();
+    let scoped = snap
+        .scoped(&reader)
+        .rollup(ns("2026-11-16T00:00:00Z"), ns("2026-11-21T10:30:00Z"), &opts)
+        .unwrap();
+    let actions: Vec<&str> = scoped.next_actions.iter().map(|a| a.action).collect();
+    assert_eq!(actions, ["supersede", "unblock", "record_outcome"]);
     let before =
         snap.rollup(ns("2026-11-10T00:00:00Z"), ns("2026-11-17T00:00:00Z"), &opts).unwrap();
     assert!(before.blocked_by.is_empty(), "not yet true then");
