@@ -53,7 +53,7 @@ pub struct MemoryOutcomeRecord {
     pub memory_id: String,
     /// `success`, `failed` or `partial`.
     pub outcome: String,
-    /// Why, in words.
+    /// Why, in words; empty when none was given.
     pub reason: String,
     /// `user`, `system` or `llm`.
     pub created_by: String,
@@ -291,7 +291,11 @@ impl Validator<'_> {
         let given_id = self.id(obj, "outcome_id", "$.outcome_id", false);
         let memory_id = self.id(obj, "memory_id", "$.memory_id", true);
         let outcome = self.enum_any_case(obj, "outcome", "outcome", None);
-        let reason = self.non_blank(obj, "reason", true);
+        // A reason is optional (an outcome is worth recording without one), but not blank.
+        let reason = match obj.contains_key("reason") {
+            true => self.non_blank(obj, "reason", true),
+            false => Some(String::new()),
+        };
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
         let at = self.timestamp(obj, "at", "$.at");
         let (at, at_ns) = at?;
@@ -438,7 +442,9 @@ pub(super) fn outcome_json(r: &MemoryOutcomeRecord) -> Value {
     }
     m.insert("memory_id".into(), r.memory_id.clone().into());
     m.insert("outcome".into(), r.outcome.clone().into());
-    m.insert("reason".into(), r.reason.clone().into());
+    if !r.reason.is_empty() {
+        m.insert("reason".into(), r.reason.clone().into());
+    }
     m.insert("created_by".into(), r.created_by.clone().into());
     m.insert("at".into(), r.at.clone().into());
     Value::Object(m)

@@ -141,3 +141,19 @@ proptest! {
         prop_assert_eq!(check(o).is_ok(), known);
     }
 }
+
+#[test]
+fn an_outcome_may_come_without_a_reason_but_not_with_a_blank_one() {
+    let o = check(json!({"record_type": "memory_outcome", "memory_id": "memory_1",
+        "outcome": "success", "at": "2026-11-21T10:00:00Z"}))
+    .unwrap();
+    let RecordBody::MemoryOutcome(m) = o.body() else { panic!() };
+    assert_eq!(m.reason, "");
+    // The canonical form leaves the absent reason out and validates to the same record.
+    assert!(!o.canonical().contains("reason"), "{}", o.canonical());
+    assert_eq!(check(serde_json::from_str(o.canonical()).unwrap()).unwrap(), o);
+    let err = check(json!({"record_type": "memory_outcome", "memory_id": "memory_1",
+        "outcome": "success", "reason": " ", "at": "2026-11-21T10:00:00Z"}))
+    .unwrap_err();
+    assert_eq!(rules(&err), [("$.reason", "memory.blank")]);
+}
