@@ -26,6 +26,7 @@
 mod derived;
 mod principals;
 mod scoped;
+mod scoped_tools;
 
 use std::collections::BTreeSet;
 

@@ -60,6 +60,9 @@ wire_requests! {
     ReceiptListQuery => "receipt list query",
 }
 
+mod tools;
+pub use tools::*;
+
 /// The field serde names in an "unknown field" error message (`unknown field `tag`, expected
 /// ...`), if the message is one. Only the message's start counts: a wrong-typed value quoted
 /// later in another message may hold the same words.
@@ -415,6 +418,10 @@ pub struct RecordFactRequest {
     /// End of validity, exclusive.
     #[serde(default)]
     pub valid_to: Option<String>,
+    /// The id of the document sentence the claim was read from (`{document id}/tN`, as
+    /// `show_document` lists them): the fact then cites it. The sentence must exist.
+    #[serde(default, alias = "sentence", alias = "sentence_id", alias = "cite")]
+    pub cites: Option<String>,
 }
 
 /// Retract a fact (`POST /v1/facts/{fact_id}/retract`).
@@ -478,6 +485,10 @@ pub struct SaveMemoryRequest {
     /// When (RFC 3339); now when absent.
     #[serde(default, alias = "at")]
     pub created_at: Option<String>,
+    /// Who made it: `user` (a person; the default), `llm` (an agent, such as the caller of a
+    /// tool, deciding on its own) or `system`. Kept with the record and its links.
+    #[serde(default, alias = "creator", alias = "author")]
+    pub created_by: Option<String>,
 }
 
 fn default_kind() -> String {
@@ -494,9 +505,13 @@ pub struct OutcomeRequest {
     /// `success`, `failed` or `partial`.
     #[serde(alias = "result", alias = "status")]
     pub outcome: String,
-    /// Why, in words.
+    /// Why, in words; none when absent.
     #[serde(default, alias = "why", alias = "notes")]
     pub reason: String,
+    /// Who made it: `user` (a person; the default), `llm` (an agent, such as the caller of a
+    /// tool, deciding on its own) or `system`. Kept with the record and its links.
+    #[serde(default, alias = "creator", alias = "author")]
+    pub created_by: Option<String>,
     /// When (RFC 3339); now when absent.
     #[serde(default)]
     pub at: Option<String>,
@@ -521,6 +536,10 @@ pub struct LinkRequest {
     /// Why the memories are linked.
     #[serde(default)]
     pub reason: Option<String>,
+    /// Who made it: `user` (a person; the default), `llm` (an agent, such as the caller of a
+    /// tool, deciding on its own) or `system`. Kept with the record and its links.
+    #[serde(default, alias = "creator", alias = "author")]
+    pub created_by: Option<String>,
 }
 
 fn default_link() -> String {
@@ -1250,6 +1269,8 @@ pub struct EvolutionDto {
     pub topic: String,
     /// The chain.
     pub steps: Vec<EvolutionStepDto>,
+    /// In words: the decision in force and what it replaced.
+    pub summary: String,
 }
 
 impl From<&Evolution> for EvolutionDto {
@@ -1266,6 +1287,7 @@ impl From<&Evolution> for EvolutionDto {
                     supersedes_confidence: s.link_confidence,
                 })
                 .collect(),
+            summary: tools::evolution_summary(e),
         }
     }
 }
@@ -1296,6 +1318,8 @@ pub struct ImpactDto {
     pub outcomes: Vec<OutcomeDto>,
     /// Memories that supersede the start.
     pub superseded_by: Vec<MemoryDto>,
+    /// In words.
+    pub summary: String,
 }
 
 impl From<&Impact> for ImpactDto {
@@ -1315,6 +1339,7 @@ impl From<&Impact> for ImpactDto {
                 .collect(),
             outcomes: i.outcomes.iter().map(OutcomeDto::from).collect(),
             superseded_by: i.superseded_by.iter().map(MemoryDto::from).collect(),
+            summary: tools::impact_summary(i),
         }
     }
 }
@@ -1346,6 +1371,8 @@ pub struct MemoryContextDto {
     pub evidence: Vec<ImpactDto>,
     /// Their outcomes.
     pub outcomes: Vec<OutcomeDto>,
+    /// In words: the best match, the evolution behind it and its evidence.
+    pub summary: String,
 }
 
 impl From<&MemoryContext> for MemoryContextDto {
@@ -1365,6 +1392,7 @@ impl From<&MemoryContext> for MemoryContextDto {
             evolution: c.evolution.as_ref().map(EvolutionDto::from),
             evidence: c.evidence.iter().map(ImpactDto::from).collect(),
             outcomes: c.outcomes.iter().map(OutcomeDto::from).collect(),
+            summary: tools::memory_context_summary(c),
         }
     }
 }
@@ -1383,7 +1411,7 @@ pub struct BlockedDto {
 pub struct NextActionDto {
     /// What to do, e.g. `record_outcome`, `supersede`.
     pub action: String,
-    /// The memory it is about.
+    /// The memory it is about (for `unblock`, the blocking fact's id).
     pub memory_id: String,
     /// In words.
     pub text: String,
@@ -1408,6 +1436,8 @@ pub struct RollupDto {
     pub blocked_by: Vec<FactDto>,
     /// Suggested next steps.
     pub next_actions: Vec<NextActionDto>,
+    /// In words.
+    pub summary: String,
 }
 
 impl From<&Rollup> for RollupDto {
@@ -1434,6 +1464,7 @@ impl From<&Rollup> for RollupDto {
                     text: a.text.clone(),
                 })
                 .collect(),
+            summary: tools::rollup_summary(r),
         }
     }
 }

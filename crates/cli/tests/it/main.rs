@@ -19,6 +19,7 @@ mod http;
 mod import;
 mod knowledge;
 mod mcp;
+mod mcp_tools;
 mod memory;
 mod otlp;
 mod recall_interfaces;
