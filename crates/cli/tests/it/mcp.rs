@@ -13,7 +13,7 @@ use crate::server::{Server, add_principal, event};
 
 pub(crate) type Client = RunningService<RoleClient, ()>;
 
-const TOOLS: [&str; 31] = [
+pub(crate) const TOOLS: [&str; 31] = [
     "add_document",
     "add_goal",
     "add_instance",

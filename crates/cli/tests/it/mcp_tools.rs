@@ -321,3 +321,18 @@ fn knowledge_routes_over_http_with_roles_and_tenants() {
     let (status, e) = s.post("/v1/slots/of", o, &json!({"entity": "alien"}));
     assert_eq!((status, e["error"]["code"].as_str()), (404, Some("entity.not_found")), "{e}");
 }
+
+/// The README's tool table lists every MCP tool, each with an example call.
+#[test]
+fn the_readme_tool_table_lists_every_tool() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    for tool in crate::mcp::TOOLS {
+        let row = readme.lines().find(|l| l.starts_with(&format!("| `{tool}` |")));
+        let row = row.unwrap_or_else(|| panic!("README: no row for the tool {tool}"));
+        assert!(
+            row.trim_end().ends_with("}` |"),
+            "README: {tool}'s row has an example call: {row}"
+        );
+    }
+}
