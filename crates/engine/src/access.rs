@@ -37,6 +37,7 @@ use crate::error::Error;
 
 pub use principals::{KEY_PREFIX, PrincipalEntry, Principals};
 pub use scoped::{Scoped, ScopedStats};
+pub use scoped_tools::LinkLookup;
 
 /// May write records (ingest, facts, memories, receipts).
 pub const ROLE_WRITER: &str = "writer";

@@ -64,7 +64,7 @@ mod snapshot;
 mod text_index;
 mod vector_index;
 
-pub use access::{Principal, Principals, Scoped};
+pub use access::{LinkLookup, Principal, Principals, Scoped};
 pub use access_tracker::{AccessNote, AccessTracker, DEFAULT_ACCESS_CAPACITY, FLUSH_ACCESS_AT};
 pub use consolidate::{ConsolidateOptions, ConsolidateReport};
 pub use conversation::{

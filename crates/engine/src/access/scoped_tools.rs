@@ -6,7 +6,10 @@
 //! pairs) is kept only when the principal may see the entity, and a question about a hidden
 //! entity is answered as about an unknown one.
 
-use ctxgraph_ontology::graph::NodeKey;
+use ctxgraph_ontology::graph::{Direction, NodeKey};
+use ctxgraph_projection::MEMORY;
+use ctxgraph_store::GraphReader;
+use serde_json::Value;
 
 use super::Scoped;
 use crate::error::Error;
@@ -14,7 +17,48 @@ use crate::knowledge::DocumentView;
 use crate::resolve::{Candidate, CandidateStatus};
 use crate::slots::{CheckReport, Checklist, Goal, NextReport, SlotFill, TypeInfo};
 
+/// Where a link between two memories stands, for a vote on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkLookup {
+    /// The link exists from `from` to `to` and no vote deleted it (it may have decayed).
+    Found,
+    /// It existed and a vote deleted it.
+    Deleted,
+    /// No such link from `from` to `to`, but there is one from `to` to `from`.
+    Reversed,
+    /// No such link either way.
+    Missing,
+    /// `from` or `to` is not a memory the principal may see.
+    UnknownMemory,
+}
+
 impl Scoped<'_, '_> {
+    /// Whether a link of `link_type` (any case, e.g. `implements`) runs from one visible memory
+    /// to another, for a vote on it: an automatic link that decayed below the pruning threshold
+    /// still counts, since a vote is about the link, not about its current strength.
+    pub fn memory_link(&self, from: &str, to: &str, link_type: &str) -> Result<LinkLookup, Error> {
+        if self.memory(from)?.is_none() || self.memory(to)?.is_none() {
+            return Ok(LinkLookup::UnknownMemory);
+        }
+        let edge_type = link_type.trim().to_ascii_uppercase();
+        let runs = |a: &str, b: &str| -> Result<bool, Error> {
+            Ok(self
+                .snap
+                .read
+                .edges_of(&NodeKey::new(MEMORY, a), Some(&edge_type), Direction::Out)?
+                .iter()
+                .any(|e| e.key.to.label == MEMORY && e.key.to.id == b))
+        };
+        if !runs(from, to)? {
+            return Ok(if runs(to, from)? { LinkLookup::Reversed } else { LinkLookup::Missing });
+        }
+        let votes = crate::memory::votes_of(&self.snap.read, &NodeKey::new(MEMORY, from))?;
+        let deleted = votes
+            .get(&(from.to_owned(), to.to_owned(), edge_type))
+            .is_some_and(|v| v.props.get("deleted").and_then(Value::as_bool).unwrap_or(false));
+        Ok(if deleted { LinkLookup::Deleted } else { LinkLookup::Found })
+    }
+
     /// Whether the entity exists and the principal may see it.
     pub fn sees_entity(&self, entity_id: &str) -> Result<bool, Error> {
         Ok(self.node(&NodeKey::new("Entity", entity_id))?.is_some())

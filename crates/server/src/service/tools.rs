@@ -5,7 +5,7 @@
 
 use ctxgraph::{
     CandidateStatus, DocumentFormat, DocumentInput, Engine, EntityArg, EntityDecision, GoalDraft,
-    IngestOutcome, Principal, entity_id,
+    IngestOutcome, LinkLookup, Principal, entity_id,
 };
 use serde_json::{Map, Value};
 
@@ -101,8 +101,8 @@ impl Service {
         self.impact(who, req.memory_id, AsOfQuery { as_of: req.as_of }).await
     }
 
-    /// Delete or down-vote a live link between two memories the principal may see; a link
-    /// that does not exist (or is no longer live) is an error, not a silent success.
+    /// Delete or down-vote a link between two memories the principal may see; a link that
+    /// does not exist (or was deleted) is an error, not a silent success.
     pub async fn unlink(
         &self,
         who: &Principal,
@@ -128,40 +128,32 @@ impl Service {
                 let valid = engine
                     .validate(&Value::Object(r).to_string())
                     .map_err(ctxgraph::Error::from)?;
-                let edge_type = req.link_type.trim().to_ascii_uppercase();
                 let snap = engine.snapshot()?;
-                let scoped = snap.scoped(&owner);
-                for end in [&req.from, &req.to] {
-                    if scoped.memory(end)?.is_none() {
-                        return Err(ServiceError::not_found(
-                            "memory.not_found",
-                            format!("no memory {end:?}"),
-                        ));
-                    }
-                }
-                let links =
-                    scoped.memory_links(&req.from, &ctxgraph::TraversalOptions::default())?;
-                let has = |from: &str, to: &str| {
-                    links.iter().any(|(e, _)| {
-                        e.key.edge_type == edge_type && e.key.from.id == from && e.key.to.id == to
-                    })
-                };
-                if !has(&req.from, &req.to) {
-                    let hint = if has(&req.to, &req.from) {
-                        format!(
-                            "; there is one from {:?} to {:?}: swap from and to",
-                            req.to, req.from
-                        )
-                    } else {
-                        String::new()
-                    };
-                    return Err(ServiceError::not_found(
+                let missing = |why: String| {
+                    ServiceError::not_found(
                         "memory.unknown_link",
                         format!(
-                            "no live {} link from {:?} to {:?}{hint}",
+                            "no {} link from {:?} to {:?}{why}",
                             req.link_type, req.from, req.to
                         ),
-                    ));
+                    )
+                };
+                match snap.scoped(&owner).memory_link(&req.from, &req.to, &req.link_type)? {
+                    LinkLookup::Found => {}
+                    LinkLookup::Deleted => return Err(missing(": it was deleted".into())),
+                    LinkLookup::Reversed => {
+                        return Err(missing(format!(
+                            "; there is one from {:?} to {:?}: swap from and to",
+                            req.to, req.from
+                        )));
+                    }
+                    LinkLookup::Missing => return Err(missing(String::new())),
+                    LinkLookup::UnknownMemory => {
+                        return Err(ServiceError::not_found(
+                            "memory.not_found",
+                            format!("no memory {:?} or {:?}", req.from, req.to),
+                        ));
+                    }
                 }
                 drop(snap);
                 let id = valid.id().to_owned();
