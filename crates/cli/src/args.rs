@@ -550,6 +550,10 @@ pub(crate) enum FactCommand {
         /// Also facts not true at that time (retracted, expired, not yet valid).
         #[arg(long)]
         all: bool,
+        /// Only facts claimed (asserted, or asserted again) at or after this time (RFC 3339 or
+        /// YYYY-MM-DD): what was learnt since then.
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
     },
     /// Every fact about an entity, as subject or object, true or not. Exits 1 when there is none.
     About {

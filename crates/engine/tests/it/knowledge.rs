@@ -457,3 +457,28 @@ fn the_log_restores_facts_and_documents_into_a_fresh_store() {
     assert_eq!(report.rejections.len(), 1);
     assert!(format!("{:?}", report.rejections[0]).contains("fact.unknown_fact"));
 }
+
+#[test]
+fn facts_since_a_time_are_those_claimed_then_or_later() {
+    let (_d, mut e) = seeded();
+    let mut old =
+        claim("Project Atlas", "blocked_by", ObjectInput::Entity(EntityInput::named("Postgres")));
+    old.asserted_at = Some("2026-05-01T09:00:00Z".into());
+    e.record_fact(&old).unwrap();
+    let mut new = claim("Alice", "reports_to", ObjectInput::Entity(person("Bob")));
+    new.asserted_at = Some("2026-05-10T09:00:00Z".into());
+    e.record_fact(&new).unwrap();
+    let since = |e: &Engine, t: &str| {
+        let q = FactQuery { since: ctxgraph::parse_time(t), ..Default::default() };
+        let facts = e.snapshot().unwrap().facts(&q).unwrap();
+        facts.into_iter().map(|f| f.predicate).collect::<Vec<_>>()
+    };
+    assert_eq!(since(&e, "2026-05-01"), ["blocked_by", "reports_to"]);
+    assert_eq!(since(&e, "2026-05-02"), ["reports_to"]);
+    assert!(since(&e, "2026-05-11").is_empty());
+    // Another claim of the fact later makes it one learnt since then.
+    old.asserted_at = Some("2026-05-12T09:00:00Z".into());
+    old.source = Some("standup".into());
+    e.record_fact(&old).unwrap();
+    assert_eq!(since(&e, "2026-05-11"), ["blocked_by"]);
+}
