@@ -228,6 +228,7 @@ fn evolution_json(e: &Evolution) -> Value {
             "outcomes": s.outcomes.iter().map(outcome_json).collect::<Vec<_>>(),
             "implemented_by": s.implemented_by,
             "supersedes_confidence": s.link_confidence,
+            "via": s.via, "explicit": s.explicit,
         })).collect::<Vec<_>>(),
     })
 }
@@ -261,8 +262,19 @@ fn one_line(m: &MemoryView) -> String {
 fn print_evolution(out: &mut impl Write, e: &Evolution) -> std::io::Result<()> {
     writeln!(out, "evolution of {} (newest first):", e.topic)?;
     for (i, s) in e.steps.iter().enumerate() {
-        if let Some(c) = s.link_confidence {
-            writeln!(out, "    ↑ superseded by the decision above (confidence {c:.2})")?;
+        let made = if s.explicit { "explicit" } else { "automatic" };
+        match (s.via, s.link_confidence) {
+            (Some("supersedes"), Some(c)) => {
+                writeln!(out, "    ↑ superseded by the decision above ({made}, confidence {c:.2})")?
+            }
+            (Some(via), Some(c)) => writeln!(
+                out,
+                "    ↑ older decision on the topic, {via} the one above ({made}, confidence {c:.2})"
+            )?,
+            (Some(_), None) => {
+                writeln!(out, "    ↑ older decision on the topic, not linked to the one above")?
+            }
+            (None, _) => {}
         }
         writeln!(out, "  {}. {}", i + 1, one_line(&s.memory))?;
         for o in &s.outcomes {

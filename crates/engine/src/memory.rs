@@ -162,7 +162,7 @@ impl MemoryOptions {
 }
 
 /// Whether a link was made by an automatic rule (not by a record, whoever wrote that record).
-fn is_automatic(edge: &Edge) -> bool {
+pub(crate) fn is_automatic(edge: &Edge) -> bool {
     edge.props.get("rule").and_then(Value::as_str).is_some_and(|r| r != "explicit")
 }
 

@@ -1257,9 +1257,15 @@ pub struct EvolutionStepDto {
     pub outcomes: Vec<OutcomeDto>,
     /// Memories implementing it.
     pub implemented_by: Vec<String>,
-    /// Confidence of the supersedes link to the previous step.
+    /// Confidence of the link from the previous (newer) step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub supersedes_confidence: Option<f64>,
+    /// How it was reached from the previous step: `supersedes`, `relates_to` (the topic's next
+    /// older decision, linked) or `same_topic` (the topic's next older decision, not linked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// Whether that link was made explicitly, not by an automatic rule or topic order.
+    pub explicit: bool,
 }
 
 /// A topic's decisions, newest first, along supersedes links.
@@ -1285,6 +1291,8 @@ impl From<&Evolution> for EvolutionDto {
                     outcomes: s.outcomes.iter().map(OutcomeDto::from).collect(),
                     implemented_by: s.implemented_by.clone(),
                     supersedes_confidence: s.link_confidence,
+                    via: s.via.map(str::to_owned),
+                    explicit: s.explicit,
                 })
                 .collect(),
             summary: tools::evolution_summary(e),

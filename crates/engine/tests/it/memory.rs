@@ -353,3 +353,55 @@ fn an_explicit_link_written_by_the_system_survives_relinking() {
         "an explicit link is neither deleted by relinking nor pruned: {links:?}"
     );
 }
+
+/// A decision saved on a topic without `supersedes` stays in the evolution chain: after the
+/// supersedes links, the chain goes on through the topic's older decisions, each step saying how
+/// it was reached and whether by an explicit link.
+#[test]
+fn evolution_follows_topic_order_and_relates_to_as_well_as_supersedes() {
+    let (_dir, mut engine) = engine();
+    jwt_scenario(&mut engine);
+    // An older decision on the topic, never superseded explicitly.
+    save(
+        &mut engine,
+        json!({"record_type": "memory", "memory_id": "memory_0", "kind": "decision",
+        "topic": "auth_strategy", "content": "Use basic auth", "session_id": "s0",
+        "created_at": "2026-11-10T09:00:00Z"}),
+    )
+    .unwrap();
+    // A newer one saved without supersedes.
+    save(
+        &mut engine,
+        json!({"record_type": "memory", "memory_id": "memory_4", "kind": "decision",
+        "topic": "auth_strategy", "content": "Add passkeys to sessions", "session_id": "s3",
+        "created_at": "2026-11-22T09:00:00Z"}),
+    )
+    .unwrap();
+    let steps = |e: &Engine| {
+        let snap = e.snapshot().unwrap();
+        let ev = snap.evolution("auth_strategy", &at("2026-11-22T10:00:00Z")).unwrap().unwrap();
+        ev.steps.iter().map(|s| (s.memory.id.clone(), s.via, s.explicit)).collect::<Vec<_>>()
+    };
+    let chain = steps(&engine);
+    let ids: Vec<&str> = chain.iter().map(|(id, ..)| id.as_str()).collect();
+    assert_eq!(ids, ["memory_4", "memory_3", "memory_1", "memory_0"], "{chain:?}");
+    assert_eq!((chain[0].1, chain[0].2), (None, false));
+    assert_eq!((chain[2].1, chain[2].2), (Some("supersedes"), true));
+    // memory_3 and memory_1 and memory_0 are reached by topic order, linked or not.
+    for step in [&chain[1], &chain[3]] {
+        assert!(matches!(step.1, Some("relates_to" | "same_topic")), "{chain:?}");
+        assert!(!step.2, "not explicit: {chain:?}");
+    }
+    // An explicit link between two of them is marked explicit.
+    save(
+        &mut engine,
+        json!({"record_type": "memory_link", "from": "memory_4", "to": "memory_3",
+        "link_type": "relates_to", "confidence": 0.9, "created_at": "2026-11-22T09:30:00Z"}),
+    )
+    .unwrap();
+    let chain = steps(&engine);
+    assert_eq!(
+        (chain[1].0.as_str(), chain[1].1, chain[1].2),
+        ("memory_3", Some("relates_to"), true)
+    );
+}
