@@ -1063,6 +1063,9 @@ pub(crate) struct MemorySaveArgs {
     /// The memory id (default: derived from the content).
     #[arg(long)]
     pub(crate) id: Option<String>,
+    /// Link it to nothing automatically, now or when links are rebuilt (explicit links only).
+    #[arg(long)]
+    pub(crate) no_auto_link: bool,
 }
 
 #[derive(Debug, Args)]
@@ -1086,6 +1089,10 @@ pub(crate) struct ServeArgs {
     /// `request.deadline`. Also how long a shutdown waits for requests in flight.
     #[arg(long, value_name = "SECS", default_value_t = ctxgraph_server::DEFAULT_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) request_timeout: u64,
+    /// Save memories without automatic links (temporal, same topic, semantic) in every store
+    /// served; explicit links are kept. A request may also ask for it per memory (`auto_link`).
+    #[arg(long)]
+    pub(crate) no_auto_link: bool,
 }
 
 #[derive(Debug, Args)]

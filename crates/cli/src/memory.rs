@@ -150,6 +150,9 @@ fn save(cli: &Cli, a: &MemorySaveArgs) -> anyhow::Result<Outcome> {
     if let Some(c) = a.confidence {
         r.insert("confidence".into(), c.into());
     }
+    if a.no_auto_link {
+        r.insert("auto_link".into(), false.into());
+    }
     write(cli, Value::Object(r), "memory")
 }
 

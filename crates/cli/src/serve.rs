@@ -48,7 +48,8 @@ fn cap_malloc_arenas() {}
 
 pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
     cap_malloc_arenas();
-    let options = crate::with_embedder(cli, EngineOptions::default())?;
+    let mut options = crate::with_embedder(cli, EngineOptions::default())?;
+    options.memory.auto_link = !args.no_auto_link;
     let service = Service::open(&args.data, options)
         .with_context(|| format!("opening the data directory {}", args.data.display()))?;
     let limits = RequestLimits {

@@ -95,6 +95,9 @@ pub(crate) fn project_memory(
     }
     props.insert("confidence".into(), m.confidence.into());
     props.insert("created_by".into(), m.created_by.clone().into());
+    if !m.auto_link {
+        props.insert("auto_link".into(), false.into());
+    }
     m.scope.node_properties(&mut props);
     if let Some(s) = &m.session_id {
         props.insert("session_id".into(), s.clone().into());

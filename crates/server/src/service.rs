@@ -1014,6 +1014,9 @@ impl Service {
         if let Some(c) = req.confidence {
             r.insert("confidence".into(), c.into());
         }
+        if let Some(a) = req.auto_link {
+            r.insert("auto_link".into(), a.into());
+        }
         self.write_memory_record(who, r).await
     }
 

@@ -485,6 +485,10 @@ pub struct SaveMemoryRequest {
     /// When (RFC 3339); now when absent.
     #[serde(default, alias = "at")]
     pub created_at: Option<String>,
+    /// false: link it to nothing automatically (temporal, same topic, semantic), now or when the
+    /// links are rebuilt; explicit links (supersedes, implements) are kept. true when absent.
+    #[serde(default)]
+    pub auto_link: Option<bool>,
     /// Who made it: `user` (a person; the default), `llm` (an agent, such as the caller of a
     /// tool, deciding on its own) or `system`. Kept with the record and its links.
     #[serde(default, alias = "creator", alias = "author")]

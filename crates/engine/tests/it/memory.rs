@@ -405,3 +405,43 @@ fn evolution_follows_topic_order_and_relates_to_as_well_as_supersedes() {
         ("memory_3", Some("relates_to"), true)
     );
 }
+
+/// Automatic linking can be switched off for one memory (in its record, so rebuilding the links
+/// keeps it so) or for the whole store (the engine's options); explicit links stay either way.
+#[test]
+fn automatic_links_can_be_switched_off_per_memory_or_per_store() {
+    let (dir, mut engine) = engine();
+    jwt_scenario(&mut engine);
+    save(
+        &mut engine,
+        json!({"record_type": "memory", "memory_id": "memory_4", "kind": "checkpoint",
+        "content": "Implemented JWT refresh in auth.ts", "session_id": "s1", "auto_link": false,
+        "implements": "memory_1", "created_at": "2026-11-20T09:40:00Z"}),
+    )
+    .unwrap();
+    let automatic_of = |e: &Engine, id: &str| {
+        auto_links(e).into_iter().filter(|l| l.key.from.id == id || l.key.to.id == id).count()
+    };
+    assert!(automatic_of(&engine, "memory_2") > 0, "the same session links the others");
+    assert_eq!(automatic_of(&engine, "memory_4"), 0);
+    engine.link_memories().unwrap();
+    assert_eq!(automatic_of(&engine, "memory_4"), 0, "rebuilding keeps it unlinked");
+    let explicit =
+        engine.snapshot().unwrap().memory_links("memory_4", &at("2026-11-20T10:00:00Z")).unwrap();
+    assert_eq!(explicit.len(), 1, "its explicit IMPLEMENTS stays");
+    drop(engine);
+    // Off for the store: rebuilding removes every automatic link, explicit ones stay.
+    let mut options = ctxgraph::EngineOptions::default();
+    options.memory.auto_link = false;
+    let path = dir.path().join("t.ctxg");
+    let mut engine = Engine::open(&path, ctxgraph::OpenMode::MustExist, options).unwrap();
+    engine.link_memories().unwrap();
+    assert!(auto_links(&engine).is_empty());
+    let ev = engine
+        .snapshot()
+        .unwrap()
+        .evolution("auth_strategy", &at("2026-11-22T00:00:00Z"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(ev.steps[1].via, Some("supersedes"));
+}
