@@ -300,6 +300,36 @@ impl Snapshot<'_> {
     pub fn impact(&self, id: &str, options: &TraversalOptions) -> Result<Option<Impact>, Error> {
         let as_of = options.as_of();
         let Some(start) = self.memory(id)? else { return Ok(None) };
+        let (mut items, mut outcomes) = self.impact_walk(&start, options, as_of)?;
+        if items.is_empty() {
+            // Nothing live: the links that decayed below the pruning threshold are the only
+            // evidence there is. They are shown at their decayed confidence, one hop out, rather
+            // than dropped (an automatic link from the session of a decision would otherwise
+            // vanish from its evidence days later).
+            let mut faded = options.clone();
+            faded.links.prune_below = 0.0;
+            faded.max_impact_depth = 1;
+            (items, outcomes) = self.impact_walk(&start, &faded, as_of)?;
+        }
+        let mut superseded_by = Vec::new();
+        let key = NodeKey::new(MEMORY, &start.id);
+        let votes = votes_on(&self.read, &start)?;
+        for (e, _) in self.live_links(&key, "SUPERSEDES", Direction::In, &votes, options, as_of)? {
+            if let Some(m) = self.memory(&e.key.from.id)? {
+                superseded_by.push(m);
+            }
+        }
+        Ok(Some(Impact { start, items, outcomes, superseded_by }))
+    }
+
+    /// The breadth-first walk of [`Snapshot::impact`]: the memories reached and the outcomes
+    /// of the start and of them, oldest first.
+    fn impact_walk(
+        &self,
+        start: &MemoryView,
+        options: &TraversalOptions,
+        as_of: i64,
+    ) -> Result<(Vec<ImpactItem>, Vec<OutcomeView>), Error> {
         let until =
             start.created_at_ns.saturating_add(options.impact_window_ms.saturating_mul(1_000_000));
         let mut items = Vec::new();
@@ -353,15 +383,7 @@ impl Snapshot<'_> {
             }
         }
         outcomes.sort_by(|a, b| (a.at_ns, &a.id).cmp(&(b.at_ns, &b.id)));
-        let mut superseded_by = Vec::new();
-        let key = NodeKey::new(MEMORY, &start.id);
-        let votes = votes_on(&self.read, &start)?;
-        for (e, _) in self.live_links(&key, "SUPERSEDES", Direction::In, &votes, options, as_of)? {
-            if let Some(m) = self.memory(&e.key.from.id)? {
-                superseded_by.push(m);
-            }
-        }
-        Ok(Some(Impact { start, items, outcomes, superseded_by }))
+        Ok((items, outcomes))
     }
 
     /// The live links of a memory in both directions (every memory link type), with their

@@ -99,9 +99,11 @@ fn automatic_links_follow_the_seed_rules() {
         ("memory_2", "TEMPORAL")
     );
     assert_eq!(impact.superseded_by[0].id, "memory_3");
-    // Two weeks later the temporal link has decayed under the pruning threshold.
+    // Two weeks later the temporal link has decayed under the pruning threshold: as the only
+    // evidence, it is still shown, at its decayed confidence.
     let later = snap.impact("memory_1", &at("2026-12-04T10:00:00Z")).unwrap().unwrap();
-    assert!(later.items.is_empty());
+    assert_eq!(later.items.len(), 1);
+    assert!(later.items[0].confidence < 0.3, "{:?}", later.items[0]);
 }
 
 #[test]
@@ -444,4 +446,24 @@ fn automatic_links_can_be_switched_off_per_memory_or_per_store() {
         .unwrap()
         .unwrap();
     assert_eq!(ev.steps[1].via, Some("supersedes"));
+}
+
+/// The automatic TEMPORAL link from a decision to its checkpoint decays below the pruning
+/// threshold within days; as the decision's only evidence it stays in `memory search`, at its
+/// decayed confidence, instead of fading out.
+#[test]
+fn the_only_evidence_decays_but_stays_findable() {
+    let (_dir, mut engine) = engine();
+    jwt_scenario(&mut engine);
+    let evidence_at = |t: &str| {
+        let options = MemorySearchOptions { traversal: at(t), ..MemorySearchOptions::default() };
+        let ctx = engine.memory_context("Why did we abandon JWT?", &options).unwrap();
+        ctx.evidence
+            .iter()
+            .flat_map(|i| i.items.iter().map(|x| (x.memory.id.clone(), x.confidence)))
+            .find(|(id, _)| id == "memory_2")
+    };
+    let (_, fresh) = evidence_at("2026-11-20T10:00:00Z").expect("evidence on the day");
+    let (_, later) = evidence_at("2026-12-20T10:00:00Z").expect("evidence a month later");
+    assert!(fresh >= 0.3 && later < 0.3 && later > 0.0, "decayed, not dropped: {fresh} → {later}");
 }
