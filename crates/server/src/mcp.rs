@@ -139,7 +139,7 @@ impl Tools {
 #[tool_router]
 impl Tools {
     #[tool(
-        description = "Record a fact: a claim {subject, predicate, object} about entities, with an optional source (stored verbatim, never fetched), confidence in [0, 1] and cites (the id of the document sentence it was read from, see show_document). Entity names are matched forgivingly (exact, alias, near spelling); give subject_type/object_type (person, project, decision, concept, source) to create an entity that does not exist yet. Predicates: mentioned_in, decided_in, reports_to, depends_on, resolved_by, blocked_by, tagged, belongs_to. Returns the fact id and how each name resolved."
+        description = "Record a fact: a claim {subject, predicate, object} about entities, with an optional source (stored verbatim, never fetched), confidence in [0, 1] and cites (the id of the document sentence it was read from, see show_document). Entity names are matched by id, exact name or spelling variant (case, punctuation, word order); a near spelling or a partial name is never attached: give subject_type/object_type (person, project, decision, concept, source) to create the entity, which is then proposed as a candidate for the same thing as the near one (see entity_candidates), or name the existing entity by id. Predicates: mentioned_in, decided_in, reports_to, depends_on, resolved_by, blocked_by, tagged, belongs_to. Returns the fact id and how each name resolved."
     )]
     async fn record_fact(
         &self,
@@ -150,7 +150,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Recall an entity by name (forgiving: exact name, alias, near spelling or id) with every fact about it, true facts first, each with confidence, sources and contradictions. Use it to answer 'what do we know about X'."
+        description = "Recall an entity by name (forgiving: id, exact name, spelling variant, near spelling or part of its name, e.g. Smith for Alice Smith) with every fact about it, true facts first, each with confidence, sources and contradictions. Use it to answer 'what do we know about X'."
     )]
     async fn recall_entity(
         &self,

@@ -11,6 +11,12 @@
 //! 4. **embedding**: name cosine at least [`MIN_NAME_COSINE`] with the engine's embedder (the
 //!    threshold of entity resolution tier 2), among at most [`MAX_EMBEDDED_CANDIDATES`] entities
 //!    of the type (all types when none is given); larger sets skip this tier.
+//! 5. **partial**: every word of the input is a word of a longer name (`Alice` finds `Alice
+//!    Smith`), scored by the share of the name's words given (below the 1.0 of a whole name), so
+//!    partial matches rank below exact ones; several are listed best first.
+//!
+//! A write never attaches a near spelling (`one_edit`, `embedding`) or a partial name silently:
+//! see [`NEAR`] and `Engine::record_fact`.
 //!
 //! A tier that finds one entity resolves the input; a tier that finds several is an error listing
 //! them (`fact.ambiguous_entity`), never a guess. No match creates the entity when the caller
@@ -31,6 +37,10 @@ pub const MIN_NAME_COSINE: f32 = 0.9;
 pub const MAX_EMBEDDED_CANDIDATES: usize = 5_000;
 /// Nodes read per page.
 const PAGE: usize = 2_000;
+
+/// The tiers that find another name than the one given: a read may use them (and says so in
+/// `via`), a write proposes the pair as a `SAME_AS` candidate instead of attaching to it.
+pub(crate) const NEAR: [&str; 3] = ["one_edit", "embedding", "partial"];
 
 /// An existing entity, as resolution and mention matching see it.
 #[derive(Debug, Clone)]
@@ -176,6 +186,18 @@ pub(crate) fn resolve_name(
                 {
                     found.push((e, "embedding", (f64::from(cosine) * 1000.0).round() / 1000.0));
                 }
+            }
+        }
+    }
+    // 5. Partial names.
+    if found.is_empty() && !forms.words.is_empty() {
+        let given: Vec<String> = normalize_name(name).split(' ').map(str::to_owned).collect();
+        for e in &pool {
+            let words: Vec<String> =
+                normalize_name(&e.name).split(' ').map(str::to_owned).collect();
+            if words.len() > given.len() && given.iter().all(|w| words.contains(w)) {
+                let score = given.len() as f64 / words.len() as f64;
+                found.push((e, "partial", (score * 1000.0).round() / 1000.0));
             }
         }
     }

@@ -482,3 +482,51 @@ fn facts_since_a_time_are_those_claimed_then_or_later() {
     e.record_fact(&old).unwrap();
     assert_eq!(since(&e, "2026-05-11"), ["blocked_by"]);
 }
+
+/// A partial name finds the longer name it is part of, ranked below an exact name; a write never
+/// attaches a near spelling or a partial name silently: with a type it is a new entity proposed
+/// as a candidate for the same thing, without one an error names the near entity.
+#[test]
+fn partial_names_are_found_and_near_spellings_are_proposed_not_attached() {
+    let (_d, mut e) = seeded();
+    let mut smith =
+        FactInput::new(person("Alice Smith"), "reports_to", ObjectInput::Entity(person("Bob")));
+    smith.asserted_at = Some("2026-05-01T09:00:00Z".into());
+    e.record_fact(&smith).unwrap();
+    let resolve = |e: &Engine, name: &str| e.resolve_entity(&EntityInput::named(name)).unwrap();
+    // `Alice` is an entity itself: the exact name wins over the partial one.
+    match resolve(&e, "alice") {
+        Resolution::Resolved(x, score) => assert_eq!((x.via.as_str(), score), ("name", 1.0)),
+        other @ (Resolution::Unknown | Resolution::Ambiguous(_)) => panic!("{other:?}"),
+    }
+    match resolve(&e, "Smith") {
+        Resolution::Resolved(x, score) => {
+            assert_eq!((x.id.as_str(), x.via.as_str()), ("user:alice smith", "partial"));
+            assert!(score < 1.0);
+        }
+        other @ (Resolution::Unknown | Resolution::Ambiguous(_)) => panic!("{other:?}"),
+    }
+    // A near spelling with a type: a new entity, proposed as a candidate of the other.
+    let mut smyth =
+        FactInput::new(person("Alice Smyth"), "reports_to", ObjectInput::Entity(person("Bob")));
+    smyth.asserted_at = Some("2026-05-02T09:00:00Z".into());
+    let done = e.record_fact(&smyth).unwrap();
+    assert_eq!(
+        (done.subject.id.as_str(), done.subject.via.as_str()),
+        ("user:alice smyth", "created")
+    );
+    let pairs = e.snapshot().unwrap().entity_candidates(None, 10).unwrap();
+    assert!(
+        pairs.iter().any(|c| (c.a.id.as_str(), c.b.id.as_str()) == ("user:alice smith", "user:alice smyth")),
+        "{pairs:?}"
+    );
+    // Without a type, an error that names it; nothing is written.
+    let err = e
+        .record_fact(&FactInput::new(
+            EntityInput::named("Alice Smiht"),
+            "tagged",
+            ObjectInput::Literal(json!("y")),
+        ))
+        .unwrap_err();
+    assert_eq!(codes(err), ["fact.near_entity"]);
+}
