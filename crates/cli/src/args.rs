@@ -164,10 +164,12 @@ pub(crate) enum Command {
     /// Facts: claims about entities with confidence, sources and validity (add, retract, list,
     /// about, contradictions).
     ///
-    /// Names are forgiving: `alice`, `Alice`, `ReadFile` for read_file, a one-letter typo or a
-    /// close name embedding all find the entity; a name that matches several is an error listing
-    /// them. Predicates are controlled: mentioned_in, decided_in, reports_to, depends_on,
-    /// resolved_by, blocked_by, tagged, belongs_to (and any a schema module adds). The same claim
+    /// Names are forgiving: `alice`, `Alice`, `ReadFile` for read_file, or an alias find the
+    /// entity; a one-letter typo, a close name embedding or part of a name is never attached (a
+    /// new entity with --subject-type, proposed as a SAME_AS candidate; an error without); a name
+    /// that matches several is an error listing them. Predicates are controlled: mentioned_in,
+    /// decided_in, reports_to, depends_on, resolved_by, blocked_by, tagged, belongs_to,
+    /// also_known_as (an alias) (and any a schema module adds). The same claim
     /// from another source raises the fact's confidence (noisy-or); a second object of a
     /// single-valued predicate (reports_to, decided_in, belongs_to) is kept as a contradiction.
     #[command(subcommand)]

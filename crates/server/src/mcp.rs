@@ -139,7 +139,7 @@ impl Tools {
 #[tool_router]
 impl Tools {
     #[tool(
-        description = "Record a fact: a claim {subject, predicate, object} about entities, with an optional source (stored verbatim, never fetched), confidence in [0, 1] and cites (the id of the document sentence it was read from, see show_document). Entity names are matched by id, exact name or spelling variant (case, punctuation, word order); a near spelling or a partial name is never attached: give subject_type/object_type (person, project, decision, concept, source) to create the entity, which is then proposed as a candidate for the same thing as the near one (see entity_candidates), or name the existing entity by id. Predicates: mentioned_in, decided_in, reports_to, depends_on, resolved_by, blocked_by, tagged, belongs_to. Returns the fact id and how each name resolved."
+        description = "Record a fact: a claim {subject, predicate, object} about entities, with an optional source (stored verbatim, never fetched), confidence in [0, 1] and cites (the id of the document sentence it was read from, see show_document). Entity names are matched by id, exact name or spelling variant (case, punctuation, word order); a near spelling or a partial name is never attached: give subject_type/object_type (person, project, decision, concept, source) to create the entity, which is then proposed as a candidate for the same thing as the near one (see entity_candidates), or name the existing entity by id. Predicates: mentioned_in, decided_in, reports_to, depends_on, resolved_by, blocked_by, tagged, belongs_to, also_known_as (an alias: object is the other name, and names then resolve through it). Returns the fact id and how each name resolved."
     )]
     async fn record_fact(
         &self,

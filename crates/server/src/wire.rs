@@ -396,7 +396,8 @@ pub struct RecordFactRequest {
     #[serde(default, alias = "subject_entity_type", alias = "type")]
     pub subject_type: Option<String>,
     /// A controlled predicate: `mentioned_in`, `decided_in`, `reports_to`, `depends_on`,
-    /// `resolved_by`, `blocked_by`, `tagged`, `belongs_to` (case, `-` and spaces forgiven).
+    /// `resolved_by`, `blocked_by`, `tagged`, `belongs_to`, `also_known_as` (an alias, a name as
+    /// object) (case, `-` and spaces forgiven).
     #[serde(alias = "relation", alias = "verb")]
     pub predicate: String,
     /// The object: an entity name for an entity predicate, a value for a literal one.

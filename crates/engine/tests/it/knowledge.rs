@@ -530,3 +530,31 @@ fn partial_names_are_found_and_near_spellings_are_proposed_not_attached() {
         .unwrap_err();
     assert_eq!(codes(err), ["fact.near_entity"]);
 }
+
+/// An alias is a recorded claim (`also_known_as`, with its source and confidence): the name
+/// resolves to its entity until the alias is retracted.
+#[test]
+fn an_alias_resolves_to_its_entity_until_retracted() {
+    let (_d, mut e) = seeded();
+    let mut alias = FactInput::new(
+        EntityInput::named("alice"),
+        "also-known-as",
+        ObjectInput::Literal(json!("Ally")),
+    );
+    alias.source = Some("hr directory".into());
+    alias.confidence = Some(0.9);
+    let done = e.record_fact(&alias).unwrap();
+    let resolve = |e: &Engine| e.resolve_entity(&EntityInput::named(" ALLY ")).unwrap();
+    match resolve(&e) {
+        Resolution::Resolved(x, _) => {
+            assert_eq!((x.id.as_str(), x.via.as_str()), ("user:alice", "alias"));
+        }
+        other @ (Resolution::Unknown | Resolution::Ambiguous(_)) => panic!("{other:?}"),
+    }
+    // The alias carries its provenance as any fact does.
+    let about = e.snapshot().unwrap().facts_about("user:alice", None).unwrap();
+    let kept = about.iter().find(|f| f.predicate == "also_known_as").unwrap();
+    assert_eq!(kept.sources, ["hr directory"]);
+    e.retract_fact(&done.fact_id, Some("not her name"), None).unwrap();
+    assert_eq!(resolve(&e), Resolution::Unknown);
+}
