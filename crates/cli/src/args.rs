@@ -772,9 +772,9 @@ pub(crate) enum ChecklistCommand {
     /// The slot to ask about next: the spec whose answer best splits the candidates.
     ///
     /// Expected information gain over equally likely candidates: log2 n minus the sum over
-    /// answer groups of (n_g / n) log2 n_g, where candidates without a value form one "unknown"
-    /// group. Ties: fewer unknowns, then required first, then checklist order. Exits 1 when no
-    /// slot splits the candidates.
+    /// answer groups of (n_g / k) log2 (n_g + u), where the u candidates without a value (unknown)
+    /// are no answer and stay whatever the answer, and k = n − u. Ties: fewer unknowns, then
+    /// required first, then checklist order. Exits 1 when no slot splits the candidates.
     Next {
         /// The checklist's name.
         name: String,

@@ -112,6 +112,7 @@ pub use retention::{RetentionOptions, RetentionReport, Tier, salience};
 pub use slots::{
     AnswerGroup, CheckReport, Checklist, ChecklistDraft, EntityArg, Goal, GoalDraft, NextReport,
     SlotFill, SlotGain, SlotSpecDraft, SpecCheck, SpecStatus, TypeInfo, information_gain,
+    information_gain_with_unknown,
 };
 pub use snapshot::{Checkpoints, Snapshot, Stats, TimelineEntry, View};
 pub use text_index::{REBUILD_AFTER as TEXT_INDEX_REBUILD_AFTER, TextIndexReport};

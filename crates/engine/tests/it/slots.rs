@@ -5,6 +5,7 @@
 use ctxgraph::{
     Cardinality, ChecklistDraft, EntityArg, GoalDraft, IngestOutcome, NodeKey, Projection,
     SlotSpecDraft, SpecRelation, SpecStatus, ValidRecord, information_gain,
+    information_gain_with_unknown,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -93,21 +94,18 @@ fn next_slot_matches_the_hand_computed_information_gain() {
     assert_eq!(report.entropy, 2.0);
     let gains: Vec<(&str, f64, usize)> =
         report.ranking.iter().map(|g| (g.spec.name.as_str(), g.gain, g.unknown)).collect();
-    // genre: {A, B} drama, {C} comedy, {D} unknown: 2 − (2/4·1 + 1/4·0 + 1/4·0) = 1.5.
     // era (labels era, decade): {A, C} 1980s, {B, D} 1990s: 2 − (2/4·1 + 2/4·1) = 1.
+    // genre: {A, B} drama, {C} comedy, D without a value, which is no answer: D stays whatever
+    // the answer, so 2 − (2/3·log2 3 + 1/3·log2 2) ≈ 0.61.
     // film (INSTANCE_OF Film): all four: 2 − 4/4·2 = 0. country: all us: 0 (required = false,
-    // so after film on the tie). actor: all unknown, one group: 0, and the most unknowns.
-    assert_eq!(
-        gains,
-        [
-            ("genre", 1.5, 1),
-            ("era", 1.0, 0),
-            ("film", 0.0, 0),
-            ("country", 0.0, 0),
-            ("actor", 0.0, 4)
-        ]
-    );
-    let best = report.best().unwrap();
+    // so after film on the tie). actor: no value at all: 0, and the most unknowns.
+    let genre = 2.0 - (1.0 / 3.0 * 2f64.log2() + 2.0 / 3.0 * 3f64.log2());
+    assert_eq!(gains[0], ("era", 1.0, 0));
+    assert_eq!((gains[1].0, gains[1].2), ("genre", 1));
+    assert!((gains[1].1 - genre).abs() < 1e-12, "{gains:?}");
+    assert_eq!(&gains[2..], [("film", 0.0, 0), ("country", 0.0, 0), ("actor", 0.0, 4)]);
+    assert_eq!(report.best().unwrap().spec.name, "era", "a clean split beats one with a hole");
+    let best = &report.ranking[1];
     assert_eq!(best.spec.name, "genre");
     let groups: Vec<(Option<&str>, Vec<&str>)> = best
         .groups
@@ -538,6 +536,21 @@ proptest! {
         let mut reversed = sizes.clone();
         reversed.reverse();
         prop_assert_eq!(information_gain(&reversed).to_bits(), gain.to_bits());
+    }
+
+    /// A missing value is no answer: each candidate without one lowers the gain (or leaves it
+    /// at 0), and with none the gain is the partition's.
+    #[test]
+    fn unknown_candidates_never_raise_the_gain(
+        sizes in prop::collection::vec(0..12usize, 0..8),
+        unknown in 0..12usize,
+    ) {
+        let with = information_gain_with_unknown(&sizes, unknown);
+        let more = information_gain_with_unknown(&sizes, unknown + 1);
+        prop_assert!(more <= with + 1e-12, "{more} > {with}");
+        prop_assert!(with >= 0.0);
+        prop_assert_eq!(information_gain_with_unknown(&sizes, 0).to_bits(), information_gain(&sizes).to_bits());
+        prop_assert_eq!(information_gain_with_unknown(&[], unknown), 0.0);
     }
 }
 
