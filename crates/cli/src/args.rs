@@ -781,6 +781,10 @@ pub(crate) enum ChecklistCommand {
         /// The candidate entities, comma-separated (ids or bare names).
         #[arg(long, value_delimiter = ',', required = true, num_args = 1..)]
         candidates: Vec<String>,
+        /// An answer already known, SPEC=VALUE (repeatable): candidates whose value contradicts
+        /// it are ruled out first (one without a value is kept).
+        #[arg(long, value_name = "SPEC=VALUE")]
+        known: Vec<String>,
     },
 }
 

@@ -242,11 +242,29 @@ pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Ou
             print_check(cli, &report)?;
             Ok(Outcome::Done)
         }
-        ChecklistCommand::Next { name, candidates } => {
+        ChecklistCommand::Next { name, candidates, known } => {
             let ids = candidates
                 .iter()
                 .map(|c| existing(&engine, c.trim()))
                 .collect::<anyhow::Result<Vec<_>>>()?;
+            let known = known
+                .iter()
+                .map(|k| {
+                    k.split_once('=')
+                        .map(|(s, v)| (s.trim().to_owned(), v.trim().to_owned()))
+                        .with_context(|| {
+                            format!("--known `{k}`: write SPEC=VALUE, e.g. genre=drama")
+                        })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let (ids, ruled_out) =
+                engine.snapshot()?.filter_candidates(name, &ids, &known).map_err(flat)?;
+            if !ruled_out.is_empty() && !cli.json {
+                let list: Vec<String> =
+                    ruled_out.iter().map(|(c, s)| format!("{c} (by {s})")).collect();
+                writeln!(std::io::stdout(), "ruled out by the known answers: {}", list.join(", "))?;
+            }
+            anyhow::ensure!(!ids.is_empty(), "the known answers rule out every candidate");
             let report = engine
                 .snapshot()?
                 .next_slot(name, &ids)

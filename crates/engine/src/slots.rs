@@ -823,6 +823,52 @@ impl Snapshot<'_> {
         Ok(CheckReport { checklist: checklist.id, entity: entity_id.to_owned(), specs })
     }
 
+    /// The identify flow's filter step (filter → ask → confirm → write back): the candidates
+    /// consistent with the answers already known (`known`: a spec name of the checklist and its
+    /// value), and those ruled out with the spec that ruled each out. A candidate without a value
+    /// for a spec is kept: a missing value contradicts nothing.
+    #[allow(clippy::type_complexity)]
+    pub fn filter_candidates(
+        &self,
+        name: &str,
+        candidates: &[String],
+        known: &[(String, String)],
+    ) -> Result<(Vec<String>, Vec<(String, String)>), Error> {
+        let checklist = self.require_checklist(name)?;
+        let mut wanted = Vec::with_capacity(known.len());
+        for (spec_name, value) in known {
+            let key = normalize_name(spec_name);
+            let Some(spec) = checklist.specs.iter().find(|s| s.name == key) else {
+                let specs: Vec<&str> = checklist.specs.iter().map(|s| s.name.as_str()).collect();
+                return Err(Self::unknown(
+                    "known",
+                    spec_name,
+                    "checklist.unknown_spec",
+                    format!(
+                        "checklist {} has no slot spec of this name: its specs are {}",
+                        checklist.name,
+                        specs.join(", ")
+                    ),
+                ));
+            };
+            wanted.push((spec, normalize_name(value)));
+        }
+        let mut cache = NodeCache::new();
+        let (mut kept, mut ruled_out) = (Vec::new(), Vec::new());
+        'candidates: for c in candidates {
+            let (slots, types) = self.slots_and_types(c, &mut cache)?;
+            for (spec, want) in &wanted {
+                let values = self.values_for(spec, &slots, &types);
+                if !values.is_empty() && !values.iter().any(|v| &v.value_key == want) {
+                    ruled_out.push((c.clone(), spec.name.clone()));
+                    continue 'candidates;
+                }
+            }
+            kept.push(c.clone());
+        }
+        Ok((kept, ruled_out))
+    }
+
     /// `checklist next`: the checklist's specs ranked by expected information gain over the
     /// candidates (entity ids, each existing, none twice); see the module docs for the formula,
     /// the unknown group and the order of ties.

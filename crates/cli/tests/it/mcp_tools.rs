@@ -148,6 +148,17 @@ async fn types_slots_checklists(c: &Client) {
     assert_eq!(next["ask"], "genre", "{next}");
     assert_eq!(next["ranking"][0]["gain"], 1.0, "{next}");
     assert!(summary(&next).starts_with("ask about genre"), "{next}");
+    // A known answer rules candidates out first.
+    let next = ok(
+        c,
+        "next_question",
+        json!({"checklist": "IdentifyFilm", "candidates": ["alien", "heat"],
+               "known": {"genre": "crime"}}),
+    )
+    .await;
+    assert_eq!(next["candidates"], json!(["concept:heat"]), "{next}");
+    assert_eq!(next["ruled_out"][0]["candidate"], "concept:alien", "{next}");
+    assert!(summary(&next).starts_with("1 candidate ruled out"), "{next}");
 
     ok(
         c,

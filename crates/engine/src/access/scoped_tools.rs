@@ -141,6 +141,23 @@ impl Scoped<'_, '_> {
         self.snap.next_slot(name, candidates).map(Ok)
     }
 
+    /// The candidates consistent with known answers (see [`crate::Snapshot::filter_candidates`]), over
+    /// visible candidates; `Err(id)` names the first candidate that is hidden or unknown.
+    #[allow(clippy::type_complexity)]
+    pub fn filter_candidates(
+        &self,
+        name: &str,
+        candidates: &[String],
+        known: &[(String, String)],
+    ) -> Result<Result<(Vec<String>, Vec<(String, String)>), String>, Error> {
+        for c in candidates {
+            if !self.sees_entity(c)? {
+                return Ok(Err(c.clone()));
+            }
+        }
+        self.snap.filter_candidates(name, candidates, known).map(Ok)
+    }
+
     /// Entity-resolution pairs whose two entities the principal may see, best first, at most
     /// `limit` (counted after filtering).
     pub fn entity_candidates(

@@ -569,3 +569,27 @@ fn a_slot_every_candidate_shares_gains_nothing() {
         }
     }
 }
+
+/// The identify flow: known answers filter the candidates (a candidate without a value is
+/// kept), the next question is asked among the rest, and its answer is written back.
+#[test]
+fn known_answers_filter_the_candidates_before_the_next_question() {
+    let (_dir, mut engine) = engine();
+    films(&mut engine);
+    let known = [("Genre".to_owned(), "DRAMA".to_owned())];
+    let snap = engine.snapshot().unwrap();
+    let (kept, ruled_out) = snap.filter_candidates("identifyfilm", &candidates(), &known).unwrap();
+    assert_eq!(kept, ["concept:a", "concept:b", "concept:d"], "D has no genre: kept");
+    assert_eq!(ruled_out, [("concept:c".to_owned(), "genre".to_owned())]);
+    let next = snap.next_slot("identifyfilm", &kept).unwrap();
+    assert_eq!(next.best().unwrap().spec.name, "era");
+    let bad = [("colour".to_owned(), "red".to_owned())];
+    let err = snap.filter_candidates("identifyfilm", &candidates(), &bad).unwrap_err();
+    assert_eq!(err.code(), "checklist.unknown_spec");
+    drop(snap);
+    // Confirmed, the answer is written back: D is a drama now, and C stays ruled out.
+    engine.set_slot(&id("concept:d"), "genre", "drama", Some(0.8), Some("user")).unwrap();
+    let snap = engine.snapshot().unwrap();
+    let (kept, _) = snap.filter_candidates("identifyfilm", &candidates(), &known).unwrap();
+    assert_eq!(kept.len(), 3);
+}

@@ -156,7 +156,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Given candidate entities and a checklist, the slot to ask the user about next: the spec whose answer best tells the candidates apart (expected information gain in bits, candidates grouped by answer), with every spec ranked. Use it to choose the one question that narrows a search fastest."
+        description = "Given candidate entities, a checklist and the answers already known (known: {spec: value}, which rule out contradicting candidates first), the slot to ask the user about next: the spec whose answer best tells the candidates apart (expected information gain in bits, candidates grouped by answer), with every spec ranked. Use it to choose the one question that narrows a search fastest."
     )]
     async fn next_question(
         &self,

@@ -453,13 +453,27 @@ impl Service {
                 ids.push(existing_entity(e, who, &format!("candidates[{i}]"), c)?);
             }
             let snap = e.snapshot()?;
-            match snap.scoped(who).next_slot(&req.checklist, &ids)? {
-                Ok(r) => Ok(NextQuestionDto::from(&r)),
-                Err(id) => Err(ServiceError::not_found(
+            let scoped = snap.scoped(who);
+            let hidden = |id: String| {
+                ServiceError::not_found(
                     "entity.not_found",
                     format!("candidate {id:?}: no entity has this id"),
-                )),
+                )
+            };
+            let known: Vec<(String, String)> = req.known.into_iter().collect();
+            let (kept, ruled_out) =
+                scoped.filter_candidates(&req.checklist, &ids, &known)?.map_err(hidden)?;
+            if kept.is_empty() {
+                return Err(ServiceError::not_found(
+                    "checklist.no_candidates",
+                    format!(
+                        "the known answers rule out every candidate ({}): check them, or widen the candidates",
+                        ruled_out.iter().map(|(c, s)| format!("{c} by {s}")).collect::<Vec<_>>().join(", ")
+                    ),
+                ));
             }
+            let r = scoped.next_slot(&req.checklist, &kept)?.map_err(hidden)?;
+            Ok(NextQuestionDto::new(&r, &ruled_out))
         })
         .await
     }

@@ -241,6 +241,11 @@ pub struct NextQuestionRequest {
     /// The candidate entities (ids or bare names), each once.
     #[serde(alias = "entities")]
     pub candidates: Vec<String>,
+    /// Answers already known, by slot spec name (e.g. {"genre": "drama"}): candidates whose
+    /// value contradicts one are ruled out first (a candidate without a value is kept), then
+    /// the next question is chosen among the rest.
+    #[serde(default, alias = "answers")]
+    pub known: std::collections::BTreeMap<String, String>,
 }
 
 /// A user's goal (`POST /v1/goals`, tool `add_goal`).
@@ -673,13 +678,24 @@ pub struct SlotGainDto {
     pub unknown: usize,
 }
 
+/// A candidate a known answer ruled out.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct RuledOutDto {
+    /// The candidate entity id.
+    pub candidate: String,
+    /// The spec whose known answer it contradicts.
+    pub spec: String,
+}
+
 /// The slot to ask about next and every spec's gain.
 #[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
 pub struct NextQuestionDto {
     /// The checklist id.
     pub checklist: String,
-    /// The candidate entity ids.
+    /// The candidate entity ids still in play (after the known answers).
     pub candidates: Vec<String>,
+    /// Candidates the known answers ruled out, each with the spec that did.
+    pub ruled_out: Vec<RuledOutDto>,
     /// Uncertainty before asking, in bits (log2 of the candidate count).
     pub entropy: f64,
     /// The spec to ask about; absent when no spec splits the candidates.
@@ -689,6 +705,25 @@ pub struct NextQuestionDto {
     pub ranking: Vec<SlotGainDto>,
     /// In words.
     pub summary: String,
+}
+
+impl NextQuestionDto {
+    /// The answer for a report over the candidates left after `ruled_out`.
+    pub fn new(r: &NextReport, ruled_out: &[(String, String)]) -> Self {
+        let mut dto = NextQuestionDto::from(r);
+        dto.ruled_out = ruled_out
+            .iter()
+            .map(|(c, s)| RuledOutDto { candidate: c.clone(), spec: s.clone() })
+            .collect();
+        if !ruled_out.is_empty() {
+            dto.summary = format!(
+                "{} ruled out by the known answers; {}",
+                plural(ruled_out.len(), "candidate", "candidates"),
+                dto.summary
+            );
+        }
+        dto
+    }
 }
 
 impl From<&NextReport> for NextQuestionDto {
@@ -716,6 +751,7 @@ impl From<&NextReport> for NextQuestionDto {
         NextQuestionDto {
             checklist: r.checklist.clone(),
             candidates: r.candidates.clone(),
+            ruled_out: Vec::new(),
             entropy: r.entropy,
             ask: r.best().map(|b| b.spec.name.clone()),
             ranking: r
