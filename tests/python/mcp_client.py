@@ -1,7 +1,8 @@
 """Drive ctxgraph's MCP tools with the official Python MCP SDK.
 
 Over streamable HTTP against a running `ctxgraph serve` (bearer key), and over stdio by starting
-`ctxgraph mcp --data DIR --as NAME`: handshake, tools/list, one call of every tool, a bad
+`ctxgraph mcp --data DIR --as NAME`: handshake, tools/list, one call of every tool (each
+knowledge tool with one bad call that must be a tool error with its code), a bad
 argument and an unknown tool. Exits non-zero on the first surprise.
 
     python tests/python/mcp_client.py --url http://127.0.0.1:PORT/mcp --key cgk_... \
@@ -48,6 +49,26 @@ TOOLS = {
     "record_receipt",
     "save_memory",
     "weekly_rollup",
+    # The knowledge tools.
+    "memory_impact",
+    "search_memories",
+    "unlink_memories",
+    "add_document",
+    "show_document",
+    "define_type",
+    "add_instance",
+    "list_types",
+    "set_slot",
+    "entity_slots",
+    "define_checklist",
+    "list_checklists",
+    "check_checklist",
+    "next_question",
+    "add_goal",
+    "list_goals",
+    "entity_candidates",
+    "merge_entities",
+    "reject_entities",
 }
 
 
@@ -129,12 +150,113 @@ async def exercise(session, prefix):
     check(r["error"]["code"] == "envelope.required_field", r)
     r = await call(session, "recall", {"question": "orders", "tag": "billing"}, expect_error=True)
     check(r["error"]["code"] == "request.unknown_field" and "`tag`" in r["error"]["message"], r)
+    await knowledge(session, prefix)
     try:
         unknown = await session.call_tool("no_such_tool", {})
         check(field(unknown, "is_error", "isError"), f"unknown tool: {unknown}")
     except Exception:  # A protocol error is the other accepted answer.
         pass
     return len(listed.tools)
+
+
+async def bad(session, tool, args, code):
+    """A call that must be a tool error with this code and a message."""
+    r = await call(session, tool, args, expect_error=True)
+    check(r["error"]["code"] == code and r["error"]["message"], f"{tool} {args}: {r}")
+    return r
+
+
+def summary(r):
+    check(isinstance(r.get("summary"), str) and len(r["summary"]) > 10, f"a summary: {r}")
+    return r["summary"]
+
+
+async def knowledge(session, prefix):
+    """Each knowledge tool once, with its summary, and one bad call each."""
+    m1, m2 = f"{prefix}-m1", f"{prefix}-m2"
+    r = await call(session, "memory_impact", {"memory_id": m1})
+    check([m["id"] for m in r["superseded_by"]] == [m2], r)
+    summary(r)
+    await bad(session, "memory_impact", {"memory_id": f"{prefix}-none"}, "memory.not_found")
+    r = await call(session, "search_memories", {"query": "why did we leave PostgreSQL for orders"})
+    check(r["hits"], r)
+    summary(r)
+    await bad(session, "search_memories", {"question": "why", "k": 3}, "request.unknown_field")
+    r = await call(session, "unlink_memories", {"from": m2, "to": m1, "link_type": "relates_to",
+                                                "vote": "downvote"})
+    check(r["status"] in ("accepted", "duplicate"), r)
+    await bad(session, "unlink_memories", {"from": m1, "to": m2, "link_type": "implements"},
+              "memory.unknown_link")
+
+    url = f"{prefix}/notes.md"
+    r = await call(session, "add_document", {"url": url, "text": "# Orders\n\nOrders moved to CockroachDB. It replicates across regions.\n"})
+    check(r["sentences"] == 2, r)
+    summary(r)
+    await bad(session, "add_document", {"url": "x", "text": "y", "format": "pdf"}, "request.document_format")
+    r = await call(session, "show_document", {"id": url})
+    sentence = r["sections"][0]["paragraphs"][0][0]["sentence_id"]
+    summary(r)
+    await bad(session, "show_document", {"id": f"{prefix}/none"}, "document.not_found")
+    r = await call(session, "record_fact", {"subject": f"{prefix} orders", "subject_type": "project",
+                                            "predicate": "depends_on", "object": "CockroachDB",
+                                            "object_type": "concept", "cites": sentence})
+    check(r["fact"]["citations"][0]["sentence_id"] == sentence, r)
+
+    film, alien, heat = f"{prefix}Film", f"{prefix} alien", f"{prefix} heat"
+    summary(await call(session, "define_type", {"name": film}))
+    await bad(session, "define_type", {"name": " "}, "slots.label_format")
+    for name, genre in [(alien, "science fiction"), (heat, "crime")]:
+        await call(session, "add_instance", {"entity": name, "entity_type": "concept", "type": film})
+        await call(session, "set_slot", {"entity": name, "slot": "genre", "value": genre})
+    await bad(session, "add_instance", {"entity": alien, "type": f"{prefix}Novel"}, "slots.unknown_type")
+    await bad(session, "set_slot", {"entity": alien, "slot": "genre", "value": "x", "confidence": 2},
+              "slots.confidence_range")
+    r = await call(session, "list_types", {})
+    check(any(t["name"] == film and len(t["instances"]) == 2 for t in r["types"]), r)
+    await bad(session, "list_types", {"limit": 0}, "request.limit_range")
+    r = await call(session, "entity_slots", {"entity": alien})
+    check(r["slots"][0]["value"] == "science fiction" and r["types"] == [film], r)
+    await bad(session, "entity_slots", {"entity": f"{prefix} nobody"}, "entity.not_found")
+
+    checklist = f"{prefix}-identify-film"
+    summary(await call(session, "define_checklist", {"name": checklist, "slots": [
+        {"name": "film", "expect_labels": [film], "relation": "INSTANCE_OF"},
+        {"name": "genre"}, {"name": "year", "required": False}]}))
+    r = await bad(session, "define_checklist", {"name": "bad", "slots": [
+        {"name": "a", "cardinality": "TWO"}, {"name": "A"}]}, "schema.enum")
+    check(len(r["error"]["violations"]) == 2, f"every problem of a checklist: {r}")
+    r = await call(session, "list_checklists", {})
+    check(any(c["name"] == checklist for c in r["checklists"]), r)
+    await bad(session, "list_checklists", {"colour": "red"}, "request.unknown_field")
+    r = await call(session, "check_checklist", {"checklist": checklist, "entity": alien})
+    check(r["complete"] is True, r)
+    summary(r)
+    await bad(session, "check_checklist", {"checklist": f"{prefix}-none", "entity": alien}, "checklist.unknown")
+    r = await call(session, "next_question", {"checklist": checklist, "candidates": [alien, heat]})
+    check(r["ask"] == "genre" and r["ranking"][0]["gain"] == 1.0, r)
+    check(summary(r).startswith("ask about genre"), r)
+    await bad(session, "next_question", {"checklist": checklist, "candidates": [alien, f"{prefix} nobody"]},
+              "entity.not_found")
+
+    user = f"{prefix} ann"
+    summary(await call(session, "add_goal", {"name": "watch the classics", "user": user,
+                                             "create_user": True, "influences": [checklist]}))
+    await bad(session, "add_goal", {"name": "g", "user": user, "influences": [f"{prefix}-none"]},
+              "goal.unknown_checklist")
+    r = await call(session, "list_goals", {"user": user})
+    check(len(r["goals"]) == 1, r)
+    await bad(session, "list_goals", {"user": f"{prefix} nobody"}, "entity.not_found")
+
+    r = await call(session, "entity_candidates", {"status": "all"})
+    check(isinstance(r["pairs"], list), r)
+    summary(r)
+    await bad(session, "entity_candidates", {"status": "maybe"}, "request.candidate_status")
+    r = await call(session, "reject_entities", {"a": alien, "b": heat, "reason": "two films"})
+    check(r["status"] == "accepted", r)
+    await bad(session, "reject_entities", {"a": alien}, "mcp.invalid_arguments")
+    r = await call(session, "merge_entities", {"a": alien, "b": heat})
+    check("merged" in summary(r), r)
+    await bad(session, "merge_entities", {"a": f"{prefix} nobody", "b": alien}, "entity.not_found")
 
 
 async def main():

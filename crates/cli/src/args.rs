@@ -219,10 +219,12 @@ pub(crate) enum Command {
     /// Facts: claims about entities with confidence, sources and validity (add, retract, list,
     /// about, contradictions).
     ///
-    /// Names are forgiving: `alice`, `Alice`, `ReadFile` for read_file, a one-letter typo or a
-    /// close name embedding all find the entity; a name that matches several is an error listing
-    /// them. Predicates are controlled: mentioned_in, decided_in, reports_to, depends_on,
-    /// resolved_by, blocked_by, tagged, belongs_to (and any a schema module adds). The same claim
+    /// Names are forgiving: `alice`, `Alice`, `ReadFile` for read_file, or an alias find the
+    /// entity; a one-letter typo, a close name embedding or part of a name is never attached (a
+    /// new entity with --subject-type, proposed as a SAME_AS candidate; an error without); a name
+    /// that matches several is an error listing them. Predicates are controlled: mentioned_in,
+    /// decided_in, reports_to, depends_on, resolved_by, blocked_by, tagged, belongs_to,
+    /// also_known_as (an alias) (and any a schema module adds). The same claim
     /// from another source raises the fact's confidence (noisy-or); a second object of a
     /// single-valued predicate (reports_to, decided_in, belongs_to) is kept as a contradiction.
     #[command(subcommand)]
@@ -671,6 +673,10 @@ pub(crate) enum FactCommand {
         /// Also facts not true at that time (retracted, expired, not yet valid).
         #[arg(long)]
         all: bool,
+        /// Only facts claimed (asserted, or asserted again) at or after this time (RFC 3339 or
+        /// YYYY-MM-DD): what was learnt since then.
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
     },
     /// Every fact about an entity, as subject or object, true or not. Exits 1 when there is none.
     About {
@@ -887,15 +893,19 @@ pub(crate) enum ChecklistCommand {
     /// The slot to ask about next: the spec whose answer best splits the candidates.
     ///
     /// Expected information gain over equally likely candidates: log2 n minus the sum over
-    /// answer groups of (n_g / n) log2 n_g, where candidates without a value form one "unknown"
-    /// group. Ties: fewer unknowns, then required first, then checklist order. Exits 1 when no
-    /// slot splits the candidates.
+    /// answer groups of (n_g / k) log2 (n_g + u), where the u candidates without a value (unknown)
+    /// are no answer and stay whatever the answer, and k = n − u. Ties: fewer unknowns, then
+    /// required first, then checklist order. Exits 1 when no slot splits the candidates.
     Next {
         /// The checklist's name.
         name: String,
         /// The candidate entities, comma-separated (ids or bare names).
         #[arg(long, value_delimiter = ',', required = true, num_args = 1..)]
         candidates: Vec<String>,
+        /// An answer already known, SPEC=VALUE (repeatable): candidates whose value contradicts
+        /// it are ruled out first (one without a value is kept).
+        #[arg(long, value_name = "SPEC=VALUE")]
+        known: Vec<String>,
     },
 }
 
@@ -1180,6 +1190,9 @@ pub(crate) struct MemorySaveArgs {
     /// The memory id (default: derived from the content).
     #[arg(long)]
     pub(crate) id: Option<String>,
+    /// Link it to nothing automatically, now or when links are rebuilt (explicit links only).
+    #[arg(long)]
+    pub(crate) no_auto_link: bool,
 }
 
 #[derive(Debug, Args)]
@@ -1210,6 +1223,11 @@ pub(crate) struct ServeArgs {
     /// `request.deadline`. Also how long a shutdown waits for requests in flight [default: 30].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) request_timeout: Option<u64>,
+    /// Save memories without automatic links (temporal, same topic, semantic) in every store
+    /// served; explicit links are kept. A request may also ask for it per memory (`auto_link`).
+    /// The configuration file's `no_auto_link = true` does the same.
+    #[arg(long)]
+    pub(crate) no_auto_link: bool,
 }
 
 #[derive(Debug, Args)]

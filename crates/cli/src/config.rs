@@ -37,6 +37,7 @@ pub(crate) struct ServeConfig {
     pub(crate) max_question_chars: Option<usize>,
     pub(crate) max_question_words: Option<usize>,
     pub(crate) request_timeout: Option<u64>,
+    pub(crate) no_auto_link: Option<bool>,
 }
 
 impl Config {

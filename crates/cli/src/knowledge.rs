@@ -21,9 +21,14 @@ pub(crate) fn fact(cli: &Cli, cmd: &FactCommand) -> anyhow::Result<Outcome> {
         FactCommand::Retract { fact_id, reason, at } => {
             retract(cli, fact_id, reason.as_deref(), at.as_deref())
         }
-        FactCommand::List { as_of, subject, predicate, all } => {
-            list(cli, as_of.as_deref(), subject.as_deref(), predicate.as_deref(), *all)
-        }
+        FactCommand::List { as_of, subject, predicate, all, since } => list(
+            cli,
+            as_of.as_deref(),
+            subject.as_deref(),
+            predicate.as_deref(),
+            *all,
+            since.as_deref(),
+        ),
         FactCommand::About { entity, entity_type, as_of } => {
             about(cli, entity, entity_type.as_deref(), as_of.as_deref())
         }
@@ -235,6 +240,7 @@ fn list(
     subject: Option<&str>,
     predicate: Option<&str>,
     all: bool,
+    since: Option<&str>,
 ) -> anyhow::Result<Outcome> {
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let subject = match subject {
@@ -249,6 +255,7 @@ fn list(
         subject,
         predicate: predicate.map(ctxgraph::canonical_predicate),
         include_inactive: all,
+        since: time_arg("--since", since)?,
     };
     let facts = crate::reader(cli, &engine)?.facts(&query)?;
     if cli.json {

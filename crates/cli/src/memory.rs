@@ -5,8 +5,8 @@ use std::io::Write;
 
 use anyhow::{Context, bail};
 use ctxgraph::{
-    EngineOptions, Evolution, Impact, IngestOutcome, MemorySearchOptions, MemoryView, OpenMode,
-    OutcomeView, Rollup, RollupOptions, TraversalOptions,
+    EngineOptions, Evolution, Impact, IngestOutcome, LinkLookup, MemorySearchOptions, MemoryView,
+    OpenMode, OutcomeView, Rollup, RollupOptions, TraversalOptions,
 };
 use serde_json::{Map, Value, json};
 
@@ -68,7 +68,9 @@ pub(crate) fn run(cli: &Cli, cmd: &MemoryCommand) -> anyhow::Result<Outcome> {
             if let Some(reason) = reason {
                 r.insert("reason".into(), reason.as_str().into());
             }
-            write(cli, Value::Object(r), "vote")
+            let record = Value::Object(r);
+            unlink_target(cli, &record, from, to, link_type)?;
+            write(cli, record, "vote")
         }
         MemoryCommand::Show { id, as_of } => show(cli, id, as_of.as_deref()),
         MemoryCommand::List { kind, topic, limit } => {
@@ -148,10 +150,40 @@ fn save(cli: &Cli, a: &MemorySaveArgs) -> anyhow::Result<Outcome> {
     if let Some(c) = a.confidence {
         r.insert("confidence".into(), c.into());
     }
+    if a.no_auto_link {
+        r.insert("auto_link".into(), false.into());
+    }
     write(cli, Value::Object(r), "memory")
 }
 
 /// Validate and write one memory record; print its id and whether it was new.
+/// Refuse a vote on a link that does not exist (or was deleted): it would change nothing, and
+/// saying "done" would hide a mistyped id or direction. An invalid record or unknown memories are
+/// left to the write, which names them with their rules.
+fn unlink_target(
+    cli: &Cli,
+    record: &Value,
+    from: &str,
+    to: &str,
+    link_type: &str,
+) -> anyhow::Result<()> {
+    let engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
+    if engine.validate(&record.to_string()).is_err() {
+        return Ok(());
+    }
+    let who = crate::access::principal(cli)?;
+    let snap = engine.reader(&who)?;
+    let why = match snap.memory_link(from, to, link_type)? {
+        LinkLookup::Found | LinkLookup::UnknownMemory => return Ok(()),
+        LinkLookup::Deleted => ": it was deleted".to_owned(),
+        LinkLookup::Reversed => format!("; there is one from {to} to {from}: swap them"),
+        LinkLookup::Missing => String::new(),
+    };
+    anyhow::bail!(
+        "refused vote: no {link_type} link from {from} to {to}{why} (rule: memory.unknown_link)"
+    )
+}
+
 fn write(cli: &Cli, record: Value, what: &str) -> anyhow::Result<Outcome> {
     let mut engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
     // The error's own text holds every violation; a context chain would print them twice.
@@ -199,6 +231,7 @@ fn evolution_json(e: &Evolution) -> Value {
             "outcomes": s.outcomes.iter().map(outcome_json).collect::<Vec<_>>(),
             "implemented_by": s.implemented_by,
             "supersedes_confidence": s.link_confidence,
+            "via": s.via, "explicit": s.explicit,
         })).collect::<Vec<_>>(),
     })
 }
@@ -233,8 +266,19 @@ fn one_line(m: &MemoryView) -> String {
 fn print_evolution(out: &mut impl Write, e: &Evolution) -> std::io::Result<()> {
     writeln!(out, "evolution of {} (newest first):", e.topic)?;
     for (i, s) in e.steps.iter().enumerate() {
-        if let Some(c) = s.link_confidence {
-            writeln!(out, "    ↑ superseded by the decision above (confidence {c:.2})")?;
+        let made = if s.explicit { "explicit" } else { "automatic" };
+        match (s.via, s.link_confidence) {
+            (Some("supersedes"), Some(c)) => {
+                writeln!(out, "    ↑ superseded by the decision above ({made}, confidence {c:.2})")?
+            }
+            (Some(via), Some(c)) => writeln!(
+                out,
+                "    ↑ older decision on the topic, {via} the one above ({made}, confidence {c:.2})"
+            )?,
+            (Some(_), None) => {
+                writeln!(out, "    ↑ older decision on the topic, not linked to the one above")?
+            }
+            (None, _) => {}
         }
         writeln!(out, "  {}. {}", i + 1, one_line(&s.memory))?;
         for o in &s.outcomes {

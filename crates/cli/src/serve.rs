@@ -52,7 +52,8 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
     let file = crate::config::Config::load(args.config.as_deref())?.serve;
     let data = args.data.clone().or(file.data).unwrap_or_else(|| "ctxgraph-data".into());
     let addr = args.addr.clone().or(file.addr).unwrap_or_else(|| "127.0.0.1:8377".to_owned());
-    let options = crate::with_embedder(cli, EngineOptions::default())?;
+    let mut options = crate::with_embedder(cli, EngineOptions::default())?;
+    options.memory.auto_link = !(args.no_auto_link || file.no_auto_link.unwrap_or(false));
     let service = Service::open(&data, options)
         .with_context(|| format!("opening the data directory {}", data.display()))?;
     let limits = RequestLimits {

@@ -126,9 +126,8 @@ pub(crate) fn slots(cli: &Cli, cmd: &SlotCommand) -> anyhow::Result<Outcome> {
         }
         SlotCommand::List { entity } => {
             let id = existing(cli, &engine, entity)?;
-            let snap = crate::reader(cli, &engine)?;
-            let slots = snap.slots_of(&id)?;
-            let types = snap.types_of(&id)?;
+            // `existing` found the entity through this principal's reader: it is visible.
+            let (slots, types) = crate::reader(cli, &engine)?.slots_of(&id)?.unwrap_or_default();
             if cli.json {
                 print_json(&json!({
                     "entity": id,
@@ -237,19 +236,42 @@ pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Ou
             let report = crate::reader(cli, &engine)?
                 .check_checklist(name, &id)
                 .map_err(flat)
-                .with_context(|| format!("checking `{id}` against checklist `{name}`"))?;
+                .with_context(|| format!("checking `{id}` against checklist `{name}`"))?
+                .with_context(|| format!("no entity `{id}` (give an entity's id or name)"))?;
             print_check(cli, &report)?;
             Ok(Outcome::Done)
         }
-        ChecklistCommand::Next { name, candidates } => {
+        ChecklistCommand::Next { name, candidates, known } => {
             let ids = candidates
                 .iter()
                 .map(|c| existing(cli, &engine, c.trim()))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let report = crate::reader(cli, &engine)?
+            let known = known
+                .iter()
+                .map(|k| {
+                    k.split_once('=')
+                        .map(|(s, v)| (s.trim().to_owned(), v.trim().to_owned()))
+                        .with_context(|| {
+                            format!("--known `{k}`: write SPEC=VALUE, e.g. genre=drama")
+                        })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let reader = crate::reader(cli, &engine)?;
+            let (ids, ruled_out) = reader
+                .filter_candidates(name, &ids, &known)
+                .map_err(flat)?
+                .map_err(|id| anyhow::anyhow!("no entity `{id}` (give an entity's id or name)"))?;
+            if !ruled_out.is_empty() && !cli.json {
+                let list: Vec<String> =
+                    ruled_out.iter().map(|(c, s)| format!("{c} (by {s})")).collect();
+                writeln!(std::io::stdout(), "ruled out by the known answers: {}", list.join(", "))?;
+            }
+            anyhow::ensure!(!ids.is_empty(), "the known answers rule out every candidate");
+            let report = reader
                 .next_slot(name, &ids)
                 .map_err(flat)
-                .with_context(|| format!("choosing the next slot of checklist `{name}`"))?;
+                .with_context(|| format!("choosing the next slot of checklist `{name}`"))?
+                .map_err(|id| anyhow::anyhow!("no entity `{id}` (give an entity's id or name)"))?;
             print_next(cli, &report)?;
             Ok(if report.best().is_some() { Outcome::Done } else { Outcome::NotFound })
         }

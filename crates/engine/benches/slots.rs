@@ -70,14 +70,14 @@ fn checklists(c: &mut Criterion) {
     g.bench_function("next_slot, 1000 candidates x 5 specs", |b| {
         b.iter(|| {
             let snap = engine.owner_reader().unwrap();
-            snap.next_slot("IdentifyFilm", &candidates).unwrap().ranking.len()
+            snap.next_slot("IdentifyFilm", &candidates).unwrap().unwrap().ranking.len()
         });
     });
     g.throughput(Throughput::Elements(1));
     g.bench_function("check_checklist, one entity", |b| {
         b.iter(|| {
             let snap = engine.owner_reader().unwrap();
-            snap.check_checklist("IdentifyFilm", "concept:film 7").unwrap().complete()
+            snap.check_checklist("IdentifyFilm", "concept:film 7").unwrap().unwrap().complete()
         });
     });
     g.sample_size(20);

@@ -14,7 +14,7 @@ use ctxgraph_ontology::{
     DocumentFormat, ObjectKind, RecordKind, ResolvedEntity, Violation, canonical_predicate,
     content_hash, document_id, normalize_name, normalize_time, split_document,
 };
-use ctxgraph_store::{GraphReader, LogReader};
+use ctxgraph_store::{GraphReader, GraphStore, LogReader};
 use serde_json::{Map, Value};
 
 use crate::engine::{Engine, Projection};
@@ -202,7 +202,90 @@ pub(crate) fn unknown_fact(
     )]))
 }
 
+/// A name that resolved only to another name (a near spelling or a partial name) in a write:
+/// never attached silently. With a type, it is a new entity of that name, and the pair is
+/// proposed as a `SAME_AS` candidate (`proposals`); without one, an error names the near entity.
+#[allow(clippy::too_many_arguments)]
+fn near(
+    name: &str,
+    entity_type: Option<&str>,
+    found: ResolvedEntity,
+    score: f64,
+    path: &str,
+    flag: &str,
+    violations: &mut Vec<Violation>,
+    proposals: &mut Vec<(String, NameCandidate)>,
+) -> Result<Option<(ResolvedEntity, bool)>, Error> {
+    let via = resolve::NEAR.iter().copied().find(|v| *v == found.via).unwrap_or("one_edit");
+    let candidate = NameCandidate { id: found.id, name: found.name, via, score };
+    match entity_type {
+        Some(t) => {
+            let name = name.trim();
+            let created = ResolvedEntity {
+                id: ctxgraph_ontology::entity_id(t, name),
+                name: name.to_owned(),
+                via: "created".into(),
+            };
+            proposals.push((created.id.clone(), candidate));
+            Ok(Some((created, true)))
+        }
+        None => {
+            violations.push(Violation::for_str(
+                path,
+                name,
+                "fact.near_entity",
+                format!(
+                    "no entity has this name; the nearest is {} (\"{}\", {} {:.2}): name it by its id to mean it, or give a type ({flag}) to create a new entity, proposed as a candidate for the same thing",
+                    candidate.id, candidate.name, candidate.via, candidate.score
+                ),
+            ));
+            Ok(Some((placeholder(), false)))
+        }
+    }
+}
+
 impl Engine {
+    /// Write each (new entity, near entity) pair as an inferred `SAME_AS` candidate, as entity
+    /// resolution would, unless the pair already has a `SAME_AS` edge (a decision, or a
+    /// candidate). Derived data like resolution's: `resolve_entities` recomputes it.
+    fn propose_same_as(&mut self, proposals: &[(String, NameCandidate)]) -> Result<(), Error> {
+        let mut w = self.store.begin_write()?;
+        for (new, near) in proposals {
+            let (a, b) = if *new < near.id { (new, &near.id) } else { (&near.id, new) };
+            let (ka, kb) = (NodeKey::new("Entity", a), NodeKey::new("Entity", b));
+            if a == b || !w.node_exists(&ka)? || !w.node_exists(&kb)? {
+                continue;
+            }
+            let paired = w
+                .edges_of(&ka, Some("SAME_AS"), ctxgraph_ontology::graph::Direction::Both)?
+                .iter()
+                .any(|e| e.key.from == kb || e.key.to == kb);
+            if paired {
+                continue;
+            }
+            let mut props = ctxgraph_ontology::graph::Properties::new();
+            props.insert("confidence".into(), near.score.into());
+            props.insert(
+                "justification".into(),
+                format!(
+                    "written as a new name, {} of `{}` (score {:.2}): proposed, not merged",
+                    near.via, near.name, near.score
+                )
+                .into(),
+            );
+            props.insert("inferred".into(), true.into());
+            let key = self.schema.edge_key("SAME_AS", ka, kb, &props);
+            let edge = ctxgraph_ontology::graph::Edge { key, props };
+            let violations = self.schema.check_edge(&edge);
+            if !violations.is_empty() {
+                return Err(Error::Validation(violations.into()));
+            }
+            w.put_edge(&edge)?;
+        }
+        w.commit()?;
+        Ok(())
+    }
+
     /// Resolve a name to an entity as [`Engine::record_fact`] would, without writing anything,
     /// as `who` may see the entities: one it may not see is neither matched nor listed among
     /// the candidates of an ambiguous name.
@@ -289,11 +372,14 @@ impl Engine {
         let embedder = self.embedder()?;
         let max = self.options().limits.max_name_bytes;
         let mut violations = Vec::new();
+        // (new entity, the existing one its name is near, how, score): SAME_AS candidates.
+        let mut proposals: Vec<(String, NameCandidate)> = Vec::new();
         let entity = |read: &dyn GraphReader,
                       e: &EntityInput,
                       path: &str,
                       flag: &str,
-                      violations: &mut Vec<Violation>|
+                      violations: &mut Vec<Violation>,
+                      proposals: &mut Vec<(String, NameCandidate)>|
          -> Result<Option<(ResolvedEntity, bool)>, Error> {
             if let Some(v) = resolve::check_name(&e.name, max, &format!("{path}.name")) {
                 violations.push(v);
@@ -323,17 +409,28 @@ impl Engine {
                 return Ok(Some((placeholder(), false)));
             }
             match r {
+                Resolution::Resolved(found, score)
+                    if resolve::NEAR.contains(&found.via.as_str()) =>
+                {
+                    near(&e.name, t.as_deref(), found, score, path, flag, violations, proposals)
+                }
                 Resolution::Resolved(e, _) => Ok(Some((e, true))),
                 Resolution::Unknown | Resolution::Ambiguous(_) => Ok(None),
             }
         };
         let (subject, object) = {
             let read = self.store.begin_read()?;
-            let subject =
-                entity(&read, &input.subject, "$.subject", "--subject-type", &mut violations)?;
+            let subject = entity(
+                &read,
+                &input.subject,
+                "$.subject",
+                "--subject-type",
+                &mut violations,
+                &mut proposals,
+            )?;
             let object = match &input.object {
                 ObjectInput::Entity(e) => {
-                    entity(&read, e, "$.object", "--object-type", &mut violations)?
+                    entity(&read, e, "$.object", "--object-type", &mut violations, &mut proposals)?
                         .map(|(e, ok)| (Some(e), None, ok))
                 }
                 ObjectInput::Literal(v) => Some((None, Some(v.clone()), true)),
@@ -353,6 +450,21 @@ impl Engine {
                         )?,
                     };
                     match r {
+                        Resolution::Resolved(found, score)
+                            if resolve::NEAR.contains(&found.via.as_str()) =>
+                        {
+                            near(
+                                name,
+                                None,
+                                found,
+                                score,
+                                "$.object",
+                                "--object-type",
+                                &mut violations,
+                                &mut proposals,
+                            )?
+                            .map(|(e, ok)| (Some(e), None, ok))
+                        }
                         Resolution::Resolved(e, _) => Some((Some(e), None, true)),
                         Resolution::Unknown if kind == ObjectKind::Entity => {
                             violations.extend(resolve::violation(
@@ -448,6 +560,9 @@ impl Engine {
             Some(entry) => IngestOutcome::Duplicate(entry.position),
             None => self.append_one(&record)?,
         };
+        if matches!(outcome, IngestOutcome::New(_)) && !proposals.is_empty() {
+            self.propose_same_as(&proposals)?;
+        }
         Ok(FactOutcome {
             outcome,
             fact_id,

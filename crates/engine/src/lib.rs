@@ -115,6 +115,7 @@ pub use retention::{RetentionOptions, RetentionReport, Tier, salience};
 pub use slots::{
     AnswerGroup, CheckReport, Checklist, ChecklistDraft, EntityArg, Goal, GoalDraft, NextReport,
     SlotFill, SlotGain, SlotSpecDraft, SpecCheck, SpecStatus, TypeInfo, information_gain,
+    information_gain_with_unknown,
 };
 pub use text_index::{REBUILD_AFTER as TEXT_INDEX_REBUILD_AFTER, TextIndexReport};
-pub use view::{Checkpoints, Reader, Stats, TimelineEntry, View, VisibleCounts};
+pub use view::{Checkpoints, LinkLookup, Reader, Stats, TimelineEntry, View, VisibleCounts};

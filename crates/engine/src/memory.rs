@@ -88,6 +88,10 @@ pub struct MemoryOptions {
     pub prune_below: f64,
     /// Each down-vote multiplies a link's confidence by this (0.5).
     pub downvote_factor: f64,
+    /// Whether the automatic link rules run at all (true). Off, saving a memory links it to
+    /// nothing and rebuilding the links (`link_memories`, `consolidate`) removes the automatic
+    /// ones and writes none; explicit links are kept either way.
+    pub auto_link: bool,
 }
 
 impl Default for MemoryOptions {
@@ -117,6 +121,7 @@ impl Default for MemoryOptions {
             default_decay: 0.05,
             prune_below: 0.3,
             downvote_factor: 0.5,
+            auto_link: true,
         }
     }
 }
@@ -162,7 +167,7 @@ impl MemoryOptions {
 }
 
 /// Whether a link was made by an automatic rule (not by a record, whoever wrote that record).
-fn is_automatic(edge: &Edge) -> bool {
+pub(crate) fn is_automatic(edge: &Edge) -> bool {
     edge.props.get("rule").and_then(Value::as_str).is_some_and(|r| r != "explicit")
 }
 
@@ -215,6 +220,8 @@ pub struct MemoryView {
     pub outcome_reason: Option<String>,
     /// Votes cast on links touching it (traversals read the votes only when there are some).
     pub link_votes: u64,
+    /// Whether automatic links may join it (false when it was saved without them).
+    pub auto_link: bool,
 }
 
 impl MemoryView {
@@ -238,6 +245,7 @@ impl MemoryView {
             outcome: s("outcome"),
             outcome_reason: s("outcome_reason"),
             link_votes: node.props.get("link_votes").and_then(Value::as_u64).unwrap_or(0),
+            auto_link: node.props.get("auto_link").and_then(Value::as_bool).unwrap_or(true),
         })
     }
 
@@ -447,6 +455,10 @@ fn candidate(
     later: &MemoryView,
     similarity: Option<f32>,
 ) -> Option<Candidate> {
+    // Linking switched off for the store, or for either memory when it was saved.
+    if !o.auto_link || !earlier.auto_link || !later.auto_link {
+        return None;
+    }
     let delta_ns = later.created_at_ns.saturating_sub(earlier.created_at_ns);
     let delta_ms = delta_ns / NS_PER_MS;
     let (confidence, reason) = match rule {
@@ -661,6 +673,9 @@ fn link_one(
     m: &MemoryView,
     vector: &[f32],
 ) -> Result<(), Error> {
+    if !o.auto_link || !m.auto_link {
+        return Ok(());
+    }
     let mut offers: Vec<(Rule, MemoryView, Option<f32>)> = Vec::new();
     if let Some(session) = &m.session_id {
         for other in members(w, &NodeKey::new(MEMORY_SESSION, session), "IN_SESSION")? {
@@ -682,7 +697,7 @@ fn link_one(
         }
     }
     for (rule, other, similarity) in offers {
-        if other.id == m.id {
+        if other.id == m.id || !other.auto_link {
             continue;
         }
         let (earlier, later) = if other.before(m) { (&other, m) } else { (m, &other) };
@@ -820,6 +835,7 @@ mod tests {
             outcome: None,
             outcome_reason: None,
             link_votes: 0,
+            auto_link: true,
         }
     }
 

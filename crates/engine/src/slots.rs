@@ -13,18 +13,21 @@
 //! The candidates are equally likely (a uniform prior over `n` of them), so the uncertainty
 //! about which one is meant is `H(C) = log2 n` bits. Asking about a slot spec partitions the
 //! candidates by their answer: the set of their distinct normalised values for the spec (a
-//! `one` spec has at most one). Candidates with no value form one extra group, "unknown": we
-//! cannot tell what they would answer, so the answer "I don't know which" is treated as one more
-//! outcome. If group `g` holds `n_g` candidates, the answer is `g` with probability `n_g / n`
-//! and leaves `H(C | g) = log2 n_g` bits, so
+//! `one` spec has at most one). A missing value is not an answer: the `u` candidates without a
+//! value could turn out to have any of the answers, so none of them is ruled out by one, and they
+//! stay in every outcome. Over the `k = n − u` candidates with a value, group `g` holds `n_g` of
+//! them; the answer is `g` with probability `n_g / k` and leaves the `n_g + u` candidates
+//! consistent with it, `H(C | g) = log2 (n_g + u)` bits, so
 //!
 //! ```text
-//! IG(spec) = H(C) − Σ_g (n_g / n) · H(C | g)
-//!          = log2 n − Σ_g (n_g / n) · log2 n_g        (= the entropy of the partition)
+//! IG(spec) = H(C) − Σ_g (n_g / k) · H(C | g)
+//!          = log2 n − Σ_g (n_g / k) · log2 (n_g + u)
 //! ```
 //!
-//! It is 0 when every candidate gives the same answer (one group) and log2 n when every answer
-//! differs. The sum runs over the group sizes in ascending order, so equal partitions give
+//! and 0 when no candidate has a value (`k = 0`). Without unknowns it is the entropy of the
+//! partition: 0 when every candidate gives the same answer and log2 n when every answer differs;
+//! each unknown candidate lowers it, so a slot whose values are missing is not asked about for
+//! the spread of answers that it does not have. The sum runs over the group sizes in ascending order, so equal partitions give
 //! bit-identical gains. Ranking: higher gain first; gains within 1e-12 are ties, broken by fewer
 //! unknown candidates, then required before optional, then the checklist's own order. The best
 //! slot is the first, if its gain is above zero.
@@ -273,16 +276,26 @@ impl NextReport {
 /// Expected information gain, in bits, of an answer that splits `n` equally likely candidates
 /// into groups of the given sizes: `log2 n − Σ (n_g / n) log2 n_g`. Zero for no candidates.
 pub fn information_gain(group_sizes: &[usize]) -> f64 {
-    let n: usize = group_sizes.iter().sum();
-    if n == 0 {
+    information_gain_with_unknown(group_sizes, 0)
+}
+
+/// Expected information gain, in bits, of asking about a slot whose answered candidates form
+/// groups of the given sizes while `unknown` candidates have no value (they stay in every
+/// outcome, see the module docs): `log2 n − Σ (n_g / k) log2 (n_g + u)`. Zero when no candidate
+/// has a value.
+pub fn information_gain_with_unknown(group_sizes: &[usize], unknown: usize) -> f64 {
+    let known: usize = group_sizes.iter().sum();
+    if known == 0 {
         return 0.0;
     }
+    let n = known + unknown;
     let mut sizes: Vec<usize> = group_sizes.iter().copied().filter(|&s| s > 0).collect();
     sizes.sort_unstable();
-    let total = n as f64;
-    let conditional: f64 = sizes.iter().map(|&s| (s as f64 / total) * (s as f64).log2()).sum();
+    let k = known as f64;
+    let conditional: f64 =
+        sizes.iter().map(|&s| (s as f64 / k) * ((s + unknown) as f64).log2()).sum();
     // Rounding can leave -0.0 or a hair below zero for a single group.
-    (total.log2() - conditional).max(0.0)
+    ((n as f64).log2() - conditional).max(0.0)
 }
 
 fn record_error(violation: Violation) -> Error {
@@ -814,6 +827,52 @@ impl Snapshot<'_> {
         Ok(CheckReport { checklist: checklist.id, entity: entity_id.to_owned(), specs })
     }
 
+    /// The identify flow's filter step (filter → ask → confirm → write back): the candidates
+    /// consistent with the answers already known (`known`: a spec name of the checklist and its
+    /// value), and those ruled out with the spec that ruled each out. A candidate without a value
+    /// for a spec is kept: a missing value contradicts nothing.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn filter_candidates(
+        &self,
+        name: &str,
+        candidates: &[String],
+        known: &[(String, String)],
+    ) -> Result<(Vec<String>, Vec<(String, String)>), Error> {
+        let checklist = self.require_checklist(name)?;
+        let mut wanted = Vec::with_capacity(known.len());
+        for (spec_name, value) in known {
+            let key = normalize_name(spec_name);
+            let Some(spec) = checklist.specs.iter().find(|s| s.name == key) else {
+                let specs: Vec<&str> = checklist.specs.iter().map(|s| s.name.as_str()).collect();
+                return Err(Self::unknown(
+                    "known",
+                    spec_name,
+                    "checklist.unknown_spec",
+                    format!(
+                        "checklist {} has no slot spec of this name: its specs are {}",
+                        checklist.name,
+                        specs.join(", ")
+                    ),
+                ));
+            };
+            wanted.push((spec, normalize_name(value)));
+        }
+        let mut cache = NodeCache::new();
+        let (mut kept, mut ruled_out) = (Vec::new(), Vec::new());
+        'candidates: for c in candidates {
+            let (slots, types) = self.slots_and_types(c, &mut cache)?;
+            for (spec, want) in &wanted {
+                let values = self.values_for(spec, &slots, &types);
+                if !values.is_empty() && !values.iter().any(|v| &v.value_key == want) {
+                    ruled_out.push((c.clone(), spec.name.clone()));
+                    continue 'candidates;
+                }
+            }
+            kept.push(c.clone());
+        }
+        Ok((kept, ruled_out))
+    }
+
     /// `checklist next`: the checklist's specs ranked by expected information gain over the
     /// candidates (entity ids, each existing, none twice); see the module docs for the formula,
     /// the unknown group and the order of ties.
@@ -865,9 +924,8 @@ impl Snapshot<'_> {
                 let shown = answer.values().copied().collect::<Vec<_>>().join(" | ");
                 groups.entry(key).or_insert_with(|| (shown, Vec::new())).1.push(id.clone());
             }
-            let mut sizes: Vec<usize> = groups.values().map(|(_, g)| g.len()).collect();
-            sizes.push(unknown.len());
-            let gain = information_gain(&sizes);
+            let sizes: Vec<usize> = groups.values().map(|(_, g)| g.len()).collect();
+            let gain = information_gain_with_unknown(&sizes, unknown.len());
             let unknown_count = unknown.len();
             let mut parts: Vec<AnswerGroup> = groups
                 .into_values()

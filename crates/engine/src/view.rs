@@ -24,8 +24,10 @@ mod owner;
 mod reader;
 mod records;
 mod snapshot;
+mod tools;
 
 pub use export::{ExportFilter, ExportItem};
 pub use reader::{Reader, VisibleCounts};
 pub(crate) use snapshot::Snapshot;
 pub use snapshot::{Checkpoints, Stats, TimelineEntry, View};
+pub use tools::LinkLookup;

@@ -95,6 +95,9 @@ pub(crate) fn project_memory(
     }
     props.insert("confidence".into(), m.confidence.into());
     props.insert("created_by".into(), m.created_by.clone().into());
+    if !m.auto_link {
+        props.insert("auto_link".into(), false.into());
+    }
     m.scope.node_properties(&mut props);
     if let Some(s) = &m.session_id {
         props.insert("session_id".into(), s.clone().into());
@@ -167,7 +170,13 @@ pub(crate) fn project_outcome(
     props.insert("global_position".into(), position.into());
     w.put_node(&Node { key: key.clone(), props }, true)?;
     let memory = NodeKey::new(MEMORY, &o.memory_id);
-    let props = link_props(1.0, &o.created_by, &o.at, "explicit", Some(&o.reason));
+    let props = link_props(
+        1.0,
+        &o.created_by,
+        &o.at,
+        "explicit",
+        Some(o.reason.as_str()).filter(|r| !r.is_empty()),
+    );
     let edge = link(w, "OUTCOME_OF", key, memory.clone(), props);
     w.edge_with_known_ends(edge, [true, false])?;
     if let Some(mut node) = w.graph().node(&memory)? {

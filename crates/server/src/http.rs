@@ -27,6 +27,8 @@ use crate::mcp::Tools;
 use crate::service::Service;
 use crate::wire::*;
 
+mod tools;
+
 /// Largest request body: 8 MiB (a batch of a few thousand events).
 pub const BODY_LIMIT: usize = 8 * 1024 * 1024;
 
@@ -196,7 +198,8 @@ pub fn router(service: Service, shutdown: CancellationToken) -> Router {
         .route("/v1/forget", post(forget))
         .route("/v1/forgotten", get(forgotten))
         .route("/v1/receipts", post(add_receipts).get(receipts))
-        .route("/v1/traces", post(traces))
+        .route("/v1/traces", post(traces));
+    let v1 = tools::routes(v1)
         .route("/openapi.json", get(openapi_json))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -698,6 +701,7 @@ struct ApiDoc;
 /// The OpenAPI 3.1 document, pretty-printed (the golden file `crates/server/openapi.json`).
 pub fn openapi_document() -> String {
     let mut doc = ApiDoc::openapi();
+    doc.merge(tools::ToolsDoc::openapi());
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     let mut text = doc.to_pretty_json().unwrap_or_default();
     text.push('\n');

@@ -23,6 +23,8 @@ use crate::error::{ErrorBody, ServiceError};
 use crate::service::Service;
 use crate::wire::*;
 
+mod tools;
+
 /// Tool arguments as sent: any JSON, parsed into `T` by the tool so that a bad argument is a
 /// tool error. Its JSON schema is `T`'s.
 #[derive(Debug, Clone)]
@@ -84,7 +86,12 @@ impl Tools {
     /// Tools acting as `principal` (stdio), or, with `None`, as the principal the HTTP layer put
     /// in the request's extensions.
     pub fn new(service: Service, principal: Option<Principal>) -> Tools {
-        Tools { service, principal, tool_router: Self::tool_router() }
+        Tools { service, principal, tool_router: Self::all_tools() }
+    }
+
+    /// Every tool: those of this file and the knowledge tools of `mcp/tools.rs`.
+    fn all_tools() -> ToolRouter<Tools> {
+        Self::tool_router() + Self::knowledge_router()
     }
 
     fn who(&self, ctx: &RequestContext<RoleServer>) -> Result<Principal, ServiceError> {
@@ -132,7 +139,7 @@ impl Tools {
 #[tool_router]
 impl Tools {
     #[tool(
-        description = "Record a fact: a claim {subject, predicate, object} about entities, with an optional source (stored verbatim, never fetched) and confidence in [0, 1]. Entity names are matched forgivingly (exact, alias, near spelling); give subject_type/object_type (person, project, decision, concept, source) to create an entity that does not exist yet. Predicates: mentioned_in, decided_in, reports_to, depends_on, resolved_by, blocked_by, tagged, belongs_to. Returns the fact id and how each name resolved."
+        description = "Record a fact: a claim {subject, predicate, object} about entities, with an optional source (stored verbatim, never fetched), confidence in [0, 1] and cites (the id of the document sentence it was read from, see show_document). Entity names are matched by id, exact name or spelling variant (case, punctuation, word order); a near spelling or a partial name is never attached: give subject_type/object_type (person, project, decision, concept, source) to create the entity, which is then proposed as a candidate for the same thing as the near one (see entity_candidates), or name the existing entity by id. Predicates: mentioned_in, decided_in, reports_to, depends_on, resolved_by, blocked_by, tagged, belongs_to, also_known_as (an alias: object is the other name, and names then resolve through it). Returns the fact id and how each name resolved."
     )]
     async fn record_fact(
         &self,
@@ -143,7 +150,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Recall an entity by name (forgiving: exact name, alias, near spelling or id) with every fact about it, true facts first, each with confidence, sources and contradictions. Use it to answer 'what do we know about X'."
+        description = "Recall an entity by name (forgiving: id, exact name, spelling variant, near spelling or part of its name, e.g. Smith for Alice Smith) with every fact about it, true facts first, each with confidence, sources and contradictions. Use it to answer 'what do we know about X'."
     )]
     async fn recall_entity(
         &self,
@@ -165,7 +172,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Save a memory: a decision, checkpoint, insight or context, with its topic and reasoning. Decisions on one topic form an evolution chain; name the memory a decision replaces in supersedes. Returns the memory id (give memory_id to choose it)."
+        description = "Save a memory: a decision, checkpoint, insight or context, with its topic and reasoning. Decisions on one topic form an evolution chain; name the memory a decision replaces in supersedes. created_by says who decided: user (a person, the default), llm (you, on your own) or system. Returns the memory id (give memory_id to choose it)."
     )]
     async fn save_memory(
         &self,
@@ -176,7 +183,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Record how a decision (or other memory) turned out: outcome success, failed or partial, with the reason. Failed decisions show up as blocked in the weekly rollup."
+        description = "Record how a decision (or other memory) turned out: outcome success, failed or partial, with the reason (optional) and created_by (user, llm or system). Failed decisions show up as blocked in the weekly rollup."
     )]
     async fn evolve_outcome(
         &self,
@@ -187,7 +194,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Link two memories explicitly: from → to with link_type supersedes, implements, outcome_of, relates_to or temporal, a confidence in [0, 1] and a reason."
+        description = "Link two memories explicitly: from → to with link_type supersedes, implements, outcome_of, relates_to or temporal, a confidence in [0, 1], a reason and created_by (user, llm or system). To remove or weaken a wrong link, use unlink_memories."
     )]
     async fn link_memories(
         &self,
@@ -299,7 +306,7 @@ mod tests {
     /// to what agents see shows up as a reviewed diff. `UPDATE_GOLDEN=1` rewrites it.
     #[test]
     fn tool_list_matches_the_golden_file() {
-        let mut tools = Tools::tool_router().list_all();
+        let mut tools = Tools::all_tools().list_all();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         let mut doc = serde_json::to_string_pretty(&tools).unwrap();
         doc.push('\n');

@@ -45,6 +45,7 @@ use crate::error::{ServiceError, ViolationDto};
 use crate::metrics::Metrics;
 use crate::wire::*;
 
+mod tools;
 mod trust;
 
 /// Reader engines kept per tenant between requests.
@@ -843,6 +844,7 @@ impl Service {
         input.confidence = req.confidence;
         input.valid_from = req.valid_from;
         input.valid_to = req.valid_to;
+        input.cites = req.cites;
         let who_owned = who.clone();
         let (done, fact) = self
             .write(who, move |engine| {
@@ -999,6 +1001,7 @@ impl Service {
             ("reasoning", req.reasoning),
             ("supersedes", req.supersedes),
             ("session_id", req.session_id),
+            ("created_by", req.created_by),
         ] {
             if let Some(v) = v {
                 r.insert(k.into(), v.into());
@@ -1009,6 +1012,9 @@ impl Service {
         }
         if let Some(c) = req.confidence {
             r.insert("confidence".into(), c.into());
+        }
+        if let Some(a) = req.auto_link {
+            r.insert("auto_link".into(), a.into());
         }
         self.write_memory_record(who, r).await
     }
@@ -1029,8 +1035,14 @@ impl Service {
         r.insert("record_type".into(), "memory_outcome".into());
         r.insert("memory_id".into(), memory_id.into());
         r.insert("outcome".into(), req.outcome.into());
-        r.insert("reason".into(), req.reason.into());
+        // The reason defaults to none: an empty one is left out, not refused as blank.
+        if !req.reason.trim().is_empty() {
+            r.insert("reason".into(), req.reason.into());
+        }
         r.insert("at".into(), req.at.unwrap_or_else(now).into());
+        if let Some(c) = req.created_by {
+            r.insert("created_by".into(), c.into());
+        }
         self.write_memory_record(who, r).await
     }
 
@@ -1045,6 +1057,9 @@ impl Service {
         r.insert("created_at".into(), now().into());
         if let Some(reason) = req.reason {
             r.insert("reason".into(), reason.into());
+        }
+        if let Some(c) = req.created_by {
+            r.insert("created_by".into(), c.into());
         }
         self.write_memory_record(who, r).await
     }

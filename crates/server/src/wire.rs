@@ -60,6 +60,9 @@ wire_requests! {
     ReceiptListQuery => "receipt list query",
 }
 
+mod tools;
+pub use tools::*;
+
 /// The field serde names in an "unknown field" error message (`unknown field `tag`, expected
 /// ...`), if the message is one. Only the message's start counts: a wrong-typed value quoted
 /// later in another message may hold the same words.
@@ -393,7 +396,8 @@ pub struct RecordFactRequest {
     #[serde(default, alias = "subject_entity_type", alias = "type")]
     pub subject_type: Option<String>,
     /// A controlled predicate: `mentioned_in`, `decided_in`, `reports_to`, `depends_on`,
-    /// `resolved_by`, `blocked_by`, `tagged`, `belongs_to` (case, `-` and spaces forgiven).
+    /// `resolved_by`, `blocked_by`, `tagged`, `belongs_to`, `also_known_as` (an alias, a name as
+    /// object) (case, `-` and spaces forgiven).
     #[serde(alias = "relation", alias = "verb")]
     pub predicate: String,
     /// The object: an entity name for an entity predicate, a value for a literal one.
@@ -415,6 +419,10 @@ pub struct RecordFactRequest {
     /// End of validity, exclusive.
     #[serde(default)]
     pub valid_to: Option<String>,
+    /// The id of the document sentence the claim was read from (`{document id}/tN`, as
+    /// `show_document` lists them): the fact then cites it. The sentence must exist.
+    #[serde(default, alias = "sentence", alias = "sentence_id", alias = "cite")]
+    pub cites: Option<String>,
 }
 
 /// Retract a fact (`POST /v1/facts/{fact_id}/retract`).
@@ -478,6 +486,14 @@ pub struct SaveMemoryRequest {
     /// When (RFC 3339); now when absent.
     #[serde(default, alias = "at")]
     pub created_at: Option<String>,
+    /// false: link it to nothing automatically (temporal, same topic, semantic), now or when the
+    /// links are rebuilt; explicit links (supersedes, implements) are kept. true when absent.
+    #[serde(default)]
+    pub auto_link: Option<bool>,
+    /// Who made it: `user` (a person; the default), `llm` (an agent, such as the caller of a
+    /// tool, deciding on its own) or `system`. Kept with the record and its links.
+    #[serde(default, alias = "creator", alias = "author")]
+    pub created_by: Option<String>,
 }
 
 fn default_kind() -> String {
@@ -494,9 +510,13 @@ pub struct OutcomeRequest {
     /// `success`, `failed` or `partial`.
     #[serde(alias = "result", alias = "status")]
     pub outcome: String,
-    /// Why, in words.
+    /// Why, in words; none when absent.
     #[serde(default, alias = "why", alias = "notes")]
     pub reason: String,
+    /// Who made it: `user` (a person; the default), `llm` (an agent, such as the caller of a
+    /// tool, deciding on its own) or `system`. Kept with the record and its links.
+    #[serde(default, alias = "creator", alias = "author")]
+    pub created_by: Option<String>,
     /// When (RFC 3339); now when absent.
     #[serde(default)]
     pub at: Option<String>,
@@ -521,6 +541,10 @@ pub struct LinkRequest {
     /// Why the memories are linked.
     #[serde(default)]
     pub reason: Option<String>,
+    /// Who made it: `user` (a person; the default), `llm` (an agent, such as the caller of a
+    /// tool, deciding on its own) or `system`. Kept with the record and its links.
+    #[serde(default, alias = "creator", alias = "author")]
+    pub created_by: Option<String>,
 }
 
 fn default_link() -> String {
@@ -1238,9 +1262,15 @@ pub struct EvolutionStepDto {
     pub outcomes: Vec<OutcomeDto>,
     /// Memories implementing it.
     pub implemented_by: Vec<String>,
-    /// Confidence of the supersedes link to the previous step.
+    /// Confidence of the link from the previous (newer) step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub supersedes_confidence: Option<f64>,
+    /// How it was reached from the previous step: `supersedes`, `relates_to` (the topic's next
+    /// older decision, linked) or `same_topic` (the topic's next older decision, not linked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// Whether that link was made explicitly, not by an automatic rule or topic order.
+    pub explicit: bool,
 }
 
 /// A topic's decisions, newest first, along supersedes links.
@@ -1250,6 +1280,8 @@ pub struct EvolutionDto {
     pub topic: String,
     /// The chain.
     pub steps: Vec<EvolutionStepDto>,
+    /// In words: the decision in force and what it replaced.
+    pub summary: String,
 }
 
 impl From<&Evolution> for EvolutionDto {
@@ -1264,8 +1296,11 @@ impl From<&Evolution> for EvolutionDto {
                     outcomes: s.outcomes.iter().map(OutcomeDto::from).collect(),
                     implemented_by: s.implemented_by.clone(),
                     supersedes_confidence: s.link_confidence,
+                    via: s.via.map(str::to_owned),
+                    explicit: s.explicit,
                 })
                 .collect(),
+            summary: tools::evolution_summary(e),
         }
     }
 }
@@ -1296,6 +1331,8 @@ pub struct ImpactDto {
     pub outcomes: Vec<OutcomeDto>,
     /// Memories that supersede the start.
     pub superseded_by: Vec<MemoryDto>,
+    /// In words.
+    pub summary: String,
 }
 
 impl From<&Impact> for ImpactDto {
@@ -1315,6 +1352,7 @@ impl From<&Impact> for ImpactDto {
                 .collect(),
             outcomes: i.outcomes.iter().map(OutcomeDto::from).collect(),
             superseded_by: i.superseded_by.iter().map(MemoryDto::from).collect(),
+            summary: tools::impact_summary(i),
         }
     }
 }
@@ -1346,6 +1384,8 @@ pub struct MemoryContextDto {
     pub evidence: Vec<ImpactDto>,
     /// Their outcomes.
     pub outcomes: Vec<OutcomeDto>,
+    /// In words: the best match, the evolution behind it and its evidence.
+    pub summary: String,
 }
 
 impl From<&MemoryContext> for MemoryContextDto {
@@ -1365,6 +1405,7 @@ impl From<&MemoryContext> for MemoryContextDto {
             evolution: c.evolution.as_ref().map(EvolutionDto::from),
             evidence: c.evidence.iter().map(ImpactDto::from).collect(),
             outcomes: c.outcomes.iter().map(OutcomeDto::from).collect(),
+            summary: tools::memory_context_summary(c),
         }
     }
 }
@@ -1383,7 +1424,7 @@ pub struct BlockedDto {
 pub struct NextActionDto {
     /// What to do, e.g. `record_outcome`, `supersede`.
     pub action: String,
-    /// The memory it is about.
+    /// The memory it is about (for `unblock`, the blocking fact's id).
     pub memory_id: String,
     /// In words.
     pub text: String,
@@ -1408,6 +1449,8 @@ pub struct RollupDto {
     pub blocked_by: Vec<FactDto>,
     /// Suggested next steps.
     pub next_actions: Vec<NextActionDto>,
+    /// In words.
+    pub summary: String,
 }
 
 impl From<&Rollup> for RollupDto {
@@ -1434,6 +1477,7 @@ impl From<&Rollup> for RollupDto {
                     text: a.text.clone(),
                 })
                 .collect(),
+            summary: tools::rollup_summary(r),
         }
     }
 }

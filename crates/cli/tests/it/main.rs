@@ -21,6 +21,7 @@ mod import;
 mod interop;
 mod knowledge;
 mod mcp;
+mod mcp_tools;
 mod memory;
 mod names;
 mod otlp;

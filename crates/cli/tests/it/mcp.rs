@@ -13,18 +13,37 @@ use crate::server::{Server, add_principal, event};
 
 pub(crate) type Client = RunningService<RoleClient, ()>;
 
-const TOOLS: [&str; 12] = [
+pub(crate) const TOOLS: [&str; 31] = [
+    "add_document",
+    "add_goal",
+    "add_instance",
+    "check_checklist",
+    "define_checklist",
+    "define_type",
+    "entity_candidates",
+    "entity_slots",
     "evolution",
     "evolve_outcome",
     "forget",
     "ingest_event",
     "link_memories",
+    "list_checklists",
+    "list_goals",
     "list_receipts",
+    "list_types",
+    "memory_impact",
+    "merge_entities",
+    "next_question",
     "recall",
     "recall_entity",
     "record_fact",
     "record_receipt",
+    "reject_entities",
     "save_memory",
+    "search_memories",
+    "set_slot",
+    "show_document",
+    "unlink_memories",
     "weekly_rollup",
 ];
 
@@ -32,7 +51,7 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
 }
 
-async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+pub(crate) async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
     let params = CallToolRequestParams::new(tool.to_owned())
         .with_arguments(args.as_object().cloned().unwrap_or_default());
     client.call_tool(params).await.unwrap()

@@ -200,3 +200,28 @@ fn votes_and_links_survive_reprojection() {
     let still = json(&d, &["impact", "memory_1", "--as-of", "2026-11-20T10:00:00Z"]);
     assert!(still["items"].as_array().unwrap().is_empty());
 }
+
+/// A vote on a link that does not exist (or was deleted) is refused, naming the reverse link
+/// when only that one exists; nothing is written.
+#[test]
+fn unlinking_a_link_that_does_not_exist_is_an_error() {
+    let d = Dir::new();
+    jwt(&d);
+    let before = d.store_files();
+    for (args, expected) in [
+        (["memory_1", "memory_3", "--type", "implements"], "no implements link"),
+        (["memory_2", "memory_1", "--type", "temporal"], "swap them"),
+    ] {
+        let out = d.cmd(&["memory", "unlink"]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("memory.unknown_link") && err.contains(expected), "{args:?}: {err}");
+    }
+    assert!(d.store_files() == before, "a refused vote changed the store");
+    d.cmd(&["memory", "unlink", "memory_1", "memory_2", "--type", "temporal"]).assert().success();
+    let out = d
+        .cmd(&["memory", "unlink", "memory_1", "memory_2", "--type", "temporal"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8(out.stderr).unwrap().contains("it was deleted"));
+}

@@ -31,6 +31,9 @@ pub struct FactQuery {
     pub predicate: Option<String>,
     /// Also facts not true at the time (retracted, expired, not yet valid).
     pub include_inactive: bool,
+    /// Only facts claimed (asserted or asserted again) at or after this time (normalised, see
+    /// [`crate::parse_time`]).
+    pub since: Option<String>,
 }
 
 /// An entity end of a fact.
@@ -303,6 +306,12 @@ impl Snapshot<'_> {
                 continue;
             }
             if !query.include_inactive && !true_at(&n, &t) {
+                continue;
+            }
+            // Normalised times compare as strings.
+            if let Some(since) = &query.since
+                && text(&n, "last_asserted_at").is_none_or(|l| l.as_str() < since.as_str())
+            {
                 continue;
             }
             out.push(self.fact_view(&n, &t)?);

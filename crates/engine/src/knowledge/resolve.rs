@@ -3,7 +3,9 @@
 //! Tiers, first hit wins (thresholds are the constants below and `resolve/names.rs`):
 //! 1. **id**: the input is an existing entity's id (`user:alice`).
 //! 2. **name**: an entity whose normalised name (NFKC, lower case, single spaces) equals the
-//!    input's, of the given type or of any type.
+//!    input's, of the given type or of any type; then **alias**: an entity with an
+//!    `also_known_as` fact (not retracted) whose name equals the input's, normalised. An alias is
+//!    a recorded claim with its sources and confidence, so it resolves like a name.
 //! 3. **name forms** (the rules of entity resolution, `resolve/names.rs`): the same skeleton
 //!    (letters and digits, ignoring case and punctuation: `read_file` = `ReadFile`), the same words
 //!    in another order, or skeletons of at least six characters one letter edit apart; names whose
@@ -11,6 +13,12 @@
 //! 4. **embedding**: name cosine at least [`MIN_NAME_COSINE`] with the engine's embedder (the
 //!    threshold of entity resolution tier 2), among at most [`MAX_EMBEDDED_CANDIDATES`] entities
 //!    of the type (all types when none is given); larger sets skip this tier.
+//! 5. **partial**: every word of the input is a word of a longer name (`Alice` finds `Alice
+//!    Smith`), scored by the share of the name's words given (below the 1.0 of a whole name), so
+//!    partial matches rank below exact ones; several are listed best first.
+//!
+//! A write never attaches a near spelling (`one_edit`, `embedding`) or a partial name silently:
+//! see [`NEAR`] and `Engine::record_fact`.
 //!
 //! A tier that finds one entity resolves the input; a tier that finds several is an error listing
 //! them (`fact.ambiguous_entity`), never a guess. No match creates the entity when the caller
@@ -31,6 +39,10 @@ pub const MIN_NAME_COSINE: f32 = 0.9;
 pub const MAX_EMBEDDED_CANDIDATES: usize = 5_000;
 /// Nodes read per page.
 const PAGE: usize = 2_000;
+
+/// The tiers that find another name than the one given: a read may use them (and says so in
+/// `via`), a write proposes the pair as a `SAME_AS` candidate instead of attaching to it.
+pub(crate) const NEAR: [&str; 3] = ["one_edit", "embedding", "partial"];
 
 /// An existing entity, as resolution and mention matching see it.
 #[derive(Debug, Clone)]
@@ -84,6 +96,59 @@ pub(crate) fn load_entities(graph: &dyn GraphReader) -> Result<Vec<KnownEntity>,
     Ok(out)
 }
 
+/// The entities (of `entity_type`, when given) that an `also_known_as` fact, not retracted, names
+/// `name` (normalised), in id order.
+fn aliases(
+    graph: &dyn GraphReader,
+    name: &str,
+    entity_type: Option<&str>,
+) -> Result<Vec<KnownEntity>, Error> {
+    let wanted = normalize_name(name);
+    let mut ids: Vec<String> = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = graph.nodes_by_label("Fact", after.as_deref(), PAGE)?;
+        let Some(last) = page.last().map(|n| n.key.id.clone()) else { break };
+        for node in &page {
+            let text = |p: &str| node.props.get(p).and_then(Value::as_str);
+            if text("predicate") != Some(ALIAS_PREDICATE) || text("retracted_at").is_some() {
+                continue;
+            }
+            let alias = text("literal")
+                .and_then(|l| serde_json::from_str::<Value>(l).ok())
+                .and_then(|v| v.as_str().map(normalize_name));
+            if alias.as_deref() == Some(wanted.as_str())
+                && let Some(subject) = text("subject")
+            {
+                ids.push(subject.to_owned());
+            }
+        }
+        after = Some(last);
+        if page.len() < PAGE {
+            break;
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    let mut out = Vec::new();
+    for id in ids {
+        let Some(node) = graph.node(&NodeKey::new("Entity", &id))? else { continue };
+        let text = |p: &str| node.props.get(p).and_then(Value::as_str).map(str::to_owned);
+        let e = KnownEntity {
+            name: text("name").unwrap_or_else(|| id.clone()),
+            entity_type: text("entity_type").unwrap_or_default(),
+            id,
+        };
+        if entity_type.is_none_or(|t| e.entity_type == t) {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+/// The predicate of an alias fact.
+pub(crate) const ALIAS_PREDICATE: &str = "also_known_as";
+
 fn resolved(e: &KnownEntity, via: &'static str) -> ResolvedEntity {
     ResolvedEntity { id: e.id.clone(), name: e.name.clone(), via: via.to_owned() }
 }
@@ -124,16 +189,21 @@ pub(crate) fn resolve_name(
             exact.push(KnownEntity { id: key.id, name: display, entity_type: t.clone() });
         }
     }
+    let mut via_exact = "name";
+    if exact.is_empty() {
+        exact = aliases(graph, name, entity_type)?;
+        via_exact = "alias";
+    }
     match exact.len() {
         0 => {}
-        1 => return Ok(Resolution::Resolved(resolved(&exact[0], "name"), 1.0)),
+        1 => return Ok(Resolution::Resolved(resolved(&exact[0], via_exact), 1.0)),
         _ => {
             let list = exact
                 .iter()
                 .map(|e| NameCandidate {
                     id: e.id.clone(),
                     name: e.name.clone(),
-                    via: "name",
+                    via: via_exact,
                     score: 1.0,
                 })
                 .collect();
@@ -176,6 +246,18 @@ pub(crate) fn resolve_name(
                 {
                     found.push((e, "embedding", (f64::from(cosine) * 1000.0).round() / 1000.0));
                 }
+            }
+        }
+    }
+    // 5. Partial names.
+    if found.is_empty() && !forms.words.is_empty() {
+        let given: Vec<String> = normalize_name(name).split(' ').map(str::to_owned).collect();
+        for e in &pool {
+            let words: Vec<String> =
+                normalize_name(&e.name).split(' ').map(str::to_owned).collect();
+            if words.len() > given.len() && given.iter().all(|w| words.contains(w)) {
+                let score = given.len() as f64 / words.len() as f64;
+                found.push((e, "partial", (score * 1000.0).round() / 1000.0));
             }
         }
     }

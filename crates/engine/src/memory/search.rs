@@ -225,11 +225,11 @@ impl Snapshot<'_> {
         let evolution = match &decision {
             Some(d) => match &d.topic {
                 // The chain of the topic, when the decision is on it; else the chain from it.
-                Some(topic) => match self.evolution(topic, t)? {
+                Some(topic) => match self.evolution(topic, t, keep)? {
                     Some(ev) if ev.steps.iter().any(|s| s.memory.id == d.id) => Some(ev),
-                    _ => self.evolution_from(&d.id, topic.clone(), t)?,
+                    _ => self.evolution_from(&d.id, topic.clone(), t, keep)?,
                 },
-                None => self.evolution_from(&d.id, String::new(), t)?,
+                None => self.evolution_from(&d.id, String::new(), t, keep)?,
             },
             None => None,
         };

@@ -8,7 +8,7 @@ use ctxgraph_projection::{MEMORY, OUTCOME, TOPIC, topic_id};
 use ctxgraph_store::GraphReader;
 use serde_json::Value;
 
-use super::{MemoryOptions, MemoryView, OutcomeView, votes_of, votes_on};
+use super::{MemoryOptions, MemoryView, OutcomeView, is_automatic, votes_of, votes_on};
 use crate::error::Error;
 use crate::view::Snapshot;
 
@@ -59,12 +59,20 @@ pub struct EvolutionStep {
     pub outcomes: Vec<OutcomeView>,
     /// Ids of the memories that implement it (live IMPLEMENTS links into it), in id order.
     pub implemented_by: Vec<String>,
-    /// The effective confidence of the SUPERSEDES link from the previous (newer) step to this
-    /// one; `None` for the first step.
+    /// The effective confidence of the link from the previous (newer) step to this one; `None`
+    /// for the first step and for a step reached by topic order alone.
     pub link_confidence: Option<f64>,
+    /// How this step was reached from the previous one: `supersedes` (a SUPERSEDES link),
+    /// `relates_to` (the topic's next older decision, with a RELATES_TO link between the two) or
+    /// `same_topic` (the topic's next older decision, with no link); `None` for the first step.
+    pub via: Option<&'static str>,
+    /// Whether that link was made explicitly (a `supersedes` or an explicit link record), not by
+    /// an automatic rule or by topic order alone.
+    pub explicit: bool,
 }
 
-/// A topic's decision evolution chain: the newest decision back through SUPERSEDES.
+/// A topic's decision evolution chain: the newest decision back through SUPERSEDES, then the
+/// topic's older decisions in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evolution {
     /// The topic as first written.
@@ -152,13 +160,19 @@ impl Snapshot<'_> {
     }
 
     /// The decision evolution chain of a topic ("why did we decide X?"): the topic's newest
-    /// decision, then back through SUPERSEDES (the strongest live link at each step, at most
-    /// `max_evolution_depth` steps, never revisiting a memory), each step with its outcomes and
-    /// the memories implementing it. `None` when the topic has no decision.
+    /// decision, then back one decision per step (at most `max_evolution_depth` steps, never
+    /// revisiting a memory), each step with its outcomes and the memories implementing it.
+    /// A step goes back through the strongest live SUPERSEDES link when there is one; otherwise to
+    /// the next older decision on the step's topic (a decision saved without `supersedes` still
+    /// belongs to the chain), marked `relates_to` when a live RELATES_TO link joins the two and
+    /// `same_topic` when none does. Each step says whether its link was explicit. `None` when
+    /// the topic has no decision. Only memories `keep` accepts are steps or reached: the chain
+    /// starts at the newest such decision and a link to another memory passes as no link.
     pub(crate) fn evolution(
         &self,
         topic: &str,
         options: &TraversalOptions,
+        keep: &mut dyn FnMut(&str) -> Result<bool, Error>,
     ) -> Result<Option<Evolution>, Error> {
         let Some(node) = self.read.node(&NodeKey::new(TOPIC, topic_id(topic)))? else {
             return Ok(None);
@@ -167,57 +181,146 @@ impl Snapshot<'_> {
         let Some(latest) = node.props.get("latest_decision").and_then(Value::as_str) else {
             return Ok(None);
         };
-        self.evolution_from(latest, name, options)
+        let start = if keep(latest)? {
+            Some(latest.to_owned())
+        } else {
+            self.newest_on_topic(&node.key, None, &BTreeSet::new(), keep)?
+        };
+        match start {
+            Some(start) => self.evolution_from(&start, name, options, keep),
+            None => Ok(None),
+        }
     }
 
-    /// The evolution chain that starts at a decision and goes back through SUPERSEDES.
+    /// The evolution chain that starts at a decision and goes back through SUPERSEDES and topic
+    /// order (see [`Snapshot::evolution`]).
     pub(crate) fn evolution_from(
         &self,
         start: &str,
         topic: String,
         options: &TraversalOptions,
+        keep: &mut dyn FnMut(&str) -> Result<bool, Error>,
     ) -> Result<Option<Evolution>, Error> {
         let as_of = options.as_of();
         let Some(mut current) = self.memory(start)? else { return Ok(None) };
         let mut steps = Vec::new();
         let mut seen = BTreeSet::new();
         let mut link_confidence = None;
+        let mut via = None;
+        let mut explicit = false;
         loop {
             seen.insert(current.id.clone());
             let key = NodeKey::new(MEMORY, &current.id);
             let votes = votes_on(&self.read, &current)?;
-            let mut implemented_by: Vec<String> = self
-                .live_links(&key, "IMPLEMENTS", Direction::In, &votes, options, as_of)?
-                .into_iter()
-                .map(|(e, _)| e.key.from.id)
-                .collect();
+            let mut implemented_by = Vec::new();
+            for (e, _) in
+                self.live_links(&key, "IMPLEMENTS", Direction::In, &votes, options, as_of)?
+            {
+                if keep(&e.key.from.id)? {
+                    implemented_by.push(e.key.from.id);
+                }
+            }
             implemented_by.sort();
             implemented_by.dedup();
             // The node names its latest outcome: no outcome there, none to read.
             let outcomes =
                 if current.outcome.is_some() { self.outcomes_of(&current.id)? } else { Vec::new() };
-            let next = self
-                .live_links(&key, "SUPERSEDES", Direction::Out, &votes, options, as_of)?
-                .into_iter()
-                .filter(|(e, _)| !seen.contains(&e.key.to.id))
-                .max_by(|(a, ca), (b, cb)| {
-                    ca.total_cmp(cb).then_with(|| b.key.to.id.cmp(&a.key.to.id))
-                });
+            let mut candidates = Vec::new();
+            for (e, c) in
+                self.live_links(&key, "SUPERSEDES", Direction::Out, &votes, options, as_of)?
+            {
+                if !seen.contains(&e.key.to.id) && keep(&e.key.to.id)? {
+                    candidates.push((e, c));
+                }
+            }
+            let superseded = candidates.into_iter().max_by(|(a, ca), (b, cb)| {
+                ca.total_cmp(cb).then_with(|| b.key.to.id.cmp(&a.key.to.id))
+            });
+            let next = match superseded {
+                Some((edge, c)) => {
+                    Some((edge.key.to.id.clone(), Some(c), "supersedes", !is_automatic(&edge)))
+                }
+                None => match self.older_on_topic(&current, &seen, keep)? {
+                    Some(older) => {
+                        let link = self
+                            .live_links(
+                                &key,
+                                "RELATES_TO",
+                                Direction::Both,
+                                &votes,
+                                options,
+                                as_of,
+                            )?
+                            .into_iter()
+                            .filter(|(e, _)| e.key.from.id == older || e.key.to.id == older)
+                            .max_by(|(_, a), (_, b)| a.total_cmp(b));
+                        match link {
+                            Some((edge, c)) => {
+                                Some((older, Some(c), "relates_to", !is_automatic(&edge)))
+                            }
+                            None => Some((older, None, "same_topic", false)),
+                        }
+                    }
+                    None => None,
+                },
+            };
             steps.push(EvolutionStep {
                 memory: current,
                 outcomes,
                 implemented_by,
                 link_confidence,
+                via,
+                explicit,
             });
-            let Some((edge, c)) = next else { break };
+            let Some((id, c, how, made_explicitly)) = next else { break };
             if steps.len() >= options.max_evolution_depth {
                 break;
             }
-            let Some(m) = self.memory(&edge.key.to.id)? else { break };
+            let Some(m) = self.memory(&id)? else { break };
             current = m;
-            link_confidence = Some(c);
+            link_confidence = c;
+            via = Some(how);
+            explicit = made_explicitly;
         }
         Ok(Some(Evolution { topic, steps }))
+    }
+
+    /// The newest decision on `m`'s topic saved before it (by `created_at`, then id) that is
+    /// not in `seen` and that `keep` accepts.
+    fn older_on_topic(
+        &self,
+        m: &MemoryView,
+        seen: &BTreeSet<String>,
+        keep: &mut dyn FnMut(&str) -> Result<bool, Error>,
+    ) -> Result<Option<String>, Error> {
+        let Some(topic) = &m.topic else { return Ok(None) };
+        let tkey = NodeKey::new(TOPIC, topic_id(topic));
+        self.newest_on_topic(&tkey, Some((m.created_at_ns, &m.id)), seen, keep)
+    }
+
+    /// The newest decision about the topic `tkey` (by `created_at`, then id), before `before`
+    /// when given, not in `seen` and accepted by `keep`.
+    fn newest_on_topic(
+        &self,
+        tkey: &NodeKey,
+        before: Option<(i64, &String)>,
+        seen: &BTreeSet<String>,
+        keep: &mut dyn FnMut(&str) -> Result<bool, Error>,
+    ) -> Result<Option<String>, Error> {
+        let mut best: Option<MemoryView> = None;
+        for e in self.read.edges_of(tkey, Some("ABOUT"), Direction::In)? {
+            if e.key.from.label != MEMORY || seen.contains(&e.key.from.id) {
+                continue;
+            }
+            let Some(o) = self.memory(&e.key.from.id)? else { continue };
+            let earlier = before.is_none_or(|b| (o.created_at_ns, &o.id) < b);
+            let newer =
+                best.as_ref().is_none_or(|b| (o.created_at_ns, &o.id) > (b.created_at_ns, &b.id));
+            if o.kind == "decision" && earlier && newer && keep(&o.id)? {
+                best = Some(o);
+            }
+        }
+        Ok(best.map(|b| b.id))
     }
 
     /// What happened after a memory ("what happened after we tried Y?"): breadth first through
@@ -232,6 +335,36 @@ impl Snapshot<'_> {
     ) -> Result<Option<Impact>, Error> {
         let as_of = options.as_of();
         let Some(start) = self.memory(id)? else { return Ok(None) };
+        let (mut items, mut outcomes) = self.impact_walk(&start, options, as_of)?;
+        if items.is_empty() {
+            // Nothing live: the links that decayed below the pruning threshold are the only
+            // evidence there is. They are shown at their decayed confidence, one hop out, rather
+            // than dropped (an automatic link from the session of a decision would otherwise
+            // vanish from its evidence days later).
+            let mut faded = options.clone();
+            faded.links.prune_below = 0.0;
+            faded.max_impact_depth = 1;
+            (items, outcomes) = self.impact_walk(&start, &faded, as_of)?;
+        }
+        let mut superseded_by = Vec::new();
+        let key = NodeKey::new(MEMORY, &start.id);
+        let votes = votes_on(&self.read, &start)?;
+        for (e, _) in self.live_links(&key, "SUPERSEDES", Direction::In, &votes, options, as_of)? {
+            if let Some(m) = self.memory(&e.key.from.id)? {
+                superseded_by.push(m);
+            }
+        }
+        Ok(Some(Impact { start, items, outcomes, superseded_by }))
+    }
+
+    /// The breadth-first walk of [`Snapshot::impact`]: the memories reached and the outcomes
+    /// of the start and of them, oldest first.
+    fn impact_walk(
+        &self,
+        start: &MemoryView,
+        options: &TraversalOptions,
+        as_of: i64,
+    ) -> Result<(Vec<ImpactItem>, Vec<OutcomeView>), Error> {
         let until =
             start.created_at_ns.saturating_add(options.impact_window_ms.saturating_mul(1_000_000));
         let mut items = Vec::new();
@@ -285,15 +418,7 @@ impl Snapshot<'_> {
             }
         }
         outcomes.sort_by(|a, b| (a.at_ns, &a.id).cmp(&(b.at_ns, &b.id)));
-        let mut superseded_by = Vec::new();
-        let key = NodeKey::new(MEMORY, &start.id);
-        let votes = votes_on(&self.read, &start)?;
-        for (e, _) in self.live_links(&key, "SUPERSEDES", Direction::In, &votes, options, as_of)? {
-            if let Some(m) = self.memory(&e.key.from.id)? {
-                superseded_by.push(m);
-            }
-        }
-        Ok(Some(Impact { start, items, outcomes, superseded_by }))
+        Ok((items, outcomes))
     }
 
     /// The live links of a memory in both directions (every memory link type), with their

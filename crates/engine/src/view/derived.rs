@@ -14,8 +14,8 @@
 //! - a **topic**, **memory session** or **outcome** groups decision memories: a topic or
 //!   memory session is visible when one of its memories is, an outcome when its memory is; a
 //!   topic's `memory_count`, `latest_decision` and `latest_decision_at` fold every memory about
-//!   it, so they are shown only when every one is visible (and a topic's evolution, which
-//!   starts at its latest decision, is withheld when that decision is hidden).
+//!   it, so they are shown only when every one is visible (a topic's evolution runs over the
+//!   visible decisions, from the newest visible one).
 //!
 //! - a **task**, **actor**, **policy** or **policy exception** exists because receipts name
 //!   it: it is visible when one of those receipts is.

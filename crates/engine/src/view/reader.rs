@@ -271,45 +271,16 @@ impl Reader<'_> {
         Ok(out)
     }
 
-    /// The evolution chain of a topic, stopping before the first hidden memory; `None` when the
-    /// topic's latest decision is hidden.
+    /// The evolution chain of a topic over the visible memories: it starts at the topic's
+    /// newest visible decision, and a link to a hidden memory passes as no link (the chain goes
+    /// on by topic order), as in a store without the hidden records. `None` when no decision on
+    /// the topic is visible.
     pub fn evolution(
         &self,
         topic: &str,
         options: &TraversalOptions,
     ) -> Result<Option<Evolution>, Error> {
-        match self.snap.evolution(topic, options)? {
-            Some(evo) => self.visible_evolution(evo),
-            None => Ok(None),
-        }
-    }
-
-    /// A chain as the principal may see it: up to its first hidden step, with the hidden
-    /// implementing memories left out; `None` when its latest step is hidden.
-    fn visible_evolution(&self, mut evo: Evolution) -> Result<Option<Evolution>, Error> {
-        if self.who.is_owner() {
-            return Ok(Some(evo));
-        }
-        let mut kept = Vec::new();
-        for mut step in evo.steps {
-            if !self.memory_visible(&step.memory.id)? {
-                break;
-            }
-            step.implemented_by = self.visible_ids(step.implemented_by)?;
-            let mut outcomes = Vec::new();
-            for o in step.outcomes {
-                if self.memory_visible(&o.memory_id)? {
-                    outcomes.push(o);
-                }
-            }
-            step.outcomes = outcomes;
-            kept.push(step);
-        }
-        if kept.is_empty() {
-            return Ok(None);
-        }
-        evo.steps = kept;
-        Ok(Some(evo))
+        self.snap.evolution(topic, options, &mut |id| self.memory_visible(id))
     }
 
     /// Impact analysis from a visible memory, not continuing through hidden ones.
@@ -341,9 +312,9 @@ impl Reader<'_> {
         self.snap.search_memories(query, query_vector, options, &mut |id| self.memory_visible(id))
     }
 
-    /// The context of a question about decisions, built from visible memories only: the hits
-    /// and the decision chosen from them, its chain up to the first hidden step, the evidence
-    /// walked from visible steps without passing a hidden memory, and the visible outcomes.
+    /// The context of a question about decisions, built from visible memories only: the hits,
+    /// the decision chosen from them and its chain over visible memories, the evidence walked
+    /// from the chain's steps without passing a hidden memory, and the steps' outcomes.
     pub fn memory_context(
         &self,
         query: &str,
@@ -356,25 +327,20 @@ impl Reader<'_> {
         if self.who.is_owner() {
             return Ok(ctx);
         }
-        let evolution = match ctx.evolution {
-            Some(evo) => self.visible_evolution(evo)?,
-            None => None,
-        };
         let mut evidence = Vec::new();
         for imp in ctx.evidence {
-            let on_chain = evolution
-                .as_ref()
-                .is_some_and(|e| e.steps.iter().any(|s| s.memory.id == imp.start.id));
-            if on_chain && let Some(i) = self.impact(&imp.start.id, &options.traversal)? {
+            if let Some(i) = self.impact(&imp.start.id, &options.traversal)? {
                 evidence.push(i);
             }
         }
-        // The outcomes of the steps kept: the chain's, as a graph without the hidden ones has.
-        let steps: BTreeSet<&str> =
-            evolution.iter().flat_map(|e| e.steps.iter().map(|s| s.memory.id.as_str())).collect();
+        let steps: BTreeSet<&str> = ctx
+            .evolution
+            .iter()
+            .flat_map(|e| e.steps.iter().map(|s| s.memory.id.as_str()))
+            .collect();
         let outcomes =
             ctx.outcomes.into_iter().filter(|o| steps.contains(o.memory_id.as_str())).collect();
-        Ok(MemoryContext { hits: ctx.hits, evolution, evidence, outcomes })
+        Ok(MemoryContext { hits: ctx.hits, evolution: ctx.evolution, evidence, outcomes })
     }
 
     /// The weekly rollup over the visible memories only: a hidden memory is not listed,
@@ -446,16 +412,6 @@ impl Reader<'_> {
 
     fn memory_visible(&self, id: &str) -> Result<bool, Error> {
         Ok(self.node(&NodeKey::new("Memory", id))?.is_some())
-    }
-
-    fn visible_ids(&self, ids: Vec<String>) -> Result<Vec<String>, Error> {
-        let mut out = Vec::new();
-        for id in ids {
-            if self.memory_visible(&id)? {
-                out.push(id);
-            }
-        }
-        Ok(out)
     }
 
     /// Impact items in walk order, kept only when visible and reached from the start or from a

@@ -1,14 +1,13 @@
-//! Reads of the records that carry no scope of their own: facts, documents, types, slots,
-//! checklists and goals are the tenant's shared knowledge, written by a principal with the
-//! writer role, and every principal of the tenant reads them as written. Entity-resolution
-//! candidates are different: they name entities, which are derived, so a pair is listed only
-//! when the principal may see both entities.
+//! Reads of the records that carry no scope of their own: facts, documents and checklists are
+//! the tenant's shared knowledge, written by a principal with the writer role, and every
+//! principal of the tenant reads them as written. (What names entities, such as slot values,
+//! instances, goals and resolution candidates, is in `tools.rs`: kept only when the principal
+//! may see the entity.)
 
 use super::Reader;
 use crate::error::Error;
-use crate::knowledge::{Contradiction, DocumentSummary, DocumentView, FactQuery, FactView};
-use crate::resolve::{Candidate, CandidateStatus};
-use crate::slots::{CheckReport, Checklist, Goal, NextReport, SlotFill, TypeInfo};
+use crate::knowledge::{Contradiction, DocumentSummary, FactQuery, FactView};
+use crate::slots::Checklist;
 
 impl Reader<'_> {
     /// Facts matching `query` (see [`FactQuery`]).
@@ -26,71 +25,17 @@ impl Reader<'_> {
         self.snap.documents()
     }
 
-    /// One document by id or URL, with its sections and sentences.
-    pub fn document(&self, id_or_url: &str) -> Result<Option<DocumentView>, Error> {
-        self.snap.document(id_or_url)
-    }
-
-    /// The declared types.
-    pub fn types(&self) -> Result<Vec<TypeInfo>, Error> {
-        self.snap.types()
-    }
-
-    /// The types an entity is asserted to be, with their sources.
+    /// The types a visible entity is asserted to be, with their sources (none for a hidden
+    /// one).
     pub fn types_of(&self, entity_id: &str) -> Result<Vec<(String, String)>, Error> {
+        if !self.sees_entity(entity_id)? {
+            return Ok(Vec::new());
+        }
         self.snap.types_of(entity_id)
-    }
-
-    /// The slot values of an entity.
-    pub fn slots_of(&self, entity_id: &str) -> Result<Vec<SlotFill>, Error> {
-        self.snap.slots_of(entity_id)
-    }
-
-    /// Every checklist.
-    pub fn checklists(&self) -> Result<Vec<Checklist>, Error> {
-        self.snap.checklists()
     }
 
     /// One checklist by name.
     pub fn checklist(&self, name: &str) -> Result<Option<Checklist>, Error> {
         self.snap.checklist(name)
-    }
-
-    /// Goals, of one user or all.
-    pub fn goals(&self, user: Option<&str>) -> Result<Vec<Goal>, Error> {
-        self.snap.goals(user)
-    }
-
-    /// Which of a checklist's slots an entity fills.
-    pub fn check_checklist(&self, name: &str, entity_id: &str) -> Result<CheckReport, Error> {
-        self.snap.check_checklist(name, entity_id)
-    }
-
-    /// The next question of a checklist over `candidates`, with each slot's gain.
-    pub fn next_slot(&self, name: &str, candidates: &[String]) -> Result<NextReport, Error> {
-        self.snap.next_slot(name, candidates)
-    }
-
-    /// `SAME_AS` pairs of entity resolution (see the snapshot's listing), only those whose two
-    /// entities the principal may see; the limit applies after filtering.
-    pub fn entity_candidates(
-        &self,
-        status: Option<CandidateStatus>,
-        limit: usize,
-    ) -> Result<Vec<Candidate>, Error> {
-        if self.who.is_owner() {
-            return self.snap.entity_candidates(status, limit);
-        }
-        let mut out = Vec::new();
-        for c in self.snap.entity_candidates(status, usize::MAX)? {
-            let entity = |id: &str| ctxgraph_ontology::graph::NodeKey::new("Entity", id);
-            if self.node(&entity(&c.a.id))?.is_some() && self.node(&entity(&c.b.id))?.is_some() {
-                out.push(c);
-                if out.len() == limit {
-                    break;
-                }
-            }
-        }
-        Ok(out)
     }
 }

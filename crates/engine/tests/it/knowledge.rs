@@ -460,3 +460,108 @@ fn the_log_restores_facts_and_documents_into_a_fresh_store() {
     assert_eq!(report.rejections.len(), 1);
     assert!(format!("{:?}", report.rejections[0]).contains("fact.unknown_fact"));
 }
+
+#[test]
+fn facts_since_a_time_are_those_claimed_then_or_later() {
+    let (_d, mut e) = seeded();
+    let mut old =
+        claim("Project Atlas", "blocked_by", ObjectInput::Entity(EntityInput::named("Postgres")));
+    old.asserted_at = Some("2026-05-01T09:00:00Z".into());
+    e.record_fact(&old).unwrap();
+    let mut new = claim("Alice", "reports_to", ObjectInput::Entity(person("Bob")));
+    new.asserted_at = Some("2026-05-10T09:00:00Z".into());
+    e.record_fact(&new).unwrap();
+    let since = |e: &Engine, t: &str| {
+        let q = FactQuery { since: ctxgraph::parse_time(t), ..Default::default() };
+        let facts = e.owner_reader().unwrap().facts(&q).unwrap();
+        facts.into_iter().map(|f| f.predicate).collect::<Vec<_>>()
+    };
+    assert_eq!(since(&e, "2026-05-01"), ["blocked_by", "reports_to"]);
+    assert_eq!(since(&e, "2026-05-02"), ["reports_to"]);
+    assert!(since(&e, "2026-05-11").is_empty());
+    // Another claim of the fact later makes it one learnt since then.
+    old.asserted_at = Some("2026-05-12T09:00:00Z".into());
+    old.source = Some("standup".into());
+    e.record_fact(&old).unwrap();
+    assert_eq!(since(&e, "2026-05-11"), ["blocked_by"]);
+}
+
+/// A partial name finds the longer name it is part of, ranked below an exact name; a write never
+/// attaches a near spelling or a partial name silently: with a type it is a new entity proposed
+/// as a candidate for the same thing, without one an error names the near entity.
+#[test]
+fn partial_names_are_found_and_near_spellings_are_proposed_not_attached() {
+    let (_d, mut e) = seeded();
+    let mut smith =
+        FactInput::new(person("Alice Smith"), "reports_to", ObjectInput::Entity(person("Bob")));
+    smith.asserted_at = Some("2026-05-01T09:00:00Z".into());
+    e.record_fact(&smith).unwrap();
+    let resolve = |e: &Engine, name: &str| {
+        e.resolve_entity(&ctxgraph::Principal::local(), &EntityInput::named(name)).unwrap()
+    };
+    // `Alice` is an entity itself: the exact name wins over the partial one.
+    match resolve(&e, "alice") {
+        Resolution::Resolved(x, score) => assert_eq!((x.via.as_str(), score), ("name", 1.0)),
+        other @ (Resolution::Unknown | Resolution::Ambiguous(_)) => panic!("{other:?}"),
+    }
+    match resolve(&e, "Smith") {
+        Resolution::Resolved(x, score) => {
+            assert_eq!((x.id.as_str(), x.via.as_str()), ("user:alice smith", "partial"));
+            assert!(score < 1.0);
+        }
+        other @ (Resolution::Unknown | Resolution::Ambiguous(_)) => panic!("{other:?}"),
+    }
+    // A near spelling with a type: a new entity, proposed as a candidate of the other.
+    let mut smyth =
+        FactInput::new(person("Alice Smyth"), "reports_to", ObjectInput::Entity(person("Bob")));
+    smyth.asserted_at = Some("2026-05-02T09:00:00Z".into());
+    let done = e.record_fact(&smyth).unwrap();
+    assert_eq!(
+        (done.subject.id.as_str(), done.subject.via.as_str()),
+        ("user:alice smyth", "created")
+    );
+    let pairs = e.owner_reader().unwrap().entity_candidates(None, 10).unwrap();
+    assert!(
+        pairs.iter().any(|c| (c.a.id.as_str(), c.b.id.as_str()) == ("user:alice smith", "user:alice smyth")),
+        "{pairs:?}"
+    );
+    // Without a type, an error that names it; nothing is written.
+    let err = e
+        .record_fact(&FactInput::new(
+            EntityInput::named("Alice Smiht"),
+            "tagged",
+            ObjectInput::Literal(json!("y")),
+        ))
+        .unwrap_err();
+    assert_eq!(codes(err), ["fact.near_entity"]);
+}
+
+/// An alias is a recorded claim (`also_known_as`, with its source and confidence): the name
+/// resolves to its entity until the alias is retracted.
+#[test]
+fn an_alias_resolves_to_its_entity_until_retracted() {
+    let (_d, mut e) = seeded();
+    let mut alias = FactInput::new(
+        EntityInput::named("alice"),
+        "also-known-as",
+        ObjectInput::Literal(json!("Ally")),
+    );
+    alias.source = Some("hr directory".into());
+    alias.confidence = Some(0.9);
+    let done = e.record_fact(&alias).unwrap();
+    let resolve = |e: &Engine| {
+        e.resolve_entity(&ctxgraph::Principal::local(), &EntityInput::named(" ALLY ")).unwrap()
+    };
+    match resolve(&e) {
+        Resolution::Resolved(x, _) => {
+            assert_eq!((x.id.as_str(), x.via.as_str()), ("user:alice", "alias"));
+        }
+        other @ (Resolution::Unknown | Resolution::Ambiguous(_)) => panic!("{other:?}"),
+    }
+    // The alias carries its provenance as any fact does.
+    let about = e.owner_reader().unwrap().facts_about("user:alice", None).unwrap();
+    let kept = about.iter().find(|f| f.predicate == "also_known_as").unwrap();
+    assert_eq!(kept.sources, ["hr directory"]);
+    e.retract_fact(&done.fact_id, Some("not her name"), None).unwrap();
+    assert_eq!(resolve(&e), Resolution::Unknown);
+}

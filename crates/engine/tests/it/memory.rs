@@ -99,9 +99,11 @@ fn automatic_links_follow_the_seed_rules() {
         ("memory_2", "TEMPORAL")
     );
     assert_eq!(impact.superseded_by[0].id, "memory_3");
-    // Two weeks later the temporal link has decayed under the pruning threshold.
+    // Two weeks later the temporal link has decayed under the pruning threshold: as the only
+    // evidence, it is still shown, at its decayed confidence.
     let later = snap.impact("memory_1", &at("2026-12-04T10:00:00Z")).unwrap().unwrap();
-    assert!(later.items.is_empty());
+    assert_eq!(later.items.len(), 1);
+    assert!(later.items[0].confidence < 0.3, "{:?}", later.items[0]);
 }
 
 #[test]
@@ -240,6 +242,14 @@ fn rollup_reports_decisions_outcomes_open_blocked_and_next_actions() {
     let actions: Vec<&str> = r.next_actions.iter().map(|a| a.action).collect();
     assert_eq!(actions, ["supersede", "unblock", "record_outcome"]);
     assert!(r.next_actions[1].text.contains("Vendor contract"), "{}", r.next_actions[1].text);
+    // Read through a principal's view, the unblock action stays: it names a fact, not a memory.
+    let reader = ctxgraph::Principal::new("r", "default", ["reader".to_owned()]).unwrap();
+    let scoped = snap
+        .as_principal(&reader)
+        .rollup(ns("2026-11-16T00:00:00Z"), ns("2026-11-21T10:30:00Z"), &opts)
+        .unwrap();
+    let actions: Vec<&str> = scoped.next_actions.iter().map(|a| a.action).collect();
+    assert_eq!(actions, ["supersede", "unblock", "record_outcome"]);
     let before =
         snap.rollup(ns("2026-11-10T00:00:00Z"), ns("2026-11-17T00:00:00Z"), &opts).unwrap();
     assert!(before.blocked_by.is_empty(), "not yet true then");
@@ -347,4 +357,119 @@ fn an_explicit_link_written_by_the_system_survives_relinking() {
         links.iter().any(|(e, c)| e.key.edge_type == "TEMPORAL" && (*c - 0.2).abs() < 1e-12),
         "an explicit link is neither deleted by relinking nor pruned: {links:?}"
     );
+}
+
+/// A decision saved on a topic without `supersedes` stays in the evolution chain: after the
+/// supersedes links, the chain goes on through the topic's older decisions, each step saying how
+/// it was reached and whether by an explicit link.
+#[test]
+fn evolution_follows_topic_order_and_relates_to_as_well_as_supersedes() {
+    let (_dir, mut engine) = engine();
+    jwt_scenario(&mut engine);
+    // An older decision on the topic, never superseded explicitly.
+    save(
+        &mut engine,
+        json!({"record_type": "memory", "memory_id": "memory_0", "kind": "decision",
+        "topic": "auth_strategy", "content": "Use basic auth", "session_id": "s0",
+        "created_at": "2026-11-10T09:00:00Z"}),
+    )
+    .unwrap();
+    // A newer one saved without supersedes.
+    save(
+        &mut engine,
+        json!({"record_type": "memory", "memory_id": "memory_4", "kind": "decision",
+        "topic": "auth_strategy", "content": "Add passkeys to sessions", "session_id": "s3",
+        "created_at": "2026-11-22T09:00:00Z"}),
+    )
+    .unwrap();
+    let steps = |e: &Engine| {
+        let snap = e.owner_reader().unwrap();
+        let ev = snap.evolution("auth_strategy", &at("2026-11-22T10:00:00Z")).unwrap().unwrap();
+        ev.steps.iter().map(|s| (s.memory.id.clone(), s.via, s.explicit)).collect::<Vec<_>>()
+    };
+    let chain = steps(&engine);
+    let ids: Vec<&str> = chain.iter().map(|(id, ..)| id.as_str()).collect();
+    assert_eq!(ids, ["memory_4", "memory_3", "memory_1", "memory_0"], "{chain:?}");
+    assert_eq!((chain[0].1, chain[0].2), (None, false));
+    assert_eq!((chain[2].1, chain[2].2), (Some("supersedes"), true));
+    // memory_3 and memory_1 and memory_0 are reached by topic order, linked or not.
+    for step in [&chain[1], &chain[3]] {
+        assert!(matches!(step.1, Some("relates_to" | "same_topic")), "{chain:?}");
+        assert!(!step.2, "not explicit: {chain:?}");
+    }
+    // An explicit link between two of them is marked explicit.
+    save(
+        &mut engine,
+        json!({"record_type": "memory_link", "from": "memory_4", "to": "memory_3",
+        "link_type": "relates_to", "confidence": 0.9, "created_at": "2026-11-22T09:30:00Z"}),
+    )
+    .unwrap();
+    let chain = steps(&engine);
+    assert_eq!(
+        (chain[1].0.as_str(), chain[1].1, chain[1].2),
+        ("memory_3", Some("relates_to"), true)
+    );
+}
+
+/// Automatic linking can be switched off for one memory (in its record, so rebuilding the links
+/// keeps it so) or for the whole store (the engine's options); explicit links stay either way.
+#[test]
+fn automatic_links_can_be_switched_off_per_memory_or_per_store() {
+    let (dir, mut engine) = engine();
+    jwt_scenario(&mut engine);
+    save(
+        &mut engine,
+        json!({"record_type": "memory", "memory_id": "memory_4", "kind": "checkpoint",
+        "content": "Implemented JWT refresh in auth.ts", "session_id": "s1", "auto_link": false,
+        "implements": "memory_1", "created_at": "2026-11-20T09:40:00Z"}),
+    )
+    .unwrap();
+    let automatic_of = |e: &Engine, id: &str| {
+        auto_links(e).into_iter().filter(|l| l.key.from.id == id || l.key.to.id == id).count()
+    };
+    assert!(automatic_of(&engine, "memory_2") > 0, "the same session links the others");
+    assert_eq!(automatic_of(&engine, "memory_4"), 0);
+    engine.link_memories().unwrap();
+    assert_eq!(automatic_of(&engine, "memory_4"), 0, "rebuilding keeps it unlinked");
+    let explicit = engine
+        .owner_reader()
+        .unwrap()
+        .memory_links("memory_4", &at("2026-11-20T10:00:00Z"))
+        .unwrap();
+    assert_eq!(explicit.len(), 1, "its explicit IMPLEMENTS stays");
+    drop(engine);
+    // Off for the store: rebuilding removes every automatic link, explicit ones stay.
+    let mut options = ctxgraph::EngineOptions::default();
+    options.memory.auto_link = false;
+    let path = dir.path().join("t.ctxg");
+    let mut engine = Engine::open(&path, ctxgraph::OpenMode::MustExist, options).unwrap();
+    engine.link_memories().unwrap();
+    assert!(auto_links(&engine).is_empty());
+    let ev = engine
+        .owner_reader()
+        .unwrap()
+        .evolution("auth_strategy", &at("2026-11-22T00:00:00Z"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(ev.steps[1].via, Some("supersedes"));
+}
+
+/// The automatic TEMPORAL link from a decision to its checkpoint decays below the pruning
+/// threshold within days; as the decision's only evidence it stays in `memory search`, at its
+/// decayed confidence, instead of fading out.
+#[test]
+fn the_only_evidence_decays_but_stays_findable() {
+    let (_dir, mut engine) = engine();
+    jwt_scenario(&mut engine);
+    let evidence_at = |t: &str| {
+        let options = MemorySearchOptions { traversal: at(t), ..MemorySearchOptions::default() };
+        let ctx = engine.memory_context("Why did we abandon JWT?", &options).unwrap();
+        ctx.evidence
+            .iter()
+            .flat_map(|i| i.items.iter().map(|x| (x.memory.id.clone(), x.confidence)))
+            .find(|(id, _)| id == "memory_2")
+    };
+    let (_, fresh) = evidence_at("2026-11-20T10:00:00Z").expect("evidence on the day");
+    let (_, later) = evidence_at("2026-12-20T10:00:00Z").expect("evidence a month later");
+    assert!(fresh >= 0.3 && later < 0.3 && later > 0.0, "decayed, not dropped: {fresh} → {later}");
 }

@@ -5,6 +5,7 @@
 use ctxgraph::{
     Cardinality, ChecklistDraft, EntityArg, GoalDraft, IngestOutcome, NodeKey, Projection,
     SlotSpecDraft, SpecRelation, SpecStatus, ValidRecord, information_gain,
+    information_gain_with_unknown,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -88,26 +89,24 @@ fn candidates() -> Vec<String> {
 fn next_slot_matches_the_hand_computed_information_gain() {
     let (_dir, mut engine) = engine();
     films(&mut engine);
-    let report = engine.owner_reader().unwrap().next_slot("identifyfilm", &candidates()).unwrap();
+    let report =
+        engine.owner_reader().unwrap().next_slot("identifyfilm", &candidates()).unwrap().unwrap();
     // H(C) = log2 4 = 2 bits.
     assert_eq!(report.entropy, 2.0);
     let gains: Vec<(&str, f64, usize)> =
         report.ranking.iter().map(|g| (g.spec.name.as_str(), g.gain, g.unknown)).collect();
-    // genre: {A, B} drama, {C} comedy, {D} unknown: 2 − (2/4·1 + 1/4·0 + 1/4·0) = 1.5.
     // era (labels era, decade): {A, C} 1980s, {B, D} 1990s: 2 − (2/4·1 + 2/4·1) = 1.
+    // genre: {A, B} drama, {C} comedy, D without a value, which is no answer: D stays whatever
+    // the answer, so 2 − (2/3·log2 3 + 1/3·log2 2) ≈ 0.61.
     // film (INSTANCE_OF Film): all four: 2 − 4/4·2 = 0. country: all us: 0 (required = false,
-    // so after film on the tie). actor: all unknown, one group: 0, and the most unknowns.
-    assert_eq!(
-        gains,
-        [
-            ("genre", 1.5, 1),
-            ("era", 1.0, 0),
-            ("film", 0.0, 0),
-            ("country", 0.0, 0),
-            ("actor", 0.0, 4)
-        ]
-    );
-    let best = report.best().unwrap();
+    // so after film on the tie). actor: no value at all: 0, and the most unknowns.
+    let genre = 2.0 - (1.0 / 3.0 * 2f64.log2() + 2.0 / 3.0 * 3f64.log2());
+    assert_eq!(gains[0], ("era", 1.0, 0));
+    assert_eq!((gains[1].0, gains[1].2), ("genre", 1));
+    assert!((gains[1].1 - genre).abs() < 1e-12, "{gains:?}");
+    assert_eq!(&gains[2..], [("film", 0.0, 0), ("country", 0.0, 0), ("actor", 0.0, 4)]);
+    assert_eq!(report.best().unwrap().spec.name, "era", "a clean split beats one with a hole");
+    let best = &report.ranking[1];
     assert_eq!(best.spec.name, "genre");
     let groups: Vec<(Option<&str>, Vec<&str>)> = best
         .groups
@@ -126,13 +125,13 @@ fn next_slot_matches_the_hand_computed_information_gain() {
 
     // Among A and C (both 1980s), only genre splits; among A and B, genre does not.
     let ac = ["concept:a".to_owned(), "concept:c".to_owned()];
-    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ac).unwrap();
+    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ac).unwrap().unwrap();
     assert_eq!((r.best().unwrap().spec.name.as_str(), r.best().unwrap().gain), ("genre", 1.0));
     let ab = ["concept:a".to_owned(), "concept:b".to_owned()];
-    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ab).unwrap();
+    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ab).unwrap().unwrap();
     assert_eq!(r.best().unwrap().spec.name, "era");
     // One candidate: nothing to split.
-    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ac[..1]).unwrap();
+    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ac[..1]).unwrap().unwrap();
     assert!(r.best().is_none());
     assert!(r.ranking.iter().all(|g| g.gain == 0.0));
 }
@@ -141,8 +140,12 @@ fn next_slot_matches_the_hand_computed_information_gain() {
 fn check_lists_satisfied_missing_and_cardinality_violations() {
     let (_dir, mut engine) = engine();
     films(&mut engine);
-    let report =
-        engine.owner_reader().unwrap().check_checklist("IdentifyFilm", "concept:d").unwrap();
+    let report = engine
+        .owner_reader()
+        .unwrap()
+        .check_checklist("IdentifyFilm", "concept:d")
+        .unwrap()
+        .unwrap();
     let status: Vec<(&str, SpecStatus)> =
         report.specs.iter().map(|s| (s.spec.name.as_str(), s.status)).collect();
     assert_eq!(
@@ -162,15 +165,23 @@ fn check_lists_satisfied_missing_and_cardinality_violations() {
     engine.set_slot(&id("concept:a"), "era", "1990s", Some(0.2), None).unwrap();
     engine.set_slot(&id("concept:a"), "actor", "Sigourney Weaver", None, None).unwrap();
     engine.set_slot(&id("concept:a"), "actor", "Ian Holm", None, None).unwrap();
-    let report =
-        engine.owner_reader().unwrap().check_checklist("identifyfilm", "concept:a").unwrap();
+    let report = engine
+        .owner_reader()
+        .unwrap()
+        .check_checklist("identifyfilm", "concept:a")
+        .unwrap()
+        .unwrap();
     assert_eq!(report.specs[2].status, SpecStatus::TooMany);
     assert_eq!(report.specs[4].status, SpecStatus::Satisfied);
     assert_eq!(report.specs[4].values.len(), 2);
     assert!(!report.complete(), "a cardinality violation makes it incomplete");
 
-    let report =
-        engine.owner_reader().unwrap().check_checklist("identifyfilm", "concept:b").unwrap();
+    let report = engine
+        .owner_reader()
+        .unwrap()
+        .check_checklist("identifyfilm", "concept:b")
+        .unwrap()
+        .unwrap();
     assert!(report.complete(), "only optional actor is missing");
 }
 
@@ -186,7 +197,7 @@ fn slot_values_keep_the_highest_confidence_and_every_source() {
     // The same observation again is a duplicate.
     let again = engine.set_slot(&e, "genre", "Science Fiction", Some(0.3), Some("blog")).unwrap();
     assert!(matches!(again, IngestOutcome::Duplicate(_)));
-    let slots = engine.owner_reader().unwrap().slots_of("concept:alien").unwrap();
+    let slots = engine.owner_reader().unwrap().slots_of("concept:alien").unwrap().unwrap().0;
     assert_eq!(slots.len(), 1, "{slots:?}");
     assert_eq!(slots[0].slot, "genre");
     assert_eq!(slots[0].value_key, "science fiction");
@@ -371,7 +382,7 @@ fn a_deferred_batch_sees_types_entities_and_checklists_declared_earlier_in_it() 
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     engine.catch_up(&mut |_, _| {}).unwrap();
     let snap = engine.owner_reader().unwrap();
-    assert!(snap.check_checklist("c", "concept:alien").unwrap().complete());
+    assert!(snap.check_checklist("c", "concept:alien").unwrap().unwrap().complete());
     assert_eq!(snap.goals(Some("user:alice")).unwrap().len(), 2);
 }
 
@@ -479,7 +490,7 @@ proptest! {
         let mut got = std::collections::BTreeMap::new();
         for name in ["alien", "heat", "amelie"] {
             let entity = format!("concept:{name}");
-            for f in snap.slots_of(&entity).unwrap() {
+            for f in snap.slots_of(&entity).unwrap().unwrap_or_default().0 {
                 got.insert((entity.clone(), f.slot, f.value_key), (f.confidence.unwrap(), f.sources.into_iter().collect()));
             }
         }
@@ -544,6 +555,21 @@ proptest! {
         reversed.reverse();
         prop_assert_eq!(information_gain(&reversed).to_bits(), gain.to_bits());
     }
+
+    /// A missing value is no answer: each candidate without one lowers the gain (or leaves it
+    /// at 0), and with none the gain is the partition's.
+    #[test]
+    fn unknown_candidates_never_raise_the_gain(
+        sizes in prop::collection::vec(0..12usize, 0..8),
+        unknown in 0..12usize,
+    ) {
+        let with = information_gain_with_unknown(&sizes, unknown);
+        let more = information_gain_with_unknown(&sizes, unknown + 1);
+        prop_assert!(more <= with + 1e-12, "{more} > {with}");
+        prop_assert!(with >= 0.0);
+        prop_assert_eq!(information_gain_with_unknown(&sizes, 0).to_bits(), information_gain(&sizes).to_bits());
+        prop_assert_eq!(information_gain_with_unknown(&[], unknown), 0.0);
+    }
 }
 
 #[test]
@@ -553,11 +579,37 @@ fn a_slot_every_candidate_shares_gains_nothing() {
     // Every film has country "US" and type Film: both gain exactly 0 over any candidate subset.
     let all = candidates();
     for k in 1..=all.len() {
-        let report = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &all[..k]).unwrap();
+        let report =
+            engine.owner_reader().unwrap().next_slot("IdentifyFilm", &all[..k]).unwrap().unwrap();
         for name in ["country", "film"] {
             let g = report.ranking.iter().find(|g| g.spec.name == name).unwrap();
             assert_eq!(g.gain, 0.0, "{name} over {k} candidates");
             assert_eq!(g.groups.len(), 1);
         }
     }
+}
+
+/// The identify flow: known answers filter the candidates (a candidate without a value is
+/// kept), the next question is asked among the rest, and its answer is written back.
+#[test]
+fn known_answers_filter_the_candidates_before_the_next_question() {
+    let (_dir, mut engine) = engine();
+    films(&mut engine);
+    let known = [("Genre".to_owned(), "DRAMA".to_owned())];
+    let snap = engine.owner_reader().unwrap();
+    let (kept, ruled_out) =
+        snap.filter_candidates("identifyfilm", &candidates(), &known).unwrap().unwrap();
+    assert_eq!(kept, ["concept:a", "concept:b", "concept:d"], "D has no genre: kept");
+    assert_eq!(ruled_out, [("concept:c".to_owned(), "genre".to_owned())]);
+    let next = snap.next_slot("identifyfilm", &kept).unwrap().unwrap();
+    assert_eq!(next.best().unwrap().spec.name, "era");
+    let bad = [("colour".to_owned(), "red".to_owned())];
+    let err = snap.filter_candidates("identifyfilm", &candidates(), &bad).unwrap_err();
+    assert_eq!(err.code(), "checklist.unknown_spec");
+    drop(snap);
+    // Confirmed, the answer is written back: D is a drama now, and C stays ruled out.
+    engine.set_slot(&id("concept:d"), "genre", "drama", Some(0.8), Some("user")).unwrap();
+    let snap = engine.owner_reader().unwrap();
+    let (kept, _) = snap.filter_candidates("identifyfilm", &candidates(), &known).unwrap().unwrap();
+    assert_eq!(kept.len(), 3);
 }

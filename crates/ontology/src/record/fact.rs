@@ -432,7 +432,7 @@ mod tests {
             .map(|(n, _)| n.as_str())
             .collect();
         assert_eq!(single, ["belongs_to", "decided_in", "reports_to"]);
-        assert_eq!(s.predicates().len(), 8);
+        assert_eq!(s.predicates().len(), 9);
         let ext = s
             .extend("module = \"ops\"\n[predicates.owned_by]\nsingle_valued = true\nobject = \"entity\"\n")
             .unwrap();

@@ -36,6 +36,10 @@ pub struct MemoryRecord {
     pub created_by: String,
     /// The session it was saved in (temporal links stay inside one).
     pub session_id: Option<String>,
+    /// Whether the automatic link rules may link it (true unless the record says
+    /// `"auto_link": false`): a memory saved without them takes part in no automatic link, now
+    /// or when the links are rebuilt.
+    pub auto_link: bool,
     /// RFC 3339 time it was saved, as written.
     pub created_at: String,
     /// `created_at` in nanoseconds since the Unix epoch.
@@ -53,7 +57,7 @@ pub struct MemoryOutcomeRecord {
     pub memory_id: String,
     /// `success`, `failed` or `partial`.
     pub outcome: String,
-    /// Why, in words.
+    /// Why, in words; empty when none was given.
     pub reason: String,
     /// `user`, `system` or `llm`.
     pub created_by: String,
@@ -120,6 +124,7 @@ pub(super) const MEMORY_FIELDS: &[&str] = &[
     "confidence",
     "created_by",
     "session_id",
+    "auto_link",
     "created_at",
     "scope",
     "pii",
@@ -242,6 +247,19 @@ impl Validator<'_> {
         let confidence = self.confidence(obj, "memory.confidence_range");
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
         let session_id = self.id(obj, "session_id", "$.session_id", false);
+        let auto_link = match obj.get("auto_link") {
+            None | Some(Value::Null) => Some(true),
+            Some(Value::Bool(b)) => Some(*b),
+            Some(other) => {
+                self.out.push(Violation::new(
+                    "$.auto_link",
+                    Some(other),
+                    "envelope.type",
+                    "must be true or false",
+                ));
+                None
+            }
+        };
         let created = self.timestamp(obj, "created_at", "$.created_at");
         let scope = self.scope(obj);
         let mut implements = implements?;
@@ -258,6 +276,7 @@ impl Validator<'_> {
             confidence: confidence?,
             created_by: created_by?,
             session_id,
+            auto_link: auto_link?,
             created_at,
             created_at_ns,
             scope: scope?,
@@ -291,7 +310,11 @@ impl Validator<'_> {
         let given_id = self.id(obj, "outcome_id", "$.outcome_id", false);
         let memory_id = self.id(obj, "memory_id", "$.memory_id", true);
         let outcome = self.enum_any_case(obj, "outcome", "outcome", None);
-        let reason = self.non_blank(obj, "reason", true);
+        // A reason is optional (an outcome is worth recording without one), but not blank.
+        let reason = match obj.contains_key("reason") {
+            true => self.non_blank(obj, "reason", true),
+            false => Some(String::new()),
+        };
         let created_by = self.enum_any_case(obj, "created_by", "creator", Some(DEFAULT_CREATOR));
         let at = self.timestamp(obj, "at", "$.at");
         let (at, at_ns) = at?;
@@ -424,6 +447,10 @@ pub(super) fn memory_json(r: &MemoryRecord) -> Value {
     m.insert("confidence".into(), r.confidence.into());
     m.insert("created_by".into(), r.created_by.clone().into());
     insert_opt(&mut m, "session_id", &r.session_id);
+    // Only the exception is written, so records without it keep their derived ids.
+    if !r.auto_link {
+        m.insert("auto_link".into(), false.into());
+    }
     m.insert("created_at".into(), r.created_at.clone().into());
     r.scope.write_json(&mut m);
     Value::Object(m)
@@ -438,7 +465,9 @@ pub(super) fn outcome_json(r: &MemoryOutcomeRecord) -> Value {
     }
     m.insert("memory_id".into(), r.memory_id.clone().into());
     m.insert("outcome".into(), r.outcome.clone().into());
-    m.insert("reason".into(), r.reason.clone().into());
+    if !r.reason.is_empty() {
+        m.insert("reason".into(), r.reason.clone().into());
+    }
     m.insert("created_by".into(), r.created_by.clone().into());
     m.insert("at".into(), r.at.clone().into());
     Value::Object(m)

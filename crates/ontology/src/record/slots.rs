@@ -602,19 +602,28 @@ impl Validator<'_> {
             Some(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_SPECS => {
                 let before = self.out.len();
                 let mut specs: Vec<SlotSpec> = Vec::with_capacity(items.len());
+                // Names seen so far, read apart from the specs' validity, so a repeated name is
+                // reported even when its spec has other problems.
+                let mut names: Vec<String> = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
                     let path = format!("$.slots[{i}]");
-                    if let Some(spec) = self.spec(item, &path) {
-                        if specs.iter().any(|s| s.name == spec.name) {
+                    let spec = self.spec(item, &path);
+                    let name = item.get("name").and_then(Value::as_str).map(str::trim);
+                    let name = name.filter(|n| !n.is_empty()).map(normalize_name);
+                    match name {
+                        Some(n) if names.contains(&n) => {
                             self.out.push(Violation::for_str(
                                 format!("{path}.name"),
-                                &spec.name,
+                                &n,
                                 "checklist.duplicate_spec",
                                 "slot spec names are unique within a checklist (after normalisation)",
                             ));
-                        } else {
-                            specs.push(spec);
                         }
+                        Some(n) => {
+                            names.push(n);
+                            specs.extend(spec);
+                        }
+                        None => specs.extend(spec),
                     }
                 }
                 (self.out.len() == before).then_some(specs)
@@ -841,21 +850,32 @@ pub fn checklist_from_file(
     let Value::Object(mut obj) = value else {
         return Err(fail("json.type", "a checklist file holds one object".into(), None));
     };
+    // A wrong record type is one problem among others: the rest of the file is still checked
+    // as a checklist, so every problem is reported at once.
+    let mut wrong_type = None;
     match obj.get("record_type") {
-        None => {
-            obj.insert("record_type".into(), "checklist".into());
-        }
+        None => {}
         Some(Value::String(t)) if t == "checklist" => {}
         Some(other) => {
-            return Err(ValidationErrors::from(vec![Violation::new(
+            wrong_type = Some(Violation::new(
                 "$.record_type",
                 Some(other),
                 "envelope.record_type",
                 "a checklist file holds a \"checklist\" record (or omits record_type)",
-            )]));
+            ));
         }
     }
-    super::validate_value(schema, limits, Value::Object(obj))
+    obj.insert("record_type".into(), "checklist".into());
+    match (super::validate_value(schema, limits, Value::Object(obj)), wrong_type) {
+        (Ok(record), None) => Ok(record),
+        (Ok(_), Some(v)) => Err(ValidationErrors::from(vec![v])),
+        (Err(e), None) => Err(e),
+        (Err(e), Some(v)) => {
+            let mut all = vec![v];
+            all.extend(e.violations);
+            Err(ValidationErrors::from(all))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -141,3 +141,38 @@ proptest! {
         prop_assert_eq!(check(o).is_ok(), known);
     }
 }
+
+#[test]
+fn an_outcome_may_come_without_a_reason_but_not_with_a_blank_one() {
+    let o = check(json!({"record_type": "memory_outcome", "memory_id": "memory_1",
+        "outcome": "success", "at": "2026-11-21T10:00:00Z"}))
+    .unwrap();
+    let RecordBody::MemoryOutcome(m) = o.body() else { panic!() };
+    assert_eq!(m.reason, "");
+    // The canonical form leaves the absent reason out and validates to the same record.
+    assert!(!o.canonical().contains("reason"), "{}", o.canonical());
+    assert_eq!(check(serde_json::from_str(o.canonical()).unwrap()).unwrap(), o);
+    let err = check(json!({"record_type": "memory_outcome", "memory_id": "memory_1",
+        "outcome": "success", "reason": " ", "at": "2026-11-21T10:00:00Z"}))
+    .unwrap_err();
+    assert_eq!(rules(&err), [("$.reason", "memory.blank")]);
+}
+
+#[test]
+fn a_memory_may_opt_out_of_automatic_links() {
+    let mut d = decision();
+    let RecordBody::Memory(m) = check(d.clone()).unwrap().body().clone() else { panic!() };
+    assert!(m.auto_link, "linked by default");
+    let linked_id = check(d.clone()).unwrap().id().to_owned();
+    d.as_object_mut().unwrap().remove("memory_id");
+    let default_id = check(d.clone()).unwrap().id().to_owned();
+    d["auto_link"] = json!(false);
+    let r = check(d.clone()).unwrap();
+    let RecordBody::Memory(m) = r.body() else { panic!() };
+    assert!(!m.auto_link);
+    assert_ne!(r.id(), default_id, "the opt-out is part of the record");
+    assert_eq!(check(serde_json::from_str(r.canonical()).unwrap()).unwrap(), r);
+    assert_eq!(linked_id, "memory_1");
+    d["auto_link"] = json!("no");
+    assert_eq!(rules(&check(d).unwrap_err()), [("$.auto_link", "envelope.type")]);
+}

@@ -179,6 +179,7 @@ fn every_problem_with_a_checklist_is_reported_at_once() {
             ("$.slots[0].relation", "schema.enum"),
             ("$.slots[0].required", "envelope.type"),
             ("$.slots[0].cardinality", "schema.enum"),
+            ("$.slots[1].name", "checklist.duplicate_spec"),
             ("$.slots[2].name", "checklist.duplicate_spec"),
             ("$.slots[3].extra", "envelope.unknown_field"),
             ("$.slots[3].expect_labels", "envelope.type"),
@@ -262,7 +263,29 @@ fn malformed_checklist_files_are_refused_by_name() {
         [("$.name", "envelope.required_field"), ("$.slots", "envelope.required_field")]
     );
     let err = parse("record_type = \"goal\"\nname = \"x\"");
-    assert_eq!(rules(&err), [("$.record_type", "envelope.record_type")]);
+    assert_eq!(
+        rules(&err),
+        [("$.record_type", "envelope.record_type"), ("$.slots", "envelope.required_field")]
+    );
+    // Two problems, two reports: a wrong record type does not hide a bad spec, and a repeated
+    // spec name is reported even when that spec has another problem.
+    let err = parse(
+        "record_type = \"goal\"\nname = \"x\"\n[[slots]]\nname = \"a\"\ncardinality = \"TWO\"",
+    );
+    assert_eq!(
+        rules(&err),
+        [("$.record_type", "envelope.record_type"), ("$.slots[0].cardinality", "schema.enum")]
+    );
+    let err = parse(
+        "name = \"x\"\n[[slots]]\nname = \"a\"\n[[slots]]\nname = \"A\"\ncardinality = \"x\"",
+    );
+    assert_eq!(
+        rules(&err),
+        [
+            ("$.slots[1].cardinality", "schema.enum"),
+            ("$.slots[1].name", "checklist.duplicate_spec")
+        ]
+    );
     let err = parse("name = 1979-05-27\n[[slots]]\nname = \"a\"");
     assert_eq!(rules(&err), [("$.name", "envelope.type")]);
     let small = Limits { max_record_bytes: 10, ..Limits::default() };

@@ -1,0 +1,183 @@
+//! The principal-scoped reads behind the knowledge tools of the interfaces: documents, types,
+//! slots, checklists, goals and entity-resolution candidates.
+//!
+//! Documents, types and checklists carry no scope (see the `access` module documentation), so
+//! they are read as they are; what names entities (slot values, instances, goals, candidate
+//! pairs) is kept only when the principal may see the entity, and a question about a hidden
+//! entity is answered as about an unknown one.
+
+use ctxgraph_ontology::graph::{Direction, NodeKey};
+use ctxgraph_projection::MEMORY;
+use ctxgraph_store::GraphReader;
+use serde_json::Value;
+
+use super::Reader;
+use crate::error::Error;
+use crate::knowledge::DocumentView;
+use crate::resolve::{Candidate, CandidateStatus};
+use crate::slots::{CheckReport, Checklist, Goal, NextReport, SlotFill, TypeInfo};
+
+/// Where a link between two memories stands, for a vote on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkLookup {
+    /// The link exists from `from` to `to` and no vote deleted it (it may have decayed).
+    Found,
+    /// It existed and a vote deleted it.
+    Deleted,
+    /// No such link from `from` to `to`, but there is one from `to` to `from`.
+    Reversed,
+    /// No such link either way.
+    Missing,
+    /// `from` or `to` is not a memory the principal may see.
+    UnknownMemory,
+}
+
+impl Reader<'_> {
+    /// Whether a link of `link_type` (any case, e.g. `implements`) runs from one visible memory
+    /// to another, for a vote on it: an automatic link that decayed below the pruning threshold
+    /// still counts, since a vote is about the link, not about its current strength.
+    pub fn memory_link(&self, from: &str, to: &str, link_type: &str) -> Result<LinkLookup, Error> {
+        if self.memory(from)?.is_none() || self.memory(to)?.is_none() {
+            return Ok(LinkLookup::UnknownMemory);
+        }
+        let edge_type = link_type.trim().to_ascii_uppercase();
+        let runs = |a: &str, b: &str| -> Result<bool, Error> {
+            Ok(self
+                .snap
+                .read
+                .edges_of(&NodeKey::new(MEMORY, a), Some(&edge_type), Direction::Out)?
+                .iter()
+                .any(|e| e.key.to.label == MEMORY && e.key.to.id == b))
+        };
+        if !runs(from, to)? {
+            return Ok(if runs(to, from)? { LinkLookup::Reversed } else { LinkLookup::Missing });
+        }
+        let votes = crate::memory::votes_of(&self.snap.read, &NodeKey::new(MEMORY, from))?;
+        let deleted = votes
+            .get(&(from.to_owned(), to.to_owned(), edge_type))
+            .is_some_and(|v| v.props.get("deleted").and_then(Value::as_bool).unwrap_or(false));
+        Ok(if deleted { LinkLookup::Deleted } else { LinkLookup::Found })
+    }
+
+    /// Whether the entity exists and the principal may see it.
+    pub fn sees_entity(&self, entity_id: &str) -> Result<bool, Error> {
+        Ok(self.node(&NodeKey::new("Entity", entity_id))?.is_some())
+    }
+
+    /// A document by id, or a URL's latest version. Documents carry no scope.
+    pub fn document(&self, id_or_url: &str) -> Result<Option<DocumentView>, Error> {
+        self.snap.document(id_or_url)
+    }
+
+    /// The declared types, each with its visible instances only.
+    pub fn types(&self) -> Result<Vec<TypeInfo>, Error> {
+        let mut out = Vec::new();
+        for mut t in self.snap.types()? {
+            let mut instances = Vec::new();
+            for id in t.instances {
+                if self.sees_entity(&id)? {
+                    instances.push(id);
+                }
+            }
+            t.instances = instances;
+            out.push(t);
+        }
+        Ok(out)
+    }
+
+    /// A visible entity's slot values and types (id, name); `None` when it is hidden or unknown.
+    #[allow(clippy::type_complexity)]
+    pub fn slots_of(
+        &self,
+        entity_id: &str,
+    ) -> Result<Option<(Vec<SlotFill>, Vec<(String, String)>)>, Error> {
+        if !self.sees_entity(entity_id)? {
+            return Ok(None);
+        }
+        Ok(Some((self.snap.slots_of(entity_id)?, self.snap.types_of(entity_id)?)))
+    }
+
+    /// The defined checklists. Checklists carry no scope.
+    pub fn checklists(&self) -> Result<Vec<Checklist>, Error> {
+        self.snap.checklists()
+    }
+
+    /// Goals, of one user or all, whose user the principal may see.
+    pub fn goals(&self, user: Option<&str>) -> Result<Vec<Goal>, Error> {
+        let mut out = Vec::new();
+        for g in self.snap.goals(user)? {
+            if self.sees_entity(&g.user_id)? {
+                out.push(g);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A checklist checked against a visible entity; `None` when the entity is hidden or
+    /// unknown.
+    pub fn check_checklist(
+        &self,
+        name: &str,
+        entity_id: &str,
+    ) -> Result<Option<CheckReport>, Error> {
+        // The owner is told why (an unknown entity is an error of the snapshot's read).
+        if !self.who.is_owner() && !self.sees_entity(entity_id)? {
+            return Ok(None);
+        }
+        self.snap.check_checklist(name, entity_id).map(Some)
+    }
+
+    /// The next slot to ask about over visible candidates; `Err(id)` names the first candidate
+    /// that is hidden or unknown.
+    pub fn next_slot(
+        &self,
+        name: &str,
+        candidates: &[String],
+    ) -> Result<Result<NextReport, String>, Error> {
+        for c in candidates {
+            if !self.who.is_owner() && !self.sees_entity(c)? {
+                return Ok(Err(c.clone()));
+            }
+        }
+        self.snap.next_slot(name, candidates).map(Ok)
+    }
+
+    /// The candidates consistent with known answers (those whose known slots agree with every known answer), over
+    /// visible candidates; `Err(id)` names the first candidate that is hidden or unknown.
+    #[allow(clippy::type_complexity)]
+    pub fn filter_candidates(
+        &self,
+        name: &str,
+        candidates: &[String],
+        known: &[(String, String)],
+    ) -> Result<Result<(Vec<String>, Vec<(String, String)>), String>, Error> {
+        for c in candidates {
+            if !self.who.is_owner() && !self.sees_entity(c)? {
+                return Ok(Err(c.clone()));
+            }
+        }
+        self.snap.filter_candidates(name, candidates, known).map(Ok)
+    }
+
+    /// Entity-resolution pairs whose two entities the principal may see, best first, at most
+    /// `limit` (counted after filtering).
+    pub fn entity_candidates(
+        &self,
+        status: Option<CandidateStatus>,
+        limit: usize,
+    ) -> Result<Vec<Candidate>, Error> {
+        if self.who.is_owner() {
+            return self.snap.entity_candidates(status, limit);
+        }
+        let mut out = Vec::new();
+        for c in self.snap.entity_candidates(status, usize::MAX)? {
+            if out.len() >= limit {
+                break;
+            }
+            if self.sees_entity(&c.a.id)? && self.sees_entity(&c.b.id)? {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+}
