@@ -417,12 +417,6 @@ impl Engine {
         Ok(self.store.set_mmap_bytes(bytes)?)
     }
 
-    /// Give back the page-cache memory of this engine's connection that nothing holds (an
-    /// engine about to sit idle).
-    pub fn release_memory(&self) {
-        self.store.release_memory();
-    }
-
     /// The cache of index parts (vector index lists, lexical posting lists) this engine reads
     /// through, to share with other engines of the same store.
     pub fn index_caches(&self) -> IndexCaches {

@@ -68,7 +68,7 @@ const READER_CACHE_BYTES: u64 = 32 << 20;
 const WRITER_CACHE_BYTES: u64 = 64 << 20;
 /// SQLite's heap in the server process, all connections of all tenants together (a soft
 /// bound: near it, page caches reuse their pages instead of growing).
-pub const SQLITE_HEAP_BUDGET: u64 = 96 << 20;
+pub const SQLITE_HEAP_BUDGET: u64 = 64 << 20;
 /// How often, at most, the writer gives freed heap memory back to the system after a write.
 const TRIM_EVERY: Duration = Duration::from_secs(5);
 /// A write-ahead log larger than this after a write is checkpointed and truncated at once.
@@ -358,9 +358,14 @@ impl Drop for Tenant {
 }
 
 /// Vectors outside the vector index (searched exactly until indexed) that make a rebuild worth
-/// its cost after a write: at least this many, and at least a quarter of those indexed, so the
-/// rebuilds' total cost stays proportional to the vectors written.
+/// its cost after a write: at least this many, and at least 1/[`INDEX_FRACTION`] of those
+/// indexed, so the rebuilds' total cost stays proportional to the vectors written.
 const INDEX_AFTER: u64 = 2_000;
+/// Every recall reads and scores every vector outside the index, on every reader at once: a
+/// quarter of the index (the bound before) made that the largest cost of a recall, and of the
+/// server's memory, as a store grew under load. A sixteenth keeps it small for 4 times the
+/// rebuilds, which run after the writes' answers.
+const INDEX_FRACTION: u64 = 16;
 
 /// Rebuild the vector or lexical index when enough was written outside it. A failure leaves
 /// the index as it was (searches still find the rest exactly) and is retried after the next
@@ -370,7 +375,7 @@ fn rebuild_lagging_indexes(w: &mut Engine) {
         Ok(s) => (s.stats_vectors().unwrap_or((0, 0)), s.text_docs_outside_index().unwrap_or(0)),
         Err(_) => return,
     };
-    if unindexed >= INDEX_AFTER.max(total.saturating_sub(unindexed) / 4) {
+    if unindexed >= INDEX_AFTER.max(total.saturating_sub(unindexed) / INDEX_FRACTION) {
         let _ = w.index_vectors();
     }
     if texts >= ctxgraph::TEXT_INDEX_REBUILD_AFTER {

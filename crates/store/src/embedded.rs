@@ -210,16 +210,6 @@ impl Embedded {
         Ok(())
     }
 
-    /// Give back to the allocator the memory of this connection's page cache that no statement
-    /// holds (SQLite's `sqlite3_db_release_memory`): for a connection about to sit idle.
-    pub fn release_memory(&self) {
-        // SAFETY: the handle is this open connection's, used from the thread that owns it
-        // (`Embedded` is not `Sync`); the call only frees unreferenced cache pages.
-        unsafe {
-            rusqlite::ffi::sqlite3_db_release_memory(self.conn.handle());
-        }
-    }
-
     /// Start the single write transaction. Its changes are durable when [`EmbeddedWrite::commit`]
     /// returns and discarded if it is dropped.
     pub fn begin_write(&mut self) -> Result<EmbeddedWrite<'_>, StoreError> {

@@ -82,7 +82,7 @@ pub(crate) fn soak(args: &SoakArgs<'_>) -> anyhow::Result<Outcome> {
     if args.clients == 0 || args.seconds <= 0.0 || args.sample_every <= 0.0 {
         bail!("--clients, --seconds and --sample-every: give a positive number");
     }
-    if !(args.warmup >= 0.0) {
+    if args.warmup.is_nan() || args.warmup < 0.0 {
         bail!("--warmup: give a number of seconds, 0 or more");
     }
     let (base, key, started) = server_target(args.target)?;
