@@ -1403,16 +1403,20 @@ pub(crate) enum BenchCommand {
     /// Sustained mixed load on a server over loopback: N clients cycle through ingest batches,
     /// recall, search, event by id and session timeline for a bounded time; reports requests/s,
     /// p50/p99 and errors per kind, and the server's resident memory sampled over time (warm,
-    /// max, ratio) with its write-ahead log size. Starts its own `ctxgraph serve` on a free
-    /// port unless --url is given (a server it did not start has no memory samples). Exits 2 if
-    /// any request failed.
+    /// max, ratio) with its write-ahead log size. The same load runs for --warmup seconds
+    /// first, unmeasured; the warm memory is the server's at the end of it. Starts its own
+    /// `ctxgraph serve` on a free port unless --url is given (a server it did not start has no
+    /// memory samples). Exits 2 if any request failed.
     Soak {
         /// Concurrent clients.
         #[arg(long, default_value_t = 16)]
         clients: usize,
-        /// How long the load lasts, in seconds.
+        /// How long the measured load lasts, in seconds.
         #[arg(long, default_value_t = 60.0)]
         seconds: f64,
+        /// Seconds of the same load before the measured part, whose end gives the warm memory.
+        #[arg(long, default_value_t = 30.0)]
+        warmup: f64,
         /// Synthetic events loaded before the load.
         #[arg(long, default_value_t = 5_000)]
         preload: usize,

@@ -231,15 +231,21 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             dir: dir.as_deref(),
             json: cli.json,
         }),
-        Command::Bench(BenchCommand::Soak { clients, seconds, preload, sample_every, target }) => {
-            bench::soak(&bench::SoakArgs {
-                clients: *clients,
-                seconds: *seconds,
-                preload: *preload,
-                sample_every: *sample_every,
-                target,
-                json: cli.json,
-            })
-        }
+        Command::Bench(BenchCommand::Soak {
+            clients,
+            seconds,
+            warmup,
+            preload,
+            sample_every,
+            target,
+        }) => bench::soak(&bench::SoakArgs {
+            clients: *clients,
+            seconds: *seconds,
+            warmup: *warmup,
+            preload: *preload,
+            sample_every: *sample_every,
+            target,
+            json: cli.json,
+        }),
     }
 }

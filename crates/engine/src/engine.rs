@@ -71,20 +71,41 @@ pub struct Engine {
     pub(crate) schema: Schema,
     options: EngineOptions,
     pub(crate) embedder: OnceLock<Arc<dyn Embedder>>,
-    /// Index parts read so far, shared by snapshots.
-    pub(crate) caches: Caches,
+    /// Index parts read so far, shared by snapshots (and by engines given
+    /// [`Engine::share_caches`]).
+    pub(crate) caches: Arc<Caches>,
     /// Events recalls returned, waiting for [`Engine::flush_access`].
     pub(crate) access: Arc<AccessTracker>,
 }
 
 /// Index parts read so far, kept for the engine's life and shared by its snapshots, so that
-/// repeated searches (a server, a benchmark) read each part once.
+/// repeated searches (a server, a benchmark) read each part once. Each part is tagged with the
+/// index generation it was read at, so engines of one store may share them.
 #[derive(Default)]
 pub(crate) struct Caches {
     /// The vector index's centroids and lists (see `vector_index::IndexCache`).
     pub(crate) vectors: IndexCache,
     /// The lexical index's posting lists (see `text_index::TextCache`).
     pub(crate) text: TextCache,
+}
+
+/// A handle on the index parts an engine has read (see [`Engine::index_caches`]); engines of
+/// one store may share it, since each part is tagged with the index generation it was read at.
+#[derive(Clone, Default)]
+pub struct IndexCaches(Arc<Caches>);
+
+impl std::fmt::Debug for IndexCaches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexCaches").finish_non_exhaustive()
+    }
+}
+
+impl Caches {
+    /// Forget every part read so far.
+    pub(crate) fn clear(&self) {
+        self.vectors.clear();
+        self.text.clear();
+    }
 }
 
 impl Engine {
@@ -118,7 +139,7 @@ impl Engine {
             schema,
             options,
             embedder: OnceLock::new(),
-            caches: Caches::default(),
+            caches: Arc::default(),
             access: Arc::new(AccessTracker::default()),
         })
     }
@@ -388,6 +409,24 @@ impl Engine {
     /// needs less than the default 256 MiB, which suits bulk loads).
     pub fn set_cache_bytes(&self, bytes: u64) -> Result<(), Error> {
         Ok(self.store.set_cache_bytes(bytes)?)
+    }
+
+    /// Bound how much of the store this engine's connection maps into memory (0: none); see
+    /// [`Embedded::set_mmap_bytes`].
+    pub fn set_mmap_bytes(&self, bytes: u64) -> Result<(), Error> {
+        Ok(self.store.set_mmap_bytes(bytes)?)
+    }
+
+    /// The cache of index parts (vector index lists, lexical posting lists) this engine reads
+    /// through, to share with other engines of the same store.
+    pub fn index_caches(&self) -> IndexCaches {
+        IndexCaches(Arc::clone(&self.caches))
+    }
+
+    /// Read the index parts through `caches` from now on, so that engines of one store (a
+    /// server's readers) hold one copy of them instead of one each.
+    pub fn set_index_caches(&mut self, caches: IndexCaches) {
+        self.caches = caches.0;
     }
 
     /// What `who` may read, in one consistent snapshot: the only way reads leave the engine

@@ -150,8 +150,9 @@ impl Engine {
         w.commit()?;
         timings.commit_us = micros(t);
         let t = Instant::now();
-        // The forget is durable now: caches must not keep what it removed, whatever follows.
-        self.caches = crate::engine::Caches::default();
+        // The forget is durable now: caches must not keep what it removed, whatever follows,
+        // in this engine or in those sharing its caches.
+        self.caches.clear();
         self.store.vacuum().map_err(|source| Error::ForgetRewrite { source })?;
         timings.vacuum_us = micros(t);
         Ok((reports, timings))

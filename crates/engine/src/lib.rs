@@ -86,8 +86,11 @@ pub use ctxgraph_ontology::{
 };
 pub use ctxgraph_ontology::{DocumentFormat, ResolvedEntity, canonical_predicate};
 pub use ctxgraph_projection::{enrich_event, telling_text};
-pub use ctxgraph_store::{FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, SessionSlot};
-pub use engine::{Engine, EngineOptions, Projection, ReprojectReport};
+pub use ctxgraph_store::{
+    FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, SessionSlot, heap_used as store_heap_used,
+    set_heap_limit as set_store_heap_limit,
+};
+pub use engine::{Engine, EngineOptions, IndexCaches, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
 pub use forget::{ForgetReport, ForgetTarget, ForgetTimings, Forgotten};

@@ -51,6 +51,11 @@ struct CachedLists {
 }
 
 impl TextCache {
+    /// Forget every list read so far.
+    pub(crate) fn clear(&self) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = CachedLists::default();
+    }
+
     /// The posting list of each term (`None`: the index has no such term).
     fn lists(
         &self,

@@ -124,6 +124,11 @@ struct CachedIndex {
 }
 
 impl IndexCache {
+    /// Forget every part read so far.
+    pub(crate) fn clear(&self) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = CachedIndex::default();
+    }
+
     /// The probed lists for `query`, from the cache or the store (none before a first build).
     fn probe(
         &self,

@@ -1,5 +1,5 @@
-//! Prometheus metrics: records ingested, projection lag per tenant, recall latency, requests by
-//! route and status. Exposed as text at `/metrics`.
+//! Prometheus metrics: records ingested, projection lag per tenant, recall latency, records per
+//! group commit, requests by route and status. Exposed as text at `/metrics`.
 
 use prometheus::{Encoder, Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
 
@@ -13,6 +13,7 @@ pub struct Metrics {
     lag: IntGaugeVec,
     enrich_lag: IntGaugeVec,
     recall: Histogram,
+    groups: Histogram,
     requests: IntCounterVec,
 }
 
@@ -59,6 +60,14 @@ impl Metrics {
             .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5]),
         )
         .expect("constant metric options are valid");
+        let groups = Histogram::with_opts(
+            HistogramOpts::new(
+                "ctxgraph_write_group_records",
+                "Records committed together by one group commit of queued ingests.",
+            )
+            .buckets(vec![1.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 5000.0, 10000.0]),
+        )
+        .expect("constant metric options are valid");
         let requests = IntCounterVec::new(
             Opts::new("ctxgraph_http_requests_total", "HTTP requests, by route and status."),
             &["route", "status"],
@@ -69,11 +78,12 @@ impl Metrics {
             Box::new(lag.clone()),
             Box::new(enrich_lag.clone()),
             Box::new(recall.clone()),
+            Box::new(groups.clone()),
             Box::new(requests.clone()),
         ] {
             let _ = registry.register(c);
         }
-        Metrics { registry, records, lag, enrich_lag, recall, requests }
+        Metrics { registry, records, lag, enrich_lag, recall, groups, requests }
     }
 
     /// Count the records of an ingest by result.
@@ -96,6 +106,11 @@ impl Metrics {
     /// One recall's latency.
     pub fn recall_seconds(&self, seconds: f64) {
         self.recall.observe(seconds);
+    }
+
+    /// One group commit of `records` records.
+    pub fn write_group(&self, records: usize) {
+        self.groups.observe(records as f64);
     }
 
     /// One HTTP request.

@@ -10,11 +10,20 @@
 //!
 //! # Concurrency
 //! Engines are blocking and not `Sync` (one SQLite connection each; a snapshot borrows its
-//! engine). Per tenant, writes go through one writer engine behind a mutex (SQLite has one writer
-//! anyway) and reads through a small pool of reader engines with their own connections, so
-//! reads never wait for a write. Every engine call runs on tokio's blocking pool. A schema
-//! module changes how records validate and read, so readers opened before one was written are
-//! dropped rather than reused.
+//! engine). Per tenant, writes go through one writer engine (SQLite has one writer anyway), fed
+//! by a queue that commits the ingests waiting at once as one group (see [`queue`]), and reads
+//! through a small pool of reader engines with their own connections, so reads never wait for
+//! a write. Every engine call runs on tokio's blocking pool. A schema module changes how
+//! records validate and read, so readers opened before one was written are dropped rather than
+//! reused, and the writer reopens.
+//!
+//! # Memory
+//! What a tenant holds is bounded whatever the load: at most [`MAX_READERS`] reader
+//! connections, kept open between requests (opening one per request churned the allocator);
+//! one cache of index parts shared by the tenant's engines; no memory-mapped reads (each
+//! connection's mapping of a growing file counted in the resident size again); and SQLite's page
+//! caches, all connections together, under one soft heap budget ([`SQLITE_HEAP_BUDGET`]).
+//! After a write, at most every [`TRIM_EVERY`], the writer gives freed heap back to the system.
 //!
 //! # Access tracking
 //! A tenant's engines share one [`AccessTracker`]: recalls note the events they return there
@@ -35,30 +44,34 @@ use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant, SystemTime};
 
 use ctxgraph::{
-    AccessTracker, Engine, EngineOptions, EntityInput, FLUSH_ACCESS_AT, FactInput, IngestOutcome,
-    MemorySearchOptions, NodeKey, ObjectInput, OpenMode, Principal, Principals, Projection,
+    AccessTracker, Engine, EngineOptions, EntityInput, FLUSH_ACCESS_AT, FactInput, IndexCaches,
+    IngestOutcome, MemorySearchOptions, NodeKey, ObjectInput, OpenMode, Principal, Principals,
     QuestionLimits, RecordKind, Resolution, RollupOptions, TraversalOptions, ValidRecord,
 };
 use serde_json::{Map, Value};
 
-use crate::error::{ServiceError, ViolationDto};
+use crate::error::ServiceError;
 use crate::metrics::Metrics;
 use crate::wire::*;
 
+mod queue;
 mod tools;
 mod trust;
 
-/// Reader engines kept per tenant between requests.
-const MAX_IDLE_READERS: usize = 4;
-/// Reader engines open at once per tenant: more requests wait for one, so memory stays bounded
-/// (each holds a connection with its page cache) however many clients there are.
+/// Reader engines open at once per tenant, all kept between requests: more requests wait for
+/// one, so memory stays bounded (each holds a connection with its page cache) however many
+/// clients there are.
 const MAX_READERS: usize = 8;
-/// Page cache of each reader engine's connection: with [`MAX_READERS`] of them, at most
-/// 256 MiB together. Each connection fills its own cache as it touches pages, so without this
-/// bound the server's memory climbs under a steady load towards 256 MiB per connection.
+/// Page cache of each reader engine's connection, at most; together they stay under
+/// [`SQLITE_HEAP_BUDGET`].
 const READER_CACHE_BYTES: u64 = 32 << 20;
 /// Page cache of the writer's connection: the server writes batches, not bulk loads.
 const WRITER_CACHE_BYTES: u64 = 64 << 20;
+/// SQLite's heap in the server process, all connections of all tenants together (a soft
+/// bound: near it, page caches reuse their pages instead of growing).
+pub const SQLITE_HEAP_BUDGET: u64 = 64 << 20;
+/// How often, at most, the writer gives freed heap memory back to the system after a write.
+const TRIM_EVERY: Duration = Duration::from_secs(5);
 /// A write-ahead log larger than this after a write is checkpointed and truncated at once.
 /// The automatic checkpoint resets the log at 64 MiB unless readers keep it from finishing,
 /// which a steady read load can do indefinitely: then the log would grow without bound.
@@ -123,12 +136,18 @@ struct ReaderPool {
     open: usize,
 }
 
-/// One tenant's store: a writer and idle readers.
+/// One tenant's store: a writer with its queue, and idle readers.
 struct Tenant {
     name: String,
     path: PathBuf,
     writer: Mutex<Engine>,
+    /// Writes waiting for the writer.
+    queue: Mutex<queue::WriteQueue>,
+    /// When the writer last gave freed memory back to the system.
+    trimmed: Mutex<Instant>,
     options: EngineOptions,
+    /// The index parts read so far, shared by the writer and every reader.
+    caches: IndexCaches,
     readers: Mutex<ReaderPool>,
     /// Signalled when a reader engine is returned or closed.
     reader_freed: std::sync::Condvar,
@@ -166,11 +185,15 @@ impl Tenant {
         }
         let writer = Engine::open(&path, OpenMode::CreateIfMissing, options.clone())?;
         writer.set_cache_bytes(WRITER_CACHE_BYTES)?;
+        writer.set_mmap_bytes(0)?;
         let access = Arc::clone(writer.access_tracker());
         Ok(Tenant {
             name: name.to_owned(),
             path,
+            caches: writer.index_caches(),
             writer: Mutex::new(writer),
+            queue: Mutex::default(),
+            trimmed: Mutex::new(Instant::now()),
             options,
             readers: Mutex::new(ReaderPool::default()),
             reader_freed: std::sync::Condvar::new(),
@@ -215,25 +238,18 @@ impl Tenant {
         }
         let engine = match idle {
             Some(e) => e,
-            None => match Engine::open(&self.path, OpenMode::MustExist, self.options.clone()) {
-                Ok(mut e) => {
-                    e.set_access_tracker(Arc::clone(&self.access));
-                    // A smaller cache is only slower; the read goes on with the default.
-                    let _ = e.set_cache_bytes(READER_CACHE_BYTES);
-                    e
-                }
+            None => match self.open_engine(false) {
+                Ok(e) => e,
                 Err(e) => {
                     lock(&self.readers).open -= 1;
                     self.reader_freed.notify_one();
-                    return Err(e.into());
+                    return Err(e);
                 }
             },
         };
         let out = f(&engine);
         let mut pool = lock(&self.readers);
-        if pool.idle.len() < MAX_IDLE_READERS
-            && self.generation.load(Ordering::Acquire) == generation
-        {
+        if self.generation.load(Ordering::Acquire) == generation {
             pool.idle.push((generation, engine));
         } else {
             pool.open -= 1;
@@ -241,6 +257,17 @@ impl Tenant {
         drop(pool);
         self.reader_freed.notify_one();
         out
+    }
+
+    /// A new engine on the tenant's store, sharing its access tracker and index caches, with
+    /// the server's memory settings: a reader, or (`writer`) the writer's replacement.
+    fn open_engine(&self, writer: bool) -> Result<Engine, ServiceError> {
+        let mut e = Engine::open(&self.path, OpenMode::MustExist, self.options.clone())?;
+        e.set_access_tracker(Arc::clone(&self.access));
+        e.set_index_caches(self.caches.clone());
+        e.set_mmap_bytes(0)?;
+        e.set_cache_bytes(if writer { WRITER_CACHE_BYTES } else { READER_CACHE_BYTES })?;
+        Ok(e)
     }
 
     /// Flush pending accesses once [`FLUSH_ACCESS_AT`] events are pending, if the writer is
@@ -258,12 +285,11 @@ impl Tenant {
         let _ = w.flush_access();
     }
 
-    /// Run `f` on the writer, then enrich what it wrote; returns the projection and enrichment
-    /// lags after it.
+    /// Run `f` on the writer, then enrich what it wrote (so that reads find it).
     fn write<T>(
         &self,
         f: impl FnOnce(&mut Engine) -> Result<T, ServiceError>,
-    ) -> Result<(T, (u64, u64)), ServiceError> {
+    ) -> Result<T, ServiceError> {
         let mut w = lock(&self.writer);
         // A request given up while it waited for the writer writes nothing: its client was
         // told it failed (or is gone), so nothing may commit on its behalf.
@@ -274,7 +300,19 @@ impl Tenant {
         // A failed flush keeps its notes for the next write; it does not fail this one.
         let _ = w.flush_access();
         let out = out?;
-        enrich_behind(&mut w);
+        // The write is durable already: a failure leaves records unenriched, which the
+        // enrichment-lag gauge shows and the next write retries.
+        let _ = w.enrich(&mut |_, _| {});
+        Ok(out)
+    }
+
+    /// The writer's upkeep after a write, once its callers were answered: rebuild an index
+    /// that lags far behind, checkpoint a large write-ahead log, report the lags, and now and
+    /// then give freed memory back to the system.
+    fn maintain(&self, metrics: &Metrics) {
+        let w = lock(&self.writer);
+        let mut w = w;
+        rebuild_lagging_indexes(&mut w);
         if w.wal_size() > WAL_TRUNCATE_AT {
             // Waits (up to the store's busy timeout) for the reads in flight to finish; new
             // reads are not blocked. A checkpoint that cannot finish now is retried after the
@@ -287,9 +325,32 @@ impl Tenant {
             .and_then(|s| s.checkpoints())
             .map(|c| (c.projection_lag(), c.enrichment_lag()))
             .unwrap_or((0, 0));
-        Ok((out, lags))
+        drop(w);
+        metrics.lags(&self.name, lags);
+        let mut trimmed = lock(&self.trimmed);
+        if trimmed.elapsed() >= TRIM_EVERY {
+            *trimmed = Instant::now();
+            release_free_memory();
+        }
     }
 }
+
+/// Give the heap's free pages back to the system (glibc's `malloc_trim`): memory freed by
+/// requests on many threads otherwise stays resident in the allocator's arenas.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_free_memory() {
+    unsafe extern "C" {
+        fn malloc_trim(pad: usize) -> std::ffi::c_int;
+    }
+    // SAFETY: `malloc_trim` only returns free memory to the system; glibc allows it at any
+    // time from any thread.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_free_memory() {}
 
 impl Drop for Tenant {
     fn drop(&mut self) {
@@ -299,23 +360,24 @@ impl Drop for Tenant {
 }
 
 /// Vectors outside the vector index (searched exactly until indexed) that make a rebuild worth
-/// its cost after a write: at least this many, and at least a quarter of those indexed, so the
-/// rebuilds' total cost stays proportional to the vectors written.
+/// its cost after a write: at least this many, and at least 1/[`INDEX_FRACTION`] of those
+/// indexed, so the rebuilds' total cost stays proportional to the vectors written.
 const INDEX_AFTER: u64 = 2_000;
+/// Every recall reads and scores every vector outside the index, on every reader at once: a
+/// quarter of the index (the bound before) made that the largest cost of a recall, and of the
+/// server's memory, as a store grew under load. A sixteenth keeps it small for 4 times the
+/// rebuilds, which run after the writes' answers.
+const INDEX_FRACTION: u64 = 16;
 
-/// Enrich what a write added (keywords, summaries, embeddings, full-text entries) so that reads
-/// find it, and rebuild an index that lags far behind. The write is already durable: a failure
-/// here leaves records unenriched, which the enrichment-lag gauge shows and the next write
-/// retries, and does not turn the acknowledged write into an error.
-fn enrich_behind(w: &mut Engine) {
-    if w.enrich(&mut |_, _| {}).is_err() {
-        return;
-    }
+/// Rebuild the vector or lexical index when enough was written outside it. A failure leaves
+/// the index as it was (searches still find the rest exactly) and is retried after the next
+/// write.
+fn rebuild_lagging_indexes(w: &mut Engine) {
     let ((total, unindexed), texts) = match w.owner_reader() {
         Ok(s) => (s.stats_vectors().unwrap_or((0, 0)), s.text_docs_outside_index().unwrap_or(0)),
         Err(_) => return,
     };
-    if unindexed >= INDEX_AFTER.max(total.saturating_sub(unindexed) / 4) {
+    if unindexed >= INDEX_AFTER.max(total.saturating_sub(unindexed) / INDEX_FRACTION) {
         let _ = w.index_vectors();
     }
     if texts >= ctxgraph::TEXT_INDEX_REBUILD_AFTER {
@@ -474,6 +536,7 @@ impl Service {
         })?;
         let path = data.join("principals.json");
         let principals = Principals::open(&path)?;
+        ctxgraph::set_store_heap_limit(SQLITE_HEAP_BUDGET);
         Ok(Service {
             inner: Arc::new(Inner {
                 data: data.to_owned(),
@@ -491,6 +554,7 @@ impl Service {
     /// --store FILE`): no registry, every principal reads and writes that file.
     pub fn single_store(store: &Path, options: EngineOptions) -> Result<Service, ServiceError> {
         let dir = store.parent().unwrap_or(Path::new(".")).to_owned();
+        ctxgraph::set_store_heap_limit(SQLITE_HEAP_BUDGET);
         Ok(Service {
             inner: Arc::new(Inner {
                 registry: Mutex::new(Registry {
@@ -636,7 +700,8 @@ impl Service {
         out
     }
 
-    /// Run a write for `who` (which must hold a writing role) on its tenant's writer.
+    /// Run a write for `who` (which must hold a writing role) on its tenant's writer, in turn
+    /// with the other writes queued.
     async fn write<T: Send + 'static>(
         &self,
         who: &Principal,
@@ -644,13 +709,39 @@ impl Service {
     ) -> Result<T, ServiceError> {
         require_write(who)?;
         let tenant = self.tenant(who)?;
-        let metrics = self.inner.metrics.clone();
-        self.blocking(move || {
-            let (out, lags) = tenant.write(f)?;
-            metrics.lags(&tenant.name, lags);
-            Ok(out)
+        self.queued(&tenant, |wanted, reply| queue::Job::Run {
+            wanted,
+            work: Box::new(move |t: &Tenant| {
+                let _ = reply.send(t.write(f));
+            }),
         })
         .await
+    }
+
+    /// Queue a write on `tenant`'s writer and wait for its answer within the request deadline;
+    /// when the deadline passes, or the caller goes away, a job not started yet is skipped (see
+    /// [`Service::blocking`]). `job` makes the job from the request's liveness flag and the
+    /// channel its answer goes to.
+    async fn queued<T>(
+        &self,
+        tenant: &Arc<Tenant>,
+        job: impl FnOnce(
+            Arc<AtomicBool>,
+            tokio::sync::oneshot::Sender<Result<T, ServiceError>>,
+        ) -> queue::Job,
+    ) -> Result<T, ServiceError> {
+        let deadline = self.limits().deadline;
+        let wanted = Wanted(Arc::new(AtomicBool::new(true)));
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        tenant.submit(job(Arc::clone(&wanted.0), reply), &self.inner.metrics);
+        match tokio::time::timeout(deadline, answer).await {
+            Ok(Ok(out)) => out,
+            Ok(Err(_)) => Err(ServiceError::internal(
+                "server.panic",
+                "the write failed: the writer stopped before answering",
+            )),
+            Err(_) => Err(past_deadline(deadline)),
+        }
     }
 
     // -----------------------------------------------------------------------------------------
@@ -670,79 +761,12 @@ impl Service {
         }
         require_write(who)?;
         let tenant = self.tenant(who)?;
-        let metrics = self.inner.metrics.clone();
-        let tenant_name = tenant.name.clone();
-        let response = self
-            .blocking(move || {
-                let ((response, schema_changed), lag) = tenant.write(|engine| {
-                    let mut results = Vec::with_capacity(req.events.len());
-                    let mut valid = Vec::new();
-                    let mut slots = Vec::new();
-                    for (index, record) in req.events.iter().enumerate() {
-                        let id = record
-                            .get("event_id")
-                            .or_else(|| record.get("id"))
-                            .and_then(Value::as_str)
-                            .map(str::to_owned);
-                        match engine.validate(&record.to_string()) {
-                            Ok(r) => {
-                                slots.push(results.len());
-                                results.push(ItemResult {
-                                    index,
-                                    id: Some(r.id().to_owned()),
-                                    status: String::new(),
-                                    position: None,
-                                    code: None,
-                                    violations: Vec::new(),
-                                });
-                                valid.push(r);
-                            }
-                            Err(e) => results.push(ItemResult {
-                                index,
-                                id,
-                                status: "rejected".into(),
-                                position: None,
-                                code: Some(e.code().to_owned()),
-                                violations: e.violations.iter().map(ViolationDto::from).collect(),
-                            }),
-                        }
-                    }
-                    let schema_changed = valid.iter().any(schema_record);
-                    let outcomes = engine.ingest_batch(&valid, Projection::Inline, false)?;
-                    for (slot, outcome) in slots.iter().zip(outcomes) {
-                        let item = &mut results[*slot];
-                        match outcome {
-                            Ok(o) => {
-                                let (status, position) = status_of(o);
-                                item.status = status.into();
-                                item.position = Some(position);
-                            }
-                            Err(e) => {
-                                let e = ServiceError::from(e);
-                                item.status = "rejected".into();
-                                item.code = Some(e.code);
-                                item.violations = e.violations;
-                            }
-                        }
-                    }
-                    let count = |s: &str| results.iter().filter(|r| r.status == s).count() as u64;
-                    let response = IngestResponse {
-                        accepted: count("accepted"),
-                        duplicates: count("duplicate"),
-                        rejected: count("rejected"),
-                        results,
-                    };
-                    Ok((response, schema_changed))
-                })?;
-                if schema_changed {
-                    tenant.generation.fetch_add(1, Ordering::AcqRel);
-                }
-                metrics.lags(&tenant.name, lag);
-                Ok(response)
-            })
-            .await?;
-        self.inner.metrics.ingested(&tenant_name, &response);
-        Ok(response)
+        self.queued(&tenant, |wanted, reply| queue::Job::Ingest {
+            events: req.events,
+            wanted,
+            reply,
+        })
+        .await
     }
 
     /// One event by id, if visible.

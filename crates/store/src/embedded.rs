@@ -198,6 +198,18 @@ impl Embedded {
         Ok(())
     }
 
+    /// Bound how much of the file this connection maps into memory for reading (SQLite's
+    /// `mmap_size`); 0 turns memory-mapped reads off. Opening maps up to 1 GiB, which suits one
+    /// process reading a large store. Mapped pages are the kernel's page cache, not the
+    /// process's heap, but every connection maps the file on its own and the resident size counts
+    /// each mapping's pages: a server with many connections to a growing store reads through
+    /// its bounded page caches instead.
+    pub fn set_mmap_bytes(&self, bytes: u64) -> Result<(), StoreError> {
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        self.conn.pragma_update(None, "mmap_size", bytes)?;
+        Ok(())
+    }
+
     /// Start the single write transaction. Its changes are durable when [`EmbeddedWrite::commit`]
     /// returns and discarded if it is dropped.
     pub fn begin_write(&mut self) -> Result<EmbeddedWrite<'_>, StoreError> {
@@ -255,6 +267,26 @@ impl Embedded {
         self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
     }
+}
+
+/// Bound the heap memory SQLite uses in this process, all connections together, to about
+/// `bytes` (SQLite's soft heap limit; 0 removes the bound); returns the previous bound.
+///
+/// Near the bound, a connection's page cache reuses its least recently used pages instead of
+/// growing, so the caches of many connections share one budget however many are open. It is a
+/// soft bound: a statement that needs more memory than the budget still gets it.
+pub fn set_heap_limit(bytes: u64) -> u64 {
+    let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+    // SAFETY: a process-wide setting SQLite allows at any time, from any thread.
+    let previous = unsafe { rusqlite::ffi::sqlite3_soft_heap_limit64(bytes) };
+    u64::try_from(previous).unwrap_or(0)
+}
+
+/// Bytes of heap memory SQLite holds in this process (page caches, statements, schemas).
+pub fn heap_used() -> u64 {
+    // SAFETY: reads a process-wide counter.
+    let used = unsafe { rusqlite::ffi::sqlite3_memory_used() };
+    u64::try_from(used).unwrap_or(0)
 }
 
 /// How long a statement waits for another connection's lock before failing with `store.busy`.

@@ -23,7 +23,9 @@ mod error;
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 
-pub use embedded::{Embedded, EmbeddedRead, EmbeddedWrite, FORMAT_VERSION, OpenMode};
+pub use embedded::{
+    Embedded, EmbeddedRead, EmbeddedWrite, FORMAT_VERSION, OpenMode, heap_used, set_heap_limit,
+};
 pub use error::StoreError;
 
 /// One record as stored in the log.

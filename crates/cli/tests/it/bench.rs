@@ -46,6 +46,8 @@ fn bench_soak_mixes_every_kind_without_errors_and_samples_the_server() {
             "2",
             "--seconds",
             "3",
+            "--warmup",
+            "2",
             "--preload",
             "300",
             "--sample-every",
@@ -59,11 +61,14 @@ fn bench_soak_mixes_every_kind_without_errors_and_samples_the_server() {
         r["kinds"].as_array().unwrap().iter().map(|k| k["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["ingest", "recall", "search", "get", "timeline"]);
     assert!(r["requests"].as_u64().unwrap() > 0, "{r}");
-    // The started server's memory: a sample before the load and at least one under it.
+    // The started server's memory: samples from before the warm-up (negative times), the warm
+    // one at its end (time 0) and the measured part's.
     let curve = r["memory"].as_array().unwrap();
-    assert!(curve.len() >= 2, "{r}");
+    let at: Vec<f64> = curve.iter().map(|s| s["seconds"].as_f64().unwrap()).collect();
+    assert!(at[0] < 0.0 && at.contains(&0.0) && at.iter().any(|&t| t > 0.0), "{r}");
     assert!(curve.iter().all(|s| s["rss_bytes"].as_u64().unwrap() > 0), "{r}");
     assert!(r["max_over_warm"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(r["warm_rss_bytes"].as_u64().unwrap() > 0, "{r}");
     // The store the load wrote to is the started server's, in the directory given.
     assert!(d.tmp.path().join("tenants").join("bench.ctxg").exists());
 }

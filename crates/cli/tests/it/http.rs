@@ -69,6 +69,45 @@ fn batch_ingest_reports_each_record_and_reads_see_them() {
     assert_eq!(stats["events"], 2, "{stats}");
 }
 
+/// Many clients ingesting at once, their batches committed in groups: every record is
+/// acknowledged as accepted, and every acknowledged record is there afterwards.
+#[test]
+fn concurrent_ingests_are_all_acknowledged_and_all_present() {
+    let s = Server::start();
+    let k = s.keys.writer.as_str();
+    let (clients, batches, per) = (12, 4, 10);
+    std::thread::scope(|scope| {
+        for c in 0..clients {
+            let s = &s;
+            scope.spawn(move || {
+                for b in 0..batches {
+                    let events = (0..per)
+                        .map(|i| {
+                            let minute = u32::try_from(b * per + i).unwrap();
+                            event(&format!("c{c}-b{b}-{i}"), &format!("s{c}"), minute, json!({}))
+                        })
+                        .collect();
+                    let body = ingest(s, k, events);
+                    assert_eq!(body["accepted"], per, "{body}");
+                }
+            });
+        }
+    });
+    let (_, stats) = s.get("/v1/stats", k);
+    assert_eq!(stats["events"], clients * batches * per, "{stats}");
+    for c in 0..clients {
+        let (status, page) = s.get(&format!("/v1/sessions/s{c}/timeline?limit=1000"), k);
+        assert_eq!(status, 200, "{page}");
+        let ids: Vec<&str> = page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["event"]["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids.len(), batches * per, "session s{c}: {ids:?}");
+    }
+}
+
 #[test]
 fn facts_and_memories_over_http() {
     let s = Server::start();
