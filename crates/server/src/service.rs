@@ -509,6 +509,18 @@ fn cursor_offset(cursor: Option<&str>) -> Result<usize, ServiceError> {
     }
 }
 
+/// Save one validated memory-family record: its id and what the store did with it.
+fn save_one(
+    engine: &mut Engine,
+    valid: &ctxgraph::ValidRecord,
+) -> Result<(String, IngestOutcome), ServiceError> {
+    let id = valid.id().to_owned();
+    let outcome = engine.save_memories(std::slice::from_ref(valid))?.pop().ok_or_else(|| {
+        ServiceError::internal("server.no_outcome", "saving reported no outcome")
+    })??;
+    Ok((id, outcome))
+}
+
 fn status_of(outcome: IngestOutcome) -> (&'static str, u64) {
     match outcome {
         IngestOutcome::New(p) => ("accepted", p),
@@ -994,14 +1006,7 @@ impl Service {
                 let valid = engine
                     .validate(&Value::Object(record).to_string())
                     .map_err(ctxgraph::Error::from)?;
-                let id = valid.id().to_owned();
-                let outcome = engine
-                    .save_memories(std::slice::from_ref(&valid))?
-                    .pop()
-                    .ok_or_else(|| {
-                        ServiceError::internal("server.no_outcome", "saving reported no outcome")
-                    })??;
-                Ok((id, outcome))
+                save_one(engine, &valid)
             })
             .await?;
         let (status, position) = status_of(outcome);

@@ -156,14 +156,7 @@ impl Service {
                     }
                 }
                 drop(snap);
-                let id = valid.id().to_owned();
-                let outcome = engine
-                    .save_memories(std::slice::from_ref(&valid))?
-                    .pop()
-                    .ok_or_else(|| {
-                        ServiceError::internal("server.no_outcome", "saving reported no outcome")
-                    })??;
-                Ok((id, outcome))
+                super::save_one(engine, &valid)
             })
             .await?;
         let (status, position) = status_of(outcome);
