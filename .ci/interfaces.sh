@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python=$(bash .ci/python-venv.sh "${MCP_VENV:-/tmp/mcpvenv}" mcp=mcp)
+python=$(bash .ci/python-venv.sh "${MCP_VENV:-/tmp/mcpvenv}" mcp==2.3.0=mcp)
 cargo build -p ctxgraph-cli --locked
 bin="${CARGO_TARGET_DIR:-target}/debug/ctxgraph"
 

