@@ -8,6 +8,6 @@ venv="${OTEL_VENV:-/tmp/otelvenv}"
 if ! "$venv/bin/python" -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http' >/dev/null 2>&1; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    opentelemetry-sdk opentelemetry-exporter-otlp-proto-http
+    opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2
 fi
 echo "$venv/bin/python"
