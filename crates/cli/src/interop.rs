@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use ctxgraph::access::{ExportFilter, ExportItem};
 use ctxgraph::{EngineOptions, IngestOptions, OpenMode};
-use ctxgraph_interop::export::{cypher, graphml, prov};
+use ctxgraph_interop::export::{GraphWriter, cypher, graphml, prov};
 use serde_json::{Value, json};
 
 use crate::Outcome;
@@ -94,52 +94,33 @@ fn write_export(
             json!({"records": records})
         }
         ExportFormat::ProvTtl => {
-            let w = prov::Writer::new(schema, &mut sink, prov::Syntax::Turtle)?;
-            stream(view, filter, GraphWriter::Prov(w))?
+            stream(view, filter, &mut prov::Writer::new(schema, &mut sink, prov::Syntax::Turtle)?)?
         }
         ExportFormat::ProvJsonld => {
-            let w = prov::Writer::new(schema, &mut sink, prov::Syntax::JsonLd)?;
-            stream(view, filter, GraphWriter::Prov(w))?
+            stream(view, filter, &mut prov::Writer::new(schema, &mut sink, prov::Syntax::JsonLd)?)?
         }
-        ExportFormat::Cypher => {
-            stream(view, filter, GraphWriter::Cypher(cypher::Writer::new(schema, &mut sink)?))?
-        }
+        ExportFormat::Cypher => stream(view, filter, &mut cypher::Writer::new(schema, &mut sink)?)?,
         ExportFormat::Graphml => {
-            stream(view, filter, GraphWriter::Graphml(graphml::Writer::new(schema, &mut sink)?))?
+            stream(view, filter, &mut graphml::Writer::new(schema, &mut sink)?)?
         }
     })
 }
 
-/// One of the graph formats' writers.
-enum GraphWriter<'s, W: Write> {
-    Prov(prov::Writer<'s, W>),
-    Cypher(cypher::Writer<'s, W>),
-    Graphml(graphml::Writer<W>),
-}
-
 /// The graph (or the part the filter selects) as the principal sees it, item by item through
-/// `writer`; returns the counts.
-fn stream<W: Write>(
+/// `writer`, then the document's end; returns the counts.
+fn stream(
     view: &ctxgraph::Reader<'_>,
     filter: &ExportFilter,
-    mut writer: GraphWriter<'_, W>,
+    writer: &mut dyn GraphWriter,
 ) -> anyhow::Result<Value> {
     let (nodes, edges) = view.export_each(filter, &mut |item| -> anyhow::Result<()> {
-        match (&mut writer, &item) {
-            (GraphWriter::Prov(w), ExportItem::Node(n)) => w.node(n)?,
-            (GraphWriter::Prov(w), ExportItem::Edge(e)) => w.edge(e)?,
-            (GraphWriter::Cypher(w), ExportItem::Node(n)) => w.node(n)?,
-            (GraphWriter::Cypher(w), ExportItem::Edge(e)) => w.edge(e)?,
-            (GraphWriter::Graphml(w), ExportItem::Node(n)) => w.node(n)?,
-            (GraphWriter::Graphml(w), ExportItem::Edge(e)) => w.edge(e)?,
+        match &item {
+            ExportItem::Node(n) => writer.node(n)?,
+            ExportItem::Edge(e) => writer.edge(e)?,
         }
         Ok(())
     })?;
-    match writer {
-        GraphWriter::Prov(w) => drop(w.finish()?),
-        GraphWriter::Cypher(w) => drop(w.finish()?),
-        GraphWriter::Graphml(w) => drop(w.finish()?),
-    }
+    writer.end()?;
     Ok(json!({"nodes": nodes, "edges": edges}))
 }
 

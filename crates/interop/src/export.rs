@@ -8,6 +8,44 @@ pub mod cypher;
 pub mod graphml;
 pub mod prov;
 
+use ctxgraph_ontology::graph::{Edge, Node};
+
+use crate::InteropError;
+
+/// What every format's writer does: take the nodes, then the edges, one at a time, then close
+/// the document; a caller streaming an export holds one writer of any format through it.
+pub trait GraphWriter {
+    /// A node's part of the document.
+    fn node(&mut self, n: &Node) -> Result<(), InteropError>;
+    /// An edge's part of the document.
+    fn edge(&mut self, e: &Edge) -> Result<(), InteropError>;
+    /// Close the document and flush it.
+    fn end(&mut self) -> Result<(), InteropError>;
+}
+
+/// A JSON number as a float every format can write, or why not (at `at`).
+pub(crate) fn finite(n: &serde_json::Number, at: &str) -> Result<f64, InteropError> {
+    match n.as_f64() {
+        Some(f) if f.is_finite() => Ok(f),
+        _ => Err(InteropError::Unwritable {
+            at: at.to_owned(),
+            code: "export.number",
+            message: format!("{n} is not a finite number"),
+        }),
+    }
+}
+
+/// Every node, then every edge, through `w`.
+fn write_all(w: &mut dyn GraphWriter, nodes: &[Node], edges: &[Edge]) -> Result<(), InteropError> {
+    for n in nodes {
+        w.node(n)?;
+    }
+    for e in edges {
+        w.edge(e)?;
+    }
+    Ok(())
+}
+
 /// The edge-free name of a node for formats with one id space: `Label:id`.
 pub(crate) fn node_name(key: &ctxgraph_ontology::graph::NodeKey) -> String {
     format!("{}:{}", key.label, key.id)

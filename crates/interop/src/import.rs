@@ -83,6 +83,47 @@ impl Imported {
         self.refused.push(Refused { item, field: field.to_owned(), code, message });
     }
 
+    /// The objects of a JSON document that is a list, or an object holding the list under one
+    /// of `keys`, numbered from 1; the document refused whole (`shape` says what was expected)
+    /// when it is neither, and an item that is not an object refused as one (a `noun`).
+    fn json_objects(
+        &mut self,
+        input: &str,
+        keys: &[&str],
+        shape: &str,
+        noun: &str,
+    ) -> Vec<(u64, serde_json::Map<String, Value>)> {
+        let doc: Value = match serde_json::from_str(input) {
+            Ok(v) => v,
+            Err(e) => {
+                self.refuse(0, "$", "import.json", format!("not JSON: {e}"));
+                return Vec::new();
+            }
+        };
+        let Some(list) = items(&doc, keys) else {
+            self.refuse(0, "$", "import.shape", format!("expected {shape}"));
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (n, item) in (1_u64..).zip(list) {
+            match item.as_object() {
+                Some(obj) => out.push((n, obj.clone())),
+                None => self.refuse(n, "$", "import.shape", format!("{noun} is a JSON object")),
+            }
+        }
+        out
+    }
+
+    /// `raw` as the stored form of a time (see [`time`]), or the item refused at `field`.
+    fn item_time(&mut self, item: u64, field: &str, raw: Option<&str>) -> Option<String> {
+        let at = raw.and_then(|t| time(t, 0));
+        if at.is_none() {
+            let what = raw.map_or("nothing".into(), |t| format!("{t:?}"));
+            self.refuse(item, field, "import.time", format!("{what} is not an RFC 3339 time"));
+        }
+        at
+    }
+
     /// Note `predicate` (whose objects are `object`: `entity` or `literal`) as one to declare
     /// when the schema lacks it.
     fn uses(&mut self, schema: &Schema, predicate: &str, object: &'static str) {

@@ -48,8 +48,16 @@ impl<'s, W: Write> Writer<'s, W> {
         Ok(Writer { schema, out })
     }
 
+    /// End the script and give the output back.
+    pub fn finish(mut self) -> Result<W, InteropError> {
+        super::GraphWriter::end(&mut self)?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write> super::GraphWriter for Writer<'_, W> {
     /// One `CREATE` of a node.
-    pub fn node(&mut self, n: &Node) -> Result<(), InteropError> {
+    fn node(&mut self, n: &Node) -> Result<(), InteropError> {
         let mut props = n.props.clone();
         // The key is always there, even for a node whose stored properties lack it.
         props
@@ -63,7 +71,7 @@ impl<'s, W: Write> Writer<'s, W> {
     }
 
     /// One `MATCH ... CREATE` of an edge between two nodes created before.
-    pub fn edge(&mut self, e: &Edge) -> Result<(), InteropError> {
+    fn edge(&mut self, e: &Edge) -> Result<(), InteropError> {
         let at = e.key.to_string();
         let props =
             if e.props.is_empty() { String::new() } else { format!(" {}", map(&e.props, &at)?) };
@@ -77,22 +85,16 @@ impl<'s, W: Write> Writer<'s, W> {
         Ok(())
     }
 
-    /// End the script and give the output back.
-    pub fn finish(mut self) -> Result<W, InteropError> {
+    fn end(&mut self) -> Result<(), InteropError> {
         self.out.flush()?;
-        Ok(self.out)
+        Ok(())
     }
 }
 
 /// The whole script for these nodes and edges, as a string (for small graphs and tests).
 pub fn script(schema: &Schema, nodes: &[Node], edges: &[Edge]) -> Result<String, InteropError> {
     let mut w = Writer::new(schema, Vec::new())?;
-    for n in nodes {
-        w.node(n)?;
-    }
-    for e in edges {
-        w.edge(e)?;
-    }
+    super::write_all(&mut w, nodes, edges)?;
     Ok(String::from_utf8_lossy(&w.finish()?).into_owned())
 }
 
@@ -134,14 +136,7 @@ pub fn literal(v: &Value, at: &str) -> Result<String, InteropError> {
         Value::Number(n) if n.is_i64() => n.to_string(),
         Value::Number(n) if n.is_u64() => string(&n.to_string()),
         Value::Number(n) => {
-            let f = n.as_f64().unwrap_or(f64::NAN);
-            if !f.is_finite() {
-                return Err(InteropError::Unwritable {
-                    at: at.to_owned(),
-                    code: "export.number",
-                    message: format!("{n} is not a finite number"),
-                });
-            }
+            let f = super::finite(n, at)?;
             // `{:?}` always writes a float as one (`1.0`, `1e-7`).
             format!("{f:?}")
         }

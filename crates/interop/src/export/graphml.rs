@@ -122,8 +122,16 @@ impl<W: Write> Writer<W> {
         Ok(Writer { out, node_keys, edge_keys, edges: 0 })
     }
 
+    /// End the document and give the output back.
+    pub fn finish(mut self) -> Result<W, InteropError> {
+        super::GraphWriter::end(&mut self)?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write> super::GraphWriter for Writer<W> {
     /// One node element.
-    pub fn node(&mut self, n: &Node) -> Result<(), InteropError> {
+    fn node(&mut self, n: &Node) -> Result<(), InteropError> {
         let mut text = format!("    <node id=\"{}\">\n", xml(&node_name(&n.key)));
         data(&mut text, &self.node_keys, "label", &Value::String(n.key.label.clone()));
         attributes(&mut text, &self.node_keys, &n.props);
@@ -133,7 +141,7 @@ impl<W: Write> Writer<W> {
     }
 
     /// One edge element, with an id of its own.
-    pub fn edge(&mut self, e: &Edge) -> Result<(), InteropError> {
+    fn edge(&mut self, e: &Edge) -> Result<(), InteropError> {
         let mut text = format!(
             "    <edge id=\"r{}\" source=\"{}\" target=\"{}\">\n",
             self.edges,
@@ -148,23 +156,17 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// End the document and give the output back.
-    pub fn finish(mut self) -> Result<W, InteropError> {
+    fn end(&mut self) -> Result<(), InteropError> {
         writeln!(self.out, "  </graph>\n</graphml>")?;
         self.out.flush()?;
-        Ok(self.out)
+        Ok(())
     }
 }
 
 /// The whole document for these nodes and edges, as a string (for small graphs and tests).
 pub fn document(schema: &Schema, nodes: &[Node], edges: &[Edge]) -> Result<String, InteropError> {
     let mut w = Writer::new(schema, Vec::new())?;
-    for n in nodes {
-        w.node(n)?;
-    }
-    for e in edges {
-        w.edge(e)?;
-    }
+    super::write_all(&mut w, nodes, edges)?;
     Ok(String::from_utf8_lossy(&w.finish()?).into_owned())
 }
 

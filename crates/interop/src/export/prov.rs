@@ -296,14 +296,7 @@ fn literals(
         Value::Bool(b) => vec![typed(b.to_string(), Some("boolean"))],
         Value::Number(n) => {
             if n.is_f64() {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                if !f.is_finite() {
-                    return Err(InteropError::Unwritable {
-                        at: at.to_owned(),
-                        code: "export.number",
-                        message: format!("{n} is not a finite number"),
-                    });
-                }
+                let f = super::finite(n, at)?;
                 vec![typed(format!("{f:e}"), Some("double"))]
             } else {
                 vec![typed(n.to_string(), Some("integer"))]
@@ -374,24 +367,9 @@ impl<'s, W: Write> Writer<'s, W> {
         Ok(Writer { schema, out, syntax, sessions: BTreeSet::new(), wrote: false })
     }
 
-    /// A node's statements.
-    pub fn node(&mut self, node: &Node) -> Result<(), InteropError> {
-        let ts = node_triples(self.schema, node, &mut self.sessions)?;
-        self.write(&ts)
-    }
-
-    /// An edge's statements.
-    pub fn edge(&mut self, edge: &Edge) -> Result<(), InteropError> {
-        let ts = edge_triples(self.schema, edge);
-        self.write(&ts)
-    }
-
     /// End the document and give the output back.
     pub fn finish(mut self) -> Result<W, InteropError> {
-        if self.syntax == Syntax::JsonLd {
-            writeln!(self.out, "\n]}}")?;
-        }
-        self.out.flush()?;
+        super::GraphWriter::end(&mut self)?;
         Ok(self.out)
     }
 
@@ -417,6 +395,28 @@ impl<'s, W: Write> Writer<'s, W> {
     }
 }
 
+impl<W: Write> super::GraphWriter for Writer<'_, W> {
+    /// A node's statements.
+    fn node(&mut self, node: &Node) -> Result<(), InteropError> {
+        let ts = node_triples(self.schema, node, &mut self.sessions)?;
+        self.write(&ts)
+    }
+
+    /// An edge's statements.
+    fn edge(&mut self, edge: &Edge) -> Result<(), InteropError> {
+        let ts = edge_triples(self.schema, edge);
+        self.write(&ts)
+    }
+
+    fn end(&mut self) -> Result<(), InteropError> {
+        if self.syntax == Syntax::JsonLd {
+            writeln!(self.out, "\n]}}")?;
+        }
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
 /// The whole document for these nodes and edges, as a string (for small graphs and tests).
 pub fn document(
     schema: &Schema,
@@ -425,12 +425,7 @@ pub fn document(
     syntax: Syntax,
 ) -> Result<String, InteropError> {
     let mut w = Writer::new(schema, Vec::new(), syntax)?;
-    for n in nodes {
-        w.node(n)?;
-    }
-    for e in edges {
-        w.edge(e)?;
-    }
+    super::write_all(&mut w, nodes, edges)?;
     Ok(String::from_utf8_lossy(&w.finish()?).into_owned())
 }
 

@@ -12,7 +12,7 @@
 use ctxgraph_ontology::Schema;
 use serde_json::{Value, json};
 
-use super::{Imported, content_id, id_part, items, text, time};
+use super::{Imported, content_id, id_part, text};
 
 /// The default session and agent.
 const DEFAULT: &str = "episodes";
@@ -20,27 +20,9 @@ const DEFAULT: &str = "episodes";
 /// Read the document's text.
 pub fn read(_schema: &Schema, input: &str) -> Imported {
     let mut out = Imported::default();
-    let doc: Value = match serde_json::from_str(input) {
-        Ok(v) => v,
-        Err(e) => {
-            out.refuse(0, "$", "import.json", format!("not JSON: {e}"));
-            return out;
-        }
-    };
-    let Some(list) = items(&doc, &["episodes"]) else {
-        out.refuse(
-            0,
-            "$",
-            "import.shape",
-            "expected a list of episodes or {\"episodes\": [...]}".into(),
-        );
-        return out;
-    };
-    for (n, item) in (1_u64..).zip(list) {
-        let Some(obj) = item.as_object() else {
-            out.refuse(n, "$", "import.shape", "an episode is a JSON object".into());
-            continue;
-        };
+    let shape = "a list of episodes or {\"episodes\": [...]}";
+    for (n, obj) in out.json_objects(input, &["episodes"], shape, "an episode") {
+        let obj = &obj;
         let Some(name) = text(obj, "name") else {
             out.refuse(
                 n,
@@ -65,18 +47,7 @@ pub fn read(_schema: &Schema, input: &str) -> Imported {
         };
         let raw_time =
             ["reference_time", "valid_at", "created_at"].iter().find_map(|k| text(obj, k));
-        let Some(occurred_at) = raw_time.and_then(|t| time(t, 0)) else {
-            out.refuse(
-                n,
-                "$.reference_time",
-                "import.time",
-                format!(
-                    "{} is not an RFC 3339 time",
-                    raw_time.map_or("nothing".into(), |t| format!("{t:?}"))
-                ),
-            );
-            continue;
-        };
+        let Some(occurred_at) = out.item_time(n, "$.reference_time", raw_time) else { continue };
         let source = text(obj, "source").unwrap_or("text").to_lowercase();
         let group = text(obj, "group_id").and_then(id_part).unwrap_or_else(|| DEFAULT.into());
         let event_id = match text(obj, "uuid").and_then(id_part) {

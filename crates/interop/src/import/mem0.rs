@@ -13,7 +13,7 @@
 use ctxgraph_ontology::Schema;
 use serde_json::{Value, json};
 
-use super::{Imported, content_id, id_part, items, text, time};
+use super::{Imported, content_id, id_part, text};
 
 /// Prefix of ids and default agent and session.
 const SOURCE: &str = "mem0";
@@ -21,27 +21,9 @@ const SOURCE: &str = "mem0";
 /// Read the document's text.
 pub fn read(_schema: &Schema, input: &str) -> Imported {
     let mut out = Imported::default();
-    let doc: Value = match serde_json::from_str(input) {
-        Ok(v) => v,
-        Err(e) => {
-            out.refuse(0, "$", "import.json", format!("not JSON: {e}"));
-            return out;
-        }
-    };
-    let Some(list) = items(&doc, &["results", "memories"]) else {
-        out.refuse(
-            0,
-            "$",
-            "import.shape",
-            "expected a list of memories, {\"results\": [...]} or {\"memories\": [...]}".into(),
-        );
-        return out;
-    };
-    for (n, item) in (1_u64..).zip(list) {
-        let Some(obj) = item.as_object() else {
-            out.refuse(n, "$", "import.shape", "a memory is a JSON object".into());
-            continue;
-        };
+    let shape = "a list of memories, {\"results\": [...]} or {\"memories\": [...]}";
+    for (n, obj) in out.json_objects(input, &["results", "memories"], shape, "a memory") {
+        let obj = &obj;
         let Some(memory) = text(obj, "memory").or_else(|| text(obj, "text")) else {
             out.refuse(
                 n,
@@ -52,18 +34,7 @@ pub fn read(_schema: &Schema, input: &str) -> Imported {
             continue;
         };
         let raw_time = text(obj, "created_at").or_else(|| text(obj, "updated_at"));
-        let Some(occurred_at) = raw_time.and_then(|t| time(t, 0)) else {
-            out.refuse(
-                n,
-                "$.created_at",
-                "import.time",
-                format!(
-                    "{} is not an RFC 3339 time",
-                    raw_time.map_or("nothing".into(), |t| format!("{t:?}"))
-                ),
-            );
-            continue;
-        };
+        let Some(occurred_at) = out.item_time(n, "$.created_at", raw_time) else { continue };
         let updated = text(obj, "updated_at").unwrap_or("");
         let user = text(obj, "user_id").and_then(id_part);
         let agent = text(obj, "agent_id").and_then(id_part);
