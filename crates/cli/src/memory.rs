@@ -254,6 +254,11 @@ pub(crate) fn describe_outcome(node: &ctxgraph::Node) -> String {
     format!("{} for {}: {}", s("outcome").to_uppercase(), s("memory_id"), s("reason"))
 }
 
+/// An outcome as the listings print it: `FAILED at <time>: <reason>`.
+fn outcome_line(o: &ctxgraph::OutcomeView) -> String {
+    format!("{} at {}: {}", o.outcome.to_uppercase(), when(&o.at), o.reason)
+}
+
 fn one_line(m: &MemoryView) -> String {
     let mut s =
         format!("{}  {}  {}  {}", m.id, m.kind, when(&m.created_at), shorten(&m.content, 70));
@@ -282,13 +287,7 @@ fn print_evolution(out: &mut impl Write, e: &Evolution) -> std::io::Result<()> {
         }
         writeln!(out, "  {}. {}", i + 1, one_line(&s.memory))?;
         for o in &s.outcomes {
-            writeln!(
-                out,
-                "       outcome {} at {}: {}",
-                o.outcome.to_uppercase(),
-                when(&o.at),
-                o.reason
-            )?;
+            writeln!(out, "       outcome {}", outcome_line(o))?;
         }
         if !s.implemented_by.is_empty() {
             writeln!(out, "       implemented by {}", s.implemented_by.join(", "))?;
@@ -314,14 +313,7 @@ fn print_impact(out: &mut impl Write, i: &Impact) -> std::io::Result<()> {
         )?;
     }
     for o in &i.outcomes {
-        writeln!(
-            out,
-            "  outcome of {}: {} at {}: {}",
-            o.memory_id,
-            o.outcome.to_uppercase(),
-            when(&o.at),
-            o.reason
-        )?;
+        writeln!(out, "  outcome of {}: {}", o.memory_id, outcome_line(o))?;
     }
     for m in &i.superseded_by {
         writeln!(out, "  superseded by {}", one_line(m))?;
@@ -358,7 +350,7 @@ fn show(cli: &Cli, id: &str, as_of: Option<&str>) -> anyhow::Result<Outcome> {
     }
     writeln!(out, "  confidence {:.2}, saved by {}", m.confidence, m.created_by)?;
     for o in &outcomes {
-        writeln!(out, "  outcome {} at {}: {}", o.outcome.to_uppercase(), when(&o.at), o.reason)?;
+        writeln!(out, "  outcome {}", outcome_line(o))?;
     }
     if !links.is_empty() {
         let mut tb = table(&["link", "from", "to", "rule", "by", "confidence"]);
@@ -595,14 +587,7 @@ pub(crate) fn rollup(
     }
     writeln!(out, "outcomes ({}):", r.outcomes.len())?;
     for o in &r.outcomes {
-        writeln!(
-            out,
-            "  {} {} at {}: {}",
-            o.memory_id,
-            o.outcome.to_uppercase(),
-            when(&o.at),
-            o.reason
-        )?;
+        writeln!(out, "  {} {}", o.memory_id, outcome_line(o))?;
     }
     writeln!(out, "open ({}):", r.open.len())?;
     for m in &r.open {

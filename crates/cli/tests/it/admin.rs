@@ -256,20 +256,19 @@ fn a_fully_rejected_ingest_creates_no_store() {
     assert!(d.db().exists());
 }
 
-#[test]
-fn serving_plain_http_beyond_loopback_warns() {
+/// `ctxgraph serve --addr ADDR` in `data`: its first line, read once it answers `/healthz` on
+/// loopback, then SIGTERM: what it wrote on stderr, after it exited cleanly.
+fn serve_and_stop(addr: &str, data: &std::path::Path) -> (String, String) {
     use std::io::{BufRead, Read};
-    let tmp = tempfile::tempdir().unwrap();
     let mut child = ctxgraph()
-        .args(["serve", "--addr", "0.0.0.0:0", "--data"])
-        .arg(tmp.path().join("data"))
+        .args(["serve", "--addr", addr, "--data"])
+        .arg(data)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert!(line.starts_with("listening on http://0.0.0.0:"), "{line}");
     // Once it answers, it handles SIGTERM.
     let port = line.trim().rsplit(':').next().unwrap().to_owned();
     ureq::get(&format!("http://127.0.0.1:{port}/healthz")).call().unwrap();
@@ -278,24 +277,18 @@ fn serving_plain_http_beyond_loopback_warns() {
     let mut stderr = String::new();
     child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
     assert!(child.wait().unwrap().success());
+    (line, stderr)
+}
+
+#[test]
+fn serving_plain_http_beyond_loopback_warns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (line, stderr) = serve_and_stop("0.0.0.0:0", &data);
+    assert!(line.starts_with("listening on http://0.0.0.0:"), "{line}");
     assert!(stderr.contains("warning: serving plain HTTP"), "{stderr}");
     // Loopback gets no warning.
-    let mut child = ctxgraph()
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(tmp.path().join("data"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let base = line.trim().trim_start_matches("listening on ").to_owned();
-    ureq::get(&format!("{base}/healthz")).call().unwrap();
-    let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    assert!(child.wait().unwrap().success());
+    let (_, stderr) = serve_and_stop("127.0.0.1:0", &data);
     assert!(!stderr.contains("warning"), "{stderr}");
 }
 

@@ -73,6 +73,13 @@ pub(crate) async fn err(client: &Client, tool: &str, args: Value) -> Value {
     v["error"].clone()
 }
 
+/// `ctxgraph mcp ARGS` started as a child and served over its stdio.
+pub(crate) async fn stdio_client(args: &[&std::ffi::OsStr]) -> Client {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ctxgraph"));
+    cmd.arg("mcp").args(args);
+    ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap()
+}
+
 pub(crate) async fn http_client(s: &Server, key: &str) -> Client {
     let config = StreamableHttpClientTransportConfig::with_uri(s.url("/mcp")).auth_header(key);
     ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap()
@@ -198,9 +205,9 @@ fn stdio_as_a_principal_calls_every_tool() {
     let data = dir.path().join("data");
     add_principal(&data, "alice", "acme", &["writer"]);
     runtime().block_on(async {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ctxgraph"));
-        cmd.args(["mcp", "--as", "alice", "--data"]).arg(&data);
-        let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        let client =
+            stdio_client(&["--as".as_ref(), "alice".as_ref(), "--data".as_ref(), data.as_os_str()])
+                .await;
         every_tool(&client).await;
         client.cancel().await.unwrap();
     });
@@ -212,9 +219,7 @@ fn stdio_on_a_store_file_acts_as_the_local_principal() {
     let dir = tempfile::TempDir::new().unwrap();
     let store = dir.path().join("g.ctxg");
     runtime().block_on(async {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ctxgraph"));
-        cmd.args(["mcp", "--store"]).arg(&store);
-        let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        let client = stdio_client(&["--store".as_ref(), store.as_os_str()]).await;
         let m = ok(
             &client,
             "save_memory",

@@ -3,11 +3,9 @@
 //! stable code, and the fixes of decision memory's interface bugs (an outcome without a reason,
 //! `created_by` of an agent, an unlink of a link that does not exist).
 
-use rmcp::ServiceExt;
-use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
-use crate::mcp::{Client, err, ok, runtime};
+use crate::mcp::{Client, err, ok, runtime, stdio_client};
 use crate::server::Server;
 
 /// The summary of an answer: present and readable.
@@ -261,9 +259,7 @@ fn knowledge_tools_over_stdio() {
     let dir = tempfile::TempDir::new().unwrap();
     let store = dir.path().join("g.ctxg");
     runtime().block_on(async {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ctxgraph"));
-        cmd.args(["mcp", "--store"]).arg(&store);
-        let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        let client = stdio_client(&["--store".as_ref(), store.as_os_str()]).await;
         memories(&client).await;
         documents(&client).await;
         types_slots_checklists(&client).await;
