@@ -96,14 +96,12 @@ impl Reader<'_> {
             for label in self.snap.schema().node_types().keys() {
                 let mut after: Option<String> = None;
                 loop {
-                    let page = self.snap.nodes(label, after.as_deref(), PAGE)?;
+                    let page = self.nodes(label, after.as_deref(), PAGE)?;
                     let Some(last) = page.last() else { break };
                     after = Some(last.key.id.clone());
                     for n in page {
-                        if let Some(n) = self.shown(n)? {
-                            keys.insert(n.key.clone());
-                            visit(ExportItem::Node(n))?;
-                        }
+                        keys.insert(n.key.clone());
+                        visit(ExportItem::Node(n))?;
                     }
                 }
             }

@@ -579,6 +579,30 @@ proptest! {
             prop_assert_eq!(keys(&reader), want, "edges of type {}", edge_type);
         }
 
+        // An export holds what the reads show: the same nodes (as a point read shows each) and
+        // the edges whose two ends are visible.
+        let export = |r: &ctxgraph::Reader<'_>| {
+            let (mut nodes, mut edges) = (Vec::new(), BTreeSet::new());
+            r.export_each(&ctxgraph::access::ExportFilter::default(), &mut |item| -> Result<(), ctxgraph::Error> {
+                match item {
+                    ctxgraph::access::ExportItem::Node(n) => nodes.push(n),
+                    ctxgraph::access::ExportItem::Edge(e) => { edges.insert(e.key); }
+                }
+                Ok(())
+            }).unwrap();
+            (nodes, edges)
+        };
+        let (got_nodes, got_edges) = export(&reader);
+        let (all_nodes, all_edges) = export(&owner);
+        let want: BTreeSet<NodeKey> = all_nodes.iter().map(|n| n.key.clone()).filter(|k| !hidden(k)).collect();
+        prop_assert_eq!(got_nodes.iter().map(|n| n.key.clone()).collect::<BTreeSet<_>>(), want);
+        for n in &got_nodes {
+            let point = reader.node(&n.key).unwrap();
+            prop_assert_eq!(Some(n), point.as_ref(), "exported {}", n.key);
+        }
+        let want: BTreeSet<_> = all_edges.into_iter().filter(|k| !hidden(&k.from) && !hidden(&k.to)).collect();
+        prop_assert_eq!(got_edges, want);
+
         // The owner's reads refuse a principal.
         if !who.is_admin() {
             prop_assert!(reader.forgotten().is_err());
