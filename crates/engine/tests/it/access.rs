@@ -837,3 +837,36 @@ fn deciding_an_entity_reads_a_bounded_number_of_records() {
     let a = scoped.as_principal(&owner).node(&agent).unwrap().unwrap();
     assert_eq!(a.props["mention_count"], json!(1010));
 }
+
+#[test]
+fn reads_that_name_entities_keep_to_the_visible_ones() {
+    let (_dir, mut e) = engine();
+    // `ReadFile` is named only by an event the viewer may not see; `read_file` by an open one.
+    let ev = |id: &str, tool: &str, scope: Value| {
+        let mut ev = json!({"event_id": id, "event_type": "tool.execute", "occurred_at": "2026-11-20T09:00:00Z",
+            "session_id": id, "agent_id": "a", "trace_id": "t",
+            "entities": [{"name": tool, "entity_type": "tool"}]});
+        if !scope.is_null() {
+            ev["scope"] = scope;
+        }
+        format!("{ev}\n")
+    };
+    let lines = ev("e1", "read_file", Value::Null)
+        + &ev("e2", "ReadFile", json!({"allow_roles": ["operator"]}));
+    e.ingest_jsonl(lines.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    e.enrich(&mut |_, _| {}).unwrap();
+    e.resolve_entities(&ctxgraph::ResolveConfig::default()).unwrap();
+    let owner = e.owner_reader().unwrap();
+    let pairs = owner.entity_candidates(None, 10).unwrap();
+    assert_eq!(pairs.len(), 1, "the two spellings are a candidate pair: {pairs:?}");
+    let hidden = &ctxgraph::entity_id("tool", "ReadFile");
+    let visible = &ctxgraph::entity_id("tool", "read_file");
+    assert!([&pairs[0].a.id, &pairs[0].b.id].contains(&hidden));
+    let who = viewer();
+    let reader = owner.as_principal(&who);
+    assert!(reader.node(&NodeKey::new("Entity", hidden.as_str())).unwrap().is_none());
+    assert!(reader.entity_candidates(None, 10).unwrap().is_empty(), "a pair names a hidden entity");
+    assert_eq!(reader.slots_of(hidden).unwrap(), None, "a hidden entity reads as unknown");
+    assert!(reader.types_of(hidden).unwrap().is_empty());
+    assert!(reader.slots_of(visible).unwrap().is_some());
+}
