@@ -29,12 +29,12 @@ fn open(cli: &Cli) -> anyhow::Result<Engine> {
 fn entity(cli: &Cli, engine: &Engine, args: &EntityRefArgs) -> anyhow::Result<EntityArg> {
     match &args.entity_type {
         Some(t) => Ok(EntityArg::Named { name: args.entity.clone(), entity_type: t.clone() }),
-        None => Ok(EntityArg::Id(existing(cli, engine, &args.entity)?)),
+        None => Ok(EntityArg::Id(existing(&crate::reader(cli, engine)?, &args.entity)?)),
     }
 }
 
-fn existing(cli: &Cli, engine: &Engine, arg: &str) -> anyhow::Result<String> {
-    entity_arg(&crate::reader(cli, engine)?, arg)
+fn existing(reader: &ctxgraph::Reader<'_>, arg: &str) -> anyhow::Result<String> {
+    entity_arg(reader, arg)
         .with_context(|| format!("entity `{arg}` (give --entity-type TYPE to create it)"))
 }
 
@@ -125,9 +125,10 @@ pub(crate) fn slots(cli: &Cli, cmd: &SlotCommand) -> anyhow::Result<Outcome> {
             written(cli, "slot", &format!("{} {slot} = {value}", args.entity), outcome)
         }
         SlotCommand::List { entity } => {
-            let id = existing(cli, &engine, entity)?;
+            let reader = crate::reader(cli, &engine)?;
+            let id = existing(&reader, entity)?;
             // `existing` found the entity through this principal's reader: it is visible.
-            let (slots, types) = crate::reader(cli, &engine)?.slots_of(&id)?.unwrap_or_default();
+            let (slots, types) = reader.slots_of(&id)?.unwrap_or_default();
             if cli.json {
                 print_json(&json!({
                     "entity": id,
@@ -232,8 +233,9 @@ pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Ou
             Ok(if list.is_empty() { Outcome::NotFound } else { Outcome::Done })
         }
         ChecklistCommand::Check { name, entity } => {
-            let id = existing(cli, &engine, entity)?;
-            let report = crate::reader(cli, &engine)?
+            let reader = crate::reader(cli, &engine)?;
+            let id = existing(&reader, entity)?;
+            let report = reader
                 .check_checklist(name, &id)
                 .map_err(flat)
                 .with_context(|| format!("checking `{id}` against checklist `{name}`"))?
@@ -242,9 +244,10 @@ pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Ou
             Ok(Outcome::Done)
         }
         ChecklistCommand::Next { name, candidates, known } => {
+            let reader = crate::reader(cli, &engine)?;
             let ids = candidates
                 .iter()
-                .map(|c| existing(cli, &engine, c.trim()))
+                .map(|c| existing(&reader, c.trim()))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let known = known
                 .iter()
@@ -256,7 +259,6 @@ pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Ou
                         })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let reader = crate::reader(cli, &engine)?;
             let (ids, ruled_out) = reader
                 .filter_candidates(name, &ids, &known)
                 .map_err(flat)?
