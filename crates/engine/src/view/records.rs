@@ -1,12 +1,11 @@
 //! Reads of the records that carry no scope of their own: facts, documents and checklists are
 //! the tenant's shared knowledge, written by a principal with the writer role, and every
 //! principal of the tenant reads them as written. (What names entities, such as slot values,
-//! instances, goals and resolution candidates, is in `tools.rs`: kept only when the principal
-//! may see the entity.)
+//! instances, goals and resolution candidates, is in `tools.rs`.)
 
 use super::Reader;
 use crate::error::Error;
-use crate::knowledge::{Contradiction, DocumentSummary, FactQuery, FactView};
+use crate::knowledge::{Contradiction, DocumentSummary, DocumentView, FactQuery, FactView};
 use crate::slots::Checklist;
 
 impl Reader<'_> {
@@ -25,13 +24,14 @@ impl Reader<'_> {
         self.snap.documents()
     }
 
-    /// The types a visible entity is asserted to be, with their sources (none for a hidden
-    /// one).
-    pub fn types_of(&self, entity_id: &str) -> Result<Vec<(String, String)>, Error> {
-        if !self.sees_entity(entity_id)? {
-            return Ok(Vec::new());
-        }
-        self.snap.types_of(entity_id)
+    /// A document by id, or a URL's latest version.
+    pub fn document(&self, id_or_url: &str) -> Result<Option<DocumentView>, Error> {
+        self.snap.document(id_or_url)
+    }
+
+    /// The defined checklists.
+    pub fn checklists(&self) -> Result<Vec<Checklist>, Error> {
+        self.snap.checklists()
     }
 
     /// One checklist by name.

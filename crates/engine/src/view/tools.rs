@@ -1,10 +1,8 @@
-//! The principal-scoped reads behind the knowledge tools of the interfaces: documents, types,
-//! slots, checklists, goals and entity-resolution candidates.
-//!
-//! Documents, types and checklists carry no scope (see the `access` module documentation), so
-//! they are read as they are; what names entities (slot values, instances, goals, candidate
-//! pairs) is kept only when the principal may see the entity, and a question about a hidden
-//! entity is answered as about an unknown one.
+//! The reads that name entities, behind the knowledge tools of the interfaces: types with
+//! their instances, slot values, goals, checklist checks and questions, entity-resolution
+//! candidates, and a link's state for a vote. What names an entity is kept only when the
+//! principal may see the entity, and a question about a hidden entity is answered as about an
+//! unknown one. (Records without scope of their own are in `records.rs`.)
 
 use ctxgraph_ontology::graph::{Direction, NodeKey};
 use ctxgraph_projection::MEMORY;
@@ -13,9 +11,8 @@ use serde_json::Value;
 
 use super::Reader;
 use crate::error::Error;
-use crate::knowledge::DocumentView;
 use crate::resolve::{Candidate, CandidateStatus};
-use crate::slots::{CheckReport, Checklist, Goal, NextReport, SlotFill, TypeInfo};
+use crate::slots::{CheckReport, Goal, NextReport, SlotFill, TypeInfo};
 
 /// Where a link between two memories stands, for a vote on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,11 +61,6 @@ impl Reader<'_> {
         Ok(self.node(&NodeKey::new("Entity", entity_id))?.is_some())
     }
 
-    /// A document by id, or a URL's latest version. Documents carry no scope.
-    pub fn document(&self, id_or_url: &str) -> Result<Option<DocumentView>, Error> {
-        self.snap.document(id_or_url)
-    }
-
     /// The declared types, each with its visible instances only.
     pub fn types(&self) -> Result<Vec<TypeInfo>, Error> {
         let mut out = Vec::new();
@@ -97,9 +89,13 @@ impl Reader<'_> {
         Ok(Some((self.snap.slots_of(entity_id)?, self.snap.types_of(entity_id)?)))
     }
 
-    /// The defined checklists. Checklists carry no scope.
-    pub fn checklists(&self) -> Result<Vec<Checklist>, Error> {
-        self.snap.checklists()
+    /// The types a visible entity is asserted to be, with their sources (none for a hidden
+    /// one).
+    pub fn types_of(&self, entity_id: &str) -> Result<Vec<(String, String)>, Error> {
+        if !self.sees_entity(entity_id)? {
+            return Ok(Vec::new());
+        }
+        self.snap.types_of(entity_id)
     }
 
     /// Goals, of one user or all, whose user the principal may see.
