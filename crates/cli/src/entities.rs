@@ -72,25 +72,36 @@ fn candidates(cli: &Cli, limit: usize, status: CandidateStatusArg) -> anyhow::Re
     Ok(if list.is_empty() { Outcome::NotFound } else { Outcome::Done })
 }
 
-/// The ids of the entities named `arg` (a bare name) that the reader may see, one per entity
-/// type that has it.
+/// The entities `arg` names that the reader may see: for `type:name`, that one entity (in any
+/// spelling); for a bare name, the entity of that name of each entity type that has one.
 pub(crate) fn entities_named(
     snap: &ctxgraph::Reader<'_>,
     arg: &str,
-) -> anyhow::Result<Vec<String>> {
-    let types: Vec<String> = snap
-        .schema()
-        .enum_def("entity_type")
-        .map(|e| e.values.iter().map(|v| v.name.clone()).collect())
-        .unwrap_or_default();
+) -> anyhow::Result<Vec<ctxgraph::Node>> {
+    let schema = snap.schema();
+    let ids: Vec<String> = match schema.entity_type_of(arg) {
+        Some(t) => vec![entity_id(t, &arg[t.len() + 1..])],
+        None => schema
+            .enum_def("entity_type")
+            .map(|e| e.values.iter().map(|v| entity_id(&v.name, arg)).collect())
+            .unwrap_or_default(),
+    };
     let mut found = Vec::new();
-    for t in &types {
-        let id = entity_id(t, arg);
-        if snap.node(&NodeKey::new("Entity", &id))?.is_some() {
-            found.push(id);
+    for id in ids {
+        if let Some(n) = snap.node(&NodeKey::new("Entity", &id))? {
+            found.push(n);
         }
     }
     Ok(found)
+}
+
+/// The error for a name several entities have, listing their ids.
+pub(crate) fn several_named(arg: &str, ids: &[&str]) -> anyhow::Error {
+    anyhow::anyhow!(
+        "`{arg}` names {} entities: {}; give one of these ids",
+        ids.len(),
+        ids.join(", ")
+    )
 }
 
 /// The entity id an argument names: an id (`tool:Read_File` is normalised to `tool:read_file`),
@@ -103,12 +114,10 @@ pub(crate) fn entity_arg(snap: &ctxgraph::Reader<'_>, arg: &str) -> anyhow::Resu
         [] => anyhow::bail!(
             "no entity named `{arg}` in any entity type; give an id such as tool:read_file (`ctxgraph search` finds entities by name)"
         ),
-        [one] => Ok(one.clone()),
-        several => anyhow::bail!(
-            "`{arg}` names {} entities: {}; give one of these ids",
-            several.len(),
-            several.join(", ")
-        ),
+        [one] => Ok(one.key.id.clone()),
+        several => {
+            Err(several_named(arg, &several.iter().map(|n| n.key.id.as_str()).collect::<Vec<_>>()))
+        }
     }
 }
 

@@ -93,14 +93,11 @@ fn entity_target(engine: &ctxgraph::Engine, arg: &str) -> anyhow::Result<String>
     }
     // Forgetting is the owner's and admins' (the gate checked): names resolve over the store.
     let found = crate::entities::entities_named(&engine.owner_reader()?, arg)?;
-    match found.as_slice() {
-        [one] => Ok(one.clone()),
+    let ids: Vec<&str> = found.iter().map(|n| n.key.id.as_str()).collect();
+    match ids.as_slice() {
+        [one] => Ok((*one).to_owned()),
         [] => Ok(arg.to_owned()),
-        several => anyhow::bail!(
-            "`{arg}` names {} entities: {}; give one of these ids",
-            several.len(),
-            several.join(", ")
-        ),
+        several => Err(crate::entities::several_named(arg, several)),
     }
 }
 

@@ -1,33 +1,20 @@
 //! Nodes named where people type them: by id, or an entity by its name (`mail-relay` finds
 //! `service:mail-relay`), with `type:name` to choose when several entity types have the name.
 
-use ctxgraph::{Direction, Node, NodeKey, Reader, Schema, entity_id};
+use ctxgraph::{Direction, Node, NodeKey, Reader};
 
 /// The nodes `arg` names, as the principal may see them: every node with that id, else the entity
 /// with that name. An entity name that several entity types have is an error listing their ids.
 pub(crate) fn nodes_named(reader: &Reader<'_>, arg: &str) -> anyhow::Result<Vec<Node>> {
     let mut nodes = reader.find(arg)?;
-    let schema = reader.schema();
     if !nodes.is_empty() {
         return Ok(nodes);
     }
     // Not an id: an entity id in other spelling (`service:Mail-Relay`), or a bare name.
-    let candidates: Vec<String> = match schema.entity_type_of(arg) {
-        Some(t) => vec![entity_id(t, &arg[t.len() + 1..])],
-        None => entity_types(schema).iter().map(|t| entity_id(t, arg)).collect(),
-    };
-    for id in candidates {
-        if let Some(n) = reader.node(&NodeKey::new("Entity", &id))? {
-            nodes.push(n);
-        }
-    }
+    nodes = crate::entities::entities_named(reader, arg)?;
     if nodes.len() > 1 {
         let ids: Vec<&str> = nodes.iter().map(|n| n.key.id.as_str()).collect();
-        anyhow::bail!(
-            "`{arg}` names {} entities: {}; give one of these ids",
-            ids.len(),
-            ids.join(", ")
-        );
+        return Err(crate::entities::several_named(arg, &ids));
     }
     Ok(nodes)
 }
@@ -57,13 +44,6 @@ pub(crate) fn merged_with(reader: &Reader<'_>, key: &NodeKey) -> anyhow::Result<
         }
     }
     Ok(out)
-}
-
-fn entity_types(schema: &Schema) -> Vec<String> {
-    schema
-        .enum_def("entity_type")
-        .map(|e| e.values.iter().map(|v| v.name.clone()).collect())
-        .unwrap_or_default()
 }
 
 /// `arg` as one shell word: quoted when it holds anything but plain characters.
