@@ -297,13 +297,13 @@ impl Tenant {
             return Err(given_up_error());
         }
         let out = f(&mut w);
-        // A failed flush keeps its notes for the next write; it does not fail this one.
-        let _ = w.flush_access();
-        let out = out?;
-        // The write is durable already: a failure leaves records unenriched, which the
-        // enrichment-lag gauge shows and the next write retries.
-        let _ = w.enrich(&mut |_, _| {});
-        Ok(out)
+        if out.is_ok() {
+            settle(&mut w);
+        } else {
+            // A failed flush keeps its notes for the next write; it does not fail this one.
+            let _ = w.flush_access();
+        }
+        out
     }
 
     /// The writer's upkeep after a write, once its callers were answered: rebuild an index
@@ -333,6 +333,15 @@ impl Tenant {
             release_free_memory();
         }
     }
+}
+
+/// What follows every write on the writer: the access notes flushed with it, and what it wrote
+/// enriched so that a read after the acknowledgement finds it. The write is durable already: a
+/// failure of either keeps its work for the next write (the enrichment-lag gauge shows it) and
+/// does not fail this one.
+fn settle(w: &mut Engine) {
+    let _ = w.flush_access();
+    let _ = w.enrich(&mut |_, _| {});
 }
 
 /// Give the heap's free pages back to the system (glibc's `malloc_trim`): memory freed by

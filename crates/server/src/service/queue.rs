@@ -184,11 +184,7 @@ impl Tenant {
         if schema_changed {
             self.schema_written(&mut w);
         }
-        // A failed flush keeps its notes for the next write; it does not fail this one.
-        let _ = w.flush_access();
-        // The records are durable already; enriching them now lets a read that follows the
-        // acknowledgement find them. A failure leaves them for the next write to enrich.
-        let _ = w.enrich(&mut |_, _| {});
+        super::settle(&mut w);
         drop(w);
         for (caller, outcome) in callers.into_iter().zip(outcomes) {
             let Caller { reply, results, slots, .. } = caller;
