@@ -41,7 +41,8 @@ fn kind(command: &Command) -> Kind {
         | Command::Evolution { .. }
         | Command::Impact { .. }
         | Command::Rollup { .. }
-        | Command::Export(_) => Kind::Scoped,
+        | Command::Export(_)
+        | Command::Ui(_) => Kind::Scoped,
         Command::Memory(m) => match m {
             MemoryCommand::Show { .. }
             | MemoryCommand::List { .. }

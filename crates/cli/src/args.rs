@@ -319,6 +319,14 @@ pub(crate) enum Command {
     /// /metrics a principal with the `metrics` role. Stops on Ctrl-C or SIGTERM after finishing
     /// the requests in flight, or cutting them at the request deadline.
     Serve(ServeArgs),
+    /// Open the web explorer on the store (--db): serve it on 127.0.0.1 and print its URL.
+    ///
+    /// The explorer asks questions (recall with each item's path), shows a node's neighbourhood,
+    /// a session's timeline, a topic's decisions, an entity's facts and the store's health, in a
+    /// browser, through the same HTTP API as `serve` (whose `/` serves it too). The URL printed
+    /// carries a key made for this run (after `#`, so it is never sent in a request): it acts
+    /// as the store's owner, or as the principal --as names. Serves until Ctrl-C.
+    Ui(UiArgs),
     /// Serve the MCP tools over stdin/stdout, for an agent that starts ctxgraph itself.
     Mcp(McpArgs),
     /// Manage the principals (API keys, tenants, roles) of a data directory.
@@ -1228,6 +1236,13 @@ pub(crate) struct ServeArgs {
     /// The configuration file's `no_auto_link = true` does the same.
     #[arg(long)]
     pub(crate) no_auto_link: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct UiArgs {
+    /// Port on 127.0.0.1 to listen on; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) port: u16,
 }
 
 #[derive(Debug, Args)]

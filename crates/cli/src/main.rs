@@ -148,6 +148,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Recall(args) => recall::run(&cli, args),
         Command::Memory(cmd) => memory::run(&cli, cmd),
         Command::Serve(args) => serve::serve(&cli, args),
+        Command::Ui(args) => serve::ui(&cli, args),
         Command::Mcp(args) => serve::mcp(&cli, args),
         Command::Principal(cmd) => serve::principal(&cli, cmd),
         Command::Evolution { topic, as_of } => memory::evolution(&cli, topic, as_of.as_deref()),

@@ -10,7 +10,7 @@ use ctxgraph_server::{RequestLimits, Service};
 use serde_json::json;
 
 use crate::Outcome;
-use crate::args::{Cli, McpArgs, PrincipalCommand, ServeArgs};
+use crate::args::{Cli, McpArgs, PrincipalCommand, ServeArgs, UiArgs};
 use crate::output::{print_json, table};
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -73,15 +73,26 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
             .map_or(ctxgraph_server::DEFAULT_DEADLINE, Duration::from_secs),
     };
     service.set_limits(limits);
+    run(service, &addr, |addr| format!("listening on http://{addr}"))
+}
+
+/// Serve `service` on `addr` until Ctrl-C or SIGTERM (`serve` and `ui`): print `first_line` of
+/// the bound address, then serve; requests in flight get the deadline to finish.
+fn run(
+    service: Service,
+    addr: &str,
+    first_line: impl FnOnce(std::net::SocketAddr) -> String,
+) -> anyhow::Result<Outcome> {
+    let limits = service.limits();
     let runtime = runtime()?;
     let served = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(&addr)
+        let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("listening on {addr}"))?;
         let addr = listener.local_addr().context("reading the bound address")?;
         {
             let mut out = std::io::stdout().lock();
-            writeln!(out, "listening on http://{addr}")?;
+            writeln!(out, "{}", first_line(addr))?;
             out.flush()?;
         }
         if !addr.ip().is_loopback() {
@@ -101,6 +112,28 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
     served?;
     eprintln!("stopped: every acknowledged write is committed");
     Ok(Outcome::Done)
+}
+
+/// `ctxgraph ui`: the explorer on the store `--db`, on 127.0.0.1, with a key made for this run
+/// that acts as the store's owner (or the `--as` principal) and is handed to the page in the
+/// URL's fragment, which browsers never send to the server.
+pub(crate) fn ui(cli: &Cli, args: &UiArgs) -> anyhow::Result<Outcome> {
+    cap_malloc_arenas();
+    if !cli.db.exists() {
+        anyhow::bail!(
+            "no store at {}: create one first (ctxgraph demo, ctxgraph ingest FILE) or give --db",
+            cli.db.display()
+        );
+    }
+    let options = crate::with_embedder(cli, EngineOptions::default())?;
+    let who = crate::access::principal_for(cli, &cli.db)?;
+    let service = Service::single_store(&cli.db, options)
+        .with_context(|| format!("opening the store {}", cli.db.display()))?;
+    let key = ctxgraph::access::new_key()?;
+    service.add_session_key(&key, who);
+    run(service, &format!("127.0.0.1:{}", args.port), |addr| {
+        format!("explorer at http://{addr}/#key={key}")
+    })
 }
 
 pub(crate) fn mcp(cli: &Cli, args: &McpArgs) -> anyhow::Result<Outcome> {

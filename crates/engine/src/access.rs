@@ -34,7 +34,7 @@ use serde_json::Value;
 use crate::error::Error;
 
 pub use crate::view::{ExportFilter, ExportItem};
-pub use principals::{KEY_PREFIX, PrincipalEntry, Principals};
+pub use principals::{KEY_PREFIX, PrincipalEntry, Principals, new_key};
 
 /// May write records (ingest, facts, memories, receipts).
 pub const ROLE_WRITER: &str = "writer";

@@ -121,4 +121,6 @@ pub use slots::{
     information_gain_with_unknown,
 };
 pub use text_index::{REBUILD_AFTER as TEXT_INDEX_REBUILD_AFTER, TextIndexReport};
-pub use view::{Checkpoints, LinkLookup, Reader, Stats, TimelineEntry, View, VisibleCounts};
+pub use view::{
+    Checkpoints, EdgeGroup, LinkLookup, Neighbor, Reader, Stats, TimelineEntry, View, VisibleCounts,
+};

@@ -1483,7 +1483,7 @@ impl Snapshot<'_> {
     /// first of the fact's sources); a memory's and a receipt's their record, with their author;
     /// a sentence's and a document's the document record, with its URL as the source. Nodes no
     /// record stands behind (summaries, entities, slot values) are derived: `ctxgraph`.
-    fn provenance(&self, node: &Node) -> Result<(Provenance, Option<NodeKey>), Error> {
+    pub(crate) fn provenance(&self, node: &Node) -> Result<(Provenance, Option<NodeKey>), Error> {
         if node.key.label != "Event" {
             let text = |p: &str| node.props.get(p).and_then(Value::as_str).map(str::to_owned);
             let entry = match node.key.label.as_str() {

@@ -20,6 +20,7 @@
 mod derived;
 mod export;
 mod graph;
+mod neighborhood;
 mod owner;
 mod reader;
 mod records;
@@ -27,6 +28,7 @@ mod snapshot;
 mod tools;
 
 pub use export::{ExportFilter, ExportItem};
+pub use neighborhood::{EdgeGroup, Neighbor};
 pub use reader::{Reader, VisibleCounts};
 pub(crate) use snapshot::Snapshot;
 pub use snapshot::{Checkpoints, Stats, TimelineEntry, View};

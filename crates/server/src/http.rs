@@ -27,7 +27,9 @@ use crate::mcp::Tools;
 use crate::service::Service;
 use crate::wire::*;
 
+mod explore;
 mod tools;
+pub mod ui;
 
 /// Largest request body: 8 MiB (a batch of a few thousand events).
 pub const BODY_LIMIT: usize = 8 * 1024 * 1024;
@@ -199,7 +201,7 @@ pub fn router(service: Service, shutdown: CancellationToken) -> Router {
         .route("/v1/forgotten", get(forgotten))
         .route("/v1/receipts", post(add_receipts).get(receipts))
         .route("/v1/traces", post(traces));
-    let v1 = tools::routes(v1)
+    let v1 = ui::routes(explore::routes(tools::routes(v1)))
         .route("/openapi.json", get(openapi_json))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -702,6 +704,7 @@ struct ApiDoc;
 pub fn openapi_document() -> String {
     let mut doc = ApiDoc::openapi();
     doc.merge(tools::ToolsDoc::openapi());
+    doc.merge(explore::ExploreDoc::openapi());
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     let mut text = doc.to_pretty_json().unwrap_or_default();
     text.push('\n');

@@ -54,6 +54,7 @@ use crate::error::ServiceError;
 use crate::metrics::Metrics;
 use crate::wire::*;
 
+mod explore;
 mod queue;
 mod tools;
 mod trust;
@@ -117,6 +118,9 @@ struct Inner {
     metrics: Metrics,
     /// A store opened directly (`ctxgraph mcp --store FILE`): every principal uses it.
     single_store: Option<PathBuf>,
+    /// Keys given out by the process itself for its lifetime (`ctxgraph ui`'s page), never
+    /// written anywhere; the registry's keys are checked after them.
+    session_keys: Mutex<BTreeMap<String, Principal>>,
     /// How engines are opened (the embedder above all).
     options: EngineOptions,
     /// Bounds on one request's work.
@@ -565,6 +569,7 @@ impl Service {
                 tenants: Mutex::new(BTreeMap::new()),
                 metrics: Metrics::new(),
                 single_store: None,
+                session_keys: Mutex::new(BTreeMap::new()),
                 options,
                 limits: Mutex::new(RequestLimits::default()),
             }),
@@ -586,6 +591,7 @@ impl Service {
                 tenants: Mutex::new(BTreeMap::new()),
                 metrics: Metrics::new(),
                 single_store: Some(store.to_owned()),
+                session_keys: Mutex::new(BTreeMap::new()),
                 options,
                 limits: Mutex::new(RequestLimits::default()),
             }),
@@ -637,11 +643,22 @@ impl Service {
         &self.inner.metrics
     }
 
-    /// The principal holding `key`; the registry is re-read first when its file changed.
+    /// The principal holding `key`: a session key of this process, else one of the registry,
+    /// which is re-read first when its file changed.
     pub fn authenticate(&self, key: &str) -> Result<Principal, ServiceError> {
+        if let Some(who) = lock(&self.inner.session_keys).get(key) {
+            return Ok(who.clone());
+        }
         let mut reg = lock(&self.inner.registry);
         self.refresh(&mut reg)?;
         Ok(reg.principals.authenticate(key)?)
+    }
+
+    /// Let `key` authenticate as `who` for the life of this process, without writing it to the
+    /// registry (`ctxgraph ui` gives its page the key of the principal it was started as).
+    /// `key` should come from [`ctxgraph::access::new_key`].
+    pub fn add_session_key(&self, key: &str, who: Principal) {
+        lock(&self.inner.session_keys).insert(key.to_owned(), who);
     }
 
     /// The principal called `name` (`ctxgraph mcp --as NAME`).
@@ -1232,7 +1249,15 @@ impl Service {
         self.read(who, move |e, who| {
             let snap = e.reader(who)?;
             let s = snap.stats()?;
-            Ok(StatsDto { tenant: who.tenant().to_owned(), events: s.events, memories: s.memories })
+            // The store's own figures read past the policy: the owner's only.
+            let store =
+                if who.is_owner() { Some(StoreStatsDto::new(&snap.store_stats()?)) } else { None };
+            Ok(StatsDto {
+                tenant: who.tenant().to_owned(),
+                events: s.events,
+                memories: s.memories,
+                store,
+            })
         })
         .await
     }

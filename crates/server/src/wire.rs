@@ -42,6 +42,8 @@ wire_requests! {
     IngestRequest => "ingest request",
     IngestEventArgs => "ingest_event arguments",
     PageQuery => "page query",
+    NodeQuery => "node query",
+    NeighborsQuery => "neighbors query",
     RecallRequest => "recall request",
     SearchRequest => "search request",
     RecordFactRequest => "fact request",
@@ -60,7 +62,9 @@ wire_requests! {
     ReceiptListQuery => "receipt list query",
 }
 
+mod explore;
 mod tools;
+pub use explore::*;
 pub use tools::*;
 
 /// The field serde names in an "unknown field" error message (`unknown field `tag`, expected
@@ -1491,6 +1495,10 @@ pub struct StatsDto {
     pub events: u64,
     /// Visible memories.
     pub memories: u64,
+    /// The store's own figures (log, lags, counts per type, size): for the store's owner only,
+    /// absent for every other principal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreStatsDto>,
 }
 
 /// A principal (never its key).

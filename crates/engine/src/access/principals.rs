@@ -240,7 +240,9 @@ fn lock_registry(path: &Path) -> Result<File, Error> {
     Ok(file)
 }
 
-fn new_key() -> Result<String, Error> {
+/// A new API key: [`KEY_PREFIX`] and 32 bytes from the operating system's random source, in
+/// hex (also the key of a session `ctxgraph ui` opens for its page).
+pub fn new_key() -> Result<String, Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)
         .map_err(|e| Error::Input(std::io::Error::other(format!("random source: {e}"))))?;

@@ -1,0 +1,54 @@
+//! The HTTP routes of the explorer's reads (`service/explore.rs`): a node by id with its
+//! provenance and edge groups, and a page of its neighbours, with their OpenAPI document,
+//! merged into the API's by [`super::openapi_document`].
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::routing::get;
+use utoipa::OpenApi;
+
+use super::{ApiResult, AppState, Auth, Query};
+use crate::error::ErrorBody;
+use crate::wire::*;
+
+/// The routes, added to the `/v1` router.
+pub(super) fn routes(r: Router<AppState>) -> Router<AppState> {
+    r.route("/v1/nodes/{id}", get(node)).route("/v1/nodes/{id}/neighbors", get(neighbors))
+}
+
+#[derive(OpenApi)]
+#[openapi(paths(node, neighbors))]
+pub(super) struct ExploreDoc;
+
+/// The visible nodes of an id, each with its provenance and its edges by type and direction
+/// (counted up to 100 per group).
+#[utoipa::path(get, path = "/v1/nodes/{id}", tag = "graph",
+    params(("id" = String, Path, description = "Node id"), NodeQuery),
+    responses((status = 200, description = "The nodes of this id", body = NodeList),
+        (status = "4XX", description = "No visible node of this id, bad key", body = ErrorBody)),
+    security(("bearer" = [])))]
+async fn node(
+    State(s): State<AppState>,
+    Auth(who): Auth,
+    Path(id): Path<String>,
+    Query(q): Query<NodeQuery>,
+) -> ApiResult<NodeList> {
+    Ok(Json(s.service.node(&who, id, q).await?))
+}
+
+/// A page of a node's neighbours over one edge type and direction, whose other ends are
+/// visible.
+#[utoipa::path(get, path = "/v1/nodes/{id}/neighbors", tag = "graph",
+    params(("id" = String, Path, description = "Node id"), NeighborsQuery),
+    responses((status = 200, description = "A page of neighbours", body = NeighborPage),
+        (status = "4XX", description = "No visible node, bad direction, cursor or key", body = ErrorBody)),
+    security(("bearer" = [])))]
+async fn neighbors(
+    State(s): State<AppState>,
+    Auth(who): Auth,
+    Path(id): Path<String>,
+    Query(q): Query<NeighborsQuery>,
+) -> ApiResult<NeighborPage> {
+    Ok(Json(s.service.neighbors(&who, id, q).await?))
+}
