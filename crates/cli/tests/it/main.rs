@@ -15,6 +15,7 @@ mod conveniences;
 mod derived;
 mod entities;
 mod eval;
+mod explorer;
 mod forget;
 mod http;
 mod import;

@@ -141,4 +141,40 @@ fn a_principal_reads_the_same_through_the_cli_http_and_mcp() {
     let (_, cli_stats) = as_bob(&s, &["stats"]);
     assert_eq!(stats["events"], json!(3), "{stats}");
     assert_eq!(cli_stats["events"], stats["events"], "{cli_stats}");
+    assert!(stats.get("store").is_none(), "the store's own figures are the owner's: {stats}");
+
+    // The explorer's node reads: a hidden node is a miss; a visible one's edge groups and
+    // neighbour pages leave out every edge to a hidden node, which the operator sees.
+    assert_eq!(s.get("/v1/nodes/e2", &bob).0, 404);
+    assert_eq!(
+        s.get("/v1/nodes/e2/neighbors?label=Event&edge_type=CAUSED_BY&direction=out", &bob).0,
+        404
+    );
+    let groups = |key: &str, id: &str| {
+        let (status, v) = s.get(&format!("/v1/nodes/{id}?label=Event"), key);
+        assert_eq!(status, 200, "{v}");
+        v["nodes"][0]["edges"].as_array().unwrap().clone()
+    };
+    let caused = |g: &[Value]| g.iter().any(|g| g["type"] == "CAUSED_BY" && g["direction"] == "in");
+    assert!(caused(&groups(&s.keys.writer, "e1")), "the operator sees e2 caused by e1");
+    assert!(!caused(&groups(&bob, "e1")), "bob's e1 has nothing it caused");
+    for id in ["e1", "e3", "e5"] {
+        let g = groups(&bob, id);
+        leaks("node groups", &Value::Array(g.clone()));
+        for group in &g {
+            let path = format!(
+                "/v1/nodes/{id}/neighbors?label=Event&edge_type={}&direction={}&limit=200",
+                group["type"].as_str().unwrap(),
+                group["direction"].as_str().unwrap()
+            );
+            let (status, page) = s.get(&path, &bob);
+            assert_eq!(status, 200, "{page}");
+            assert_eq!(
+                page["neighbors"].as_array().unwrap().len(),
+                group["count"].as_u64().unwrap() as usize,
+                "{path}"
+            );
+            leaks("neighbors", &page);
+        }
+    }
 }

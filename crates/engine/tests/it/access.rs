@@ -568,7 +568,25 @@ proptest! {
                 let want: BTreeSet<_> = if hidden(&n.key) { BTreeSet::new() } else {
                     edges(&owner).into_iter().filter(|k| !hidden(&k.from) && !hidden(&k.to)).collect()
                 };
-                prop_assert_eq!(edges(&reader), want, "edges of {}", n.key);
+                prop_assert_eq!(edges(&reader), want.clone(), "edges of {}", n.key);
+                // The neighbourhood, by group and by page, holds those same edges, each with
+                // a visible node at its other end; pages join up, refilled past hidden ones.
+                prop_assert_eq!(reader.provenance(&n.key).unwrap().is_some(), !hidden(&n.key));
+                let mut grouped = BTreeSet::new();
+                for g in reader.edge_groups(&n.key, 10_000).unwrap() {
+                    let page = |offset, limit| reader.neighbors(&n.key, &g.edge_type, g.out, offset, limit).unwrap()
+                        .into_iter().map(|x| {
+                            assert!(!hidden(&x.node.key), "{} shows {}", n.key, x.node.key);
+                            x.edge.key
+                        }).collect::<Vec<_>>();
+                    let all = page(0, 10_000);
+                    prop_assert_eq!(all.len(), g.count, "group {} of {}", g.edge_type, n.key);
+                    let mut joined = page(0, 2);
+                    joined.extend(page(2, 10_000));
+                    prop_assert_eq!(&joined, &all);
+                    grouped.extend(all);
+                }
+                prop_assert_eq!(grouped, want, "neighbourhood of {}", n.key);
             }
         }
         for edge_type in ["FOLLOWS", "CAUSED_BY", "REFERENCES", "SIMILAR_TO", "SUMMARIZES", "SUPERSEDES",
