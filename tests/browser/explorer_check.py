@@ -211,6 +211,7 @@ def main():
         assert "key=" not in d.current_url, "the key stayed in the address bar"
         x.open(owner_base, "#/health", "#stages")
         assert "log records" in d.find_element(By.ID, "stages").text
+        x.wait("#tiers table")
         x.shot("health")
 
         errors = x.security_errors()

@@ -114,7 +114,7 @@ pub use recall::{
 };
 pub use receipt::{ReceiptQuery, ReceiptView, policy_filter};
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};
-pub use retention::{RetentionOptions, RetentionReport, Tier, salience};
+pub use retention::{RetentionOptions, RetentionReport, Tier, TierCounts, salience};
 pub use slots::{
     AnswerGroup, CheckReport, Checklist, ChecklistDraft, EntityArg, Goal, GoalDraft, NextReport,
     SlotFill, SlotGain, SlotSpecDraft, SpecCheck, SpecStatus, TypeInfo, information_gain,

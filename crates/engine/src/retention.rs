@@ -166,21 +166,7 @@ pub(crate) fn retain(
     let events = aged_events(w)?;
     let mut report = RetentionReport::default();
     let mut seen = BTreeSet::new();
-    let as_of_ns = match options.as_of {
-        Some(t) => t.timestamp_nanos_opt().unwrap_or(i64::MAX),
-        None => match events.iter().map(|e| e.at_ns).max() {
-            Some(ns) => ns,
-            None => return Ok(report),
-        },
-    };
-    let as_of = options.as_of.map_or_else(
-        || {
-            DateTime::from_timestamp_nanos(as_of_ns)
-                .fixed_offset()
-                .to_rfc3339_opts(SecondsFormat::AutoSi, true)
-        },
-        |t| t.to_rfc3339_opts(SecondsFormat::AutoSi, true),
-    );
+    let Some((as_of_ns, as_of)) = measured_at(&events, options) else { return Ok(report) };
     for e in &events {
         let tier = options.tier(as_of_ns.saturating_sub(e.at_ns));
         report.tiers[tier as usize] += 1;
@@ -215,6 +201,60 @@ pub(crate) fn retain(
     Ok(report)
 }
 
+/// The time ages are measured at, in nanoseconds and as RFC 3339: the options', else the
+/// newest event's; `None` when that is not given and there are no events.
+fn measured_at(events: &[Aged], options: &RetentionOptions) -> Option<(i64, String)> {
+    let ns = match options.as_of {
+        Some(t) => t.timestamp_nanos_opt().unwrap_or(i64::MAX),
+        None => events.iter().map(|e| e.at_ns).max()?,
+    };
+    let text = options.as_of.map_or_else(
+        || {
+            DateTime::from_timestamp_nanos(ns)
+                .fixed_offset()
+                .to_rfc3339_opts(SecondsFormat::AutoSi, true)
+        },
+        |t| t.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+    );
+    Some((ns, text))
+}
+
+/// The events of the graph per tier (hot, warm, cold, archive) as a retention pass would find
+/// them now, with the time ages are measured at (a read: nothing changes), and how many events
+/// earlier passes archived.
+pub(crate) fn tier_counts(
+    read: &impl GraphReader,
+    options: &RetentionOptions,
+) -> Result<TierCounts, Error> {
+    let events = aged_events(read)?;
+    let mut counts = TierCounts::default();
+    if let Some((ns, as_of)) = measured_at(&events, options) {
+        for e in &events {
+            counts.tiers[options.tier(ns.saturating_sub(e.at_ns)) as usize] += 1;
+        }
+        counts.as_of = Some(as_of);
+    }
+    let mut after: Option<NodeKey> = None;
+    loop {
+        let page = read.archived(after.as_ref(), PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.key.clone());
+        counts.archived += page.len() as u64;
+    }
+    Ok(counts)
+}
+
+/// Events per retention tier, read without changing anything (`Reader::retention_tiers`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TierCounts {
+    /// The time ages were measured at (RFC 3339), if the graph has events.
+    pub as_of: Option<String>,
+    /// Events in the graph per tier: hot, warm, cold, archive (due to leave the graph).
+    pub tiers: [u64; 4],
+    /// Events earlier retention passes took out of the graph (kept in the log).
+    pub archived: u64,
+}
+
 /// Delete the SIMILAR_TO edges touching an event; how many went that had not gone already in
 /// this pass (`seen`: the edges a plan has counted, since a plan deletes nothing).
 fn prune_similar(
@@ -236,7 +276,7 @@ fn prune_similar(
 }
 
 /// Every event with what retention needs, in key order.
-fn aged_events(w: &EmbeddedWrite<'_>) -> Result<Vec<Aged>, Error> {
+fn aged_events(w: &impl GraphReader) -> Result<Vec<Aged>, Error> {
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     loop {

@@ -20,6 +20,7 @@
 mod derived;
 mod export;
 mod graph;
+mod health;
 mod neighborhood;
 mod owner;
 mod reader;

@@ -111,7 +111,7 @@ impl From<ctxgraph::Error> for ServiceError {
         let code = e.code();
         let class = match (&e, code) {
             (_, "access.unknown_key") => ErrorClass::Unauthenticated,
-            (_, "access.forbidden") => ErrorClass::Forbidden,
+            (_, "access.forbidden" | "access.owner_only") => ErrorClass::Forbidden,
             (_, "store.busy") => ErrorClass::Unavailable,
             (ctxgraph::Error::Limit { .. }, _) => ErrorClass::TooLarge,
             (ctxgraph::Error::Validation(_), _) => ErrorClass::Invalid,

@@ -459,6 +459,15 @@ async function health(main, r, g) {
       row('size on disk', bytes(st.bytes_on_disk)), row('format version', st.format_version))),
     h('div', {}, h('h2', {}, 'Nodes'), h('table', { id: 'nodes' }, st.nodes.map((c) => row(c.name, c.count))),
       h('h2', {}, 'Edges'), h('table', { id: 'edges' }, st.edges.map((c) => row(c.name, c.count))))));
+  // The tiers read every event: asked for apart, after the figures above are on the page.
+  const tiers = h('div', { id: 'tiers' }, h('p', { class: 'muted' }, 'Counting events per retention tier…'));
+  main.append(h('h2', {}, 'Retention tiers'), tiers);
+  const t = await api('/v1/stats/retention');
+  if (!current(g)) return;
+  tiers.replaceChildren(h('table', {},
+    row('hot (under a day old)', t.hot), row('warm (under a week)', t.warm), row('cold (under 30 days)', t.cold),
+    row('due for the archive (older)', t.archive), row('archived by earlier passes (in the log only)', t.archived)),
+  h('p', { class: 'small muted' }, 'Ages measured at ', t.as_of ? when(t.as_of) : '—', ' (the newest event), under the default tiers; ctxgraph retention --plan shows what a pass would do.'));
 }
 
 function bytes(n) {

@@ -123,6 +123,13 @@ fn ctxgraph_ui_serves_the_explorer_with_a_key_of_the_stores_owner() {
     let stats: Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["events"], 400, "{stats}");
     assert_eq!(stats["store"]["log_length"], 400, "the owner sees the store's figures: {stats}");
+    let (status, _, _, tiers) = fetch(&format!("{base}/v1/stats/retention"), Some(key));
+    assert_eq!(status, 200, "{tiers}");
+    let tiers: Value = serde_json::from_str(&tiers).unwrap();
+    let sum: u64 =
+        ["hot", "warm", "cold", "archive"].iter().map(|t| tiers[t].as_u64().unwrap()).sum();
+    assert_eq!((sum, tiers["archived"].as_u64()), (400, Some(0)), "{tiers}");
+    assert!(tiers["hot"].as_u64().unwrap() > 0, "the newest events are hot: {tiers}");
     // A node with its edge groups, and a page of a hub's neighbours with a cursor.
     let (status, _, _, node) = fetch(&format!("{base}/v1/nodes/service:ci-runner"), Some(key));
     assert_eq!(status, 200, "{node}");

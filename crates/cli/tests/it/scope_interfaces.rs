@@ -142,6 +142,8 @@ fn a_principal_reads_the_same_through_the_cli_http_and_mcp() {
     assert_eq!(stats["events"], json!(3), "{stats}");
     assert_eq!(cli_stats["events"], stats["events"], "{cli_stats}");
     assert!(stats.get("store").is_none(), "the store's own figures are the owner's: {stats}");
+    let (status, tiers) = s.get("/v1/stats/retention", &s.keys.admin);
+    assert_eq!((status, &tiers["error"]["code"]), (403, &json!("access.owner_only")), "{tiers}");
 
     // The explorer's node reads: a hidden node is a miss; a visible one's edge groups and
     // neighbour pages leave out every edge to a hidden node, which the operator sees.

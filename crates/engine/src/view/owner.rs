@@ -17,7 +17,7 @@ impl Reader<'_> {
     }
 
     /// `Ok` for the store's owner; for anyone else, `access.owner_only` naming `what`.
-    fn owner_only(&self, what: &str) -> Result<(), Error> {
+    pub(super) fn owner_only(&self, what: &str) -> Result<(), Error> {
         if self.who.is_owner() {
             return Ok(());
         }

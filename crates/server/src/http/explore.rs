@@ -1,5 +1,5 @@
 //! The HTTP routes of the explorer's reads (`service/explore.rs`): a node by id with its
-//! provenance and edge groups, and a page of its neighbours, with their OpenAPI document,
+//! provenance and edge groups, a page of its neighbours, and the retention tiers, with their OpenAPI document,
 //! merged into the API's by [`super::openapi_document`].
 
 use axum::Json;
@@ -14,11 +14,13 @@ use crate::wire::*;
 
 /// The routes, added to the `/v1` router.
 pub(super) fn routes(r: Router<AppState>) -> Router<AppState> {
-    r.route("/v1/nodes/{id}", get(node)).route("/v1/nodes/{id}/neighbors", get(neighbors))
+    r.route("/v1/nodes/{id}", get(node))
+        .route("/v1/nodes/{id}/neighbors", get(neighbors))
+        .route("/v1/stats/retention", get(retention))
 }
 
 #[derive(OpenApi)]
-#[openapi(paths(node, neighbors))]
+#[openapi(paths(node, neighbors, retention))]
 pub(super) struct ExploreDoc;
 
 /// The visible nodes of an id, each with its provenance and its edges by type and direction
@@ -51,4 +53,14 @@ async fn neighbors(
     Query(q): Query<NeighborsQuery>,
 ) -> ApiResult<NeighborPage> {
     Ok(Json(s.service.neighbors(&who, id, q).await?))
+}
+
+/// Events per retention tier now, and how many earlier passes archived (the store's owner
+/// only: it counts every event).
+#[utoipa::path(get, path = "/v1/stats/retention", tag = "admin",
+    responses((status = 200, description = "Events per tier", body = RetentionDto),
+        (status = "4XX", description = "Bad key, not the store's owner", body = ErrorBody)),
+    security(("bearer" = [])))]
+async fn retention(State(s): State<AppState>, Auth(who): Auth) -> ApiResult<RetentionDto> {
+    Ok(Json(s.service.retention(&who).await?))
 }

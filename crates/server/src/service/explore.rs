@@ -2,7 +2,7 @@
 //! neighbours over one edge type and direction. Both read only through the caller's `Reader`,
 //! and every list is capped and paged, so a hub costs a page.
 
-use ctxgraph::{NodeKey, Principal};
+use ctxgraph::{NodeKey, Principal, RetentionOptions};
 
 use super::{Service, cursor_offset};
 use crate::error::ServiceError;
@@ -109,6 +109,16 @@ impl Service {
                 neighbors: page.iter().map(NeighborDto::from).collect(),
                 next_cursor,
             })
+        })
+        .await
+    }
+
+    /// Events per retention tier now and the archived count: the store's owner only (it counts
+    /// hidden events too). Reads every event, so it is a request of its own, apart from stats.
+    pub async fn retention(&self, who: &Principal) -> Result<RetentionDto, ServiceError> {
+        self.read(who, move |e, who| {
+            let tiers = e.reader(who)?.retention_tiers(&RetentionOptions::default())?;
+            Ok(RetentionDto::from(&tiers))
         })
         .await
     }

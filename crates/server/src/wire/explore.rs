@@ -2,7 +2,7 @@
 //! (`GET /v1/nodes/{id}`), a page of its neighbours (`GET /v1/nodes/{id}/neighbors`), and the
 //! store's own figures that `GET /v1/stats` adds for the store's owner.
 
-use ctxgraph::{EdgeGroup, Neighbor, Provenance, Stats};
+use ctxgraph::{EdgeGroup, Neighbor, Provenance, Stats, TierCounts};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -177,5 +177,31 @@ impl StoreStatsDto {
             bytes_on_disk: s.bytes_on_disk,
             format_version: s.format_version,
         }
+    }
+}
+
+/// Events per retention tier now, under the default tiers (hot under a day, warm under a week,
+/// cold under 30 days, older due for the archive), for the store's owner only.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct RetentionDto {
+    /// The time ages are measured at (the newest event's), if the graph has events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
+    /// Events younger than a day.
+    pub hot: u64,
+    /// Events younger than a week.
+    pub warm: u64,
+    /// Events younger than 30 days.
+    pub cold: u64,
+    /// Older events, due to leave the graph at the next retention pass.
+    pub archive: u64,
+    /// Events earlier passes took out of the graph (kept in the log).
+    pub archived: u64,
+}
+
+impl From<&TierCounts> for RetentionDto {
+    fn from(t: &TierCounts) -> Self {
+        let [hot, warm, cold, archive] = t.tiers;
+        RetentionDto { as_of: t.as_of.clone(), hot, warm, cold, archive, archived: t.archived }
     }
 }
