@@ -1249,15 +1249,7 @@ impl Service {
         self.read(who, move |e, who| {
             let snap = e.reader(who)?;
             let s = snap.stats()?;
-            // The store's own figures read past the policy: the owner's only.
-            let store =
-                if who.is_owner() { Some(StoreStatsDto::new(&snap.store_stats()?)) } else { None };
-            Ok(StatsDto {
-                tenant: who.tenant().to_owned(),
-                events: s.events,
-                memories: s.memories,
-                store,
-            })
+            Ok(StatsDto { tenant: who.tenant().to_owned(), events: s.events, memories: s.memories })
         })
         .await
     }

@@ -1495,10 +1495,6 @@ pub struct StatsDto {
     pub events: u64,
     /// Visible memories.
     pub memories: u64,
-    /// The store's own figures (log, lags, counts per type, size): for the store's owner only,
-    /// absent for every other principal.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub store: Option<StoreStatsDto>,
 }
 
 /// A principal (never its key).

@@ -144,8 +144,8 @@ async function showWho() {
   const who = document.getElementById('who');
   if (!sessionStorage.getItem(KEY)) { who.textContent = 'no key'; return; }
   try {
-    const s = await api('/v1/stats');
-    who.textContent = 'tenant ' + s.tenant + (s.store ? ' (owner)' : '');
+    const me = await api('/v1/whoami');
+    who.textContent = me.owner ? 'store owner' : me.name + ' (tenant ' + me.tenant + ')';
   } catch (e) {
     who.textContent = e.status === 401 ? 'key not accepted' : '';
   }

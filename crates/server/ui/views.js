@@ -444,11 +444,14 @@ async function health(main, r, g) {
     h('tr', {}, h('td', {}, 'tenant'), h('td', { class: 'num' }, s.tenant)),
     h('tr', {}, h('td', {}, 'events'), h('td', { class: 'num' }, String(s.events))),
     h('tr', {}, h('td', {}, 'memories'), h('td', { class: 'num' }, String(s.memories)))));
-  const st = s.store;
-  if (!st) {
-    main.append(h('p', { class: 'muted' }, 'The log, lags, counts per type and size read past the access policy: only the store\'s owner sees them (ctxgraph ui without --as).'));
+  const me = await api('/v1/whoami');
+  if (!current(g)) return;
+  if (!me.owner) {
+    main.append(h('p', { class: 'muted', id: 'owner-only' }, 'The log, lags, counts per type, size and retention tiers read past the access policy: only the store\'s owner sees them (ctxgraph ui without --as).'));
     return;
   }
+  const st = await api('/v1/stats/store');
+  if (!current(g)) return;
   const row = (k, v) => h('tr', {}, h('td', {}, k), h('td', { class: 'num' }, String(v)));
   main.append(h('div', { class: 'cols' },
     h('div', {}, h('h2', {}, 'Log and stages'), h('table', { id: 'stages' },

@@ -122,7 +122,13 @@ fn ctxgraph_ui_serves_the_explorer_with_a_key_of_the_stores_owner() {
     assert_eq!(status, 200, "{stats}");
     let stats: Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["events"], 400, "{stats}");
-    assert_eq!(stats["store"]["log_length"], 400, "the owner sees the store's figures: {stats}");
+    let (status, _, _, me) = fetch(&format!("{base}/v1/whoami"), Some(key));
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(serde_json::from_str::<Value>(&me).unwrap()["owner"], true, "{me}");
+    let (status, _, _, store) = fetch(&format!("{base}/v1/stats/store"), Some(key));
+    assert_eq!(status, 200, "{store}");
+    let store: Value = serde_json::from_str(&store).unwrap();
+    assert_eq!(store["log_length"], 400, "the owner sees the store's figures: {store}");
     let (status, _, _, tiers) = fetch(&format!("{base}/v1/stats/retention"), Some(key));
     assert_eq!(status, 200, "{tiers}");
     let tiers: Value = serde_json::from_str(&tiers).unwrap();

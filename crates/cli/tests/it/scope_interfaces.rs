@@ -141,9 +141,21 @@ fn a_principal_reads_the_same_through_the_cli_http_and_mcp() {
     let (_, cli_stats) = as_bob(&s, &["stats"]);
     assert_eq!(stats["events"], json!(3), "{stats}");
     assert_eq!(cli_stats["events"], stats["events"], "{cli_stats}");
-    assert!(stats.get("store").is_none(), "the store's own figures are the owner's: {stats}");
-    let (status, tiers) = s.get("/v1/stats/retention", &s.keys.admin);
-    assert_eq!((status, &tiers["error"]["code"]), (403, &json!("access.owner_only")), "{tiers}");
+    // The store's own figures and tiers are its owner's; an admin of a server is not it.
+    for path in ["/v1/stats/store", "/v1/stats/retention"] {
+        let (status, v) = s.get(path, &s.keys.admin);
+        assert_eq!(
+            (status, &v["error"]["code"]),
+            (403, &json!("access.owner_only")),
+            "{path}: {v}"
+        );
+    }
+    let (status, me) = s.get("/v1/whoami", &bob);
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(
+        (&me["name"], &me["tenant"], &me["owner"]),
+        (&json!("bob"), &json!("acme"), &json!(false))
+    );
 
     // The explorer's node reads: a hidden node is a miss; a visible one's edge groups and
     // neighbour pages leave out every edge to a hidden node, which the operator sees.

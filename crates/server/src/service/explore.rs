@@ -122,4 +122,20 @@ impl Service {
         })
         .await
     }
+
+    /// The store's own figures (log, lags, counts per type, size): the store's owner only, as
+    /// they read past the access policy.
+    pub async fn store_stats(&self, who: &Principal) -> Result<StoreStatsDto, ServiceError> {
+        self.read(who, move |e, who| Ok(StoreStatsDto::new(&e.reader(who)?.store_stats()?))).await
+    }
+
+    /// Who `who` is, read from the key alone (no store is opened).
+    pub fn whoami(&self, who: &Principal) -> WhoAmI {
+        WhoAmI {
+            name: who.name().to_owned(),
+            tenant: who.tenant().to_owned(),
+            roles: who.roles().iter().cloned().collect(),
+            owner: who.is_owner(),
+        }
+    }
 }

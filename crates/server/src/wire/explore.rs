@@ -1,6 +1,7 @@
 //! Wire shapes of the explorer's reads: a node with its provenance and edge groups
-//! (`GET /v1/nodes/{id}`), a page of its neighbours (`GET /v1/nodes/{id}/neighbors`), and the
-//! store's own figures that `GET /v1/stats` adds for the store's owner.
+//! (`GET /v1/nodes/{id}`), a page of its neighbours (`GET /v1/nodes/{id}/neighbors`), who a key
+//! reads as (`GET /v1/whoami`), and the store's own figures and retention tiers for its owner
+//! (`GET /v1/stats/store`, `GET /v1/stats/retention`).
 
 use ctxgraph::{EdgeGroup, Neighbor, Provenance, Stats, TierCounts};
 use schemars::JsonSchema;
@@ -204,4 +205,18 @@ impl From<&TierCounts> for RetentionDto {
         let [hot, warm, cold, archive] = t.tiers;
         RetentionDto { as_of: t.as_of.clone(), hot, warm, cold, archive, archived: t.archived }
     }
+}
+
+/// Who a key reads as (never the key).
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct WhoAmI {
+    /// The principal's name.
+    pub name: String,
+    /// Its tenant.
+    pub tenant: String,
+    /// Its roles, sorted.
+    pub roles: Vec<String>,
+    /// Whether it is the store's owner (`ctxgraph ui` without `--as`): it alone may read the
+    /// store's own figures and retention tiers.
+    pub owner: bool,
 }
