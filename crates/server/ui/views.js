@@ -438,21 +438,20 @@ function factsTable(facts, id) {
 
 async function health(main, r, g) {
   main.append(h('h1', {}, 'Health'));
-  const s = await api('/v1/stats');
-  if (!current(g)) return;
-  main.append(h('table', { id: 'visible' }, h('tr', {}, h('th', {}, 'visible to this key'), h('th', { class: 'num' }, 'count')),
-    h('tr', {}, h('td', {}, 'tenant'), h('td', { class: 'num' }, s.tenant)),
-    h('tr', {}, h('td', {}, 'events'), h('td', { class: 'num' }, String(s.events))),
-    h('tr', {}, h('td', {}, 'memories'), h('td', { class: 'num' }, String(s.memories)))));
   const me = await api('/v1/whoami');
   if (!current(g)) return;
+  const row = (k, v) => h('tr', {}, h('td', {}, k), h('td', { class: 'num' }, String(v)));
   if (!me.owner) {
-    main.append(h('p', { class: 'muted', id: 'owner-only' }, 'The log, lags, counts per type, size and retention tiers read past the access policy: only the store\'s owner sees them (ctxgraph ui without --as).'));
+    // A principal counts what it may see (every event is read to decide it).
+    const s = await api('/v1/stats');
+    if (!current(g)) return;
+    main.append(h('table', { id: 'visible' }, h('tr', {}, h('th', {}, 'visible to ' + me.name), h('th', { class: 'num' }, 'count')),
+      row('tenant', s.tenant), row('events', s.events), row('memories', s.memories)),
+    h('p', { class: 'muted', id: 'owner-only' }, 'The log, lags, counts per type, size and retention tiers read past the access policy: only the store\'s owner sees them (ctxgraph ui without --as).'));
     return;
   }
   const st = await api('/v1/stats/store');
   if (!current(g)) return;
-  const row = (k, v) => h('tr', {}, h('td', {}, k), h('td', { class: 'num' }, String(v)));
   main.append(h('div', { class: 'cols' },
     h('div', {}, h('h2', {}, 'Log and stages'), h('table', { id: 'stages' },
       row('log records', st.log_length), row('projection lag (records not in the graph yet)', st.projection_lag),
@@ -470,7 +469,7 @@ async function health(main, r, g) {
   tiers.replaceChildren(h('table', {},
     row('hot (under a day old)', t.hot), row('warm (under a week)', t.warm), row('cold (under 30 days)', t.cold),
     row('due for the archive (older)', t.archive), row('archived by earlier passes (in the log only)', t.archived)),
-  h('p', { class: 'small muted' }, 'Ages measured at ', t.as_of ? when(t.as_of) : '—', ' (the newest event), under the default tiers; ctxgraph retention --plan shows what a pass would do.'));
+  h('p', { class: 'small muted' }, 'Ages measured at ', t.as_of ? when(t.as_of) : '—', ' (the newest event), under the default tiers; ctxgraph retention shows what a pass would do, --apply applies it.'));
 }
 
 function bytes(n) {
