@@ -113,15 +113,16 @@ function drawPaths(out, pack) {
   // Each item's path: seed, the steps, the item.
   for (const box of out.querySelectorAll('.pathgraph')) {
     const it = pack.items[Number(box.dataset.path)];
-    const els = [{ group: 'nodes', data: { id: it.seed.label + ':' + it.seed.id, label: it.seed.label, nid: it.seed.id, caption: it.seed.id }, classes: 'seed' }];
+    // Left to right, seed first, one step apart.
+    const els = [{ group: 'nodes', data: { id: it.seed.label + ':' + it.seed.id, label: it.seed.label, nid: it.seed.id, caption: it.seed.id }, classes: 'seed', position: { x: 0, y: 0 } }];
     let prev = it.seed.label + ':' + it.seed.id;
-    for (const st of it.path) {
+    for (const [j, st] of it.path.entries()) {
       const id = st.to.label + ':' + st.to.id;
-      els.push({ group: 'nodes', data: { id, label: st.to.label, nid: st.to.id, caption: st.to.id } });
+      els.push({ group: 'nodes', data: { id, label: st.to.label, nid: st.to.id, caption: st.to.id }, position: { x: 150 * (j + 1), y: 0 } });
       els.push(st.forward ? edgeElement(st.edge_type, prev, id) : edgeElement(st.edge_type, id, prev));
       prev = id;
     }
-    draw(box, els, { layout: { name: 'breadthfirst', directed: false, padding: 8, spacingFactor: 0.8 }, onTap: open, zoom: false, maxZoom: 1.3 });
+    draw(box, els, { layout: { name: 'preset', padding: 30 }, onTap: open, zoom: false, maxZoom: 1.2 });
   }
   // The whole pack.
   const els = new Map();

@@ -1,7 +1,7 @@
 //! The store's retention tiers as its owner sees them: how many events are hot, warm, cold or
 //! due for the archive now, and how many earlier passes archived, read without changing
-//! anything (the Health view of the explorer; `ctxgraph retention` without `--apply` does the same with
-//! the write lock held).
+//! anything (the Health view of the explorer; `ctxgraph retention` without `--apply` plans the
+//! same pass with the write lock held).
 
 use super::Reader;
 use crate::error::Error;
