@@ -73,11 +73,22 @@ fn archive_removes_from_the_graph_keeps_the_log_and_survives_reprojection() {
 
     let plan = e.retention_plan(&as_of()).unwrap();
     assert_eq!(plan.tiers, [1, 1, 3, 1]);
+    // The owner's read of the tiers (no write lock) finds what the plan finds.
+    let tiers = e.owner_reader().unwrap().retention_tiers(&as_of()).unwrap();
+    assert_eq!(
+        (tiers.tiers, tiers.archived, tiers.as_of.clone()),
+        (plan.tiers, 0, plan.as_of.clone())
+    );
+    let viewer = ctxgraph::Principal::new("v", "default", ["admin".to_owned()]).unwrap();
+    let refused = e.reader(&viewer).unwrap().retention_tiers(&as_of()).unwrap_err();
+    assert_eq!(refused.code(), "access.owner_only", "it counts hidden events");
     assert_eq!(plan.archived, 2, "the old event and the unimportant cold one");
     assert!(e.owner_reader().unwrap().event("e5").unwrap().is_some(), "a plan changes nothing");
 
     let report = e.apply_retention(&as_of()).unwrap();
     assert_eq!(report.archived, 2);
+    let tiers = e.owner_reader().unwrap().retention_tiers(&as_of()).unwrap();
+    assert_eq!((tiers.tiers, tiers.archived), ([1, 1, 2, 0], 2), "the archived left the tiers");
     let snap = e.owner_reader().unwrap();
     let kept =
         [("e0", true), ("e1", true), ("e2", true), ("e3", false), ("e4", true), ("e5", false)];
