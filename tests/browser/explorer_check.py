@@ -49,6 +49,11 @@ def seed(base, key):
     post(f"{base}/v1/facts", key, {
         "subject": "ci-runner", "predicate": "depends_on", "object": "build-cluster",
         "object_type": "concept", "source": "runbook", "valid_from": "2026-11-01"})
+    # Two owners under a single-valued predicate: a contradiction.
+    for team, source in (("platform-team", "runbook"), ("release-team", "wiki")):
+        post(f"{base}/v1/facts", key, {
+            "subject": "ci-runner", "predicate": "belongs_to", "object": team,
+            "object_type": "project", "source": source})
 
 
 class Explorer:
@@ -143,7 +148,13 @@ def main():
 
         # Node: the failed event's neighbourhood; click through to a neighbour it was caused by.
         x.open(base, "#/node/evt-000032?label=Event", '[data-group="CAUSED_BY:out"] [data-neighbor]')
-        x.wait('[data-graph="Event:evt-000032"] canvas')
+        x.wait('[data-graph="Event:evt-000032"][data-drawn]')
+        # A click on a node of the drawing adds its neighbours to it.
+        count = 'return document.querySelector(\'[data-graph="Event:evt-000032"]\').cy.nodes().length'
+        before = d.execute_script(count)
+        d.execute_script('document.querySelector(\'[data-graph="Event:evt-000032"]\').cy'
+                         '.getElementById("Entity:service:ci-runner").emit("tap")')
+        WebDriverWait(d, 30).until(lambda dr: dr.execute_script(count) > before)
         x.shot("node")
         link = d.find_element(By.CSS_SELECTOR, '[data-group="CAUSED_BY:out"] [data-neighbor] a.nodelink')
         target = link.get_attribute("data-node")
@@ -176,7 +187,8 @@ def main():
         x.open(base, "#/entity/ci-runner?as_of=2026-10-01", "#mentions .card")
         assert "build-cluster" in d.find_element(By.ID, "facts-now").text
         assert "build-cluster" not in d.find_element(By.ID, "facts-then").text
-        x.wait("#contradictions")
+        contradictions = x.wait("#contradictions").text
+        assert "platform-team" in contradictions and "release-team" in contradictions, contradictions
         x.shot("entity")
 
         # Health as an admin of the server: what it may count, not the store's own figures.

@@ -239,7 +239,12 @@ function nodeDetail(d) {
     cy = draw(graphBox, first, {
       onTap: (label, id) => expandNode(label, id).catch((e) => section.append(errorBox(e))),
     });
-    if (cy) cy.on('dbltap', 'node', (ev) => go(nodeHref(ev.target.data('label'), ev.target.data('nid'))));
+    if (cy) {
+      cy.on('dbltap', 'node', (ev) => go(nodeHref(ev.target.data('label'), ev.target.data('nid'))));
+      // The drawing, for scripts that drive the page (the browser test taps a node).
+      graphBox.cy = cy;
+      graphBox.dataset.drawn = '';
+    }
   }).catch((e) => section.append(errorBox(e)));
   return section;
 }
