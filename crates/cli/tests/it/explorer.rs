@@ -97,13 +97,13 @@ fn the_explorer_and_its_files_are_served_with_their_types_and_a_same_origin_poli
     assert_eq!(fetch(&s.url("/v1/stats"), None).0, 401);
 }
 
-#[test]
-fn ctxgraph_ui_serves_the_explorer_with_a_key_of_the_stores_owner() {
-    let d = Dir::new();
-    d.cmd(&["demo"]).assert().success();
+/// `ctxgraph --db <store> GLOBAL... ui`: the process, the base URL and the key it printed.
+fn start_ui(d: &Dir, global: &[&str]) -> (std::process::Child, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgraph"))
+        .env_remove("CTXGRAPH_AS")
         .arg("--db")
         .arg(d.db())
+        .args(global)
         .arg("ui")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -113,6 +113,15 @@ fn ctxgraph_ui_serves_the_explorer_with_a_key_of_the_stores_owner() {
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().strip_prefix("explorer at ").unwrap_or_else(|| panic!("{line:?}"));
     let (base, key) = url.split_once("/#key=").unwrap_or_else(|| panic!("{url}"));
+    (child, base.to_owned(), key.to_owned())
+}
+
+#[test]
+fn ctxgraph_ui_serves_the_explorer_with_a_key_of_the_stores_owner() {
+    let d = Dir::new();
+    d.cmd(&["demo"]).assert().success();
+    let (mut child, base, key) = start_ui(&d, &[]);
+    let (base, key) = (base.as_str(), key.as_str());
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
     assert!(key.starts_with("cgk_") && key.len() > 40, "{key}");
 
@@ -165,6 +174,17 @@ fn ctxgraph_ui_serves_the_explorer_with_a_key_of_the_stores_owner() {
     assert!(ids(&second).iter().all(|i| !ids(&first).contains(i)), "{first} {second}");
     // Any other key is refused.
     assert_eq!(fetch(&format!("{base}/v1/stats"), Some("cgk_0000")).0, 401);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // With --as, the page reads as that principal of the registry beside the store.
+    crate::server::add_principal(d.tmp.path(), "viewer", "default", &["visitor"]);
+    let (mut child, base, key) = start_ui(&d, &["--as", "viewer"]);
+    let (status, _, _, me) = fetch(&format!("{base}/v1/whoami"), Some(&key));
+    assert_eq!(status, 200, "{me}");
+    let me: Value = serde_json::from_str(&me).unwrap();
+    assert_eq!((&me["name"], &me["owner"]), (&Value::from("viewer"), &Value::from(false)), "{me}");
+    assert_eq!(fetch(&format!("{base}/v1/stats/store"), Some(&key)).0, 403);
     let _ = child.kill();
     let _ = child.wait();
 
