@@ -110,21 +110,34 @@ function itemView(it, i) {
 function drawPaths(out, pack) {
   if (!available()) return;
   const open = (label, id) => go(nodeHref(label, id));
-  // Each item's path: seed, the steps, the item.
-  for (const box of out.querySelectorAll('.pathgraph')) {
-    const it = pack.items[Number(box.dataset.path)];
-    // Left to right, seed first, one step apart.
-    const els = [{ group: 'nodes', data: { id: it.seed.label + ':' + it.seed.id, label: it.seed.label, nid: it.seed.id, caption: it.seed.id }, classes: 'seed', position: { x: 0, y: 0 } }];
-    let prev = it.seed.label + ':' + it.seed.id;
-    for (const [j, st] of it.path.entries()) {
-      const id = st.to.label + ':' + st.to.id;
-      els.push({ group: 'nodes', data: { id, label: st.to.label, nid: st.to.id, caption: st.to.id }, position: { x: 150 * (j + 1), y: 0 } });
-      els.push(st.forward ? edgeElement(st.edge_type, prev, id) : edgeElement(st.edge_type, id, prev));
-      prev = id;
+  // Each item's path (seed, the steps, the item), drawn once it scrolls into view, so a pack
+  // of a hundred items costs the drawings on screen.
+  const seen = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      seen.unobserve(entry.target);
+      drawPath(entry.target, pack.items[Number(entry.target.dataset.path)], open);
     }
-    draw(box, els, { layout: { name: 'preset', padding: 30 }, onTap: open, zoom: false, maxZoom: 1.2 });
+  }, { rootMargin: '200px' });
+  for (const box of out.querySelectorAll('.pathgraph')) seen.observe(box);
+  drawPack(out, pack, open);
+}
+
+/** One item's path, left to right, seed first, one step apart. */
+function drawPath(box, it, open) {
+  const els = [{ group: 'nodes', data: { id: it.seed.label + ':' + it.seed.id, label: it.seed.label, nid: it.seed.id, caption: it.seed.id }, classes: 'seed', position: { x: 0, y: 0 } }];
+  let prev = it.seed.label + ':' + it.seed.id;
+  for (const [j, st] of it.path.entries()) {
+    const id = st.to.label + ':' + st.to.id;
+    els.push({ group: 'nodes', data: { id, label: st.to.label, nid: st.to.id, caption: st.to.id }, position: { x: 150 * (j + 1), y: 0 } });
+    els.push(st.forward ? edgeElement(st.edge_type, prev, id) : edgeElement(st.edge_type, id, prev));
+    prev = id;
   }
-  // The whole pack.
+  draw(box, els, { layout: { name: 'preset', padding: 30 }, onTap: open, zoom: false, maxZoom: 1.2 });
+}
+
+/** The whole pack: its items, the nodes on their paths and the edges among them. */
+function drawPack(out, pack, open) {
   const els = new Map();
   const add = (el) => { if (!els.has(el.data.id)) els.set(el.data.id, el); };
   for (const it of pack.items) add(nodeElement(it.node));
