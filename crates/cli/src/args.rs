@@ -890,12 +890,17 @@ pub(crate) enum ChecklistCommand {
         /// The entity: an id such as `concept:alien`, or a bare name.
         entity: String,
     },
-    /// The slot to ask about next: the spec whose answer best splits the candidates.
+    /// The slot to ask about next: the spec whose answer best splits the candidates, per unit
+    /// of its cost, and whether to ask the user or search the graph first.
     ///
     /// Expected information gain over equally likely candidates: log2 n minus the sum over
     /// answer groups of (n_g / k) log2 (n_g + u), where the u candidates without a value (unknown)
-    /// are no answer and stay whatever the answer, and k = n − u. Ties: fewer unknowns, then
-    /// required first, then checklist order. Exits 1 when no slot splits the candidates.
+    /// are no answer and stay whatever the answer, and k = n − u. Goals influencing the checklist
+    /// that prefer a slot value weigh the candidates holding it (x(1 + 1/(1 + priority))), and
+    /// the same formula runs over the weighted prior. Specs are ranked by gain / cost; ties:
+    /// fewer unknowns, then required first, then checklist order. When facts or events mention
+    /// answers, searching first is worth gain x p_found / search-cost. Exits 1 when no slot
+    /// splits the candidates.
     Next {
         /// The checklist's name.
         name: String,
@@ -906,6 +911,15 @@ pub(crate) enum ChecklistCommand {
         /// it are ruled out first (one without a value is kept).
         #[arg(long, value_name = "SPEC=VALUE")]
         known: Vec<String>,
+        /// Only this user's goals bias the prior [default: every goal influencing the checklist].
+        #[arg(long)]
+        user: Option<String>,
+        /// What a search of the graph costs, in units of one question.
+        #[arg(long, default_value_t = ctxgraph::DEFAULT_SEARCH_COST)]
+        search_cost: f64,
+        /// Do not look for the answers in the graph's facts and events.
+        #[arg(long)]
+        no_search: bool,
     },
 }
 
@@ -933,6 +947,10 @@ pub(crate) enum GoalCommand {
         /// Its priority, 0 the highest.
         #[arg(long)]
         priority: Option<u64>,
+        /// A slot value it favours, SLOT=VALUE (repeatable): candidates holding it are more
+        /// likely in `checklist next` of a checklist it influences.
+        #[arg(long, value_name = "SLOT=VALUE")]
+        prefers: Vec<String>,
     },
     /// List goals, of one user or all. Exits 1 when there is none.
     List {

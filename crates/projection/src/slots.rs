@@ -166,6 +166,9 @@ fn checklist(w: &mut Writer<'_>, c: &ChecklistRecord) -> Result<(), ProjectionEr
         p.insert("required".into(), spec.required.into());
         p.insert("cardinality".into(), spec.cardinality.as_str().into());
         p.insert("position".into(), position.into());
+        if spec.cost != 1.0 {
+            p.insert("cost".into(), spec.cost.into());
+        }
         let spec_key = NodeKey::new("SlotSpec", id);
         put(w, &Node { key: spec_key.clone(), props: p })?;
         let props = Properties::new();
@@ -189,6 +192,12 @@ fn goal(w: &mut Writer<'_>, g: &GoalRecord) -> Result<(), ProjectionError> {
     }
     if let Some(priority) = g.priority {
         p.insert("priority".into(), priority.into());
+    }
+    if !g.prefers.is_empty() {
+        let slots: Vec<&str> = g.prefers.iter().map(|x| x.slot.as_str()).collect();
+        let values: Vec<&str> = g.prefers.iter().map(|x| x.value.as_str()).collect();
+        p.insert("prefer_slots".into(), slots.into());
+        p.insert("prefer_values".into(), values.into());
     }
     put(w, &Node { key: key.clone(), props: p })?;
     let props = Properties::new();
