@@ -1171,6 +1171,15 @@ pub(crate) enum MemoryCommand {
     /// Rebuild every memory's embedding, full-text entry and automatic links from the log (after
     /// `reproject` or a bulk `ingest` of memory records).
     Relink,
+    /// Show, or switch on or off for this store, the automatic links between memories
+    /// (temporal, same topic, semantic). The setting is kept in the store, so every later
+    /// command and the server obey it; switching rebuilds the links (off removes the automatic
+    /// ones; explicit links stay). `memory save --no-auto-link` does it for one memory.
+    AutoLink {
+        /// `on` or `off`; without it, shows the setting.
+        #[arg(value_parser = ["on", "off"])]
+        state: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -69,7 +69,7 @@ pub struct ReprojectReport {
 pub struct Engine {
     pub(crate) store: Embedded,
     pub(crate) schema: Schema,
-    options: EngineOptions,
+    pub(crate) options: EngineOptions,
     pub(crate) embedder: OnceLock<Arc<dyn Embedder>>,
     /// Index parts read so far, shared by snapshots (and by engines given
     /// [`Engine::share_caches`]).
@@ -133,6 +133,13 @@ impl Engine {
             && !options.accept_new_embedder
         {
             return Err(Error::EmbeddingModel { stored, configured });
+        }
+        let mut options = options;
+        // The store's own setting switches automatic memory links off whatever the caller's
+        // options say (`Engine::set_auto_link`).
+        if store.begin_read()?.setting(crate::memory::AUTO_LINK_SETTING)?.as_deref() == Some("off")
+        {
+            options.memory.auto_link = false;
         }
         Ok(Engine {
             store,

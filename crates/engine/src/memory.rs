@@ -53,6 +53,9 @@ use crate::engine::{Engine, Projection};
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
 
+/// The store setting that switches automatic memory links off (`"off"`; absent means on).
+pub(crate) const AUTO_LINK_SETTING: &str = "memory.auto_link";
+
 /// Memories read per page when every memory is listed.
 const PAGE: usize = 4_096;
 const NS_PER_MS: i64 = 1_000_000;
@@ -648,6 +651,25 @@ impl Engine {
         }
         w.commit()?;
         Ok(outcomes)
+    }
+
+    /// Switch automatic memory links on or off for this store, as a setting kept in the store
+    /// (so every later open, the server's included, obeys it), then rebuild the links: off
+    /// removes every automatic link and writes none, on writes them again; explicit links stay
+    /// either way. A memory saved with `auto_link: false` stays unlinked in both.
+    pub fn set_auto_link(&mut self, on: bool) -> Result<LinkReport, Error> {
+        {
+            let mut w = self.store.begin_write()?;
+            w.set_setting(AUTO_LINK_SETTING, (!on).then_some("off"))?;
+            w.commit()?;
+        }
+        self.options.memory.auto_link = on;
+        self.link_memories()
+    }
+
+    /// Whether the store's setting switches automatic memory links off (`set_auto_link`).
+    pub fn auto_link_stored_off(&self) -> Result<bool, Error> {
+        Ok(self.store.begin_read()?.setting(AUTO_LINK_SETTING)?.as_deref() == Some("off"))
     }
 
     /// Rebuild every memory's index entries and automatic links from scratch, in one
