@@ -1232,7 +1232,12 @@ impl Service {
         self.read(who, move |e, who| {
             let snap = e.reader(who)?;
             let s = snap.stats()?;
-            Ok(StatsDto { tenant: who.tenant().to_owned(), events: s.events, memories: s.memories })
+            Ok(StatsDto {
+                tenant: who.tenant().to_owned(),
+                events: s.events,
+                memories: s.memories,
+                auto_link: e.options().memory.auto_link,
+            })
         })
         .await
     }

@@ -1491,6 +1491,9 @@ pub struct StatsDto {
     pub events: u64,
     /// Visible memories.
     pub memories: u64,
+    /// Whether saved memories are linked automatically in this tenant's store (off by the
+    /// server's `--no-auto-link` or the store's own setting, `ctxgraph memory auto-link off`).
+    pub auto_link: bool,
 }
 
 /// A principal (never its key).
