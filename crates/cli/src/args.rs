@@ -704,7 +704,8 @@ pub(crate) struct FactAddArgs {
     pub(crate) subject: String,
     /// A controlled predicate, e.g. reports_to (case and `-` forgiven).
     pub(crate) predicate: String,
-    /// An entity name or id, or a literal (see --literal).
+    /// An entity name or id, a literal (see --literal), a slot value (--object-slot) or a type
+    /// (--object-is-type).
     pub(crate) object: String,
     /// The subject's type (person, project, decision, concept, source, or an event entity type such as service or tool):
     /// restricts matching, and creates the entity when no name matches.
@@ -716,6 +717,13 @@ pub(crate) struct FactAddArgs {
     /// The object is a literal string, not an entity.
     #[arg(long)]
     pub(crate) literal: bool,
+    /// The object is a slot value: OBJECT is the value of this slot (e.g. `--object-slot genre`
+    /// with OBJECT `drama`).
+    #[arg(long, value_name = "SLOT", conflicts_with_all = ["literal", "object_type", "object_is_type"])]
+    pub(crate) object_slot: Option<String>,
+    /// The object is a declared Type (`type add`), named by OBJECT.
+    #[arg(long, conflicts_with_all = ["literal", "object_type"])]
+    pub(crate) object_is_type: bool,
     /// How sure, from 0 to 1 (default 1).
     #[arg(long)]
     pub(crate) confidence: Option<f64>,

@@ -111,26 +111,37 @@ pub fn merge_has_slot(
     p
 }
 
-fn slot(w: &mut Writer<'_>, s: &SlotRecord) -> Result<(), ProjectionError> {
-    let (from, known) = entity(w, &s.entity)?;
-    let value_key = s.value_key();
-    let sv_key = NodeKey::new("SlotValue", slot_value_id(&s.slot, &value_key));
+/// The shared `SlotValue` node of `(slot, normalised value)`, created when missing; it shows
+/// the smallest spelling seen, so the display value does not depend on arrival order. A slot
+/// record and a fact whose object is a slot value both name one this way.
+pub(crate) fn slot_value_node(
+    w: &mut Writer<'_>,
+    slot: &str,
+    value: &str,
+) -> Result<NodeKey, ProjectionError> {
+    let value_key = ctxgraph_ontology::normalize_name(value);
+    let sv_key = NodeKey::new("SlotValue", slot_value_id(slot, &value_key));
     let existing = w.graph().node(&sv_key)?;
     let new = existing.is_none();
     let mut node = existing.unwrap_or_else(|| {
         let mut p = Properties::new();
         p.insert("slot_value_id".into(), sv_key.id.clone().into());
-        p.insert("slot".into(), s.slot.clone().into());
-        p.insert("value".into(), s.value.clone().into());
+        p.insert("slot".into(), slot.into());
+        p.insert("value".into(), value.into());
         p.insert("value_key".into(), value_key.into());
         Node { key: sv_key.clone(), props: p }
     });
-    // The smallest spelling, so the display value does not depend on arrival order.
     let shown = node.props.get("value").and_then(Value::as_str).unwrap_or_default();
-    if s.value.as_str() < shown {
-        node.props.insert("value".into(), s.value.clone().into());
+    if value < shown {
+        node.props.insert("value".into(), value.into());
     }
     w.put_node(&node, new)?;
+    Ok(sv_key)
+}
+
+fn slot(w: &mut Writer<'_>, s: &SlotRecord) -> Result<(), ProjectionError> {
+    let (from, known) = entity(w, &s.entity)?;
+    let sv_key = slot_value_node(w, &s.slot, &s.value)?;
 
     let key = w.schema().edge_key("HAS_SLOT", from.clone(), sv_key, &Properties::new());
     let entity_exists = known || w.graph().node_exists(&from)?;

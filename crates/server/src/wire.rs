@@ -400,7 +400,8 @@ pub struct RecordFactRequest {
     /// object) (case, `-` and spaces forgiven).
     #[serde(alias = "relation", alias = "verb")]
     pub predicate: String,
-    /// The object: an entity name for an entity predicate, a value for a literal one.
+    /// The object: an entity name for an entity predicate, a value for a literal one, a slot
+    /// value as `{"slot": "genre", "value": "drama"}` or a declared type as `{"type": "Film"}`.
     #[serde(alias = "target", alias = "value")]
     #[schema(value_type = Object)]
     pub object: Value,
@@ -1054,6 +1055,12 @@ pub struct FactDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub literal: Option<Value>,
+    /// Slot-value object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_slot: Option<tools::PreferArg>,
+    /// Type object (the type's id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_type: Option<String>,
     /// Merged confidence of the claims.
     pub confidence: f64,
     /// Number of claims.
@@ -1085,6 +1092,11 @@ impl From<&FactView> for FactDto {
             predicate: f.predicate.clone(),
             object: f.object.as_ref().map(FactEntityDto::from),
             literal: f.literal.clone(),
+            object_slot: f
+                .object_slot
+                .as_ref()
+                .map(|(slot, value)| tools::PreferArg { slot: slot.clone(), value: value.clone() }),
+            object_type: f.object_type.clone(),
             confidence: f.confidence,
             claims: f.claims,
             sources: f.sources.clone(),

@@ -136,6 +136,36 @@ async fn types_slots_checklists(c: &Client, store: &std::path::Path) {
     let check =
         ok(c, "check_checklist", json!({"checklist": "IdentifyFilm", "entity": "alien"})).await;
     assert_eq!(check["complete"], true, "{check}");
+    // A fact whose object is a slot value, and one whose object is a type.
+    let fact = ok(
+        c,
+        "record_fact",
+        json!({"subject": "heat", "predicate": "tagged",
+               "object": {"slot": "genre", "value": "Heist"}}),
+    )
+    .await;
+    assert_eq!(fact["fact"]["object_slot"], json!({"slot": "genre", "value": "Heist"}), "{fact}");
+    let fact = ok(
+        c,
+        "record_fact",
+        json!({"subject": "heat", "predicate": "tagged", "object": {"type": "Film"}}),
+    )
+    .await;
+    assert_eq!(fact["fact"]["object_type"], "film", "{fact}");
+    let e = err(
+        c,
+        "record_fact",
+        json!({"subject": "heat", "predicate": "tagged", "object": {"type": "Novel"}}),
+    )
+    .await;
+    assert_eq!(e["code"], "slots.unknown_type", "{e}");
+    let e = err(
+        c,
+        "record_fact",
+        json!({"subject": "heat", "predicate": "tagged", "object": {"slot": "genre"}}),
+    )
+    .await;
+    assert_eq!(e["code"], "request.object_type", "{e}");
     assert!(summary(&check).contains("optional and missing: year"), "{check}");
     let next = ok(
         c,
