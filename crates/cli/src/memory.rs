@@ -362,7 +362,7 @@ fn show(cli: &Cli, id: &str, as_of: Option<&str>) -> anyhow::Result<Outcome> {
                 e.key.from.id.clone(),
                 e.key.to.id.clone(),
                 s("rule"),
-                s("created_by"),
+                ctxgraph::link_maker(e).to_owned(),
                 format!("{c:.2}"),
             ]);
         }

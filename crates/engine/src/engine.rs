@@ -407,6 +407,13 @@ impl Engine {
         Ok(self.store.checkpoint()?)
     }
 
+    /// Rewrite the store file from its live content (SQLite's `VACUUM`) and truncate the
+    /// write-ahead log, so [`Engine::size_on_disk`] measures what the store holds, not the pages
+    /// freed by deletions. Costs a copy of the file.
+    pub fn vacuum(&self) -> Result<(), Error> {
+        Ok(self.store.vacuum()?)
+    }
+
     /// Size of the store's write-ahead log file in bytes.
     pub fn wal_size(&self) -> u64 {
         self.store.wal_size()

@@ -106,7 +106,7 @@ pub use limits::{MAX_QUESTION_CHARS, MAX_QUESTION_WORDS, QuestionLimits};
 pub use memory::{
     Evolution, EvolutionStep, Impact, ImpactItem, LinkReport, MemoryContext, MemoryHit,
     MemoryOptions, MemorySearchOptions, MemoryView, NextAction, OutcomeView, Rollup, RollupItem,
-    RollupOptions, TraversalOptions,
+    RollupOptions, TraversalOptions, link_maker,
 };
 pub use recall::{
     ContextPack, ContextState, ContextWeights, Factors, Intent, Item, PackEdge, Provenance,
