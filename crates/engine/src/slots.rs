@@ -628,6 +628,15 @@ impl Engine {
     /// Define a checklist through the API. Defining it again identically is a duplicate;
     /// differently, a conflict (checklists are immutable: give a new one a new name).
     pub fn define_checklist(&mut self, draft: &ChecklistDraft) -> Result<IngestOutcome, Error> {
+        // A NaN or infinity has no JSON form (it would read as the default cost): refused here.
+        if let Some((i, s)) = draft.slots.iter().enumerate().find(|(_, s)| !s.cost.is_finite()) {
+            return Err(record_error(Violation::with_text(
+                format!("$.slots[{i}].cost"),
+                Some(&s.cost.to_string()),
+                "checklist.cost",
+                "the cost of asking is a finite number above 0",
+            )));
+        }
         let slots: Vec<Value> = draft
             .slots
             .iter()

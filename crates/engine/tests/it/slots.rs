@@ -255,6 +255,11 @@ fn checklists_from_the_api_and_from_a_file_are_the_same_record() {
             spec("actor", &[], SpecRelation::HasSlot, false, Cardinality::Many),
         ],
     };
+    // A cost that has no JSON form is refused, not read as the default.
+    let mut nan = draft.clone();
+    nan.slots[1].cost = f64::NAN;
+    let err = engine.define_checklist(&nan).unwrap_err();
+    assert_eq!(violation(&err).2, "checklist.cost");
     let position = new(engine.define_checklist(&draft).unwrap());
     assert_eq!(engine.define_checklist_file(FILMS).unwrap(), IngestOutcome::Duplicate(position));
     let json_file = json!({"name": "identifyfilm", "slots": [{"name": "x"}]}).to_string();
