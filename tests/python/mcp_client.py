@@ -240,11 +240,29 @@ async def knowledge(session, prefix):
 
     user = f"{prefix} ann"
     summary(await call(session, "add_goal", {"name": "watch the classics", "user": user,
-                                             "create_user": True, "influences": [checklist]}))
+                                             "create_user": True, "influences": [checklist],
+                                             "prefers": [{"slot": "genre", "value": "crime"}]}))
     await bad(session, "add_goal", {"name": "g", "user": user, "influences": [f"{prefix}-none"]},
               "goal.unknown_checklist")
+    await bad(session, "add_goal", {"name": "g", "user": user, "prefers": [{"slot": " ", "value": "x"}]},
+              "slots.label_format")
     r = await call(session, "list_goals", {"user": user})
-    check(len(r["goals"]) == 1, r)
+    check(len(r["goals"]) == 1 and r["goals"][0]["prefers"] == [{"slot": "genre", "value": "crime"}], r)
+    # The goal favours crime: heat is twice as likely, so the genre tells H(1/3, 2/3) bits.
+    r = await call(session, "next_question", {"checklist": checklist, "candidates": [alien, heat],
+                                              "user": user, "search_cost": 0.5})
+    check(abs(r["ranking"][0]["gain"] - 0.9182958340544896) < 1e-12 and len(r["goals"]) == 1, r)
+    check(r["recommendation"]["action"] in ("ask", "search") and r["search_cost"] == 0.5, r)
+    await bad(session, "next_question", {"checklist": checklist, "candidates": [alien, heat], "search_cost": -1},
+              "checklist.search_cost")
+    # A fact whose object is a slot value, and one whose object is a declared type.
+    r = await call(session, "record_fact", {"subject": heat, "predicate": "tagged",
+                                            "object": {"slot": "genre", "value": "heist"}})
+    check(r["fact"]["object_slot"] == {"slot": "genre", "value": "heist"}, r)
+    r = await call(session, "record_fact", {"subject": heat, "predicate": "tagged", "object": {"type": film}})
+    check(r["fact"]["object_type"] == film.lower(), r)
+    await bad(session, "record_fact", {"subject": heat, "predicate": "tagged", "object": {"type": f"{prefix}Novel"}},
+              "slots.unknown_type")
     await bad(session, "list_goals", {"user": f"{prefix} nobody"}, "entity.not_found")
 
     r = await call(session, "entity_candidates", {"status": "all"})

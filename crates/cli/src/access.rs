@@ -51,7 +51,8 @@ fn kind(command: &Command) -> Kind {
             | MemoryCommand::Outcome { .. }
             | MemoryCommand::Link { .. }
             | MemoryCommand::Unlink { .. }
-            | MemoryCommand::Relink => Kind::Write,
+            | MemoryCommand::Relink
+            | MemoryCommand::AutoLink { .. } => Kind::Write,
         },
         Command::Fact(f) => match f {
             FactCommand::Add(_) | FactCommand::Retract { .. } => Kind::Write,

@@ -712,7 +712,8 @@ pub(crate) struct FactAddArgs {
     pub(crate) subject: String,
     /// A controlled predicate, e.g. reports_to (case and `-` forgiven).
     pub(crate) predicate: String,
-    /// An entity name or id, or a literal (see --literal).
+    /// An entity name or id, a literal (see --literal), a slot value (--object-slot) or a type
+    /// (--object-is-type).
     pub(crate) object: String,
     /// The subject's type (person, project, decision, concept, source, or an event entity type such as service or tool):
     /// restricts matching, and creates the entity when no name matches.
@@ -724,6 +725,13 @@ pub(crate) struct FactAddArgs {
     /// The object is a literal string, not an entity.
     #[arg(long)]
     pub(crate) literal: bool,
+    /// The object is a slot value: OBJECT is the value of this slot (e.g. `--object-slot genre`
+    /// with OBJECT `drama`).
+    #[arg(long, value_name = "SLOT", conflicts_with_all = ["literal", "object_type", "object_is_type"])]
+    pub(crate) object_slot: Option<String>,
+    /// The object is a declared Type (`type add`), named by OBJECT.
+    #[arg(long, conflicts_with_all = ["literal", "object_type"])]
+    pub(crate) object_is_type: bool,
     /// How sure, from 0 to 1 (default 1).
     #[arg(long)]
     pub(crate) confidence: Option<f64>,
@@ -898,12 +906,17 @@ pub(crate) enum ChecklistCommand {
         /// The entity: an id such as `concept:alien`, or a bare name.
         entity: String,
     },
-    /// The slot to ask about next: the spec whose answer best splits the candidates.
+    /// The slot to ask about next: the spec whose answer best splits the candidates, per unit
+    /// of its cost, and whether to ask the user or search the graph first.
     ///
     /// Expected information gain over equally likely candidates: log2 n minus the sum over
     /// answer groups of (n_g / k) log2 (n_g + u), where the u candidates without a value (unknown)
-    /// are no answer and stay whatever the answer, and k = n − u. Ties: fewer unknowns, then
-    /// required first, then checklist order. Exits 1 when no slot splits the candidates.
+    /// are no answer and stay whatever the answer, and k = n − u. Goals influencing the checklist
+    /// that prefer a slot value weigh the candidates holding it (x(1 + 1/(1 + priority))), and
+    /// the same formula runs over the weighted prior. Specs are ranked by gain / cost; ties:
+    /// fewer unknowns, then required first, then checklist order. When facts or events mention
+    /// answers, searching first is worth gain x p_found / search-cost. Exits 1 when no slot
+    /// splits the candidates.
     Next {
         /// The checklist's name.
         name: String,
@@ -914,6 +927,15 @@ pub(crate) enum ChecklistCommand {
         /// it are ruled out first (one without a value is kept).
         #[arg(long, value_name = "SPEC=VALUE")]
         known: Vec<String>,
+        /// Only this user's goals bias the prior [default: every goal influencing the checklist].
+        #[arg(long)]
+        user: Option<String>,
+        /// What a search of the graph costs, in units of one question.
+        #[arg(long, default_value_t = ctxgraph::DEFAULT_SEARCH_COST)]
+        search_cost: f64,
+        /// Do not look for the answers in the graph's facts and events.
+        #[arg(long)]
+        no_search: bool,
     },
 }
 
@@ -941,6 +963,10 @@ pub(crate) enum GoalCommand {
         /// Its priority, 0 the highest.
         #[arg(long)]
         priority: Option<u64>,
+        /// A slot value it favours, SLOT=VALUE (repeatable): candidates holding it are more
+        /// likely in `checklist next` of a checklist it influences.
+        #[arg(long, value_name = "SLOT=VALUE")]
+        prefers: Vec<String>,
     },
     /// List goals, of one user or all. Exits 1 when there is none.
     List {
@@ -1161,6 +1187,15 @@ pub(crate) enum MemoryCommand {
     /// Rebuild every memory's embedding, full-text entry and automatic links from the log (after
     /// `reproject` or a bulk `ingest` of memory records).
     Relink,
+    /// Show, or switch on or off for this store, the automatic links between memories
+    /// (temporal, same topic, semantic). The setting is kept in the store, so every later
+    /// command and the server obey it; switching rebuilds the links (off removes the automatic
+    /// ones; explicit links stay). `memory save --no-auto-link` does it for one memory.
+    AutoLink {
+        /// `on` or `off`; without it, shows the setting.
+        #[arg(value_parser = ["on", "off"])]
+        state: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

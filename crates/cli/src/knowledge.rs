@@ -68,6 +68,8 @@ fn fact_json(f: &FactView) -> Value {
         "predicate": f.predicate,
         "object": f.object.as_ref().map(entity_json),
         "literal": f.literal,
+        "object_slot": f.object_slot.as_ref().map(|(slot, value)| json!({"slot": slot, "value": value})),
+        "object_type": f.object_type,
         "confidence": f.confidence,
         "claim_confidences": f.claim_confidences,
         "claims": f.claims,
@@ -87,6 +89,12 @@ fn fact_json(f: &FactView) -> Value {
 }
 
 fn object_text(f: &FactView) -> String {
+    if let Some((slot, value)) = &f.object_slot {
+        return format!("{slot}={value}");
+    }
+    if let Some(t) = &f.object_type {
+        return format!("type {t}");
+    }
     match (&f.object, &f.literal) {
         (Some(o), _) => o.name.clone(),
         (None, Some(Value::String(s))) => format!("\"{s}\""),
@@ -146,7 +154,11 @@ fn time_arg(flag: &str, value: Option<&str>) -> anyhow::Result<Option<String>> {
 
 fn add(cli: &Cli, a: &FactAddArgs) -> anyhow::Result<Outcome> {
     let mut engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
-    let object = if a.literal {
+    let object = if let Some(slot) = &a.object_slot {
+        ObjectInput::SlotValue { slot: slot.clone(), value: a.object.clone() }
+    } else if a.object_is_type {
+        ObjectInput::Type(a.object.clone())
+    } else if a.literal {
         ObjectInput::Literal(Value::String(a.object.clone()))
     } else if let Some(t) = &a.object_type {
         ObjectInput::Entity(EntityInput::typed(&a.object, t))

@@ -80,6 +80,7 @@ pub(crate) fn run(cli: &Cli, cmd: &MemoryCommand) -> anyhow::Result<Outcome> {
             search(cli, query, context.clone(), *limit, as_of.as_deref())
         }
         MemoryCommand::Relink => relink(cli),
+        MemoryCommand::AutoLink { state } => auto_link(cli, state.as_deref()),
     }
 }
 
@@ -361,7 +362,7 @@ fn show(cli: &Cli, id: &str, as_of: Option<&str>) -> anyhow::Result<Outcome> {
                 e.key.from.id.clone(),
                 e.key.to.id.clone(),
                 s("rule"),
-                s("created_by"),
+                ctxgraph::link_maker(e).to_owned(),
                 format!("{c:.2}"),
             ]);
         }
@@ -495,6 +496,30 @@ fn relink(cli: &Cli) -> anyhow::Result<Outcome> {
             r.same_topic,
             r.semantic
         )?;
+    }
+    Ok(Outcome::Done)
+}
+
+/// `memory auto-link [on|off]`: the store's setting, shown or switched (links rebuilt).
+fn auto_link(cli: &Cli, state: Option<&str>) -> anyhow::Result<Outcome> {
+    let mut engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
+    let report = match state {
+        Some(s) => Some(engine.set_auto_link(s == "on")?),
+        None => None,
+    };
+    let on = !engine.auto_link_stored_off()?;
+    let word = if on { "on" } else { "off" };
+    if cli.json {
+        print_json(&json!({
+            "auto_link": on,
+            "automatic_links": report.as_ref().map(|r| r.total()),
+        }))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "automatic memory links: {word} for this store")?;
+        if let Some(r) = report {
+            writeln!(out, "links rebuilt: {} automatic links now", r.total())?;
+        }
     }
     Ok(Outcome::Done)
 }

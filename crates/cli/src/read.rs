@@ -275,6 +275,7 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
             "vectors": s.vectors.0, "unindexed_vectors": s.vectors.1,
             "text_documents": s.text_docs.0, "text_documents_outside_lexical_index": s.text_docs.1,
             "format_version": s.format_version, "schema_modules": s.modules,
+            "settings": {"auto_link": !engine.auto_link_stored_off()?},
         }))?;
         return Ok(Outcome::Done);
     }
@@ -299,6 +300,8 @@ pub(crate) fn stats(cli: &Cli) -> anyhow::Result<Outcome> {
         format!("{} ({})", s.text_docs.0, s.text_docs.1),
     ]);
     t.add_row(vec!["size on disk".to_owned(), bytes(s.bytes_on_disk)]);
+    let auto_link = if engine.auto_link_stored_off()? { "off" } else { "on" };
+    t.add_row(vec!["setting: automatic memory links".to_owned(), auto_link.to_owned()]);
     if let Some((model, dim)) = &s.embedding_model {
         writeln!(out, "embedding model: {model} ({dim} dimensions)")?;
     }

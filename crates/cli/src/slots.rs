@@ -5,8 +5,9 @@ use std::io::{Read, Write};
 use anyhow::Context;
 use ctxgraph::{
     CheckReport, Checklist, Engine, EngineOptions, EntityArg, Goal, GoalDraft, IngestOutcome,
-    NextReport, OpenMode, SlotFill, SlotSpec, SpecStatus, TypeInfo,
+    NextOptions, NextReport, OpenMode, SlotFill, SlotSpec, SpecStatus, TypeInfo,
 };
+use ctxgraph_server::wire::NextQuestionDto;
 use serde_json::{Value, json};
 
 use crate::Outcome;
@@ -166,7 +167,7 @@ pub(crate) fn slots(cli: &Cli, cmd: &SlotCommand) -> anyhow::Result<Outcome> {
 fn spec_json(s: &SlotSpec) -> Value {
     json!({
         "name": s.name, "expect_labels": s.expect_labels, "relation": s.relation.as_str(),
-        "required": s.required, "cardinality": s.cardinality.as_str(),
+        "required": s.required, "cardinality": s.cardinality.as_str(), "cost": s.cost,
     })
 }
 
@@ -243,7 +244,7 @@ pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Ou
             print_check(cli, &report)?;
             Ok(Outcome::Done)
         }
-        ChecklistCommand::Next { name, candidates, known } => {
+        ChecklistCommand::Next { name, candidates, known, user, search_cost, no_search } => {
             let reader = crate::reader(cli, &engine)?;
             let ids = candidates
                 .iter()
@@ -269,12 +270,17 @@ pub(crate) fn checklists(cli: &Cli, cmd: &ChecklistCommand) -> anyhow::Result<Ou
                 writeln!(std::io::stdout(), "ruled out by the known answers: {}", list.join(", "))?;
             }
             anyhow::ensure!(!ids.is_empty(), "the known answers rule out every candidate");
+            let user = user
+                .as_deref()
+                .map(|u| entity_arg(&reader, u).with_context(|| format!("--user `{u}`")))
+                .transpose()?;
+            let options = NextOptions { user, search_cost: *search_cost, search: !no_search };
             let report = reader
-                .next_slot(name, &ids)
+                .next_slot(name, &ids, &options)
                 .map_err(flat)
                 .with_context(|| format!("choosing the next slot of checklist `{name}`"))?
                 .map_err(|id| anyhow::anyhow!("no entity `{id}` (give an entity's id or name)"))?;
-            print_next(cli, &report)?;
+            print_next(cli, &report, &ruled_out)?;
             Ok(if report.best().is_some() { Outcome::Done } else { Outcome::NotFound })
         }
     }
@@ -334,55 +340,50 @@ fn print_check(cli: &Cli, r: &CheckReport) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_next(cli: &Cli, r: &NextReport) -> anyhow::Result<()> {
+/// The answer of `checklist next`: with `--json`, the same document as the server's
+/// `next_question`; otherwise its summary, the prior when goals biased it, and a table.
+fn print_next(cli: &Cli, r: &NextReport, ruled_out: &[(String, String)]) -> anyhow::Result<()> {
+    let dto = NextQuestionDto::new(r, ruled_out);
     if cli.json {
-        return print_json(&json!({
-            "checklist": r.checklist,
-            "candidates": r.candidates,
-            "entropy_bits": r.entropy,
-            "best": r.best().map(|g| g.spec.name.clone()),
-            "ranking": r.ranking.iter().map(|g| json!({
-                "slot": g.spec.name,
-                "required": g.spec.required,
-                "gain_bits": g.gain,
-                "unknown": g.unknown,
-                "groups": g.groups.iter().map(|a| json!({
-                    "answer": a.answer, "candidates": a.candidates,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        }));
+        return print_json(&serde_json::to_value(&dto)?);
     }
     let mut out = std::io::stdout().lock();
-    match r.best() {
-        Some(best) => writeln!(
-            out,
-            "ask about `{}`: expected information gain {:.3} of {:.3} bits over {} candidates",
-            best.spec.name,
-            best.gain,
-            r.entropy,
-            r.candidates.len()
-        )?,
-        None => writeln!(
-            out,
-            "no slot of {} splits these {} candidates (every gain is 0)",
-            r.checklist,
-            r.candidates.len()
-        )?,
+    writeln!(out, "{}", dto.summary)?;
+    if !r.goals.is_empty() {
+        let prior: Vec<String> =
+            r.candidates.iter().zip(&r.prior).map(|(c, p)| format!("{c} {p:.3}")).collect();
+        writeln!(out, "prior: {}", prior.join(", "))?;
     }
-    let mut t = table(&["slot spec", "gain (bits)", "answers"]);
+    let mut t = table(&["slot spec", "gain (bits)", "cost", "gain/cost", "search", "answers"]);
     for g in &r.ranking {
         let groups: Vec<String> = g
             .groups
             .iter()
             .map(|a| {
+                let p = a.probability.map_or_else(String::new, |p| format!(" (p {p:.2})"));
                 format!(
-                    "{}: {}",
+                    "{}{p}: {}",
                     a.answer.as_deref().unwrap_or("(unknown)"),
                     a.candidates.join(", ")
                 )
             })
             .collect();
-        t.add_row(vec![g.spec.name.clone(), format!("{:.3}", g.gain), groups.join("\n")]);
+        let search = g.search.as_ref().map_or_else(String::new, |l| {
+            format!(
+                "{:.3} (p_found {:.2}: {})",
+                l.gain_per_cost,
+                l.p_found,
+                l.found.iter().map(|(a, _)| a.as_str()).collect::<Vec<_>>().join(", ")
+            )
+        });
+        t.add_row(vec![
+            g.spec.name.clone(),
+            format!("{:.3}", g.gain),
+            g.cost.to_string(),
+            format!("{:.3}", g.gain_per_cost),
+            search,
+            groups.join("\n"),
+        ]);
     }
     writeln!(out, "{t}")?;
     Ok(())
@@ -392,6 +393,8 @@ fn goal_json(g: &Goal) -> Value {
     json!({
         "id": g.id, "name": g.name, "user": g.user_id, "description": g.description,
         "horizon": g.horizon, "priority": g.priority, "influences": g.influences,
+        "prefers": g.prefers.iter().map(|(slot, value)| json!({"slot": slot, "value": value}))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -406,7 +409,18 @@ pub(crate) fn goals(cli: &Cli, cmd: &GoalCommand) -> anyhow::Result<Outcome> {
             description,
             horizon,
             priority,
+            prefers,
         } => {
+            let prefers = prefers
+                .iter()
+                .map(|p| {
+                    p.split_once('=')
+                        .map(|(s, v)| (s.trim().to_owned(), v.trim().to_owned()))
+                        .with_context(|| {
+                            format!("--prefers `{p}`: write SLOT=VALUE, e.g. genre=drama")
+                        })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
             let user_arg =
                 if *create_user {
                     EntityArg::Named { name: user.clone(), entity_type: "user".into() }
@@ -422,6 +436,7 @@ pub(crate) fn goals(cli: &Cli, cmd: &GoalCommand) -> anyhow::Result<Outcome> {
                 horizon: horizon.clone(),
                 priority: *priority,
                 influences: influences.iter().map(|s| s.trim().to_owned()).collect(),
+                prefers,
             };
             let outcome = engine
                 .add_goal(&draft)
@@ -438,7 +453,8 @@ pub(crate) fn goals(cli: &Cli, cmd: &GoalCommand) -> anyhow::Result<Outcome> {
             } else if list.is_empty() {
                 writeln!(std::io::stdout(), "no goals (`ctxgraph goal add` adds one)")?;
             } else {
-                let mut t = table(&["user", "goal", "priority", "horizon", "influences"]);
+                let mut t =
+                    table(&["user", "goal", "priority", "horizon", "influences", "prefers"]);
                 for g in &list {
                     t.add_row(vec![
                         g.user_id.clone(),
@@ -446,6 +462,11 @@ pub(crate) fn goals(cli: &Cli, cmd: &GoalCommand) -> anyhow::Result<Outcome> {
                         g.priority.map_or_else(String::new, |p| p.to_string()),
                         g.horizon.clone().unwrap_or_default(),
                         g.influences.join(", "),
+                        g.prefers
+                            .iter()
+                            .map(|(s, v)| format!("{s}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
                     ]);
                 }
                 writeln!(std::io::stdout(), "{t}")?;

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, missing_docs, reason = "a bench fails loudly on the first surprise")]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ctxgraph::{Engine, EngineOptions, EntityArg, OpenMode, Projection, ValidRecord};
+use ctxgraph::{Engine, EngineOptions, EntityArg, NextOptions, OpenMode, Projection, ValidRecord};
 use serde_json::json;
 
 const FILMS: usize = 1000;
@@ -70,7 +70,11 @@ fn checklists(c: &mut Criterion) {
     g.bench_function("next_slot, 1000 candidates x 5 specs", |b| {
         b.iter(|| {
             let snap = engine.owner_reader().unwrap();
-            snap.next_slot("IdentifyFilm", &candidates).unwrap().unwrap().ranking.len()
+            snap.next_slot("IdentifyFilm", &candidates, &NextOptions::default())
+                .unwrap()
+                .unwrap()
+                .ranking
+                .len()
         });
     });
     g.throughput(Throughput::Elements(1));

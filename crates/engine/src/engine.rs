@@ -69,7 +69,7 @@ pub struct ReprojectReport {
 pub struct Engine {
     pub(crate) store: Embedded,
     pub(crate) schema: Schema,
-    options: EngineOptions,
+    pub(crate) options: EngineOptions,
     pub(crate) embedder: OnceLock<Arc<dyn Embedder>>,
     /// Index parts read so far, shared by snapshots (and by engines given
     /// [`Engine::share_caches`]).
@@ -133,6 +133,13 @@ impl Engine {
             && !options.accept_new_embedder
         {
             return Err(Error::EmbeddingModel { stored, configured });
+        }
+        let mut options = options;
+        // The store's own setting switches automatic memory links off whatever the caller's
+        // options say (`Engine::set_auto_link`).
+        if store.begin_read()?.setting(crate::memory::AUTO_LINK_SETTING)?.as_deref() == Some("off")
+        {
+            options.memory.auto_link = false;
         }
         Ok(Engine {
             store,
@@ -398,6 +405,13 @@ impl Engine {
     /// Copy the write-ahead log into the main file (after bulk loads, to leave one file).
     pub fn checkpoint(&self) -> Result<(), Error> {
         Ok(self.store.checkpoint()?)
+    }
+
+    /// Rewrite the store file from its live content (SQLite's `VACUUM`) and truncate the
+    /// write-ahead log, so [`Engine::size_on_disk`] measures what the store holds, not the pages
+    /// freed by deletions. Costs a copy of the file.
+    pub fn vacuum(&self) -> Result<(), Error> {
+        Ok(self.store.vacuum()?)
     }
 
     /// Size of the store's write-ahead log file in bytes.

@@ -46,10 +46,17 @@ fn prop<'a>(node: &'a Node, name: &str) -> Option<&'a str> {
     node.props.get(name).and_then(Value::as_str)
 }
 
-/// A fact's object in words: the entity's name, or the literal (stored as JSON text) unquoted.
+/// A fact's object in words: the entity's name, the slot and value, the type, or the literal
+/// (stored as JSON text) unquoted.
 pub fn fact_object(node: &Node) -> Option<String> {
     if let Some(object) = prop(node, "object") {
         return Some(entity_name(object).to_owned());
+    }
+    if let (Some(slot), Some(value)) = (prop(node, "object_slot"), prop(node, "object_value")) {
+        return Some(format!("{} {value}", slot.replace('_', " ")));
+    }
+    if let Some(t) = prop(node, "object_type") {
+        return Some(t.to_owned());
     }
     let literal = prop(node, "literal")?;
     Some(match serde_json::from_str::<Value>(literal) {

@@ -73,6 +73,16 @@ pub enum ObjectInput {
     /// and for one that allows either (`object = "any"`) an entity when the name resolves to one,
     /// a string literal when nothing matches.
     Either(String),
+    /// A slot value (seed 001's `SlotValue`): a slot label and a value.
+    SlotValue {
+        /// The slot label, e.g. genre.
+        slot: String,
+        /// The value, e.g. drama.
+        value: String,
+    },
+    /// A declared Type (seed 001's `Type`), by name; an undeclared one is refused
+    /// (`slots.unknown_type`).
+    Type(String),
 }
 
 /// A claim as the caller gives it (seed 002's `record_fact`).
@@ -418,6 +428,8 @@ impl Engine {
                 Resolution::Unknown | Resolution::Ambiguous(_) => Ok(None),
             }
         };
+        // A slot-value or type object, as its record JSON (validated with the record).
+        let mut node_object: Option<Value> = None;
         let (subject, object) = {
             let read = self.store.begin_read()?;
             let subject = entity(
@@ -429,6 +441,23 @@ impl Engine {
                 &mut proposals,
             )?;
             let object = match &input.object {
+                ObjectInput::SlotValue { slot, value } => {
+                    node_object = Some(serde_json::json!({"slot": slot, "value": value}));
+                    Some((None, None, true))
+                }
+                ObjectInput::Type(name) => {
+                    let id = ctxgraph_ontology::normalize_name(name);
+                    if !id.is_empty() && !read.node_exists(&NodeKey::new("Type", &id))? {
+                        violations.push(Violation::for_str(
+                            "$.object.type",
+                            name,
+                            "slots.unknown_type",
+                            "no type with this name is declared: declare it first (`ctxgraph type add NAME`)",
+                        ));
+                    }
+                    node_object = Some(serde_json::json!({"type": name}));
+                    Some((None, None, true))
+                }
                 ObjectInput::Entity(e) => {
                     entity(&read, e, "$.object", "--object-type", &mut violations, &mut proposals)?
                         .map(|(e, ok)| (Some(e), None, ok))
@@ -508,6 +537,10 @@ impl Engine {
         record.insert("subject".into(), entity_json(&subject_entity));
         record.insert("predicate".into(), input.predicate.clone().into());
         let object_entity = match &object {
+            _ if node_object.is_some() => {
+                record.insert("object".into(), node_object.clone().unwrap_or_default());
+                None
+            }
             Some((Some(e), _, _)) => {
                 record.insert("object".into(), entity_json(e));
                 Some(e.clone())

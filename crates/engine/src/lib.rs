@@ -106,7 +106,7 @@ pub use limits::{MAX_QUESTION_CHARS, MAX_QUESTION_WORDS, QuestionLimits};
 pub use memory::{
     Evolution, EvolutionStep, Impact, ImpactItem, LinkReport, MemoryContext, MemoryHit,
     MemoryOptions, MemorySearchOptions, MemoryView, NextAction, OutcomeView, Rollup, RollupItem,
-    RollupOptions, TraversalOptions,
+    RollupOptions, TraversalOptions, link_maker,
 };
 pub use recall::{
     ContextPack, ContextState, ContextWeights, Factors, Intent, Item, PackEdge, Provenance,
@@ -116,9 +116,10 @@ pub use receipt::{ReceiptQuery, ReceiptView, policy_filter};
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};
 pub use retention::{RetentionOptions, RetentionReport, Tier, TierCounts, salience};
 pub use slots::{
-    AnswerGroup, CheckReport, Checklist, ChecklistDraft, EntityArg, Goal, GoalDraft, NextReport,
-    SlotFill, SlotGain, SlotSpecDraft, SpecCheck, SpecStatus, TypeInfo, information_gain,
-    information_gain_with_unknown,
+    Action, AnswerGroup, CheckReport, Checklist, ChecklistDraft, DEFAULT_SEARCH_COST,
+    EVIDENCE_PER_ANSWER, EntityArg, Goal, GoalBias, GoalDraft, NextOptions, NextReport,
+    Recommendation, SearchLead, SlotFill, SlotGain, SlotSpecDraft, SpecCheck, SpecStatus, TypeInfo,
+    entropy, information_gain, information_gain_with_unknown, weighted_information_gain,
 };
 pub use text_index::{REBUILD_AFTER as TEXT_INDEX_REBUILD_AFTER, TextIndexReport};
 pub use view::{

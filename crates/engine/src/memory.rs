@@ -45,7 +45,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ctxgraph_embed::Embedder;
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordBody, Schema, ValidRecord, Violation};
-use ctxgraph_projection::{LINK_VOTE, MEMORY, MEMORY_SESSION, TOPIC, link_props, topic_id};
+use ctxgraph_projection::{LINK_VOTE, MEMORY, MEMORY_SESSION, TOPIC, topic_id};
 use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore};
 use serde_json::Value;
 
@@ -53,9 +53,13 @@ use crate::engine::{Engine, Projection};
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
 
+/// The store setting that switches automatic memory links off (`"off"`; absent means on).
+pub(crate) const AUTO_LINK_SETTING: &str = "memory.auto_link";
+
 /// Memories read per page when every memory is listed.
 const PAGE: usize = 4_096;
 const NS_PER_MS: i64 = 1_000_000;
+const NS_PER_SEC: i64 = 1_000_000_000;
 const NS_PER_DAY: f64 = 86_400e9;
 
 /// Settings of the automatic links and of how links are read. Defaults are seed 003's values.
@@ -157,7 +161,7 @@ impl MemoryOptions {
             let n = v.props.get("downvotes").and_then(Value::as_i64).unwrap_or(0);
             c *= self.downvote_factor.powi(i32::try_from(n).unwrap_or(i32::MAX));
         }
-        if let Some(created) = ns_prop(&edge.props, "created_at") {
+        if let Some(created) = link_made_ns(&edge.props) {
             let age_days = (as_of_ns.saturating_sub(created)).max(0) as f64 / NS_PER_DAY;
             c *= (-self.decay(&edge.key.edge_type) * age_days).exp();
         }
@@ -461,7 +465,7 @@ fn candidate(
     }
     let delta_ns = later.created_at_ns.saturating_sub(earlier.created_at_ns);
     let delta_ms = delta_ns / NS_PER_MS;
-    let (confidence, reason) = match rule {
+    let confidence = match rule {
         Rule::Temporal => {
             let same_session =
                 earlier.session_id.is_some() && earlier.session_id == later.session_id;
@@ -470,7 +474,7 @@ fn candidate(
                 return None;
             }
             let normalized = delta_ns as f64 / window_ns as f64;
-            (o.temporal_base + (1.0 - normalized) * o.temporal_span, "temporal_proximity")
+            o.temporal_base + (1.0 - normalized) * o.temporal_span
         }
         Rule::SameTopic => {
             let same = match (&earlier.topic, &later.topic) {
@@ -480,27 +484,17 @@ fn candidate(
             if later.kind != "decision" || !same {
                 return None;
             }
-            (o.same_topic_confidence, "same_topic")
+            o.same_topic_confidence
         }
         Rule::Semantic => {
             let score = (f64::from(similarity?) * o.boost(&earlier.kind, &later.kind)).min(1.0);
             if score <= o.semantic_threshold {
                 return None;
             }
-            (score, "semantic_match")
+            score
         }
     };
-    let mut props = link_props(
-        confidence.clamp(0.0, 1.0),
-        "system",
-        &later.created_at,
-        rule.name(),
-        Some(reason),
-    );
-    props.insert("time_delta_ms".into(), delta_ms.into());
-    if let Some(s) = similarity.filter(|_| rule == Rule::Semantic) {
-        props.insert("similarity".into(), f64::from(s).into());
-    }
+    let props = automatic_props(confidence, rule, later.created_at_ns, delta_ms);
     let key = schema.edge_key(
         rule.edge_type(),
         NodeKey::new(MEMORY, &earlier.id),
@@ -509,6 +503,39 @@ fn candidate(
     );
     let edge = Edge { key, props };
     Some(Candidate { rank: rank_of(rule, &edge), edge })
+}
+
+/// The stored properties of an automatic link, kept small since a memory has dozens of them:
+/// the confidence to 4 decimals, the rule (its identity), when it was made as whole seconds
+/// (`at`, for decay), and for the rules ranked by time the gap between the two memories
+/// (`time_delta_ms`). Nothing that can be derived is stored: the maker is `system` for every
+/// automatic rule, the reason is the rule, and a semantic link's cosine is its confidence over
+/// the kinds' boost.
+fn automatic_props(confidence: f64, rule: Rule, at_ns: i64, delta_ms: i64) -> Properties {
+    let mut p = Properties::new();
+    p.insert("confidence".into(), ((confidence.clamp(0.0, 1.0) * 1e4).round() / 1e4).into());
+    p.insert("rule".into(), rule.name().into());
+    p.insert("at".into(), at_ns.div_euclid(NS_PER_SEC).into());
+    if rule != Rule::Semantic {
+        p.insert("time_delta_ms".into(), delta_ms.into());
+    }
+    p
+}
+
+/// When a link was made, in nanoseconds: an explicit link's `created_at`, an automatic one's
+/// `at` (whole seconds).
+pub(crate) fn link_made_ns(props: &Properties) -> Option<i64> {
+    ns_prop(props, "created_at")
+        .or_else(|| props.get("at")?.as_i64().map(|s| s.saturating_mul(NS_PER_SEC)))
+}
+
+/// Who made a link: the `created_by` of an explicit one, `system` for an automatic one.
+pub fn link_maker(edge: &Edge) -> &str {
+    match edge.props.get("created_by").and_then(Value::as_str) {
+        Some(by) => by,
+        None if is_automatic(edge) => "system",
+        None => "",
+    }
 }
 
 fn check_edge(schema: &Schema, edge: &Edge) -> Result<(), Error> {
@@ -648,6 +675,25 @@ impl Engine {
         }
         w.commit()?;
         Ok(outcomes)
+    }
+
+    /// Switch automatic memory links on or off for this store, as a setting kept in the store
+    /// (so every later open, the server's included, obeys it), then rebuild the links: off
+    /// removes every automatic link and writes none, on writes them again; explicit links stay
+    /// either way. A memory saved with `auto_link: false` stays unlinked in both.
+    pub fn set_auto_link(&mut self, on: bool) -> Result<LinkReport, Error> {
+        {
+            let mut w = self.store.begin_write()?;
+            w.set_setting(AUTO_LINK_SETTING, (!on).then_some("off"))?;
+            w.commit()?;
+        }
+        self.options.memory.auto_link = on;
+        self.link_memories()
+    }
+
+    /// Whether the store's setting switches automatic memory links off (`set_auto_link`).
+    pub fn auto_link_stored_off(&self) -> Result<bool, Error> {
+        Ok(self.store.begin_read()?.setting(AUTO_LINK_SETTING)?.as_deref() == Some("off"))
     }
 
     /// Rebuild every memory's index entries and automatic links from scratch, in one
@@ -816,6 +862,8 @@ pub(crate) fn votes_of(
 
 #[cfg(test)]
 mod tests {
+    use ctxgraph_projection::link_props;
+
     use super::*;
 
     fn view(id: &str, kind: &str, at_min: i64, session: Option<&str>) -> MemoryView {
@@ -849,6 +897,11 @@ mod tests {
         let conf = c.edge.props["confidence"].as_f64().unwrap();
         assert!((conf - 0.4).abs() < 1e-12, "30 minutes is half the window: 0.3 + 0.5 × 0.2");
         assert_eq!(c.edge.props["time_delta_ms"], 1_800_000);
+        // Compact: no maker, reason or time text; `at` in whole seconds, as `effective` reads it.
+        let keys: Vec<&str> = c.edge.props.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["at", "confidence", "rule", "time_delta_ms"]);
+        assert_eq!(link_made_ns(&c.edge.props), Some(b.created_at_ns));
+        assert_eq!(link_maker(&c.edge), "system");
         let late = view("c", "checkpoint", 60, Some("s"));
         assert!(candidate(&schema, &o, Rule::Temporal, &a, &late, None).is_none(), "1 h is out");
         let other = view("d", "checkpoint", 10, Some("t"));
@@ -868,6 +921,9 @@ mod tests {
         // 0.7 × 1.2 = 0.84 > 0.75 for decision → checkpoint; 0.7 alone is under the threshold.
         let s = candidate(&schema, &o, Rule::Semantic, &d1, &cp, Some(0.7)).unwrap();
         assert!((s.edge.props["confidence"].as_f64().unwrap() - 0.84).abs() < 1e-6);
+        assert!(
+            !s.edge.props.contains_key("similarity") && !s.edge.props.contains_key("time_delta_ms")
+        );
         assert!(candidate(&schema, &o, Rule::Semantic, &d1, &d2, Some(0.7)).is_none());
     }
 

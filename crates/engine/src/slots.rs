@@ -28,9 +28,35 @@
 //! partition: 0 when every candidate gives the same answer and log2 n when every answer differs;
 //! each unknown candidate lowers it, so a slot whose values are missing is not asked about for
 //! the spread of answers that it does not have. The sum runs over the group sizes in ascending order, so equal partitions give
-//! bit-identical gains. Ranking: higher gain first; gains within 1e-12 are ties, broken by fewer
-//! unknown candidates, then required before optional, then the checklist's own order. The best
-//! slot is the first, if its gain is above zero.
+//! bit-identical gains.
+//!
+//! # Goals bias the prior
+//! A user's goal that influences the checklist and prefers slot values (`prefers`) makes the
+//! candidates holding one of them more likely: each such goal multiplies a candidate's weight
+//! by `1 + 1 / (1 + priority)` (2 for priority 0, the highest, or none; 1.5 for priority 1),
+//! and the prior is the weights normalised. With weights the formula above becomes
+//!
+//! ```text
+//! IG(spec) = H(w) − Σ_g (W_g / W_k) · H(w restricted to g ∪ unknown)
+//! ```
+//!
+//! where `H(w)` is the entropy of the normalised weights, `W_g` a group's weight and `W_k` the
+//! weight of the candidates with a value; with equal weights it is the formula above,
+//! bit for bit. A goal so changes the gains, and so which slot is asked: an answer the goal
+//! already makes likely tells less.
+//!
+//! # Cost, and asking against searching
+//! A slot spec carries the cost of asking about it (`cost`, 1 by default). The ranking is by
+//! gain per unit of cost; gains per cost within 1e-12 are ties, broken by fewer unknown
+//! candidates, then required before optional, then the checklist's own order. The best slot is
+//! the first, if its gain is above zero.
+//!
+//! The answer may already be in the graph: for each answer a spec can have, the caller looks
+//! for facts and events that mention it (`evidence`). A search finds the answer when it is one
+//! of those, with probability `p_found`, the summed probability of the answers with evidence;
+//! searching first is then worth `gain · p_found / search_cost` bits per unit of cost against
+//! `gain / cost` for asking, and the recommendation is the best of every spec's two actions
+//! (asking wins ties).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -49,6 +75,13 @@ use crate::view::Snapshot;
 
 /// Gains closer than this are ties (see the module docs).
 const GAIN_TIE: f64 = 1e-12;
+
+/// What a search of the graph costs by default, in units of one question: reading memory is
+/// cheaper than interrupting the user.
+pub const DEFAULT_SEARCH_COST: f64 = 0.25;
+
+/// Most evidence nodes kept per answer (the search reads this many hits).
+pub const EVIDENCE_PER_ANSWER: usize = 5;
 
 /// Most edges of one kind read for one node; far above any real slot or type count.
 const MAX_EDGES: usize = 100_000;
@@ -74,7 +107,7 @@ pub enum EntityArg {
 }
 
 /// A checklist defined through the API (the same fields as a checklist file).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChecklistDraft {
     /// Its name, e.g. `IdentifyFilm`.
     pub name: String,
@@ -85,7 +118,7 @@ pub struct ChecklistDraft {
 }
 
 /// One slot spec of a [`ChecklistDraft`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SlotSpecDraft {
     /// Its name, unique in the checklist.
     pub name: String,
@@ -97,6 +130,8 @@ pub struct SlotSpecDraft {
     pub required: bool,
     /// One value or many.
     pub cardinality: Cardinality,
+    /// What asking about it costs, in units of one question (1 is the default).
+    pub cost: f64,
 }
 
 /// A goal added through the API.
@@ -114,6 +149,8 @@ pub struct GoalDraft {
     pub priority: Option<u64>,
     /// Names of the checklists it influences (each must be defined).
     pub influences: Vec<String>,
+    /// Slot values it favours among candidates, as (slot label, value).
+    pub prefers: Vec<(String, String)>,
 }
 
 /// A declared type.
@@ -145,7 +182,7 @@ pub struct SlotFill {
 }
 
 /// A checklist as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Checklist {
     /// Normalised name.
     pub id: String,
@@ -174,6 +211,72 @@ pub struct Goal {
     pub priority: Option<u64>,
     /// Ids of the checklists it influences, sorted.
     pub influences: Vec<String>,
+    /// Slot values it favours, as (normalised slot label, value as written).
+    pub prefers: Vec<(String, String)>,
+}
+
+impl Goal {
+    /// How much it multiplies the prior weight of a candidate holding a value it prefers:
+    /// `1 + 1 / (1 + priority)`, 2 for priority 0 or none.
+    pub fn boost(&self) -> f64 {
+        1.0 + 1.0 / (1.0 + self.priority.unwrap_or(0) as f64)
+    }
+}
+
+/// A goal of the prior of a `next` question, with the candidates it favours.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoalBias {
+    /// The goal.
+    pub goal: Goal,
+    /// Its multiplier (see [`Goal::boost`]).
+    pub boost: f64,
+    /// Candidates holding one of its preferred values, in the candidates' order.
+    pub favoured: Vec<String>,
+}
+
+/// What a spec's answers have in the graph: facts and events that mention them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchLead {
+    /// Per answer with evidence: the answer, and the ids of the facts and events mentioning it.
+    pub found: Vec<(String, Vec<String>)>,
+    /// Probability that the answer is one of those found.
+    pub p_found: f64,
+    /// Expected gain of searching first, in bits: `gain · p_found`.
+    pub gain: f64,
+    /// Bits per unit of cost: `gain · p_found / search_cost`.
+    pub gain_per_cost: f64,
+}
+
+/// Ask the user, or search the graph first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Ask the user about the slot.
+    Ask,
+    /// Search the graph for the answers found (`SearchLead::found`), then ask if none holds.
+    Search,
+}
+
+impl Action {
+    /// `ask` or `search`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Ask => "ask",
+            Action::Search => "search",
+        }
+    }
+}
+
+/// The action `next` recommends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recommendation {
+    /// Ask or search.
+    pub action: Action,
+    /// The slot spec it is about.
+    pub slot: String,
+    /// Bits per unit of cost of the action.
+    pub gain_per_cost: f64,
+    /// What to search for (the answers with evidence), for a search; empty for a question.
+    pub query: Vec<String>,
 }
 
 /// Where one spec stands for one entity.
@@ -232,12 +335,15 @@ impl CheckReport {
 }
 
 /// One group of candidates that give the same answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AnswerGroup {
     /// The answer (distinct values joined by ` | `); `None` for candidates without a value.
     pub answer: Option<String>,
     /// Candidate entity ids, in the order given.
     pub candidates: Vec<String>,
+    /// How likely this answer is under the prior (among the answers; `None` for the unknown
+    /// group, which is in every outcome).
+    pub probability: Option<f64>,
 }
 
 /// The expected information gain of asking about one spec.
@@ -247,10 +353,16 @@ pub struct SlotGain {
     pub spec: SlotSpec,
     /// Expected information gain, in bits.
     pub gain: f64,
+    /// The cost of asking (the spec's).
+    pub cost: f64,
+    /// `gain / cost`: what the ranking orders by.
+    pub gain_per_cost: f64,
     /// The partition of the candidates: answered groups by answer, then the unknown group.
     pub groups: Vec<AnswerGroup>,
     /// Candidates with no value for it.
     pub unknown: usize,
+    /// Facts and events that mention its answers; `None` when none does.
+    pub search: Option<SearchLead>,
 }
 
 /// `checklist next`: every spec ranked by expected information gain over the candidates.
@@ -260,8 +372,16 @@ pub struct NextReport {
     pub checklist: String,
     /// The candidates (entity ids), as given.
     pub candidates: Vec<String>,
-    /// Uncertainty before asking: log2 of the candidate count, in bits.
+    /// Each candidate's prior probability, in the candidates' order (equal without goals).
+    pub prior: Vec<f64>,
+    /// The goals that biased the prior (influencing the checklist, preferring a value some
+    /// candidate holds).
+    pub goals: Vec<GoalBias>,
+    /// Uncertainty before asking: the entropy of the prior, in bits (log2 of the candidate
+    /// count without goals).
     pub entropy: f64,
+    /// What a search of the graph costs, in units of one question.
+    pub search_cost: f64,
     /// Specs, best first (see the module docs for the order).
     pub ranking: Vec<SlotGain>,
 }
@@ -270,6 +390,53 @@ impl NextReport {
     /// The slot to ask about: the best, unless no slot splits the candidates at all.
     pub fn best(&self) -> Option<&SlotGain> {
         self.ranking.first().filter(|g| g.gain > GAIN_TIE)
+    }
+
+    /// The action to take: over every spec that splits the candidates, asking (gain per cost)
+    /// or searching the graph first (expected gain per search cost), the best; asking wins
+    /// ties. `None` when no spec splits the candidates.
+    pub fn recommendation(&self) -> Option<Recommendation> {
+        let mut best: Option<Recommendation> = None;
+        let mut consider = |r: Recommendation| {
+            if best.as_ref().is_none_or(|b| r.gain_per_cost > b.gain_per_cost + GAIN_TIE) {
+                best = Some(r);
+            }
+        };
+        for g in self.ranking.iter().filter(|g| g.gain > GAIN_TIE) {
+            consider(Recommendation {
+                action: Action::Ask,
+                slot: g.spec.name.clone(),
+                gain_per_cost: g.gain_per_cost,
+                query: Vec::new(),
+            });
+            if let Some(lead) = &g.search {
+                consider(Recommendation {
+                    action: Action::Search,
+                    slot: g.spec.name.clone(),
+                    gain_per_cost: lead.gain_per_cost,
+                    query: lead.found.iter().map(|(answer, _)| answer.clone()).collect(),
+                });
+            }
+        }
+        best
+    }
+}
+
+/// Options of a `next` question beyond the checklist and the candidates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NextOptions {
+    /// Only this user's goals bias the prior (an entity id); `None`: every goal that
+    /// influences the checklist.
+    pub user: Option<String>,
+    /// What a search of the graph costs, in units of one question (above 0).
+    pub search_cost: f64,
+    /// Whether to look for the answers in the graph (facts and events) at all.
+    pub search: bool,
+}
+
+impl Default for NextOptions {
+    fn default() -> Self {
+        NextOptions { user: None, search_cost: DEFAULT_SEARCH_COST, search: true }
     }
 }
 
@@ -284,18 +451,45 @@ pub fn information_gain(group_sizes: &[usize]) -> f64 {
 /// outcome, see the module docs): `log2 n − Σ (n_g / k) log2 (n_g + u)`. Zero when no candidate
 /// has a value.
 pub fn information_gain_with_unknown(group_sizes: &[usize], unknown: usize) -> f64 {
-    let known: usize = group_sizes.iter().sum();
-    if known == 0 {
+    let groups: Vec<Vec<f64>> = group_sizes.iter().map(|&s| vec![1.0; s]).collect();
+    weighted_information_gain(&groups, &vec![1.0; unknown])
+}
+
+/// Entropy, in bits, of the distribution the positive `weights` give once normalised; exactly
+/// `log2 n` when they are all equal (so an unbiased prior gives the uniform formula bit for bit).
+pub fn entropy(weights: &[f64]) -> f64 {
+    let Some(&first) = weights.first() else { return 0.0 };
+    if weights.iter().all(|&w| w == first) {
+        return (weights.len() as f64).log2();
+    }
+    let total: f64 = weights.iter().sum();
+    -weights.iter().filter(|&&w| w > 0.0).map(|&w| (w / total) * (w / total).log2()).sum::<f64>()
+}
+
+/// Expected information gain, in bits, of asking about a slot whose answered candidates form
+/// `groups` (each a list of prior weights) while the candidates of `unknown` have no value:
+/// `H(w) − Σ_g (W_g / W_k) · H(g ∪ unknown)` (see the module docs). Zero when no candidate has a
+/// value. The sum runs over the groups by ascending weight, so equal partitions give
+/// bit-identical gains.
+pub fn weighted_information_gain(groups: &[Vec<f64>], unknown: &[f64]) -> f64 {
+    let mut parts: Vec<(f64, f64)> = groups
+        .iter()
+        .filter(|g| !g.is_empty())
+        .map(|g| {
+            let mut with_unknown = g.clone();
+            with_unknown.extend_from_slice(unknown);
+            (g.iter().sum::<f64>(), entropy(&with_unknown))
+        })
+        .collect();
+    if parts.is_empty() {
         return 0.0;
     }
-    let n = known + unknown;
-    let mut sizes: Vec<usize> = group_sizes.iter().copied().filter(|&s| s > 0).collect();
-    sizes.sort_unstable();
-    let k = known as f64;
-    let conditional: f64 =
-        sizes.iter().map(|&s| (s as f64 / k) * ((s + unknown) as f64).log2()).sum();
+    parts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let known: f64 = parts.iter().map(|p| p.0).sum();
+    let all: Vec<f64> = groups.iter().flatten().chain(unknown).copied().collect();
+    let conditional: f64 = parts.iter().map(|(w, h)| (w / known) * h).sum();
     // Rounding can leave -0.0 or a hair below zero for a single group.
-    ((n as f64).log2() - conditional).max(0.0)
+    (entropy(&all) - conditional).max(0.0)
 }
 
 fn record_error(violation: Violation) -> Error {
@@ -434,6 +628,15 @@ impl Engine {
     /// Define a checklist through the API. Defining it again identically is a duplicate;
     /// differently, a conflict (checklists are immutable: give a new one a new name).
     pub fn define_checklist(&mut self, draft: &ChecklistDraft) -> Result<IngestOutcome, Error> {
+        // A NaN or infinity has no JSON form (it would read as the default cost): refused here.
+        if let Some((i, s)) = draft.slots.iter().enumerate().find(|(_, s)| !s.cost.is_finite()) {
+            return Err(record_error(Violation::with_text(
+                format!("$.slots[{i}].cost"),
+                Some(&s.cost.to_string()),
+                "checklist.cost",
+                "the cost of asking is a finite number above 0",
+            )));
+        }
         let slots: Vec<Value> = draft
             .slots
             .iter()
@@ -441,7 +644,7 @@ impl Engine {
                 json!({
                     "name": s.name, "expect_labels": s.expect_labels,
                     "relation": s.relation.as_str(), "required": s.required,
-                    "cardinality": s.cardinality.as_str(),
+                    "cardinality": s.cardinality.as_str(), "cost": s.cost,
                 })
             })
             .collect();
@@ -468,6 +671,14 @@ impl Engine {
         if !draft.influences.is_empty() {
             m.insert("influences".into(), draft.influences.clone().into());
         }
+        if !draft.prefers.is_empty() {
+            let prefers: Vec<Value> = draft
+                .prefers
+                .iter()
+                .map(|(slot, value)| json!({"slot": slot, "value": value}))
+                .collect();
+            m.insert("prefers".into(), prefers.into());
+        }
         let record = validate_value(&self.schema, &self.options().limits, Value::Object(m))?;
         if let RecordBody::Slots(SlotsRecord::Goal(goal)) = record.body() {
             let read = self.store.begin_read()?;
@@ -487,8 +698,14 @@ impl Engine {
 fn same_goal(a: &ctxgraph_ontology::GoalRecord, b: &ctxgraph_ontology::GoalRecord) -> bool {
     let set =
         |g: &ctxgraph_ontology::GoalRecord| g.influences.iter().cloned().collect::<BTreeSet<_>>();
-    (&a.name, a.user.entity_id(), &a.description, &a.horizon, a.priority, set(a))
-        == (&b.name, b.user.entity_id(), &b.description, &b.horizon, b.priority, set(b))
+    let prefers = |g: &ctxgraph_ontology::GoalRecord| {
+        g.prefers
+            .iter()
+            .map(|p| (p.slot.clone(), normalize_name(&p.value)))
+            .collect::<BTreeSet<_>>()
+    };
+    (&a.name, a.user.entity_id(), &a.description, &a.horizon, a.priority, set(a), prefers(a))
+        == (&b.name, b.user.entity_id(), &b.description, &b.horizon, b.priority, set(b), prefers(b))
 }
 
 /// Nodes a record of this family brings into the graph, for the existence checks of later
@@ -582,6 +799,7 @@ fn spec_of(node: &Node) -> Option<(u64, SlotSpec)> {
         relation: SpecRelation::parse(node.props.get("relation")?.as_str()?)?,
         required: node.props.get("required")?.as_bool()?,
         cardinality: Cardinality::parse(node.props.get("cardinality")?.as_str()?)?,
+        cost: node.props.get("cost").and_then(Value::as_f64).unwrap_or(1.0),
     };
     Some((node.props.get("position")?.as_u64()?, spec))
 }
@@ -759,6 +977,14 @@ impl Snapshot<'_> {
             let mut influences: Vec<String> =
                 self.out_edges(&node.key, "INFLUENCES")?.into_iter().map(|e| e.key.to.id).collect();
             influences.sort();
+            let list = |name: &str| -> Vec<String> {
+                node.props
+                    .get(name)
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                    .unwrap_or_default()
+            };
+            let prefers = list("prefer_slots").into_iter().zip(list("prefer_values")).collect();
             out.push(Goal {
                 id: node.key.id.clone(),
                 name: text(&node, "name").unwrap_or_default(),
@@ -767,6 +993,7 @@ impl Snapshot<'_> {
                 horizon: text(&node, "horizon"),
                 priority: node.props.get("priority").and_then(Value::as_u64),
                 influences,
+                prefers,
             });
         }
         Ok(out)
@@ -873,10 +1100,19 @@ impl Snapshot<'_> {
         Ok((kept, ruled_out))
     }
 
-    /// `checklist next`: the checklist's specs ranked by expected information gain over the
-    /// candidates (entity ids, each existing, none twice); see the module docs for the formula,
-    /// the unknown group and the order of ties.
-    pub(crate) fn next_slot(&self, name: &str, candidates: &[String]) -> Result<NextReport, Error> {
+    /// `checklist next`: the checklist's specs ranked by expected information gain per unit of
+    /// cost over the candidates (entity ids, each existing, none twice), under a prior biased by
+    /// the `goals` that influence the checklist, with what `evidence` finds of each answer in
+    /// the graph (the ids of facts and events mentioning it); see the module docs for the
+    /// formulas, the unknown group and the order of ties.
+    pub(crate) fn next_slot(
+        &self,
+        name: &str,
+        candidates: &[String],
+        goals: &[Goal],
+        search_cost: f64,
+        evidence: &mut dyn FnMut(&str) -> Result<Vec<String>, Error>,
+    ) -> Result<NextReport, Error> {
         let checklist = self.require_checklist(name)?;
         if candidates.is_empty() {
             return Err(Self::unknown(
@@ -884,6 +1120,14 @@ impl Snapshot<'_> {
                 "",
                 "checklist.no_candidates",
                 "give at least one candidate entity".into(),
+            ));
+        }
+        if !(search_cost.is_finite() && search_cost > 0.0) {
+            return Err(Self::unknown(
+                "search_cost",
+                &search_cost.to_string(),
+                "checklist.search_cost",
+                "the cost of a search is a number above 0 (1 is one question)".into(),
             ));
         }
         let mut seen = BTreeSet::new();
@@ -905,6 +1149,36 @@ impl Snapshot<'_> {
             }
             known.push((c.clone(), slots, types));
         }
+        // The prior: each goal influencing the checklist multiplies the weight of the
+        // candidates holding a value it prefers.
+        let mut weight: BTreeMap<&str, f64> =
+            candidates.iter().map(|c| (c.as_str(), 1.0)).collect();
+        let mut biases = Vec::new();
+        for goal in goals.iter().filter(|g| g.influences.contains(&checklist.id)) {
+            let favoured: Vec<String> = known
+                .iter()
+                .filter(|(_, slots, _)| {
+                    slots.iter().any(|s| {
+                        goal.prefers.iter().any(|(slot, value)| {
+                            &s.slot == slot && s.value_key == normalize_name(value)
+                        })
+                    })
+                })
+                .map(|(id, _, _)| id.clone())
+                .collect();
+            if favoured.is_empty() {
+                continue;
+            }
+            let boost = goal.boost();
+            for id in &favoured {
+                if let Some(w) = weight.get_mut(id.as_str()) {
+                    *w *= boost;
+                }
+            }
+            biases.push(GoalBias { goal: goal.clone(), boost, favoured });
+        }
+        let weights: Vec<f64> = candidates.iter().map(|c| weight[c.as_str()]).collect();
+        let total: f64 = weights.iter().sum();
         let mut ranking = Vec::with_capacity(checklist.specs.len());
         for (position, spec) in checklist.specs.into_iter().enumerate() {
             let mut groups: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
@@ -924,26 +1198,62 @@ impl Snapshot<'_> {
                 let shown = answer.values().copied().collect::<Vec<_>>().join(" | ");
                 groups.entry(key).or_insert_with(|| (shown, Vec::new())).1.push(id.clone());
             }
-            let sizes: Vec<usize> = groups.values().map(|(_, g)| g.len()).collect();
-            let gain = information_gain_with_unknown(&sizes, unknown.len());
+            let w =
+                |ids: &[String]| -> Vec<f64> { ids.iter().map(|c| weight[c.as_str()]).collect() };
+            let group_weights: Vec<Vec<f64>> = groups.values().map(|(_, g)| w(g)).collect();
+            let gain = weighted_information_gain(&group_weights, &w(&unknown));
+            let known_weight: f64 = group_weights.iter().flatten().sum();
             let unknown_count = unknown.len();
             let mut parts: Vec<AnswerGroup> = groups
                 .into_values()
-                .map(|(shown, candidates)| AnswerGroup { answer: Some(shown), candidates })
+                .map(|(shown, candidates)| {
+                    let p = w(&candidates).iter().sum::<f64>() / known_weight;
+                    AnswerGroup { answer: Some(shown), candidates, probability: Some(p) }
+                })
                 .collect();
-            if !unknown.is_empty() {
-                parts.push(AnswerGroup { answer: None, candidates: unknown });
+            // Where a search could find the answer: facts and events mentioning one.
+            let mut found = Vec::new();
+            let mut p_found = 0.0;
+            if gain > GAIN_TIE {
+                for part in &parts {
+                    let Some(answer) = &part.answer else { continue };
+                    let hits = evidence(answer)?;
+                    if !hits.is_empty() {
+                        p_found += part.probability.unwrap_or(0.0);
+                        found.push((answer.clone(), hits));
+                    }
+                }
             }
-            ranking
-                .push((position, SlotGain { spec, gain, groups: parts, unknown: unknown_count }));
+            let search = (!found.is_empty()).then(|| SearchLead {
+                found,
+                p_found,
+                gain: gain * p_found,
+                gain_per_cost: gain * p_found / search_cost,
+            });
+            if !unknown.is_empty() {
+                parts.push(AnswerGroup { answer: None, candidates: unknown, probability: None });
+            }
+            let cost = spec.cost;
+            ranking.push((
+                position,
+                SlotGain {
+                    spec,
+                    gain,
+                    cost,
+                    gain_per_cost: gain / cost,
+                    groups: parts,
+                    unknown: unknown_count,
+                    search,
+                },
+            ));
         }
         ranking.sort_by(|(pa, a), (pb, b)| {
-            let by_gain = if (a.gain - b.gain).abs() <= GAIN_TIE {
+            let by_value = if (a.gain_per_cost - b.gain_per_cost).abs() <= GAIN_TIE {
                 std::cmp::Ordering::Equal
             } else {
-                b.gain.total_cmp(&a.gain)
+                b.gain_per_cost.total_cmp(&a.gain_per_cost)
             };
-            by_gain
+            by_value
                 .then(a.unknown.cmp(&b.unknown))
                 .then(b.spec.required.cmp(&a.spec.required))
                 .then(pa.cmp(pb))
@@ -951,7 +1261,10 @@ impl Snapshot<'_> {
         Ok(NextReport {
             checklist: checklist.id,
             candidates: candidates.to_vec(),
-            entropy: (candidates.len() as f64).log2(),
+            prior: weights.iter().map(|w| w / total).collect(),
+            goals: biases,
+            entropy: entropy(&weights),
+            search_cost,
             ranking: ranking.into_iter().map(|(_, g)| g).collect(),
         })
     }
@@ -974,5 +1287,19 @@ mod tests {
         assert!((information_gain(&[1, 1, 1]) - 3f64.log2()).abs() < 1e-15);
         assert_eq!(information_gain(&[]), 0.0);
         assert_eq!(information_gain(&[0, 3]), 0.0, "empty groups are not outcomes");
+    }
+
+    #[test]
+    fn equal_weights_give_the_uniform_gain_and_a_bias_moves_it() {
+        // Any equal weight is the uniform prior, bit for bit.
+        let g = weighted_information_gain(&[vec![3.0, 3.0], vec![3.0]], &[3.0]);
+        assert_eq!(g, information_gain_with_unknown(&[2, 1], 1));
+        assert_eq!(entropy(&[2.0, 2.0, 2.0, 2.0]), 2.0);
+        // Weights 2, 1 against 1: the answer is the first group with probability 3/4 and
+        // leaves H(2/3, 1/3); the second leaves nothing: IG = H(1/2, 1/4, 1/4) − 3/4·H(2/3, 1/3).
+        let h3 = -(2.0f64 / 3.0 * (2.0f64 / 3.0).log2() + 1.0 / 3.0 * (1.0f64 / 3.0).log2());
+        let expected = 1.5 - 0.75 * h3;
+        let g = weighted_information_gain(&[vec![2.0, 1.0], vec![1.0]], &[]);
+        assert!((g - expected).abs() < 1e-12, "{g} {expected}");
     }
 }

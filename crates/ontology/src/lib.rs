@@ -31,8 +31,9 @@ pub use entity::{entity_id, normalize_name};
 pub use limits::Limits;
 pub use record::slots::{
     Cardinality, ChecklistRecord, EntityTarget, GOAL_OWNER_TYPE, GoalRecord, InstanceOfRecord,
-    MAX_INFLUENCES, MAX_SPECS, MAX_TEXT_BYTES, MAX_VALUE_BYTES, SLOTS_RECORD_TYPES, SlotRecord,
-    SlotSpec, SpecRelation, TypeRecord, checklist_from_file, joined_id,
+    MAX_INFLUENCES, MAX_PREFERS, MAX_SPEC_COST, MAX_SPECS, MAX_TEXT_BYTES, MAX_VALUE_BYTES,
+    SLOTS_RECORD_TYPES, SlotPreference, SlotRecord, SlotSpec, SpecRelation, TypeRecord,
+    checklist_from_file, joined_id,
 };
 pub use record::{
     AUDIENCE_KINDS, AccessEntry, AccessRecord, DEFAULT_CONFIDENCE, DEFAULT_ROLE, DocumentMention,

@@ -78,9 +78,19 @@ pub(crate) fn project_fact(
 ) -> Result<(), ProjectionError> {
     let at = f.asserted_at.as_str();
     let subject = ensure_entity(w, &f.subject, at)?;
+    // The OBJECT edge's far end, and whether it exists already (a Type is declared before the
+    // engine accepts the fact; in an order it refuses, the edge waits for it).
     let object = match &f.object {
-        FactObject::Entity(e) => Some((ensure_entity(w, e, at)?, e.via.clone())),
+        FactObject::Entity(e) => Some((ensure_entity(w, e, at)?, e.via.clone(), true)),
         FactObject::Literal(_) => None,
+        FactObject::SlotValue { slot, value } => {
+            Some((crate::slots::slot_value_node(w, slot, value)?, "id".to_owned(), true))
+        }
+        FactObject::Type(t) => {
+            let key = NodeKey::new("Type", t);
+            let known = w.graph().node_exists(&key)?;
+            Some((key, "id".to_owned(), known))
+        }
     };
     let key = NodeKey::new("Fact", &f.fact_id);
     let existing = w.graph().node(&key)?;
@@ -94,6 +104,11 @@ pub(crate) fn project_fact(
             match &f.object {
                 FactObject::Entity(e) => p.insert("object".into(), e.id.clone().into()),
                 FactObject::Literal(v) => p.insert("literal".into(), v.to_string().into()),
+                FactObject::SlotValue { slot, value } => {
+                    p.insert("object_slot".into(), slot.clone().into());
+                    p.insert("object_value".into(), value.clone().into())
+                }
+                FactObject::Type(t) => p.insert("object_type".into(), t.clone().into()),
             };
             p.insert("confidence".into(), noisy_or(&[f.confidence]).into());
             p.insert("claim_confidences".into(), vec![f.confidence].into());
@@ -117,11 +132,11 @@ pub(crate) fn project_fact(
         p.insert("via".into(), f.subject.via.clone().into());
         let k = w.schema().edge_key("SUBJECT", key.clone(), subject, &p);
         w.edge_with_known_ends(Edge { key: k, props: p }, [true, true])?;
-        if let Some((object, via)) = object {
+        if let Some((object, via, known)) = object {
             let mut p = Properties::new();
             p.insert("via".into(), via.into());
             let k = w.schema().edge_key("OBJECT", key.clone(), object, &p);
-            w.edge_with_known_ends(Edge { key: k, props: p }, [true, true])?;
+            w.edge_with_known_ends(Edge { key: k, props: p }, [true, known])?;
         }
     }
     if let Some(sentence) = &f.cites {

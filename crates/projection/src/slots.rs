@@ -111,26 +111,37 @@ pub fn merge_has_slot(
     p
 }
 
-fn slot(w: &mut Writer<'_>, s: &SlotRecord) -> Result<(), ProjectionError> {
-    let (from, known) = entity(w, &s.entity)?;
-    let value_key = s.value_key();
-    let sv_key = NodeKey::new("SlotValue", slot_value_id(&s.slot, &value_key));
+/// The shared `SlotValue` node of `(slot, normalised value)`, created when missing; it shows
+/// the smallest spelling seen, so the display value does not depend on arrival order. A slot
+/// record and a fact whose object is a slot value both name one this way.
+pub(crate) fn slot_value_node(
+    w: &mut Writer<'_>,
+    slot: &str,
+    value: &str,
+) -> Result<NodeKey, ProjectionError> {
+    let value_key = ctxgraph_ontology::normalize_name(value);
+    let sv_key = NodeKey::new("SlotValue", slot_value_id(slot, &value_key));
     let existing = w.graph().node(&sv_key)?;
     let new = existing.is_none();
     let mut node = existing.unwrap_or_else(|| {
         let mut p = Properties::new();
         p.insert("slot_value_id".into(), sv_key.id.clone().into());
-        p.insert("slot".into(), s.slot.clone().into());
-        p.insert("value".into(), s.value.clone().into());
+        p.insert("slot".into(), slot.into());
+        p.insert("value".into(), value.into());
         p.insert("value_key".into(), value_key.into());
         Node { key: sv_key.clone(), props: p }
     });
-    // The smallest spelling, so the display value does not depend on arrival order.
     let shown = node.props.get("value").and_then(Value::as_str).unwrap_or_default();
-    if s.value.as_str() < shown {
-        node.props.insert("value".into(), s.value.clone().into());
+    if value < shown {
+        node.props.insert("value".into(), value.into());
     }
     w.put_node(&node, new)?;
+    Ok(sv_key)
+}
+
+fn slot(w: &mut Writer<'_>, s: &SlotRecord) -> Result<(), ProjectionError> {
+    let (from, known) = entity(w, &s.entity)?;
+    let sv_key = slot_value_node(w, &s.slot, &s.value)?;
 
     let key = w.schema().edge_key("HAS_SLOT", from.clone(), sv_key, &Properties::new());
     let entity_exists = known || w.graph().node_exists(&from)?;
@@ -166,6 +177,9 @@ fn checklist(w: &mut Writer<'_>, c: &ChecklistRecord) -> Result<(), ProjectionEr
         p.insert("required".into(), spec.required.into());
         p.insert("cardinality".into(), spec.cardinality.as_str().into());
         p.insert("position".into(), position.into());
+        if spec.cost != 1.0 {
+            p.insert("cost".into(), spec.cost.into());
+        }
         let spec_key = NodeKey::new("SlotSpec", id);
         put(w, &Node { key: spec_key.clone(), props: p })?;
         let props = Properties::new();
@@ -189,6 +203,12 @@ fn goal(w: &mut Writer<'_>, g: &GoalRecord) -> Result<(), ProjectionError> {
     }
     if let Some(priority) = g.priority {
         p.insert("priority".into(), priority.into());
+    }
+    if !g.prefers.is_empty() {
+        let slots: Vec<&str> = g.prefers.iter().map(|x| x.slot.as_str()).collect();
+        let values: Vec<&str> = g.prefers.iter().map(|x| x.value.as_str()).collect();
+        p.insert("prefer_slots".into(), slots.into());
+        p.insert("prefer_values".into(), values.into());
     }
     put(w, &Node { key: key.clone(), props: p })?;
     let props = Properties::new();

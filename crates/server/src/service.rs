@@ -890,14 +890,19 @@ impl Service {
             (Value::String(s), Some(t)) => ObjectInput::Entity(EntityInput::typed(s, t)),
             (Value::String(s), None) => ObjectInput::Either(s.clone()),
             (v @ (Value::Number(_) | Value::Bool(_)), _) => ObjectInput::Literal(v.clone()),
-            (other, _) => {
-                return Err(ServiceError::bad_request(
-                    "request.object_type",
-                    format!(
-                        "object {other}: give an entity name or a string, number or boolean value"
-                    ),
-                ));
+            (Value::Object(o), None) if o.len() == 2 && o.contains_key("slot") => {
+                match (o.get("slot"), o.get("value")) {
+                    (Some(Value::String(slot)), Some(Value::String(value))) => {
+                        ObjectInput::SlotValue { slot: slot.clone(), value: value.clone() }
+                    }
+                    _ => return Err(object_error(&req.object)),
+                }
             }
+            (Value::Object(o), None) if o.len() == 1 => match o.get("type") {
+                Some(Value::String(t)) => ObjectInput::Type(t.clone()),
+                _ => return Err(object_error(&req.object)),
+            },
+            (other, _) => return Err(object_error(other)),
         };
         let subject =
             EntityInput { name: req.subject.clone(), entity_type: req.subject_type.clone() };
@@ -1249,7 +1254,12 @@ impl Service {
         self.read(who, move |e, who| {
             let snap = e.reader(who)?;
             let s = snap.stats()?;
-            Ok(StatsDto { tenant: who.tenant().to_owned(), events: s.events, memories: s.memories })
+            Ok(StatsDto {
+                tenant: who.tenant().to_owned(),
+                events: s.events,
+                memories: s.memories,
+                auto_link: e.options().memory.auto_link,
+            })
         })
         .await
     }
@@ -1283,6 +1293,16 @@ impl Service {
         })
         .await
     }
+}
+
+/// A fact's object the request cannot use.
+fn object_error(object: &Value) -> ServiceError {
+    ServiceError::bad_request(
+        "request.object_type",
+        format!(
+            "object {object}: give an entity name, a string, number or boolean value, a slot value {{\"slot\": \"genre\", \"value\": \"drama\"}} or a type {{\"type\": \"Film\"}} (without object_type)"
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -404,7 +404,8 @@ pub struct RecordFactRequest {
     /// object) (case, `-` and spaces forgiven).
     #[serde(alias = "relation", alias = "verb")]
     pub predicate: String,
-    /// The object: an entity name for an entity predicate, a value for a literal one.
+    /// The object: an entity name for an entity predicate, a value for a literal one, a slot
+    /// value as `{"slot": "genre", "value": "drama"}` or a declared type as `{"type": "Film"}`.
     #[serde(alias = "target", alias = "value")]
     #[schema(value_type = Object)]
     pub object: Value,
@@ -1058,6 +1059,12 @@ pub struct FactDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub literal: Option<Value>,
+    /// Slot-value object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_slot: Option<tools::PreferArg>,
+    /// Type object (the type's id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_type: Option<String>,
     /// Merged confidence of the claims.
     pub confidence: f64,
     /// Number of claims.
@@ -1089,6 +1096,11 @@ impl From<&FactView> for FactDto {
             predicate: f.predicate.clone(),
             object: f.object.as_ref().map(FactEntityDto::from),
             literal: f.literal.clone(),
+            object_slot: f
+                .object_slot
+                .as_ref()
+                .map(|(slot, value)| tools::PreferArg { slot: slot.clone(), value: value.clone() }),
+            object_type: f.object_type.clone(),
             confidence: f.confidence,
             claims: f.claims,
             sources: f.sources.clone(),
@@ -1495,6 +1507,9 @@ pub struct StatsDto {
     pub events: u64,
     /// Visible memories.
     pub memories: u64,
+    /// Whether saved memories are linked automatically in this tenant's store (off by the
+    /// server's `--no-auto-link` or the store's own setting, `ctxgraph memory auto-link off`).
+    pub auto_link: bool,
 }
 
 /// A principal (never its key).

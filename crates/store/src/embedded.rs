@@ -599,6 +599,11 @@ fn nid_of(c: &Connection, key: &NodeKey) -> Result<Option<i64>, StoreError> {
     Ok(st.query_row(params![key.label, key.id], |r| r.get(0)).optional()?)
 }
 
+/// The `meta` key of a store setting: its own namespace, apart from the checkpoints.
+fn setting_key(key: &str) -> String {
+    format!("setting.{key}")
+}
+
 fn meta_position(c: &Connection, key: &str) -> Result<u64, StoreError> {
     let v: i64 = c
         .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
@@ -1339,6 +1344,13 @@ macro_rules! impl_readers {
             fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError> {
                 graph_embedding_model(&self.tx)
             }
+            fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
+                Ok(self
+                    .tx
+                    .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+                    .query_row(params![setting_key(key)], |r| r.get(0))
+                    .optional()?)
+            }
             fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
                 graph_vector(&self.tx, key)
             }
@@ -1634,6 +1646,20 @@ impl GraphStore for EmbeddedWrite<'_> {
             self.tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
         st.execute(params!["embedding_model", model_id])?;
         st.execute(params!["embedding_dimension", sql_int(dimension as u64)])?;
+        Ok(())
+    }
+
+    fn set_setting(&mut self, key: &str, value: Option<&str>) -> Result<(), StoreError> {
+        match value {
+            Some(v) => self
+                .tx
+                .prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
+                .execute(params![setting_key(key), v])?,
+            None => self
+                .tx
+                .prepare_cached("DELETE FROM meta WHERE key = ?1")?
+                .execute(params![setting_key(key)])?,
+        };
         Ok(())
     }
 

@@ -214,6 +214,9 @@ pub trait GraphReader {
     fn enriched_through(&self) -> Result<u64, StoreError>;
     /// The embedding model id and dimension that produced the stored vectors, if any.
     fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError>;
+    /// A store setting (such as whether memories are linked automatically), if set: kept with
+    /// the store, across restarts and reprojections.
+    fn setting(&self, key: &str) -> Result<Option<String>, StoreError>;
     /// A node's embedding.
     fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError>;
     /// The node id of a node's embedding and the vector index list it is filed under (`None`
@@ -301,6 +304,8 @@ pub trait GraphStore: GraphReader {
     fn set_enriched_through(&mut self, position: u64) -> Result<(), StoreError>;
     /// Record the embedding model of the stored vectors.
     fn set_embedding_model(&mut self, model_id: &str, dimension: usize) -> Result<(), StoreError>;
+    /// Set a store setting (see [`GraphReader::setting`]), or clear it with `None`.
+    fn set_setting(&mut self, key: &str, value: Option<&str>) -> Result<(), StoreError>;
     /// Store a node's embedding (the node must exist).
     fn put_vector(&mut self, key: &NodeKey, vector: &[f32]) -> Result<(), StoreError>;
     /// Index (or re-index) a node's text for full-text search (the node must exist).

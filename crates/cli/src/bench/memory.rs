@@ -156,8 +156,11 @@ pub(crate) fn memory(
     // Links per memory: every memory link edge, counted at both ends.
     let mut degree: BTreeMap<String, u64> = BTreeMap::new();
     let mut links = 0u64;
+    // The links' properties as stored (the store keeps them as JSON text).
+    let mut link_prop_bytes = 0u64;
     for edge_type in ["SUPERSEDES", "IMPLEMENTS", "OUTCOME_OF", "RELATES_TO", "TEMPORAL"] {
         for e in snap.edges_of_type(edge_type, None, usize::MAX >> 2)? {
+            link_prop_bytes += serde_json::to_string(&e.props)?.len() as u64;
             for end in [&e.key.from, &e.key.to] {
                 if end.label == "Memory" {
                     *degree.entry(end.id.clone()).or_default() += 1;
@@ -210,12 +213,26 @@ pub(crate) fn memory(
         search.push(s.elapsed().as_secs_f64() * 1000.0);
     }
     let (s50, s99) = percentiles(search);
+    // Storage: the compacted file with every link, then without the automatic links (their
+    // rows, index entries and properties), compacted again.
+    drop(engine);
+    let mut engine = Engine::open(&path, OpenMode::MustExist, EngineOptions::default())?;
+    engine.vacuum()?;
+    let store_bytes = engine.size_on_disk();
+    engine.set_auto_link(false)?;
+    engine.vacuum()?;
+    let automatic_bytes = store_bytes.saturating_sub(engine.size_on_disk());
+    let share = |b: u64| 100.0 * b as f64 / store_bytes.max(1) as f64;
+    let (props_share, automatic_share) = (share(link_prop_bytes), share(automatic_bytes));
     if json {
         print_json(&json!({"memories": all.len(), "events": events, "queries": queries,
             "evolution_p50_ms": e50, "evolution_p99_ms": e99, "impact_p50_ms": i50,
             "impact_p99_ms": i99, "search_p50_ms": s50, "search_p99_ms": s99, "longest_chain": chain_len, "most_reached": reached,
             "links": links, "links_per_memory": per_memory, "max_links_of_a_memory": max_degree,
-            "automatic_links": linked.total(), "save_seconds": save_s, "link_seconds": link_s}))?;
+            "automatic_links": linked.total(), "save_seconds": save_s, "link_seconds": link_s,
+            "store_bytes": store_bytes, "link_property_bytes": link_prop_bytes,
+            "link_property_share_percent": props_share,
+            "automatic_link_bytes": automatic_bytes, "automatic_link_share_percent": automatic_share}))?;
         return Ok(Outcome::Done);
     }
     let mut out = std::io::stdout().lock();
@@ -246,6 +263,15 @@ pub(crate) fn memory(
     tb.add_row(vec!["memory links (all types)".to_owned(), links.to_string()]);
     tb.add_row(vec!["links per memory (links / memories)".to_owned(), format!("{per_memory:.2}")]);
     tb.add_row(vec!["most links at one memory".to_owned(), max_degree.to_string()]);
+    tb.add_row(vec!["store size (compacted)".to_owned(), format!("{store_bytes} bytes")]);
+    tb.add_row(vec![
+        "link properties, share of the store".to_owned(),
+        format!("{link_prop_bytes} bytes, {props_share:.1} %"),
+    ]);
+    tb.add_row(vec![
+        "automatic links (rows, index entries, properties), share".to_owned(),
+        format!("{automatic_bytes} bytes, {automatic_share:.1} %"),
+    ]);
     writeln!(out, "{tb}")?;
     Ok(Outcome::Done)
 }

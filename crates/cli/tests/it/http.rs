@@ -67,6 +67,7 @@ fn batch_ingest_reports_each_record_and_reads_see_them() {
     assert!(!hits["hits"].as_array().unwrap().is_empty(), "{hits}");
     let (_, stats) = s.get("/v1/stats", k);
     assert_eq!(stats["events"], 2, "{stats}");
+    assert_eq!(stats["auto_link"], true, "automatic memory links are on by default: {stats}");
 }
 
 /// Many clients ingesting at once, their batches committed in groups: every record is

@@ -255,3 +255,67 @@ fn search_finds_facts_and_sentences_and_renders_every_kind() {
     assert!(out.contains("session summary of sess-7 (1 event): "), "{out}");
     assert!(!out.contains('?'), "{out}");
 }
+
+/// A fact's object may be a slot value or a declared type (seed 001's OBJECT: Entity |
+/// SlotValue | Type): validated, stored with an OBJECT edge to the SlotValue or Type node,
+/// listed and shown, and rebuilt the same by a reprojection.
+#[test]
+fn a_fact_object_may_be_a_slot_value_or_a_type() {
+    let d = Dir::new();
+    d.cmd(&["init"]).assert().success();
+    d.cmd(&["type", "add", "Film"]).assert().success();
+    d.cmd(&["type", "instance", "Alien", "Film", "--entity-type", "concept"]).assert().success();
+    let slot =
+        json(&d, &["fact", "add", "alien", "tagged", "Science Fiction", "--object-slot", "Genre"]);
+    assert_eq!(slot["fact_id"], "concept:alien|tagged|#slot:genre=science fiction", "{slot}");
+    let ty = json(&d, &["fact", "add", "alien", "tagged", "film", "--object-is-type"]);
+    assert_eq!(ty["fact_id"], "concept:alien|tagged|#type:film", "{ty}");
+    // The same slot value spelled otherwise is the same fact, now with two claims.
+    d.cmd(&["fact", "add", "alien", "tagged", "science fiction", "--object-slot", "genre"])
+        .args(["--source", "imdb"])
+        .assert()
+        .success();
+
+    let facts = json(&d, &["fact", "list", "--subject", "alien"]);
+    let facts = facts.as_array().unwrap();
+    assert_eq!(facts.len(), 2, "{facts:?}");
+    let by_slot = facts.iter().find(|f| f["object_slot"].is_object()).unwrap();
+    assert_eq!(
+        by_slot["object_slot"],
+        serde_json::json!({"slot": "genre", "value": "Science Fiction"})
+    );
+    assert_eq!(by_slot["claims"], 2);
+    let by_type = facts.iter().find(|f| f["object_type"].is_string()).unwrap();
+    assert_eq!(by_type["object_type"], "film");
+    let table = stdout(&mut d.cmd(&["fact", "list", "--subject", "alien"]));
+    assert!(table.contains("genre=Science") && table.contains("type film"), "{table}");
+
+    // The OBJECT edges reach the SlotValue and the Type nodes.
+    let n = json(&d, &["neighbors", "concept:alien|tagged|#type:film", "--edge", "OBJECT"]);
+    assert_eq!(n[0]["to"], serde_json::json!({"id": "film", "label": "Type"}), "{n}");
+    let id = "concept:alien|tagged|#slot:genre=science fiction";
+    let n = json(&d, &["neighbors", id, "--edge", "OBJECT"]);
+    assert_eq!(n[0]["to"]["label"], "SlotValue", "{n}");
+    let sv = json(&d, &["get", "genre|science fiction"]);
+    assert_eq!(sv[0]["properties"]["value"], "Science Fiction", "{sv}");
+
+    let before = json(&d, &["fact", "list", "--subject", "alien"]);
+    d.cmd(&["reproject"]).assert().success();
+    assert_eq!(json(&d, &["fact", "list", "--subject", "alien"]), before);
+
+    // Refusals: an undeclared type, an empty slot value, a type object for a literal predicate.
+    let err =
+        d.cmd(&["fact", "add", "alien", "tagged", "Novel", "--object-is-type"]).assert().code(2);
+    let err = String::from_utf8_lossy(&err.get_output().stderr).to_string();
+    assert!(err.contains("$.object.type") && err.contains("slots.unknown_type"), "{err}");
+    let err =
+        d.cmd(&["fact", "add", "alien", "tagged", " ", "--object-slot", "genre"]).assert().code(2);
+    let err = String::from_utf8_lossy(&err.get_output().stderr).to_string();
+    assert!(err.contains("$.object.value") && err.contains("fact.object_format"), "{err}");
+    let err = d
+        .cmd(&["fact", "add", "alien", "also_known_as", "film", "--object-is-type"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&err.get_output().stderr).to_string();
+    assert!(err.contains("fact.object_kind"), "{err}");
+}

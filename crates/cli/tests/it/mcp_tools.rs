@@ -97,7 +97,7 @@ async fn documents(c: &Client) {
     assert_eq!(e["code"], "request.document_format", "{e}");
 }
 
-async fn types_slots_checklists(c: &Client) {
+async fn types_slots_checklists(c: &Client, store: &std::path::Path) {
     ok(c, "define_type", json!({"name": "Film", "description": "A motion picture"})).await;
     for (film, genre) in [("Alien", "science fiction"), ("Heat", "crime")] {
         let r = ok(
@@ -136,6 +136,36 @@ async fn types_slots_checklists(c: &Client) {
     let check =
         ok(c, "check_checklist", json!({"checklist": "IdentifyFilm", "entity": "alien"})).await;
     assert_eq!(check["complete"], true, "{check}");
+    // A fact whose object is a slot value, and one whose object is a type.
+    let fact = ok(
+        c,
+        "record_fact",
+        json!({"subject": "heat", "predicate": "tagged",
+               "object": {"slot": "genre", "value": "Heist"}}),
+    )
+    .await;
+    assert_eq!(fact["fact"]["object_slot"], json!({"slot": "genre", "value": "Heist"}), "{fact}");
+    let fact = ok(
+        c,
+        "record_fact",
+        json!({"subject": "heat", "predicate": "tagged", "object": {"type": "Film"}}),
+    )
+    .await;
+    assert_eq!(fact["fact"]["object_type"], "film", "{fact}");
+    let e = err(
+        c,
+        "record_fact",
+        json!({"subject": "heat", "predicate": "tagged", "object": {"type": "Novel"}}),
+    )
+    .await;
+    assert_eq!(e["code"], "slots.unknown_type", "{e}");
+    let e = err(
+        c,
+        "record_fact",
+        json!({"subject": "heat", "predicate": "tagged", "object": {"slot": "genre"}}),
+    )
+    .await;
+    assert_eq!(e["code"], "request.object_type", "{e}");
     assert!(summary(&check).contains("optional and missing: year"), "{check}");
     let next = ok(
         c,
@@ -162,12 +192,31 @@ async fn types_slots_checklists(c: &Client) {
         c,
         "add_goal",
         json!({"name": "watch the classics", "user": "ann", "create_user": true,
-               "influences": ["IdentifyFilm"]}),
+               "influences": ["IdentifyFilm"], "prefers": [{"slot": "genre", "value": "Crime"}]}),
     )
     .await;
     let goals = ok(c, "list_goals", json!({"user": "ann"})).await;
     assert_eq!(goals["goals"][0]["influences"], json!(["identifyfilm"]), "{goals}");
+    assert_eq!(goals["goals"][0]["prefers"], json!([{"slot": "genre", "value": "Crime"}]));
     summary(&goals);
+    // Ann's goal favours crime: Heat is twice as likely, so genre tells H(1/3, 2/3) bits.
+    let args = json!({"checklist": "IdentifyFilm", "candidates": ["alien", "heat"], "user": "ann"});
+    let next = ok(c, "next_question", args).await;
+    assert_eq!(next["goals"][0]["favoured"], json!(["concept:heat"]), "{next}");
+    let h = -(1.0 / 3.0 * (1.0f64 / 3.0).log2() + 2.0 / 3.0 * (2.0f64 / 3.0).log2());
+    assert!((next["ranking"][0]["gain"].as_f64().unwrap() - h).abs() < 1e-12, "{next}");
+    assert_eq!(next["recommendation"]["action"], "ask", "{next}");
+    assert!(summary(&next).contains("the prior is biased"), "{next}");
+    // The command line gives the same answer.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxgraph"))
+        .arg("--db")
+        .arg(store)
+        .args(["--json", "checklist", "next", "IdentifyFilm", "--candidates", "alien,heat"])
+        .args(["--user", "ann"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), next);
 
     // One bad call each.
     let e = err(c, "define_type", json!({"name": " "})).await;
@@ -206,6 +255,20 @@ async fn types_slots_checklists(c: &Client) {
     assert_eq!(e["code"], "entity.not_found", "{e}");
     let e = err(c, "add_goal", json!({"name": "g", "user": "ann", "influences": ["Nope"]})).await;
     assert_eq!(e["code"], "goal.unknown_checklist", "{e}");
+    let e = err(
+        c,
+        "add_goal",
+        json!({"name": "g", "user": "ann", "prefers": [{"slot": " ", "value": "crime"}]}),
+    )
+    .await;
+    assert_eq!(e["code"], "slots.label_format", "{e}");
+    let e = err(
+        c,
+        "next_question",
+        json!({"checklist": "IdentifyFilm", "candidates": ["alien", "heat"], "search_cost": 0}),
+    )
+    .await;
+    assert_eq!(e["code"], "checklist.search_cost", "{e}");
     let e = err(c, "list_goals", json!({"user": "nobody"})).await;
     assert_eq!(e["code"], "entity.not_found", "{e}");
 }
@@ -262,7 +325,7 @@ fn knowledge_tools_over_stdio() {
         let client = stdio_client(&["--store".as_ref(), store.as_os_str()]).await;
         memories(&client).await;
         documents(&client).await;
-        types_slots_checklists(&client).await;
+        types_slots_checklists(&client, &store).await;
         entities(&client, &store).await;
         client.cancel().await.unwrap();
     });

@@ -225,3 +225,50 @@ fn unlinking_a_link_that_does_not_exist_is_an_error() {
         .unwrap();
     assert!(String::from_utf8(out.stderr).unwrap().contains("it was deleted"));
 }
+
+/// Automatic links switched off for the store: a setting kept in the store (every command
+/// reopens it, as a restart does), shown by `stats`, obeyed by later saves; explicit links
+/// stay, and switching back on rebuilds the automatic ones.
+#[test]
+fn automatic_links_are_switched_off_for_the_store_and_stay_off() {
+    let d = Dir::new();
+    jwt(&d);
+    let edges = |d: &Dir, t: &str| json(d, &["stats"])["edges"][t].as_u64().unwrap_or(0);
+    assert!(edges(&d, "TEMPORAL") > 0, "memory_2 follows memory_1 in session s1");
+    assert_eq!(json(&d, &["stats"])["settings"]["auto_link"], true);
+
+    let off = json(&d, &["memory", "auto-link", "off"]);
+    assert_eq!(off["auto_link"], false, "{off}");
+    assert_eq!(off["automatic_links"], 0, "{off}");
+    assert_eq!(edges(&d, "TEMPORAL"), 0);
+    assert_eq!(edges(&d, "SUPERSEDES"), 1, "explicit links stay");
+    // A later save in the same session, ten minutes on, is linked to nothing automatically.
+    d.cmd(&[
+        "memory",
+        "save",
+        "--id",
+        "memory_4",
+        "--kind",
+        "checkpoint",
+        "--content",
+        "Added JWT refresh",
+        "--session",
+        "s1",
+        "--at",
+        "2026-11-20T09:40:00Z",
+    ])
+    .assert()
+    .success();
+    assert_eq!(edges(&d, "TEMPORAL"), 0);
+    assert_eq!(json(&d, &["memory", "auto-link"])["auto_link"], false);
+    assert_eq!(json(&d, &["stats"])["settings"]["auto_link"], false);
+    d.cmd(&["memory", "relink"]).assert().success();
+    assert_eq!(edges(&d, "TEMPORAL"), 0, "rebuilding obeys the setting");
+    let text = stdout(&mut d.cmd(&["stats"]));
+    assert!(text.contains("automatic memory links"), "{text}");
+
+    let on = json(&d, &["memory", "auto-link", "on"]);
+    assert_eq!(on["auto_link"], true, "{on}");
+    assert!(edges(&d, "TEMPORAL") >= 2, "memory_1, memory_2 and memory_4 are linked again");
+    d.cmd(&["memory", "auto-link", "maybe"]).assert().code(2);
+}

@@ -60,6 +60,10 @@ pub struct FactView {
     pub object: Option<FactEntity>,
     /// Literal object.
     pub literal: Option<Value>,
+    /// Slot-value object: (normalised slot label, value as written).
+    pub object_slot: Option<(String, String)>,
+    /// Type object: the type's id.
+    pub object_type: Option<String>,
     /// Merged confidence (noisy-or of the claims).
     pub confidence: f64,
     /// The claims' confidences, sorted.
@@ -270,6 +274,8 @@ impl Snapshot<'_> {
                 None => None,
             },
             literal: text(n, "literal").and_then(|l| serde_json::from_str(&l).ok()),
+            object_slot: text(n, "object_slot").zip(text(n, "object_value")),
+            object_type: text(n, "object_type"),
             confidence: n.props.get("confidence").and_then(Value::as_f64).unwrap_or(0.0),
             claim_confidences: list("claim_confidences").iter().filter_map(Value::as_f64).collect(),
             claims: num(n, "claims"),

@@ -12,7 +12,9 @@ use serde_json::Value;
 use super::Reader;
 use crate::error::Error;
 use crate::resolve::{Candidate, CandidateStatus};
-use crate::slots::{CheckReport, Goal, NextReport, SlotFill, TypeInfo};
+use crate::slots::{
+    CheckReport, EVIDENCE_PER_ANSWER, Goal, NextOptions, NextReport, SlotFill, TypeInfo,
+};
 
 /// Where a link between two memories stands, for a vote on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,19 +125,37 @@ impl Reader<'_> {
         self.snap.check_checklist(name, entity_id).map(Some)
     }
 
-    /// The next slot to ask about over visible candidates; `Err(id)` names the first candidate
-    /// that is hidden or unknown.
+    /// The next slot to ask about over visible candidates, under the prior the visible goals
+    /// give (of `options.user`, or every user's, that influence the checklist), with the visible
+    /// facts and events that mention each answer (when `options.search`); `Err(id)` names the
+    /// first candidate that is hidden or unknown.
     pub fn next_slot(
         &self,
         name: &str,
         candidates: &[String],
+        options: &NextOptions,
     ) -> Result<Result<NextReport, String>, Error> {
         for c in candidates {
             if !self.who.is_owner() && !self.sees_entity(c)? {
                 return Ok(Err(c.clone()));
             }
         }
-        self.snap.next_slot(name, candidates).map(Ok)
+        let goals = self.goals(options.user.as_deref())?;
+        let mut evidence = |answer: &str| -> Result<Vec<String>, Error> {
+            if !options.search {
+                return Ok(Vec::new());
+            }
+            // Only what records say about the world: slot values, sentences and memories are
+            // where the answers themselves are kept, not evidence of which one is meant.
+            Ok(self
+                .search(answer, EVIDENCE_PER_ANSWER * 4)?
+                .into_iter()
+                .filter(|(n, _)| matches!(n.key.label.as_str(), "Event" | "Fact"))
+                .take(EVIDENCE_PER_ANSWER)
+                .map(|(n, _)| n.key.id)
+                .collect())
+        };
+        self.snap.next_slot(name, candidates, &goals, options.search_cost, &mut evidence).map(Ok)
     }
 
     /// The candidates consistent with known answers (those whose known slots agree with every known answer), over

@@ -352,8 +352,19 @@ fn apply(e: &mut Engine, op: &Op) {
     match op {
         Op::Claim { subject, predicate, object, confidence, source, literal } => {
             let p = PREDICATES[*predicate];
+            // `tagged` takes any object: a literal, a slot value or a declared type.
             let object = if *literal && p == "tagged" {
-                ObjectInput::Literal(json!(NAMES[*object]))
+                match object % 3 {
+                    0 => ObjectInput::Literal(json!(NAMES[*object])),
+                    1 => ObjectInput::SlotValue {
+                        slot: "Genre".into(),
+                        value: NAMES[*object].into(),
+                    },
+                    _ => {
+                        e.declare_type("Film", None).unwrap();
+                        ObjectInput::Type("film".into())
+                    }
+                }
             } else {
                 ObjectInput::Entity(person(NAMES[*object]))
             };
@@ -385,7 +396,8 @@ fn apply(e: &mut Engine, op: &Op) {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Facts, retractions and documents rebuilt from the log equal the incremental graph.
+    /// Facts (with entity, literal, slot-value and type objects), retractions and documents
+    /// rebuilt from the log equal the incremental graph.
     #[test]
     fn reprojecting_facts_and_documents_equals_the_incremental_graph(ops in prop::collection::vec(op(), 1..24)) {
         let (_d, mut e) = seeded();

@@ -276,7 +276,8 @@ fn auto_links(engine: &Engine) -> Vec<ctxgraph::Edge> {
     dump(engine)
         .edges
         .into_iter()
-        .filter(|e| e.props.get("created_by").and_then(Value::as_str) == Some("system"))
+        // An automatic link names its rule; an explicit one says `explicit`.
+        .filter(|e| e.props.get("rule").and_then(Value::as_str).is_some_and(|r| r != "explicit"))
         .collect()
 }
 

@@ -3,8 +3,8 @@
 //! (slot confidence order-independent, reprojection equals incremental, gain ≥ 0).
 
 use ctxgraph::{
-    Cardinality, ChecklistDraft, EntityArg, GoalDraft, IngestOutcome, NodeKey, Projection,
-    SlotSpecDraft, SpecRelation, SpecStatus, ValidRecord, information_gain,
+    Cardinality, ChecklistDraft, EntityArg, GoalDraft, IngestOutcome, NextOptions, NodeKey,
+    Projection, SlotSpecDraft, SpecRelation, SpecStatus, ValidRecord, information_gain,
     information_gain_with_unknown,
 };
 use proptest::prelude::*;
@@ -89,8 +89,12 @@ fn candidates() -> Vec<String> {
 fn next_slot_matches_the_hand_computed_information_gain() {
     let (_dir, mut engine) = engine();
     films(&mut engine);
-    let report =
-        engine.owner_reader().unwrap().next_slot("identifyfilm", &candidates()).unwrap().unwrap();
+    let report = engine
+        .owner_reader()
+        .unwrap()
+        .next_slot("identifyfilm", &candidates(), &NextOptions::default())
+        .unwrap()
+        .unwrap();
     // H(C) = log2 4 = 2 bits.
     assert_eq!(report.entropy, 2.0);
     let gains: Vec<(&str, f64, usize)> =
@@ -125,13 +129,28 @@ fn next_slot_matches_the_hand_computed_information_gain() {
 
     // Among A and C (both 1980s), only genre splits; among A and B, genre does not.
     let ac = ["concept:a".to_owned(), "concept:c".to_owned()];
-    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ac).unwrap().unwrap();
+    let r = engine
+        .owner_reader()
+        .unwrap()
+        .next_slot("IdentifyFilm", &ac, &NextOptions::default())
+        .unwrap()
+        .unwrap();
     assert_eq!((r.best().unwrap().spec.name.as_str(), r.best().unwrap().gain), ("genre", 1.0));
     let ab = ["concept:a".to_owned(), "concept:b".to_owned()];
-    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ab).unwrap().unwrap();
+    let r = engine
+        .owner_reader()
+        .unwrap()
+        .next_slot("IdentifyFilm", &ab, &NextOptions::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(r.best().unwrap().spec.name, "era");
     // One candidate: nothing to split.
-    let r = engine.owner_reader().unwrap().next_slot("IdentifyFilm", &ac[..1]).unwrap().unwrap();
+    let r = engine
+        .owner_reader()
+        .unwrap()
+        .next_slot("IdentifyFilm", &ac[..1], &NextOptions::default())
+        .unwrap()
+        .unwrap();
     assert!(r.best().is_none());
     assert!(r.ranking.iter().all(|g| g.gain == 0.0));
 }
@@ -223,6 +242,7 @@ fn checklists_from_the_api_and_from_a_file_are_the_same_record() {
         relation,
         required,
         cardinality,
+        cost: 1.0,
     };
     let draft = ChecklistDraft {
         name: "IdentifyFilm".into(),
@@ -235,6 +255,11 @@ fn checklists_from_the_api_and_from_a_file_are_the_same_record() {
             spec("actor", &[], SpecRelation::HasSlot, false, Cardinality::Many),
         ],
     };
+    // A cost that has no JSON form is refused, not read as the default.
+    let mut nan = draft.clone();
+    nan.slots[1].cost = f64::NAN;
+    let err = engine.define_checklist(&nan).unwrap_err();
+    assert_eq!(violation(&err).2, "checklist.cost");
     let position = new(engine.define_checklist(&draft).unwrap());
     assert_eq!(engine.define_checklist_file(FILMS).unwrap(), IngestOutcome::Duplicate(position));
     let json_file = json!({"name": "identifyfilm", "slots": [{"name": "x"}]}).to_string();
@@ -260,6 +285,7 @@ fn goals_link_users_and_checklists() {
         horizon: Some("this year".into()),
         priority: Some(1),
         influences: vec!["IdentifyFilm".into()],
+        prefers: Vec::new(),
     };
     let position = new(engine.add_goal(&draft).unwrap());
     // The user exists now, so the same goal names it by id: still the same goal.
@@ -326,6 +352,7 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
         horizon: None,
         priority: None,
         influences: influences.iter().map(|s| s.to_string()).collect(),
+        prefers: Vec::new(),
     };
     let alice = EntityArg::Named { name: "alice".into(), entity_type: "user".into() };
     let err = engine.add_goal(&goal(alice, &["IdentifyFilm", "Nope"])).unwrap_err();
@@ -350,11 +377,11 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
     assert_eq!(violation(&err).2, "slots.unknown_entity");
     let twice = ["concept:a".to_owned(), "concept:a".to_owned()];
     assert_eq!(
-        violation(&snap.next_slot("IdentifyFilm", &twice).unwrap_err()).2,
+        violation(&snap.next_slot("IdentifyFilm", &twice, &NextOptions::default()).unwrap_err()).2,
         "checklist.duplicate_candidate"
     );
     assert_eq!(
-        violation(&snap.next_slot("IdentifyFilm", &[]).unwrap_err()).2,
+        violation(&snap.next_slot("IdentifyFilm", &[], &NextOptions::default()).unwrap_err()).2,
         "checklist.no_candidates"
     );
     drop(snap);
@@ -579,8 +606,12 @@ fn a_slot_every_candidate_shares_gains_nothing() {
     // Every film has country "US" and type Film: both gain exactly 0 over any candidate subset.
     let all = candidates();
     for k in 1..=all.len() {
-        let report =
-            engine.owner_reader().unwrap().next_slot("IdentifyFilm", &all[..k]).unwrap().unwrap();
+        let report = engine
+            .owner_reader()
+            .unwrap()
+            .next_slot("IdentifyFilm", &all[..k], &NextOptions::default())
+            .unwrap()
+            .unwrap();
         for name in ["country", "film"] {
             let g = report.ranking.iter().find(|g| g.spec.name == name).unwrap();
             assert_eq!(g.gain, 0.0, "{name} over {k} candidates");
@@ -601,7 +632,7 @@ fn known_answers_filter_the_candidates_before_the_next_question() {
         snap.filter_candidates("identifyfilm", &candidates(), &known).unwrap().unwrap();
     assert_eq!(kept, ["concept:a", "concept:b", "concept:d"], "D has no genre: kept");
     assert_eq!(ruled_out, [("concept:c".to_owned(), "genre".to_owned())]);
-    let next = snap.next_slot("identifyfilm", &kept).unwrap().unwrap();
+    let next = snap.next_slot("identifyfilm", &kept, &NextOptions::default()).unwrap().unwrap();
     assert_eq!(next.best().unwrap().spec.name, "era");
     let bad = [("colour".to_owned(), "red".to_owned())];
     let err = snap.filter_candidates("identifyfilm", &candidates(), &bad).unwrap_err();

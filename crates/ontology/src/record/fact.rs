@@ -58,14 +58,43 @@ pub enum FactObject {
     Entity(ResolvedEntity),
     /// A string, number or boolean.
     Literal(Value),
+    /// A slot value (seed 001's `SlotValue`): a normalised slot label and a value as written,
+    /// compared by its normalised form.
+    SlotValue {
+        /// The normalised slot label.
+        slot: String,
+        /// The value as written (trimmed).
+        value: String,
+    },
+    /// A declared Type (seed 001's `Type`), by its normalised name; the engine checks that it
+    /// is declared.
+    Type(String),
 }
 
 impl FactObject {
-    /// The object's part of the fact id: the entity id, or `=` and the literal's JSON.
+    /// The object's part of the fact id: the entity id, `=` and the literal's JSON, or for a
+    /// slot value or a type a form no entity id takes (entity ids start with their type's
+    /// identifier): `#slot:{slot}={normalised value}`, `#type:{type}`.
     pub fn key(&self) -> String {
         match self {
             FactObject::Entity(e) => e.id.clone(),
             FactObject::Literal(v) => format!("={v}"),
+            FactObject::SlotValue { slot, value } => {
+                format!("#slot:{slot}={}", normalize_name(value))
+            }
+            FactObject::Type(t) => format!("#type:{t}"),
+        }
+    }
+
+    /// The object's JSON in a stored record.
+    fn to_json(&self) -> Value {
+        match self {
+            FactObject::Entity(e) => entity_json(e),
+            FactObject::Literal(v) => serde_json::json!({"literal": v}),
+            FactObject::SlotValue { slot, value } => {
+                serde_json::json!({"slot": slot, "value": value})
+            }
+            FactObject::Type(t) => serde_json::json!({"type": t}),
         }
     }
 }
@@ -234,13 +263,34 @@ impl Validator<'_> {
                     }
                 }
             }
+            Some(Value::Object(o)) if o.contains_key("slot") => {
+                self.unknown_fields(o, &["slot", "value"], "$.object");
+                let slot = self.fact_label(o.get("slot"), "$.object.slot", "a slot label");
+                let value = self.fact_label(o.get("value"), "$.object.value", "a slot value");
+                match (slot, value) {
+                    (Some(slot), Some(value)) => {
+                        Some(FactObject::SlotValue { slot: normalize_name(&slot), value })
+                    }
+                    _ => None,
+                }
+            }
+            Some(Value::Object(o)) if o.contains_key("type") => {
+                self.unknown_fields(o, &["type"], "$.object");
+                self.fact_label(o.get("type"), "$.object.type", "a type name")
+                    .map(|t| FactObject::Type(normalize_name(&t)))
+            }
             other => self.resolved_entity(other, "$.object").map(FactObject::Entity),
         };
         if let (Some((p, kind)), Some(o)) = (&predicate, &object) {
+            // A slot value or a type is a node of the graph, not a literal: it fits where an
+            // entity does, as seed 001's OBJECT does (Entity | SlotValue | Type).
             let fits = matches!(
                 (kind, o),
                 (ObjectKind::Any, _)
-                    | (ObjectKind::Entity, FactObject::Entity(_))
+                    | (
+                        ObjectKind::Entity,
+                        FactObject::Entity(_) | FactObject::SlotValue { .. } | FactObject::Type(_)
+                    )
                     | (ObjectKind::Literal, FactObject::Literal(_))
             );
             if !fits {
@@ -251,7 +301,7 @@ impl Validator<'_> {
                     format!(
                         "the object of `{p}` must be {}",
                         match kind {
-                            ObjectKind::Entity => "an entity",
+                            ObjectKind::Entity => "an entity, a slot value or a type",
                             ObjectKind::Literal | ObjectKind::Any => "a literal",
                         }
                     ),
@@ -297,6 +347,37 @@ impl Validator<'_> {
         })
     }
 
+    /// A label of a fact's slot-value or type object: a string of 1 to `max_name_bytes` bytes
+    /// without control characters, trimmed.
+    fn fact_label(&mut self, value: Option<&Value>, path: &str, what: &str) -> Option<String> {
+        let Some(Value::String(raw)) = value else {
+            self.out.push(Violation::new(
+                path,
+                value,
+                "envelope.type",
+                format!("must be {what} (a string)"),
+            ));
+            return None;
+        };
+        let trimmed = raw.trim();
+        if trimmed.is_empty()
+            || trimmed.len() > self.limits.max_name_bytes
+            || trimmed.chars().any(char::is_control)
+        {
+            self.out.push(Violation::for_str(
+                path,
+                raw,
+                "fact.object_format",
+                format!(
+                    "{what} is 1 to {} bytes of text without control characters",
+                    self.limits.max_name_bytes
+                ),
+            ));
+            return None;
+        }
+        Some(trimmed.to_owned())
+    }
+
     pub(super) fn fact_retraction(
         &mut self,
         obj: &Map<String, Value>,
@@ -329,11 +410,7 @@ pub(super) fn canonical_fact(f: &FactRecord) -> Value {
     m.insert("record_type".into(), "fact".into());
     m.insert("subject".into(), entity_json(&f.subject));
     m.insert("predicate".into(), f.predicate.clone().into());
-    let object = match &f.object {
-        FactObject::Entity(e) => entity_json(e),
-        FactObject::Literal(v) => serde_json::json!({"literal": v}),
-    };
-    m.insert("object".into(), object);
+    m.insert("object".into(), f.object.to_json());
     m.insert("confidence".into(), f.confidence.into());
     m.insert("asserted_at".into(), f.asserted_at.clone().into());
     for (k, v) in [
@@ -395,6 +472,41 @@ mod tests {
             super::normalize_time("2026-05-01").as_deref(),
             Some("2026-05-01T00:00:00.000Z")
         );
+    }
+
+    #[test]
+    fn a_slot_value_or_a_type_object_has_its_own_id_and_round_trips() {
+        let schema = Schema::core().unwrap();
+        let with = |object: serde_json::Value| {
+            let mut f = fact("tagged", json!(1));
+            f["object"] = object;
+            f
+        };
+        let r = validate_value(
+            &schema,
+            &Limits::default(),
+            with(json!({"slot": "Genre", "value": " Science Fiction "})),
+        )
+        .unwrap();
+        let RecordBody::Fact(f) = r.body() else { panic!() };
+        assert_eq!(f.fact_id, "user:alice|tagged|#slot:genre=science fiction");
+        assert_eq!(
+            f.object,
+            super::FactObject::SlotValue { slot: "genre".into(), value: "Science Fiction".into() }
+        );
+        let again = crate::validate(&schema, &Limits::default(), r.canonical()).unwrap();
+        assert_eq!(&again, &r);
+        let Ok(RecordBody::Fact(f)) = check(with(json!({"type": "Film"}))) else { panic!() };
+        assert_eq!(f.fact_id, "user:alice|tagged|#type:film");
+        // A slot value or a type is where an entity may be, never where a literal must be.
+        let mut alias = with(json!({"type": "Film"}));
+        alias["predicate"] = json!("also_known_as");
+        assert_eq!(check(alias).unwrap_err(), ["fact.object_kind"]);
+        assert_eq!(
+            check(with(json!({"slot": "genre", "value": "", "extra": 1}))).unwrap_err(),
+            ["envelope.unknown_field", "fact.object_format"]
+        );
+        assert_eq!(check(with(json!({"type": 3}))).unwrap_err(), ["envelope.type"]);
     }
 
     #[test]

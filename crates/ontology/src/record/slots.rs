@@ -7,7 +7,7 @@
 //! | `instance_of` | an entity is an instance of a declared Type | entity, type, creation |
 //! | `slot` | an entity has a slot value (`slot`, `value`, `confidence? = 1.0`, `source?`) | every field |
 //! | `checklist` | a Checklist and its SlotSpecs | the normalised name |
-//! | `goal` | a user's Goal and the checklists it influences | user, normalised name |
+//! | `goal` | a user's Goal, the checklists it influences and the slot values it prefers | user, normalised name |
 //!
 //! # Entities
 //! A record names an entity either by id (`"entity": "concept:alien"`, which must exist when the
@@ -46,6 +46,10 @@ pub const MAX_TEXT_BYTES: usize = 4096;
 pub const MAX_SPECS: usize = 256;
 /// Most checklists one goal influences.
 pub const MAX_INFLUENCES: usize = 256;
+/// Most slot values one goal prefers.
+pub const MAX_PREFERS: usize = 64;
+/// Highest cost of asking about one slot spec (the default is 1).
+pub const MAX_SPEC_COST: f64 = 1_000_000.0;
 
 /// The entity type a goal's owner must have: seed 000's `user` (seed 002's `person`).
 pub const GOAL_OWNER_TYPE: &str = "user";
@@ -209,7 +213,7 @@ impl Cardinality {
 }
 
 /// One requirement of a checklist.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SlotSpec {
     /// The normalised name, unique in its checklist.
     pub name: String,
@@ -222,10 +226,13 @@ pub struct SlotSpec {
     pub required: bool,
     /// How many distinct values (default one).
     pub cardinality: Cardinality,
+    /// What asking about it costs, in units of one question (default 1, finite, above 0):
+    /// `next` ranks specs by information gain per unit of cost.
+    pub cost: f64,
 }
 
 /// A checklist with its slot specs, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChecklistRecord {
     /// The normalised name (the record id).
     pub checklist_id: String,
@@ -235,6 +242,15 @@ pub struct ChecklistRecord {
     pub description: Option<String>,
     /// The specs, in the checklist's order; at least one.
     pub slots: Vec<SlotSpec>,
+}
+
+/// A slot value a goal favours: candidates holding it are more likely (`next`'s prior).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SlotPreference {
+    /// The normalised slot label.
+    pub slot: String,
+    /// The value as written (trimmed); compared by its normalised form.
+    pub value: String,
 }
 
 /// A user's goal.
@@ -255,6 +271,8 @@ pub struct GoalRecord {
     /// Normalised names of the checklists it influences (in the order given, without repeats);
     /// the engine checks that they are defined.
     pub influences: Vec<String>,
+    /// Slot values it favours among candidates (in the order given, without repeats).
+    pub prefers: Vec<SlotPreference>,
 }
 
 /// A record of this family.
@@ -315,9 +333,11 @@ const TYPE_FIELDS: &[&str] = &["record_type", "name", "description"];
 const INSTANCE_FIELDS: &[&str] = &["record_type", "entity", "type"];
 const SLOT_FIELDS: &[&str] = &["record_type", "entity", "slot", "value", "confidence", "source"];
 const CHECKLIST_FIELDS: &[&str] = &["record_type", "name", "description", "slots"];
-const SPEC_FIELDS: &[&str] = &["name", "expect_labels", "relation", "required", "cardinality"];
+const SPEC_FIELDS: &[&str] =
+    &["name", "expect_labels", "relation", "required", "cardinality", "cost"];
 const GOAL_FIELDS: &[&str] =
-    &["record_type", "name", "user", "description", "horizon", "priority", "influences"];
+    &["record_type", "name", "user", "description", "horizon", "priority", "influences", "prefers"];
+const PREFER_FIELDS: &[&str] = &["slot", "value"];
 const TARGET_FIELDS: &[&str] = &["name", "entity_type", "at"];
 
 impl Validator<'_> {
@@ -513,7 +533,7 @@ impl Validator<'_> {
                 path,
                 Some(item),
                 "envelope.type",
-                "must be an object {name, expect_labels?, relation?, required?, cardinality?}",
+                "must be an object {name, expect_labels?, relation?, required?, cardinality?, cost?}",
             ));
             return None;
         };
@@ -580,6 +600,23 @@ impl Validator<'_> {
                 .enum_value("cardinality", c, &format!("{path}.cardinality"))
                 .and_then(|c| Cardinality::parse(&c)),
         };
+        let cost = match o.get("cost") {
+            None | Some(Value::Null) => Some(1.0),
+            Some(value) => match value.as_f64() {
+                Some(c) if c.is_finite() && c > 0.0 && c <= MAX_SPEC_COST => Some(c),
+                _ => {
+                    self.out.push(Violation::new(
+                        format!("{path}.cost"),
+                        Some(value),
+                        "checklist.cost",
+                        format!(
+                            "the cost of asking is a number above 0 and at most {MAX_SPEC_COST} (1 is one ordinary question)"
+                        ),
+                    ));
+                    None
+                }
+            },
+        };
         let name = normalize_name(&name?);
         let mut expect_labels = labels?;
         if expect_labels.is_empty() {
@@ -591,7 +628,51 @@ impl Validator<'_> {
             relation: relation?,
             required: required?,
             cardinality: cardinality?,
+            cost: cost?,
         })
+    }
+
+    /// A goal's `prefers`: `[{slot, value}]`, each a slot label and a slot value.
+    fn prefers(&mut self, obj: &Map<String, Value>) -> Option<Vec<SlotPreference>> {
+        let items = match obj.get("prefers") {
+            None | Some(Value::Null) => return Some(Vec::new()),
+            Some(Value::Array(items)) if items.len() <= MAX_PREFERS => items,
+            Some(other) => {
+                self.out.push(Violation::new(
+                    "$.prefers",
+                    Some(other),
+                    "envelope.type",
+                    format!("must be an array of at most {MAX_PREFERS} {{slot, value}} objects"),
+                ));
+                return None;
+            }
+        };
+        let before = self.out.len();
+        let mut out: Vec<SlotPreference> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let path = format!("$.prefers[{i}]");
+            let Value::Object(o) = item else {
+                self.out.push(Violation::new(
+                    path,
+                    Some(item),
+                    "envelope.type",
+                    "must be an object {slot, value}: a slot value the goal favours",
+                ));
+                continue;
+            };
+            self.unknown_fields(o, PREFER_FIELDS, &path);
+            let slot = self.required_label(o, "slot", &format!("{path}.slot"), "a slot label");
+            let value = self.required_label(o, "value", &format!("{path}.value"), "a slot value");
+            if let (Some(slot), Some(value)) = (slot, value) {
+                let p = SlotPreference { slot: normalize_name(&slot), value };
+                if !out.iter().any(|q| {
+                    q.slot == p.slot && normalize_name(&q.value) == normalize_name(&p.value)
+                }) {
+                    out.push(p);
+                }
+            }
+        }
+        (self.out.len() == before).then_some(out)
     }
 
     fn checklist(&mut self, obj: &Map<String, Value>) -> Option<ChecklistRecord> {
@@ -738,6 +819,7 @@ impl Validator<'_> {
                 None
             }
         };
+        let prefers = self.prefers(obj);
         let (name, user) = (name?, user?);
         let goal_id = joined_id(&[&user.entity_id(), &normalize_name(&name)]);
         Some(GoalRecord {
@@ -748,6 +830,7 @@ impl Validator<'_> {
             horizon,
             priority: priority?,
             influences: influences?,
+            prefers: prefers?,
         })
     }
 }
@@ -784,11 +867,17 @@ pub(super) fn canonical(record: &SlotsRecord) -> Value {
                 .slots
                 .iter()
                 .map(|s| {
-                    serde_json::json!({
+                    let mut spec = serde_json::json!({
                         "name": s.name, "expect_labels": s.expect_labels,
                         "relation": s.relation.as_str(), "required": s.required,
                         "cardinality": s.cardinality.as_str(),
-                    })
+                    });
+                    // The default cost is left out, so checklists written before costs
+                    // existed keep their canonical form.
+                    if s.cost != 1.0 {
+                        spec["cost"] = s.cost.into();
+                    }
+                    spec
                 })
                 .collect();
             m.insert("slots".into(), Value::Array(specs));
@@ -804,6 +893,14 @@ pub(super) fn canonical(record: &SlotsRecord) -> Value {
             if !g.influences.is_empty() {
                 m.insert("influences".into(), g.influences.clone().into());
             }
+            if !g.prefers.is_empty() {
+                let prefers = g
+                    .prefers
+                    .iter()
+                    .map(|p| serde_json::json!({"slot": p.slot, "value": p.value}))
+                    .collect();
+                m.insert("prefers".into(), Value::Array(prefers));
+            }
         }
     }
     Value::Object(m)
@@ -812,7 +909,7 @@ pub(super) fn canonical(record: &SlotsRecord) -> Value {
 /// Parse a checklist file, TOML or JSON (a file whose first non-blank character is `{` is
 /// JSON), into a validated `checklist` record. The file holds the record's fields: `name`,
 /// `description?` and `slots` (an array of tables / objects `{name, expect_labels?, relation?,
-/// required?, cardinality?}`); `record_type` may be omitted.
+/// required?, cardinality?, cost?}`); `record_type` may be omitted.
 ///
 /// ```toml
 /// name = "IdentifyFilm"

@@ -4,8 +4,8 @@
 //! principal may not see is answered as an unknown one.
 
 use ctxgraph::{
-    CandidateStatus, DocumentFormat, DocumentInput, Engine, EntityArg, EntityDecision, GoalDraft,
-    IngestOutcome, LinkLookup, Principal, entity_id,
+    CandidateStatus, DEFAULT_SEARCH_COST, DocumentFormat, DocumentInput, Engine, EntityArg,
+    EntityDecision, GoalDraft, IngestOutcome, LinkLookup, NextOptions, Principal, entity_id,
 };
 use serde_json::{Map, Value};
 
@@ -445,6 +445,9 @@ impl Service {
             for (i, c) in req.candidates.iter().enumerate() {
                 ids.push(existing_entity(e, who, &format!("candidates[{i}]"), c)?);
             }
+            // Resolved before the reader below: one connection holds one read transaction.
+            let user =
+                req.user.as_deref().map(|u| existing_entity(e, who, "user", u)).transpose()?;
             let snap = e.reader(who)?;
             let scoped = &snap;
             let hidden = |id: String| {
@@ -465,7 +468,12 @@ impl Service {
                     ),
                 ));
             }
-            let r = scoped.next_slot(&req.checklist, &kept)?.map_err(hidden)?;
+            let options = NextOptions {
+                user,
+                search_cost: req.search_cost.unwrap_or(DEFAULT_SEARCH_COST),
+                search: req.search.unwrap_or(true),
+            };
+            let r = scoped.next_slot(&req.checklist, &kept, &options)?.map_err(hidden)?;
             Ok(NextQuestionDto::new(&r, &ruled_out))
         })
         .await
@@ -493,6 +501,7 @@ impl Service {
                     horizon: req.horizon,
                     priority: req.priority,
                     influences: req.influences,
+                    prefers: req.prefers.into_iter().map(|p| (p.slot, p.value)).collect(),
                 };
                 Ok(e.add_goal(&draft)?)
             })

@@ -4,8 +4,8 @@
 //! one sentence before the JSON.
 
 use ctxgraph::{
-    Candidate, CheckReport, Checklist, DocumentView, Evolution, Goal, Impact, MemoryContext,
-    NextReport, Rollup, SlotFill, SlotSpec, TypeInfo,
+    Action, Candidate, CheckReport, Checklist, DocumentView, Evolution, Goal, Impact,
+    MemoryContext, NextReport, Rollup, SlotFill, SlotSpec, TypeInfo,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -200,6 +200,10 @@ pub struct SlotSpecArg {
     /// `one` (the default) or `many` distinct values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cardinality: Option<String>,
+    /// What asking about it costs, in units of one question (default 1): `next_question`
+    /// ranks by information gain per unit of cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 /// A checklist to define (`POST /v1/checklists`, tool `define_checklist`).
@@ -246,6 +250,17 @@ pub struct NextQuestionRequest {
     /// the next question is chosen among the rest.
     #[serde(default, alias = "answers")]
     pub known: std::collections::BTreeMap<String, String>,
+    /// Only this user's goals bias the prior (an id such as `user:alice`, or a user's name);
+    /// absent: every goal that influences the checklist.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// What a search of the graph costs, in units of one question (default 0.25): searching
+    /// first is recommended when its expected gain per cost beats asking.
+    #[serde(default)]
+    pub search_cost: Option<f64>,
+    /// Look for the answers in the graph's facts and events (default true).
+    #[serde(default)]
+    pub search: Option<bool>,
 }
 
 /// A user's goal (`POST /v1/goals`, tool `add_goal`).
@@ -272,6 +287,20 @@ pub struct GoalRequest {
     /// Its priority, 0 the highest.
     #[serde(default)]
     pub priority: Option<u64>,
+    /// Slot values it favours among candidates, e.g. [{"slot": "genre", "value": "drama"}]:
+    /// a candidate holding one is more likely in `next_question` of a checklist it influences.
+    #[serde(default)]
+    pub prefers: Vec<PreferArg>,
+}
+
+/// A slot value a goal favours.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PreferArg {
+    /// The slot label, e.g. genre.
+    pub slot: String,
+    /// The value, e.g. drama.
+    pub value: String,
 }
 
 /// Goals of one user or all (`GET /v1/goals`, tool `list_goals`).
@@ -537,6 +566,8 @@ pub struct SlotSpecDto {
     pub required: bool,
     /// `one` or `many`.
     pub cardinality: String,
+    /// What asking about it costs, in units of one question.
+    pub cost: f64,
 }
 
 impl From<&SlotSpec> for SlotSpecDto {
@@ -547,6 +578,7 @@ impl From<&SlotSpec> for SlotSpecDto {
             relation: s.relation.as_str().to_owned(),
             required: s.required,
             cardinality: s.cardinality.as_str().to_owned(),
+            cost: s.cost,
         }
     }
 }
@@ -663,6 +695,31 @@ pub struct AnswerGroupDto {
     pub answer: Option<String>,
     /// Candidate entity ids.
     pub candidates: Vec<String>,
+    /// How likely this answer is under the prior; absent for the candidates without a value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
+}
+
+/// Facts and events that mention a spec's answers.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct SearchLeadDto {
+    /// Per answer with evidence, the ids of the facts and events that mention it.
+    pub found: Vec<EvidenceDto>,
+    /// Probability that the answer is among those found.
+    pub p_found: f64,
+    /// Expected gain of searching first, in bits (gain × p_found).
+    pub gain: f64,
+    /// Bits per unit of cost (gain × p_found / search_cost).
+    pub gain_per_cost: f64,
+}
+
+/// An answer and the facts and events that mention it.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct EvidenceDto {
+    /// The answer.
+    pub answer: String,
+    /// Ids of the facts and events mentioning it.
+    pub nodes: Vec<String>,
 }
 
 /// The expected information gain of asking about one spec.
@@ -672,10 +729,43 @@ pub struct SlotGainDto {
     pub spec: SlotSpecDto,
     /// Expected information gain, in bits.
     pub gain: f64,
+    /// The cost of asking, in units of one question.
+    pub cost: f64,
+    /// Gain per unit of cost: what the ranking orders by.
+    pub gain_per_cost: f64,
     /// The candidates by answer, then those without a value.
     pub groups: Vec<AnswerGroupDto>,
     /// Candidates with no value for it.
     pub unknown: usize,
+    /// What the graph holds of its answers; absent when nothing mentions them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchLeadDto>,
+}
+
+/// A goal that biased the prior.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct GoalBiasDto {
+    /// The goal id.
+    pub goal: String,
+    /// Its name.
+    pub name: String,
+    /// How much it multiplies a favoured candidate's weight (1 + 1 / (1 + priority)).
+    pub boost: f64,
+    /// The candidates holding a value it prefers.
+    pub favoured: Vec<String>,
+}
+
+/// The action to take next.
+#[derive(Debug, Clone, Serialize, JsonSchema, ToSchema)]
+pub struct RecommendationDto {
+    /// `ask` (the user) or `search` (the graph, for the answers in `query`).
+    pub action: String,
+    /// The slot spec.
+    pub slot: String,
+    /// Bits per unit of cost of the action.
+    pub gain_per_cost: f64,
+    /// What to search for; empty for a question.
+    pub query: Vec<String>,
 }
 
 /// A candidate a known answer ruled out.
@@ -696,11 +786,21 @@ pub struct NextQuestionDto {
     pub candidates: Vec<String>,
     /// Candidates the known answers ruled out, each with the spec that did.
     pub ruled_out: Vec<RuledOutDto>,
-    /// Uncertainty before asking, in bits (log2 of the candidate count).
+    /// Each candidate's prior probability, in the order of `candidates` (equal without goals).
+    pub prior: Vec<f64>,
+    /// The goals that biased the prior.
+    pub goals: Vec<GoalBiasDto>,
+    /// Uncertainty before asking, in bits (the prior's entropy; log2 of the candidate count
+    /// without goals).
     pub entropy: f64,
-    /// The spec to ask about; absent when no spec splits the candidates.
+    /// What a search of the graph costs, in units of one question.
+    pub search_cost: f64,
+    /// The spec to ask about (best gain per cost); absent when no spec splits the candidates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ask: Option<String>,
+    /// Ask or search first, and about what; absent when no spec splits the candidates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<RecommendationDto>,
     /// Every spec, best first.
     pub ranking: Vec<SlotGainDto>,
     /// In words.
@@ -728,47 +828,122 @@ impl NextQuestionDto {
 
 impl From<&NextReport> for NextQuestionDto {
     fn from(r: &NextReport) -> Self {
-        let summary = match r.best() {
-            Some(b) => format!(
-                "ask about {}: its answers split the {} candidates into {} groups, an expected gain of {:.3} of {:.3} bits{}",
-                b.spec.name,
-                r.candidates.len(),
-                b.groups.len(),
-                b.gain,
-                r.entropy,
-                if b.unknown > 0 {
-                    format!(" ({} candidates have no value for it)", b.unknown)
-                } else {
-                    String::new()
+        let recommendation = r.recommendation();
+        let mut summary = match (r.best(), &recommendation) {
+            (Some(b), Some(rec)) => {
+                let ask = format!(
+                    "ask about {}: its answers split the {} candidates into {} groups, an expected gain of {:.3} of {:.3} bits at cost {}{}",
+                    b.spec.name,
+                    r.candidates.len(),
+                    b.groups.len(),
+                    b.gain,
+                    r.entropy,
+                    b.cost,
+                    if b.unknown > 0 {
+                        format!(" ({} candidates have no value for it)", b.unknown)
+                    } else {
+                        String::new()
+                    }
+                );
+                match rec.action {
+                    Action::Ask => ask,
+                    Action::Search => {
+                        let found = r
+                            .ranking
+                            .iter()
+                            .find(|g| g.spec.name == rec.slot)
+                            .and_then(|g| g.search.as_ref())
+                            .map(|l| {
+                                l.found
+                                    .iter()
+                                    .map(|(a, nodes)| format!("{a} in {}", nodes.join(", ")))
+                                    .collect::<Vec<_>>()
+                                    .join("; ")
+                            })
+                            .unwrap_or_default();
+                        format!(
+                            "search the graph first for the {} ({found}): a search is worth {:.3} bits per unit of cost against {:.3} for asking; if it does not settle it, {ask}",
+                            rec.slot, rec.gain_per_cost, b.gain_per_cost,
+                        )
+                    }
                 }
-            ),
-            None => format!(
+            }
+            _ => format!(
                 "no slot of checklist {} tells the {} candidates apart: every answer is the same",
                 r.checklist,
                 r.candidates.len()
             ),
         };
+        if !r.goals.is_empty() {
+            let goals: Vec<String> = r
+                .goals
+                .iter()
+                .map(|g| {
+                    format!(
+                        "goal {:?} (x{}) favours {}",
+                        g.goal.name,
+                        g.boost,
+                        g.favoured.join(", ")
+                    )
+                })
+                .collect();
+            summary = format!("{summary}; the prior is biased: {}", goals.join("; "));
+        }
         NextQuestionDto {
             checklist: r.checklist.clone(),
             candidates: r.candidates.clone(),
             ruled_out: Vec::new(),
+            prior: r.prior.clone(),
+            goals: r
+                .goals
+                .iter()
+                .map(|g| GoalBiasDto {
+                    goal: g.goal.id.clone(),
+                    name: g.goal.name.clone(),
+                    boost: g.boost,
+                    favoured: g.favoured.clone(),
+                })
+                .collect(),
             entropy: r.entropy,
+            search_cost: r.search_cost,
             ask: r.best().map(|b| b.spec.name.clone()),
+            recommendation: recommendation.map(|rec| RecommendationDto {
+                action: rec.action.as_str().to_owned(),
+                slot: rec.slot,
+                gain_per_cost: rec.gain_per_cost,
+                query: rec.query,
+            }),
             ranking: r
                 .ranking
                 .iter()
                 .map(|g| SlotGainDto {
                     spec: (&g.spec).into(),
                     gain: g.gain,
+                    cost: g.cost,
+                    gain_per_cost: g.gain_per_cost,
                     groups: g
                         .groups
                         .iter()
                         .map(|a| AnswerGroupDto {
                             answer: a.answer.clone(),
                             candidates: a.candidates.clone(),
+                            probability: a.probability,
                         })
                         .collect(),
                     unknown: g.unknown,
+                    search: g.search.as_ref().map(|l| SearchLeadDto {
+                        found: l
+                            .found
+                            .iter()
+                            .map(|(answer, nodes)| EvidenceDto {
+                                answer: answer.clone(),
+                                nodes: nodes.clone(),
+                            })
+                            .collect(),
+                        p_found: l.p_found,
+                        gain: l.gain,
+                        gain_per_cost: l.gain_per_cost,
+                    }),
                 })
                 .collect(),
             summary,
@@ -796,6 +971,8 @@ pub struct GoalDto {
     pub priority: Option<u64>,
     /// Ids of the checklists it influences.
     pub influences: Vec<String>,
+    /// Slot values it favours among candidates.
+    pub prefers: Vec<PreferArg>,
 }
 
 impl From<&Goal> for GoalDto {
@@ -808,6 +985,11 @@ impl From<&Goal> for GoalDto {
             horizon: g.horizon.clone(),
             priority: g.priority,
             influences: g.influences.clone(),
+            prefers: g
+                .prefers
+                .iter()
+                .map(|(slot, value)| PreferArg { slot: slot.clone(), value: value.clone() })
+                .collect(),
         }
     }
 }

@@ -148,6 +148,7 @@ fn a_checklist_fills_in_defaults_and_accepts_aliases() {
         relation,
         required,
         cardinality,
+        cost: 1.0,
     };
     assert_eq!(
         c.slots,
@@ -214,6 +215,48 @@ fn a_goal_belongs_to_a_user_and_names_checklists() {
             ("$.priority", "envelope.type"),
             ("$.influences", "envelope.type")
         ]
+    );
+}
+
+#[test]
+fn a_goal_prefers_slot_values_and_a_spec_has_a_cost() {
+    let r = check(json!({"record_type": "goal", "name": "g", "user": "user:alice",
+        "prefers": [{"slot": "Genre", "value": " Horror "}, {"slot": "genre", "value": "horror"}]}))
+    .unwrap();
+    let SlotsRecord::Goal(g) = slots(&r) else { panic!() };
+    assert_eq!(
+        g.prefers,
+        [SlotPreference { slot: "genre".into(), value: "Horror".into() }],
+        "normalised slot, trimmed value, repeats dropped"
+    );
+    round_trips(&r);
+    let err = check(json!({"record_type": "goal", "name": "g", "user": "user:alice",
+        "prefers": [{"slot": "genre"}, "x", {"slot": "a", "value": "b", "weight": 2}]}))
+    .unwrap_err();
+    assert_eq!(
+        rules(&err),
+        [
+            ("$.prefers[0].value", "envelope.required_field"),
+            ("$.prefers[1]", "envelope.type"),
+            ("$.prefers[2].weight", "envelope.unknown_field")
+        ]
+    );
+
+    let r = check(json!({"record_type": "checklist", "name": "c",
+        "slots": [{"name": "genre", "cost": 2.5}, {"name": "era"}]}))
+    .unwrap();
+    let SlotsRecord::Checklist(c) = slots(&r) else { panic!() };
+    assert_eq!((c.slots[0].cost, c.slots[1].cost), (2.5, 1.0));
+    round_trips(&r);
+    // The default cost is not written, so older checklists keep their canonical form.
+    assert!(r.canonical().contains("\"cost\":2.5"), "{}", r.canonical());
+    assert_eq!(r.canonical().matches("cost").count(), 1);
+    let err = check(json!({"record_type": "checklist", "name": "c",
+        "slots": [{"name": "a", "cost": 0}, {"name": "b", "cost": "x"}]}))
+    .unwrap_err();
+    assert_eq!(
+        rules(&err),
+        [("$.slots[0].cost", "checklist.cost"), ("$.slots[1].cost", "checklist.cost")]
     );
 }
 
