@@ -1,0 +1,15 @@
+//! ctxgraph's scale-out backends: the log on Redis ([`RedisLog`]), addressed by
+//! `redis://HOST:PORT/NAME` ([`StoreUrl`]).
+//!
+//! [`RedisLog`] implements the same [`ctxgraph_store::Log`] and [`ctxgraph_store::LogReader`]
+//! traits as the embedded store, with the same answers (the conformance suite in `tests/` runs
+//! one set of tests against both). The graph on FalkorDB, the projection workers and the engine
+//! running on this backend are not built yet: `docs/scale-out.md` says what is and what is next.
+
+#![warn(missing_docs)]
+
+mod redis_log;
+mod url;
+
+pub use redis_log::RedisLog;
+pub use url::{DEFAULT_PORT, MAX_NAME_BYTES, StoreUrl, UrlError};
