@@ -177,14 +177,49 @@ impl RedisLog {
         Ok(out)
     }
 
-    /// Ask the server to rewrite its append-only file (`BGREWRITEAOF`), so that the commands
-    /// that wrote a redacted body or id leave the disk too; run after a forget. The rewrite runs
-    /// in the background on the server.
+    /// Have the server rewrite its append-only file (`BGREWRITEAOF`) and wait until the rewrite
+    /// has finished, so that the commands that wrote a redacted body or id leave the disk too:
+    /// run after a forget. The old files are deleted by the server just after; RDB snapshots
+    /// taken before are not touched (delete them, or take a new one).
     pub fn rewrite_persistence(&mut self) -> Result<(), StoreError> {
-        redis::cmd("BGREWRITEAOF")
-            .query::<Value>(&mut *self.conn.borrow_mut())
-            .map(drop)
-            .map_err(|e| self.fail(&e))
+        let conn = &mut *self.conn.borrow_mut();
+        redis::cmd("BGREWRITEAOF").query::<Value>(conn).map_err(|e| remote(&self.url, &e))?;
+        let started = std::time::Instant::now();
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("persistence")
+                .query(conn)
+                .map_err(|e| remote(&self.url, &e))?;
+            let field = |name: &str| {
+                info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
+            };
+            let busy = field("aof_rewrite_in_progress") != Some("0")
+                || field("aof_rewrite_scheduled") != Some("0");
+            if !busy {
+                return match field("aof_last_bgrewrite_status") {
+                    Some("ok") => Ok(()),
+                    status => Err(StoreError::Remote {
+                        backend: "redis",
+                        detail: format!(
+                            "{}: the append-only file rewrite failed (status {})",
+                            self.url,
+                            status.unwrap_or("unknown")
+                        ),
+                    }),
+                };
+            }
+            if started.elapsed() > TIMEOUT {
+                return Err(StoreError::Remote {
+                    backend: "redis",
+                    detail: format!(
+                        "{}: the append-only file rewrite did not finish within {}s",
+                        self.url,
+                        TIMEOUT.as_secs()
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     fn redact_with(

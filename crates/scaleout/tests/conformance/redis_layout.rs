@@ -113,10 +113,51 @@ fn stores_on_one_server_are_apart() {
     assert!(two.store_keys().iter().all(|k| !one_keys.contains(k)));
 }
 
+/// The files of the server's append-only file, which this test reads directly: the server
+/// must run on this machine with an append-only file, as `.ci/scaleout.sh` starts it.
+fn aof_files(conn: &mut redis::Connection) -> Vec<std::path::PathBuf> {
+    let mut config = |name: &str| -> String {
+        let pair: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(name).query(conn).unwrap();
+        pair[1].clone()
+    };
+    assert_eq!(
+        config("appendonly"),
+        "yes",
+        "this test needs a local server with an append-only file (.ci/scaleout.sh starts one)"
+    );
+    let dir = std::path::Path::new(&config("dir")).join(config("appenddirname"));
+    std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("the server's append-only directory {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect()
+}
+
+fn on_disk(conn: &mut redis::Connection, needle: &str) -> bool {
+    aof_files(conn)
+        .iter()
+        // A file the server removed between the listing and the read holds nothing.
+        .any(|f| std::fs::read(f).is_ok_and(|bytes| contains(&bytes, needle.as_bytes())))
+}
+
 #[test]
 #[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
-fn a_persistence_rewrite_is_accepted() {
+fn after_a_redaction_a_persistence_rewrite_leaves_no_old_bytes_on_disk() {
     let mut b = RedisBackend::new();
-    b.write(|l| l.append(&event("e1", "a", "x"), "t").unwrap());
+    let secret = format!("disk-secret-{}", crate::harness::fresh_name());
+    b.write(|l| l.append(&event("e1", &secret, "x"), "t").unwrap());
+    let fsync: Vec<String> =
+        redis::cmd("CONFIG").arg("GET").arg("appendfsync").query(b.admin()).unwrap();
+    if fsync[1] == "always" {
+        assert!(on_disk(b.admin(), &secret), "the probe finds the append in the file");
+    }
+    assert!(b.forget(|l| l.redact_as(1, "redacted-1", "{}").unwrap()));
     b.log().rewrite_persistence().unwrap();
+    // The server deletes the replaced files just after the rewrite, on a background thread.
+    let mut tries = 0;
+    while on_disk(b.admin(), &secret) {
+        tries += 1;
+        assert!(tries < 500, "the forgotten bytes are still in the append-only file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!b.holds(&secret));
 }
