@@ -8,8 +8,10 @@
 
 #![warn(missing_docs)]
 
+mod falkor_graph;
 mod redis_log;
 mod url;
 
+pub use falkor_graph::FalkorGraph;
 pub use redis_log::RedisLog;
 pub use url::{DEFAULT_PORT, MAX_NAME_BYTES, StoreUrl, UrlError};

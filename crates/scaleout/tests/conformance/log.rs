@@ -346,3 +346,14 @@ pub(crate) fn hostile_ids_and_text_round_trip_byte_for_byte(mut b: impl Backend)
     // Nothing the text said was run: every record is still there.
     assert_eq!(all(&b).len(), records.len());
 }
+
+conformance!(crate::harness::EmbeddedBackend, redis: crate::harness::RedisBackend;
+    an_empty_log_has_nothing,
+    reappend_is_idempotent_and_a_conflict_is_refused,
+    read_from_pages_in_position_order,
+    get_and_read_kind_find_records_by_kind,
+    positions_stay_gap_free_under_two_concurrent_writers,
+    redact_replaces_a_body_and_no_old_bytes_remain,
+    redact_as_renames_and_refuses_a_taken_id,
+    hostile_ids_and_text_round_trip_byte_for_byte,
+);

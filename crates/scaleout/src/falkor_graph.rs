@@ -1,0 +1,615 @@
+//! The projected graph on FalkorDB: nodes, edges, neighbours by type and direction, session
+//! order and the projection checkpoint, every value a query parameter.
+//!
+//! # Layout (one graph per store, named `ctxgraph:{NAME}:graph`)
+//!
+//! ```text
+//! (:Label {id, props})                  a node; props is its properties as JSON text
+//! (a)-[:TYPE {q, props}]->(b)           an edge; q its qualifier (the fourth part of its key)
+//! (:_SessionSlot {session, at, event})  one event's place in its session's order
+//! (:_Meta {key, value})                 projection bookkeeping (projected_through)
+//! ```
+//!
+//! Cypher cannot take a label or a relationship type as a parameter, so those are checked to be
+//! plain identifiers (`[A-Za-z][A-Za-z0-9_]*`, as the schema modules name them) and written in
+//! backticks; everything else (ids, qualifiers, properties, session ids, times) is a parameter.
+//! Every node label of the schema gets an index and a unique constraint on `id`; the internal
+//! labels start with `_`, which no schema label does.
+//!
+//! Properties are stored as JSON text because FalkorDB property values cannot be maps, and a
+//! node's properties are arbitrary JSON; the projection reads them whole, by key.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use ctxgraph_ontology::Schema;
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
+use ctxgraph_store::{GraphCounts, SessionSlot, StoreError};
+use falkordb::{
+    EntityType, FalkorClientBuilder, FalkorConnectionInfo, FalkorSyncClient, FalkorValue, SyncGraph,
+};
+
+use crate::url::StoreUrl;
+
+/// How long connecting, and then each reply, may take.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The label of session-order entries.
+const SLOT: &str = "_SessionSlot";
+/// The label of bookkeeping entries.
+const META: &str = "_Meta";
+
+/// One store's graph on a FalkorDB server.
+pub struct FalkorGraph {
+    url: StoreUrl,
+    name: String,
+    // Kept for the life of the graph handle: the handle's connections belong to it.
+    _client: FalkorSyncClient,
+    graph: SyncGraph,
+    /// Node labels that already have their index and constraint.
+    indexed: BTreeSet<String>,
+}
+
+impl std::fmt::Debug for FalkorGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FalkorGraph").field("graph", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// A query's parameters: names and values.
+type Params<'a> = &'a [(&'a str, FalkorValue)];
+
+fn s(v: &str) -> FalkorValue {
+    FalkorValue::String(v.to_owned())
+}
+
+fn int(v: i64) -> FalkorValue {
+    FalkorValue::I64(v)
+}
+
+impl FalkorGraph {
+    /// Connect to the server of `url` and use its store's graph, creating the index and unique
+    /// constraint on `id` for every node label of `schema` (and the bookkeeping labels) that
+    /// lacks them.
+    pub fn connect(url: &StoreUrl, schema: &Schema) -> Result<FalkorGraph, StoreError> {
+        let info: FalkorConnectionInfo = (url.host(), url.port())
+            .try_into()
+            .map_err(|e: falkordb::FalkorDBError| remote(url, &e))?;
+        let client = FalkorClientBuilder::new()
+            .with_connection_info(info)
+            .with_num_connections(std::num::NonZeroU8::MIN)
+            .with_connect_timeout(Some(TIMEOUT))
+            .with_response_timeout(Some(TIMEOUT))
+            .build()
+            .map_err(|e| remote(url, &e))?;
+        let name = format!("{}graph", url.key_prefix());
+        let graph = client.select_graph(&name);
+        let mut g = FalkorGraph {
+            url: url.clone(),
+            name,
+            _client: client,
+            graph,
+            indexed: BTreeSet::new(),
+        };
+        g.ensure_schema(schema)?;
+        Ok(g)
+    }
+
+    /// The graph's name on the server.
+    pub fn graph_name(&self) -> &str {
+        &self.name
+    }
+
+    /// Create the index and unique constraint on `id` of every node label of `schema` that
+    /// lacks them (a schema module adds labels: call again after one).
+    pub fn ensure_schema(&mut self, schema: &Schema) -> Result<(), StoreError> {
+        let mut labels: Vec<&str> = schema.node_types().keys().map(String::as_str).collect();
+        labels.extend([SLOT, META]);
+        let missing: Vec<&str> =
+            labels.into_iter().filter(|l| !self.indexed.contains(*l)).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let indexes: BTreeSet<String> = self
+            .graph
+            .list_indices()
+            .map_err(|e| self.fail(&e))?
+            .data
+            .into_iter()
+            .filter(|i| i.entity_type == EntityType::Node)
+            .map(|i| i.index_label)
+            .collect();
+        let constrained: BTreeSet<String> = self
+            .graph
+            .list_constraints()
+            .map_err(|e| self.fail(&e))?
+            .data
+            .into_iter()
+            .filter(|c| c.entity_type == EntityType::Node && c.properties == ["id"])
+            .map(|c| c.label)
+            .collect();
+        let mut raw = redis::Client::open(self.url.server())
+            .and_then(|c| c.get_connection_with_timeout(TIMEOUT))
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        for label in missing {
+            let quoted = name(label, "label")?;
+            if label == SLOT {
+                // Slots are found by session; they have no id.
+                if !indexes.contains(label) {
+                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.session)"), &[])?;
+                }
+            } else if !constrained.contains(label) {
+                if !indexes.contains(label) {
+                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.id)"), &[])?;
+                }
+                // The constraint needs the index first; FalkorDB builds it in the background.
+                self.create_constraint(&mut raw, label)?;
+            }
+            self.indexed.insert(label.to_owned());
+        }
+        Ok(())
+    }
+
+    /// `GRAPH.CONSTRAINT CREATE … UNIQUE NODE label PROPERTIES 1 id` over a plain connection.
+    fn create_constraint(
+        &self,
+        conn: &mut redis::Connection,
+        label: &str,
+    ) -> Result<(), StoreError> {
+        redis::cmd("GRAPH.CONSTRAINT")
+            .arg("CREATE")
+            .arg(&self.name)
+            .arg("UNIQUE")
+            .arg("NODE")
+            .arg(label)
+            .arg("PROPERTIES")
+            .arg(1)
+            .arg("id")
+            .query::<redis::Value>(conn)
+            .map(drop)
+            .map_err(|e| raw_remote(&self.url, &e))
+    }
+
+    /// Run one query with its parameters and return its rows.
+    fn run(
+        &mut self,
+        query: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
+        let mut q = self.graph.query(query);
+        for (k, v) in params {
+            q = q.with_param(k, v.clone());
+        }
+        let result = q.execute().map_err(|e| remote(&self.url, &e))?;
+        result
+            .data
+            .map(|row| row.map(falkordb::Row::into_values).map_err(|e| remote(&self.url, &e)))
+            .collect()
+    }
+
+    fn fail(&self, e: &falkordb::FalkorDBError) -> StoreError {
+        remote(&self.url, e)
+    }
+
+    /// Insert or replace a node.
+    pub fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
+        let label = name(&node.key.label, "label")?;
+        self.run(
+            &format!("MERGE (n:{label} {{id: $id}}) SET n.props = $props"),
+            &[("id", s(&node.key.id)), ("props", s(&props_to(&node.props)?))],
+        )?;
+        Ok(())
+    }
+
+    /// A node by key.
+    pub fn node(&mut self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        let label = name(&key.label, "label")?;
+        let rows = self
+            .run(&format!("MATCH (n:{label} {{id: $id}}) RETURN n.props"), &[("id", s(&key.id))])?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        let props = props_from(&text_at(&row, 0, &self.url)?)?;
+        Ok(Some(Node { key: key.clone(), props }))
+    }
+
+    /// Whether a node exists.
+    pub fn node_exists(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
+        let label = name(&key.label, "label")?;
+        let rows = self.run(
+            &format!("MATCH (n:{label} {{id: $id}}) RETURN count(n)"),
+            &[("id", s(&key.id))],
+        )?;
+        Ok(first_int(&rows, &self.url)? > 0)
+    }
+
+    /// Which of `ids` are ids of nodes of `label`, in the order given.
+    pub fn existing_ids(&mut self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let quoted = name(label, "label")?;
+        let list = FalkorValue::Array(ids.iter().map(|i| s(i)).collect());
+        let rows = self
+            .run(&format!("MATCH (n:{quoted}) WHERE n.id IN $ids RETURN n.id"), &[("ids", list)])?;
+        let found: BTreeSet<String> =
+            rows.iter().map(|r| text_at(r, 0, &self.url)).collect::<Result<_, _>>()?;
+        Ok(ids.iter().filter(|id| found.contains(*id)).cloned().collect())
+    }
+
+    /// Nodes of a label in id order, after `after` (exclusive), at most `limit`.
+    pub fn nodes_by_label(
+        &mut self,
+        label: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Node>, StoreError> {
+        let quoted = name(label, "label")?;
+        let rows = self.run(
+            &format!(
+                "MATCH (n:{quoted}) WHERE n.id > $after RETURN n.id, n.props ORDER BY n.id LIMIT $limit"
+            ),
+            &[("after", s(after.unwrap_or(""))), ("limit", int(count(limit)))],
+        )?;
+        rows.iter()
+            .map(|r| {
+                Ok(Node {
+                    key: NodeKey { label: label.to_owned(), id: text_at(r, 0, &self.url)? },
+                    props: props_from(&text_at(r, 1, &self.url)?)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Delete a node with its edges; whether it existed.
+    pub fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
+        let label = name(&key.label, "label")?;
+        let rows = self.run(
+            &format!("MATCH (n:{label} {{id: $id}}) DETACH DELETE n RETURN count(n)"),
+            &[("id", s(&key.id))],
+        )?;
+        Ok(first_int(&rows, &self.url)? > 0)
+    }
+
+    /// Insert or replace an edge. Both endpoints must exist.
+    pub fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
+        let k = &edge.key;
+        let (from, to, ty) = (
+            name(&k.from.label, "label")?,
+            name(&k.to.label, "label")?,
+            name(&k.edge_type, "edge type")?,
+        );
+        let rows = self.run(
+            &format!(
+                "MATCH (a:{from} {{id: $from}}), (b:{to} {{id: $to}}) \
+                 MERGE (a)-[r:{ty} {{q: $q}}]->(b) SET r.props = $props RETURN count(r)"
+            ),
+            &[
+                ("from", s(&k.from.id)),
+                ("to", s(&k.to.id)),
+                ("q", s(&k.qualifier)),
+                ("props", s(&props_to(&edge.props)?)),
+            ],
+        )?;
+        if first_int(&rows, &self.url)? == 0 {
+            let missing = if self.node_exists(&k.from)? { &k.to } else { &k.from };
+            return Err(StoreError::Corruption(format!(
+                "edge endpoint {missing} is not a stored node"
+            )));
+        }
+        Ok(())
+    }
+
+    /// An edge by key.
+    pub fn edge(&mut self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
+        let (from, to, ty) = (
+            name(&key.from.label, "label")?,
+            name(&key.to.label, "label")?,
+            name(&key.edge_type, "edge type")?,
+        );
+        let rows = self.run(
+            &format!(
+                "MATCH (a:{from} {{id: $from}})-[r:{ty} {{q: $q}}]->(b:{to} {{id: $to}}) RETURN r.props"
+            ),
+            &[("from", s(&key.from.id)), ("to", s(&key.to.id)), ("q", s(&key.qualifier))],
+        )?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        Ok(Some(Edge { key: key.clone(), props: props_from(&text_at(&row, 0, &self.url)?)? }))
+    }
+
+    /// Delete an edge; whether it existed.
+    pub fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError> {
+        let (from, to, ty) = (
+            name(&key.from.label, "label")?,
+            name(&key.to.label, "label")?,
+            name(&key.edge_type, "edge type")?,
+        );
+        let rows = self.run(
+            &format!(
+                "MATCH (a:{from} {{id: $from}})-[r:{ty} {{q: $q}}]->(b:{to} {{id: $to}}) DELETE r RETURN count(r)"
+            ),
+            &[("from", s(&key.from.id)), ("to", s(&key.to.id)), ("q", s(&key.qualifier))],
+        )?;
+        Ok(first_int(&rows, &self.url)? > 0)
+    }
+
+    /// Edges touching `key`, optionally of one type, outgoing first then incoming, each sorted
+    /// by (type, other endpoint, qualifier) as the embedded store returns them.
+    pub fn edges_of(
+        &mut self,
+        key: &NodeKey,
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Edge>, StoreError> {
+        let label = name(&key.label, "label")?;
+        let rel = match edge_type {
+            Some(t) => format!("[r:{}]", name(t, "edge type")?),
+            None => "[r]".to_owned(),
+        };
+        let mut out = Vec::new();
+        for outgoing in [true, false] {
+            let wanted = match direction {
+                Direction::Out => outgoing,
+                Direction::In => !outgoing,
+                Direction::Both => true,
+            };
+            if !wanted {
+                continue;
+            }
+            let pattern = if outgoing {
+                format!("(n:{label} {{id: $id}})-{rel}->(m)")
+            } else {
+                format!("(n:{label} {{id: $id}})<-{rel}-(m)")
+            };
+            let rows = self.run(
+                &format!(
+                    "MATCH {pattern} WHERE NOT labels(m)[0] STARTS WITH '_' \
+                     RETURN type(r), labels(m)[0], m.id, r.q, r.props"
+                ),
+                &[("id", s(&key.id))],
+            )?;
+            let mut edges = rows
+                .iter()
+                .map(|r| {
+                    let other =
+                        NodeKey { label: text_at(r, 1, &self.url)?, id: text_at(r, 2, &self.url)? };
+                    let (from, to) =
+                        if outgoing { (key.clone(), other) } else { (other, key.clone()) };
+                    Ok(Edge {
+                        key: EdgeKey {
+                            edge_type: text_at(r, 0, &self.url)?,
+                            from,
+                            to,
+                            qualifier: text_at(r, 3, &self.url)?,
+                        },
+                        props: props_from(&text_at(r, 4, &self.url)?)?,
+                    })
+                })
+                .collect::<Result<Vec<Edge>, StoreError>>()?;
+            edges.sort_by(|a, b| {
+                let far = |e: &Edge| if outgoing { e.key.to.clone() } else { e.key.from.clone() };
+                (&a.key.edge_type, far(a), &a.key.qualifier).cmp(&(
+                    &b.key.edge_type,
+                    far(b),
+                    &b.key.qualifier,
+                ))
+            });
+            out.extend(edges);
+        }
+        Ok(out)
+    }
+
+    /// Record an event's place in its session's order (idempotent).
+    pub fn put_session_slot(
+        &mut self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(), StoreError> {
+        self.run(
+            &format!("MERGE (:{SLOT} {{session: $session, at: $at, event: $event}})"),
+            &[("session", s(session_id)), ("at", int(slot.at_ns)), ("event", s(&slot.event_id))],
+        )?;
+        Ok(())
+    }
+
+    /// Remove an event's slot from its session's order.
+    pub fn delete_session_slot(
+        &mut self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(), StoreError> {
+        self.run(
+            &format!("MATCH (x:{SLOT} {{session: $session, at: $at, event: $event}}) DELETE x"),
+            &[("session", s(session_id)), ("at", int(slot.at_ns)), ("event", s(&slot.event_id))],
+        )?;
+        Ok(())
+    }
+
+    fn slots(&mut self, query: &str, params: Params<'_>) -> Result<Vec<SessionSlot>, StoreError> {
+        let rows = self.run(query, params)?;
+        rows.iter()
+            .map(|r| {
+                Ok(SessionSlot {
+                    at_ns: int_at(r, 0, &self.url)?,
+                    event_id: text_at(r, 1, &self.url)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The events of a session in time order (then id), at most `limit`.
+    pub fn session_events(
+        &mut self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionSlot>, StoreError> {
+        self.slots(
+            &format!(
+                "MATCH (x:{SLOT} {{session: $session}}) RETURN x.at, x.event ORDER BY x.at, x.event LIMIT $limit"
+            ),
+            &[("session", s(session_id)), ("limit", int(count(limit)))],
+        )
+    }
+
+    /// The latest event of a session, if any.
+    pub fn session_tail(&mut self, session_id: &str) -> Result<Option<SessionSlot>, StoreError> {
+        Ok(self
+            .slots(
+                &format!(
+                    "MATCH (x:{SLOT} {{session: $session}}) RETURN x.at, x.event ORDER BY x.at DESC, x.event DESC LIMIT 1"
+                ),
+                &[("session", s(session_id))],
+            )?
+            .pop())
+    }
+
+    /// The nearest events before and after `slot` in its session.
+    pub fn session_neighbors(
+        &mut self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError> {
+        let params =
+            [("session", s(session_id)), ("at", int(slot.at_ns)), ("event", s(&slot.event_id))];
+        let before = self.slots(
+            &format!(
+                "MATCH (x:{SLOT} {{session: $session}}) \
+                 WHERE x.at < $at OR (x.at = $at AND x.event < $event) \
+                 RETURN x.at, x.event ORDER BY x.at DESC, x.event DESC LIMIT 1"
+            ),
+            &params,
+        )?;
+        let after = self.slots(
+            &format!(
+                "MATCH (x:{SLOT} {{session: $session}}) \
+                 WHERE x.at > $at OR (x.at = $at AND x.event > $event) \
+                 RETURN x.at, x.event ORDER BY x.at, x.event LIMIT 1"
+            ),
+            &params,
+        )?;
+        Ok((before.into_iter().next(), after.into_iter().next()))
+    }
+
+    /// Session ids in order, after `after` (exclusive), at most `limit`.
+    pub fn sessions(
+        &mut self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows = self.run(
+            &format!(
+                "MATCH (x:{SLOT}) WHERE x.session > $after \
+                 RETURN DISTINCT x.session AS session ORDER BY session LIMIT $limit"
+            ),
+            &[("after", s(after.unwrap_or(""))), ("limit", int(count(limit)))],
+        )?;
+        rows.iter().map(|r| text_at(r, 0, &self.url)).collect()
+    }
+
+    /// The last log position folded into the graph; 0 when none.
+    pub fn projected_through(&mut self) -> Result<u64, StoreError> {
+        let rows =
+            self.run(&format!("MATCH (m:{META} {{id: 'projected_through'}}) RETURN m.value"), &[])?;
+        match rows.first() {
+            None => Ok(0),
+            Some(row) => Ok(u64::try_from(int_at(row, 0, &self.url)?).unwrap_or(0)),
+        }
+    }
+
+    /// Move the projection checkpoint.
+    pub fn set_projected_through(&mut self, position: u64) -> Result<(), StoreError> {
+        let value = i64::try_from(position)
+            .map_err(|_| StoreError::Corruption(format!("log position {position} out of range")))?;
+        self.run(
+            &format!("MERGE (m:{META} {{id: 'projected_through'}}) SET m.value = $value"),
+            &[("value", int(value))],
+        )?;
+        Ok(())
+    }
+
+    /// Nodes per label and edges per type, each sorted by name (bookkeeping entries are not
+    /// counted; this backend parks no edges, so `pending_edges` is 0).
+    pub fn counts(&mut self) -> Result<GraphCounts, StoreError> {
+        let group = |g: &mut FalkorGraph, query: &str| -> Result<Vec<(String, u64)>, StoreError> {
+            let rows = g.run(query, &[])?;
+            rows.iter()
+                .map(|r| {
+                    let n = int_at(r, 1, &g.url)?;
+                    Ok((text_at(r, 0, &g.url)?, u64::try_from(n).unwrap_or(0)))
+                })
+                .collect()
+        };
+        Ok(GraphCounts {
+            nodes: group(
+                self,
+                "MATCH (n) WITH labels(n)[0] AS label WHERE NOT label STARTS WITH '_' \
+                 RETURN label, count(*) ORDER BY label",
+            )?,
+            edges: group(self, "MATCH ()-[r]->() RETURN type(r) AS t, count(*) ORDER BY t")?,
+            pending_edges: 0,
+        })
+    }
+
+    /// Remove every node, edge and bookkeeping entry (the indexes and constraints stay): the
+    /// start of a rebuild from the log.
+    pub fn clear_graph(&mut self) -> Result<(), StoreError> {
+        self.run("MATCH (n) DETACH DELETE n", &[])?;
+        Ok(())
+    }
+}
+
+/// A label or an edge type, checked and quoted for query text (Cypher takes no parameter there).
+fn name(text: &str, what: &str) -> Result<String, StoreError> {
+    let mut chars = text.chars();
+    let plain = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !plain {
+        return Err(StoreError::Corruption(format!(
+            "{what} `{text}` is not a plain identifier ([A-Za-z][A-Za-z0-9_]*): the graph backend names labels and edge types in query text"
+        )));
+    }
+    Ok(format!("`{text}`"))
+}
+
+fn count(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+fn props_to(props: &Properties) -> Result<String, StoreError> {
+    serde_json::to_string(props)
+        .map_err(|e| StoreError::Corruption(format!("properties do not encode: {e}")))
+}
+
+fn props_from(text: &str) -> Result<Properties, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Corruption(format!("stored properties do not decode: {e}")))
+}
+
+fn odd(url: &StoreUrl, what: &str) -> StoreError {
+    StoreError::Corruption(format!("{url}: a graph reply is not {what}"))
+}
+
+fn text_at(row: &[FalkorValue], i: usize, url: &StoreUrl) -> Result<String, StoreError> {
+    match row.get(i) {
+        Some(FalkorValue::String(t)) => Ok(t.clone()),
+        _ => Err(odd(url, "a string where one was expected")),
+    }
+}
+
+fn int_at(row: &[FalkorValue], i: usize, url: &StoreUrl) -> Result<i64, StoreError> {
+    match row.get(i) {
+        Some(FalkorValue::I64(n)) => Ok(*n),
+        _ => Err(odd(url, "an integer where one was expected")),
+    }
+}
+
+/// The first column of the first row: a `RETURN count(…)` answer.
+fn first_int(rows: &[Vec<FalkorValue>], url: &StoreUrl) -> Result<i64, StoreError> {
+    int_at(rows.first().map(Vec::as_slice).unwrap_or_default(), 0, url)
+}
+
+fn remote(url: &StoreUrl, e: &falkordb::FalkorDBError) -> StoreError {
+    StoreError::Remote { backend: "falkordb", detail: format!("{url}: {e}") }
+}
+
+fn raw_remote(url: &StoreUrl, e: &redis::RedisError) -> StoreError {
+    StoreError::Remote { backend: "falkordb", detail: format!("{url}: {e}") }
+}

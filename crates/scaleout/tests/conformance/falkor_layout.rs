@@ -1,0 +1,68 @@
+//! What only the FalkorDB graph has: one graph per store, the schema's constraints, and
+//! labels and edge types refused when they are not plain identifiers.
+
+use ctxgraph_ontology::Schema;
+use ctxgraph_ontology::graph::{Node, NodeKey, Properties};
+use ctxgraph_scaleout::FalkorGraph;
+use redis::Value;
+
+use crate::graph_harness::FalkorBackend;
+use crate::harness::admin;
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn each_schema_label_gets_a_unique_constraint_on_id_and_a_second_connect_adds_none() {
+    let mut b = FalkorBackend::new();
+    let name = b.graph.graph_name().to_owned();
+    assert!(name.starts_with("ctxgraph:{") && name.ends_with("}:graph"), "{name}");
+    let mut conn = admin(b.url());
+    let constraints = |conn: &mut redis::Connection| -> Vec<String> {
+        let reply: Value = redis::cmd("GRAPH.RO_QUERY")
+            .arg(&name)
+            .arg("CALL db.constraints() YIELD type, label, properties RETURN type, label, properties")
+            .query(conn)
+            .unwrap();
+        let mut found = Vec::new();
+        collect_strings(&reply, &mut found);
+        found
+    };
+    let before = constraints(&mut conn);
+    for label in Schema::core().unwrap().node_types().keys() {
+        assert!(before.iter().any(|s| s == label), "no constraint on {label}: {before:?}");
+    }
+    // A second writer on the same store finds them and creates nothing.
+    FalkorGraph::connect(b.url(), &Schema::core().unwrap()).unwrap();
+    assert_eq!(constraints(&mut conn).len(), before.len());
+    // The constraint holds: a second node with the same id cannot be created.
+    let k = NodeKey { label: "Event".into(), id: "e1".into() };
+    b.graph.put_node(&Node { key: k.clone(), props: Properties::new() }).unwrap();
+    let dup: Result<Value, _> = redis::cmd("GRAPH.QUERY")
+        .arg(&name)
+        .arg("CREATE (:Event {id: 'e1', props: '{}'})")
+        .query(&mut conn);
+    assert!(dup.is_err(), "a duplicate id was accepted: {dup:?}");
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    if let Value::BulkString(b) = v {
+        out.push(String::from_utf8_lossy(b).into_owned());
+    }
+    if let Value::SimpleString(s) = v {
+        out.push(s.clone());
+    }
+    if let Value::Array(items) = v {
+        items.iter().for_each(|i| collect_strings(i, out));
+    }
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_label_or_edge_type_that_is_not_an_identifier_is_refused() {
+    let mut b = FalkorBackend::new();
+    for label in ["Event`) DETACH DELETE n //", "with space", "", "9Event", "Évent"] {
+        let node =
+            Node { key: NodeKey { label: label.into(), id: "x".into() }, props: Properties::new() };
+        let err = b.graph.put_node(&node).unwrap_err();
+        assert!(err.to_string().contains("not a plain identifier"), "{label}: {err}");
+    }
+}
