@@ -7,7 +7,9 @@
 //! (:Label {id, props})                  a node; props is its properties as JSON text
 //! (a)-[:TYPE {q, props}]->(b)           an edge; q its qualifier (the fourth part of its key)
 //! (:_SessionSlot {session, at, event})  one event's place in its session's order
-//! (:_Meta {key, value})                 projection bookkeeping (projected_through)
+//! (:_Pending {wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, q, props})
+//!                                       an edge waiting for its endpoint `wait` to exist
+//! (:_Meta {id, value})                  projection bookkeeping (projected_through)
 //! ```
 //!
 //! Cypher cannot take a label or a relationship type as a parameter, so those are checked to be
@@ -38,6 +40,12 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const SLOT: &str = "_SessionSlot";
 /// The label of bookkeeping entries.
 const META: &str = "_Meta";
+/// The label of edges waiting for an endpoint.
+const PENDING: &str = "_Pending";
+
+/// The properties of a parked edge that make its key, in the embedded store's key order.
+const PENDING_KEY: &str = "wait_label: $wait_label, wait_id: $wait_id, from_label: $from_label, \
+     from_id: $from_id, edge_type: $edge_type, to_label: $to_label, to_id: $to_id, q: $q";
 
 /// One store's graph on a FalkorDB server.
 pub struct FalkorGraph {
@@ -104,7 +112,7 @@ impl FalkorGraph {
     /// lacks them (a schema module adds labels: call again after one).
     pub fn ensure_schema(&mut self, schema: &Schema) -> Result<(), StoreError> {
         let mut labels: Vec<&str> = schema.node_types().keys().map(String::as_str).collect();
-        labels.extend([SLOT, META]);
+        labels.extend([SLOT, META, PENDING]);
         let missing: Vec<&str> =
             labels.into_iter().filter(|l| !self.indexed.contains(*l)).collect();
         if missing.is_empty() {
@@ -133,10 +141,12 @@ impl FalkorGraph {
             .map_err(|e| raw_remote(&self.url, &e))?;
         for label in missing {
             let quoted = name(label, "label")?;
-            if label == SLOT {
-                // Slots are found by session; they have no id.
+            if label == SLOT || label == PENDING {
+                // Slots are found by session, parked edges by the node they wait for; neither
+                // has an id.
+                let field = if label == SLOT { "session" } else { "wait_id" };
                 if !indexes.contains(label) {
-                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.session)"), &[])?;
+                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.{field})"), &[])?;
                 }
             } else if !constrained.contains(label) {
                 if !indexes.contains(label) {
@@ -525,8 +535,51 @@ impl FalkorGraph {
         Ok(())
     }
 
-    /// Nodes per label and edges per type, each sorted by name (bookkeeping entries are not
-    /// counted; this backend parks no edges, so `pending_edges` is 0).
+    /// Park `edge` until `waiting_for` exists (replacing the same edge parked before).
+    pub fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
+        let mut params = pending_params(waiting_for, &edge.key);
+        params.push(("props", s(&props_to(&edge.props)?)));
+        self.run(&format!("MERGE (p:{PENDING} {{{PENDING_KEY}}}) SET p.props = $props"), &params)?;
+        Ok(())
+    }
+
+    /// Edges waiting for `key` to exist, in key order.
+    pub fn pending_for(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        let rows = self.run(
+            &format!(
+                "MATCH (p:{PENDING} {{wait_label: $label, wait_id: $id}}) RETURN {PENDING_COLUMNS}"
+            ),
+            &[("label", s(&key.label)), ("id", s(&key.id))],
+        )?;
+        let mut edges: Vec<(NodeKey, Edge)> =
+            rows.iter().map(|r| pending_row(r, &self.url)).collect::<Result<_, _>>()?;
+        edges.sort_by(|a, b| pending_order(&a.1.key).cmp(&pending_order(&b.1.key)));
+        Ok(edges.into_iter().map(|(_, e)| e).collect())
+    }
+
+    /// Remove and return the edges parked for `key`, in key order.
+    pub fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        let edges = self.pending_for(key)?;
+        if !edges.is_empty() {
+            self.run(
+                &format!("MATCH (p:{PENDING} {{wait_label: $label, wait_id: $id}}) DELETE p"),
+                &[("label", s(&key.label)), ("id", s(&key.id))],
+            )?;
+        }
+        Ok(edges)
+    }
+
+    /// Every edge waiting for an endpoint, with the node it waits for, in key order.
+    pub fn pending_edges(&mut self) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
+        let rows = self.run(&format!("MATCH (p:{PENDING}) RETURN {PENDING_COLUMNS}"), &[])?;
+        let mut edges: Vec<(NodeKey, Edge)> =
+            rows.iter().map(|r| pending_row(r, &self.url)).collect::<Result<_, _>>()?;
+        edges.sort_by(|a, b| (&a.0, pending_order(&a.1.key)).cmp(&(&b.0, pending_order(&b.1.key))));
+        Ok(edges)
+    }
+
+    /// Nodes per label and edges per type, each sorted by name, and the edges waiting for an
+    /// endpoint (bookkeeping entries are not counted as nodes).
     pub fn counts(&mut self) -> Result<GraphCounts, StoreError> {
         let group = |g: &mut FalkorGraph, query: &str| -> Result<Vec<(String, u64)>, StoreError> {
             let rows = g.run(query, &[])?;
@@ -544,7 +597,11 @@ impl FalkorGraph {
                  RETURN label, count(*) ORDER BY label",
             )?,
             edges: group(self, "MATCH ()-[r]->() RETURN type(r) AS t, count(*) ORDER BY t")?,
-            pending_edges: 0,
+            pending_edges: u64::try_from(first_int(
+                &self.run(&format!("MATCH (p:{PENDING}) RETURN count(p)"), &[])?,
+                &self.url,
+            )?)
+            .unwrap_or(0),
         })
     }
 
@@ -567,6 +624,40 @@ fn name(text: &str, what: &str) -> Result<String, StoreError> {
         )));
     }
     Ok(format!("`{text}`"))
+}
+
+/// The columns a parked edge is read back with.
+const PENDING_COLUMNS: &str = "p.wait_label, p.wait_id, p.from_label, p.from_id, p.edge_type, \
+     p.to_label, p.to_id, p.q, p.props";
+
+fn pending_params<'a>(wait: &NodeKey, k: &EdgeKey) -> Vec<(&'a str, FalkorValue)> {
+    vec![
+        ("wait_label", s(&wait.label)),
+        ("wait_id", s(&wait.id)),
+        ("from_label", s(&k.from.label)),
+        ("from_id", s(&k.from.id)),
+        ("edge_type", s(&k.edge_type)),
+        ("to_label", s(&k.to.label)),
+        ("to_id", s(&k.to.id)),
+        ("q", s(&k.qualifier)),
+    ]
+}
+
+fn pending_row(r: &[FalkorValue], url: &StoreUrl) -> Result<(NodeKey, Edge), StoreError> {
+    let t = |i: usize| text_at(r, i, url);
+    let wait = NodeKey { label: t(0)?, id: t(1)? };
+    let key = EdgeKey {
+        from: NodeKey { label: t(2)?, id: t(3)? },
+        edge_type: t(4)?,
+        to: NodeKey { label: t(5)?, id: t(6)? },
+        qualifier: t(7)?,
+    };
+    Ok((wait, Edge { key, props: props_from(&t(8)?)? }))
+}
+
+/// The embedded store's order of parked edges: from, type, to, qualifier.
+fn pending_order(k: &EdgeKey) -> (&NodeKey, &str, &NodeKey, &str) {
+    (&k.from, &k.edge_type, &k.to, &k.qualifier)
 }
 
 fn count(limit: usize) -> i64 {

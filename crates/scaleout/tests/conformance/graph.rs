@@ -161,6 +161,35 @@ pub(crate) fn session_order_is_by_time_then_event_id(mut g: impl Graph) {
     assert_eq!(g.sessions(None, 10).unwrap(), ["s0", "s1"]);
 }
 
+pub(crate) fn edges_wait_for_a_missing_endpoint_until_taken(mut g: impl Graph) {
+    let (a, b, c) = (key("Event", "a"), key("Event", "b"), key("Entity", "tool:c"));
+    g.put_node(&Node { key: a.clone(), props: Properties::new() }).unwrap();
+    let to_b = edge(&a, "CAUSED_BY", &b, "", json!({"v": 1}));
+    let from_b = edge(&b, "FOLLOWS", &a, "", json!({}));
+    let to_c = edge(&a, "REFERENCES", &c, "x", json!({}));
+    g.put_pending(&b, &to_b).unwrap();
+    g.put_pending(&b, &from_b).unwrap();
+    g.put_pending(&c, &to_c).unwrap();
+    let to_b2 = edge(&a, "CAUSED_BY", &b, "", json!({"v": 2}));
+    g.put_pending(&b, &to_b2).unwrap();
+    assert_eq!(
+        g.pending_for(&b).unwrap(),
+        [to_b2.clone(), from_b.clone()],
+        "key order; a repeat replaces"
+    );
+    assert_eq!(
+        g.pending_edges().unwrap(),
+        [(c.clone(), to_c.clone()), (b.clone(), to_b2.clone()), (b.clone(), from_b.clone())]
+    );
+    assert_eq!(g.counts().unwrap().pending_edges, 3);
+    assert!(g.pending_for(&a).unwrap().is_empty());
+    assert_eq!(g.take_pending(&b).unwrap(), [to_b2, from_b]);
+    assert!(g.take_pending(&b).unwrap().is_empty(), "taken once");
+    assert_eq!(g.pending_edges().unwrap(), [(c, to_c)]);
+    assert_eq!(g.counts().unwrap().pending_edges, 1);
+    assert_eq!(g.counts().unwrap().nodes, [("Event".to_owned(), 1)], "parked edges are no nodes");
+}
+
 pub(crate) fn the_checkpoint_moves_and_a_clear_empties_the_graph(mut g: impl Graph) {
     assert_eq!(g.projected_through().unwrap(), 0);
     g.set_projected_through(41).unwrap();
@@ -171,7 +200,10 @@ pub(crate) fn the_checkpoint_moves_and_a_clear_empties_the_graph(mut g: impl Gra
     g.put_node(&Node { key: b.clone(), props: Properties::new() }).unwrap();
     g.put_edge(&edge(&b, "FOLLOWS", &a, "", json!({}))).unwrap();
     g.put_session_slot("s", &slot(1, "a")).unwrap();
+    g.put_pending(&key("Event", "c"), &edge(&a, "CAUSED_BY", &key("Event", "c"), "", json!({})))
+        .unwrap();
     g.clear_graph().unwrap();
+    assert!(g.pending_edges().unwrap().is_empty());
     assert_eq!(g.projected_through().unwrap(), 0);
     let counts = g.counts().unwrap();
     assert!(counts.nodes.is_empty() && counts.edges.is_empty(), "{counts:?}");
@@ -210,6 +242,10 @@ pub(crate) fn hostile_ids_and_text_round_trip_byte_for_byte(mut g: impl Graph) {
     g.put_edge(&e).unwrap();
     assert_eq!(g.edge(&e.key).unwrap(), Some(e.clone()));
     assert_eq!(g.edges_of(&second, None, Direction::In).unwrap(), [e]);
+    let waiting =
+        edge(&first, "RELATED_TO", &key("Entity", hostile[4]), hostile[2], json!({"t": text}));
+    g.put_pending(&key("Entity", hostile[4]), &waiting).unwrap();
+    assert_eq!(g.take_pending(&key("Entity", hostile[4])).unwrap(), [waiting]);
     for id in hostile {
         g.put_session_slot(id, &slot(1, id)).unwrap();
         assert_eq!(g.session_tail(id).unwrap(), Some(slot(1, id)));
@@ -222,6 +258,7 @@ conformance!(crate::graph_harness::EmbeddedGraph, falkordb: crate::graph_harness
     nodes_are_upserted_found_and_listed,
     edges_are_keyed_by_type_endpoints_and_qualifier,
     session_order_is_by_time_then_event_id,
+    edges_wait_for_a_missing_endpoint_until_taken,
     the_checkpoint_moves_and_a_clear_empties_the_graph,
     hostile_ids_and_text_round_trip_byte_for_byte,
 );

@@ -34,6 +34,10 @@ pub(crate) trait Graph {
         slot: &SessionSlot,
     ) -> R<(Option<SessionSlot>, Option<SessionSlot>)>;
     fn sessions(&mut self, after: Option<&str>, limit: usize) -> R<Vec<String>>;
+    fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> R<()>;
+    fn pending_for(&mut self, key: &NodeKey) -> R<Vec<Edge>>;
+    fn take_pending(&mut self, key: &NodeKey) -> R<Vec<Edge>>;
+    fn pending_edges(&mut self) -> R<Vec<(NodeKey, Edge)>>;
     fn projected_through(&mut self) -> R<u64>;
     fn set_projected_through(&mut self, position: u64) -> R<()>;
     fn counts(&mut self) -> R<GraphCounts>;
@@ -117,6 +121,18 @@ impl Graph for EmbeddedGraph {
     }
     fn sessions(&mut self, after: Option<&str>, limit: usize) -> R<Vec<String>> {
         self.read(|g| g.sessions(after, limit))
+    }
+    fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> R<()> {
+        self.write(|g| g.put_pending(waiting_for, edge))
+    }
+    fn pending_for(&mut self, key: &NodeKey) -> R<Vec<Edge>> {
+        self.read(|g| g.pending_for(key))
+    }
+    fn take_pending(&mut self, key: &NodeKey) -> R<Vec<Edge>> {
+        self.write(|g| g.take_pending(key))
+    }
+    fn pending_edges(&mut self) -> R<Vec<(NodeKey, Edge)>> {
+        self.read(|g| g.pending_edges())
     }
     fn projected_through(&mut self) -> R<u64> {
         self.read(|g| g.projected_through())
@@ -211,6 +227,18 @@ impl Graph for FalkorBackend {
     }
     fn sessions(&mut self, after: Option<&str>, limit: usize) -> R<Vec<String>> {
         self.graph.sessions(after, limit)
+    }
+    fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> R<()> {
+        self.graph.put_pending(waiting_for, edge)
+    }
+    fn pending_for(&mut self, key: &NodeKey) -> R<Vec<Edge>> {
+        self.graph.pending_for(key)
+    }
+    fn take_pending(&mut self, key: &NodeKey) -> R<Vec<Edge>> {
+        self.graph.take_pending(key)
+    }
+    fn pending_edges(&mut self) -> R<Vec<(NodeKey, Edge)>> {
+        self.graph.pending_edges()
     }
     fn projected_through(&mut self) -> R<u64> {
         self.graph.projected_through()
