@@ -13,7 +13,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use ctxgraph_ontology::graph::{Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
 use ctxgraph_scaleout::{FalkorGraph, RedisLog, StoreUrl};
-use ctxgraph_store::{Embedded, Log, LogReader, OpenMode};
+use ctxgraph_store::{Embedded, Log, LogReader, OpenMode, ProjectionGraph};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 

@@ -21,12 +21,13 @@
 //! Properties are stored as JSON text because FalkorDB property values cannot be maps, and a
 //! node's properties are arbitrary JSON; the projection reads them whole, by key.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use ctxgraph_ontology::Schema;
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
-use ctxgraph_store::{GraphCounts, SessionSlot, StoreError};
+use ctxgraph_store::{GraphCounts, ProjectionGraph, SessionSlot, StoreError};
 use falkordb::{
     EntityType, FalkorClientBuilder, FalkorConnectionInfo, FalkorSyncClient, FalkorValue, SyncGraph,
 };
@@ -35,6 +36,9 @@ use crate::url::StoreUrl;
 
 /// How long connecting, and then each reply, may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest `LIMIT` sent (see [`count`]).
+const MAX_LIMIT: usize = i32::MAX as usize;
 
 /// The label of session-order entries.
 const SLOT: &str = "_SessionSlot";
@@ -53,7 +57,7 @@ pub struct FalkorGraph {
     name: String,
     // Kept for the life of the graph handle: the handle's connections belong to it.
     _client: FalkorSyncClient,
-    graph: SyncGraph,
+    graph: RefCell<SyncGraph>,
     /// Node labels that already have their index and constraint.
     indexed: BTreeSet<String>,
 }
@@ -96,7 +100,7 @@ impl FalkorGraph {
             url: url.clone(),
             name,
             _client: client,
-            graph,
+            graph: RefCell::new(graph),
             indexed: BTreeSet::new(),
         };
         g.ensure_schema(schema)?;
@@ -120,6 +124,7 @@ impl FalkorGraph {
         }
         let indexes: BTreeSet<String> = self
             .graph
+            .borrow_mut()
             .list_indices()
             .map_err(|e| self.fail(&e))?
             .data
@@ -129,6 +134,7 @@ impl FalkorGraph {
             .collect();
         let constrained: BTreeSet<String> = self
             .graph
+            .borrow_mut()
             .list_constraints()
             .map_err(|e| self.fail(&e))?
             .data
@@ -181,12 +187,9 @@ impl FalkorGraph {
     }
 
     /// Run one query with its parameters and return its rows.
-    fn run(
-        &mut self,
-        query: &str,
-        params: Params<'_>,
-    ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
-        let mut q = self.graph.query(query);
+    fn run(&self, query: &str, params: Params<'_>) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
+        let mut graph = self.graph.borrow_mut();
+        let mut q = graph.query(query);
         for (k, v) in params {
             q = q.with_param(k, v.clone());
         }
@@ -201,38 +204,8 @@ impl FalkorGraph {
         remote(&self.url, e)
     }
 
-    /// Insert or replace a node.
-    pub fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
-        let label = name(&node.key.label, "label")?;
-        self.run(
-            &format!("MERGE (n:{label} {{id: $id}}) SET n.props = $props"),
-            &[("id", s(&node.key.id)), ("props", s(&props_to(&node.props)?))],
-        )?;
-        Ok(())
-    }
-
-    /// A node by key.
-    pub fn node(&mut self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
-        let label = name(&key.label, "label")?;
-        let rows = self
-            .run(&format!("MATCH (n:{label} {{id: $id}}) RETURN n.props"), &[("id", s(&key.id))])?;
-        let Some(row) = rows.into_iter().next() else { return Ok(None) };
-        let props = props_from(&text_at(&row, 0, &self.url)?)?;
-        Ok(Some(Node { key: key.clone(), props }))
-    }
-
-    /// Whether a node exists.
-    pub fn node_exists(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
-        let label = name(&key.label, "label")?;
-        let rows = self.run(
-            &format!("MATCH (n:{label} {{id: $id}}) RETURN count(n)"),
-            &[("id", s(&key.id))],
-        )?;
-        Ok(first_int(&rows, &self.url)? > 0)
-    }
-
     /// Which of `ids` are ids of nodes of `label`, in the order given.
-    pub fn existing_ids(&mut self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
+    pub fn existing_ids(&self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -247,7 +220,7 @@ impl FalkorGraph {
 
     /// Nodes of a label in id order, after `after` (exclusive), at most `limit`.
     pub fn nodes_by_label(
-        &mut self,
+        &self,
         label: &str,
         after: Option<&str>,
         limit: usize,
@@ -269,8 +242,115 @@ impl FalkorGraph {
             .collect()
     }
 
-    /// Delete a node with its edges; whether it existed.
-    pub fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
+    fn slots(&self, query: &str, params: Params<'_>) -> Result<Vec<SessionSlot>, StoreError> {
+        let rows = self.run(query, params)?;
+        rows.iter()
+            .map(|r| {
+                Ok(SessionSlot {
+                    at_ns: int_at(r, 0, &self.url)?,
+                    event_id: text_at(r, 1, &self.url)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Session ids in order, after `after` (exclusive), at most `limit`.
+    pub fn sessions(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError> {
+        let rows = self.run(
+            &format!(
+                "MATCH (x:{SLOT}) WHERE x.session > $after \
+                 RETURN DISTINCT x.session AS session ORDER BY session LIMIT $limit"
+            ),
+            &[("after", s(after.unwrap_or(""))), ("limit", int(count(limit)))],
+        )?;
+        rows.iter().map(|r| text_at(r, 0, &self.url)).collect()
+    }
+
+    /// The last log position folded into the graph; 0 when none.
+    pub fn projected_through(&self) -> Result<u64, StoreError> {
+        let rows =
+            self.run(&format!("MATCH (m:{META} {{id: 'projected_through'}}) RETURN m.value"), &[])?;
+        match rows.first() {
+            None => Ok(0),
+            Some(row) => Ok(u64::try_from(int_at(row, 0, &self.url)?).unwrap_or(0)),
+        }
+    }
+
+    /// Move the projection checkpoint.
+    pub fn set_projected_through(&mut self, position: u64) -> Result<(), StoreError> {
+        let value = i64::try_from(position)
+            .map_err(|_| StoreError::Corruption(format!("log position {position} out of range")))?;
+        self.run(
+            &format!("MERGE (m:{META} {{id: 'projected_through'}}) SET m.value = $value"),
+            &[("value", int(value))],
+        )?;
+        Ok(())
+    }
+
+    /// Nodes per label and edges per type, each sorted by name, and the edges waiting for an
+    /// endpoint (bookkeeping entries are not counted as nodes).
+    pub fn counts(&self) -> Result<GraphCounts, StoreError> {
+        let group = |g: &FalkorGraph, query: &str| -> Result<Vec<(String, u64)>, StoreError> {
+            let rows = g.run(query, &[])?;
+            rows.iter()
+                .map(|r| {
+                    let n = int_at(r, 1, &g.url)?;
+                    Ok((text_at(r, 0, &g.url)?, u64::try_from(n).unwrap_or(0)))
+                })
+                .collect()
+        };
+        Ok(GraphCounts {
+            nodes: group(
+                self,
+                "MATCH (n) WITH labels(n)[0] AS label WHERE NOT label STARTS WITH '_' \
+                 RETURN label, count(*) ORDER BY label",
+            )?,
+            edges: group(self, "MATCH ()-[r]->() RETURN type(r) AS t, count(*) ORDER BY t")?,
+            pending_edges: u64::try_from(first_int(
+                &self.run(&format!("MATCH (p:{PENDING}) RETURN count(p)"), &[])?,
+                &self.url,
+            )?)
+            .unwrap_or(0),
+        })
+    }
+
+    /// Remove every node, edge and bookkeeping entry (the indexes and constraints stay): the
+    /// start of a rebuild from the log.
+    pub fn clear_graph(&mut self) -> Result<(), StoreError> {
+        self.run("MATCH (n) DETACH DELETE n", &[])?;
+        Ok(())
+    }
+}
+
+impl ProjectionGraph for FalkorGraph {
+    fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
+        let label = name(&node.key.label, "label")?;
+        self.run(
+            &format!("MERGE (n:{label} {{id: $id}}) SET n.props = $props"),
+            &[("id", s(&node.key.id)), ("props", s(&props_to(&node.props)?))],
+        )?;
+        Ok(())
+    }
+
+    fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        let label = name(&key.label, "label")?;
+        let rows = self
+            .run(&format!("MATCH (n:{label} {{id: $id}}) RETURN n.props"), &[("id", s(&key.id))])?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        let props = props_from(&text_at(&row, 0, &self.url)?)?;
+        Ok(Some(Node { key: key.clone(), props }))
+    }
+
+    fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
+        let label = name(&key.label, "label")?;
+        let rows = self.run(
+            &format!("MATCH (n:{label} {{id: $id}}) RETURN count(n)"),
+            &[("id", s(&key.id))],
+        )?;
+        Ok(first_int(&rows, &self.url)? > 0)
+    }
+
+    fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
         let label = name(&key.label, "label")?;
         let rows = self.run(
             &format!("MATCH (n:{label} {{id: $id}}) DETACH DELETE n RETURN count(n)"),
@@ -279,8 +359,7 @@ impl FalkorGraph {
         Ok(first_int(&rows, &self.url)? > 0)
     }
 
-    /// Insert or replace an edge. Both endpoints must exist.
-    pub fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
+    fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
         let k = &edge.key;
         let (from, to, ty) = (
             name(&k.from.label, "label")?,
@@ -308,8 +387,7 @@ impl FalkorGraph {
         Ok(())
     }
 
-    /// An edge by key.
-    pub fn edge(&mut self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
+    fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
         let (from, to, ty) = (
             name(&key.from.label, "label")?,
             name(&key.to.label, "label")?,
@@ -325,8 +403,7 @@ impl FalkorGraph {
         Ok(Some(Edge { key: key.clone(), props: props_from(&text_at(&row, 0, &self.url)?)? }))
     }
 
-    /// Delete an edge; whether it existed.
-    pub fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError> {
+    fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError> {
         let (from, to, ty) = (
             name(&key.from.label, "label")?,
             name(&key.to.label, "label")?,
@@ -341,10 +418,8 @@ impl FalkorGraph {
         Ok(first_int(&rows, &self.url)? > 0)
     }
 
-    /// Edges touching `key`, optionally of one type, outgoing first then incoming, each sorted
-    /// by (type, other endpoint, qualifier) as the embedded store returns them.
-    pub fn edges_of(
-        &mut self,
+    fn edges_of(
+        &self,
         key: &NodeKey,
         edge_type: Option<&str>,
         direction: Direction,
@@ -407,12 +482,7 @@ impl FalkorGraph {
         Ok(out)
     }
 
-    /// Record an event's place in its session's order (idempotent).
-    pub fn put_session_slot(
-        &mut self,
-        session_id: &str,
-        slot: &SessionSlot,
-    ) -> Result<(), StoreError> {
+    fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError> {
         self.run(
             &format!("MERGE (:{SLOT} {{session: $session, at: $at, event: $event}})"),
             &[("session", s(session_id)), ("at", int(slot.at_ns)), ("event", s(&slot.event_id))],
@@ -420,8 +490,7 @@ impl FalkorGraph {
         Ok(())
     }
 
-    /// Remove an event's slot from its session's order.
-    pub fn delete_session_slot(
+    fn delete_session_slot(
         &mut self,
         session_id: &str,
         slot: &SessionSlot,
@@ -433,21 +502,8 @@ impl FalkorGraph {
         Ok(())
     }
 
-    fn slots(&mut self, query: &str, params: Params<'_>) -> Result<Vec<SessionSlot>, StoreError> {
-        let rows = self.run(query, params)?;
-        rows.iter()
-            .map(|r| {
-                Ok(SessionSlot {
-                    at_ns: int_at(r, 0, &self.url)?,
-                    event_id: text_at(r, 1, &self.url)?,
-                })
-            })
-            .collect()
-    }
-
-    /// The events of a session in time order (then id), at most `limit`.
-    pub fn session_events(
-        &mut self,
+    fn session_events(
+        &self,
         session_id: &str,
         limit: usize,
     ) -> Result<Vec<SessionSlot>, StoreError> {
@@ -459,8 +515,7 @@ impl FalkorGraph {
         )
     }
 
-    /// The latest event of a session, if any.
-    pub fn session_tail(&mut self, session_id: &str) -> Result<Option<SessionSlot>, StoreError> {
+    fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError> {
         Ok(self
             .slots(
                 &format!(
@@ -471,9 +526,8 @@ impl FalkorGraph {
             .pop())
     }
 
-    /// The nearest events before and after `slot` in its session.
-    pub fn session_neighbors(
-        &mut self,
+    fn session_neighbors(
+        &self,
         session_id: &str,
         slot: &SessionSlot,
     ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError> {
@@ -498,53 +552,14 @@ impl FalkorGraph {
         Ok((before.into_iter().next(), after.into_iter().next()))
     }
 
-    /// Session ids in order, after `after` (exclusive), at most `limit`.
-    pub fn sessions(
-        &mut self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
-        let rows = self.run(
-            &format!(
-                "MATCH (x:{SLOT}) WHERE x.session > $after \
-                 RETURN DISTINCT x.session AS session ORDER BY session LIMIT $limit"
-            ),
-            &[("after", s(after.unwrap_or(""))), ("limit", int(count(limit)))],
-        )?;
-        rows.iter().map(|r| text_at(r, 0, &self.url)).collect()
-    }
-
-    /// The last log position folded into the graph; 0 when none.
-    pub fn projected_through(&mut self) -> Result<u64, StoreError> {
-        let rows =
-            self.run(&format!("MATCH (m:{META} {{id: 'projected_through'}}) RETURN m.value"), &[])?;
-        match rows.first() {
-            None => Ok(0),
-            Some(row) => Ok(u64::try_from(int_at(row, 0, &self.url)?).unwrap_or(0)),
-        }
-    }
-
-    /// Move the projection checkpoint.
-    pub fn set_projected_through(&mut self, position: u64) -> Result<(), StoreError> {
-        let value = i64::try_from(position)
-            .map_err(|_| StoreError::Corruption(format!("log position {position} out of range")))?;
-        self.run(
-            &format!("MERGE (m:{META} {{id: 'projected_through'}}) SET m.value = $value"),
-            &[("value", int(value))],
-        )?;
-        Ok(())
-    }
-
-    /// Park `edge` until `waiting_for` exists (replacing the same edge parked before).
-    pub fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
+    fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
         let mut params = pending_params(waiting_for, &edge.key);
         params.push(("props", s(&props_to(&edge.props)?)));
         self.run(&format!("MERGE (p:{PENDING} {{{PENDING_KEY}}}) SET p.props = $props"), &params)?;
         Ok(())
     }
 
-    /// Edges waiting for `key` to exist, in key order.
-    pub fn pending_for(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+    fn pending_for(&self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
         let rows = self.run(
             &format!(
                 "MATCH (p:{PENDING} {{wait_label: $label, wait_id: $id}}) RETURN {PENDING_COLUMNS}"
@@ -557,8 +572,7 @@ impl FalkorGraph {
         Ok(edges.into_iter().map(|(_, e)| e).collect())
     }
 
-    /// Remove and return the edges parked for `key`, in key order.
-    pub fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+    fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
         let edges = self.pending_for(key)?;
         if !edges.is_empty() {
             self.run(
@@ -569,47 +583,12 @@ impl FalkorGraph {
         Ok(edges)
     }
 
-    /// Every edge waiting for an endpoint, with the node it waits for, in key order.
-    pub fn pending_edges(&mut self) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
+    fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
         let rows = self.run(&format!("MATCH (p:{PENDING}) RETURN {PENDING_COLUMNS}"), &[])?;
         let mut edges: Vec<(NodeKey, Edge)> =
             rows.iter().map(|r| pending_row(r, &self.url)).collect::<Result<_, _>>()?;
         edges.sort_by(|a, b| (&a.0, pending_order(&a.1.key)).cmp(&(&b.0, pending_order(&b.1.key))));
         Ok(edges)
-    }
-
-    /// Nodes per label and edges per type, each sorted by name, and the edges waiting for an
-    /// endpoint (bookkeeping entries are not counted as nodes).
-    pub fn counts(&mut self) -> Result<GraphCounts, StoreError> {
-        let group = |g: &mut FalkorGraph, query: &str| -> Result<Vec<(String, u64)>, StoreError> {
-            let rows = g.run(query, &[])?;
-            rows.iter()
-                .map(|r| {
-                    let n = int_at(r, 1, &g.url)?;
-                    Ok((text_at(r, 0, &g.url)?, u64::try_from(n).unwrap_or(0)))
-                })
-                .collect()
-        };
-        Ok(GraphCounts {
-            nodes: group(
-                self,
-                "MATCH (n) WITH labels(n)[0] AS label WHERE NOT label STARTS WITH '_' \
-                 RETURN label, count(*) ORDER BY label",
-            )?,
-            edges: group(self, "MATCH ()-[r]->() RETURN type(r) AS t, count(*) ORDER BY t")?,
-            pending_edges: u64::try_from(first_int(
-                &self.run(&format!("MATCH (p:{PENDING}) RETURN count(p)"), &[])?,
-                &self.url,
-            )?)
-            .unwrap_or(0),
-        })
-    }
-
-    /// Remove every node, edge and bookkeeping entry (the indexes and constraints stay): the
-    /// start of a rebuild from the log.
-    pub fn clear_graph(&mut self) -> Result<(), StoreError> {
-        self.run("MATCH (n) DETACH DELETE n", &[])?;
-        Ok(())
     }
 }
 
@@ -660,8 +639,10 @@ fn pending_order(k: &EdgeKey) -> (&NodeKey, &str, &NodeKey, &str) {
     (&k.from, &k.edge_type, &k.to, &k.qualifier)
 }
 
+/// A `LIMIT` parameter. FalkorDB reads a limit as 32 bits (a limit of 2^32 returns nothing),
+/// so a larger one, which callers pass to mean "all", is capped where it still means that.
 fn count(limit: usize) -> i64 {
-    i64::try_from(limit).unwrap_or(i64::MAX)
+    i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(0)
 }
 
 fn props_to(props: &Properties) -> Result<String, StoreError> {

@@ -4,6 +4,7 @@
 use ctxgraph_ontology::Schema;
 use ctxgraph_ontology::graph::{Node, NodeKey, Properties};
 use ctxgraph_scaleout::FalkorGraph;
+use ctxgraph_store::ProjectionGraph;
 use redis::Value;
 
 use crate::graph_harness::FalkorBackend;

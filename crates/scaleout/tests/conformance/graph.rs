@@ -61,6 +61,8 @@ pub(crate) fn nodes_are_upserted_found_and_listed(mut g: impl Graph) {
     assert_eq!(ids(g.nodes_by_label("Event", Some("e-c"), 10).unwrap()), ["e-d", "e-e"]);
     assert_eq!(g.nodes_by_label("Event", None, 1).unwrap(), [replaced]);
     assert!(g.nodes_by_label("Memory", None, 10).unwrap().is_empty());
+    // The largest limit means all of them.
+    assert_eq!(ids(g.nodes_by_label("Event", None, usize::MAX).unwrap()).len(), 5);
     let counts = g.counts().unwrap();
     assert_eq!(counts.nodes, [("Entity".to_owned(), 1), ("Event".to_owned(), 5)]);
     assert!(g.delete_node(&key("Event", "e-e")).unwrap());
@@ -154,6 +156,8 @@ pub(crate) fn session_order_is_by_time_then_event_id(mut g: impl Graph) {
         (Some(slot(20, "e2b")), Some(slot(30, "e3")))
     );
     assert_eq!(g.sessions(None, 10).unwrap(), ["s0", "s1", "s2"]);
+    assert_eq!(g.sessions(None, usize::MAX).unwrap(), ["s0", "s1", "s2"]);
+    assert_eq!(g.session_events("s1", usize::MAX).unwrap(), order);
     assert_eq!(g.sessions(Some("s0"), 1).unwrap(), ["s1"]);
     g.delete_session_slot("s1", &slot(40, "e4")).unwrap();
     assert_eq!(g.session_tail("s1").unwrap(), Some(slot(30, "e3")), "the tail moves back");

@@ -4,7 +4,8 @@ use ctxgraph_ontology::Schema;
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_scaleout::{FalkorGraph, StoreUrl};
 use ctxgraph_store::{
-    Embedded, GraphCounts, GraphReader, GraphStore, OpenMode, SessionSlot, StoreError,
+    Embedded, GraphCounts, GraphReader, GraphStore, OpenMode, ProjectionGraph, SessionSlot,
+    StoreError,
 };
 use tempfile::TempDir;
 

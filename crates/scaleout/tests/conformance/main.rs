@@ -43,4 +43,5 @@ mod graph;
 mod graph_harness;
 mod harness;
 mod log;
+mod projection;
 mod redis_layout;
