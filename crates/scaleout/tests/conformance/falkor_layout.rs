@@ -67,3 +67,40 @@ fn a_label_or_edge_type_that_is_not_an_identifier_is_refused() {
         assert!(err.to_string().contains("not a plain identifier"), "{label}: {err}");
     }
 }
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_deleted_or_rewritten_node_leaves_no_bytes_in_the_graph() {
+    let mut b = FalkorBackend::new();
+    let secret = format!("graph-secret-{}", crate::harness::fresh_name());
+    let kept = NodeKey { label: "Event".into(), id: "e1".into() };
+    let doomed = NodeKey { label: "Entity".into(), id: format!("user:{secret}") };
+    let mut props = Properties::new();
+    props.insert("text".into(), serde_json::Value::String(format!("said by {secret}")));
+    b.graph.put_node(&Node { key: kept.clone(), props: props.clone() }).unwrap();
+    b.graph.put_node(&Node { key: doomed.clone(), props }).unwrap();
+    let mut conn = admin(b.url());
+    let name = b.graph.graph_name().to_owned();
+    let graph_bytes =
+        |conn: &mut redis::Connection| crate::harness::key_bytes(conn, name.as_bytes());
+    assert!(
+        crate::harness::contains(&graph_bytes(&mut conn), secret.as_bytes()),
+        "the probe finds the secret in the graph's serialisation (run with rdbcompression no, as .ci/scaleout.sh does)"
+    );
+    // A forget rewrites one node without the secret and deletes the other.
+    b.graph.put_node(&Node { key: kept, props: Properties::new() }).unwrap();
+    assert!(b.graph.delete_node(&doomed).unwrap());
+    assert!(!crate::harness::contains(&graph_bytes(&mut conn), secret.as_bytes()));
+    // The graph's queries carried the secret into the append-only file; a rewrite removes it.
+    assert!(
+        crate::redis_layout::on_disk(&mut conn, &secret),
+        "the probe finds the queries on disk"
+    );
+    ctxgraph_scaleout::RedisLog::connect(b.url()).unwrap().rewrite_persistence().unwrap();
+    let mut tries = 0;
+    while crate::redis_layout::on_disk(&mut conn, &secret) {
+        tries += 1;
+        assert!(tries < 500, "the forgotten bytes are still in the append-only file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

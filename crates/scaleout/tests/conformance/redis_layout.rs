@@ -132,7 +132,7 @@ fn aof_files(conn: &mut redis::Connection) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-fn on_disk(conn: &mut redis::Connection, needle: &str) -> bool {
+pub(crate) fn on_disk(conn: &mut redis::Connection, needle: &str) -> bool {
     aof_files(conn)
         .iter()
         // A file the server removed between the listing and the read holds nothing.
