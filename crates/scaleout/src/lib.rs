@@ -8,10 +8,12 @@
 
 #![warn(missing_docs)]
 
+mod consumer;
 mod falkor_graph;
 mod redis_log;
 mod url;
 
+pub use consumer::{ConsumerName, GroupState, LogConsumer, MAX_CONSUMER_NAME_BYTES, NameError};
 pub use falkor_graph::FalkorGraph;
 pub use redis_log::RedisLog;
 pub use url::{DEFAULT_PORT, MAX_NAME_BYTES, StoreUrl, UrlError};

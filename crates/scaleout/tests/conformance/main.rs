@@ -45,3 +45,4 @@ mod harness;
 mod log;
 mod projection;
 mod redis_layout;
+mod stream;
