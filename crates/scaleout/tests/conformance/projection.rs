@@ -6,11 +6,15 @@ use std::collections::BTreeSet;
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
 use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
 use ctxgraph_projection::project;
-use ctxgraph_store::{Embedded, GraphReader, OpenMode, ProjectionGraph, SessionSlot};
+use ctxgraph_scaleout::{FalkorGraph, catch_up, load_schema};
+use ctxgraph_store::{
+    Embedded, GraphReader, Log, LogReader, OpenMode, ProjectionGraph, SessionSlot,
+};
 use ctxgraph_synth::{TraceConfig, trace};
 use serde_json::json;
 
 use crate::graph_harness::FalkorBackend;
+use crate::harness::RedisBackend;
 
 /// Everything a graph holds that the projection writes, in a comparable form.
 #[derive(Debug, PartialEq)]
@@ -50,9 +54,10 @@ fn records(schema: &Schema) -> Vec<ValidRecord> {
         .collect()
 }
 
-fn fold(schema: &Schema, graph: &mut dyn ProjectionGraph, records: &[ValidRecord]) {
+/// Fold `records` at log positions from `first`.
+fn fold(schema: &Schema, graph: &mut dyn ProjectionGraph, records: &[ValidRecord], first: u64) {
     for (i, r) in records.iter().enumerate() {
-        project(schema, graph, i as u64 + 1, r).unwrap();
+        project(schema, graph, first + i as u64, r).unwrap();
     }
 }
 
@@ -77,44 +82,55 @@ fn dump(
     Dump { nodes, edges, sessions, pending: g.pending_edges().unwrap() }
 }
 
-#[test]
-#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
-fn the_same_log_projects_to_the_same_graph_on_both_backends() {
-    let schema = Schema::core().unwrap();
-    let records = records(&schema);
-    let session_ids: BTreeSet<String> = records
+/// The records folded into a new embedded store in one write transaction, dumped.
+fn embedded_fold(
+    schema: &Schema,
+    records: &[ValidRecord],
+    first: u64,
+    sessions: &[String],
+) -> (Dump, ctxgraph_store::GraphCounts) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut store = Embedded::open(&dir.path().join("g.ctxg"), OpenMode::CreateIfMissing).unwrap();
+    let mut w = store.begin_write().unwrap();
+    fold(schema, &mut w, records, first);
+    let dumped =
+        dump(schema, &w, &mut |label| w.nodes_by_label(label, None, usize::MAX).unwrap(), sessions);
+    assert_eq!(GraphReader::sessions(&w, None, usize::MAX).unwrap(), sessions);
+    let counts = w.counts().unwrap();
+    w.commit().unwrap();
+    (dumped, counts)
+}
+
+/// The session ids the records name, in order.
+fn sessions_of(records: &[ValidRecord]) -> Vec<String> {
+    let ids: BTreeSet<String> = records
         .iter()
         .filter_map(|r| {
             let v: serde_json::Value = serde_json::from_str(r.canonical()).ok()?;
             v.get("session_id")?.as_str().map(str::to_owned)
         })
         .collect();
-    let sessions: Vec<String> = session_ids.into_iter().collect();
+    ids.into_iter().collect()
+}
+
+fn falkor_dump(schema: &Schema, g: &FalkorGraph, sessions: &[String]) -> Dump {
+    dump(schema, g, &mut |label| g.nodes_by_label(label, None, usize::MAX).unwrap(), sessions)
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn the_same_log_projects_to_the_same_graph_on_both_backends() {
+    let schema = Schema::core().unwrap();
+    let records = records(&schema);
+    let sessions = sessions_of(&records);
     assert!(sessions.len() > 3, "the trace spans several sessions");
 
-    let dir = tempfile::TempDir::new().unwrap();
-    let mut store = Embedded::open(&dir.path().join("g.ctxg"), OpenMode::CreateIfMissing).unwrap();
-    let mut w = store.begin_write().unwrap();
-    fold(&schema, &mut w, &records);
-    let embedded = dump(
-        &schema,
-        &w,
-        &mut |label| w.nodes_by_label(label, None, usize::MAX).unwrap(),
-        &sessions,
-    );
-    assert_eq!(GraphReader::sessions(&w, None, usize::MAX).unwrap(), sessions);
-    let embedded_counts = w.counts().unwrap();
-    w.commit().unwrap();
+    let (embedded, embedded_counts) = embedded_fold(&schema, &records, 1, &sessions);
 
     let mut falkor = FalkorBackend::new();
-    fold(&schema, &mut falkor.graph, &records);
+    fold(&schema, &mut falkor.graph, &records, 1);
     let g = &falkor.graph;
-    let server = dump(
-        &schema,
-        g,
-        &mut |label| g.nodes_by_label(label, None, usize::MAX).unwrap(),
-        &sessions,
-    );
+    let server = falkor_dump(&schema, g, &sessions);
     assert_eq!(g.sessions(None, usize::MAX).unwrap(), sessions);
 
     // The fold did something worth comparing.
@@ -123,14 +139,61 @@ fn the_same_log_projects_to_the_same_graph_on_both_backends() {
     assert!(embedded.edges.iter().any(|e| e.key.edge_type == "REFERENCES"));
     assert!(embedded.edges.iter().any(|e| e.key.edge_type == "CAUSED_BY"));
     assert_eq!(embedded.pending.len(), 1, "the edge to an event never written waits");
-    assert_eq!(embedded.nodes.len(), server.nodes.len());
-    for (a, b) in embedded.nodes.iter().zip(&server.nodes) {
-        assert_eq!(a, b);
-    }
-    assert_eq!(embedded.edges.len(), server.edges.len());
-    for (a, b) in embedded.edges.iter().zip(&server.edges) {
-        assert_eq!(a, b);
-    }
-    assert_eq!(embedded, server);
+    same(&embedded, &server);
     assert_eq!(embedded_counts, g.counts().unwrap());
+}
+
+/// Equal dumps, or the first difference (a whole dump is too long to read).
+fn same(a: &Dump, b: &Dump) {
+    for (x, y) in a.nodes.iter().zip(&b.nodes) {
+        assert_eq!(x, y);
+    }
+    assert_eq!(a.nodes.len(), b.nodes.len());
+    for (x, y) in a.edges.iter().zip(&b.edges) {
+        assert_eq!(x, y);
+    }
+    assert_eq!(a.edges.len(), b.edges.len());
+    assert_eq!(a.sessions, b.sessions);
+    assert_eq!(a.pending, b.pending);
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn folding_the_redis_log_in_steps_equals_the_embedded_fold_and_a_rebuild() {
+    let mut log = RedisBackend::new();
+    // A schema module first: the fold loads it from the log and passes its record over.
+    let module = "module = \"tickets\"\n[node_types.Ticket]\nkey = \"ticket_id\"\nproperties = { ticket_id = { type = \"string\", required = true } }\n";
+    let (module_record, _) = ValidRecord::schema_module(&Schema::core().unwrap(), module).unwrap();
+    let schema_in_log = {
+        log.log().append(&module_record, "t").unwrap();
+        load_schema(log.log()).unwrap()
+    };
+    assert!(schema_in_log.node_type("Ticket").is_some());
+    let records = records(&schema_in_log);
+    let sessions = sessions_of(&records);
+    let out = log.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    assert!(out.iter().all(Result::is_ok));
+    let head = log.log().head().unwrap();
+    assert_eq!(head, records.len() as u64 + 1);
+
+    let mut falkor = FalkorBackend::new();
+    falkor.graph.ensure_schema(&schema_in_log).unwrap();
+    // In steps of 37 records, as a worker folds batch after batch.
+    let mut steps = 0;
+    while catch_up(&schema_in_log, log.log(), &mut falkor.graph, 37).unwrap() > 0 {
+        steps += 1;
+    }
+    assert_eq!(steps, head.div_ceil(37));
+    assert_eq!(falkor.graph.projected_through().unwrap(), head);
+    let stepwise = falkor_dump(&schema_in_log, &falkor.graph, &sessions);
+    // The records sit at positions 2.. (the schema module is at 1).
+    let (embedded, _) = embedded_fold(&schema_in_log, &records, 2, &sessions);
+    same(&stepwise, &embedded);
+
+    // The graph lost: rebuilt from the log, it is the same graph.
+    falkor.graph.clear_graph().unwrap();
+    assert_eq!(falkor.graph.projected_through().unwrap(), 0);
+    let folded = catch_up(&schema_in_log, log.log(), &mut falkor.graph, usize::MAX).unwrap();
+    assert_eq!(folded, head);
+    same(&falkor_dump(&schema_in_log, &falkor.graph, &sessions), &stepwise);
 }

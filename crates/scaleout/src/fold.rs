@@ -1,0 +1,100 @@
+//! Folding a log into a graph from the graph's checkpoint: what a projection worker does with
+//! each batch, and how a lost graph is rebuilt from the log.
+
+use ctxgraph_ontology::{RecordKind, Schema, SchemaError};
+use ctxgraph_projection::{ProjectionError, project};
+use ctxgraph_store::{LogEntry, LogReader, StoreError};
+
+use crate::falkor_graph::FalkorGraph;
+
+/// Records read from the log per page while folding.
+const FOLD_PAGE: usize = 500;
+
+/// Why a fold stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FoldError {
+    /// The log or the graph failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The projection refused what a record made.
+    #[error(transparent)]
+    Projection(#[from] ProjectionError),
+    /// A stored record does not decode: the log was damaged or written by something else.
+    #[error("log position {position} does not decode: {reason}")]
+    Corruption {
+        /// Where.
+        position: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The schema in force after every schema module in `log`: the core schema extended by each
+/// module in log order (what the embedded engine loads when it opens a store).
+pub fn load_schema(log: &dyn LogReader) -> Result<Schema, FoldError> {
+    let mut schema = Schema::core().map_err(|e| corrupt(0, &e))?;
+    for entry in log.read_kind(RecordKind::Schema)? {
+        let source = schema_source(&entry.body).ok_or_else(|| FoldError::Corruption {
+            position: entry.position,
+            reason: "schema record has no source".into(),
+        })?;
+        schema = schema.extend(&source).map_err(|e| corrupt(entry.position, &e))?;
+    }
+    Ok(schema)
+}
+
+/// Fold up to `max` records past the graph's checkpoint into `graph`, moving the checkpoint
+/// after each page; returns how many were folded. Schema records change what later records may
+/// say, not the graph: they are passed over (load the schema with [`load_schema`] first, and
+/// call [`FalkorGraph::ensure_schema`] with it).
+///
+/// A fold that stops midway (an error, a crash) resumes from the checkpoint, so the records of
+/// the page it stopped in are folded again, and folding a record twice is not harmless (an
+/// entity's mention count is incremented twice). This is right for a fold that runs through (a
+/// rebuild after [`FalkorGraph::clear_graph`], a test); a worker that must survive a crash
+/// needs a page's writes and its checkpoint applied as one unit (`docs/scale-out.md`).
+pub fn catch_up(
+    schema: &Schema,
+    log: &dyn LogReader,
+    graph: &mut FalkorGraph,
+    max: usize,
+) -> Result<u64, FoldError> {
+    let mut position = graph.projected_through()?;
+    let mut folded = 0u64;
+    while (folded as usize) < max {
+        let want = (max - folded as usize).min(FOLD_PAGE);
+        let entries = log.read_from(position + 1, want)?;
+        let Some(last) = entries.last().map(|e| e.position) else { break };
+        for entry in &entries {
+            fold_one(schema, graph, entry)?;
+            folded += 1;
+        }
+        position = last;
+        graph.set_projected_through(position)?;
+    }
+    Ok(folded)
+}
+
+fn fold_one(schema: &Schema, graph: &mut FalkorGraph, entry: &LogEntry) -> Result<(), FoldError> {
+    if entry.kind == RecordKind::Schema {
+        return Ok(());
+    }
+    let record = ctxgraph_ontology::validate_stored(schema, &entry.body)
+        .map_err(|e| FoldError::Corruption { position: entry.position, reason: e.to_string() })?;
+    project(schema, graph, entry.position, &record)?;
+    Ok(())
+}
+
+fn corrupt(position: u64, e: &SchemaError) -> FoldError {
+    FoldError::Corruption { position, reason: e.to_string() }
+}
+
+/// The module text of a stored schema record.
+fn schema_source(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    if value.get("record_type")?.as_str()? != "schema" {
+        return None;
+    }
+    value.get("source")?.as_str().map(str::to_owned)
+}
