@@ -1,5 +1,6 @@
 //! Measure how fast the Redis log appends and reads, with one and several writers, against the
-//! embedded log, and how fast FalkorDB takes projection writes; prints one line per case.
+//! embedded log, how fast FalkorDB takes graph writes, and how fast the projection folds the
+//! Redis log into FalkorDB; prints one line per case.
 //!
 //! ```text
 //! cargo run -p ctxgraph-scaleout --example throughput -- redis://127.0.0.1:6379 [RECORDS]
@@ -12,7 +13,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use ctxgraph_ontology::graph::{Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
-use ctxgraph_scaleout::{FalkorGraph, RedisLog, StoreUrl};
+use ctxgraph_scaleout::{FalkorGraph, RedisLog, StoreUrl, catch_up};
 use ctxgraph_store::{Embedded, Log, LogReader, OpenMode, ProjectionGraph};
 
 type Res<T> = Result<T, Box<dyn Error>>;
@@ -139,6 +140,24 @@ fn main() -> Res<()> {
     );
     let mut conn = redis::Client::open(format!("{server}/"))?.get_connection()?;
     redis::cmd("GRAPH.DELETE").arg(graph.graph_name()).query::<redis::Value>(&mut conn)?;
+
+    // The projection folding the Redis log into FalkorDB (what one worker does for one store).
+    let folded_url = url("fold")?;
+    let mut log = RedisLog::connect(&folded_url)?;
+    let records_to_fold = n.min(2_000);
+    let part: Vec<&ValidRecord> = records.iter().take(records_to_fold).collect();
+    for chunk in part.chunks(BATCH) {
+        log.append_batch(chunk, "t")?;
+    }
+    let mut graph = FalkorGraph::connect(&folded_url, &schema)?;
+    let started = Instant::now();
+    let folded = catch_up(&schema, &log, &mut graph, usize::MAX)?;
+    println!(
+        "projection fold, log to falkordb:  {:>9.0} records/s ({folded} records)",
+        rate(folded as usize, started)
+    );
+    redis::cmd("GRAPH.DELETE").arg(graph.graph_name()).query::<redis::Value>(&mut conn)?;
+    drop_store(&folded_url)?;
     Ok(())
 }
 
