@@ -149,9 +149,9 @@ fn main() -> Res<()> {
     for chunk in part.chunks(BATCH) {
         log.append_batch(chunk, "t")?;
     }
-    let mut graph = FalkorGraph::connect(&folded_url, &schema)?;
+    let graph = FalkorGraph::connect(&folded_url, &schema)?;
     let started = Instant::now();
-    let folded = catch_up(&schema, &log, &mut graph, usize::MAX)?;
+    let folded = catch_up(&schema, &log, &graph, usize::MAX)?;
     println!(
         "projection fold, log to falkordb:  {:>9.0} records/s ({folded} records)",
         rate(folded as usize, started)

@@ -58,6 +58,8 @@ pub struct FalkorGraph {
     // Kept for the life of the graph handle: the handle's connections belong to it.
     _client: FalkorSyncClient,
     graph: RefCell<SyncGraph>,
+    /// A plain connection, for constraints and transactions.
+    raw: RefCell<redis::Connection>,
     /// Node labels that already have their index and constraint.
     indexed: BTreeSet<String>,
 }
@@ -96,11 +98,16 @@ impl FalkorGraph {
             .map_err(|e| remote(url, &e))?;
         let name = format!("{}graph", url.key_prefix());
         let graph = client.select_graph(&name);
+        let raw = redis::Client::open(url.server())
+            .and_then(|c| c.get_connection_with_timeout(TIMEOUT))
+            .map_err(|e| raw_remote(url, &e))?;
+        raw.set_read_timeout(Some(TIMEOUT)).map_err(|e| raw_remote(url, &e))?;
         let mut g = FalkorGraph {
             url: url.clone(),
             name,
             _client: client,
             graph: RefCell::new(graph),
+            raw: RefCell::new(raw),
             indexed: BTreeSet::new(),
         };
         g.ensure_schema(schema)?;
@@ -142,9 +149,6 @@ impl FalkorGraph {
             .filter(|c| c.entity_type == EntityType::Node && c.properties == ["id"])
             .map(|c| c.label)
             .collect();
-        let mut raw = redis::Client::open(self.url.server())
-            .and_then(|c| c.get_connection_with_timeout(TIMEOUT))
-            .map_err(|e| raw_remote(&self.url, &e))?;
         for label in missing {
             let quoted = name(label, "label")?;
             if label == SLOT || label == PENDING {
@@ -159,7 +163,7 @@ impl FalkorGraph {
                     self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.id)"), &[])?;
                 }
                 // The constraint needs the index first; FalkorDB builds it in the background.
-                self.create_constraint(&mut raw, label)?;
+                self.create_constraint(label)?;
             }
             self.indexed.insert(label.to_owned());
         }
@@ -167,11 +171,8 @@ impl FalkorGraph {
     }
 
     /// `GRAPH.CONSTRAINT CREATE … UNIQUE NODE label PROPERTIES 1 id` over a plain connection.
-    fn create_constraint(
-        &self,
-        conn: &mut redis::Connection,
-        label: &str,
-    ) -> Result<(), StoreError> {
+    /// `GRAPH.CONSTRAINT CREATE … UNIQUE NODE label PROPERTIES 1 id`.
+    fn create_constraint(&self, label: &str) -> Result<(), StoreError> {
         redis::cmd("GRAPH.CONSTRAINT")
             .arg("CREATE")
             .arg(&self.name)
@@ -181,7 +182,7 @@ impl FalkorGraph {
             .arg("PROPERTIES")
             .arg(1)
             .arg("id")
-            .query::<redis::Value>(conn)
+            .query::<redis::Value>(&mut *self.raw.borrow_mut())
             .map(drop)
             .map_err(|e| raw_remote(&self.url, &e))
     }
@@ -198,6 +199,34 @@ impl FalkorGraph {
             .data
             .map(|row| row.map(falkordb::Row::into_values).map_err(|e| remote(&self.url, &e)))
             .collect()
+    }
+
+    /// Run `writes` as one Redis transaction (`MULTI` … `EXEC`): the server applies them
+    /// together, with no other command between them, and writes them to its append-only file
+    /// as one block, so a crash of this process before `EXEC` leaves none of them applied. (A
+    /// query that fails inside the block does not undo the others: Redis transactions do not
+    /// roll back; the error is returned.)
+    pub(crate) fn apply_atomically(&self, writes: &[Write]) -> Result<(), StoreError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for w in writes {
+            pipe.cmd("GRAPH.QUERY").arg(&self.name).arg(w.with_preamble()?);
+        }
+        let mut raw = self.raw.borrow_mut();
+        let replies: Vec<redis::Value> =
+            pipe.query(&mut *raw).map_err(|e| raw_remote(&self.url, &e))?;
+        for reply in replies {
+            if let redis::Value::ServerError(e) = reply {
+                return Err(StoreError::Remote {
+                    backend: "falkordb",
+                    detail: format!("{}: a query of a batch failed: {e:?}", self.url),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn fail(&self, e: &falkordb::FalkorDBError) -> StoreError {
@@ -278,12 +307,8 @@ impl FalkorGraph {
 
     /// Move the projection checkpoint.
     pub fn set_projected_through(&mut self, position: u64) -> Result<(), StoreError> {
-        let value = i64::try_from(position)
-            .map_err(|_| StoreError::Corruption(format!("log position {position} out of range")))?;
-        self.run(
-            &format!("MERGE (m:{META} {{id: 'projected_through'}}) SET m.value = $value"),
-            &[("value", int(value))],
-        )?;
+        let w = Write::set_projected_through(position)?;
+        self.run(&w.query, &w.params)?;
         Ok(())
     }
 
@@ -324,11 +349,8 @@ impl FalkorGraph {
 
 impl ProjectionGraph for FalkorGraph {
     fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
-        let label = name(&node.key.label, "label")?;
-        self.run(
-            &format!("MERGE (n:{label} {{id: $id}}) SET n.props = $props"),
-            &[("id", s(&node.key.id)), ("props", s(&props_to(&node.props)?))],
-        )?;
+        let w = Write::put_node(node)?;
+        self.run(&w.query, &w.params)?;
         Ok(())
     }
 
@@ -351,33 +373,15 @@ impl ProjectionGraph for FalkorGraph {
     }
 
     fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
-        let label = name(&key.label, "label")?;
-        let rows = self.run(
-            &format!("MATCH (n:{label} {{id: $id}}) DETACH DELETE n RETURN count(n)"),
-            &[("id", s(&key.id))],
-        )?;
+        let w = Write::delete_node(key)?;
+        let rows = self.run(&w.query, &w.params)?;
         Ok(first_int(&rows, &self.url)? > 0)
     }
 
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
         let k = &edge.key;
-        let (from, to, ty) = (
-            name(&k.from.label, "label")?,
-            name(&k.to.label, "label")?,
-            name(&k.edge_type, "edge type")?,
-        );
-        let rows = self.run(
-            &format!(
-                "MATCH (a:{from} {{id: $from}}), (b:{to} {{id: $to}}) \
-                 MERGE (a)-[r:{ty} {{q: $q}}]->(b) SET r.props = $props RETURN count(r)"
-            ),
-            &[
-                ("from", s(&k.from.id)),
-                ("to", s(&k.to.id)),
-                ("q", s(&k.qualifier)),
-                ("props", s(&props_to(&edge.props)?)),
-            ],
-        )?;
+        let w = Write::put_edge(edge)?;
+        let rows = self.run(&w.query, &w.params)?;
         if first_int(&rows, &self.url)? == 0 {
             let missing = if self.node_exists(&k.from)? { &k.to } else { &k.from };
             return Err(StoreError::Corruption(format!(
@@ -404,17 +408,8 @@ impl ProjectionGraph for FalkorGraph {
     }
 
     fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError> {
-        let (from, to, ty) = (
-            name(&key.from.label, "label")?,
-            name(&key.to.label, "label")?,
-            name(&key.edge_type, "edge type")?,
-        );
-        let rows = self.run(
-            &format!(
-                "MATCH (a:{from} {{id: $from}})-[r:{ty} {{q: $q}}]->(b:{to} {{id: $to}}) DELETE r RETURN count(r)"
-            ),
-            &[("from", s(&key.from.id)), ("to", s(&key.to.id)), ("q", s(&key.qualifier))],
-        )?;
+        let w = Write::delete_edge(key)?;
+        let rows = self.run(&w.query, &w.params)?;
         Ok(first_int(&rows, &self.url)? > 0)
     }
 
@@ -483,10 +478,8 @@ impl ProjectionGraph for FalkorGraph {
     }
 
     fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError> {
-        self.run(
-            &format!("MERGE (:{SLOT} {{session: $session, at: $at, event: $event}})"),
-            &[("session", s(session_id)), ("at", int(slot.at_ns)), ("event", s(&slot.event_id))],
-        )?;
+        let w = Write::put_session_slot(session_id, slot);
+        self.run(&w.query, &w.params)?;
         Ok(())
     }
 
@@ -495,10 +488,8 @@ impl ProjectionGraph for FalkorGraph {
         session_id: &str,
         slot: &SessionSlot,
     ) -> Result<(), StoreError> {
-        self.run(
-            &format!("MATCH (x:{SLOT} {{session: $session, at: $at, event: $event}}) DELETE x"),
-            &[("session", s(session_id)), ("at", int(slot.at_ns)), ("event", s(&slot.event_id))],
-        )?;
+        let w = Write::delete_session_slot(session_id, slot);
+        self.run(&w.query, &w.params)?;
         Ok(())
     }
 
@@ -553,9 +544,8 @@ impl ProjectionGraph for FalkorGraph {
     }
 
     fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
-        let mut params = pending_params(waiting_for, &edge.key);
-        params.push(("props", s(&props_to(&edge.props)?)));
-        self.run(&format!("MERGE (p:{PENDING} {{{PENDING_KEY}}}) SET p.props = $props"), &params)?;
+        let w = Write::put_pending(waiting_for, edge)?;
+        self.run(&w.query, &w.params)?;
         Ok(())
     }
 
@@ -575,10 +565,8 @@ impl ProjectionGraph for FalkorGraph {
     fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
         let edges = self.pending_for(key)?;
         if !edges.is_empty() {
-            self.run(
-                &format!("MATCH (p:{PENDING} {{wait_label: $label, wait_id: $id}}) DELETE p"),
-                &[("label", s(&key.label)), ("id", s(&key.id))],
-            )?;
+            let w = Write::drop_pending(key);
+            self.run(&w.query, &w.params)?;
         }
         Ok(edges)
     }
@@ -589,6 +577,135 @@ impl ProjectionGraph for FalkorGraph {
             rows.iter().map(|r| pending_row(r, &self.url)).collect::<Result<_, _>>()?;
         edges.sort_by(|a, b| (&a.0, pending_order(&a.1.key)).cmp(&(&b.0, pending_order(&b.1.key))));
         Ok(edges)
+    }
+}
+
+/// One graph write: a query and its parameters. Built once, run alone (`FalkorGraph`'s write
+/// methods) or with others in one transaction ([`FalkorGraph::apply_atomically`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Write {
+    pub(crate) query: String,
+    pub(crate) params: Vec<(&'static str, FalkorValue)>,
+}
+
+impl Write {
+    pub(crate) fn put_node(node: &Node) -> Result<Write, StoreError> {
+        let label = name(&node.key.label, "label")?;
+        Ok(Write {
+            query: format!("MERGE (n:{label} {{id: $id}}) SET n.props = $props"),
+            params: vec![("id", s(&node.key.id)), ("props", s(&props_to(&node.props)?))],
+        })
+    }
+
+    pub(crate) fn delete_node(key: &NodeKey) -> Result<Write, StoreError> {
+        let label = name(&key.label, "label")?;
+        Ok(Write {
+            query: format!("MATCH (n:{label} {{id: $id}}) DETACH DELETE n RETURN count(n)"),
+            params: vec![("id", s(&key.id))],
+        })
+    }
+
+    pub(crate) fn put_edge(edge: &Edge) -> Result<Write, StoreError> {
+        let k = &edge.key;
+        let (from, to, ty) = (
+            name(&k.from.label, "label")?,
+            name(&k.to.label, "label")?,
+            name(&k.edge_type, "edge type")?,
+        );
+        Ok(Write {
+            query: format!(
+                "MATCH (a:{from} {{id: $from}}), (b:{to} {{id: $to}}) \
+                 MERGE (a)-[r:{ty} {{q: $q}}]->(b) SET r.props = $props RETURN count(r)"
+            ),
+            params: vec![
+                ("from", s(&k.from.id)),
+                ("to", s(&k.to.id)),
+                ("q", s(&k.qualifier)),
+                ("props", s(&props_to(&edge.props)?)),
+            ],
+        })
+    }
+
+    pub(crate) fn delete_edge(key: &EdgeKey) -> Result<Write, StoreError> {
+        let (from, to, ty) = (
+            name(&key.from.label, "label")?,
+            name(&key.to.label, "label")?,
+            name(&key.edge_type, "edge type")?,
+        );
+        Ok(Write {
+            query: format!(
+                "MATCH (a:{from} {{id: $from}})-[r:{ty} {{q: $q}}]->(b:{to} {{id: $to}}) DELETE r RETURN count(r)"
+            ),
+            params: vec![
+                ("from", s(&key.from.id)),
+                ("to", s(&key.to.id)),
+                ("q", s(&key.qualifier)),
+            ],
+        })
+    }
+
+    pub(crate) fn put_session_slot(session_id: &str, slot: &SessionSlot) -> Write {
+        Write {
+            query: format!("MERGE (:{SLOT} {{session: $session, at: $at, event: $event}})"),
+            params: vec![
+                ("session", s(session_id)),
+                ("at", int(slot.at_ns)),
+                ("event", s(&slot.event_id)),
+            ],
+        }
+    }
+
+    pub(crate) fn delete_session_slot(session_id: &str, slot: &SessionSlot) -> Write {
+        Write {
+            query: format!(
+                "MATCH (x:{SLOT} {{session: $session, at: $at, event: $event}}) DELETE x"
+            ),
+            params: vec![
+                ("session", s(session_id)),
+                ("at", int(slot.at_ns)),
+                ("event", s(&slot.event_id)),
+            ],
+        }
+    }
+
+    pub(crate) fn put_pending(waiting_for: &NodeKey, edge: &Edge) -> Result<Write, StoreError> {
+        let mut params = pending_params(waiting_for, &edge.key);
+        params.push(("props", s(&props_to(&edge.props)?)));
+        Ok(Write {
+            query: format!("MERGE (p:{PENDING} {{{PENDING_KEY}}}) SET p.props = $props"),
+            params,
+        })
+    }
+
+    pub(crate) fn drop_pending(key: &NodeKey) -> Write {
+        Write {
+            query: format!("MATCH (p:{PENDING} {{wait_label: $label, wait_id: $id}}) DELETE p"),
+            params: vec![("label", s(&key.label)), ("id", s(&key.id))],
+        }
+    }
+
+    pub(crate) fn set_projected_through(position: u64) -> Result<Write, StoreError> {
+        let value = i64::try_from(position)
+            .map_err(|_| StoreError::Corruption(format!("log position {position} out of range")))?;
+        Ok(Write {
+            query: format!("MERGE (m:{META} {{id: 'projected_through'}}) SET m.value = $value"),
+            params: vec![("value", int(value))],
+        })
+    }
+
+    /// The query text with its parameters in FalkorDB's `CYPHER name=value …` preamble, each
+    /// value encoded as a literal by the client library's encoder.
+    fn with_preamble(&self) -> Result<String, StoreError> {
+        let mut text = String::from("CYPHER");
+        for (k, v) in &self.params {
+            let literal = falkordb::to_cypher_param(v).map_err(|e| {
+                StoreError::Corruption(format!("parameter `{k}` does not encode: {e}"))
+            })?;
+            text.push_str(&format!(" {k}={literal}"));
+        }
+        text.push(' ');
+        text.push_str(&self.query);
+        Ok(text)
     }
 }
 
@@ -609,7 +726,7 @@ fn name(text: &str, what: &str) -> Result<String, StoreError> {
 const PENDING_COLUMNS: &str = "p.wait_label, p.wait_id, p.from_label, p.from_id, p.edge_type, \
      p.to_label, p.to_id, p.q, p.props";
 
-fn pending_params<'a>(wait: &NodeKey, k: &EdgeKey) -> Vec<(&'a str, FalkorValue)> {
+fn pending_params(wait: &NodeKey, k: &EdgeKey) -> Vec<(&'static str, FalkorValue)> {
     vec![
         ("wait_label", s(&wait.label)),
         ("wait_id", s(&wait.id)),

@@ -3,12 +3,13 @@
 
 use ctxgraph_ontology::{RecordKind, Schema, SchemaError};
 use ctxgraph_projection::{ProjectionError, project};
-use ctxgraph_store::{LogEntry, LogReader, StoreError};
+use ctxgraph_store::{LogEntry, LogReader, ProjectionGraph, StoreError};
 
+use crate::batch::BatchFold;
 use crate::falkor_graph::FalkorGraph;
 
-/// Records read from the log per page while folding.
-const FOLD_PAGE: usize = 500;
+/// Records folded per transaction: a page's graph writes and its checkpoint are applied together.
+const FOLD_PAGE: usize = 200;
 
 /// Why a fold stopped.
 #[derive(Debug, thiserror::Error)]
@@ -44,20 +45,18 @@ pub fn load_schema(log: &dyn LogReader) -> Result<Schema, FoldError> {
     Ok(schema)
 }
 
-/// Fold up to `max` records past the graph's checkpoint into `graph`, moving the checkpoint
-/// after each page; returns how many were folded. Schema records change what later records may
+/// Fold up to `max` records past the graph's checkpoint into `graph`, a page of records at a
+/// time, each page's graph writes and the move of the checkpoint past it applied as one
+/// transaction ([`BatchFold`]); returns how many were folded. Schema records change what later records may
 /// say, not the graph: they are passed over (load the schema with [`load_schema`] first, and
 /// call [`FalkorGraph::ensure_schema`] with it).
 ///
-/// A fold that stops midway (an error, a crash) resumes from the checkpoint, so the records of
-/// the page it stopped in are folded again, and folding a record twice is not harmless (an
-/// entity's mention count is incremented twice). This is right for a fold that runs through (a
-/// rebuild after [`FalkorGraph::clear_graph`], a test); a worker that must survive a crash
-/// needs a page's writes and its checkpoint applied as one unit (`docs/scale-out.md`).
+/// A fold that stops (an error, a crash, a worker killed) leaves every page either applied with
+/// its checkpoint or not applied at all, so calling again folds each record exactly once.
 pub fn catch_up(
     schema: &Schema,
     log: &dyn LogReader,
-    graph: &mut FalkorGraph,
+    graph: &FalkorGraph,
     max: usize,
 ) -> Result<u64, FoldError> {
     let mut position = graph.projected_through()?;
@@ -66,17 +65,23 @@ pub fn catch_up(
         let want = (max - folded as usize).min(FOLD_PAGE);
         let entries = log.read_from(position + 1, want)?;
         let Some(last) = entries.last().map(|e| e.position) else { break };
+        let mut batch = BatchFold::new(graph);
         for entry in &entries {
-            fold_one(schema, graph, entry)?;
-            folded += 1;
+            fold_one(schema, &mut batch, entry)?;
         }
+        batch.commit(last)?;
+        folded += entries.len() as u64;
         position = last;
-        graph.set_projected_through(position)?;
     }
     Ok(folded)
 }
 
-fn fold_one(schema: &Schema, graph: &mut FalkorGraph, entry: &LogEntry) -> Result<(), FoldError> {
+/// Fold one record into `graph` (schema records change nothing there).
+pub fn fold_one(
+    schema: &Schema,
+    graph: &mut dyn ProjectionGraph,
+    entry: &LogEntry,
+) -> Result<(), FoldError> {
     if entry.kind == RecordKind::Schema {
         return Ok(());
     }

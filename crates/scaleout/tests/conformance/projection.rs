@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
 use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
 use ctxgraph_projection::project;
-use ctxgraph_scaleout::{FalkorGraph, catch_up, load_schema};
+use ctxgraph_scaleout::{BatchFold, FalkorGraph, catch_up, fold_one, load_schema};
 use ctxgraph_store::{
     Embedded, GraphReader, Log, LogReader, OpenMode, ProjectionGraph, SessionSlot,
 };
@@ -180,7 +180,7 @@ fn folding_the_redis_log_in_steps_equals_the_embedded_fold_and_a_rebuild() {
     falkor.graph.ensure_schema(&schema_in_log).unwrap();
     // In steps of 37 records, as a worker folds batch after batch.
     let mut steps = 0;
-    while catch_up(&schema_in_log, log.log(), &mut falkor.graph, 37).unwrap() > 0 {
+    while catch_up(&schema_in_log, log.log(), &falkor.graph, 37).unwrap() > 0 {
         steps += 1;
     }
     assert_eq!(steps, head.div_ceil(37));
@@ -193,7 +193,51 @@ fn folding_the_redis_log_in_steps_equals_the_embedded_fold_and_a_rebuild() {
     // The graph lost: rebuilt from the log, it is the same graph.
     falkor.graph.clear_graph().unwrap();
     assert_eq!(falkor.graph.projected_through().unwrap(), 0);
-    let folded = catch_up(&schema_in_log, log.log(), &mut falkor.graph, usize::MAX).unwrap();
+    let folded = catch_up(&schema_in_log, log.log(), &falkor.graph, usize::MAX).unwrap();
     assert_eq!(folded, head);
     same(&falkor_dump(&schema_in_log, &falkor.graph, &sessions), &stepwise);
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_worker_killed_before_its_batch_commits_leaves_nothing_and_each_record_is_folded_once() {
+    let schema = Schema::core().unwrap();
+    let records = records(&schema);
+    let sessions = sessions_of(&records);
+    let mut log = RedisBackend::new();
+    log.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let head = log.log().head().unwrap();
+    let mut falkor = FalkorBackend::new();
+
+    // A first worker folds 40 records and commits.
+    assert_eq!(catch_up(&schema, log.log(), &falkor.graph, 40).unwrap(), 40);
+    let committed = falkor_dump(&schema, &falkor.graph, &sessions);
+    // A second folds the next 60 into its batch and is killed before committing.
+    let mut doomed = BatchFold::new(&falkor.graph);
+    for entry in log.log().read_from(41, 60).unwrap() {
+        fold_one(&schema, &mut doomed, &entry).unwrap();
+    }
+    assert!(doomed.len() > 60, "the batch held the writes of 60 records");
+    drop(doomed);
+    same(&falkor_dump(&schema, &falkor.graph, &sessions), &committed);
+    assert_eq!(falkor.graph.projected_through().unwrap(), 40);
+
+    // Its replacement folds from the checkpoint: every record once, the same graph as a fold
+    // in one go.
+    assert_eq!(catch_up(&schema, log.log(), &falkor.graph, usize::MAX).unwrap(), head - 40);
+    assert_eq!(catch_up(&schema, log.log(), &falkor.graph, usize::MAX).unwrap(), 0);
+    let (embedded, embedded_counts) = embedded_fold(&schema, &records, 1, &sessions);
+    same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
+    assert_eq!(falkor.graph.counts().unwrap(), embedded_counts);
+
+    // The whole log in one batch (every read answered from the batch's own writes) is the
+    // same graph too.
+    falkor.graph.clear_graph().unwrap();
+    let mut one = BatchFold::new(&falkor.graph);
+    for entry in log.log().read_from(1, usize::MAX).unwrap() {
+        fold_one(&schema, &mut one, &entry).unwrap();
+    }
+    one.commit(head).unwrap();
+    same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
+    assert_eq!(falkor.graph.projected_through().unwrap(), head);
 }
