@@ -17,6 +17,8 @@ use crate::falkor_graph::{FalkorGraph, Write};
 /// Projection writes over a [`FalkorGraph`], applied by [`BatchFold::commit`] or dropped.
 pub struct BatchFold<'g> {
     base: &'g FalkorGraph,
+    /// The checkpoint when the batch began (watched: the commit fails if it moved).
+    start: u64,
     /// Nodes written (`Some`) or deleted (`None`) in this batch.
     nodes: BTreeMap<NodeKey, Option<Node>>,
     /// Nodes deleted in this batch: their edges in the graph are gone.
@@ -29,6 +31,8 @@ pub struct BatchFold<'g> {
     pending: BTreeMap<NodeKey, BTreeMap<EdgeKey, Edge>>,
     /// The writes, in order.
     writes: Vec<Write>,
+    /// Whether `commit` ran (and so ended the watch).
+    finished: bool,
 }
 
 impl std::fmt::Debug for BatchFold<'_> {
@@ -38,17 +42,26 @@ impl std::fmt::Debug for BatchFold<'_> {
 }
 
 impl<'g> BatchFold<'g> {
-    /// Start a batch over `base`.
-    pub fn new(base: &'g FalkorGraph) -> BatchFold<'g> {
-        BatchFold {
+    /// Start a batch over `base`, watching its checkpoint (read it with
+    /// [`BatchFold::start`]: the batch folds the records after it).
+    pub fn new(base: &'g FalkorGraph) -> Result<BatchFold<'g>, StoreError> {
+        let start = base.watch_checkpoint()?;
+        Ok(BatchFold {
             base,
+            start,
             nodes: BTreeMap::new(),
             detached: BTreeSet::new(),
             edges: BTreeMap::new(),
             sessions: BTreeMap::new(),
             pending: BTreeMap::new(),
             writes: Vec::new(),
-        }
+            finished: false,
+        })
+    }
+
+    /// The graph's checkpoint when the batch began.
+    pub fn start(&self) -> u64 {
+        self.start
     }
 
     /// How many graph writes the batch holds.
@@ -61,10 +74,13 @@ impl<'g> BatchFold<'g> {
         self.writes.is_empty()
     }
 
-    /// Apply every write and move the graph's checkpoint to `through`, in one transaction.
-    pub fn commit(mut self, through: u64) -> Result<(), StoreError> {
-        self.writes.push(Write::set_projected_through(through)?);
-        self.base.apply_atomically(&self.writes)
+    /// Apply every write and move the graph's checkpoint to `through`, in one transaction, if
+    /// no other fold moved the checkpoint since the batch began; whether it was applied (when
+    /// not, nothing was: fold again from the new checkpoint).
+    pub fn commit(mut self, through: u64) -> Result<bool, StoreError> {
+        // The transaction ends the watch: nothing is left for `drop` to undo.
+        self.finished = true;
+        self.base.commit_watched(&self.writes, through)
     }
 
     fn session(&mut self, session_id: &str) -> Result<&mut BTreeSet<SessionSlot>, StoreError> {
@@ -91,6 +107,14 @@ impl<'g> BatchFold<'g> {
     /// Whether an edge of the graph as it was is still there: neither end deleted in this batch.
     fn base_edge_alive(&self, key: &EdgeKey) -> bool {
         !self.detached.contains(&key.from) && !self.detached.contains(&key.to)
+    }
+}
+
+impl Drop for BatchFold<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.base.unwatch();
+        }
     }
 }
 

@@ -9,7 +9,8 @@
 //! (:_SessionSlot {session, at, event})  one event's place in its session's order
 //! (:_Pending {wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, q, props})
 //!                                       an edge waiting for its endpoint `wait` to exist
-//! (:_Meta {id, value})                  projection bookkeeping (projected_through)
+//! ctxgraph:{NAME}:projected_through    the projection checkpoint: a plain key beside the
+//!                                       graph, so a fold's commit can watch it (see `batch.rs`)
 //! ```
 //!
 //! Cypher cannot take a label or a relationship type as a parameter, so those are checked to be
@@ -42,8 +43,6 @@ const MAX_LIMIT: usize = i32::MAX as usize;
 
 /// The label of session-order entries.
 const SLOT: &str = "_SessionSlot";
-/// The label of bookkeeping entries.
-const META: &str = "_Meta";
 /// The label of edges waiting for an endpoint.
 const PENDING: &str = "_Pending";
 
@@ -58,7 +57,9 @@ pub struct FalkorGraph {
     // Kept for the life of the graph handle: the handle's connections belong to it.
     _client: FalkorSyncClient,
     graph: RefCell<SyncGraph>,
-    /// A plain connection, for constraints and transactions.
+    /// The checkpoint's key.
+    checkpoint: String,
+    /// A plain connection, for constraints, the checkpoint and transactions.
     raw: RefCell<redis::Connection>,
     /// Node labels that already have their index and constraint.
     indexed: BTreeSet<String>,
@@ -108,6 +109,7 @@ impl FalkorGraph {
             _client: client,
             graph: RefCell::new(graph),
             raw: RefCell::new(raw),
+            checkpoint: format!("{}projected_through", url.key_prefix()),
             indexed: BTreeSet::new(),
         };
         g.ensure_schema(schema)?;
@@ -123,7 +125,7 @@ impl FalkorGraph {
     /// lacks them (a schema module adds labels: call again after one).
     pub fn ensure_schema(&mut self, schema: &Schema) -> Result<(), StoreError> {
         let mut labels: Vec<&str> = schema.node_types().keys().map(String::as_str).collect();
-        labels.extend([SLOT, META, PENDING]);
+        labels.extend([SLOT, PENDING]);
         let missing: Vec<&str> =
             labels.into_iter().filter(|l| !self.indexed.contains(*l)).collect();
         if missing.is_empty() {
@@ -201,23 +203,62 @@ impl FalkorGraph {
             .collect()
     }
 
-    /// Run `writes` as one Redis transaction (`MULTI` … `EXEC`): the server applies them
-    /// together, with no other command between them, and writes them to its append-only file
-    /// as one block, so a crash of this process before `EXEC` leaves none of them applied. (A
-    /// query that fails inside the block does not undo the others: Redis transactions do not
-    /// roll back; the error is returned.)
-    pub(crate) fn apply_atomically(&self, writes: &[Write]) -> Result<(), StoreError> {
-        if writes.is_empty() {
-            return Ok(());
+    /// Watch the checkpoint on the plain connection and read it: the start of a batch
+    /// ([`FalkorGraph::commit_watched`] applies the batch only if nobody moved it since).
+    pub(crate) fn watch_checkpoint(&self) -> Result<u64, StoreError> {
+        let mut raw = self.raw.borrow_mut();
+        redis::cmd("UNWATCH")
+            .query::<redis::Value>(&mut *raw)
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        redis::cmd("WATCH")
+            .arg(&self.checkpoint)
+            .query::<redis::Value>(&mut *raw)
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        let value: Option<u64> = redis::cmd("GET")
+            .arg(&self.checkpoint)
+            .query(&mut *raw)
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        Ok(value.unwrap_or(0))
+    }
+
+    /// Forget a watch (a batch dropped without its commit).
+    pub(crate) fn unwatch(&self) {
+        if let Ok(mut raw) = self.raw.try_borrow_mut() {
+            // A failure leaves a watch that only makes a later commit retry.
+            let _ = redis::cmd("UNWATCH").query::<redis::Value>(&mut *raw);
         }
+    }
+
+    /// Run `writes` and move the checkpoint to `through` as one Redis transaction (`MULTI` …
+    /// `EXEC`) if the checkpoint has not moved since [`FalkorGraph::watch_checkpoint`]; whether
+    /// it ran. The server applies the block with no other command between its commands and
+    /// writes it to its append-only file as one unit, so a crash of this process before `EXEC`
+    /// leaves none of it applied, and of two folds of the same records only the first commits.
+    /// (A query that fails inside the block does not undo the others: Redis transactions do not
+    /// roll back; the error is returned.)
+    pub(crate) fn commit_watched(
+        &self,
+        writes: &[Write],
+        through: u64,
+    ) -> Result<bool, StoreError> {
         let mut pipe = redis::pipe();
         pipe.atomic();
+        pipe.cmd("SET").arg(&self.checkpoint).arg(through);
         for w in writes {
             pipe.cmd("GRAPH.QUERY").arg(&self.name).arg(w.with_preamble()?);
         }
         let mut raw = self.raw.borrow_mut();
-        let replies: Vec<redis::Value> =
-            pipe.query(&mut *raw).map_err(|e| raw_remote(&self.url, &e))?;
+        let reply: redis::Value = pipe.query(&mut *raw).map_err(|e| raw_remote(&self.url, &e))?;
+        // Nil: the watched checkpoint moved and nothing ran.
+        if reply == redis::Value::Nil {
+            return Ok(false);
+        }
+        let redis::Value::Array(replies) = reply else {
+            return Err(StoreError::Corruption(format!(
+                "{}: a transaction's reply is not a list",
+                self.url
+            )));
+        };
         for reply in replies {
             if let redis::Value::ServerError(e) = reply {
                 return Err(StoreError::Remote {
@@ -226,7 +267,7 @@ impl FalkorGraph {
                 });
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     fn fail(&self, e: &falkordb::FalkorDBError) -> StoreError {
@@ -297,19 +338,21 @@ impl FalkorGraph {
 
     /// The last log position folded into the graph; 0 when none.
     pub fn projected_through(&self) -> Result<u64, StoreError> {
-        let rows =
-            self.run(&format!("MATCH (m:{META} {{id: 'projected_through'}}) RETURN m.value"), &[])?;
-        match rows.first() {
-            None => Ok(0),
-            Some(row) => Ok(u64::try_from(int_at(row, 0, &self.url)?).unwrap_or(0)),
-        }
+        let value: Option<u64> = redis::cmd("GET")
+            .arg(&self.checkpoint)
+            .query(&mut *self.raw.borrow_mut())
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        Ok(value.unwrap_or(0))
     }
 
     /// Move the projection checkpoint.
     pub fn set_projected_through(&mut self, position: u64) -> Result<(), StoreError> {
-        let w = Write::set_projected_through(position)?;
-        self.run(&w.query, &w.params)?;
-        Ok(())
+        redis::cmd("SET")
+            .arg(&self.checkpoint)
+            .arg(position)
+            .query::<redis::Value>(&mut *self.raw.borrow_mut())
+            .map(drop)
+            .map_err(|e| raw_remote(&self.url, &e))
     }
 
     /// Nodes per label and edges per type, each sorted by name, and the edges waiting for an
@@ -343,7 +386,7 @@ impl FalkorGraph {
     /// start of a rebuild from the log.
     pub fn clear_graph(&mut self) -> Result<(), StoreError> {
         self.run("MATCH (n) DETACH DELETE n", &[])?;
-        Ok(())
+        self.set_projected_through(0)
     }
 }
 
@@ -682,15 +725,6 @@ impl Write {
             query: format!("MATCH (p:{PENDING} {{wait_label: $label, wait_id: $id}}) DELETE p"),
             params: vec![("label", s(&key.label)), ("id", s(&key.id))],
         }
-    }
-
-    pub(crate) fn set_projected_through(position: u64) -> Result<Write, StoreError> {
-        let value = i64::try_from(position)
-            .map_err(|_| StoreError::Corruption(format!("log position {position} out of range")))?;
-        Ok(Write {
-            query: format!("MERGE (m:{META} {{id: 'projected_through'}}) SET m.value = $value"),
-            params: vec![("value", int(value))],
-        })
     }
 
     /// The query text with its parameters in FalkorDB's `CYPHER name=value …` preamble, each

@@ -52,26 +52,28 @@ pub fn load_schema(log: &dyn LogReader) -> Result<Schema, FoldError> {
 /// call [`FalkorGraph::ensure_schema`] with it).
 ///
 /// A fold that stops (an error, a crash, a worker killed) leaves every page either applied with
-/// its checkpoint or not applied at all, so calling again folds each record exactly once.
+/// its checkpoint or not applied at all, so calling again folds each record exactly once; and
+/// of two folds of the same graph running at once, a page commits only if the checkpoint did
+/// not move since it began (the other fold's page is dropped and folded again after it).
 pub fn catch_up(
     schema: &Schema,
     log: &dyn LogReader,
     graph: &FalkorGraph,
     max: usize,
 ) -> Result<u64, FoldError> {
-    let mut position = graph.projected_through()?;
     let mut folded = 0u64;
     while (folded as usize) < max {
         let want = (max - folded as usize).min(FOLD_PAGE);
-        let entries = log.read_from(position + 1, want)?;
+        let mut batch = BatchFold::new(graph)?;
+        let entries = log.read_from(batch.start() + 1, want)?;
         let Some(last) = entries.last().map(|e| e.position) else { break };
-        let mut batch = BatchFold::new(graph);
         for entry in &entries {
             fold_one(schema, &mut batch, entry)?;
         }
-        batch.commit(last)?;
-        folded += entries.len() as u64;
-        position = last;
+        // Another fold of this graph committed first: start again from where it left off.
+        if batch.commit(last)? {
+            folded += entries.len() as u64;
+        }
     }
     Ok(folded)
 }

@@ -213,7 +213,8 @@ fn a_worker_killed_before_its_batch_commits_leaves_nothing_and_each_record_is_fo
     assert_eq!(catch_up(&schema, log.log(), &falkor.graph, 40).unwrap(), 40);
     let committed = falkor_dump(&schema, &falkor.graph, &sessions);
     // A second folds the next 60 into its batch and is killed before committing.
-    let mut doomed = BatchFold::new(&falkor.graph);
+    let mut doomed = BatchFold::new(&falkor.graph).unwrap();
+    assert_eq!(doomed.start(), 40);
     for entry in log.log().read_from(41, 60).unwrap() {
         fold_one(&schema, &mut doomed, &entry).unwrap();
     }
@@ -233,11 +234,41 @@ fn a_worker_killed_before_its_batch_commits_leaves_nothing_and_each_record_is_fo
     // The whole log in one batch (every read answered from the batch's own writes) is the
     // same graph too.
     falkor.graph.clear_graph().unwrap();
-    let mut one = BatchFold::new(&falkor.graph);
+    let mut one = BatchFold::new(&falkor.graph).unwrap();
     for entry in log.log().read_from(1, usize::MAX).unwrap() {
         fold_one(&schema, &mut one, &entry).unwrap();
     }
-    one.commit(head).unwrap();
+    assert!(one.commit(head).unwrap());
     same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
     assert_eq!(falkor.graph.projected_through().unwrap(), head);
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn of_two_workers_folding_the_same_records_only_the_first_commits() {
+    let schema = Schema::core().unwrap();
+    let records = records(&schema);
+    let sessions = sessions_of(&records);
+    let mut log = RedisBackend::new();
+    log.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let falkor = FalkorBackend::new();
+    let other = FalkorGraph::connect(falkor.url(), &schema).unwrap();
+
+    // Both start from checkpoint 0 and fold the first 50 records.
+    let mut first = BatchFold::new(&falkor.graph).unwrap();
+    let mut second = BatchFold::new(&other).unwrap();
+    for entry in log.log().read_from(1, 50).unwrap() {
+        fold_one(&schema, &mut first, &entry).unwrap();
+        fold_one(&schema, &mut second, &entry).unwrap();
+    }
+    assert!(first.commit(50).unwrap());
+    assert!(!second.commit(50).unwrap(), "the checkpoint moved: nothing of the second applied");
+    assert_eq!(other.projected_through().unwrap(), 50);
+
+    // The second worker goes on from where the first left off.
+    let head = log.log().head().unwrap();
+    assert_eq!(catch_up(&schema, log.log(), &other, usize::MAX).unwrap(), head - 50);
+    let (embedded, embedded_counts) = embedded_fold(&schema, &records, 1, &sessions);
+    same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
+    assert_eq!(falkor.graph.counts().unwrap(), embedded_counts, "no record counted twice");
 }
