@@ -5,7 +5,11 @@ use ctxgraph_ontology::{RecordKind, Schema, SchemaError};
 use ctxgraph_projection::{ProjectionError, project};
 use ctxgraph_store::{LogEntry, LogReader, ProjectionGraph, StoreError};
 
+use std::collections::BTreeSet;
+use std::time::Duration;
+
 use crate::batch::BatchFold;
+use crate::consumer::{GroupState, LogConsumer};
 use crate::falkor_graph::FalkorGraph;
 
 /// Records folded per transaction: a page's graph writes and its checkpoint are applied together.
@@ -104,4 +108,59 @@ fn schema_source(text: &str) -> Option<String> {
         return None;
     }
     value.get("source")?.as_str().map(str::to_owned)
+}
+
+/// How many stream entries a worker takes per read.
+const WORKER_READ: usize = 1_000;
+
+/// A projection worker of one store: a consumer of the store's stream in the projection's
+/// group, folding the log into the graph and acknowledging what the graph's checkpoint covers.
+///
+/// The stream says what is new and who took it; the fold itself always runs from the graph's
+/// checkpoint ([`catch_up`]), so entries claimed from a dead worker, or delivered twice, are
+/// folded once.
+#[derive(Debug)]
+pub struct Worker {
+    consumer: LogConsumer,
+    /// How long another worker's entries must sit unacknowledged before this one takes them.
+    claim_after: Duration,
+    /// Entries taken and not yet covered by the checkpoint.
+    unacked: BTreeSet<u64>,
+}
+
+impl Worker {
+    /// A worker reading with `consumer`, taking over other workers' entries idle for
+    /// `claim_after`.
+    pub fn new(consumer: LogConsumer, claim_after: Duration) -> Worker {
+        Worker { consumer, claim_after, unacked: BTreeSet::new() }
+    }
+
+    /// One round: take the entries of dead workers and new entries (waiting up to `block` for
+    /// one), fold the log into `graph` up to its head, and acknowledge every entry the graph's
+    /// checkpoint now covers; returns how many records were folded.
+    pub fn step(
+        &mut self,
+        schema: &Schema,
+        log: &dyn LogReader,
+        graph: &FalkorGraph,
+        block: Option<Duration>,
+    ) -> Result<u64, FoldError> {
+        let claimed = self.consumer.claim_idle(self.claim_after, WORKER_READ)?;
+        self.unacked.extend(claimed);
+        let wait = if self.unacked.is_empty() { block } else { None };
+        self.unacked.extend(self.consumer.next(WORKER_READ, wait)?);
+        let folded = catch_up(schema, log, graph, usize::MAX)?;
+        let through = graph.projected_through()?;
+        let done: Vec<u64> = self.unacked.iter().copied().filter(|p| *p <= through).collect();
+        self.consumer.ack(&done)?;
+        for p in done {
+            self.unacked.remove(&p);
+        }
+        Ok(folded)
+    }
+
+    /// The projection group's pending entries and lag (for `stats` and metrics).
+    pub fn state(&mut self) -> Result<GroupState, FoldError> {
+        Ok(self.consumer.state()?)
+    }
 }

@@ -6,7 +6,12 @@ use std::collections::BTreeSet;
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
 use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
 use ctxgraph_projection::project;
-use ctxgraph_scaleout::{BatchFold, FalkorGraph, catch_up, fold_one, load_schema};
+use std::time::Duration;
+
+use ctxgraph_scaleout::{
+    BatchFold, ConsumerName, FalkorGraph, GroupState, LogConsumer, Worker, catch_up, fold_one,
+    load_schema,
+};
 use ctxgraph_store::{
     Embedded, GraphReader, Log, LogReader, OpenMode, ProjectionGraph, SessionSlot,
 };
@@ -271,4 +276,41 @@ fn of_two_workers_folding_the_same_records_only_the_first_commits() {
     let (embedded, embedded_counts) = embedded_fold(&schema, &records, 1, &sessions);
     same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
     assert_eq!(falkor.graph.counts().unwrap(), embedded_counts, "no record counted twice");
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn workers_fold_the_stream_and_a_replacement_takes_over_a_dead_workers_entries() {
+    let schema = Schema::core().unwrap();
+    let records = records(&schema);
+    let sessions = sessions_of(&records);
+    let (first_half, second_half) = records.split_at(60);
+    let mut log = RedisBackend::new();
+    let falkor = FalkorBackend::new();
+    let url = log.url().clone();
+    let group = ConsumerName::parse("project").unwrap();
+    let join =
+        |name: &str| LogConsumer::join(&url, &group, &ConsumerName::parse(name).unwrap()).unwrap();
+
+    let mut a = Worker::new(join("worker-a"), Duration::from_secs(3600));
+    log.log().append_batch(&first_half.iter().collect::<Vec<_>>(), "t").unwrap();
+    assert_eq!(a.step(&schema, log.log(), &falkor.graph, None).unwrap(), 60);
+    assert_eq!(a.state().unwrap(), GroupState { pending: 0, lag: 0, delivered_through: 60 });
+
+    // More records; worker-a reads them and dies before folding.
+    log.log().append_batch(&second_half.iter().collect::<Vec<_>>(), "t").unwrap();
+    let head = log.log().head().unwrap();
+    let mut dying = join("worker-a");
+    assert_eq!(dying.next(1_000, None).unwrap().len() as u64, head - 60);
+    drop(dying);
+    drop(a);
+    let mut b = Worker::new(join("worker-b"), Duration::ZERO);
+    assert_eq!(b.state().unwrap().pending, head - 60, "the dead worker's entries wait");
+    assert_eq!(b.step(&schema, log.log(), &falkor.graph, None).unwrap(), head - 60);
+    assert_eq!(b.state().unwrap(), GroupState { pending: 0, lag: 0, delivered_through: head });
+    assert_eq!(b.step(&schema, log.log(), &falkor.graph, None).unwrap(), 0, "nothing twice");
+
+    let (embedded, counts) = embedded_fold(&schema, &records, 1, &sessions);
+    same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
+    assert_eq!(falkor.graph.counts().unwrap(), counts);
 }
