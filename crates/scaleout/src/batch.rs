@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_store::{ProjectionGraph, SessionSlot, StoreError};
 
-use crate::falkor_graph::{FalkorGraph, Write};
+use crate::falkor_graph::{FalkorGraph, Write, pending_order};
 
 /// Projection writes over a [`FalkorGraph`], applied by [`BatchFold::commit`] or dropped.
 pub struct BatchFold<'g> {
@@ -116,11 +116,6 @@ impl Drop for BatchFold<'_> {
             self.base.unwatch();
         }
     }
-}
-
-/// The embedded store's order of parked edges: from, type, to, qualifier.
-fn pending_order(k: &EdgeKey) -> (&NodeKey, &str, &NodeKey, &str) {
-    (&k.from, &k.edge_type, &k.to, &k.qualifier)
 }
 
 impl ProjectionGraph for BatchFold<'_> {

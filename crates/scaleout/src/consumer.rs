@@ -11,10 +11,8 @@ use std::time::Duration;
 use ctxgraph_store::StoreError;
 use redis::Value;
 
+use crate::reply::{TIMEOUT, connect, failure, text};
 use crate::url::StoreUrl;
-
-/// How long connecting, and each reply, may take (a blocking read adds its own wait).
-const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The longest group or consumer name, in bytes.
 pub const MAX_CONSUMER_NAME_BYTES: usize = 64;
@@ -89,10 +87,7 @@ impl LogConsumer {
     ) -> Result<LogConsumer, StoreError> {
         let (group, consumer) = (group.0.as_str(), consumer.0.as_str());
         let fail = |e: redis::RedisError| remote(url, &e);
-        let client = redis::Client::open(url.server()).map_err(fail)?;
-        let mut conn = client.get_connection_with_timeout(TIMEOUT).map_err(fail)?;
-        conn.set_read_timeout(Some(TIMEOUT)).map_err(fail)?;
-        conn.set_write_timeout(Some(TIMEOUT)).map_err(fail)?;
+        let mut conn = connect(url).map_err(fail)?;
         let stream = format!("{}stream", url.key_prefix());
         let created: Result<Value, redis::RedisError> = redis::cmd("XGROUP")
             .arg("CREATE")
@@ -263,18 +258,8 @@ fn pairs(v: &Value) -> Vec<(String, Value)> {
     Vec::new()
 }
 
-fn text(v: &Value) -> Option<String> {
-    if let Value::BulkString(bytes) = v {
-        return String::from_utf8(bytes.clone()).ok();
-    }
-    if let Value::SimpleString(s) = v {
-        return Some(s.clone());
-    }
-    None
-}
-
 fn remote(url: &StoreUrl, e: &redis::RedisError) -> StoreError {
-    StoreError::Remote { backend: "redis", detail: format!("{url}: {e}") }
+    failure("redis", url, e)
 }
 
 #[cfg(test)]

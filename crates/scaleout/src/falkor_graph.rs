@@ -24,7 +24,6 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use ctxgraph_ontology::Schema;
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
@@ -33,10 +32,8 @@ use falkordb::{
     EntityType, FalkorClientBuilder, FalkorConnectionInfo, FalkorSyncClient, FalkorValue, SyncGraph,
 };
 
+use crate::reply::{TIMEOUT, connect, failure};
 use crate::url::StoreUrl;
-
-/// How long connecting, and then each reply, may take.
-const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The largest `LIMIT` sent (see [`count`]).
 const MAX_LIMIT: usize = i32::MAX as usize;
@@ -99,10 +96,7 @@ impl FalkorGraph {
             .map_err(|e| remote(url, &e))?;
         let name = format!("{}graph", url.key_prefix());
         let graph = client.select_graph(&name);
-        let raw = redis::Client::open(url.server())
-            .and_then(|c| c.get_connection_with_timeout(TIMEOUT))
-            .map_err(|e| raw_remote(url, &e))?;
-        raw.set_read_timeout(Some(TIMEOUT)).map_err(|e| raw_remote(url, &e))?;
+        let raw = connect(url).map_err(|e| raw_remote(url, &e))?;
         let mut g = FalkorGraph {
             url: url.clone(),
             name,
@@ -786,7 +780,7 @@ fn pending_row(r: &[FalkorValue], url: &StoreUrl) -> Result<(NodeKey, Edge), Sto
 }
 
 /// The embedded store's order of parked edges: from, type, to, qualifier.
-fn pending_order(k: &EdgeKey) -> (&NodeKey, &str, &NodeKey, &str) {
+pub(crate) fn pending_order(k: &EdgeKey) -> (&NodeKey, &str, &NodeKey, &str) {
     (&k.from, &k.edge_type, &k.to, &k.qualifier)
 }
 
@@ -830,9 +824,9 @@ fn first_int(rows: &[Vec<FalkorValue>], url: &StoreUrl) -> Result<i64, StoreErro
 }
 
 fn remote(url: &StoreUrl, e: &falkordb::FalkorDBError) -> StoreError {
-    StoreError::Remote { backend: "falkordb", detail: format!("{url}: {e}") }
+    failure("falkordb", url, e)
 }
 
 fn raw_remote(url: &StoreUrl, e: &redis::RedisError) -> StoreError {
-    StoreError::Remote { backend: "falkordb", detail: format!("{url}: {e}") }
+    failure("falkordb", url, e)
 }

@@ -13,6 +13,7 @@ mod consumer;
 mod falkor_graph;
 mod fold;
 mod redis_log;
+mod reply;
 mod url;
 
 pub use batch::BatchFold;

@@ -25,10 +25,8 @@ use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{Appended, Log, LogEntry, LogReader, StoreError};
 use redis::{Script, Value};
 
+use crate::reply::{TIMEOUT, connect, failure, text};
 use crate::url::StoreUrl;
-
-/// How long connecting, and then each reply, may take before the call fails.
-const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Records read per script call: a script blocks the server while it runs, so a long read is
 /// split into pages (positions are gap-free and records immutable but for redaction, so the
@@ -113,11 +111,7 @@ impl std::fmt::Debug for RedisLog {
 impl RedisLog {
     /// Connect to the server of `url` and use the store it names (created by its first append).
     pub fn connect(url: &StoreUrl) -> Result<RedisLog, StoreError> {
-        let fail = |e: redis::RedisError| remote(url, &e);
-        let client = redis::Client::open(url.server()).map_err(fail)?;
-        let conn = client.get_connection_with_timeout(TIMEOUT).map_err(fail)?;
-        conn.set_read_timeout(Some(TIMEOUT)).map_err(fail)?;
-        conn.set_write_timeout(Some(TIMEOUT)).map_err(fail)?;
+        let conn = connect(url).map_err(|e| remote(url, &e))?;
         Ok(RedisLog {
             url: url.clone(),
             keys: Keys::new(&url.key_prefix()),
@@ -427,21 +421,10 @@ impl Log for RedisLog {
 }
 
 fn remote(url: &StoreUrl, e: &redis::RedisError) -> StoreError {
-    StoreError::Remote { backend: "redis", detail: format!("{url}: {e}") }
+    failure("redis", url, e)
 }
 
 /// Positions come back as Redis integers: never negative (a counter from 1).
 fn position_of(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
-}
-
-/// A string reply as text; `None` for nil (a missing hash field) or bytes that are not UTF-8.
-fn text(v: &Value) -> Option<String> {
-    if let Value::BulkString(bytes) = v {
-        return String::from_utf8(bytes.clone()).ok();
-    }
-    if let Value::SimpleString(s) = v {
-        return Some(s.clone());
-    }
-    None
 }
