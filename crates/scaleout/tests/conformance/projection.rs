@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
-use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
+use ctxgraph_ontology::{Limits, RecordKind, Schema, ValidRecord, validate};
 use ctxgraph_projection::project;
 use std::time::Duration;
 
@@ -313,4 +313,57 @@ fn workers_fold_the_stream_and_a_replacement_takes_over_a_dead_workers_entries()
     let (embedded, counts) = embedded_fold(&schema, &records, 1, &sessions);
     same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
     assert_eq!(falkor.graph.counts().unwrap(), counts);
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_log_migrated_from_the_embedded_store_is_the_same_log_and_folds_to_the_same_graph() {
+    let schema = Schema::core().unwrap();
+    let records = records(&schema);
+    let sessions = sessions_of(&records);
+    // An embedded log with a redacted record and a renamed one, as a forget leaves it.
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut store = Embedded::open(&dir.path().join("g.ctxg"), OpenMode::CreateIfMissing).unwrap();
+    let mut w = store.begin_write().unwrap();
+    for r in &records {
+        w.append(r, "2026-11-20T10:00:00Z").unwrap();
+    }
+    let tombstone = |id: &str| {
+        json!({"forget_id": "f1", "id": id, "kind": "event", "record_type": "redacted"}).to_string()
+    };
+    assert!(w.redact(5, &tombstone(&w.read_from(5, 1).unwrap()[0].id)).unwrap());
+    assert!(w.redact_as(7, "redacted-7", &tombstone("redacted-7")).unwrap());
+    let entries = w.read_from(1, usize::MAX).unwrap();
+    w.commit().unwrap();
+
+    let mut log = RedisBackend::new();
+    assert_eq!(log.log().import(&entries).unwrap(), entries.len() as u64);
+    assert_eq!(log.log().read_from(1, usize::MAX).unwrap(), entries, "the same log, byte for byte");
+    assert_eq!(log.log().get(RecordKind::Event, "redacted-7").unwrap().unwrap().position, 7);
+    // A second copy would not land at the next position.
+    let err = log.log().import(&entries[..1]).unwrap_err();
+    assert!(err.to_string().contains("cannot be copied after head"), "{err}");
+    // Nor would an id taken in the target.
+    let mut other = RedisBackend::new();
+    let mut twice = entries[1].clone();
+    twice.id = entries[0].id.clone();
+    let err = other.log().import(&[entries[0].clone(), twice]).unwrap_err();
+    assert_eq!(err.code(), "log.conflict", "{err}");
+    assert_eq!(other.log().head().unwrap(), 1, "the first entry was copied, the clash was not");
+
+    // Folded, the migrated log gives the graph the embedded log gives.
+    let falkor = FalkorBackend::new();
+    catch_up(&schema, log.log(), &falkor.graph, usize::MAX).unwrap();
+    let mut w = store.begin_write().unwrap();
+    for entry in &entries {
+        fold_one(&schema, &mut w, entry).unwrap();
+    }
+    let embedded = dump(
+        &schema,
+        &w,
+        &mut |label| w.nodes_by_label(label, None, usize::MAX).unwrap(),
+        &sessions,
+    );
+    drop(w);
+    same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
 }
