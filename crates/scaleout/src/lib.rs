@@ -1,10 +1,13 @@
-//! ctxgraph's scale-out backends: the log on Redis ([`RedisLog`]), addressed by
-//! `redis://HOST:PORT/NAME` ([`StoreUrl`]).
+//! ctxgraph's scale-out backends, addressed by `redis://HOST:PORT/NAME` ([`StoreUrl`]): the log
+//! on Redis ([`RedisLog`]), the projected graph on FalkorDB ([`FalkorGraph`]), and the fold
+//! between them ([`catch_up`], [`BatchFold`], [`Worker`] reading the log's stream with
+//! [`LogConsumer`]).
 //!
 //! [`RedisLog`] implements the same [`ctxgraph_store::Log`] and [`ctxgraph_store::LogReader`]
-//! traits as the embedded store, with the same answers (the conformance suite in `tests/` runs
-//! one set of tests against both). The graph on FalkorDB, the projection workers and the engine
-//! running on this backend are not built yet: `docs/scale-out.md` says what is and what is next.
+//! traits as the embedded store, and [`FalkorGraph`] the graph operations the projection calls
+//! ([`ctxgraph_store::ProjectionGraph`]), with the same answers: the conformance suite in
+//! `tests/` runs one set of tests against both. The engine and its commands do not run on this
+//! backend yet; `docs/scale-out.md` says what is built and what is next.
 
 #![warn(missing_docs)]
 
