@@ -21,7 +21,7 @@ work=$(mktemp -d)
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
 
-"$python" - "$port" <<'PY'
+if ! "$python" - "$port" <<'PY'
 import socket, sys, time
 port = int(sys.argv[1])
 for _ in range(200):
@@ -35,6 +35,11 @@ for _ in range(200):
     time.sleep(0.1)
 sys.exit(f"the Redis server on 127.0.0.1:{port} did not answer")
 PY
+then
+  echo "--- server log" >&2
+  cat "$work/server.log" >&2
+  exit 1
+fi
 echo "Redis (FalkorDB build) on 127.0.0.1:$port"
 
 CTXGRAPH_TEST_REDIS="redis://127.0.0.1:$port" \
