@@ -104,3 +104,57 @@ fn a_deleted_or_rewritten_node_leaves_no_bytes_in_the_graph() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn hostile_ids_and_text_committed_in_a_batch_read_back_byte_for_byte() {
+    use ctxgraph_ontology::graph::{Edge, EdgeKey};
+    use ctxgraph_scaleout::BatchFold;
+    use ctxgraph_store::SessionSlot;
+
+    let b = FalkorBackend::new();
+    let hostile = [
+        r#"q"uote'd"#,
+        r"back\slash\\'",
+        "'}) MATCH (n) DETACH DELETE n //",
+        "$id",
+        "line\nbreak\r\ttab",
+        "ünïcødé-🦀",
+        "CYPHER id='x' MATCH (n) DELETE n",
+        "\\' OR 1=1 //",
+    ];
+    let text = "quote ' \" backslash \\ newline \n nul \u{0} brace } $param `tick` CYPHER x=1";
+    let mut batch = BatchFold::new(&b.graph).unwrap();
+    for id in hostile {
+        let mut props = Properties::new();
+        props.insert("text".into(), serde_json::Value::String(format!("{text} {id}")));
+        batch
+            .put_node(&Node { key: NodeKey { label: "Entity".into(), id: id.into() }, props })
+            .unwrap();
+        batch.put_session_slot(id, &SessionSlot { at_ns: 1, event_id: id.into() }).unwrap();
+    }
+    let key = |id: &str| NodeKey { label: "Entity".into(), id: id.into() };
+    let edge = Edge {
+        key: EdgeKey {
+            edge_type: "RELATED_TO".into(),
+            from: key(hostile[0]),
+            to: key(hostile[2]),
+            qualifier: hostile[4].into(),
+        },
+        props: Properties::new(),
+    };
+    batch.put_edge(&edge).unwrap();
+    let parked =
+        Edge { key: EdgeKey { to: key("not-yet"), ..edge.key.clone() }, props: Properties::new() };
+    batch.put_pending(&key("not-yet"), &parked).unwrap();
+    assert!(batch.commit(1).unwrap());
+
+    for id in hostile {
+        let node = b.graph.node(&key(id)).unwrap().unwrap();
+        assert_eq!(node.props["text"], serde_json::Value::String(format!("{text} {id}")), "{id}");
+        assert_eq!(b.graph.session_tail(id).unwrap().unwrap().event_id, id);
+    }
+    assert_eq!(b.graph.edge(&edge.key).unwrap(), Some(edge));
+    assert_eq!(b.graph.pending_for(&key("not-yet")).unwrap(), [parked]);
+    assert_eq!(b.graph.counts().unwrap().nodes, [("Entity".to_owned(), hostile.len() as u64)]);
+}
