@@ -6,13 +6,21 @@
 //! `BatchFold` answers reads from what the batch wrote so far over the graph as it was when the
 //! batch began: nodes and edges by key, the whole order of each session the batch touches, and
 //! the parked edges of each node it touches (both read from the graph once, then kept).
+//!
+//! Reads of the graph itself are kept for the batch's life too (an entity that a page of
+//! events names is read once): the graph cannot change under the batch without moving the
+//! checkpoint, and then the commit applies nothing.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_store::{ProjectionGraph, SessionSlot, StoreError};
 
 use crate::falkor_graph::{FalkorGraph, Write, pending_order};
+
+/// One side of a node's edges: the node, an edge type (or every type), outgoing or not.
+type EdgeSide = (NodeKey, Option<String>, bool);
 
 /// Projection writes over a [`FalkorGraph`], applied by [`BatchFold::commit`] or dropped.
 pub struct BatchFold<'g> {
@@ -33,6 +41,10 @@ pub struct BatchFold<'g> {
     writes: Vec<Write>,
     /// Whether `commit` ran (and so ended the watch).
     finished: bool,
+    /// Nodes read from the graph.
+    read_nodes: RefCell<BTreeMap<NodeKey, Option<Node>>>,
+    /// Edges read from the graph, by node, type and side (`true`: outgoing).
+    read_edges: RefCell<BTreeMap<EdgeSide, Vec<Edge>>>,
 }
 
 impl std::fmt::Debug for BatchFold<'_> {
@@ -56,6 +68,8 @@ impl<'g> BatchFold<'g> {
             pending: BTreeMap::new(),
             writes: Vec::new(),
             finished: false,
+            read_nodes: RefCell::new(BTreeMap::new()),
+            read_edges: RefCell::new(BTreeMap::new()),
         })
     }
 
@@ -104,6 +118,33 @@ impl<'g> BatchFold<'g> {
             .ok_or_else(|| StoreError::Corruption(format!("parked edges of {key} not loaded")))
     }
 
+    /// A node as the graph had it when the batch began.
+    fn base_node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        if let Some(node) = self.read_nodes.borrow().get(key) {
+            return Ok(node.clone());
+        }
+        let node = self.base.node(key)?;
+        self.read_nodes.borrow_mut().insert(key.clone(), node.clone());
+        Ok(node)
+    }
+
+    /// One side of a node's edges as the graph had them when the batch began.
+    fn base_edges(
+        &self,
+        key: &NodeKey,
+        edge_type: Option<&str>,
+        outgoing: bool,
+    ) -> Result<Vec<Edge>, StoreError> {
+        let cache_key = (key.clone(), edge_type.map(str::to_owned), outgoing);
+        if let Some(edges) = self.read_edges.borrow().get(&cache_key) {
+            return Ok(edges.clone());
+        }
+        let side = if outgoing { Direction::Out } else { Direction::In };
+        let edges = self.base.edges_of(key, edge_type, side)?;
+        self.read_edges.borrow_mut().insert(cache_key, edges.clone());
+        Ok(edges)
+    }
+
     /// Whether an edge of the graph as it was is still there: neither end deleted in this batch.
     fn base_edge_alive(&self, key: &EdgeKey) -> bool {
         !self.detached.contains(&key.from) && !self.detached.contains(&key.to)
@@ -122,14 +163,14 @@ impl ProjectionGraph for BatchFold<'_> {
     fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
         match self.nodes.get(key) {
             Some(written) => Ok(written.clone()),
-            None => self.base.node(key),
+            None => self.base_node(key),
         }
     }
 
     fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
         match self.nodes.get(key) {
             Some(written) => Ok(written.is_some()),
-            None => self.base.node_exists(key),
+            None => Ok(self.base_node(key)?.is_some()),
         }
     }
 
@@ -159,11 +200,9 @@ impl ProjectionGraph for BatchFold<'_> {
             if !wanted {
                 continue;
             }
-            let side = if outgoing { Direction::Out } else { Direction::In };
             // The graph's edges still there and not rewritten by the batch …
             let mut edges: BTreeMap<EdgeKey, Edge> = self
-                .base
-                .edges_of(key, edge_type, side)?
+                .base_edges(key, edge_type, outgoing)?
                 .into_iter()
                 .filter(|e| self.base_edge_alive(&e.key) && !self.edges.contains_key(&e.key))
                 .map(|e| (e.key.clone(), e))
