@@ -2,6 +2,7 @@
 
 mod access;
 mod args;
+mod backend;
 mod bench;
 mod chain;
 mod config;
@@ -101,6 +102,9 @@ pub(crate) fn with_embedder(
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
     output::set_style(output::Style { utc: cli.utc, wide: cli.wide });
+    if !matches!(cli.command, Command::Completions { .. }) {
+        backend::refuse_scale_out(&cli)?;
+    }
     access::gate(&cli)?;
     match &cli.command {
         Command::Demo => demo::run(&cli),

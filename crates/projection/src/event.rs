@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use ctxgraph_ontology::graph::{Edge, Node, NodeKey, Properties};
 use ctxgraph_ontology::{EventRecord, Schema, entity_id};
-use ctxgraph_store::{GraphStore, SessionSlot};
+use ctxgraph_store::{ProjectionGraph, SessionSlot};
 use serde_json::Value;
 
 use crate::{Projected, ProjectionError, Writer};
@@ -84,7 +84,7 @@ fn follows(w: &mut Writer<'_>, e: &EventRecord) -> Result<(), ProjectionError> {
 /// are linked by FOLLOWS as if it had never been projected. Whether the event was there.
 pub fn remove_event(
     schema: &Schema,
-    graph: &mut dyn GraphStore,
+    graph: &mut dyn ProjectionGraph,
     event_id: &str,
     session_id: &str,
     at_ns: i64,

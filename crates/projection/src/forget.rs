@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 
 use ctxgraph_ontology::graph::{Direction, NodeKey};
 use ctxgraph_ontology::{EventRecord, ForgetKind, ForgetRecord, Schema};
-use ctxgraph_store::GraphStore;
+use ctxgraph_store::ProjectionGraph;
 use serde_json::Value;
 
 use crate::memory::{MEMORY, OUTCOME};
@@ -279,7 +279,7 @@ fn retopic(w: &mut Writer<'_>, topic: &NodeKey) -> Result<(), ProjectionError> {
 /// - on each rewritten event, the `tool_name` or `user_id` that named it.
 pub fn forget_entity(
     schema: &Schema,
-    graph: &mut dyn GraphStore,
+    graph: &mut dyn ProjectionGraph,
     entity: &NodeKey,
     rewritten: &[EventRecord],
 ) -> Result<(), ProjectionError> {

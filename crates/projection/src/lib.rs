@@ -67,7 +67,7 @@ pub use enrich::{
 
 use ctxgraph_ontology::graph::{Edge, Node, NodeKey};
 use ctxgraph_ontology::{RecordBody, Schema, ValidRecord, Violation};
-use ctxgraph_store::{GraphStore, StoreError};
+use ctxgraph_store::{ProjectionGraph, StoreError};
 
 /// Why projecting a record failed. A valid record never fails on a healthy store; a failure aborts
 /// the enclosing write transaction.
@@ -111,7 +111,7 @@ pub struct Projected {
 /// Project one record at log `position` into `graph`.
 pub fn project(
     schema: &Schema,
-    graph: &mut dyn GraphStore,
+    graph: &mut dyn ProjectionGraph,
     position: u64,
     record: &ValidRecord,
 ) -> Result<Projected, ProjectionError> {
@@ -150,7 +150,7 @@ pub fn project(
 /// Schema-checked writes with bookkeeping.
 pub(crate) struct Writer<'a> {
     schema: &'a Schema,
-    graph: &'a mut dyn GraphStore,
+    graph: &'a mut dyn ProjectionGraph,
     done: Projected,
 }
 
@@ -207,7 +207,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    pub(crate) fn graph(&mut self) -> &mut dyn GraphStore {
+    pub(crate) fn graph(&mut self) -> &mut dyn ProjectionGraph {
         &mut *self.graph
     }
 

@@ -11,6 +11,15 @@ pub enum StoreError {
     /// `store.io` otherwise.
     #[error("storage failure: {0}")]
     Io(#[from] rusqlite::Error),
+    /// A server-backed store (a scale-out backend) failed or could not be reached: a service
+    /// error, code `store.io` like a failing file system.
+    #[error("storage failure: {backend}: {detail}")]
+    Remote {
+        /// The backend, e.g. `redis`.
+        backend: &'static str,
+        /// What failed, with the server's address.
+        detail: String,
+    },
     /// Stored data does not decode: the file was damaged or written by something else.
     #[error("store is corrupt: {0}")]
     Corruption(String),
@@ -52,7 +61,7 @@ impl StoreError {
     pub fn code(&self) -> &'static str {
         match self {
             StoreError::Io(e) if is_busy(e) => "store.busy",
-            StoreError::Io(_) => "store.io",
+            StoreError::Io(_) | StoreError::Remote { .. } => "store.io",
             StoreError::Corruption(_) => "store.corruption",
             StoreError::Conflict { .. } => "log.conflict",
             StoreError::Missing(_) => "store.missing",

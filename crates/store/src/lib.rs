@@ -12,8 +12,9 @@
 //! A scale-out backend (a stream log and a Cypher graph) implements the same traits with the
 //! projection running behind the log and a checkpoint position instead.
 //!
-//! The traits are object-safe and blocking: the projection takes `&mut dyn GraphStore`, and async
-//! callers use a blocking pool.
+//! The traits are object-safe and blocking: the projection takes `&mut dyn ProjectionGraph` (the
+//! graph operations it calls, which every [`GraphStore`] has), and async callers use a blocking
+//! pool.
 
 #![warn(missing_docs)]
 
@@ -346,4 +347,132 @@ pub trait GraphStore: GraphReader {
     fn put_archived(&mut self, key: &NodeKey, archived_at: &str) -> Result<(), StoreError>;
     /// Forget every archive mark (reprojection that brings archived nodes back).
     fn clear_archived(&mut self) -> Result<(), StoreError>;
+}
+
+/// The graph operations the projection calls: what a backend must offer for the log to be folded
+/// into it. Every [`GraphStore`] has them (with the same meaning); a graph backend that keeps
+/// no search indexes of its own can offer these alone and still be projected into.
+pub trait ProjectionGraph {
+    /// [`GraphReader::node`].
+    fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError>;
+    /// [`GraphReader::node_exists`].
+    fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError>;
+    /// [`GraphReader::edge`].
+    fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError>;
+    /// [`GraphReader::edges_of`].
+    fn edges_of(
+        &self,
+        key: &NodeKey,
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Edge>, StoreError>;
+    /// [`GraphReader::session_events`].
+    fn session_events(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionSlot>, StoreError>;
+    /// [`GraphReader::session_tail`].
+    fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError>;
+    /// [`GraphReader::session_neighbors`].
+    fn session_neighbors(
+        &self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError>;
+    /// [`GraphReader::pending_for`].
+    fn pending_for(&self, key: &NodeKey) -> Result<Vec<Edge>, StoreError>;
+    /// [`GraphReader::pending_edges`].
+    fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, StoreError>;
+    /// [`GraphStore::put_node`].
+    fn put_node(&mut self, node: &Node) -> Result<(), StoreError>;
+    /// [`GraphStore::put_edge`].
+    fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError>;
+    /// [`GraphStore::delete_node`].
+    fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError>;
+    /// [`GraphStore::delete_edge`].
+    fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError>;
+    /// [`GraphStore::put_session_slot`].
+    fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError>;
+    /// [`GraphStore::delete_session_slot`].
+    fn delete_session_slot(
+        &mut self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(), StoreError>;
+    /// [`GraphStore::put_pending`].
+    fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError>;
+    /// [`GraphStore::take_pending`].
+    fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError>;
+}
+
+impl<T: GraphStore + ?Sized> ProjectionGraph for T {
+    fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        GraphReader::node(self, key)
+    }
+    fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
+        GraphReader::node_exists(self, key)
+    }
+    fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
+        GraphReader::edge(self, key)
+    }
+    fn edges_of(
+        &self,
+        key: &NodeKey,
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Edge>, StoreError> {
+        GraphReader::edges_of(self, key, edge_type, direction)
+    }
+    fn session_events(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionSlot>, StoreError> {
+        GraphReader::session_events(self, session_id, limit)
+    }
+    fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError> {
+        GraphReader::session_tail(self, session_id)
+    }
+    fn session_neighbors(
+        &self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError> {
+        GraphReader::session_neighbors(self, session_id, slot)
+    }
+    fn pending_for(&self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        GraphReader::pending_for(self, key)
+    }
+    fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
+        GraphReader::pending_edges(self)
+    }
+    fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
+        GraphStore::put_node(self, node)
+    }
+    fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
+        GraphStore::put_edge(self, edge)
+    }
+    fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
+        GraphStore::delete_node(self, key)
+    }
+    fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError> {
+        GraphStore::delete_edge(self, key)
+    }
+    fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError> {
+        GraphStore::put_session_slot(self, session_id, slot)
+    }
+    fn delete_session_slot(
+        &mut self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(), StoreError> {
+        GraphStore::delete_session_slot(self, session_id, slot)
+    }
+    fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
+        GraphStore::put_pending(self, waiting_for, edge)
+    }
+    fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        GraphStore::take_pending(self, key)
+    }
 }

@@ -30,6 +30,7 @@ mod people;
 mod readme;
 mod recall_interfaces;
 mod receipt;
+mod scaleout;
 mod scope_interfaces;
 mod semantic;
 mod server;

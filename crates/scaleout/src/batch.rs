@@ -1,0 +1,368 @@
+//! A batch of projection writes held back and applied as one transaction with the checkpoint,
+//! so a fold is applied whole or not at all: the unit that makes a worker's effect exactly once.
+//!
+//! The projection reads before it writes (does the entity exist, who are the event's session
+//! neighbours, which edges wait for this node), and within a batch it must see its own writes.
+//! `BatchFold` answers reads from what the batch wrote so far over the graph as it was when the
+//! batch began: nodes and edges by key, the whole order of each session the batch touches, and
+//! the parked edges of each node it touches (both read from the graph once, then kept).
+//!
+//! Reads of the graph itself are kept for the batch's life too (an entity that a page of
+//! events names is read once): the graph cannot change under the batch without moving the
+//! checkpoint, and then the commit applies nothing.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
+use ctxgraph_store::{ProjectionGraph, SessionSlot, StoreError};
+
+use crate::falkor_graph::{FalkorGraph, Write, pending_order};
+
+/// One side of a node's edges: the node, an edge type (or every type), outgoing or not.
+type EdgeSide = (NodeKey, Option<String>, bool);
+
+/// Projection writes over a [`FalkorGraph`], applied by [`BatchFold::commit`] or dropped.
+pub struct BatchFold<'g> {
+    base: &'g FalkorGraph,
+    /// The checkpoint when the batch began (watched: the commit fails if it moved).
+    start: u64,
+    /// Nodes written (`Some`) or deleted (`None`) in this batch.
+    nodes: BTreeMap<NodeKey, Option<Node>>,
+    /// Nodes deleted in this batch: their edges in the graph are gone.
+    detached: BTreeSet<NodeKey>,
+    /// Edges written (`Some`) or deleted (`None`) in this batch.
+    edges: BTreeMap<EdgeKey, Option<Edge>>,
+    /// The whole order of each session the batch touched.
+    sessions: BTreeMap<String, BTreeSet<SessionSlot>>,
+    /// The parked edges of each node the batch touched, by edge key.
+    pending: BTreeMap<NodeKey, BTreeMap<EdgeKey, Edge>>,
+    /// The writes, in order.
+    writes: Vec<Write>,
+    /// Whether `commit` ran (and so ended the watch).
+    finished: bool,
+    /// Nodes read from the graph.
+    read_nodes: RefCell<BTreeMap<NodeKey, Option<Node>>>,
+    /// Edges read from the graph, by node, type and side (`true`: outgoing).
+    read_edges: RefCell<BTreeMap<EdgeSide, Vec<Edge>>>,
+}
+
+impl std::fmt::Debug for BatchFold<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchFold").field("writes", &self.writes.len()).finish_non_exhaustive()
+    }
+}
+
+impl<'g> BatchFold<'g> {
+    /// Start a batch over `base`, watching its checkpoint (read it with
+    /// [`BatchFold::start`]: the batch folds the records after it).
+    pub fn new(base: &'g FalkorGraph) -> Result<BatchFold<'g>, StoreError> {
+        let start = base.watch_checkpoint()?;
+        Ok(BatchFold {
+            base,
+            start,
+            nodes: BTreeMap::new(),
+            detached: BTreeSet::new(),
+            edges: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            writes: Vec::new(),
+            finished: false,
+            read_nodes: RefCell::new(BTreeMap::new()),
+            read_edges: RefCell::new(BTreeMap::new()),
+        })
+    }
+
+    /// The graph's checkpoint when the batch began.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// How many graph writes the batch holds.
+    pub fn len(&self) -> usize {
+        self.writes.len()
+    }
+
+    /// Whether the batch holds no write.
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+    }
+
+    /// Apply every write and move the graph's checkpoint to `through`, in one transaction, if
+    /// no other fold moved the checkpoint since the batch began; whether it was applied (when
+    /// not, nothing was: fold again from the new checkpoint).
+    pub fn commit(mut self, through: u64) -> Result<bool, StoreError> {
+        // The transaction ends the watch: nothing is left for `drop` to undo.
+        self.finished = true;
+        self.base.commit_watched(&self.writes, through)
+    }
+
+    fn session(&mut self, session_id: &str) -> Result<&mut BTreeSet<SessionSlot>, StoreError> {
+        if !self.sessions.contains_key(session_id) {
+            let slots = self.base.session_events(session_id, usize::MAX)?;
+            self.sessions.insert(session_id.to_owned(), slots.into_iter().collect());
+        }
+        self.sessions
+            .get_mut(session_id)
+            .ok_or_else(|| StoreError::Corruption(format!("session `{session_id}` not loaded")))
+    }
+
+    fn parked(&mut self, key: &NodeKey) -> Result<&mut BTreeMap<EdgeKey, Edge>, StoreError> {
+        if !self.pending.contains_key(key) {
+            let edges = self.base.pending_for(key)?;
+            self.pending
+                .insert(key.clone(), edges.into_iter().map(|e| (e.key.clone(), e)).collect());
+        }
+        self.pending
+            .get_mut(key)
+            .ok_or_else(|| StoreError::Corruption(format!("parked edges of {key} not loaded")))
+    }
+
+    /// A node as the graph had it when the batch began.
+    fn base_node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        if let Some(node) = self.read_nodes.borrow().get(key) {
+            return Ok(node.clone());
+        }
+        let node = self.base.node(key)?;
+        self.read_nodes.borrow_mut().insert(key.clone(), node.clone());
+        Ok(node)
+    }
+
+    /// One side of a node's edges as the graph had them when the batch began.
+    fn base_edges(
+        &self,
+        key: &NodeKey,
+        edge_type: Option<&str>,
+        outgoing: bool,
+    ) -> Result<Vec<Edge>, StoreError> {
+        let cache_key = (key.clone(), edge_type.map(str::to_owned), outgoing);
+        if let Some(edges) = self.read_edges.borrow().get(&cache_key) {
+            return Ok(edges.clone());
+        }
+        let side = if outgoing { Direction::Out } else { Direction::In };
+        let edges = self.base.edges_of(key, edge_type, side)?;
+        self.read_edges.borrow_mut().insert(cache_key, edges.clone());
+        Ok(edges)
+    }
+
+    /// Whether an edge of the graph as it was is still there: neither end deleted in this batch.
+    fn base_edge_alive(&self, key: &EdgeKey) -> bool {
+        !self.detached.contains(&key.from) && !self.detached.contains(&key.to)
+    }
+}
+
+impl Drop for BatchFold<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.base.unwatch();
+        }
+    }
+}
+
+impl ProjectionGraph for BatchFold<'_> {
+    fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        match self.nodes.get(key) {
+            Some(written) => Ok(written.clone()),
+            None => self.base_node(key),
+        }
+    }
+
+    fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
+        match self.nodes.get(key) {
+            Some(written) => Ok(written.is_some()),
+            None => Ok(self.base_node(key)?.is_some()),
+        }
+    }
+
+    fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
+        if let Some(written) = self.edges.get(key) {
+            return Ok(written.clone());
+        }
+        if !self.base_edge_alive(key) {
+            return Ok(None);
+        }
+        self.base.edge(key)
+    }
+
+    fn edges_of(
+        &self,
+        key: &NodeKey,
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Edge>, StoreError> {
+        let mut out = Vec::new();
+        for outgoing in [true, false] {
+            let wanted = match direction {
+                Direction::Out => outgoing,
+                Direction::In => !outgoing,
+                Direction::Both => true,
+            };
+            if !wanted {
+                continue;
+            }
+            // The graph's edges still there and not rewritten by the batch …
+            let mut edges: BTreeMap<EdgeKey, Edge> = self
+                .base_edges(key, edge_type, outgoing)?
+                .into_iter()
+                .filter(|e| self.base_edge_alive(&e.key) && !self.edges.contains_key(&e.key))
+                .map(|e| (e.key.clone(), e))
+                .collect();
+            // … and the batch's own.
+            for (k, e) in &self.edges {
+                let near = if outgoing { &k.from } else { &k.to };
+                if let Some(e) = e
+                    && near == key
+                    && edge_type.is_none_or(|t| t == k.edge_type)
+                {
+                    edges.insert(k.clone(), e.clone());
+                }
+            }
+            let mut edges: Vec<Edge> = edges.into_values().collect();
+            edges.sort_by(|a, b| {
+                let far = |e: &Edge| if outgoing { e.key.to.clone() } else { e.key.from.clone() };
+                (&a.key.edge_type, far(a), &a.key.qualifier).cmp(&(
+                    &b.key.edge_type,
+                    far(b),
+                    &b.key.qualifier,
+                ))
+            });
+            out.extend(edges);
+        }
+        Ok(out)
+    }
+
+    fn session_events(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionSlot>, StoreError> {
+        match self.sessions.get(session_id) {
+            Some(slots) => Ok(slots.iter().take(limit).cloned().collect()),
+            None => self.base.session_events(session_id, limit),
+        }
+    }
+
+    fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError> {
+        match self.sessions.get(session_id) {
+            Some(slots) => Ok(slots.last().cloned()),
+            None => self.base.session_tail(session_id),
+        }
+    }
+
+    fn session_neighbors(
+        &self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError> {
+        match self.sessions.get(session_id) {
+            Some(slots) => Ok((
+                slots.range(..slot).next_back().cloned(),
+                slots
+                    .range((std::ops::Bound::Excluded(slot), std::ops::Bound::Unbounded))
+                    .next()
+                    .cloned(),
+            )),
+            None => self.base.session_neighbors(session_id, slot),
+        }
+    }
+
+    fn pending_for(&self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        let mut edges: Vec<Edge> = match self.pending.get(key) {
+            Some(parked) => parked.values().cloned().collect(),
+            None => self.base.pending_for(key)?,
+        };
+        edges.sort_by(|a, b| pending_order(&a.key).cmp(&pending_order(&b.key)));
+        Ok(edges)
+    }
+
+    fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
+        let mut all: Vec<(NodeKey, Edge)> = self
+            .base
+            .pending_edges()?
+            .into_iter()
+            .filter(|(wait, _)| !self.pending.contains_key(wait))
+            .collect();
+        for (wait, parked) in &self.pending {
+            all.extend(parked.values().map(|e| (wait.clone(), e.clone())));
+        }
+        all.sort_by(|a, b| (&a.0, pending_order(&a.1.key)).cmp(&(&b.0, pending_order(&b.1.key))));
+        Ok(all)
+    }
+
+    fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
+        self.writes.push(Write::put_node(node)?);
+        self.nodes.insert(node.key.clone(), Some(node.clone()));
+        Ok(())
+    }
+
+    fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
+        for end in [&edge.key.from, &edge.key.to] {
+            if !self.node_exists(end)? {
+                return Err(StoreError::Corruption(format!(
+                    "edge endpoint {end} is not a stored node"
+                )));
+            }
+        }
+        self.writes.push(Write::put_edge(edge)?);
+        self.edges.insert(edge.key.clone(), Some(edge.clone()));
+        Ok(())
+    }
+
+    fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
+        if !self.node_exists(key)? {
+            return Ok(false);
+        }
+        self.writes.push(Write::delete_node(key)?);
+        self.nodes.insert(key.clone(), None);
+        self.detached.insert(key.clone());
+        // The batch's own edges of the node go with it.
+        for (k, e) in self.edges.iter_mut() {
+            if &k.from == key || &k.to == key {
+                *e = None;
+            }
+        }
+        Ok(true)
+    }
+
+    fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError> {
+        if self.edge(key)?.is_none() {
+            return Ok(false);
+        }
+        self.writes.push(Write::delete_edge(key)?);
+        self.edges.insert(key.clone(), None);
+        Ok(true)
+    }
+
+    fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError> {
+        self.session(session_id)?.insert(slot.clone());
+        self.writes.push(Write::put_session_slot(session_id, slot));
+        Ok(())
+    }
+
+    fn delete_session_slot(
+        &mut self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(), StoreError> {
+        self.session(session_id)?.remove(slot);
+        self.writes.push(Write::delete_session_slot(session_id, slot));
+        Ok(())
+    }
+
+    fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
+        let write = Write::put_pending(waiting_for, edge)?;
+        self.parked(waiting_for)?.insert(edge.key.clone(), edge.clone());
+        self.writes.push(write);
+        Ok(())
+    }
+
+    fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        let parked = std::mem::take(self.parked(key)?);
+        let mut edges: Vec<Edge> = parked.into_values().collect();
+        edges.sort_by(|a, b| pending_order(&a.key).cmp(&pending_order(&b.key)));
+        if !edges.is_empty() {
+            self.writes.push(Write::drop_pending(key));
+        }
+        Ok(edges)
+    }
+}

@@ -1,0 +1,280 @@
+//! A consumer of a store's log stream in a consumer group: what a projection worker reads with.
+//!
+//! Each stage (projection, enrichment, consolidation) is its own group, so each has its own
+//! cursor over the stream. An entry a consumer read but did not acknowledge stays in the group's
+//! pending-entry list; when the consumer dies, another claims such entries once they have been
+//! idle long enough ([`LogConsumer::claim_idle`]). Entries carry only a position and a kind: the
+//! record itself is read from the log ([`crate::RedisLog`]) by position.
+
+use std::time::Duration;
+
+use ctxgraph_store::StoreError;
+use redis::Value;
+
+use crate::reply::{TIMEOUT, connect, failure, text};
+use crate::url::StoreUrl;
+
+/// The longest group or consumer name, in bytes.
+pub const MAX_CONSUMER_NAME_BYTES: usize = 64;
+
+/// One consumer of one group on one store's stream.
+pub struct LogConsumer {
+    url: StoreUrl,
+    stream: String,
+    group: String,
+    consumer: String,
+    conn: redis::Connection,
+}
+
+impl std::fmt::Debug for LogConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogConsumer")
+            .field("url", &self.url.to_string())
+            .field("group", &self.group)
+            .field("consumer", &self.consumer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A group or consumer name: 1 to 64 bytes of `A-Z a-z 0-9 _ -`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerName(String);
+
+/// Why a group or consumer name was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "consumer name `{value}`: 1 to {MAX_CONSUMER_NAME_BYTES} bytes of `A-Z a-z 0-9 _ -` (rule: stream.consumer_name)"
+)]
+pub struct NameError {
+    /// The name given.
+    pub value: String,
+}
+
+impl ConsumerName {
+    /// Check a name.
+    pub fn parse(name: &str) -> Result<ConsumerName, NameError> {
+        let plain = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if name.is_empty() || name.len() > MAX_CONSUMER_NAME_BYTES || !plain {
+            return Err(NameError { value: name.to_owned() });
+        }
+        Ok(ConsumerName(name.to_owned()))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Where a group and its consumers stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupState {
+    /// Entries delivered to a consumer and not acknowledged.
+    pub pending: u64,
+    /// Entries in the stream not yet delivered to any consumer of the group.
+    pub lag: u64,
+    /// The position of the last entry delivered (0 before the first).
+    pub delivered_through: u64,
+}
+
+impl LogConsumer {
+    /// Join `group` as `consumer` on the stream of the store `url` names, creating the group
+    /// (reading from the first entry) if it does not exist.
+    pub fn join(
+        url: &StoreUrl,
+        group: &ConsumerName,
+        consumer: &ConsumerName,
+    ) -> Result<LogConsumer, StoreError> {
+        let (group, consumer) = (group.0.as_str(), consumer.0.as_str());
+        let fail = |e: redis::RedisError| remote(url, &e);
+        let mut conn = connect(url).map_err(fail)?;
+        let stream = format!("{}stream", url.key_prefix());
+        let created: Result<Value, redis::RedisError> = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(&stream)
+            .arg(group)
+            .arg("0")
+            .arg("MKSTREAM")
+            .query(&mut conn);
+        match created {
+            Ok(_) => {}
+            // Another consumer created it first: join it as it is.
+            Err(e) if e.code() == Some("BUSYGROUP") => {}
+            Err(e) => return Err(fail(e)),
+        }
+        Ok(LogConsumer {
+            url: url.clone(),
+            stream,
+            group: group.to_owned(),
+            consumer: consumer.to_owned(),
+            conn,
+        })
+    }
+
+    /// Up to `count` positions not yet delivered to this group, in log order; waits up to
+    /// `block` for one when there are none (returns none after it). The positions stay pending
+    /// for this consumer until [`LogConsumer::ack`].
+    pub fn next(&mut self, count: usize, block: Option<Duration>) -> Result<Vec<u64>, StoreError> {
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP").arg(&self.group).arg(&self.consumer).arg("COUNT").arg(count.max(1));
+        if let Some(wait) = block {
+            // BLOCK 0 would wait forever: the shortest wait is one millisecond.
+            cmd.arg("BLOCK").arg(wait.as_millis().max(1));
+            self.conn.set_read_timeout(Some(TIMEOUT + wait)).map_err(|e| self.fail(&e))?;
+        }
+        cmd.arg("STREAMS").arg(&self.stream).arg(">");
+        let reply: Value = cmd.query(&mut self.conn).map_err(|e| self.fail(&e))?;
+        if block.is_some() {
+            self.conn.set_read_timeout(Some(TIMEOUT)).map_err(|e| self.fail(&e))?;
+        }
+        // [[stream, [[id, fields], ...]]], or nil when the wait ran out.
+        let mut out = Vec::new();
+        if let Value::Array(streams) = reply {
+            for s in streams {
+                let Value::Array(parts) = s else { return Err(self.odd("XREADGROUP")) };
+                let Some(Value::Array(entries)) = parts.get(1) else {
+                    return Err(self.odd("XREADGROUP"));
+                };
+                out.extend(self.positions(entries)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Acknowledge `positions`: done, no longer pending. Returns how many were pending.
+    pub fn ack(&mut self, positions: &[u64]) -> Result<u64, StoreError> {
+        if positions.is_empty() {
+            return Ok(0);
+        }
+        let mut cmd = redis::cmd("XACK");
+        cmd.arg(&self.stream).arg(&self.group);
+        for p in positions {
+            cmd.arg(format!("0-{p}"));
+        }
+        cmd.query(&mut self.conn).map_err(|e| self.fail(&e))
+    }
+
+    /// Take over up to `count` entries of this group that another consumer (a worker that died)
+    /// read and has not acknowledged for at least `min_idle`, in log order. They become this
+    /// consumer's pending entries.
+    pub fn claim_idle(&mut self, min_idle: Duration, count: usize) -> Result<Vec<u64>, StoreError> {
+        let mut out = Vec::new();
+        let mut cursor = "0-0".to_owned();
+        loop {
+            let reply: Value = redis::cmd("XAUTOCLAIM")
+                .arg(&self.stream)
+                .arg(&self.group)
+                .arg(&self.consumer)
+                .arg(min_idle.as_millis())
+                .arg(&cursor)
+                .arg("COUNT")
+                .arg(count.saturating_sub(out.len()).max(1))
+                .query(&mut self.conn)
+                .map_err(|e| self.fail(&e))?;
+            // [next cursor, [[id, fields], ...], [deleted ids]]
+            let Value::Array(parts) = reply else { return Err(self.odd("XAUTOCLAIM")) };
+            let (Some(next), Some(Value::Array(entries))) = (parts.first(), parts.get(1)) else {
+                return Err(self.odd("XAUTOCLAIM"));
+            };
+            out.extend(self.positions(entries)?);
+            cursor = text(next).ok_or_else(|| self.odd("XAUTOCLAIM"))?;
+            if cursor == "0-0" || out.len() >= count {
+                out.sort_unstable();
+                return Ok(out);
+            }
+        }
+    }
+
+    /// The group's pending entries, lag and last delivered position.
+    pub fn state(&mut self) -> Result<GroupState, StoreError> {
+        let reply: Value = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(&self.stream)
+            .query(&mut self.conn)
+            .map_err(|e| self.fail(&e))?;
+        let Value::Array(groups) = reply else { return Err(self.odd("XINFO GROUPS")) };
+        for g in groups {
+            let fields = pairs(&g);
+            let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+            if field("name").and_then(text).as_deref() != Some(self.group.as_str()) {
+                continue;
+            }
+            let int = |name: &str| match field(name) {
+                Some(Value::Int(n)) => u64::try_from(*n).unwrap_or(0),
+                _ => 0,
+            };
+            let delivered = field("last-delivered-id").and_then(text).unwrap_or_default();
+            return Ok(GroupState {
+                pending: int("pending"),
+                lag: int("lag"),
+                delivered_through: position_of_id(&delivered).unwrap_or(0),
+            });
+        }
+        Err(self.odd("XINFO GROUPS"))
+    }
+
+    fn positions(&self, entries: &[Value]) -> Result<Vec<u64>, StoreError> {
+        entries
+            .iter()
+            .map(|e| {
+                let Value::Array(parts) = e else { return Err(self.odd("a stream entry")) };
+                parts
+                    .first()
+                    .and_then(text)
+                    .and_then(|id| position_of_id(&id))
+                    .ok_or_else(|| self.odd("a stream entry"))
+            })
+            .collect()
+    }
+
+    fn fail(&self, e: &redis::RedisError) -> StoreError {
+        remote(&self.url, e)
+    }
+
+    fn odd(&self, what: &str) -> StoreError {
+        StoreError::Corruption(format!(
+            "{}: the reply to {what} is not what the log stream holds; were its keys written by something else?",
+            self.url
+        ))
+    }
+}
+
+/// The position of a stream entry id `0-POSITION`.
+fn position_of_id(id: &str) -> Option<u64> {
+    id.strip_prefix("0-")?.parse().ok()
+}
+
+/// A flat `[key, value, …]` reply (or a map reply) as pairs.
+fn pairs(v: &Value) -> Vec<(String, Value)> {
+    if let Value::Map(items) = v {
+        return items.iter().filter_map(|(k, v)| Some((text(k)?, v.clone()))).collect();
+    }
+    if let Value::Array(items) = v {
+        return items
+            .chunks(2)
+            .filter_map(|kv| Some((text(kv.first()?)?, kv.get(1)?.clone())))
+            .collect();
+    }
+    Vec::new()
+}
+
+fn remote(url: &StoreUrl, e: &redis::RedisError) -> StoreError {
+    failure("redis", url, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_short_plain_words() {
+        assert_eq!(ConsumerName::parse("project-1_a").unwrap().as_str(), "project-1_a");
+        for bad in ["", "with space", "a:b", "é", &"n".repeat(MAX_CONSUMER_NAME_BYTES + 1)] {
+            let e = ConsumerName::parse(bad).unwrap_err();
+            assert_eq!(e.value, bad);
+            assert!(e.to_string().contains("stream.consumer_name"), "{e}");
+        }
+        assert_eq!(position_of_id("0-42"), Some(42));
+        assert_eq!(position_of_id("1-42"), None);
+    }
+}

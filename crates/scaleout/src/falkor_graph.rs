@@ -1,0 +1,832 @@
+//! The projected graph on FalkorDB: nodes, edges, neighbours by type and direction, session
+//! order and the projection checkpoint, every value a query parameter.
+//!
+//! # Layout (one graph per store, named `ctxgraph:{NAME}:graph`)
+//!
+//! ```text
+//! (:Label {id, props})                  a node; props is its properties as JSON text
+//! (a)-[:TYPE {q, props}]->(b)           an edge; q its qualifier (the fourth part of its key)
+//! (:_SessionSlot {session, at, event})  one event's place in its session's order
+//! (:_Pending {wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, q, props})
+//!                                       an edge waiting for its endpoint `wait` to exist
+//! ctxgraph:{NAME}:projected_through    the projection checkpoint: a plain key beside the
+//!                                       graph, so a fold's commit can watch it (see `batch.rs`)
+//! ```
+//!
+//! Cypher cannot take a label or a relationship type as a parameter, so those are checked to be
+//! plain identifiers (`[A-Za-z][A-Za-z0-9_]*`, as the schema modules name them) and written in
+//! backticks; everything else (ids, qualifiers, properties, session ids, times) is a parameter.
+//! Every node label of the schema gets an index and a unique constraint on `id`; the internal
+//! labels start with `_`, which no schema label does.
+//!
+//! Properties are stored as JSON text because FalkorDB property values cannot be maps, and a
+//! node's properties are arbitrary JSON; the projection reads them whole, by key.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+
+use ctxgraph_ontology::Schema;
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
+use ctxgraph_store::{GraphCounts, ProjectionGraph, SessionSlot, StoreError};
+use falkordb::{
+    EntityType, FalkorClientBuilder, FalkorConnectionInfo, FalkorSyncClient, FalkorValue, SyncGraph,
+};
+
+use crate::reply::{TIMEOUT, connect, failure};
+use crate::url::StoreUrl;
+
+/// The largest `LIMIT` sent (see [`count`]).
+const MAX_LIMIT: usize = i32::MAX as usize;
+
+/// The label of session-order entries.
+const SLOT: &str = "_SessionSlot";
+/// The label of edges waiting for an endpoint.
+const PENDING: &str = "_Pending";
+
+/// The properties of a parked edge that make its key, in the embedded store's key order.
+const PENDING_KEY: &str = "wait_label: $wait_label, wait_id: $wait_id, from_label: $from_label, \
+     from_id: $from_id, edge_type: $edge_type, to_label: $to_label, to_id: $to_id, q: $q";
+
+/// One store's graph on a FalkorDB server.
+pub struct FalkorGraph {
+    url: StoreUrl,
+    name: String,
+    // Kept for the life of the graph handle: the handle's connections belong to it.
+    _client: FalkorSyncClient,
+    graph: RefCell<SyncGraph>,
+    /// The checkpoint's key.
+    checkpoint: String,
+    /// A plain connection, for constraints, the checkpoint and transactions.
+    raw: RefCell<redis::Connection>,
+    /// Node labels that already have their index and constraint.
+    indexed: BTreeSet<String>,
+}
+
+impl std::fmt::Debug for FalkorGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FalkorGraph").field("graph", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// A query's parameters: names and values.
+type Params<'a> = &'a [(&'a str, FalkorValue)];
+
+fn s(v: &str) -> FalkorValue {
+    FalkorValue::String(v.to_owned())
+}
+
+fn int(v: i64) -> FalkorValue {
+    FalkorValue::I64(v)
+}
+
+impl FalkorGraph {
+    /// Connect to the server of `url` and use its store's graph, creating the index and unique
+    /// constraint on `id` for every node label of `schema` (and the bookkeeping labels) that
+    /// lacks them.
+    pub fn connect(url: &StoreUrl, schema: &Schema) -> Result<FalkorGraph, StoreError> {
+        let info: FalkorConnectionInfo = (url.host(), url.port())
+            .try_into()
+            .map_err(|e: falkordb::FalkorDBError| remote(url, &e))?;
+        let client = FalkorClientBuilder::new()
+            .with_connection_info(info)
+            .with_num_connections(std::num::NonZeroU8::MIN)
+            .with_connect_timeout(Some(TIMEOUT))
+            .with_response_timeout(Some(TIMEOUT))
+            .build()
+            .map_err(|e| remote(url, &e))?;
+        let name = format!("{}graph", url.key_prefix());
+        let graph = client.select_graph(&name);
+        let raw = connect(url).map_err(|e| raw_remote(url, &e))?;
+        let mut g = FalkorGraph {
+            url: url.clone(),
+            name,
+            _client: client,
+            graph: RefCell::new(graph),
+            raw: RefCell::new(raw),
+            checkpoint: format!("{}projected_through", url.key_prefix()),
+            indexed: BTreeSet::new(),
+        };
+        g.ensure_schema(schema)?;
+        Ok(g)
+    }
+
+    /// The graph's name on the server.
+    pub fn graph_name(&self) -> &str {
+        &self.name
+    }
+
+    /// Create the index and unique constraint on `id` of every node label of `schema` that
+    /// lacks them (a schema module adds labels: call again after one).
+    pub fn ensure_schema(&mut self, schema: &Schema) -> Result<(), StoreError> {
+        let mut labels: Vec<&str> = schema.node_types().keys().map(String::as_str).collect();
+        labels.extend([SLOT, PENDING]);
+        let missing: Vec<&str> =
+            labels.into_iter().filter(|l| !self.indexed.contains(*l)).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let indexes: BTreeSet<String> = self
+            .graph
+            .borrow_mut()
+            .list_indices()
+            .map_err(|e| self.fail(&e))?
+            .data
+            .into_iter()
+            .filter(|i| i.entity_type == EntityType::Node)
+            .map(|i| i.index_label)
+            .collect();
+        let constrained: BTreeSet<String> = self
+            .graph
+            .borrow_mut()
+            .list_constraints()
+            .map_err(|e| self.fail(&e))?
+            .data
+            .into_iter()
+            .filter(|c| c.entity_type == EntityType::Node && c.properties == ["id"])
+            .map(|c| c.label)
+            .collect();
+        for label in missing {
+            let quoted = name(label, "label")?;
+            if label == SLOT || label == PENDING {
+                // Slots are found by session, parked edges by the node they wait for; neither
+                // has an id.
+                let field = if label == SLOT { "session" } else { "wait_id" };
+                if !indexes.contains(label) {
+                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.{field})"), &[])?;
+                }
+            } else if !constrained.contains(label) {
+                if !indexes.contains(label) {
+                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.id)"), &[])?;
+                }
+                // The constraint needs the index first; FalkorDB builds it in the background.
+                self.create_constraint(label)?;
+            }
+            self.indexed.insert(label.to_owned());
+        }
+        Ok(())
+    }
+
+    /// `GRAPH.CONSTRAINT CREATE … UNIQUE NODE label PROPERTIES 1 id` over a plain connection.
+    /// `GRAPH.CONSTRAINT CREATE … UNIQUE NODE label PROPERTIES 1 id`.
+    fn create_constraint(&self, label: &str) -> Result<(), StoreError> {
+        redis::cmd("GRAPH.CONSTRAINT")
+            .arg("CREATE")
+            .arg(&self.name)
+            .arg("UNIQUE")
+            .arg("NODE")
+            .arg(label)
+            .arg("PROPERTIES")
+            .arg(1)
+            .arg("id")
+            .query::<redis::Value>(&mut *self.raw.borrow_mut())
+            .map(drop)
+            .map_err(|e| raw_remote(&self.url, &e))
+    }
+
+    /// Run one query with its parameters and return its rows.
+    fn run(&self, query: &str, params: Params<'_>) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
+        let mut graph = self.graph.borrow_mut();
+        let mut q = graph.query(query);
+        for (k, v) in params {
+            q = q.with_param(k, v.clone());
+        }
+        let result = q.execute().map_err(|e| remote(&self.url, &e))?;
+        result
+            .data
+            .map(|row| row.map(falkordb::Row::into_values).map_err(|e| remote(&self.url, &e)))
+            .collect()
+    }
+
+    /// Watch the checkpoint on the plain connection and read it: the start of a batch
+    /// ([`FalkorGraph::commit_watched`] applies the batch only if nobody moved it since).
+    pub(crate) fn watch_checkpoint(&self) -> Result<u64, StoreError> {
+        let mut raw = self.raw.borrow_mut();
+        redis::cmd("UNWATCH")
+            .query::<redis::Value>(&mut *raw)
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        redis::cmd("WATCH")
+            .arg(&self.checkpoint)
+            .query::<redis::Value>(&mut *raw)
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        let value: Option<u64> = redis::cmd("GET")
+            .arg(&self.checkpoint)
+            .query(&mut *raw)
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        Ok(value.unwrap_or(0))
+    }
+
+    /// Forget a watch (a batch dropped without its commit).
+    pub(crate) fn unwatch(&self) {
+        if let Ok(mut raw) = self.raw.try_borrow_mut() {
+            // A failure leaves a watch that only makes a later commit retry.
+            let _ = redis::cmd("UNWATCH").query::<redis::Value>(&mut *raw);
+        }
+    }
+
+    /// Run `writes` and move the checkpoint to `through` as one Redis transaction (`MULTI` …
+    /// `EXEC`) if the checkpoint has not moved since [`FalkorGraph::watch_checkpoint`]; whether
+    /// it ran. The server applies the block with no other command between its commands and
+    /// writes it to its append-only file as one unit, so a crash of this process before `EXEC`
+    /// leaves none of it applied, and of two folds of the same records only the first commits.
+    /// (A query that fails inside the block does not undo the others: Redis transactions do not
+    /// roll back; the error is returned.)
+    pub(crate) fn commit_watched(
+        &self,
+        writes: &[Write],
+        through: u64,
+    ) -> Result<bool, StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        pipe.cmd("SET").arg(&self.checkpoint).arg(through);
+        for w in writes {
+            pipe.cmd("GRAPH.QUERY").arg(&self.name).arg(w.with_preamble()?);
+        }
+        let mut raw = self.raw.borrow_mut();
+        let reply: redis::Value = pipe.query(&mut *raw).map_err(|e| raw_remote(&self.url, &e))?;
+        // Nil: the watched checkpoint moved and nothing ran.
+        if reply == redis::Value::Nil {
+            return Ok(false);
+        }
+        let redis::Value::Array(replies) = reply else {
+            return Err(StoreError::Corruption(format!(
+                "{}: a transaction's reply is not a list",
+                self.url
+            )));
+        };
+        for reply in replies {
+            if let redis::Value::ServerError(e) = reply {
+                return Err(StoreError::Remote {
+                    backend: "falkordb",
+                    detail: format!("{}: a query of a batch failed: {e:?}", self.url),
+                });
+            }
+        }
+        Ok(true)
+    }
+
+    fn fail(&self, e: &falkordb::FalkorDBError) -> StoreError {
+        remote(&self.url, e)
+    }
+
+    /// Which of `ids` are ids of nodes of `label`, in the order given.
+    pub fn existing_ids(&self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let quoted = name(label, "label")?;
+        let list = FalkorValue::Array(ids.iter().map(|i| s(i)).collect());
+        let rows = self
+            .run(&format!("MATCH (n:{quoted}) WHERE n.id IN $ids RETURN n.id"), &[("ids", list)])?;
+        let found: BTreeSet<String> =
+            rows.iter().map(|r| text_at(r, 0, &self.url)).collect::<Result<_, _>>()?;
+        Ok(ids.iter().filter(|id| found.contains(*id)).cloned().collect())
+    }
+
+    /// Nodes of a label in id order, after `after` (exclusive), at most `limit`.
+    pub fn nodes_by_label(
+        &self,
+        label: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Node>, StoreError> {
+        let quoted = name(label, "label")?;
+        let rows = self.run(
+            &format!(
+                "MATCH (n:{quoted}) WHERE n.id > $after RETURN n.id, n.props ORDER BY n.id LIMIT $limit"
+            ),
+            &[("after", s(after.unwrap_or(""))), ("limit", int(count(limit)))],
+        )?;
+        rows.iter()
+            .map(|r| {
+                Ok(Node {
+                    key: NodeKey { label: label.to_owned(), id: text_at(r, 0, &self.url)? },
+                    props: props_from(&text_at(r, 1, &self.url)?)?,
+                })
+            })
+            .collect()
+    }
+
+    fn slots(&self, query: &str, params: Params<'_>) -> Result<Vec<SessionSlot>, StoreError> {
+        let rows = self.run(query, params)?;
+        rows.iter()
+            .map(|r| {
+                Ok(SessionSlot {
+                    at_ns: int_at(r, 0, &self.url)?,
+                    event_id: text_at(r, 1, &self.url)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Session ids in order, after `after` (exclusive), at most `limit`.
+    pub fn sessions(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError> {
+        let rows = self.run(
+            &format!(
+                "MATCH (x:{SLOT}) WHERE x.session > $after \
+                 RETURN DISTINCT x.session AS session ORDER BY session LIMIT $limit"
+            ),
+            &[("after", s(after.unwrap_or(""))), ("limit", int(count(limit)))],
+        )?;
+        rows.iter().map(|r| text_at(r, 0, &self.url)).collect()
+    }
+
+    /// The last log position folded into the graph; 0 when none.
+    pub fn projected_through(&self) -> Result<u64, StoreError> {
+        let value: Option<u64> = redis::cmd("GET")
+            .arg(&self.checkpoint)
+            .query(&mut *self.raw.borrow_mut())
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        Ok(value.unwrap_or(0))
+    }
+
+    /// Move the projection checkpoint.
+    pub fn set_projected_through(&mut self, position: u64) -> Result<(), StoreError> {
+        redis::cmd("SET")
+            .arg(&self.checkpoint)
+            .arg(position)
+            .query::<redis::Value>(&mut *self.raw.borrow_mut())
+            .map(drop)
+            .map_err(|e| raw_remote(&self.url, &e))
+    }
+
+    /// Nodes per label and edges per type, each sorted by name, and the edges waiting for an
+    /// endpoint (bookkeeping entries are not counted as nodes).
+    pub fn counts(&self) -> Result<GraphCounts, StoreError> {
+        let group = |g: &FalkorGraph, query: &str| -> Result<Vec<(String, u64)>, StoreError> {
+            let rows = g.run(query, &[])?;
+            rows.iter()
+                .map(|r| {
+                    let n = int_at(r, 1, &g.url)?;
+                    Ok((text_at(r, 0, &g.url)?, u64::try_from(n).unwrap_or(0)))
+                })
+                .collect()
+        };
+        Ok(GraphCounts {
+            nodes: group(
+                self,
+                "MATCH (n) WITH labels(n)[0] AS label WHERE NOT label STARTS WITH '_' \
+                 RETURN label, count(*) ORDER BY label",
+            )?,
+            edges: group(self, "MATCH ()-[r]->() RETURN type(r) AS t, count(*) ORDER BY t")?,
+            pending_edges: u64::try_from(first_int(
+                &self.run(&format!("MATCH (p:{PENDING}) RETURN count(p)"), &[])?,
+                &self.url,
+            )?)
+            .unwrap_or(0),
+        })
+    }
+
+    /// Remove every node, edge and bookkeeping entry (the indexes and constraints stay): the
+    /// start of a rebuild from the log.
+    pub fn clear_graph(&mut self) -> Result<(), StoreError> {
+        self.run("MATCH (n) DETACH DELETE n", &[])?;
+        self.set_projected_through(0)
+    }
+}
+
+impl ProjectionGraph for FalkorGraph {
+    fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
+        let w = Write::put_node(node)?;
+        self.run(&w.query, &w.params)?;
+        Ok(())
+    }
+
+    fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        let label = name(&key.label, "label")?;
+        let rows = self
+            .run(&format!("MATCH (n:{label} {{id: $id}}) RETURN n.props"), &[("id", s(&key.id))])?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        let props = props_from(&text_at(&row, 0, &self.url)?)?;
+        Ok(Some(Node { key: key.clone(), props }))
+    }
+
+    fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
+        let label = name(&key.label, "label")?;
+        let rows = self.run(
+            &format!("MATCH (n:{label} {{id: $id}}) RETURN count(n)"),
+            &[("id", s(&key.id))],
+        )?;
+        Ok(first_int(&rows, &self.url)? > 0)
+    }
+
+    fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
+        let w = Write::delete_node(key)?;
+        let rows = self.run(&w.query, &w.params)?;
+        Ok(first_int(&rows, &self.url)? > 0)
+    }
+
+    fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
+        let k = &edge.key;
+        let w = Write::put_edge(edge)?;
+        let rows = self.run(&w.query, &w.params)?;
+        if first_int(&rows, &self.url)? == 0 {
+            let missing = if self.node_exists(&k.from)? { &k.to } else { &k.from };
+            return Err(StoreError::Corruption(format!(
+                "edge endpoint {missing} is not a stored node"
+            )));
+        }
+        Ok(())
+    }
+
+    fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
+        let (from, to, ty) = (
+            name(&key.from.label, "label")?,
+            name(&key.to.label, "label")?,
+            name(&key.edge_type, "edge type")?,
+        );
+        let rows = self.run(
+            &format!(
+                "MATCH (a:{from} {{id: $from}})-[r:{ty} {{q: $q}}]->(b:{to} {{id: $to}}) RETURN r.props"
+            ),
+            &[("from", s(&key.from.id)), ("to", s(&key.to.id)), ("q", s(&key.qualifier))],
+        )?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        Ok(Some(Edge { key: key.clone(), props: props_from(&text_at(&row, 0, &self.url)?)? }))
+    }
+
+    fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError> {
+        let w = Write::delete_edge(key)?;
+        let rows = self.run(&w.query, &w.params)?;
+        Ok(first_int(&rows, &self.url)? > 0)
+    }
+
+    fn edges_of(
+        &self,
+        key: &NodeKey,
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Edge>, StoreError> {
+        let label = name(&key.label, "label")?;
+        let rel = match edge_type {
+            Some(t) => format!("[r:{}]", name(t, "edge type")?),
+            None => "[r]".to_owned(),
+        };
+        let mut out = Vec::new();
+        for outgoing in [true, false] {
+            let wanted = match direction {
+                Direction::Out => outgoing,
+                Direction::In => !outgoing,
+                Direction::Both => true,
+            };
+            if !wanted {
+                continue;
+            }
+            let pattern = if outgoing {
+                format!("(n:{label} {{id: $id}})-{rel}->(m)")
+            } else {
+                format!("(n:{label} {{id: $id}})<-{rel}-(m)")
+            };
+            let rows = self.run(
+                &format!(
+                    "MATCH {pattern} WHERE NOT labels(m)[0] STARTS WITH '_' \
+                     RETURN type(r), labels(m)[0], m.id, r.q, r.props"
+                ),
+                &[("id", s(&key.id))],
+            )?;
+            let mut edges = rows
+                .iter()
+                .map(|r| {
+                    let other =
+                        NodeKey { label: text_at(r, 1, &self.url)?, id: text_at(r, 2, &self.url)? };
+                    let (from, to) =
+                        if outgoing { (key.clone(), other) } else { (other, key.clone()) };
+                    Ok(Edge {
+                        key: EdgeKey {
+                            edge_type: text_at(r, 0, &self.url)?,
+                            from,
+                            to,
+                            qualifier: text_at(r, 3, &self.url)?,
+                        },
+                        props: props_from(&text_at(r, 4, &self.url)?)?,
+                    })
+                })
+                .collect::<Result<Vec<Edge>, StoreError>>()?;
+            edges.sort_by(|a, b| {
+                let far = |e: &Edge| if outgoing { e.key.to.clone() } else { e.key.from.clone() };
+                (&a.key.edge_type, far(a), &a.key.qualifier).cmp(&(
+                    &b.key.edge_type,
+                    far(b),
+                    &b.key.qualifier,
+                ))
+            });
+            out.extend(edges);
+        }
+        Ok(out)
+    }
+
+    fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError> {
+        let w = Write::put_session_slot(session_id, slot);
+        self.run(&w.query, &w.params)?;
+        Ok(())
+    }
+
+    fn delete_session_slot(
+        &mut self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(), StoreError> {
+        let w = Write::delete_session_slot(session_id, slot);
+        self.run(&w.query, &w.params)?;
+        Ok(())
+    }
+
+    fn session_events(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionSlot>, StoreError> {
+        self.slots(
+            &format!(
+                "MATCH (x:{SLOT} {{session: $session}}) RETURN x.at, x.event ORDER BY x.at, x.event LIMIT $limit"
+            ),
+            &[("session", s(session_id)), ("limit", int(count(limit)))],
+        )
+    }
+
+    fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError> {
+        Ok(self
+            .slots(
+                &format!(
+                    "MATCH (x:{SLOT} {{session: $session}}) RETURN x.at, x.event ORDER BY x.at DESC, x.event DESC LIMIT 1"
+                ),
+                &[("session", s(session_id))],
+            )?
+            .pop())
+    }
+
+    fn session_neighbors(
+        &self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError> {
+        let params =
+            [("session", s(session_id)), ("at", int(slot.at_ns)), ("event", s(&slot.event_id))];
+        let before = self.slots(
+            &format!(
+                "MATCH (x:{SLOT} {{session: $session}}) \
+                 WHERE x.at < $at OR (x.at = $at AND x.event < $event) \
+                 RETURN x.at, x.event ORDER BY x.at DESC, x.event DESC LIMIT 1"
+            ),
+            &params,
+        )?;
+        let after = self.slots(
+            &format!(
+                "MATCH (x:{SLOT} {{session: $session}}) \
+                 WHERE x.at > $at OR (x.at = $at AND x.event > $event) \
+                 RETURN x.at, x.event ORDER BY x.at, x.event LIMIT 1"
+            ),
+            &params,
+        )?;
+        Ok((before.into_iter().next(), after.into_iter().next()))
+    }
+
+    fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
+        let w = Write::put_pending(waiting_for, edge)?;
+        self.run(&w.query, &w.params)?;
+        Ok(())
+    }
+
+    fn pending_for(&self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        let rows = self.run(
+            &format!(
+                "MATCH (p:{PENDING} {{wait_label: $label, wait_id: $id}}) RETURN {PENDING_COLUMNS}"
+            ),
+            &[("label", s(&key.label)), ("id", s(&key.id))],
+        )?;
+        let mut edges: Vec<(NodeKey, Edge)> =
+            rows.iter().map(|r| pending_row(r, &self.url)).collect::<Result<_, _>>()?;
+        edges.sort_by(|a, b| pending_order(&a.1.key).cmp(&pending_order(&b.1.key)));
+        Ok(edges.into_iter().map(|(_, e)| e).collect())
+    }
+
+    fn take_pending(&mut self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        let edges = self.pending_for(key)?;
+        if !edges.is_empty() {
+            let w = Write::drop_pending(key);
+            self.run(&w.query, &w.params)?;
+        }
+        Ok(edges)
+    }
+
+    fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
+        let rows = self.run(&format!("MATCH (p:{PENDING}) RETURN {PENDING_COLUMNS}"), &[])?;
+        let mut edges: Vec<(NodeKey, Edge)> =
+            rows.iter().map(|r| pending_row(r, &self.url)).collect::<Result<_, _>>()?;
+        edges.sort_by(|a, b| (&a.0, pending_order(&a.1.key)).cmp(&(&b.0, pending_order(&b.1.key))));
+        Ok(edges)
+    }
+}
+
+/// One graph write: a query and its parameters. Built once, run alone (`FalkorGraph`'s write
+/// methods) or with others in one transaction ([`FalkorGraph::apply_atomically`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Write {
+    pub(crate) query: String,
+    pub(crate) params: Vec<(&'static str, FalkorValue)>,
+}
+
+impl Write {
+    pub(crate) fn put_node(node: &Node) -> Result<Write, StoreError> {
+        let label = name(&node.key.label, "label")?;
+        Ok(Write {
+            query: format!("MERGE (n:{label} {{id: $id}}) SET n.props = $props"),
+            params: vec![("id", s(&node.key.id)), ("props", s(&props_to(&node.props)?))],
+        })
+    }
+
+    pub(crate) fn delete_node(key: &NodeKey) -> Result<Write, StoreError> {
+        let label = name(&key.label, "label")?;
+        Ok(Write {
+            query: format!("MATCH (n:{label} {{id: $id}}) DETACH DELETE n RETURN count(n)"),
+            params: vec![("id", s(&key.id))],
+        })
+    }
+
+    pub(crate) fn put_edge(edge: &Edge) -> Result<Write, StoreError> {
+        let k = &edge.key;
+        let (from, to, ty) = (
+            name(&k.from.label, "label")?,
+            name(&k.to.label, "label")?,
+            name(&k.edge_type, "edge type")?,
+        );
+        Ok(Write {
+            query: format!(
+                "MATCH (a:{from} {{id: $from}}), (b:{to} {{id: $to}}) \
+                 MERGE (a)-[r:{ty} {{q: $q}}]->(b) SET r.props = $props RETURN count(r)"
+            ),
+            params: vec![
+                ("from", s(&k.from.id)),
+                ("to", s(&k.to.id)),
+                ("q", s(&k.qualifier)),
+                ("props", s(&props_to(&edge.props)?)),
+            ],
+        })
+    }
+
+    pub(crate) fn delete_edge(key: &EdgeKey) -> Result<Write, StoreError> {
+        let (from, to, ty) = (
+            name(&key.from.label, "label")?,
+            name(&key.to.label, "label")?,
+            name(&key.edge_type, "edge type")?,
+        );
+        Ok(Write {
+            query: format!(
+                "MATCH (a:{from} {{id: $from}})-[r:{ty} {{q: $q}}]->(b:{to} {{id: $to}}) DELETE r RETURN count(r)"
+            ),
+            params: vec![
+                ("from", s(&key.from.id)),
+                ("to", s(&key.to.id)),
+                ("q", s(&key.qualifier)),
+            ],
+        })
+    }
+
+    pub(crate) fn put_session_slot(session_id: &str, slot: &SessionSlot) -> Write {
+        Write {
+            query: format!("MERGE (:{SLOT} {{session: $session, at: $at, event: $event}})"),
+            params: vec![
+                ("session", s(session_id)),
+                ("at", int(slot.at_ns)),
+                ("event", s(&slot.event_id)),
+            ],
+        }
+    }
+
+    pub(crate) fn delete_session_slot(session_id: &str, slot: &SessionSlot) -> Write {
+        Write {
+            query: format!(
+                "MATCH (x:{SLOT} {{session: $session, at: $at, event: $event}}) DELETE x"
+            ),
+            params: vec![
+                ("session", s(session_id)),
+                ("at", int(slot.at_ns)),
+                ("event", s(&slot.event_id)),
+            ],
+        }
+    }
+
+    pub(crate) fn put_pending(waiting_for: &NodeKey, edge: &Edge) -> Result<Write, StoreError> {
+        let mut params = pending_params(waiting_for, &edge.key);
+        params.push(("props", s(&props_to(&edge.props)?)));
+        Ok(Write {
+            query: format!("MERGE (p:{PENDING} {{{PENDING_KEY}}}) SET p.props = $props"),
+            params,
+        })
+    }
+
+    pub(crate) fn drop_pending(key: &NodeKey) -> Write {
+        Write {
+            query: format!("MATCH (p:{PENDING} {{wait_label: $label, wait_id: $id}}) DELETE p"),
+            params: vec![("label", s(&key.label)), ("id", s(&key.id))],
+        }
+    }
+
+    /// The query text with its parameters in FalkorDB's `CYPHER name=value …` preamble, each
+    /// value encoded as a literal by the client library's encoder.
+    fn with_preamble(&self) -> Result<String, StoreError> {
+        let mut text = String::from("CYPHER");
+        for (k, v) in &self.params {
+            let literal = falkordb::to_cypher_param(v).map_err(|e| {
+                StoreError::Corruption(format!("parameter `{k}` does not encode: {e}"))
+            })?;
+            text.push_str(&format!(" {k}={literal}"));
+        }
+        text.push(' ');
+        text.push_str(&self.query);
+        Ok(text)
+    }
+}
+
+/// A label or an edge type, checked and quoted for query text (Cypher takes no parameter there).
+fn name(text: &str, what: &str) -> Result<String, StoreError> {
+    let mut chars = text.chars();
+    let plain = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !plain {
+        return Err(StoreError::Corruption(format!(
+            "{what} `{text}` is not a plain identifier ([A-Za-z][A-Za-z0-9_]*): the graph backend names labels and edge types in query text"
+        )));
+    }
+    Ok(format!("`{text}`"))
+}
+
+/// The columns a parked edge is read back with.
+const PENDING_COLUMNS: &str = "p.wait_label, p.wait_id, p.from_label, p.from_id, p.edge_type, \
+     p.to_label, p.to_id, p.q, p.props";
+
+fn pending_params(wait: &NodeKey, k: &EdgeKey) -> Vec<(&'static str, FalkorValue)> {
+    vec![
+        ("wait_label", s(&wait.label)),
+        ("wait_id", s(&wait.id)),
+        ("from_label", s(&k.from.label)),
+        ("from_id", s(&k.from.id)),
+        ("edge_type", s(&k.edge_type)),
+        ("to_label", s(&k.to.label)),
+        ("to_id", s(&k.to.id)),
+        ("q", s(&k.qualifier)),
+    ]
+}
+
+fn pending_row(r: &[FalkorValue], url: &StoreUrl) -> Result<(NodeKey, Edge), StoreError> {
+    let t = |i: usize| text_at(r, i, url);
+    let wait = NodeKey { label: t(0)?, id: t(1)? };
+    let key = EdgeKey {
+        from: NodeKey { label: t(2)?, id: t(3)? },
+        edge_type: t(4)?,
+        to: NodeKey { label: t(5)?, id: t(6)? },
+        qualifier: t(7)?,
+    };
+    Ok((wait, Edge { key, props: props_from(&t(8)?)? }))
+}
+
+/// The embedded store's order of parked edges: from, type, to, qualifier.
+pub(crate) fn pending_order(k: &EdgeKey) -> (&NodeKey, &str, &NodeKey, &str) {
+    (&k.from, &k.edge_type, &k.to, &k.qualifier)
+}
+
+/// A `LIMIT` parameter. FalkorDB reads a limit as 32 bits (a limit of 2^32 returns nothing),
+/// so a larger one, which callers pass to mean "all", is capped where it still means that.
+fn count(limit: usize) -> i64 {
+    i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(0)
+}
+
+fn props_to(props: &Properties) -> Result<String, StoreError> {
+    serde_json::to_string(props)
+        .map_err(|e| StoreError::Corruption(format!("properties do not encode: {e}")))
+}
+
+fn props_from(text: &str) -> Result<Properties, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Corruption(format!("stored properties do not decode: {e}")))
+}
+
+fn odd(url: &StoreUrl, what: &str) -> StoreError {
+    StoreError::Corruption(format!("{url}: a graph reply is not {what}"))
+}
+
+fn text_at(row: &[FalkorValue], i: usize, url: &StoreUrl) -> Result<String, StoreError> {
+    match row.get(i) {
+        Some(FalkorValue::String(t)) => Ok(t.clone()),
+        _ => Err(odd(url, "a string where one was expected")),
+    }
+}
+
+fn int_at(row: &[FalkorValue], i: usize, url: &StoreUrl) -> Result<i64, StoreError> {
+    match row.get(i) {
+        Some(FalkorValue::I64(n)) => Ok(*n),
+        _ => Err(odd(url, "an integer where one was expected")),
+    }
+}
+
+/// The first column of the first row: a `RETURN count(…)` answer.
+fn first_int(rows: &[Vec<FalkorValue>], url: &StoreUrl) -> Result<i64, StoreError> {
+    int_at(rows.first().map(Vec::as_slice).unwrap_or_default(), 0, url)
+}
+
+fn remote(url: &StoreUrl, e: &falkordb::FalkorDBError) -> StoreError {
+    failure("falkordb", url, e)
+}
+
+fn raw_remote(url: &StoreUrl, e: &redis::RedisError) -> StoreError {
+    failure("falkordb", url, e)
+}

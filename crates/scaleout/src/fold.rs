@@ -1,0 +1,166 @@
+//! Folding a log into a graph from the graph's checkpoint: what a projection worker does with
+//! each batch, and how a lost graph is rebuilt from the log.
+
+use ctxgraph_ontology::{RecordKind, Schema, SchemaError};
+use ctxgraph_projection::{ProjectionError, project};
+use ctxgraph_store::{LogEntry, LogReader, ProjectionGraph, StoreError};
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::batch::BatchFold;
+use crate::consumer::{GroupState, LogConsumer};
+use crate::falkor_graph::FalkorGraph;
+
+/// Records folded per transaction: a page's graph writes and its checkpoint are applied together.
+const FOLD_PAGE: usize = 200;
+
+/// Why a fold stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FoldError {
+    /// The log or the graph failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The projection refused what a record made.
+    #[error(transparent)]
+    Projection(#[from] ProjectionError),
+    /// A stored record does not decode: the log was damaged or written by something else.
+    #[error("log position {position} does not decode: {reason}")]
+    Corruption {
+        /// Where.
+        position: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The schema in force after every schema module in `log`: the core schema extended by each
+/// module in log order (what the embedded engine loads when it opens a store).
+pub fn load_schema(log: &dyn LogReader) -> Result<Schema, FoldError> {
+    let mut schema = Schema::core().map_err(|e| corrupt(0, &e))?;
+    for entry in log.read_kind(RecordKind::Schema)? {
+        let source = schema_source(&entry.body).ok_or_else(|| FoldError::Corruption {
+            position: entry.position,
+            reason: "schema record has no source".into(),
+        })?;
+        schema = schema.extend(&source).map_err(|e| corrupt(entry.position, &e))?;
+    }
+    Ok(schema)
+}
+
+/// Fold up to `max` records past the graph's checkpoint into `graph`, a page of records at a
+/// time, each page's graph writes and the move of the checkpoint past it applied as one
+/// transaction ([`BatchFold`]); returns how many were folded. Schema records change what later records may
+/// say, not the graph: they are passed over (load the schema with [`load_schema`] first, and
+/// call [`FalkorGraph::ensure_schema`] with it).
+///
+/// A fold that stops (an error, a crash, a worker killed) leaves every page either applied with
+/// its checkpoint or not applied at all, so calling again folds each record exactly once; and
+/// of two folds of the same graph running at once, a page commits only if the checkpoint did
+/// not move since it began (the other fold's page is dropped and folded again after it).
+pub fn catch_up(
+    schema: &Schema,
+    log: &dyn LogReader,
+    graph: &FalkorGraph,
+    max: usize,
+) -> Result<u64, FoldError> {
+    let mut folded = 0u64;
+    while (folded as usize) < max {
+        let want = (max - folded as usize).min(FOLD_PAGE);
+        let mut batch = BatchFold::new(graph)?;
+        let entries = log.read_from(batch.start() + 1, want)?;
+        let Some(last) = entries.last().map(|e| e.position) else { break };
+        for entry in &entries {
+            fold_one(schema, &mut batch, entry)?;
+        }
+        // Another fold of this graph committed first: start again from where it left off.
+        if batch.commit(last)? {
+            folded += entries.len() as u64;
+        }
+    }
+    Ok(folded)
+}
+
+/// Fold one record into `graph` (schema records change nothing there).
+pub fn fold_one(
+    schema: &Schema,
+    graph: &mut dyn ProjectionGraph,
+    entry: &LogEntry,
+) -> Result<(), FoldError> {
+    if entry.kind == RecordKind::Schema {
+        return Ok(());
+    }
+    let record = ctxgraph_ontology::validate_stored(schema, &entry.body)
+        .map_err(|e| FoldError::Corruption { position: entry.position, reason: e.to_string() })?;
+    project(schema, graph, entry.position, &record)?;
+    Ok(())
+}
+
+fn corrupt(position: u64, e: &SchemaError) -> FoldError {
+    FoldError::Corruption { position, reason: e.to_string() }
+}
+
+/// The module text of a stored schema record.
+fn schema_source(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    if value.get("record_type")?.as_str()? != "schema" {
+        return None;
+    }
+    value.get("source")?.as_str().map(str::to_owned)
+}
+
+/// How many stream entries a worker takes per read.
+const WORKER_READ: usize = 1_000;
+
+/// A projection worker of one store: a consumer of the store's stream in the projection's
+/// group, folding the log into the graph and acknowledging what the graph's checkpoint covers.
+///
+/// The stream says what is new and who took it; the fold itself always runs from the graph's
+/// checkpoint ([`catch_up`]), so entries claimed from a dead worker, or delivered twice, are
+/// folded once.
+#[derive(Debug)]
+pub struct Worker {
+    consumer: LogConsumer,
+    /// How long another worker's entries must sit unacknowledged before this one takes them.
+    claim_after: Duration,
+    /// Entries taken and not yet covered by the checkpoint.
+    unacked: BTreeSet<u64>,
+}
+
+impl Worker {
+    /// A worker reading with `consumer`, taking over other workers' entries idle for
+    /// `claim_after`.
+    pub fn new(consumer: LogConsumer, claim_after: Duration) -> Worker {
+        Worker { consumer, claim_after, unacked: BTreeSet::new() }
+    }
+
+    /// One round: take the entries of dead workers and new entries (waiting up to `block` for
+    /// one), fold the log into `graph` up to its head, and acknowledge every entry the graph's
+    /// checkpoint now covers; returns how many records were folded.
+    pub fn step(
+        &mut self,
+        schema: &Schema,
+        log: &dyn LogReader,
+        graph: &FalkorGraph,
+        block: Option<Duration>,
+    ) -> Result<u64, FoldError> {
+        let claimed = self.consumer.claim_idle(self.claim_after, WORKER_READ)?;
+        self.unacked.extend(claimed);
+        let wait = if self.unacked.is_empty() { block } else { None };
+        self.unacked.extend(self.consumer.next(WORKER_READ, wait)?);
+        let folded = catch_up(schema, log, graph, usize::MAX)?;
+        let through = graph.projected_through()?;
+        let done: Vec<u64> = self.unacked.iter().copied().filter(|p| *p <= through).collect();
+        self.consumer.ack(&done)?;
+        for p in done {
+            self.unacked.remove(&p);
+        }
+        Ok(folded)
+    }
+
+    /// The projection group's pending entries and lag (for `stats` and metrics).
+    pub fn state(&mut self) -> Result<GroupState, FoldError> {
+        Ok(self.consumer.state()?)
+    }
+}

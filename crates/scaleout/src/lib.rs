@@ -1,0 +1,27 @@
+//! ctxgraph's scale-out backends, addressed by `redis://HOST:PORT/NAME` ([`StoreUrl`]): the log
+//! on Redis ([`RedisLog`]), the projected graph on FalkorDB ([`FalkorGraph`]), and the fold
+//! between them ([`catch_up`], [`BatchFold`], [`Worker`] reading the log's stream with
+//! [`LogConsumer`]).
+//!
+//! [`RedisLog`] implements the same [`ctxgraph_store::Log`] and [`ctxgraph_store::LogReader`]
+//! traits as the embedded store, and [`FalkorGraph`] the graph operations the projection calls
+//! ([`ctxgraph_store::ProjectionGraph`]), with the same answers: the conformance suite in
+//! `tests/` runs one set of tests against both. The engine and its commands do not run on this
+//! backend yet; `docs/scale-out.md` says what is built and what is next.
+
+#![warn(missing_docs)]
+
+mod batch;
+mod consumer;
+mod falkor_graph;
+mod fold;
+mod redis_log;
+mod reply;
+mod url;
+
+pub use batch::BatchFold;
+pub use consumer::{ConsumerName, GroupState, LogConsumer, MAX_CONSUMER_NAME_BYTES, NameError};
+pub use falkor_graph::FalkorGraph;
+pub use fold::{FoldError, Worker, catch_up, fold_one, load_schema};
+pub use redis_log::RedisLog;
+pub use url::{DEFAULT_PORT, MAX_NAME_BYTES, StoreUrl, UrlError};

@@ -1,0 +1,480 @@
+//! The log on Redis: records in hashes keyed by position, a stream of positions for workers,
+//! every append, read and redaction one server-side script.
+//!
+//! # Layout (keys under the store's prefix `ctxgraph:{NAME}:`)
+//!
+//! ```text
+//! head    string       the last position (a counter)
+//! stream  stream       one entry per record: id 0-POSITION, field kind
+//! kind    hash         position → record kind
+//! id      hash         position → record id
+//! at      hash         position → acknowledgement time
+//! body    hash         position → canonical JSON, byte for byte as the embedded log stores it
+//! key     hash         KIND:ID → position (the (kind, id) index)
+//! bykind  sorted set   KIND:POSITION (20 digits), lexical order = position order
+//! ```
+//!
+//! The stream holds nothing a forget may have to remove: a stream entry cannot be changed,
+//! and `XDEL` leaves its bytes in the stream's packed nodes. Ids and bodies are hash fields,
+//! replaced in place by [`Log::redact`] and [`Log::redact_as`].
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use ctxgraph_ontology::{RecordKind, ValidRecord};
+use ctxgraph_store::{Appended, Log, LogEntry, LogReader, StoreError};
+use redis::{Script, Value};
+
+use crate::reply::{TIMEOUT, connect, failure, text};
+use crate::url::StoreUrl;
+
+/// Records read per script call: a script blocks the server while it runs, so a long read is
+/// split into pages (positions are gap-free and records immutable but for redaction, so the
+/// pages join up).
+const READ_PAGE: usize = 1_000;
+
+/// Records appended per script call by [`RedisLog::append_batch`]: a batch larger than this is
+/// split, each part atomic.
+const APPEND_PAGE: usize = 1_000;
+
+/// The store's keys, in the order the scripts take them.
+#[derive(Debug, Clone)]
+struct Keys {
+    head: String,
+    stream: String,
+    kind: String,
+    id: String,
+    at: String,
+    body: String,
+    key: String,
+    bykind: String,
+}
+
+impl Keys {
+    fn new(prefix: &str) -> Keys {
+        let k = |name: &str| format!("{prefix}{name}");
+        Keys {
+            head: k("head"),
+            stream: k("stream"),
+            kind: k("kind"),
+            id: k("id"),
+            at: k("at"),
+            body: k("body"),
+            key: k("key"),
+            bykind: k("bykind"),
+        }
+    }
+}
+
+/// The scripts, loaded once per log (the client sends a script's hash and its text only when
+/// the server does not know it yet).
+struct Scripts {
+    append: Script,
+    read_from: Script,
+    get: Script,
+    read_kind: Script,
+    redact: Script,
+    import: Script,
+}
+
+impl Scripts {
+    fn new() -> Scripts {
+        Scripts {
+            append: Script::new(include_str!("redis_log/append.lua")),
+            read_from: Script::new(include_str!("redis_log/read_from.lua")),
+            get: Script::new(include_str!("redis_log/get.lua")),
+            read_kind: Script::new(include_str!("redis_log/read_kind.lua")),
+            redact: Script::new(include_str!("redis_log/redact.lua")),
+            import: Script::new(include_str!("redis_log/import.lua")),
+        }
+    }
+}
+
+/// One store's log on a Redis server: [`Log`] and [`LogReader`] over one connection.
+///
+/// Unlike the embedded log, an append is durable (as far as the server's persistence settings
+/// say) when the call returns: there is no transaction spanning several calls. Several
+/// `RedisLog`s (threads, processes, machines) may append to one store at once: positions stay
+/// gap-free and an id is taken once.
+pub struct RedisLog {
+    url: StoreUrl,
+    keys: Keys,
+    scripts: Scripts,
+    // Reads take `&self` (the trait's contract) but a connection is used mutably.
+    conn: RefCell<redis::Connection>,
+}
+
+impl std::fmt::Debug for RedisLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisLog").field("url", &self.url.to_string()).finish_non_exhaustive()
+    }
+}
+
+impl RedisLog {
+    /// Connect to the server of `url` and use the store it names (created by its first append).
+    pub fn connect(url: &StoreUrl) -> Result<RedisLog, StoreError> {
+        let conn = connect(url).map_err(|e| remote(url, &e))?;
+        Ok(RedisLog {
+            url: url.clone(),
+            keys: Keys::new(&url.key_prefix()),
+            scripts: Scripts::new(),
+            conn: RefCell::new(conn),
+        })
+    }
+
+    /// The store this log belongs to.
+    pub fn url(&self) -> &StoreUrl {
+        &self.url
+    }
+
+    /// Append `records` with one acknowledgement time, each as [`Log::append`] would, in one
+    /// script per 1,000 records: each part is decided and written atomically, so two writers
+    /// cannot both win an id. A record repeated within the batch is a duplicate of its first
+    /// occurrence. The outer error is a failure of the server; the inner ones are conflicts.
+    pub fn append_batch(
+        &mut self,
+        records: &[&ValidRecord],
+        recorded_at: &str,
+    ) -> Result<Vec<Result<Appended, StoreError>>, StoreError> {
+        let mut out = Vec::with_capacity(records.len());
+        for part in records.chunks(APPEND_PAGE) {
+            let mut call = self.scripts.append.prepare_invoke();
+            let k = &self.keys;
+            for key in [&k.head, &k.key, &k.kind, &k.id, &k.at, &k.body, &k.bykind, &k.stream] {
+                call.key(key);
+            }
+            call.arg(recorded_at);
+            for record in part {
+                call.arg(record.kind().as_str()).arg(record.id()).arg(record.canonical());
+            }
+            let reply: Value =
+                call.invoke(&mut *self.conn.borrow_mut()).map_err(|e| self.fail(&e))?;
+            let replies = self.array(reply, "append")?;
+            if replies.len() != part.len() {
+                return Err(self.odd("append", "a reply per record"));
+            }
+            for (record, reply) in part.iter().zip(replies) {
+                let pair = self.array(reply, "append")?;
+                let (outcome, position) = match pair.as_slice() {
+                    [Value::Int(o), Value::Int(p)] => (*o, position_of(*p)),
+                    _ => return Err(self.odd("append", "{outcome, position}")),
+                };
+                out.push(match outcome {
+                    0 => Ok(Appended::New(position)),
+                    1 => Ok(Appended::Duplicate(position)),
+                    _ => Err(StoreError::Conflict {
+                        kind: record.kind().as_str(),
+                        id: record.id().to_owned(),
+                        position,
+                    }),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Copy `entries` (read from another log, in position order) into this log at the same
+    /// positions, with their ids, acknowledgement times and bodies byte for byte (a migration
+    /// keeps a redacted record redacted): one script per 1,000 entries. Each entry must land at
+    /// the next position under a `(kind, id)` not taken: this log's head must be the entry's
+    /// position minus one. Returns how many were copied; stops at the first that cannot be,
+    /// with [`StoreError::Conflict`] for a taken id or [`StoreError::Corruption`] for an entry
+    /// out of order.
+    pub fn import(&mut self, entries: &[LogEntry]) -> Result<u64, StoreError> {
+        let mut copied = 0;
+        for part in entries.chunks(APPEND_PAGE) {
+            let mut call = self.scripts.import.prepare_invoke();
+            let k = &self.keys;
+            for key in [&k.head, &k.key, &k.kind, &k.id, &k.at, &k.body, &k.bykind, &k.stream] {
+                call.key(key);
+            }
+            for e in part {
+                call.arg(e.position)
+                    .arg(e.kind.as_str())
+                    .arg(&e.id)
+                    .arg(&e.recorded_at)
+                    .arg(&e.body);
+            }
+            let reply: Value =
+                call.invoke(&mut *self.conn.borrow_mut()).map_err(|e| self.fail(&e))?;
+            for (entry, reply) in part.iter().zip(self.array(reply, "import")?) {
+                let pair = self.array(reply, "import")?;
+                match pair.as_slice() {
+                    [Value::Int(0), Value::Int(_)] => copied += 1,
+                    [Value::Int(1), Value::Int(head)] => {
+                        return Err(StoreError::Corruption(format!(
+                            "{}: log position {} cannot be copied after head {head}: a migration copies a log in order into an empty store",
+                            self.url, entry.position
+                        )));
+                    }
+                    [Value::Int(2), Value::Int(at)] => {
+                        return Err(StoreError::Conflict {
+                            kind: entry.kind.as_str(),
+                            id: entry.id.clone(),
+                            position: position_of(*at),
+                        });
+                    }
+                    _ => return Err(self.odd("import", "{outcome, position}")),
+                }
+            }
+        }
+        Ok(copied)
+    }
+
+    /// Have the server rewrite its append-only file (`BGREWRITEAOF`) and wait until the rewrite
+    /// has finished, so that the commands that wrote a redacted body or id leave the disk too:
+    /// run after a forget. The old files are deleted by the server just after; RDB snapshots
+    /// taken before are not touched (delete them, or take a new one).
+    pub fn rewrite_persistence(&mut self) -> Result<(), StoreError> {
+        let conn = &mut *self.conn.borrow_mut();
+        redis::cmd("BGREWRITEAOF").query::<Value>(conn).map_err(|e| remote(&self.url, &e))?;
+        let started = std::time::Instant::now();
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("persistence")
+                .query(conn)
+                .map_err(|e| remote(&self.url, &e))?;
+            let field = |name: &str| {
+                info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
+            };
+            let busy = field("aof_rewrite_in_progress") != Some("0")
+                || field("aof_rewrite_scheduled") != Some("0");
+            if !busy {
+                return match field("aof_last_bgrewrite_status") {
+                    Some("ok") => Ok(()),
+                    status => Err(StoreError::Remote {
+                        backend: "redis",
+                        detail: format!(
+                            "{}: the append-only file rewrite failed (status {})",
+                            self.url,
+                            status.unwrap_or("unknown")
+                        ),
+                    }),
+                };
+            }
+            if started.elapsed() > TIMEOUT {
+                return Err(StoreError::Remote {
+                    backend: "redis",
+                    detail: format!(
+                        "{}: the append-only file rewrite did not finish within {}s",
+                        self.url,
+                        TIMEOUT.as_secs()
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn redact_with(
+        &mut self,
+        position: u64,
+        body: &str,
+        id: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let mut call = self.scripts.redact.prepare_invoke();
+        let k = &self.keys;
+        call.key(&k.kind).key(&k.id).key(&k.key).key(&k.body);
+        call.arg(position.to_string()).arg(body);
+        if let Some(id) = id {
+            call.arg(id);
+        }
+        let reply: Value = call.invoke(&mut *self.conn.borrow_mut()).map_err(|e| self.fail(&e))?;
+        let reply = self.array(reply, "redact")?;
+        match reply.as_slice() {
+            [Value::Int(0)] => Ok(false),
+            [Value::Int(1)] => Ok(true),
+            [Value::Int(2), kind, Value::Int(other)] => {
+                let kind = text(kind).and_then(|k| RecordKind::parse(&k));
+                Err(StoreError::Conflict {
+                    kind: kind.map_or("record", RecordKind::as_str),
+                    id: id.unwrap_or_default().to_owned(),
+                    position: position_of(*other),
+                })
+            }
+            _ => Err(self.odd("redact", "{0}, {1} or {2, kind, position}")),
+        }
+    }
+
+    fn fail(&self, e: &redis::RedisError) -> StoreError {
+        remote(&self.url, e)
+    }
+
+    /// A reply that is not what the script returns: another program wrote the keys, or the
+    /// server is not Redis.
+    fn odd(&self, script: &str, expected: &str) -> StoreError {
+        StoreError::Corruption(format!(
+            "{}: the {script} script's reply is not {expected}; were the store's keys written by something else?",
+            self.url
+        ))
+    }
+
+    fn array(&self, v: Value, script: &str) -> Result<Vec<Value>, StoreError> {
+        if let Value::Array(items) = v {
+            return Ok(items);
+        }
+        Err(self.odd(script, "an array"))
+    }
+
+    /// A record read back: every part must be there (positions are gap-free).
+    fn entry(&self, position: u64, parts: [&Value; 4]) -> Result<LogEntry, StoreError> {
+        let missing = || {
+            StoreError::Corruption(format!(
+                "{}: log position {position} is at or below the head but its record is incomplete",
+                self.url
+            ))
+        };
+        let [kind, id, at, body] = parts.map(text);
+        let kind = kind.ok_or_else(missing)?;
+        let kind = RecordKind::parse(&kind).ok_or_else(|| {
+            StoreError::Corruption(format!(
+                "{}: log position {position} has unknown kind `{kind}`",
+                self.url
+            ))
+        })?;
+        Ok(LogEntry {
+            position,
+            kind,
+            id: id.ok_or_else(missing)?,
+            recorded_at: at.ok_or_else(missing)?,
+            body: body.ok_or_else(missing)?,
+        })
+    }
+}
+
+impl LogReader for RedisLog {
+    fn head(&self) -> Result<u64, StoreError> {
+        let head: Option<u64> = redis::cmd("GET")
+            .arg(&self.keys.head)
+            .query(&mut *self.conn.borrow_mut())
+            .map_err(|e| self.fail(&e))?;
+        Ok(head.unwrap_or(0))
+    }
+
+    fn get(&self, kind: RecordKind, id: &str) -> Result<Option<LogEntry>, StoreError> {
+        let reply: Value = self
+            .scripts
+            .get
+            .key(&self.keys.key)
+            .key(&self.keys.at)
+            .key(&self.keys.body)
+            .arg(kind.as_str())
+            .arg(id)
+            .invoke(&mut *self.conn.borrow_mut())
+            .map_err(|e| self.fail(&e))?;
+        if reply == Value::Nil {
+            return Ok(None);
+        }
+        let reply = self.array(reply, "get")?;
+        let [Value::Int(p), at, body] = reply.as_slice() else {
+            return Err(self.odd("get", "{position, recorded_at, body}"));
+        };
+        let kind_text = Value::BulkString(kind.as_str().as_bytes().to_vec());
+        let id_text = Value::BulkString(id.as_bytes().to_vec());
+        self.entry(position_of(*p), [&kind_text, &id_text, at, body]).map(Some)
+    }
+
+    fn read_from(&self, from: u64, limit: usize) -> Result<Vec<LogEntry>, StoreError> {
+        let mut out = Vec::new();
+        // Positions start at 1: a read from 0 is a read from the start, as in the embedded log.
+        let mut next = from.max(1);
+        while out.len() < limit {
+            let want = (limit - out.len()).min(READ_PAGE);
+            let reply: Value = self
+                .scripts
+                .read_from
+                .key(&self.keys.head)
+                .key(&self.keys.kind)
+                .key(&self.keys.id)
+                .key(&self.keys.at)
+                .key(&self.keys.body)
+                .arg(next)
+                .arg(want)
+                .invoke(&mut *self.conn.borrow_mut())
+                .map_err(|e| self.fail(&e))?;
+            let rows = self.array(reply, "read_from")?;
+            let got = rows.len();
+            for row in rows {
+                let row = self.array(row, "read_from")?;
+                let [Value::Int(p), kind, id, at, body] = row.as_slice() else {
+                    return Err(self.odd("read_from", "{position, kind, id, recorded_at, body}"));
+                };
+                out.push(self.entry(position_of(*p), [kind, id, at, body])?);
+            }
+            if got < want {
+                break;
+            }
+            next += got as u64;
+        }
+        Ok(out)
+    }
+
+    fn read_kind(&self, kind: RecordKind) -> Result<Vec<LogEntry>, StoreError> {
+        let mut out = Vec::new();
+        let mut after = String::new();
+        loop {
+            let reply: Value = self
+                .scripts
+                .read_kind
+                .key(&self.keys.bykind)
+                .key(&self.keys.id)
+                .key(&self.keys.at)
+                .key(&self.keys.body)
+                .arg(kind.as_str())
+                .arg(&after)
+                .arg(READ_PAGE)
+                .invoke(&mut *self.conn.borrow_mut())
+                .map_err(|e| self.fail(&e))?;
+            let rows = self.array(reply, "read_kind")?;
+            let got = rows.len();
+            for row in rows {
+                let row = self.array(row, "read_kind")?;
+                let [member, id, at, body] = row.as_slice() else {
+                    return Err(self.odd("read_kind", "{member, id, recorded_at, body}"));
+                };
+                let member = text(member).unwrap_or_default();
+                let position = member
+                    .strip_prefix(kind.as_str())
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    .and_then(|digits| digits.parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        StoreError::Corruption(format!(
+                            "{}: kind index member `{member}` is not {}:POSITION",
+                            self.url,
+                            kind.as_str()
+                        ))
+                    })?;
+                let kind_text = Value::BulkString(kind.as_str().as_bytes().to_vec());
+                out.push(self.entry(position, [&kind_text, id, at, body])?);
+                after = member;
+            }
+            if got < READ_PAGE {
+                return Ok(out);
+            }
+        }
+    }
+}
+
+impl Log for RedisLog {
+    fn append(&mut self, record: &ValidRecord, recorded_at: &str) -> Result<Appended, StoreError> {
+        let mut outcomes = self.append_batch(&[record], recorded_at)?;
+        outcomes.pop().ok_or_else(|| self.odd("append", "a reply per record"))?
+    }
+
+    fn redact(&mut self, position: u64, body: &str) -> Result<bool, StoreError> {
+        self.redact_with(position, body, None)
+    }
+
+    fn redact_as(&mut self, position: u64, id: &str, body: &str) -> Result<bool, StoreError> {
+        self.redact_with(position, body, Some(id))
+    }
+}
+
+fn remote(url: &StoreUrl, e: &redis::RedisError) -> StoreError {
+    failure("redis", url, e)
+}
+
+/// Positions come back as Redis integers: never negative (a counter from 1).
+fn position_of(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
