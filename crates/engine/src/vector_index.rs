@@ -104,7 +104,8 @@ fn rebuild_paged(
     train.threads = threads;
 
     let mut wanted = ctxgraph_ann::sample_rows(n, &train).peekable();
-    let mut sample = Vec::new();
+    // Sized once: growing by doubling would copy it, and hold both copies, as it grew.
+    let mut sample = Vec::with_capacity(ctxgraph_ann::sample_rows(n, &train).count() * dim);
     let mut row = 0usize;
     for_each_page(w, dim, page, |vectors| {
         for v in vectors {
