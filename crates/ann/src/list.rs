@@ -79,45 +79,118 @@ pub fn encode_lists(
     assignment: &[u32],
     threads: usize,
 ) -> Result<Vec<Vec<u8>>, Error> {
-    let dim = centroids.dim();
-    let n = rows(vectors, dim)?;
-    if ids.len() != n || assignment.len() != n {
-        return Err(Error::Shape {
-            what: "lists",
-            detail: format!("{n} vectors, {} ids, {} assignments", ids.len(), assignment.len()),
-        });
-    }
-    let lists = centroids.len();
-    if let Some(l) = assignment.iter().find(|&&l| l as usize >= lists) {
-        return Err(Error::Shape { what: "assignment", detail: format!("list {l} of {lists}") });
-    }
-    let parts = map_ranges(n, threads, |r| {
-        let mut codes = Vec::with_capacity(r.len() * dim);
-        let scales: Vec<f32> = vectors[r.start * dim..r.end * dim]
-            .chunks_exact(dim)
-            .map(|v| quantize(v, &mut codes))
+    let mut lists = ListsBuilder::new(centroids);
+    lists.push_assigned(ids, vectors, assignment, threads)?;
+    Ok(lists.finish())
+}
+
+/// The blobs of every list of an index, built from vectors handed over a page at a time: what
+/// [`encode_lists`] gives for all the pages' rows at once, while only the members' int8 codes
+/// (a quarter of their f32 size) are held, never the f32 rows of more than one page.
+#[derive(Debug)]
+pub struct ListsBuilder<'c> {
+    centroids: &'c Centroids,
+    /// Every list's blob so far: its header (count patched by [`ListsBuilder::finish`]) and
+    /// its members in the order they were pushed.
+    blobs: Vec<Vec<u8>>,
+    counts: Vec<u32>,
+}
+
+impl<'c> ListsBuilder<'c> {
+    /// No members yet, one empty list per centroid.
+    pub fn new(centroids: &'c Centroids) -> ListsBuilder<'c> {
+        let dim = centroids.dim();
+        let blobs = (0..centroids.len())
+            .map(|_| {
+                let mut b = Vec::new();
+                BLOB.write_header(&mut b, dim, 0);
+                b
+            })
             .collect();
-        (scales, codes)
-    });
-    let mut counts = vec![0usize; lists];
-    assignment.iter().for_each(|&l| counts[l as usize] += 1);
-    let mut blobs: Vec<Vec<u8>> = counts
-        .iter()
-        .map(|&c| {
-            let mut b = Vec::with_capacity(HEADER + c * (RECORD_HEAD + dim));
-            BLOB.write_header(&mut b, dim, c);
-            b
-        })
-        .collect();
-    let mut row = 0;
-    for (scales, codes) in &parts {
-        for (scale, codes) in scales.iter().zip(codes.chunks_exact(dim)) {
-            let blob = &mut blobs[assignment[row] as usize];
-            push_record(blob, dim, ids[row], *scale, codes.iter().map(|&c| c as u8));
-            row += 1;
-        }
+        ListsBuilder { centroids, blobs, counts: vec![0; centroids.len()] }
     }
-    Ok(blobs)
+
+    /// Assigns every row of `vectors` to its nearest list ([`assign`](crate::assign)) and adds
+    /// it there, after the members pushed before; returns the rows' lists.
+    ///
+    /// # Errors
+    ///
+    /// As [`ListsBuilder::push_assigned`].
+    pub fn push(
+        &mut self,
+        ids: &[i64],
+        vectors: &[f32],
+        threads: usize,
+    ) -> Result<Vec<u32>, Error> {
+        let assignment = crate::assign(self.centroids, vectors, threads)?;
+        self.push_assigned(ids, vectors, &assignment, threads)?;
+        Ok(assignment)
+    }
+
+    /// Quantizes `vectors` (row `i` has id `ids[i]` and goes to list `assignment[i]`) on
+    /// `threads` threads and adds each row to its list, after the members pushed before.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shape`] if `vectors` is not one row of the centroids' dimension per id,
+    /// `assignment` has a different length or names a list that does not exist, or a list would
+    /// have more members than its count can say; nothing is added then.
+    pub fn push_assigned(
+        &mut self,
+        ids: &[i64],
+        vectors: &[f32],
+        assignment: &[u32],
+        threads: usize,
+    ) -> Result<(), Error> {
+        let dim = self.centroids.dim();
+        let n = rows(vectors, dim)?;
+        if ids.len() != n || assignment.len() != n {
+            return Err(Error::Shape {
+                what: "lists",
+                detail: format!("{n} vectors, {} ids, {} assignments", ids.len(), assignment.len()),
+            });
+        }
+        let lists = self.blobs.len();
+        let mut counts = self.counts.clone();
+        for &l in assignment {
+            let count = counts.get_mut(l as usize).ok_or_else(|| Error::Shape {
+                what: "assignment",
+                detail: format!("list {l} of {lists}"),
+            })?;
+            *count = count.checked_add(1).ok_or_else(|| Error::Shape {
+                what: "assignment",
+                detail: format!("list {l} has more than {} members", u32::MAX),
+            })?;
+        }
+        let parts = map_ranges(n, threads, |r| {
+            let mut codes = Vec::with_capacity(r.len() * dim);
+            let scales: Vec<f32> = vectors[r.start * dim..r.end * dim]
+                .chunks_exact(dim)
+                .map(|v| quantize(v, &mut codes))
+                .collect();
+            (scales, codes)
+        });
+        let mut row = 0;
+        for (scales, codes) in &parts {
+            for (scale, codes) in scales.iter().zip(codes.chunks_exact(dim)) {
+                let blob = &mut self.blobs[assignment[row] as usize];
+                push_record(blob, dim, ids[row], *scale, codes.iter().map(|&c| c as u8));
+                row += 1;
+            }
+        }
+        self.counts = counts;
+        Ok(())
+    }
+
+    /// Every list's blob, `result[l]` for list `l`, empty lists included.
+    pub fn finish(self) -> Vec<Vec<u8>> {
+        let mut blobs = self.blobs;
+        for (blob, count) in blobs.iter_mut().zip(&self.counts) {
+            // The count is the header's last field (see the module docs).
+            blob[12..16].copy_from_slice(&count.to_le_bytes());
+        }
+        blobs
+    }
 }
 
 fn push_record(

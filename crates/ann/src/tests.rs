@@ -141,6 +141,34 @@ proptest! {
     }
 
     #[test]
+    fn a_build_streamed_in_pages_equals_the_build_over_every_row(
+        seed in any::<u64>(), n in 1usize..300, dim in 1usize..24, lists in 1usize..12,
+        page in 1usize..80, threads in 1usize..4,
+    ) {
+        let vectors = clustered(seed, n, dim, 6, 0.3);
+        let ids = ids(n);
+        let cfg = train_cfg(lists, threads);
+        let c = train(&vectors, dim, &cfg)?;
+        let a = assign(&c, &vectors, threads)?;
+        let blobs = encode_lists(&ids, &vectors, &c, &a, threads)?;
+
+        let mut sample = Vec::new();
+        for row in sample_rows(n, &cfg) {
+            sample.extend_from_slice(&vectors[row * dim..(row + 1) * dim]);
+        }
+        let streamed = train_sampled(sample, dim, &cfg)?;
+        prop_assert_eq!(streamed.to_bytes(), c.to_bytes());
+        let mut builder = ListsBuilder::new(&streamed);
+        let mut assigned = Vec::new();
+        for start in (0..n).step_by(page) {
+            let end = (start + page).min(n);
+            assigned.extend(builder.push(&ids[start..end], &vectors[start * dim..end * dim], threads)?);
+        }
+        prop_assert_eq!(assigned, a);
+        prop_assert_eq!(builder.finish(), blobs);
+    }
+
+    #[test]
     fn join_matches_brute_force_when_probing_every_list(
         seed in any::<u64>(), n in 1usize..120, dim in 2usize..24, lists in 1usize..8,
         k in 1usize..6, threshold in 0.3f32..0.99,

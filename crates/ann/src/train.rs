@@ -56,12 +56,41 @@ pub fn train(vectors: &[f32], dim: usize, cfg: &TrainConfig) -> Result<Centroids
     if cfg.lists == 0 {
         return Err(Error::Config("zero lists".to_owned()));
     }
-    if n == 0 {
+    let mut sample = Vec::new();
+    for row in sample_rows(n, cfg) {
+        sample.extend_from_slice(&vectors[row * dim..(row + 1) * dim]);
+    }
+    train_sampled(sample, dim, cfg)
+}
+
+/// The rows of `n` vectors that [`train`] samples under `cfg`, ascending: `lists × sample_per_list`
+/// evenly spaced rows (all rows if there are fewer). A caller that streams its vectors keeps
+/// these rows and hands them to [`train_sampled`].
+pub fn sample_rows(n: usize, cfg: &TrainConfig) -> impl Iterator<Item = usize> + use<> {
+    let s = cfg.lists.max(1).min(n).saturating_mul(cfg.sample_per_list.max(1)).min(n);
+    (0..s).map(move |i| (i as u128 * n as u128 / s as u128) as usize)
+}
+
+/// Trains as [`train`] does on the rows [`sample_rows`] chose, in their order (`sample` holds
+/// them row-major, not yet normalized): `train_sampled(rows of sample_rows(n, cfg), dim, cfg)`
+/// gives the same centroids, bit for bit, as `train` over all `n` rows, without them in memory.
+///
+/// # Errors
+///
+/// As [`train`].
+pub fn train_sampled(
+    mut sample: Vec<f32>,
+    dim: usize,
+    cfg: &TrainConfig,
+) -> Result<Centroids, Error> {
+    let s = rows(&sample, dim)?;
+    if cfg.lists == 0 {
+        return Err(Error::Config("zero lists".to_owned()));
+    }
+    if s == 0 {
         return Err(Error::Empty);
     }
-    let sample =
-        sample(vectors, dim, n, cfg.lists.min(n).saturating_mul(cfg.sample_per_list.max(1)));
-    let s = sample.len() / dim;
+    sample.chunks_exact_mut(dim).for_each(normalize);
     let mut c = Centroids::new(dim, initial(&sample, dim, cfg.lists.min(s)));
     let lists = c.len();
     let mut previous: Vec<u32> = Vec::new();
@@ -131,19 +160,6 @@ fn nearest_all(c: &Centroids, vectors: &[f32], threads: usize) -> Vec<(u32, f32)
             .collect::<Vec<_>>()
     })
     .concat()
-}
-
-/// `want` evenly spaced rows (all rows if `want ≥ n`), normalized.
-fn sample(vectors: &[f32], dim: usize, n: usize, want: usize) -> Vec<f32> {
-    let s = want.min(n);
-    let mut out = Vec::with_capacity(s * dim);
-    for i in 0..s {
-        let row = (i as u128 * n as u128 / s as u128) as usize;
-        let start = out.len();
-        out.extend_from_slice(&vectors[row * dim..(row + 1) * dim]);
-        normalize(&mut out[start..]);
-    }
-    out
 }
 
 /// Rows closer than this to a chosen centroid are duplicates for initialization.
@@ -255,6 +271,15 @@ mod tests {
         assert!(matches!(train(&[1.0; 4], 4, &zero), Err(Error::Config(_))));
         let c = train(&[1.0; 4], 4, &TrainConfig::for_count(1)).unwrap();
         assert!(matches!(assign(&c, &[1.0; 5], 1), Err(Error::Shape { .. })));
+    }
+
+    #[test]
+    fn sample_rows_are_evenly_spaced_and_all_rows_when_few() {
+        let cfg = TrainConfig { lists: 2, sample_per_list: 3, iterations: 1, threads: 1 };
+        assert_eq!(sample_rows(12, &cfg).collect::<Vec<_>>(), [0, 2, 4, 6, 8, 10]);
+        assert_eq!(sample_rows(4, &cfg).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(sample_rows(0, &cfg).count(), 0);
+        assert!(matches!(train_sampled(Vec::new(), 2, &cfg), Err(Error::Empty)));
     }
 
     #[test]

@@ -133,14 +133,15 @@ impl Engine {
         // before they were indexed), before the index is built.
         crate::indexed::index_missing(&mut w, schema, embedder.as_ref())?;
         let started = std::time::Instant::now();
-        let all = AllVectors::load(&w)?;
-        let built = vector_index::rebuild(&mut w, &all, options.threads.max(1))?;
-        report.indexed_vectors = all.len() as u64;
+        let built = vector_index::rebuild(&mut w, options.threads.max(1))?;
+        report.indexed_vectors = built.as_ref().map_or(0, |b| b.assignment.len() as u64);
         report.index_lists = built.as_ref().map_or(0, |b| b.centroids.len() as u64);
         report.seconds.push(("vector index", started.elapsed().as_secs_f64()));
         let started = std::time::Instant::now();
         w.delete_edges_of_type("SIMILAR_TO")?;
         if let Some(built) = &built {
+            // The join compares f32 rows of every event with every other: it needs them all.
+            let all = AllVectors::load(&w)?;
             report.similar_edges = link_similar(schema, &mut w, &all, built, options)?;
         }
         report.seconds.push(("similar", started.elapsed().as_secs_f64()));
@@ -163,6 +164,13 @@ fn link_similar(
     built: &vector_index::Built,
     options: &ConsolidateOptions,
 ) -> Result<u64, Error> {
+    // Both read every vector in nid order in this transaction, so they agree row for row.
+    if built.assignment.len() != all.len() {
+        return Err(Error::Index(ctxgraph_ann::Error::Shape {
+            what: "assignment",
+            detail: format!("{} lists for {} vectors", built.assignment.len(), all.len()),
+        }));
+    }
     let events: Vec<usize> = (0..all.len()).filter(|&i| all.keys[i].label == "Event").collect();
     let mut nids = Vec::with_capacity(events.len());
     let mut data = Vec::with_capacity(events.len() * all.dim);

@@ -11,9 +11,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use ctxgraph_ann::{Centroids, CheckedList, ListView, SearchParams, TrainConfig};
+use ctxgraph_ann::{Centroids, CheckedList, ListView, ListsBuilder, SearchParams, TrainConfig};
 use ctxgraph_ontology::graph::NodeKey;
-use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore};
+use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore, StoredVector};
 
 use crate::error::Error;
 
@@ -64,35 +64,119 @@ impl AllVectors {
     }
 }
 
-/// A built index: the centroids and the list of every loaded vector.
+/// Vectors read per page when a build streams the stored vectors: the f32 rows a build holds
+/// at once, besides the training sample.
+const BUILD_PAGE: usize = 4_096;
+
+/// A built index: the centroids and the list of every stored vector, in nid order.
 pub(crate) struct Built {
     pub(crate) centroids: Centroids,
     pub(crate) assignment: Vec<u32>,
 }
 
-/// Replace the stored index with one built over `all`; `None` when there is nothing to index.
-pub(crate) fn rebuild(
+/// Replace the stored index with one built over every stored vector; `None` when there is
+/// nothing to index.
+///
+/// The vectors are streamed in nid order, twice, a page at a time: once to keep the training
+/// sample (the evenly spaced rows [`ctxgraph_ann::sample_rows`] names, so the centroids are
+/// those [`ctxgraph_ann::train`] gives over all of them), once to assign each page and add its
+/// int8 codes to the lists. What the build holds is the sample, one page, and the lists' codes
+/// (a quarter of the vectors' f32 size), not every vector: the server rebuilds while it
+/// serves, and a copy of every vector was its largest use of memory.
+pub(crate) fn rebuild(w: &mut EmbeddedWrite<'_>, threads: usize) -> Result<Option<Built>, Error> {
+    rebuild_paged(w, threads, BUILD_PAGE)
+}
+
+/// [`rebuild`], reading `page` vectors at a time.
+fn rebuild_paged(
     w: &mut EmbeddedWrite<'_>,
-    all: &AllVectors,
     threads: usize,
+    page: usize,
 ) -> Result<Option<Built>, Error> {
     w.clear_ann_index()?;
-    if all.len() == 0 {
+    let dim = w.embedding_model()?.map_or(0, |(_, d)| d);
+    let (count, _) = w.vector_counts()?;
+    let n = usize::try_from(count).unwrap_or(usize::MAX);
+    if n == 0 {
         return Ok(None);
     }
-    let mut train = TrainConfig::for_count(all.len());
+    let mut train = TrainConfig::for_count(n);
     train.threads = threads;
-    let centroids = ctxgraph_ann::train(&all.data, all.dim, &train)?;
-    let assignment = ctxgraph_ann::assign(&centroids, &all.data, threads)?;
-    let blobs = ctxgraph_ann::encode_lists(&all.nids, &all.data, &centroids, &assignment, threads)?;
-    for (list, blob) in (0u32..).zip(&blobs) {
-        w.put_ann_list(list, blob)?;
+
+    let mut wanted = ctxgraph_ann::sample_rows(n, &train).peekable();
+    // Sized once: growing by doubling would copy it, and hold both copies, as it grew.
+    let mut sample = Vec::with_capacity(ctxgraph_ann::sample_rows(n, &train).count() * dim);
+    let mut row = 0usize;
+    for_each_page(w, dim, page, |vectors| {
+        for v in vectors {
+            if wanted.next_if_eq(&row).is_some() {
+                sample.extend_from_slice(&v.vector);
+            }
+            row += 1;
+        }
+        Ok(())
+    })?;
+    if sample.is_empty() {
+        return Ok(None);
     }
-    for (nid, list) in all.nids.iter().zip(&assignment) {
-        w.set_vector_list(*nid, *list)?;
+    let centroids = ctxgraph_ann::train_sampled(sample, dim, &train)?;
+
+    let mut lists = ListsBuilder::new(&centroids);
+    let mut assignment = Vec::with_capacity(n);
+    let mut after = i64::MIN;
+    loop {
+        let vectors = checked_page(w, after, dim, page)?;
+        let Some(last) = vectors.last().map(|v| v.nid) else { break };
+        let nids: Vec<i64> = vectors.iter().map(|v| v.nid).collect();
+        let mut data = Vec::with_capacity(vectors.len() * dim);
+        for v in vectors {
+            data.extend_from_slice(&v.vector);
+        }
+        let assigned = lists.push(&nids, &data, threads)?;
+        for (nid, list) in nids.iter().zip(&assigned) {
+            w.set_vector_list(*nid, *list)?;
+        }
+        assignment.extend(assigned);
+        after = last;
+    }
+    for (list, blob) in (0u32..).zip(lists.finish()) {
+        w.put_ann_list(list, &blob)?;
     }
     w.put_ann_centroids(&centroids.to_bytes())?;
     Ok(Some(Built { centroids, assignment }))
+}
+
+/// Run `visit` over every stored vector, `page` at a time in nid order.
+fn for_each_page(
+    w: &EmbeddedWrite<'_>,
+    dim: usize,
+    page: usize,
+    mut visit: impl FnMut(Vec<StoredVector>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut after = i64::MIN;
+    loop {
+        let vectors = checked_page(w, after, dim, page)?;
+        let Some(last) = vectors.last().map(|v| v.nid) else { return Ok(()) };
+        visit(vectors)?;
+        after = last;
+    }
+}
+
+/// The `page` stored vectors after nid `after`, each checked to have `dim` dimensions.
+fn checked_page(
+    w: &EmbeddedWrite<'_>,
+    after: i64,
+    dim: usize,
+    page: usize,
+) -> Result<Vec<StoredVector>, Error> {
+    let page = w.vectors_page(after, page.max(1))?;
+    if let Some(v) = page.iter().find(|v| v.vector.len() != dim) {
+        return Err(Error::Index(ctxgraph_ann::Error::Dimension {
+            expected: dim,
+            got: v.vector.len(),
+        }));
+    }
+    Ok(page)
 }
 
 impl crate::Engine {
@@ -102,10 +186,9 @@ impl crate::Engine {
     pub fn index_vectors(&mut self) -> Result<u64, Error> {
         let threads = self.options().consolidate.threads.max(1);
         let mut w = self.store.begin_write()?;
-        let all = AllVectors::load(&w)?;
-        rebuild(&mut w, &all, threads)?;
+        let built = rebuild(&mut w, threads)?;
         w.commit()?;
-        Ok(all.len() as u64)
+        Ok(built.map_or(0, |b| b.assignment.len() as u64))
     }
 }
 
@@ -192,13 +275,123 @@ pub(crate) fn nearest(
             scored.insert(v.nid, (v.key, score));
         }
     }
-    for v in read.unindexed_vectors()? {
+    // Vectors written since the build are scored as they are read, keeping only the best `k`:
+    // every reader runs this on every search, so holding them all cost the server a copy of
+    // them per search in flight.
+    let mut unindexed: Vec<(i64, NodeKey, f32)> = Vec::new();
+    let keep = k.saturating_mul(2).max(64);
+    read.scan_unindexed_vectors(&mut |v| {
         let score = ctxgraph_ann::dot_f32(query, &v.vector);
-        scored.insert(v.nid, (v.key, score));
+        unindexed.push((v.nid, v.key, score));
+        if unindexed.len() > keep {
+            best_first(&mut unindexed, k);
+        }
+    })?;
+    for (nid, key, score) in unindexed {
+        scored.insert(nid, (key, score));
     }
     let mut ranked: Vec<(i64, NodeKey, f32)> =
         scored.into_iter().map(|(nid, (key, score))| (nid, key, score)).collect();
+    best_first(&mut ranked, k);
+    Ok(ranked.into_iter().map(|(_, key, score)| (key, score)).collect())
+}
+
+/// Sort `(nid, key, score)` best first (ties by nid, a total order, so which `k` survive does
+/// not depend on the order they came in) and keep the first `k`.
+fn best_first(ranked: &mut Vec<(i64, NodeKey, f32)>, k: usize) {
     ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
     ranked.truncate(k);
-    Ok(ranked.into_iter().map(|(_, key, score)| (key, score)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use ctxgraph_ann::{SearchParams, TrainConfig};
+    use ctxgraph_ontology::graph::{Node, NodeKey, Properties};
+    use ctxgraph_store::{Embedded, EmbeddedWrite, GraphReader, GraphStore, OpenMode};
+
+    use super::{AllVectors, IndexCache};
+
+    const DIM: usize = 8;
+
+    /// A store with `n` vectors of `DIM` dimensions around a few directions (splitmix64).
+    fn store(n: usize) -> (tempfile::TempDir, Embedded) {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut store =
+            Embedded::open(&dir.path().join("v.ctxg"), OpenMode::CreateIfMissing).unwrap();
+        let mut w = store.begin_write().unwrap();
+        w.set_embedding_model("test", DIM).unwrap();
+        let mut state = 7u64;
+        let mut next = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        for i in 0..n {
+            let key = NodeKey::new("Event", format!("e{i:05}"));
+            w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
+            let mut v: Vec<f32> = (0..DIM).map(|_| 0.3 * next()).collect();
+            v[i % 5] += 1.0;
+            w.put_vector(&key, &v).unwrap();
+        }
+        w.commit().unwrap();
+        (dir, store)
+    }
+
+    /// The index as stored: the centroids and every list's blob.
+    fn stored(w: &EmbeddedWrite<'_>, lists: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+        let centroids = w.ann_centroids().unwrap().unwrap();
+        let blobs = (0..lists as u32).map(|l| w.ann_list(l).unwrap().unwrap()).collect();
+        (centroids, blobs)
+    }
+
+    #[test]
+    fn the_streamed_build_equals_the_build_over_every_vector_in_memory() {
+        let (_dir, mut store) = store(1_000);
+        let mut w = store.begin_write().unwrap();
+        let all = AllVectors::load(&w).unwrap();
+        let mut cfg = TrainConfig::for_count(all.len());
+        cfg.threads = 2;
+        let centroids = ctxgraph_ann::train(&all.data, all.dim, &cfg).unwrap();
+        let assignment = ctxgraph_ann::assign(&centroids, &all.data, 2).unwrap();
+        let blobs =
+            ctxgraph_ann::encode_lists(&all.nids, &all.data, &centroids, &assignment, 2).unwrap();
+        let expected = (centroids.to_bytes(), blobs);
+        // Pages that do not divide the store, one row, and all rows at once.
+        for page in [7, 1, 4_096] {
+            let built = super::rebuild_paged(&mut w, 2, page).unwrap().unwrap();
+            assert_eq!(built.assignment, assignment, "page {page}");
+            assert_eq!(stored(&w, centroids.len()), expected, "page {page}");
+            assert_eq!(w.vector_counts().unwrap(), (1_000, 0), "every vector is in a list");
+        }
+    }
+
+    #[test]
+    fn an_empty_store_builds_no_index() {
+        let (_dir, mut store) = store(0);
+        let mut w = store.begin_write().unwrap();
+        assert!(super::rebuild(&mut w, 1).unwrap().is_none());
+        assert!(w.ann_centroids().unwrap().is_none());
+    }
+
+    #[test]
+    fn unindexed_vectors_are_ranked_exactly_however_many() {
+        let (_dir, mut store) = store(300);
+        let w = store.begin_write().unwrap();
+        let all = AllVectors::load(&w).unwrap();
+        let query = all.row(123).to_vec();
+        let mut exact: Vec<(i64, NodeKey, f32)> = (0..all.len())
+            .map(|i| (all.nids[i], all.keys[i].clone(), ctxgraph_ann::dot_f32(&query, all.row(i))))
+            .collect();
+        exact.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+        let cache = IndexCache::default();
+        // Fewer than kept between prunings, more, and every vector.
+        for k in [1, 10, 200, 300] {
+            let found = super::nearest(&w, &cache, &query, k, SearchParams::default()).unwrap();
+            let want: Vec<(NodeKey, f32)> =
+                exact.iter().take(k).map(|(_, key, s)| (key.clone(), *s)).collect();
+            assert_eq!(found, want, "k {k}");
+        }
+    }
 }

@@ -23,7 +23,8 @@
 //! one cache of index parts shared by the tenant's engines; no memory-mapped reads (each
 //! connection's mapping of a growing file counted in the resident size again); and SQLite's page
 //! caches, all connections together, under one soft heap budget ([`SQLITE_HEAP_BUDGET`]).
-//! After a write, at most every [`TRIM_EVERY`], the writer gives freed heap back to the system.
+//! After a write, at most every [`TRIM_EVERY`] and after every index rebuild, the writer gives
+//! freed heap back to the system.
 //!
 //! # Access tracking
 //! A tenant's engines share one [`AccessTracker`]: recalls note the events they return there
@@ -316,7 +317,7 @@ impl Tenant {
     fn maintain(&self, metrics: &Metrics) {
         let w = lock(&self.writer);
         let mut w = w;
-        rebuild_lagging_indexes(&mut w);
+        let rebuilt = rebuild_lagging_indexes(&mut w);
         if w.wal_size() > WAL_TRUNCATE_AT {
             // Waits (up to the store's busy timeout) for the reads in flight to finish; new
             // reads are not blocked. A checkpoint that cannot finish now is retried after the
@@ -332,7 +333,9 @@ impl Tenant {
         drop(w);
         metrics.lags(&self.name, lags);
         let mut trimmed = lock(&self.trimmed);
-        if trimmed.elapsed() >= TRIM_EVERY {
+        // A rebuild frees what it built the index in all at once: give it back now rather
+        // than holding it until the next write after `TRIM_EVERY`.
+        if rebuilt || trimmed.elapsed() >= TRIM_EVERY {
             *trimmed = Instant::now();
             release_free_memory();
         }
@@ -382,20 +385,24 @@ const INDEX_AFTER: u64 = 2_000;
 /// rebuilds, which run after the writes' answers.
 const INDEX_FRACTION: u64 = 16;
 
-/// Rebuild the vector or lexical index when enough was written outside it. A failure leaves
-/// the index as it was (searches still find the rest exactly) and is retried after the next
-/// write.
-fn rebuild_lagging_indexes(w: &mut Engine) {
+/// Rebuild the vector or lexical index when enough was written outside it; whether one was
+/// rebuilt. A failure leaves the index as it was (searches still find the rest exactly) and is
+/// retried after the next write.
+fn rebuild_lagging_indexes(w: &mut Engine) -> bool {
     let ((total, unindexed), texts) = match w.owner_reader() {
         Ok(s) => (s.stats_vectors().unwrap_or((0, 0)), s.text_docs_outside_index().unwrap_or(0)),
-        Err(_) => return,
+        Err(_) => return false,
     };
+    let mut rebuilt = false;
     if unindexed >= INDEX_AFTER.max(total.saturating_sub(unindexed) / INDEX_FRACTION) {
         let _ = w.index_vectors();
+        rebuilt = true;
     }
     if texts >= ctxgraph::TEXT_INDEX_REBUILD_AFTER {
         let _ = w.index_text();
+        rebuilt = true;
     }
+    rebuilt
 }
 
 thread_local! {

@@ -674,10 +674,16 @@ fn graph_vectors_page(
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-fn graph_unindexed_vectors(c: &Connection) -> Result<Vec<StoredVector>, StoreError> {
+fn graph_scan_unindexed_vectors(
+    c: &Connection,
+    visit: &mut dyn FnMut(StoredVector),
+) -> Result<(), StoreError> {
     let mut st = c.prepare_cached(&format!("{VECTOR_JOIN} WHERE v.list IS NULL ORDER BY v.nid"))?;
-    let rows = st.query_map([], vector_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut rows = st.query([])?;
+    while let Some(row) = rows.next()? {
+        visit(vector_row(row)?);
+    }
+    Ok(())
 }
 
 fn graph_vector_counts(c: &Connection) -> Result<(u64, u64), StoreError> {
@@ -1411,8 +1417,11 @@ macro_rules! impl_readers {
             ) -> Result<Vec<StoredVector>, StoreError> {
                 graph_vectors_page(&self.tx, after, limit)
             }
-            fn unindexed_vectors(&self) -> Result<Vec<StoredVector>, StoreError> {
-                graph_unindexed_vectors(&self.tx)
+            fn scan_unindexed_vectors(
+                &self,
+                visit: &mut dyn FnMut(StoredVector),
+            ) -> Result<(), StoreError> {
+                graph_scan_unindexed_vectors(&self.tx, visit)
             }
             fn vector_counts(&self) -> Result<(u64, u64), StoreError> {
                 graph_vector_counts(&self.tx)

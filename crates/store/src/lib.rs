@@ -263,8 +263,10 @@ pub trait GraphReader {
     fn node_keys(&self, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, StoreError>;
     /// Stored vectors with `nid > after`, in nid order, at most `limit` (for index builds).
     fn vectors_page(&self, after: i64, limit: usize) -> Result<Vec<StoredVector>, StoreError>;
-    /// Vectors written since the vector index was last built, in nid order.
-    fn unindexed_vectors(&self) -> Result<Vec<StoredVector>, StoreError>;
+    /// Visit the vectors written since the vector index was last built, in nid order, one at a
+    /// time (a search scores them as they come rather than holding them all).
+    fn scan_unindexed_vectors(&self, visit: &mut dyn FnMut(StoredVector))
+    -> Result<(), StoreError>;
     /// How many vectors are stored, and how many of them are not in the vector index yet.
     fn vector_counts(&self) -> Result<(u64, u64), StoreError>;
     /// The stored vectors of these nids, in the order given; ids with no vector are skipped.
