@@ -24,7 +24,7 @@
 //! to the WAL before `commit` returns; a crash loses no committed transaction.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
@@ -215,8 +215,8 @@ impl Embedded {
     pub fn begin_write(&mut self) -> Result<EmbeddedWrite<'_>, StoreError> {
         Ok(EmbeddedWrite {
             tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
-            nodes: RefCell::new(BTreeMap::new()),
-            nids: RefCell::new(BTreeMap::new()),
+            nodes: RefCell::new(HashMap::new()),
+            nids: RefCell::new(HashMap::new()),
             any_pending: Cell::new(None),
         })
     }
@@ -350,11 +350,13 @@ pub struct EmbeddedRead<'a> {
 /// Updated nodes are kept in a write-back cache and flushed before any read that scans the node
 /// table and at commit: an entity mentioned by many events of a batch is decoded and encoded once
 /// per batch instead of once per mention. Node ids (`nid`) seen in the transaction are cached too,
-/// because every edge write needs the ids of both endpoints.
+/// because every edge write needs the ids of both endpoints. Both are hash maps: they are
+/// looked up several times per projected record (a search of an ordered map of half a million
+/// keys cost a tenth of projection), and flushing writes in `nid` order whatever the map's.
 pub struct EmbeddedWrite<'a> {
     tx: rusqlite::Transaction<'a>,
-    nodes: RefCell<BTreeMap<NodeKey, (i64, Node)>>,
-    nids: RefCell<BTreeMap<NodeKey, i64>>,
+    nodes: RefCell<HashMap<NodeKey, (i64, Node)>>,
+    nids: RefCell<HashMap<NodeKey, i64>>,
     /// Whether any edge may be parked: when none is, a new node has nothing to complete and the
     /// lookup is skipped. `None` until first asked.
     any_pending: Cell<Option<bool>>,
@@ -395,9 +397,11 @@ impl EmbeddedWrite<'_> {
     }
 
     fn flush_nodes(&self) -> Result<(), StoreError> {
-        let nodes = std::mem::take(&mut *self.nodes.borrow_mut());
+        let mut nodes: Vec<(i64, Node)> =
+            std::mem::take(&mut *self.nodes.borrow_mut()).into_values().collect();
+        nodes.sort_unstable_by_key(|(nid, _)| *nid);
         let mut st = self.tx.prepare_cached("UPDATE nodes SET props = ?1 WHERE nid = ?2")?;
-        for (nid, node) in nodes.values() {
+        for (nid, node) in &nodes {
             st.execute(params![props_to(&node.props)?, nid])?;
         }
         Ok(())
