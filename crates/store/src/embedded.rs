@@ -467,6 +467,42 @@ impl EmbeddedWrite<'_> {
     fn before_scan(&self) -> Result<(), StoreError> {
         self.flush_nodes()
     }
+
+    /// Insert `node` if it is new (at once: edges need its id); the id of the stored node
+    /// when it exists, for an update. A node not known to the caches is inserted first and
+    /// looked up only when the insert finds it there, so a new node costs one statement.
+    fn insert_node(&self, node: &Node) -> Result<Option<i64>, StoreError> {
+        if let Some(nid) = self.nids.borrow().get(&node.key) {
+            return Ok(Some(*nid));
+        }
+        let inserted = self
+            .tx
+            .prepare_cached(
+                "INSERT INTO nodes (label, id, props) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (label, id) DO NOTHING",
+            )?
+            .execute(params![node.key.label, node.key.id, props_to(&node.props)?])?;
+        if inserted == 1 {
+            self.remember_nid(&node.key, self.tx.last_insert_rowid());
+            return Ok(None);
+        }
+        self.nid(&node.key)?.map(Some).ok_or_else(|| {
+            StoreError::Corruption(format!("node {} neither inserts nor exists", node.key))
+        })
+    }
+
+    /// Keep an update of the stored node `nid` in the write-back cache.
+    fn cache_node(&self, nid: i64, node: Node) -> Result<(), StoreError> {
+        let full = {
+            let mut nodes = self.nodes.borrow_mut();
+            nodes.insert(node.key.clone(), (nid, node));
+            nodes.len() >= NODE_CACHE_LIMIT
+        };
+        if full {
+            self.flush_nodes()?;
+        }
+        Ok(())
+    }
 }
 
 impl EmbeddedRead<'_> {
@@ -1514,24 +1550,17 @@ impl Log for EmbeddedWrite<'_> {
 
 impl GraphStore for EmbeddedWrite<'_> {
     fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
-        // A new node is inserted at once (edges need its id); an update waits in the cache.
-        let Some(nid) = self.nid(&node.key)? else {
-            self.tx
-                .prepare_cached("INSERT INTO nodes (label, id, props) VALUES (?1, ?2, ?3)")?
-                .execute(params![node.key.label, node.key.id, props_to(&node.props)?])?;
-            let nid = self.tx.last_insert_rowid();
-            self.remember_nid(&node.key, nid);
-            return Ok(());
-        };
-        let full = {
-            let mut nodes = self.nodes.borrow_mut();
-            nodes.insert(node.key.clone(), (nid, node.clone()));
-            nodes.len() >= NODE_CACHE_LIMIT
-        };
-        if full {
-            self.flush_nodes()?;
+        match self.insert_node(node)? {
+            Some(nid) => self.cache_node(nid, node.clone()),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {
+        match self.insert_node(&node)? {
+            Some(nid) => self.cache_node(nid, node),
+            None => Ok(()),
+        }
     }
 
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
