@@ -30,6 +30,8 @@ struct Row {
     what: &'static str,
     count: u64,
     secs: f64,
+    /// CPU time of the whole process (every thread) over the phase, where the system says.
+    cpu: Option<f64>,
 }
 
 /// The phases `ingest` times, for its progress lines.
@@ -46,10 +48,24 @@ fn measure(
     work: impl FnOnce() -> anyhow::Result<u64>,
 ) -> anyhow::Result<()> {
     eprintln!("phase {}/{phases}: {phase} ...", rows.len() + 1);
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), cpu_seconds());
     let count = work()?;
-    rows.push(Row { phase, what, count, secs: started.elapsed().as_secs_f64() });
+    let secs = started.elapsed().as_secs_f64();
+    let cpu = cpu.zip(cpu_seconds()).map(|(before, after)| after - before);
+    rows.push(Row { phase, what, count, secs, cpu });
     Ok(())
+}
+
+/// CPU seconds this process has used, all threads (those ended too), user and system: fields
+/// 14 and 15 of `/proc/self/stat`, in clock ticks of 1/100 s (Linux's user-space tick). On a
+/// machine shared with other work, wall-clock rates vary with the load and these much less.
+/// `None` where there is no such file.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
 pub(crate) fn ingest(
@@ -123,7 +139,8 @@ pub(crate) fn ingest(
         print_json(&json!({
             "events": events, "batch_size": batch_size, "input_bytes": input_bytes,
             "phases": rows.iter().map(|r| json!({"phase": r.phase, "what": r.what, "records": r.count,
-                "seconds": r.secs, "per_second": r.count as f64 / r.secs})).collect::<Vec<_>>(),
+                "seconds": r.secs, "per_second": r.count as f64 / r.secs,
+                "cpu_seconds": r.cpu})).collect::<Vec<_>>(),
             "bytes_on_disk": stats.bytes_on_disk, "bytes_per_event": per_event,
             "nodes": nodes, "edges": edges, "open_ms": open_ms,
         }))?;
@@ -135,7 +152,8 @@ pub(crate) fn ingest(
         "ctxgraph bench ingest: {events} events ({} of JSONL), batch {batch_size}, durability on (fsync per batch)",
         bytes(input_bytes)
     )?;
-    let mut t = table(&["phase", "what is timed", "records", "seconds", "records/s"]);
+    let mut t =
+        table(&["phase", "what is timed", "records", "seconds", "records/s", "CPU seconds"]);
     for r in &rows {
         t.add_row(vec![
             r.phase.to_owned(),
@@ -143,6 +161,7 @@ pub(crate) fn ingest(
             r.count.to_string(),
             format!("{:.2}", r.secs),
             format!("{:.0}", r.count as f64 / r.secs),
+            r.cpu.map_or_else(|| "-".to_owned(), |c| format!("{c:.2}")),
         ]);
     }
     writeln!(out, "{t}")?;

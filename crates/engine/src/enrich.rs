@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use ctxgraph_embed::{Embedder, StaticEmbedder};
 use ctxgraph_ontology::graph::NodeKey;
-use ctxgraph_ontology::{RecordBody, RecordKind, entity_id};
-use ctxgraph_projection::{enrich_event, mentions};
-use ctxgraph_store::{GraphReader, GraphStore, LogReader};
+use ctxgraph_ontology::{EventRecord, RecordBody, RecordKind, Schema, entity_id};
+use ctxgraph_projection::{Enrichment, enrich_event, mentions};
+use ctxgraph_store::{GraphReader, GraphStore, LogEntry, LogReader};
 use serde_json::Value;
 
 use crate::engine::{Engine, decode};
@@ -72,87 +72,140 @@ impl Engine {
     /// Enrich every projected record not yet enriched, committing in chunks with the checkpoint.
     ///
     /// Deterministic for a given log and model, and idempotent: enriching again changes nothing.
+    /// The work of a chunk (decoding, keywords, embedding) runs on a pool of threads, in
+    /// sub-batches whose composition depends only on the chunk, while the writer commits the
+    /// previous chunk; the thread count changes no result.
     pub fn enrich(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<EnrichReport, Error> {
         let embedder = self.embedder()?;
-        let (model_id, dimension) = (embedder.model_id().to_owned(), embedder.dimension());
+        let schema = self.schema.clone();
         let mut report = EnrichReport::default();
+        let start = self.store.begin_read()?.enriched_through()?;
+        report.position = start;
+        let mut next = self.read_chunk(start)?;
+        let mut ready: Option<Computed> = None;
         loop {
-            let (entries, target, knowledge) = {
-                let read = self.store.begin_read()?;
-                let (from, to) = (read.enriched_through()?, read.projected_through()?);
-                report.position = from;
-                if from >= to {
-                    return Ok(report);
+            if next.is_none() && ready.is_none() {
+                return Ok(report);
+            }
+            // Compute the next chunk on the pool while this thread writes the one before it.
+            let (computed, wrote) = std::thread::scope(|scope| {
+                let worker = next
+                    .take()
+                    .map(|chunk| scope.spawn(|| compute(&schema, embedder.as_ref(), chunk)));
+                let wrote = match ready.take() {
+                    Some(done) => self.write_chunk(done, &mut report).map(Some),
+                    None => Ok(None),
+                };
+                let computed = worker
+                    .map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                    .transpose();
+                (computed, wrote)
+            });
+            match wrote? {
+                Some(Some((last, target))) => progress(last, target),
+                Some(None) => {
+                    // Another writer moved the checkpoint: start again from where it is now.
+                    let from = self.store.begin_read()?.enriched_through()?;
+                    report.position = from;
+                    next = self.read_chunk(from)?;
+                    continue;
                 }
-                let want = usize::try_from(to - from).unwrap_or(ENRICH_CHUNK).min(ENRICH_CHUNK);
-                let entries = read.read_from(from + 1, want)?;
-                // Facts, sentences, slot values, receipts and memories of the chunk, with their
-                // text as the graph reads now (a node several records touch, once).
-                let mut knowledge: BTreeMap<NodeKey, String> = BTreeMap::new();
-                for entry in entries.iter().filter(|e| indexed::indexes(e.kind)) {
-                    let record = decode(self.schema(), entry)?;
-                    knowledge.extend(indexed::texts_of(&read, record.body())?);
-                }
-                (entries, to, knowledge.into_iter().collect::<Vec<_>>())
+                None => {}
+            }
+            ready = computed?;
+            next = match &ready {
+                Some(c) => self.read_chunk(c.last)?,
+                None => None,
             };
-            let Some(last) = entries.last().map(|e| e.position) else { return Ok(report) };
-            let mut events = Vec::new();
-            for entry in entries.iter().filter(|e| e.kind == RecordKind::Event) {
-                let record = decode(self.schema(), entry)?;
-                if let RecordBody::Event(event) = record.body() {
-                    let enrichment = enrich_event(event);
-                    events.push((event.clone(), enrichment));
-                }
-            }
-            let texts: Vec<&str> = events
-                .iter()
-                .map(|(_, x)| x.text.as_str())
-                .chain(knowledge.iter().map(|(_, t)| t.as_str()))
-                .collect();
-            let mut vectors = embedder.embed(&texts)?;
-            let knowledge_vectors = vectors.split_off(events.len().min(vectors.len()));
-            let mut w = self.store.begin_write()?;
-            if w.embedding_model()?.is_none() {
-                w.set_embedding_model(&model_id, dimension)?;
-            }
-            let mut entities_indexed = BTreeSet::new();
-            for ((event, x), vector) in events.iter().zip(vectors) {
-                let key = NodeKey::new("Event", &event.event_id);
-                let Some(mut node) = w.node(&key)? else { continue };
-                node.props.insert(
-                    "keywords".into(),
-                    Value::Array(x.keywords.iter().cloned().map(Value::String).collect()),
-                );
-                node.props.insert("summary".into(), x.summary.clone().into());
-                node.props.insert("importance_score".into(), x.importance.into());
-                let violations = self.schema.check_node(&node);
-                if !violations.is_empty() {
-                    return Err(Error::Validation(violations.into()));
-                }
-                w.put_node(&node)?;
-                w.put_vector(&key, &vector)?;
-                w.put_text(&key, &x.text)?;
-                for m in mentions(event) {
-                    let entity = NodeKey::new("Entity", entity_id(m.entity_type, m.name));
-                    if !entities_indexed.insert(entity.id.clone()) {
-                        continue;
-                    }
-                    if let Some(node) = w.node(&entity)? {
-                        let name = node.props.get("name").and_then(Value::as_str).unwrap_or(m.name);
-                        let text = format!("{name} {}", m.entity_type);
-                        w.put_text(&entity, &text)?;
-                    }
-                }
-                report.events += 1;
-            }
-            report.nodes +=
-                indexed::write(&mut w, embedder.as_ref(), &knowledge, &knowledge_vectors)?;
-            w.set_enriched_through(last)?;
-            w.commit()?;
-            report.records += entries.len() as u64;
-            report.position = last;
-            progress(last, target);
         }
+    }
+
+    /// The log records after `from` (at most a chunk, up to the projection's checkpoint), with
+    /// the texts of the facts, sentences, slot values, receipts and memories they wrote, as the
+    /// graph reads now (a node several records touch, once); `None` when nothing is left.
+    fn read_chunk(&self, from: u64) -> Result<Option<Chunk>, Error> {
+        let read = self.store.begin_read()?;
+        let to = read.projected_through()?;
+        if from >= to {
+            return Ok(None);
+        }
+        let want = usize::try_from(to - from).unwrap_or(ENRICH_CHUNK).min(ENRICH_CHUNK);
+        let entries = read.read_from(from + 1, want)?;
+        let Some(last) = entries.last().map(|e| e.position) else { return Ok(None) };
+        let mut knowledge: BTreeMap<NodeKey, String> = BTreeMap::new();
+        for entry in entries.iter().filter(|e| indexed::indexes(e.kind)) {
+            let record = decode(self.schema(), entry)?;
+            knowledge.extend(indexed::texts_of(&read, record.body())?);
+        }
+        Ok(Some(Chunk {
+            from,
+            last,
+            target: to,
+            entries,
+            knowledge: knowledge.into_iter().collect(),
+        }))
+    }
+
+    /// Write a computed chunk with the checkpoint in one transaction: `(last, target)` for the
+    /// progress report, or `None` (nothing written) when the checkpoint is no longer where the
+    /// chunk starts.
+    fn write_chunk(
+        &mut self,
+        done: Computed,
+        report: &mut EnrichReport,
+    ) -> Result<Option<(u64, u64)>, Error> {
+        let embedder = self.embedder()?;
+        let mut w = self.store.begin_write()?;
+        if w.enriched_through()? != done.from {
+            return Ok(None);
+        }
+        if w.embedding_model()?.is_none() {
+            w.set_embedding_model(embedder.model_id(), embedder.dimension())?;
+        }
+        // Full-text entries are written last: the full-text index flushes what it holds in
+        // memory whenever another statement of the transaction starts, so interleaving them
+        // with node and vector writes turned each event into a flush of its own.
+        let mut texts: Vec<(NodeKey, String)> = Vec::new();
+        let mut entities_indexed = BTreeSet::new();
+        for (event, x, vector) in &done.events {
+            let key = NodeKey::new("Event", &event.event_id);
+            let Some(mut node) = w.node(&key)? else { continue };
+            node.props.insert(
+                "keywords".into(),
+                Value::Array(x.keywords.iter().cloned().map(Value::String).collect()),
+            );
+            node.props.insert("summary".into(), x.summary.clone().into());
+            node.props.insert("importance_score".into(), x.importance.into());
+            let violations = self.schema.check_node(&node);
+            if !violations.is_empty() {
+                return Err(Error::Validation(violations.into()));
+            }
+            w.put_node(&node)?;
+            w.put_vector(&key, vector)?;
+            for m in mentions(event) {
+                let entity = NodeKey::new("Entity", entity_id(m.entity_type, m.name));
+                if !entities_indexed.insert(entity.id.clone()) {
+                    continue;
+                }
+                if let Some(node) = w.node(&entity)? {
+                    let name = node.props.get("name").and_then(Value::as_str).unwrap_or(m.name);
+                    let text = format!("{name} {}", m.entity_type);
+                    texts.push((entity, text));
+                }
+            }
+            texts.push((key, x.text.clone()));
+            report.events += 1;
+        }
+        report.nodes +=
+            indexed::write(&mut w, embedder.as_ref(), &done.knowledge, &done.knowledge_vectors)?;
+        w.set_enriched_through(done.last)?;
+        for (key, text) in &texts {
+            w.put_text(key, text)?;
+        }
+        w.commit()?;
+        report.records += done.records;
+        report.position = done.last;
+        Ok(Some((done.last, done.target)))
     }
 
     /// Drop every vector and index entry and enrich again with the configured model (after the
@@ -187,6 +240,131 @@ impl Engine {
         };
         Ok(Arc::clone(self.embedder.get_or_init(|| e)))
     }
+}
+
+/// Log records read for enrichment, not yet computed.
+struct Chunk {
+    /// The stage-2 checkpoint the chunk continues.
+    from: u64,
+    /// Position of its last record.
+    last: u64,
+    /// The projection's checkpoint when it was read (for progress).
+    target: u64,
+    entries: Vec<LogEntry>,
+    knowledge: Vec<(NodeKey, String)>,
+}
+
+/// A chunk's enrichment, ready to be written.
+struct Computed {
+    from: u64,
+    last: u64,
+    target: u64,
+    records: u64,
+    events: Vec<(EventRecord, Enrichment, Vec<f32>)>,
+    knowledge: Vec<(NodeKey, String)>,
+    knowledge_vectors: Vec<Vec<f32>>,
+}
+
+/// Records (or knowledge texts) per unit of pool work: one embedder call each, so a batch's
+/// composition depends on the chunk alone, never on the thread count.
+const SUB_BATCH: usize = 250;
+
+/// One unit of pool work.
+enum Task<'a> {
+    Events(&'a [&'a LogEntry]),
+    Knowledge(&'a [(NodeKey, String)]),
+}
+
+/// What one unit of pool work gives.
+enum Done {
+    Events(Vec<(EventRecord, Enrichment, Vec<f32>)>),
+    Knowledge(Vec<Vec<f32>>),
+}
+
+/// Decode, enrich and embed a chunk: its sub-batches are shared out to a pool of threads and
+/// gathered in order.
+fn compute(schema: &Schema, embedder: &dyn Embedder, chunk: Chunk) -> Result<Computed, Error> {
+    let events: Vec<&LogEntry> =
+        chunk.entries.iter().filter(|e| e.kind == RecordKind::Event).collect();
+    let tasks: Vec<Task<'_>> = events
+        .chunks(SUB_BATCH)
+        .map(Task::Events)
+        .chain(chunk.knowledge.chunks(SUB_BATCH).map(Task::Knowledge))
+        .collect();
+    let run = |task: &Task<'_>| -> Result<Done, Error> {
+        match task {
+            Task::Events(entries) => {
+                let mut out = Vec::with_capacity(entries.len());
+                for entry in *entries {
+                    if let RecordBody::Event(event) = decode(schema, entry)?.body() {
+                        out.push((event.clone(), enrich_event(event)));
+                    }
+                }
+                let texts: Vec<&str> = out.iter().map(|(_, x)| x.text.as_str()).collect();
+                let vectors = embedder.embed(&texts)?;
+                Ok(Done::Events(
+                    out.into_iter().zip(vectors).map(|((e, x), v)| (e, x, v)).collect(),
+                ))
+            }
+            Task::Knowledge(items) => {
+                let texts: Vec<&str> = items.iter().map(|(_, t)| t.as_str()).collect();
+                Ok(Done::Knowledge(embedder.embed(&texts)?))
+            }
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let done = parallel_map(&tasks, threads, run)?;
+    let mut computed = Computed {
+        from: chunk.from,
+        last: chunk.last,
+        target: chunk.target,
+        records: chunk.entries.len() as u64,
+        events: Vec::with_capacity(events.len()),
+        knowledge_vectors: Vec::with_capacity(chunk.knowledge.len()),
+        knowledge: Vec::new(),
+    };
+    for d in done {
+        match d {
+            Done::Events(e) => computed.events.extend(e),
+            Done::Knowledge(v) => computed.knowledge_vectors.extend(v),
+        }
+    }
+    computed.knowledge = chunk.knowledge;
+    Ok(computed)
+}
+
+/// `run` over every task on up to `threads` threads, the results in task order; the first
+/// error (in task order) wins.
+fn parallel_map<T: Sync, R: Send>(
+    tasks: &[T],
+    threads: usize,
+    run: impl Fn(&T) -> Result<R, Error> + Sync,
+) -> Result<Vec<R>, Error> {
+    let threads = threads.clamp(1, tasks.len().max(1));
+    if threads == 1 {
+        return tasks.iter().map(&run).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<(usize, Result<R, Error>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(task) = tasks.get(i) else { return mine };
+                        mine.push((i, run(task)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    slots.sort_by_key(|(i, _)| *i);
+    slots.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The built-in model, decoded once per process and shared by every engine (a server opens

@@ -202,8 +202,13 @@ pub(crate) fn write(
     if w.embedding_model()?.is_none() {
         w.set_embedding_model(embedder.model_id(), embedder.dimension())?;
     }
-    for ((key, text), vector) in items.iter().zip(vectors) {
+    // Every vector before any full-text entry: the full-text index flushes what it holds in
+    // memory whenever another statement starts, so alternating them flushed once per item.
+    let items = &items[..items.len().min(vectors.len())];
+    for ((key, _), vector) in items.iter().zip(vectors) {
         w.put_vector(key, vector)?;
+    }
+    for (key, text) in items {
         w.put_text(key, text)?;
     }
     Ok(items.len() as u64)

@@ -17,7 +17,7 @@ pub(crate) fn project_event(
     e: &EventRecord,
 ) -> Result<(), ProjectionError> {
     let key = NodeKey::new("Event", &e.event_id);
-    w.put_node(&event_node(&key, position, e), true)?;
+    w.put_node_owned(event_node(&key, position, e), true)?;
     follows(w, e)?;
     if let Some(parent) = &e.parent_event_id {
         let mut props = Properties::new();
@@ -166,7 +166,7 @@ fn references(w: &mut Writer<'_>, event: &NodeKey, e: &EventRecord) -> Result<()
         let existing = w.graph().node(&key)?;
         let new = existing.is_none();
         let node = merge_entity(existing, key.clone(), m, e);
-        w.put_node(&node, new)?;
+        w.put_node_owned(node, new)?;
         for role in roles {
             let mut props = Properties::new();
             props.insert("role".into(), role.into());

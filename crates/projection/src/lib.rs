@@ -174,6 +174,26 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// [`Writer::put_node`], handing the node over to the store (no copy for its cache).
+    pub(crate) fn put_node_owned(&mut self, node: Node, new: bool) -> Result<(), ProjectionError> {
+        let violations = self.schema.check_node(&node);
+        if !violations.is_empty() {
+            return Err(ProjectionError::Invalid {
+                what: format!("node {}", node.key),
+                violations,
+            });
+        }
+        let key = new.then(|| node.key.clone());
+        self.graph.put_node_owned(node)?;
+        self.done.nodes += 1;
+        if let Some(key) = key {
+            for edge in self.graph.take_pending(&key)? {
+                self.edge_when_ready(edge)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Write `edge` (checked against the schema on every write) if both endpoints exist; otherwise
     /// park it on the first missing endpoint.
     pub(crate) fn edge_when_ready(&mut self, edge: Edge) -> Result<(), ProjectionError> {

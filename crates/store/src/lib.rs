@@ -288,6 +288,11 @@ pub trait GraphReader {
 pub trait GraphStore: GraphReader {
     /// Insert or replace a node.
     fn put_node(&mut self, node: &Node) -> Result<(), StoreError>;
+    /// [`GraphStore::put_node`], handing the node over: a store that keeps the nodes it writes
+    /// (a write-back cache) takes it without a copy.
+    fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {
+        self.put_node(&node)
+    }
     /// Insert or replace an edge. Both endpoints must exist (the projection checks).
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError>;
     /// Delete an edge; whether it existed.
