@@ -393,6 +393,10 @@ pub trait ProjectionGraph {
     fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, StoreError>;
     /// [`GraphStore::put_node`].
     fn put_node(&mut self, node: &Node) -> Result<(), StoreError>;
+    /// [`GraphStore::put_node_owned`].
+    fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {
+        self.put_node(&node)
+    }
     /// [`GraphStore::put_edge`].
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError>;
     /// [`GraphStore::delete_node`].
@@ -456,6 +460,9 @@ impl<T: GraphStore + ?Sized> ProjectionGraph for T {
     }
     fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
         GraphStore::put_node(self, node)
+    }
+    fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {
+        GraphStore::put_node_owned(self, node)
     }
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
         GraphStore::put_edge(self, edge)
