@@ -1410,8 +1410,9 @@ pub(crate) enum BenchCommand {
     },
     /// Load on a server over loopback: rounds of N concurrent clients, each mixing batch
     /// ingestion (one request in five, 10 events) and recall for a bounded time; reports
-    /// throughput, latency percentiles, errors and the server's peak memory. Starts its own
-    /// `ctxgraph serve` on a free port unless --url is given. Exits 2 if any request failed.
+    /// throughput, latency percentiles, errors, and the server's peak memory and CPU time per
+    /// request. Starts its own `ctxgraph serve` on a free port unless --url is given (then
+    /// neither of the last two is measured). Exits 2 if any request failed.
     Serve {
         /// Concurrent clients per round, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "1,8,64")]

@@ -2,8 +2,9 @@
 //!
 //! N client threads, each with its own HTTP connection, mix batch ingestion (one request in
 //! five, ten fresh events) and recall (the other four) for a bounded time; the table reports
-//! throughput, latency percentiles per operation, errors, and the server's peak memory (its
-//! `VmHWM`, when this command started the server itself).
+//! throughput, latency percentiles per operation, errors, and, when this command started the
+//! server itself, the server's peak memory (its `VmHWM`) and its CPU time per request (which a
+//! machine loaded by other work moves far less than it moves the latencies).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -25,6 +26,9 @@ const BATCH: usize = 10;
 const INGEST_EVERY: u64 = 5;
 /// Events per request while preloading.
 const PRELOAD_BATCH: usize = 500;
+/// Clock ticks per second of the times in `/proc/PID/stat` (Linux's `USER_HZ`, 100 on the
+/// architectures ctxgraph builds for).
+const USER_HZ: f64 = 100.0;
 
 /// What `bench serve` was asked to do.
 pub(crate) struct ServeArgs<'a> {
@@ -80,6 +84,8 @@ struct Round {
     errors: u64,
     first_error: Option<String>,
     peak_rss: Option<u64>,
+    /// CPU seconds the started server used during the round.
+    server_cpu_s: Option<f64>,
 }
 
 pub(crate) fn serve(args: &ServeArgs<'_>) -> anyhow::Result<Outcome> {
@@ -94,8 +100,11 @@ pub(crate) fn serve(args: &ServeArgs<'_>) -> anyhow::Result<Outcome> {
     let mut rounds = Vec::new();
     for (round, &n) in args.clients.iter().enumerate() {
         eprintln!("round {}: {n} clients for {} s ...", round + 1, args.seconds);
+        let pid = started.as_ref().map(|s| s.child.id());
+        let cpu_before = pid.and_then(cpu_seconds);
         let mut r = run_round(&base, &key, n, args.seconds, &asked, round)?;
-        r.peak_rss = started.as_ref().and_then(|s| peak_rss(s.child.id()));
+        r.server_cpu_s = pid.and_then(cpu_seconds).zip(cpu_before).map(|(after, b)| after - b);
+        r.peak_rss = pid.and_then(peak_rss);
         rounds.push(r);
     }
     print(&rounds, args)?;
@@ -255,6 +264,7 @@ fn run_round(
         errors: 0,
         first_error: None,
         peak_rss: None,
+        server_cpu_s: None,
     };
     for run in per_client {
         r.ingest_ms.extend(run.ingest);
@@ -274,6 +284,23 @@ pub(super) fn fresh_event(round: usize, client: usize, op: u64, i: usize) -> Val
         "agent_id": format!("load-agent-{client}"), "trace_id": format!("load-{round}"),
         "tool_name": "http_get", "status": "completed",
         "payload": {"message": format!("fetched page {op} of the billing report for client {client}")}})
+}
+
+/// CPU time (user and system) a process has used so far, in seconds (Linux `/proc/PID/stat`).
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces:
+    // utime and stime are the 12th and 13th of them.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / USER_HZ)
+}
+
+/// Milliseconds of server CPU per request of a round, when measured.
+fn cpu_per_request_ms(r: &Round) -> Option<f64> {
+    let requests = r.ingest_ms.len() + r.recall_ms.len();
+    r.server_cpu_s.filter(|_| requests > 0).map(|s| s * 1e3 / requests as f64)
 }
 
 /// Peak resident memory of a process in bytes (Linux `VmHWM`).
@@ -302,7 +329,8 @@ fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
                     "ingest_ms": {"count": r.ingest_ms.len(), "p50": ip50, "p95": ip95, "p99": ip99},
                     "recall_ms": {"count": r.recall_ms.len(), "p50": rp50, "p95": rp95, "p99": rp99},
                     "errors": r.errors, "first_error": r.first_error,
-                    "server_peak_rss_bytes": r.peak_rss})
+                    "server_peak_rss_bytes": r.peak_rss,
+                    "server_cpu_ms_per_request": cpu_per_request_ms(r)})
             })
             .collect();
         return print_json(&json!({"preload": args.preload, "rounds": list}));
@@ -319,6 +347,7 @@ fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
         "ingest p50/p95/p99 ms",
         "errors",
         "server peak RSS",
+        "server CPU per request",
     ]);
     for r in rounds {
         let (ip50, ip95, ip99) = stats(&r.ingest_ms);
@@ -332,6 +361,7 @@ fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
             format!("{ip50:.1} / {ip95:.1} / {ip99:.1}"),
             r.errors.to_string(),
             r.peak_rss.map_or("n/a".to_owned(), |b| format!("{:.0} MiB", b as f64 / 1048576.0)),
+            cpu_per_request_ms(r).map_or("n/a".to_owned(), |ms| format!("{ms:.2} ms")),
         ]);
     }
     println!("{t}");

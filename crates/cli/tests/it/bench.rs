@@ -1,5 +1,5 @@
-//! The crash and soak harnesses, short: correctness only (nothing lost, reprojection equal, no
-//! failed request), never timings.
+//! The crash, soak and serve harnesses, short: correctness only (nothing lost, reprojection
+//! equal, no failed request, the figures present), never timings.
 
 use serde_json::Value;
 
@@ -71,4 +71,35 @@ fn bench_soak_mixes_every_kind_without_errors_and_samples_the_server() {
     assert!(r["warm_rss_bytes"].as_u64().unwrap() > 0, "{r}");
     // The store the load wrote to is the started server's, in the directory given.
     assert!(d.tmp.path().join("tenants").join("bench.ctxg").exists());
+}
+
+#[test]
+fn bench_serve_reports_the_started_servers_cpu_per_request() {
+    let d = Dir::new();
+    let dir = d.tmp.path().to_str().unwrap().to_owned();
+    let r = run_json(
+        &d,
+        &[
+            "--json",
+            "bench",
+            "serve",
+            "--clients",
+            "1,2",
+            "--seconds",
+            "1",
+            "--preload",
+            "200",
+            "--dir",
+            &dir,
+        ],
+    );
+    let rounds = r["rounds"].as_array().unwrap();
+    let clients: Vec<u64> = rounds.iter().map(|x| x["clients"].as_u64().unwrap()).collect();
+    assert_eq!(clients, [1, 2]);
+    for round in rounds {
+        assert_eq!(round["errors"], 0, "{r}");
+        // Every request costs the server some CPU time: a figure above zero, for each round.
+        assert!(round["server_cpu_ms_per_request"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(round["server_peak_rss_bytes"].as_u64().unwrap() > 0, "{r}");
+    }
 }
