@@ -193,24 +193,34 @@ impl LogConsumer {
             .query(&mut self.conn)
             .map_err(|e| self.fail(&e))?;
         let Value::Array(groups) = reply else { return Err(self.odd("XINFO GROUPS")) };
-        for g in groups {
-            let fields = pairs(&g);
-            let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v);
-            if field("name").and_then(text).as_deref() != Some(self.group.as_str()) {
-                continue;
-            }
-            let int = |name: &str| match field(name) {
-                Some(Value::Int(n)) => u64::try_from(*n).unwrap_or(0),
-                _ => 0,
-            };
-            let delivered = field("last-delivered-id").and_then(text).unwrap_or_default();
-            return Ok(GroupState {
-                pending: int("pending"),
-                lag: int("lag"),
-                delivered_through: position_of_id(&delivered).unwrap_or(0),
-            });
+        find_group(&groups, &self.group).ok_or_else(|| self.odd("XINFO GROUPS"))
+    }
+
+    /// Where `group` stands on the stream of the store `url` names, without joining it:
+    /// `None` when the store has no stream or the stream no such group (what `stats` reads,
+    /// which must not create either).
+    pub fn group_state(
+        url: &StoreUrl,
+        group: &ConsumerName,
+    ) -> Result<Option<GroupState>, StoreError> {
+        let mut conn = connect(url).map_err(|e| remote(url, &e))?;
+        let stream = format!("{}stream", url.key_prefix());
+        let exists: i64 =
+            redis::cmd("EXISTS").arg(&stream).query(&mut conn).map_err(|e| remote(url, &e))?;
+        if exists == 0 {
+            return Ok(None);
         }
-        Err(self.odd("XINFO GROUPS"))
+        let reply: Value = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(&stream)
+            .query(&mut conn)
+            .map_err(|e| remote(url, &e))?;
+        let Value::Array(groups) = reply else {
+            return Err(StoreError::Corruption(format!(
+                "{url}: the reply to XINFO GROUPS is not what the log stream holds; were its keys written by something else?"
+            )));
+        };
+        Ok(find_group(&groups, group.as_str()))
     }
 
     fn positions(&self, entries: &[Value]) -> Result<Vec<u64>, StoreError> {
@@ -237,6 +247,28 @@ impl LogConsumer {
             self.url
         ))
     }
+}
+
+/// The state of the group named `name` in an `XINFO GROUPS` reply.
+fn find_group(groups: &[Value], name: &str) -> Option<GroupState> {
+    for g in groups {
+        let fields = pairs(g);
+        let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        if field("name").and_then(text).as_deref() != Some(name) {
+            continue;
+        }
+        let int = |key: &str| match field(key) {
+            Some(Value::Int(n)) => u64::try_from(*n).unwrap_or(0),
+            _ => 0,
+        };
+        let delivered = field("last-delivered-id").and_then(text).unwrap_or_default();
+        return Some(GroupState {
+            pending: int("pending"),
+            lag: int("lag"),
+            delivered_through: position_of_id(&delivered).unwrap_or(0),
+        });
+    }
+    None
 }
 
 /// The position of a stream entry id `0-POSITION`.

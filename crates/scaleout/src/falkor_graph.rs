@@ -152,14 +152,18 @@ impl FalkorGraph {
                 // has an id.
                 let field = if label == SLOT { "session" } else { "wait_id" };
                 if !indexes.contains(label) {
-                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.{field})"), &[])?;
+                    unless_raced(
+                        self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.{field})"), &[]),
+                    )?;
                 }
             } else if !constrained.contains(label) {
                 if !indexes.contains(label) {
-                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.id)"), &[])?;
+                    unless_raced(
+                        self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.id)"), &[]),
+                    )?;
                 }
                 // The constraint needs the index first; FalkorDB builds it in the background.
-                self.create_constraint(label)?;
+                unless_raced(self.create_constraint(label))?;
             }
             self.indexed.insert(label.to_owned());
         }
@@ -167,7 +171,6 @@ impl FalkorGraph {
     }
 
     /// `GRAPH.CONSTRAINT CREATE … UNIQUE NODE label PROPERTIES 1 id` over a plain connection.
-    /// `GRAPH.CONSTRAINT CREATE … UNIQUE NODE label PROPERTIES 1 id`.
     fn create_constraint(&self, label: &str) -> Result<(), StoreError> {
         redis::cmd("GRAPH.CONSTRAINT")
             .arg("CREATE")
@@ -381,6 +384,22 @@ impl FalkorGraph {
     pub fn clear_graph(&mut self) -> Result<(), StoreError> {
         self.run("MATCH (n) DETACH DELETE n", &[])?;
         self.set_projected_through(0)
+    }
+}
+
+/// `created` as success when it failed only because another connection (a worker, `stats`)
+/// created the same index or constraint between this one's listing and its creation. FalkorDB
+/// answers that with a message, not a code: "Attribute 'id' is already indexed", "Constraint
+/// … already exists".
+fn unless_raced<T>(created: Result<T, StoreError>) -> Result<(), StoreError> {
+    match created {
+        Ok(_) => Ok(()),
+        Err(StoreError::Remote { detail, .. })
+            if detail.contains("already indexed") || detail.contains("already exists") =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
     }
 }
 

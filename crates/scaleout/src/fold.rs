@@ -110,6 +110,10 @@ fn schema_source(text: &str) -> Option<String> {
     value.get("source")?.as_str().map(str::to_owned)
 }
 
+/// The consumer group of the projection (stage 1) on a store's stream: what `ctxgraph worker`
+/// joins and `ctxgraph stats` reports.
+pub const PROJECTION_GROUP: &str = "projection";
+
 /// How many stream entries a worker takes per read.
 const WORKER_READ: usize = 1_000;
 
@@ -126,17 +130,29 @@ pub struct Worker {
     claim_after: Duration,
     /// Entries taken and not yet covered by the checkpoint.
     unacked: BTreeSet<u64>,
+    /// The most records one round folds.
+    fold_limit: usize,
 }
 
 impl Worker {
     /// A worker reading with `consumer`, taking over other workers' entries idle for
     /// `claim_after`.
     pub fn new(consumer: LogConsumer, claim_after: Duration) -> Worker {
-        Worker { consumer, claim_after, unacked: BTreeSet::new() }
+        Worker { consumer, claim_after, unacked: BTreeSet::new(), fold_limit: usize::MAX }
+    }
+
+    /// Fold at most `limit` records per round (at least one page's worth is still committed
+    /// whole): a worker with a long way to go then returns between rounds, where it can
+    /// report progress and stop when asked.
+    #[must_use]
+    pub fn with_fold_limit(mut self, limit: usize) -> Worker {
+        self.fold_limit = limit.max(1);
+        self
     }
 
     /// One round: take the entries of dead workers and new entries (waiting up to `block` for
-    /// one), fold the log into `graph` up to its head, and acknowledge every entry the graph's
+    /// one), fold the log into `graph` up to its head (or the round's limit,
+    /// [`Worker::with_fold_limit`]), and acknowledge every entry the graph's
     /// checkpoint now covers; returns how many records were folded.
     pub fn step(
         &mut self,
@@ -149,7 +165,7 @@ impl Worker {
         self.unacked.extend(claimed);
         let wait = if self.unacked.is_empty() { block } else { None };
         self.unacked.extend(self.consumer.next(WORKER_READ, wait)?);
-        let folded = catch_up(schema, log, graph, usize::MAX)?;
+        let folded = catch_up(schema, log, graph, self.fold_limit)?;
         let through = graph.projected_through()?;
         let done: Vec<u64> = self.unacked.iter().copied().filter(|p| *p <= through).collect();
         self.consumer.ack(&done)?;
