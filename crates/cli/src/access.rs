@@ -115,6 +115,8 @@ fn kind(command: &Command) -> Kind {
         | Command::Consolidate(_)
         | Command::Retention(_)
         | Command::Reembed
+        | Command::Migrate(_)
+        | Command::Worker(_)
         | Command::Backup { .. }
         | Command::Restore { .. } => Kind::Maintenance,
     }

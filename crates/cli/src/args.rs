@@ -182,6 +182,15 @@ pub(crate) enum Command {
         /// The new file (refused when it exists).
         file: PathBuf,
     },
+    /// Copy a store file to the scale-out backend: its log into an empty store on Redis at the
+    /// same positions, ids, times and bodies (a redacted record stays redacted), then folded
+    /// into the store's graph on FalkorDB. Stages 2 and 3 (embeddings, similarity, summaries)
+    /// do not run there yet. See docs/scale-out.md.
+    Migrate(MigrateArgs),
+    /// Fold a scale-out store's log into its graph as records arrive (--db redis://…): one
+    /// consumer of the store's projection group. Stops on Ctrl-C or SIGTERM after the round in
+    /// hand, or with --once when the graph reaches the log's head.
+    Worker(WorkerArgs),
     /// Rebuild a store at `--db` (a new file) from a backup or from a log exported with
     /// `export --format jsonl`: a backup is copied, a log is ingested, projected and enriched.
     Restore {
@@ -1236,6 +1245,34 @@ pub(crate) struct MemorySaveArgs {
     /// Link it to nothing automatically, now or when links are rebuilt (explicit links only).
     #[arg(long)]
     pub(crate) no_auto_link: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MigrateArgs {
+    /// The store file to copy.
+    #[arg(value_name = "FROM")]
+    pub(crate) from: String,
+    /// The scale-out store to copy it to, `redis://HOST[:PORT]/NAME`: its log must be empty.
+    #[arg(value_name = "TO")]
+    pub(crate) to: String,
+    /// Copy the log only; `ctxgraph --db TO worker` folds it into the graph.
+    #[arg(long)]
+    pub(crate) no_fold: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WorkerArgs {
+    /// This worker's name in the projection group [default: HOST-PID]: 1 to 64 characters of
+    /// `A-Z a-z 0-9 _ -`, unique among the workers running.
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+    /// Fold until the graph reaches the log's head, then exit (for scripts).
+    #[arg(long)]
+    pub(crate) once: bool,
+    /// Take over the entries another worker read and left unacknowledged this many seconds
+    /// (it died).
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub(crate) claim_after: u64,
 }
 
 #[derive(Debug, Args)]

@@ -1,26 +1,46 @@
-//! `--db` names a store file. A scale-out store URL (`redis://HOST:PORT/NAME`) is recognised and
-//! refused with what is true: the scale-out backend exists as a library (`docs/scale-out.md`)
-//! and no command runs on it yet. Without this, such a URL was taken for a file path.
+//! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
+//! store only `stats` and `worker` run today (`migrate` takes its stores as arguments); every
+//! other command refuses the URL with what is true rather than take it for a file path or
+//! pretend to run there (docs/scale-out.md says what exists).
 
 use anyhow::bail;
 use ctxgraph_scaleout::StoreUrl;
 
-use crate::args::Cli;
+use crate::args::{Cli, Command};
 
-/// Refuse a `--db` that names a scale-out store, naming the command; a malformed URL is
-/// refused with its field, value and rule.
+/// Refuse a `--db` that names a scale-out store for a command that cannot run on one, naming
+/// the command; a malformed URL is refused with its field, value and rule.
 pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
+    // These take no store from --db.
+    if matches!(cli.command, Command::Completions { .. } | Command::Migrate(_)) {
+        return Ok(());
+    }
     let Some(text) = cli.db.to_str() else { return Ok(()) };
     if !text.starts_with("redis://") {
         return Ok(());
     }
     let url = StoreUrl::parse(text).map_err(|e| anyhow::anyhow!("--db: {e}"))?;
+    if runs_on_scale_out(&cli.command) {
+        if let Some(who) = &cli.as_principal {
+            bail!(
+                "--as `{who}`: a scale-out store has no principal registry yet; command `{}` \
+                 runs on {url} as its owner only, without --as (rule: db.backend_unsupported)",
+                command_name()
+            );
+        }
+        return Ok(());
+    }
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
-         which ctxgraph's commands cannot open yet (docs/scale-out.md says what exists); \
+         on which only `stats` and `worker` run yet (docs/scale-out.md says what exists); \
          pass a store file to --db (rule: db.backend_unsupported)",
         command_name()
     )
+}
+
+/// The commands that run on a scale-out store.
+fn runs_on_scale_out(command: &Command) -> bool {
+    matches!(command, Command::Stats | Command::Worker(_))
 }
 
 /// The subcommand the process was started with, as typed.

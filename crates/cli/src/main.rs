@@ -22,6 +22,7 @@ mod output;
 mod read;
 mod recall;
 mod receipt;
+mod scale_out;
 mod schema;
 mod serve;
 mod slots;
@@ -102,10 +103,10 @@ pub(crate) fn with_embedder(
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
     output::set_style(output::Style { utc: cli.utc, wide: cli.wide });
-    if !matches!(cli.command, Command::Completions { .. }) {
-        backend::refuse_scale_out(&cli)?;
+    backend::refuse_scale_out(&cli)?;
+    if scale_out::store_url(&cli)?.is_none() {
+        access::gate(&cli)?;
     }
-    access::gate(&cli)?;
     match &cli.command {
         Command::Demo => demo::run(&cli),
         Command::Init => read::init(&cli),
@@ -126,7 +127,12 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Session { id, limit } => read::session(&cli, id, *limit),
         Command::Chain { id } => chain::run(&cli, id),
         Command::View { view, limit } => read::view(&cli, *view, *limit),
-        Command::Stats => read::stats(&cli),
+        Command::Stats => match scale_out::store_url(&cli)? {
+            Some(url) => scale_out::stats(&cli, &url),
+            None => read::stats(&cli),
+        },
+        Command::Migrate(args) => scale_out::migrate(&cli, args),
+        Command::Worker(args) => scale_out::worker(&cli, args),
         Command::Log { from, limit } => read::log(&cli, *from, *limit),
         Command::Export(args) => interop::export(&cli, args),
         Command::Backup { file } => interop::backup(&cli, file),

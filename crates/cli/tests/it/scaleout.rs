@@ -1,7 +1,13 @@
-//! `--db redis://…` is recognised and refused clearly: no command runs on the scale-out
-//! backend yet, and the URL must not be taken for a file path.
+//! The scale-out backend from the command line: `--db redis://…` is refused clearly by every
+//! command that cannot run there (the URL must not be taken for a file path); `migrate`,
+//! `worker` and `stats` run on a real server (the `#[ignore]`d tests, which read
+//! `CTXGRAPH_TEST_REDIS`; `.ci/scaleout.sh` starts a server and runs them).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use assert_cmd::Command;
+use serde_json::Value;
 use tempfile::TempDir;
 
 fn ctxgraph(dir: &TempDir, db: &str, args: &[&str]) -> (i32, String) {
@@ -20,7 +26,7 @@ fn ctxgraph(dir: &TempDir, db: &str, args: &[&str]) -> (i32, String) {
 #[test]
 fn a_scale_out_url_is_refused_naming_the_command_and_nothing_is_created() {
     let dir = TempDir::new().unwrap();
-    for args in [&["stats"][..], &["init"], &["ingest", "-"], &["serve"], &["mcp"]] {
+    for args in [&["get", "x"][..], &["init"], &["ingest", "-"], &["serve"], &["mcp"], &["log"]] {
         let (code, err) = ctxgraph(&dir, "redis://127.0.0.1:6379/team-a", args);
         assert_eq!(code, 2, "{args:?}: {err}");
         let expected = format!("backend redis:// is not yet supported by command `{}`", args[0]);
@@ -50,4 +56,227 @@ fn completions_need_no_store() {
         .output()
         .unwrap();
     assert!(out.status.success());
+}
+
+#[test]
+fn the_commands_of_the_scale_out_backend_take_no_principal() {
+    let dir = TempDir::new().unwrap();
+    for args in [&["stats"][..], &["worker", "--once"]] {
+        let out = Command::cargo_bin("ctxgraph")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(["--db", "redis://127.0.0.1:6379/team", "--as", "alice"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--as `alice`") && err.contains("db.backend_unsupported"), "{err}");
+    }
+}
+
+#[test]
+fn migrate_refuses_a_scale_out_source_and_a_malformed_target() {
+    let dir = TempDir::new().unwrap();
+    let (code, err) = ctxgraph(&dir, "x.ctxg", &["migrate", "redis://127.0.0.1:6379/a", "b.ctxg"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("migrate.direction_unsupported"), "{err}");
+    let (code, err) = ctxgraph(&dir, "x.ctxg", &["migrate", "x.ctxg", "redis://127.0.0.1/a b"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("TO") && err.contains("url.store_name"), "{err}");
+    let (code, err) = ctxgraph(&dir, "x.ctxg", &["worker", "--once"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("worker.backend"), "{err}");
+}
+
+/// `redis://HOST:PORT/NAME` of a store no other test uses, on the test server.
+fn fresh_store() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let server = std::env::var("CTXGRAPH_TEST_REDIS").unwrap_or_else(|_| {
+        panic!(
+            "CTXGRAPH_TEST_REDIS is not set: set it to redis://HOST:PORT of a Redis server with \
+             the FalkorDB module (.ci/scaleout.sh starts one and runs these tests)"
+        )
+    });
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}/cli{}-{n}-{nanos}", server.trim_end_matches('/'), std::process::id())
+}
+
+/// A demo store (the bundled trace, ingested, enriched and consolidated) in `dir`.
+fn demo_store(dir: &TempDir) -> &'static str {
+    let (code, err) = ctxgraph(dir, "demo.ctxg", &["--json", "demo"]);
+    assert_eq!(code, 0, "{err}");
+    "demo.ctxg"
+}
+
+/// The JSON a command prints, asserting it succeeded.
+fn json_of(dir: &TempDir, db: &str, args: &[&str]) -> Value {
+    let out = Command::cargo_bin("ctxgraph")
+        .unwrap()
+        .current_dir(dir.path())
+        .env_remove("CTXGRAPH_DB")
+        .args(["--db", db, "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {err}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {err}"))
+}
+
+fn counts(v: &Value) -> BTreeMap<String, u64> {
+    v.as_object().unwrap().iter().map(|(k, n)| (k.clone(), n.as_u64().unwrap())).collect()
+}
+
+/// What stages 2 and 3 add to the embedded store and the projection does not make: summaries
+/// (consolidation), SIMILAR_TO (embeddings), SUMMARIZES (consolidation) and RELATED_TO (entity
+/// resolution). The scale-out backend runs the projection only, so these are left out of the
+/// comparison, and nothing else is.
+const DERIVED_LABELS: &[&str] = &["Summary"];
+const DERIVED_TYPES: &[&str] = &["SIMILAR_TO", "SUMMARIZES", "RELATED_TO", "SAME_AS"];
+
+/// The FalkorDB graph's counts per label and per type equal the embedded store's, except what
+/// only stages 2 and 3 make; and the derived part is really there in the embedded store, so the
+/// comparison leaves out something real.
+fn assert_stage_one_counts_equal(embedded: &Value, scaled: &Value) {
+    for (field, derived) in [("nodes", DERIVED_LABELS), ("edges", DERIVED_TYPES)] {
+        let mut want = counts(&embedded[field]);
+        let got = counts(&scaled[field]);
+        assert!(derived.iter().any(|d| want.contains_key(*d)), "{field}: {want:?}");
+        want.retain(|k, _| !derived.contains(&k.as_str()));
+        assert_eq!(got, want, "{field}: FalkorDB's graph against the embedded stage-1 graph");
+    }
+    assert_eq!(scaled["pending_edges"], embedded["pending_edges"]);
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn migrate_copies_the_demo_store_and_its_graph_equals_the_embedded_projection() {
+    let dir = TempDir::new().unwrap();
+    let file = demo_store(&dir);
+    let embedded = json_of(&dir, file, &["stats"]);
+    let to = fresh_store();
+    let summary = json_of(&dir, file, &["migrate", file, &to]);
+    let records = embedded["log_length"].as_u64().unwrap();
+    assert!(records > 0);
+    assert_eq!(summary["records_copied"].as_u64(), Some(records));
+    assert_eq!(summary["records_folded"].as_u64(), Some(records));
+    assert_eq!(summary["projected_through"].as_u64(), Some(records));
+    assert_stage_one_counts_equal(&embedded, &summary);
+
+    let stats = json_of(&dir, &to, &["stats"]);
+    assert_eq!(stats["log_length"].as_u64(), Some(records));
+    assert_eq!(stats["projection_lag"].as_u64(), Some(0));
+    assert_eq!(stats["projection_group"], Value::Null, "migrate folds without a consumer group");
+    assert_stage_one_counts_equal(&embedded, &stats);
+
+    // The log reads back record for record: the same positions, kinds, ids, times and bodies.
+    let want = json_of(&dir, file, &["log", "--limit", "100000"]);
+    let url = ctxgraph_scaleout::StoreUrl::parse(&to).unwrap();
+    let copied = ctxgraph_store::LogReader::read_from(
+        &ctxgraph_scaleout::RedisLog::connect(&url).unwrap(),
+        1,
+        100_000,
+    )
+    .unwrap();
+    let want = want.as_array().unwrap();
+    assert_eq!(copied.len(), want.len());
+    for (got, want) in copied.iter().zip(want) {
+        assert_eq!(want["position"].as_u64(), Some(got.position));
+        assert_eq!(want["kind"].as_str(), Some(got.kind.as_str()));
+        assert_eq!(want["id"].as_str(), Some(got.id.as_str()));
+        assert_eq!(want["recorded_at"].as_str(), Some(got.recorded_at.as_str()));
+        assert_eq!(want["record"], serde_json::from_str::<Value>(&got.body).unwrap());
+    }
+
+    // A store that is not empty is refused.
+    let (code, err) = ctxgraph(&dir, file, &["migrate", file, &to]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is not empty") && err.contains("migrate.target_not_empty"), "{err}");
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn a_worker_run_once_folds_a_copied_log_to_its_head() {
+    let dir = TempDir::new().unwrap();
+    let file = demo_store(&dir);
+    let embedded = json_of(&dir, file, &["stats"]);
+    let records = embedded["log_length"].as_u64().unwrap();
+    let to = fresh_store();
+    let summary = json_of(&dir, file, &["migrate", "--no-fold", file, &to]);
+    assert_eq!(summary["records_folded"].as_u64(), Some(0));
+
+    let before = json_of(&dir, &to, &["stats"]);
+    assert_eq!(before["projected_through"].as_u64(), Some(0));
+    assert_eq!(before["projection_lag"].as_u64(), Some(records));
+    assert!(counts(&before["nodes"]).is_empty(), "{before}");
+
+    let run = json_of(&dir, &to, &["worker", "--once", "--name", "w-1"]);
+    assert_eq!(run["records_folded"].as_u64(), Some(records), "{run}");
+    assert_eq!(run["projected_through"].as_u64(), Some(records));
+    assert_eq!(run["stopped_by_signal"], false);
+
+    let after = json_of(&dir, &to, &["stats"]);
+    assert_eq!(after["projection_lag"].as_u64(), Some(0));
+    let group = &after["projection_group"];
+    assert_eq!(group["pending"].as_u64(), Some(0), "every entry acknowledged: {after}");
+    assert_eq!(group["undelivered"].as_u64(), Some(0), "{after}");
+    assert_eq!(group["delivered_through"].as_u64(), Some(records), "{after}");
+    assert_stage_one_counts_equal(&embedded, &after);
+
+    // A second worker finds nothing to fold and counts nothing twice.
+    let again = json_of(&dir, &to, &["worker", "--once", "--name", "w-2"]);
+    assert_eq!(again["records_folded"].as_u64(), Some(0));
+    assert_stage_one_counts_equal(&embedded, &json_of(&dir, &to, &["stats"]));
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn a_running_worker_folds_records_as_they_arrive_and_stops_on_sigterm() {
+    let dir = TempDir::new().unwrap();
+    let file = demo_store(&dir);
+    let embedded = json_of(&dir, file, &["stats"]);
+    let records = embedded["log_length"].as_u64().unwrap();
+    let to = fresh_store();
+    let worker = std::process::Command::new(assert_cmd::cargo::cargo_bin("ctxgraph"))
+        .current_dir(dir.path())
+        .args(["--db", &to, "--json", "worker", "--name", "live"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The worker joined (its group exists) before the records are written.
+    let joined = wait_for(|| !json_of(&dir, &to, &["stats"])["projection_group"].is_null());
+    assert!(joined, "the worker never joined the projection group");
+    json_of(&dir, file, &["migrate", "--no-fold", file, &to]);
+    let folded = wait_for(|| {
+        let s = json_of(&dir, &to, &["stats"]);
+        s["projected_through"].as_u64() == Some(records)
+            && s["projection_group"]["pending"].as_u64() == Some(0)
+    });
+    assert!(folded, "the worker did not fold the {records} records it was sent");
+
+    let pid = worker.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let out = worker.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the worker did not stop cleanly: {err}");
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["records_folded"].as_u64(), Some(records), "{run}");
+    assert_eq!(run["stopped_by_signal"], true);
+    assert_stage_one_counts_equal(&embedded, &json_of(&dir, &to, &["stats"]));
+}
+
+/// Poll `ready` until it holds (true) or a generous bound passes (false): a slow machine
+/// waits longer, and only a worker that never gets there fails.
+fn wait_for(mut ready: impl FnMut() -> bool) -> bool {
+    for _ in 0..600 {
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    false
 }
