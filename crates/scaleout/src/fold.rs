@@ -52,8 +52,9 @@ pub fn load_schema(log: &dyn LogReader) -> Result<Schema, FoldError> {
 /// Fold up to `max` records past the graph's checkpoint into `graph`, a page of records at a
 /// time, each page's graph writes and the move of the checkpoint past it applied as one
 /// transaction ([`BatchFold`]); returns how many were folded. Schema records change what later records may
-/// say, not the graph: they are passed over (load the schema with [`load_schema`] first, and
-/// call [`FalkorGraph::ensure_schema`] with it).
+/// say, not the graph: load the schema with [`load_schema`] first, and call
+/// [`FalkorGraph::ensure_schema`] with it; a module `schema` lacks (written since) is taken up
+/// from its record on for the rest of this fold, so call both again after a fold that met one.
 ///
 /// A fold that stops (an error, a crash, a worker killed) leaves every page either applied with
 /// its checkpoint or not applied at all, so calling again folds each record exactly once; and
@@ -66,13 +67,24 @@ pub fn catch_up(
     max: usize,
 ) -> Result<u64, FoldError> {
     let mut folded = 0u64;
+    // A schema module written after `schema` was loaded (a worker running while a module is
+    // added) governs the records after it: it is taken up where the fold meets it.
+    let mut current = std::borrow::Cow::Borrowed(schema);
     while (folded as usize) < max {
         let want = (max - folded as usize).min(FOLD_PAGE);
         let mut batch = BatchFold::new(graph)?;
         let entries = log.read_from(batch.start() + 1, want)?;
         let Some(last) = entries.last().map(|e| e.position) else { break };
         for entry in &entries {
-            fold_one(schema, &mut batch, entry)?;
+            if entry.kind == RecordKind::Schema && !current.modules().contains(&entry.id) {
+                let source = schema_source(&entry.body).ok_or_else(|| FoldError::Corruption {
+                    position: entry.position,
+                    reason: "schema record has no source".into(),
+                })?;
+                let next = current.extend(&source).map_err(|e| corrupt(entry.position, &e))?;
+                current = std::borrow::Cow::Owned(next);
+            }
+            fold_one(&current, &mut batch, entry)?;
         }
         // Another fold of this graph committed first: start again from where it left off.
         if batch.commit(last)? {

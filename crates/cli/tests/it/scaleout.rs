@@ -232,6 +232,40 @@ fn a_worker_run_once_folds_a_copied_log_to_its_head() {
     assert_stage_one_counts_equal(&embedded, &json_of(&dir, &to, &["stats"]));
 }
 
+/// A worker started on `to` (an empty store) with `--json`, once it has joined the projection
+/// group: records written after this are the worker's to fold.
+fn running_worker(dir: &TempDir, to: &str) -> std::process::Child {
+    let worker = std::process::Command::new(assert_cmd::cargo::cargo_bin("ctxgraph"))
+        .current_dir(dir.path())
+        .args(["--db", to, "--json", "worker", "--name", "live"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let joined = wait_for(|| !json_of(dir, to, &["stats"])["projection_group"].is_null());
+    assert!(joined, "the worker never joined the projection group");
+    worker
+}
+
+/// Wait until the worker has folded and acknowledged `records`, then stop it with SIGTERM and
+/// return what it printed, asserting it stopped cleanly.
+fn stop_after_folding(dir: &TempDir, to: &str, worker: std::process::Child, records: u64) -> Value {
+    let folded = wait_for(|| {
+        let s = json_of(dir, to, &["stats"]);
+        s["projected_through"].as_u64() == Some(records)
+            && s["projection_group"]["pending"].as_u64() == Some(0)
+    });
+    assert!(folded, "the worker did not fold the {records} records it was sent");
+    let pid = worker.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let out = worker.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the worker did not stop cleanly: {err}");
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["stopped_by_signal"], true);
+    run
+}
+
 #[test]
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn a_running_worker_folds_records_as_they_arrive_and_stops_on_sigterm() {
@@ -240,33 +274,46 @@ fn a_running_worker_folds_records_as_they_arrive_and_stops_on_sigterm() {
     let embedded = json_of(&dir, file, &["stats"]);
     let records = embedded["log_length"].as_u64().unwrap();
     let to = fresh_store();
-    let worker = std::process::Command::new(assert_cmd::cargo::cargo_bin("ctxgraph"))
-        .current_dir(dir.path())
-        .args(["--db", &to, "--json", "worker", "--name", "live"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The worker joined (its group exists) before the records are written.
-    let joined = wait_for(|| !json_of(&dir, &to, &["stats"])["projection_group"].is_null());
-    assert!(joined, "the worker never joined the projection group");
+    let worker = running_worker(&dir, &to);
     json_of(&dir, file, &["migrate", "--no-fold", file, &to]);
-    let folded = wait_for(|| {
-        let s = json_of(&dir, &to, &["stats"]);
-        s["projected_through"].as_u64() == Some(records)
-            && s["projection_group"]["pending"].as_u64() == Some(0)
-    });
-    assert!(folded, "the worker did not fold the {records} records it was sent");
-
-    let pid = worker.id().to_string();
-    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    let out = worker.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the worker did not stop cleanly: {err}");
-    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = stop_after_folding(&dir, &to, worker, records);
     assert_eq!(run["records_folded"].as_u64(), Some(records), "{run}");
-    assert_eq!(run["stopped_by_signal"], true);
     assert_stage_one_counts_equal(&embedded, &json_of(&dir, &to, &["stats"]));
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn a_running_worker_takes_up_a_schema_module_written_after_it_started() {
+    let dir = TempDir::new().unwrap();
+    let module = dir.path().join("ops.toml");
+    std::fs::write(
+        &module,
+        "module = \"ops\"\n[enums.entity_type]\nvalues = [{ name = \"dataset\", parent = \"prov:Entity\" }]\n",
+    )
+    .unwrap();
+    let (code, err) = ctxgraph(&dir, "ops.ctxg", &["schema", "add", module.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    // An event naming an entity of the type only the module declares.
+    let event = r#"{"event_id":"d1","event_type":"tool.execute","occurred_at":"2026-11-20T09:00:00Z","session_id":"s1","agent_id":"a","trace_id":"t","entities":[{"name":"sales","entity_type":"dataset"}]}"#;
+    let out = Command::cargo_bin("ctxgraph")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["--db", "ops.ctxg", "ingest", "-"])
+        .write_stdin(format!("{event}\n"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let embedded = json_of(&dir, "ops.ctxg", &["stats"]);
+    let records = embedded["log_length"].as_u64().unwrap();
+    assert_eq!(records, 2, "the module and the event: {embedded}");
+
+    let to = fresh_store();
+    let worker = running_worker(&dir, &to);
+    json_of(&dir, "ops.ctxg", &["migrate", "--no-fold", "ops.ctxg", &to]);
+    stop_after_folding(&dir, &to, worker, records);
+    let stats = json_of(&dir, &to, &["stats"]);
+    assert_eq!(counts(&stats["nodes"]), counts(&embedded["nodes"]), "{stats}");
+    assert_eq!(counts(&stats["edges"]), counts(&embedded["edges"]), "{stats}");
 }
 
 /// Poll `ready` until it holds (true) or a generous bound passes (false): a slow machine
