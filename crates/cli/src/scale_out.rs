@@ -327,3 +327,26 @@ fn keep_signals_off_this_thread() -> anyhow::Result<()> {
 fn keep_signals_off_this_thread() -> anyhow::Result<()> {
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_worker_name_is_a_valid_consumer_name_ending_in_the_pid() {
+        let name = default_name();
+        assert!(ConsumerName::parse(&name).is_ok(), "{name}");
+        assert!(name.ends_with(&format!("-{}", std::process::id())), "{name}");
+    }
+
+    #[test]
+    fn a_store_file_is_not_a_scale_out_store() {
+        use clap::Parser;
+        let cli = Cli::parse_from(["ctxgraph", "--db", "redis.ctxg", "stats"]);
+        assert!(store_url(&cli).unwrap().is_none());
+        let cli = Cli::parse_from(["ctxgraph", "--db", "redis://h:7/team", "stats"]);
+        assert_eq!(store_url(&cli).unwrap().unwrap().to_string(), "redis://h:7/team");
+        let cli = Cli::parse_from(["ctxgraph", "--db", "redis://h:7/a/b", "stats"]);
+        assert!(store_url(&cli).unwrap_err().to_string().contains("url.store_name"));
+    }
+}
