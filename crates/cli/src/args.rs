@@ -182,10 +182,12 @@ pub(crate) enum Command {
         /// The new file (refused when it exists).
         file: PathBuf,
     },
-    /// Copy a store file to the scale-out backend: its log into an empty store on Redis at the
-    /// same positions, ids, times and bodies (a redacted record stays redacted), then folded
-    /// into the store's graph on FalkorDB. Stages 2 and 3 (embeddings, similarity, summaries)
-    /// do not run there yet. See docs/scale-out.md.
+    /// Copy a store between a store file and the scale-out backend, its log at the same
+    /// positions, ids, times and bodies (a redacted record stays redacted). FILE to
+    /// redis://HOST:PORT/NAME (an empty store): the log is folded into the graph on FalkorDB;
+    /// stages 2 and 3 (embeddings, similarity, summaries) do not run there yet.
+    /// redis://… to FILE (a new file): the log is projected, enriched and consolidated.
+    /// See docs/scale-out.md.
     Migrate(MigrateArgs),
     /// Fold a scale-out store's log into its graph as records arrive (--db redis://…): one
     /// consumer of the store's projection group. Stops on Ctrl-C or SIGTERM after the round in
@@ -1249,13 +1251,14 @@ pub(crate) struct MemorySaveArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct MigrateArgs {
-    /// The store file to copy.
+    /// The store to copy: a store file, or a scale-out store `redis://HOST[:PORT]/NAME`.
     #[arg(value_name = "FROM")]
     pub(crate) from: String,
-    /// The scale-out store to copy it to, `redis://HOST[:PORT]/NAME`: its log must be empty.
+    /// Where to copy it: a scale-out store whose log is empty (from a file), or a store file
+    /// that does not exist (from a scale-out store).
     #[arg(value_name = "TO")]
     pub(crate) to: String,
-    /// Copy the log only; `ctxgraph --db TO worker` folds it into the graph.
+    /// To a scale-out store: copy the log only; `ctxgraph --db TO worker` folds it.
     #[arg(long)]
     pub(crate) no_fold: bool,
 }

@@ -40,12 +40,7 @@ pub(crate) fn store_url(cli: &Cli) -> anyhow::Result<Option<StoreUrl>> {
 /// positions, ids, times and bodies, then folded into its graph (unless `--no-fold`).
 pub(crate) fn migrate(cli: &Cli, args: &MigrateArgs) -> anyhow::Result<Outcome> {
     if args.from.starts_with("redis://") {
-        bail!(
-            "migrate: FROM `{}` is a scale-out store: migrate copies a store file to the \
-             scale-out backend only; `ctxgraph export --format jsonl` on a store file and \
-             `ctxgraph restore` make a store file (rule: migrate.direction_unsupported)",
-            args.from
-        );
+        return migrate_back(cli, args);
     }
     let to = StoreUrl::parse(&args.to).map_err(|e| anyhow::anyhow!("migrate: TO: {e}"))?;
     let from = Path::new(&args.from);
@@ -126,6 +121,84 @@ pub(crate) fn migrate(cli: &Cli, args: &MigrateArgs) -> anyhow::Result<Outcome> 
                 rate(folded, fold_secs)
             );
         }
+    }
+    Ok(Outcome::Done)
+}
+
+/// `ctxgraph migrate redis://… FILE`: a scale-out store's log copied into a new store file at
+/// the same positions, ids, times and bodies, then projected, enriched and consolidated by the
+/// embedded engine (the store file then holds what a store built from that log holds).
+fn migrate_back(cli: &Cli, args: &MigrateArgs) -> anyhow::Result<Outcome> {
+    let from = StoreUrl::parse(&args.from).map_err(|e| anyhow::anyhow!("migrate: FROM: {e}"))?;
+    let to = Path::new(&args.to);
+    if args.to.starts_with("redis://") {
+        bail!(
+            "migrate: FROM and TO are both scale-out stores: one of them must be a store file \
+             (rule: migrate.direction_unsupported)"
+        );
+    }
+    if to.exists() {
+        bail!(
+            "migrate: TO `{}` exists: migrate builds a new store file; pass a path that does not \
+             exist (rule: migrate.target_not_empty)",
+            to.display()
+        );
+    }
+    let log = RedisLog::connect(&from)?;
+    let records = log.head()?;
+    let started = Instant::now();
+    if !cli.json {
+        eprintln!("copying {records} log records from {from} to {}", to.display());
+    }
+    let mut engine =
+        ctxgraph::Engine::open(to, OpenMode::CreateIfMissing, EngineOptions::default())
+            .with_context(|| format!("creating store {}", to.display()))?;
+    let bar = crate::ingest::progress_bar(records, "records", cli.json);
+    let mut copied = 0u64;
+    let copy = (|| -> anyhow::Result<()> {
+        loop {
+            let page = log.read_from(copied + 1, COPY_PAGE)?;
+            if page.is_empty() {
+                return Ok(());
+            }
+            copied += engine.import_log(&page)?;
+            bar.set_position(copied);
+        }
+    })();
+    bar.finish_and_clear();
+    drop(engine);
+    if let Err(e) = copy {
+        // Nothing half-made is left behind to be mistaken for a store.
+        let _ = std::fs::remove_file(to);
+        return Err(e);
+    }
+    let copy_secs = started.elapsed().as_secs_f64();
+    // Opened again, the store loads the schema modules the copied log holds.
+    let options = crate::with_embedder(cli, EngineOptions::default())?;
+    let mut engine = ctxgraph::Engine::open(to, OpenMode::MustExist, options)
+        .with_context(|| format!("opening store {}", to.display()))?;
+    let bar = crate::ingest::progress_bar(copied, "records", cli.json);
+    let report = engine.catch_up(&mut |done, _| bar.set_position(done))?;
+    bar.finish_and_clear();
+    crate::enrich::with_progress(&mut engine, cli.json)?;
+    engine.consolidate()?;
+    let secs = started.elapsed().as_secs_f64();
+    let stats = engine.owner_reader()?.store_stats()?;
+    if cli.json {
+        print_json(&json!({
+            "from": from.to_string(), "to": to, "records_copied": copied,
+            "records_folded": report.records, "projected_through": stats.projected_through,
+            "copy_seconds": copy_secs, "seconds": secs,
+            "nodes": count_map(&stats.nodes), "edges": count_map(&stats.edges),
+            "pending_edges": stats.pending_edges,
+        }))?;
+    } else {
+        println!(
+            "migrated {copied} records from {from} to {} ({}/s); projected, enriched and \
+             consolidated in {secs:.1} s",
+            to.display(),
+            rate(copied, copy_secs)
+        );
     }
     Ok(Outcome::Done)
 }

@@ -402,6 +402,17 @@ impl Engine {
         Ok(report)
     }
 
+    /// Copy `entries` of another log (the scale-out backend's, read in position order) into
+    /// this store's log at the same positions, ids, times and bodies, in one transaction; the
+    /// log must end just before the first. The graph is not projected and the schema modules
+    /// among them are not loaded: open the store again, then [`Engine::catch_up`].
+    pub fn import_log(&mut self, entries: &[LogEntry]) -> Result<u64, Error> {
+        let mut w = self.store.begin_write()?;
+        let n = w.import(entries)?;
+        w.commit()?;
+        Ok(n)
+    }
+
     /// Copy the write-ahead log into the main file (after bulk loads, to leave one file).
     pub fn checkpoint(&self) -> Result<(), Error> {
         Ok(self.store.checkpoint()?)

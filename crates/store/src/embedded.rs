@@ -384,6 +384,50 @@ impl EmbeddedWrite<'_> {
         Ok(())
     }
 
+    /// Copy `entries` (read from another log, in position order) into this log at the same
+    /// positions, with their ids, acknowledgement times and bodies byte for byte (a redacted
+    /// record stays redacted): the way back from the scale-out backend. Each entry must land at
+    /// the next position (the head plus one) under a `(kind, id)` not taken; stops at the first
+    /// that cannot, with [`StoreError::Corruption`] for an entry out of order or
+    /// [`StoreError::Conflict`] for a taken id. The graph is not touched: project afterwards.
+    pub fn import(&mut self, entries: &[LogEntry]) -> Result<u64, StoreError> {
+        let mut head = self.head()?;
+        for e in entries {
+            if e.position != head + 1 {
+                return Err(StoreError::Corruption(format!(
+                    "log position {} cannot be copied after head {head}: a migration copies a log in order into an empty store",
+                    e.position
+                )));
+            }
+            let inserted = self
+                .tx
+                .prepare_cached(
+                    "INSERT INTO log (position, kind, record_id, recorded_at, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (kind, record_id) DO NOTHING",
+                )?
+                .execute(params![
+                    sql_int(e.position),
+                    e.kind.as_str(),
+                    e.id,
+                    e.recorded_at,
+                    e.body
+                ])?;
+            if inserted == 0 {
+                let at: i64 = self
+                    .tx
+                    .prepare_cached("SELECT position FROM log WHERE kind = ?1 AND record_id = ?2")?
+                    .query_row(params![e.kind.as_str(), e.id], |r| r.get(0))?;
+                return Err(StoreError::Conflict {
+                    kind: e.kind.as_str(),
+                    id: e.id.clone(),
+                    position: position(at),
+                });
+            }
+            head = e.position;
+        }
+        Ok(entries.len() as u64)
+    }
+
     /// The store's id of a node (its full-text document id), if the node exists.
     pub fn node_nid(&self, key: &NodeKey) -> Result<Option<i64>, StoreError> {
         self.nid(key)

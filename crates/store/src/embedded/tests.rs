@@ -85,6 +85,33 @@ fn append_is_idempotent_by_id_and_refuses_conflicts() {
 }
 
 #[test]
+fn import_copies_entries_at_their_positions_in_order_only() {
+    let dir = TempDir::new().unwrap();
+    let mut source = open(&dir);
+    let mut w = source.begin_write().unwrap();
+    w.append(&record("e1", "a"), "2026-11-20T09:00:01Z").unwrap();
+    w.append(&record("e2", "a"), "2026-11-20T09:00:02Z").unwrap();
+    // A redacted body is copied as it stands.
+    w.redact(2, "{\"redacted\":true}").unwrap();
+    w.commit().unwrap();
+    let entries = source.begin_read().unwrap().read_from(1, 10).unwrap();
+
+    let other = TempDir::new().unwrap();
+    let mut copy = open(&other);
+    let mut w = copy.begin_write().unwrap();
+    let err = w.import(&entries[1..]).unwrap_err();
+    assert!(err.to_string().contains("cannot be copied after head 0"), "{err}");
+    assert_eq!(w.import(&entries).unwrap(), 2);
+    let err = w.import(&entries[..1]).unwrap_err();
+    assert!(err.to_string().contains("cannot be copied after head 2"), "{err}");
+    let mut again = entries[0].clone();
+    again.position = 3;
+    assert_eq!(w.import(&[again]).unwrap_err().code(), "log.conflict");
+    w.commit().unwrap();
+    assert_eq!(copy.begin_read().unwrap().read_from(1, 10).unwrap(), entries);
+}
+
+#[test]
 fn committed_writes_survive_reopen_and_dropped_ones_vanish() {
     let dir = TempDir::new().unwrap();
     {
