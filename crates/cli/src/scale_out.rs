@@ -1,6 +1,7 @@
 //! The commands that run on the scale-out backend (`redis://HOST:PORT/NAME`, docs/scale-out.md):
-//! `migrate` copies a store file's log there and folds it into the graph, `worker` folds new
-//! records as they arrive, and `stats` reports the log head, the graph and the projection's lag.
+//! `migrate` copies a store file's log there and folds it into the graph (or a scale-out
+//! store's log into a new store file), `worker` folds new records as they arrive, and `stats`
+//! reports the log head, the graph and the projection's lag.
 
 use std::path::Path;
 use std::sync::Arc;
