@@ -1,22 +1,11 @@
 //! Fuzzes `checklist_from_file(&Schema::core(), &Limits::default(), text)` on arbitrary text (TOML or JSON); checks it never panics and that an accepted file is a checklist record whose canonical form parses back, as a file and as a record, to the same record, with at least one slot spec, unique normalised spec names and expected labels never empty.
 #![no_main]
 
-use std::sync::OnceLock;
-
+use ctxgraph_fuzz::schema;
 use ctxgraph_ontology::{
-    Limits, RecordBody, RecordKind, Schema, SlotsRecord, checklist_from_file, normalize_name,
-    validate,
+    Limits, RecordBody, RecordKind, SlotsRecord, checklist_from_file, normalize_name, validate,
 };
 use libfuzzer_sys::fuzz_target;
-
-/// The built-in schema, built once per process.
-fn schema() -> &'static Schema {
-    static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::core() {
-        Ok(s) => s,
-        Err(e) => panic!("the built-in schema does not load: {e}"),
-    })
-}
 
 fuzz_target!(|data: &[u8]| {
     // Non-UTF-8 bytes become U+FFFD, so every input reaches the TOML and JSON parsers.

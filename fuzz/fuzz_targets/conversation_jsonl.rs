@@ -1,20 +1,10 @@
 //! Fuzzes `ctxgraph::parse_messages` (conversation JSONL, default limits) on arbitrary bytes; checks it never panics, is deterministic, gives each line at most one outcome (a record or a rejection, in line order), that every record it builds validates against the core schema (but for the record size limit), and that every accepted message prints back to itself (parse → print → parse).
 #![no_main]
 
-use std::sync::OnceLock;
-
-use ctxgraph::{Limits, Message, Schema, parse_messages};
+use ctxgraph::{Limits, Message, parse_messages};
+use ctxgraph_fuzz::schema;
 use ctxgraph_ontology::validate;
 use libfuzzer_sys::fuzz_target;
-
-/// The core schema, built once per process.
-fn schema() -> &'static Schema {
-    static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::core() {
-        Ok(s) => s,
-        Err(e) => panic!("the core schema does not load: {e}"),
-    })
-}
 
 fuzz_target!(|data: &[u8]| {
     let limits = Limits::default();

@@ -1,21 +1,9 @@
 //! Fuzzes `ctxgraph_ontology::split_document` on arbitrary text (the first byte picks Markdown or plain text); checks it never panics, is deterministic, yields trimmed non-empty sentences whose words all occur in the input, counts consistently, and that a document record of the text validates with one mention per sentence.
 #![no_main]
 
-use std::sync::OnceLock;
-
-use ctxgraph_ontology::{
-    DocumentFormat, Limits, Schema, content_hash, split_document, validate_value,
-};
+use ctxgraph_fuzz::schema;
+use ctxgraph_ontology::{DocumentFormat, Limits, content_hash, split_document, validate_value};
 use libfuzzer_sys::fuzz_target;
-
-/// The built-in schema (core and knowledge), built once per process.
-fn schema() -> &'static Schema {
-    static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::core() {
-        Ok(s) => s,
-        Err(e) => panic!("the built-in schema does not load: {e}"),
-    })
-}
 
 fuzz_target!(|data: &[u8]| {
     let Some((first, rest)) = data.split_first() else { return };

@@ -4,19 +4,10 @@
 //! round-trips: each record's text validates the same way twice (accept/reject and the code).
 #![no_main]
 
-use std::sync::OnceLock;
-
-use ctxgraph_ontology::{Limits, Schema, validate};
+use ctxgraph_fuzz::schema;
+use ctxgraph_ontology::{Limits, validate};
 use ctxgraph_server::wire::{IngestRequest, parse_body};
 use libfuzzer_sys::fuzz_target;
-
-fn schema() -> &'static Schema {
-    static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::core() {
-        Ok(s) => s,
-        Err(e) => panic!("the built-in schema does not load: {e}"),
-    })
-}
 
 fuzz_target!(|data: &[u8]| {
     let batch: IngestRequest = match parse_body(data) {
@@ -36,8 +27,10 @@ fuzz_target!(|data: &[u8]| {
     let limits = Limits::default();
     for record in &batch.events {
         let text = record.to_string();
-        let first = validate(schema(), &limits, &text).map(|r| r.id().to_owned()).map_err(|e| e.code());
-        let second = validate(schema(), &limits, &text).map(|r| r.id().to_owned()).map_err(|e| e.code());
+        let first =
+            validate(schema(), &limits, &text).map(|r| r.id().to_owned()).map_err(|e| e.code());
+        let second =
+            validate(schema(), &limits, &text).map(|r| r.id().to_owned()).map_err(|e| e.code());
         assert_eq!(first, second, "validation is not deterministic for {text}");
     }
 });

@@ -1,21 +1,11 @@
 //! Fuzzes `ctxgraph::locomo_conversations` on arbitrary bytes (lossy UTF-8); checks it never panics and that an accepted file gives, per conversation, unique event ids `{sample_id}:{dia_id}`, valid event records (but for the record size limit) whose times never go back within a session, and question evidence that is normalised and names turns of the conversation.
 #![no_main]
 
-use std::collections::BTreeSet;
-use std::sync::OnceLock;
-
-use ctxgraph::{Limits, Schema, locomo_conversations, normalize_evidence};
+use ctxgraph::{Limits, locomo_conversations, normalize_evidence};
+use ctxgraph_fuzz::schema;
 use ctxgraph_ontology::validate;
 use libfuzzer_sys::fuzz_target;
-
-/// The core schema, built once per process.
-fn schema() -> &'static Schema {
-    static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::core() {
-        Ok(s) => s,
-        Err(e) => panic!("the core schema does not load: {e}"),
-    })
-}
+use std::collections::BTreeSet;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

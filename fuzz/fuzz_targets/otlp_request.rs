@@ -6,21 +6,11 @@
 //! nothing).
 #![no_main]
 
-use std::collections::BTreeSet;
-use std::sync::OnceLock;
-
-use ctxgraph_ontology::{Limits, Schema, validate_value};
+use ctxgraph_fuzz::schema;
+use ctxgraph_ontology::{Limits, validate_value};
 use ctxgraph_otlp::{Encoding, convert_request, records_from_request};
 use libfuzzer_sys::fuzz_target;
-
-/// The core schema, built once per process.
-fn schema() -> &'static Schema {
-    static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::core() {
-        Ok(s) => s,
-        Err(e) => panic!("the core schema does not load: {e}"),
-    })
-}
+use std::collections::BTreeSet;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&first, body)) = data.split_first() else { return };

@@ -1,20 +1,10 @@
 //! Fuzzes the receipt parser: arbitrary text, wrapped as a receipt record (`record_type` set when absent), through `validate(&Schema::core(), &Limits::default(), ..)`; checks it never panics, that every refusal names a rule, and that an accepted receipt's canonical form parses back to the same record, with sorted, repeat-free lists, policy results `allow` or `deny`, and one check per policy.
 #![no_main]
 
-use std::sync::OnceLock;
-
-use ctxgraph_ontology::{Limits, RecordBody, RecordKind, Schema, validate};
+use ctxgraph_fuzz::schema;
+use ctxgraph_ontology::{Limits, RecordBody, RecordKind, validate};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-
-/// The built-in schema, built once per process.
-fn schema() -> &'static Schema {
-    static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::core() {
-        Ok(s) => s,
-        Err(e) => panic!("the built-in schema does not load: {e}"),
-    })
-}
 
 fn sorted_unique(list: &[String]) -> bool {
     list.windows(2).all(|w| w[0] < w[1])
@@ -47,7 +37,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(sorted_unique(list), "inputs not sorted and unique\n text: {text}");
     }
     assert!(r.policies.iter().all(|p| p.result == "allow" || p.result == "deny"), "text: {text}");
-    assert!(r.policies.windows(2).all(|w| w[0].id < w[1].id), "a policy checked twice\n text: {text}");
+    assert!(
+        r.policies.windows(2).all(|w| w[0].id < w[1].id),
+        "a policy checked twice\n text: {text}"
+    );
 
     // Print → parse: the canonical JSON is the same record.
     let again = match validate(schema(), &limits, record.canonical()) {

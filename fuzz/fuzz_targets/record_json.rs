@@ -1,19 +1,9 @@
 //! Fuzzes `ctxgraph_ontology::validate` (built-in schema: core and knowledge modules, default limits) on arbitrary text; checks it never panics and that the canonical form of a valid record is a fixed point (re-validates to the same canonical string, kind, id and body).
 #![no_main]
 
-use std::sync::OnceLock;
-
-use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
+use ctxgraph_fuzz::schema;
+use ctxgraph_ontology::{Limits, ValidRecord, validate};
 use libfuzzer_sys::fuzz_target;
-
-/// The built-in schema, built once per process.
-fn schema() -> &'static Schema {
-    static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::core() {
-        Ok(s) => s,
-        Err(e) => panic!("the built-in schema does not load: {e}"),
-    })
-}
 
 fuzz_target!(|data: &[u8]| {
     // Non-UTF-8 bytes become U+FFFD, so every input reaches the validator.

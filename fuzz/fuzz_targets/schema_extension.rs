@@ -1,24 +1,13 @@
 //! Fuzzes `Schema::core()?.extend(text)` on arbitrary text; checks it never panics and that an accepted extension renders (PG-Schema, JSON), cannot be loaded twice, and is additive (every core node type, edge type, enum value and event type is still there, unchanged).
 #![no_main]
 
-use std::sync::OnceLock;
-
-use ctxgraph_ontology::Schema;
+use ctxgraph_fuzz::schema;
 use libfuzzer_sys::fuzz_target;
-
-/// The core schema, built once per process.
-fn core() -> &'static Schema {
-    static CORE: OnceLock<Schema> = OnceLock::new();
-    CORE.get_or_init(|| match Schema::core() {
-        Ok(s) => s,
-        Err(e) => panic!("the core schema does not load: {e}"),
-    })
-}
 
 fuzz_target!(|data: &[u8]| {
     // Non-UTF-8 bytes become U+FFFD, so every input reaches the TOML parser.
     let text = String::from_utf8_lossy(data);
-    let core = core();
+    let core = schema();
 
     let Ok(ext) = core.extend(&text) else { return };
 

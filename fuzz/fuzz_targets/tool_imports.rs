@@ -1,20 +1,9 @@
 //! Fuzzes the readers of other memory tools' exports (`ctxgraph_interop::import`: MCP memory JSONL, episodes, memory-layer JSON, Markdown notes) on arbitrary bytes; checks they never panic, are deterministic, and give every refused item a code and a reason.
 #![no_main]
 
-use std::sync::OnceLock;
-
+use ctxgraph_fuzz::schema;
 use ctxgraph_interop::import::{Imported, episodes, markdown, mcp_memory, mem0};
-use ctxgraph_ontology::Schema;
 use libfuzzer_sys::fuzz_target;
-
-/// The core schema, built once per process.
-fn schema() -> &'static Schema {
-    static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| match Schema::core() {
-        Ok(s) => s,
-        Err(e) => panic!("the core schema does not load: {e}"),
-    })
-}
 
 fn check(name: &str, read: impl Fn() -> Imported) {
     let got = read();
@@ -34,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
     check("mcp-memory", || mcp_memory::read(s, &text, "2025-01-01T00:00:00Z"));
     check("episodes", || episodes::read(s, &text));
     check("mem0", || mem0::read(s, &text));
-    let files = vec![("note.md".to_owned(), text.to_string()), ("b/other.md".to_owned(), text.to_string())];
+    let files =
+        vec![("note.md".to_owned(), text.to_string()), ("b/other.md".to_owned(), text.to_string())];
     check("markdown", || markdown::read(s, &files));
 });

@@ -429,14 +429,7 @@ pub fn validate(
         )]
         .into());
     }
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        ValidationErrors::from(vec![Violation::with_text(
-            "$",
-            Some(text),
-            "json.syntax",
-            format!("not valid JSON: {e}"),
-        )])
-    })?;
+    let value = parse_json(text)?;
     // What the parser forgave (a repeated key, an integer turned into a float) is refused here,
     // where the text is still at hand.
     let forgiven = strict::scan(text);
@@ -444,6 +437,18 @@ pub fn validate(
         return Err(forgiven.into());
     }
     validate_value(schema, limits, value)
+}
+
+/// Parse JSON text, or refuse it as `json.syntax` at `$`.
+fn parse_json(text: &str) -> Result<Value, ValidationErrors> {
+    serde_json::from_str(text).map_err(|e| {
+        ValidationErrors::from(vec![Violation::with_text(
+            "$",
+            Some(text),
+            "json.syntax",
+            format!("not valid JSON: {e}"),
+        )])
+    })
 }
 
 /// Decode a body read back from the log: a tombstone (a record a forget redacted) or a record,
@@ -457,14 +462,7 @@ pub fn validate_stored(schema: &Schema, text: &str) -> Result<ValidRecord, Valid
     }
     // The log holds canonical JSON written by this code: the text is its own canonical form
     // (encoding it again cost a third of a decode) and has nothing for the strict scan to find.
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        ValidationErrors::from(vec![Violation::with_text(
-            "$",
-            Some(text),
-            "json.syntax",
-            format!("not valid JSON: {e}"),
-        )])
-    })?;
+    let value = parse_json(text)?;
     validate_record(schema, &Limits::unlimited(), value, Some(text))
 }
 
@@ -663,6 +661,34 @@ impl Validator<'_> {
                 }
             },
         }
+    }
+
+    /// A name or label: trimmed, 1 to `max_name_bytes` bytes, no control characters; otherwise
+    /// a violation of `rule` at `path` whose message starts with `subject` ("entity names are").
+    fn name_text(
+        &mut self,
+        raw: &str,
+        path: &str,
+        rule: &'static str,
+        subject: &str,
+    ) -> Option<String> {
+        let trimmed = raw.trim();
+        if trimmed.is_empty()
+            || trimmed.len() > self.limits.max_name_bytes
+            || trimmed.chars().any(char::is_control)
+        {
+            self.out.push(Violation::for_str(
+                path,
+                raw,
+                rule,
+                format!(
+                    "{subject} 1 to {} bytes of text without control characters",
+                    self.limits.max_name_bytes
+                ),
+            ));
+            return None;
+        }
+        Some(trimmed.to_owned())
     }
 
     fn unknown_fields(&mut self, obj: &Map<String, Value>, allowed: &[&str], prefix: &str) {
@@ -866,25 +892,9 @@ impl Validator<'_> {
                 continue;
             };
             self.unknown_fields(o, ENTITY_FIELDS, &path);
-            let name = self.string(o, "name", &format!("{path}.name"), true).and_then(|n| {
-                let trimmed = n.trim();
-                if trimmed.is_empty()
-                    || trimmed.len() > self.limits.max_name_bytes
-                    || trimmed.chars().any(char::is_control)
-                {
-                    self.out.push(Violation::for_str(
-                        format!("{path}.name"),
-                        n,
-                        "envelope.name_format",
-                        format!(
-                            "entity names are 1 to {} bytes of text without control characters",
-                            self.limits.max_name_bytes
-                        ),
-                    ));
-                    None
-                } else {
-                    Some(trimmed.to_owned())
-                }
+            let name_path = format!("{path}.name");
+            let name = self.string(o, "name", &name_path, true).and_then(|n| {
+                self.name_text(n, &name_path, "envelope.name_format", "entity names are")
             });
             let entity_type = self
                 .string(o, "entity_type", &format!("{path}.entity_type"), true)

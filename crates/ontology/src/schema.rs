@@ -575,6 +575,10 @@ impl Schema {
     }
 
     /// Check `props` against declared `defs`. Paths are `prefix` + property name.
+    ///
+    /// One merge of the two name-ordered maps (it runs for every node and edge the projection
+    /// writes, where a lookup per declared and per present property cost most of it): missing
+    /// and checked properties in name order, then the undeclared ones.
     pub fn check_properties(
         &self,
         defs: &BTreeMap<String, PropertyDef>,
@@ -582,50 +586,6 @@ impl Schema {
         prefix: &str,
     ) -> Vec<Violation> {
         let mut out = Vec::new();
-        if self.check_sorted_properties(defs, props, prefix, &mut out) {
-            return out;
-        }
-        out.clear();
-        for (name, def) in defs {
-            match props.get(name) {
-                None | Some(Value::Null) => {
-                    if def.required {
-                        out.push(Violation::new(
-                            format!("{prefix}{name}"),
-                            None,
-                            "schema.required_property",
-                            format!("required {} property is missing", def.ty.name()),
-                        ));
-                    }
-                }
-                Some(value) => self.check_value(def, value, prefix, name, &mut out),
-            }
-        }
-        for (name, value) in props {
-            if !defs.contains_key(name) {
-                let declared = defs.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
-                out.push(Violation::new(
-                    format!("{prefix}{name}"),
-                    Some(value),
-                    "schema.unknown_property",
-                    format!("property is not declared; declared: {declared}"),
-                ));
-            }
-        }
-        out
-    }
-
-    /// [`Schema::check_properties`] as one merge of the two name-ordered maps (it runs for every
-    /// node and edge the projection writes, and a lookup per declared and per present property
-    /// cost most of it), giving the same violations in the same order. False, with `out` to be
-    /// discarded, when `props` does not iterate in name order.
-    fn check_sorted_properties(
-        &self,
-        defs: &BTreeMap<String, PropertyDef>,
-        props: &Properties,
-        prefix: &str,
-        out: &mut Vec<Violation>,
-    ) -> bool {
         let missing = |name: &str, def: &PropertyDef| {
             Violation::new(
                 format!("{prefix}{name}"),
@@ -636,12 +596,7 @@ impl Schema {
         };
         let mut declared = defs.iter().peekable();
         let mut unknown = Vec::new();
-        let mut last: Option<&String> = None;
         for (name, value) in props {
-            if last.is_some_and(|l| l >= name) {
-                return false;
-            }
-            last = Some(name);
             while let Some((d, def)) = declared.next_if(|(d, _)| *d < name) {
                 if def.required {
                     out.push(missing(d, def));
@@ -653,7 +608,7 @@ impl Schema {
                         out.push(missing(name, def));
                     }
                 }
-                Some((_, def)) => self.check_value(def, value, prefix, name, out),
+                Some((_, def)) => self.check_value(def, value, prefix, name, &mut out),
                 None => unknown.push((name, value)),
             }
         }
@@ -671,7 +626,7 @@ impl Schema {
                 format!("property is not declared; declared: {declared}"),
             ));
         }
-        true
+        out
     }
 
     /// Check one value; the path is only formatted when there is something to report, because

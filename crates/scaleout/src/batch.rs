@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_store::{ProjectionGraph, SessionSlot, StoreError};
 
-use crate::falkor_graph::{FalkorGraph, Write, pending_order};
+use crate::falkor_graph::{FalkorGraph, Write, pending_order, sort_side};
 
 /// One side of a node's edges: the node, an edge type (or every type), outgoing or not.
 type EdgeSide = (NodeKey, Option<String>, bool);
@@ -218,14 +218,7 @@ impl ProjectionGraph for BatchFold<'_> {
                 }
             }
             let mut edges: Vec<Edge> = edges.into_values().collect();
-            edges.sort_by(|a, b| {
-                let far = |e: &Edge| if outgoing { e.key.to.clone() } else { e.key.from.clone() };
-                (&a.key.edge_type, far(a), &a.key.qualifier).cmp(&(
-                    &b.key.edge_type,
-                    far(b),
-                    &b.key.qualifier,
-                ))
-            });
+            sort_side(&mut edges, outgoing);
             out.extend(edges);
         }
         Ok(out)

@@ -26,8 +26,8 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 use ctxgraph_ontology::Schema;
-use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
-use ctxgraph_store::{GraphCounts, ProjectionGraph, SessionSlot, StoreError};
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
+use ctxgraph_store::{GraphCounts, ProjectionGraph, SessionSlot, StoreError, props_from, props_to};
 use falkordb::{
     EntityType, FalkorClientBuilder, FalkorConnectionInfo, FalkorSyncClient, FalkorValue, SyncGraph,
 };
@@ -520,14 +520,7 @@ impl ProjectionGraph for FalkorGraph {
                     })
                 })
                 .collect::<Result<Vec<Edge>, StoreError>>()?;
-            edges.sort_by(|a, b| {
-                let far = |e: &Edge| if outgoing { e.key.to.clone() } else { e.key.from.clone() };
-                (&a.key.edge_type, far(a), &a.key.qualifier).cmp(&(
-                    &b.key.edge_type,
-                    far(b),
-                    &b.key.qualifier,
-                ))
-            });
+            sort_side(&mut edges, outgoing);
             out.extend(edges);
         }
         Ok(out)
@@ -803,20 +796,24 @@ pub(crate) fn pending_order(k: &EdgeKey) -> (&NodeKey, &str, &NodeKey, &str) {
     (&k.from, &k.edge_type, &k.to, &k.qualifier)
 }
 
+/// The embedded store's order of one side of a node's edges: type, far endpoint, qualifier.
+pub(crate) fn sort_side(edges: &mut [Edge], outgoing: bool) {
+    fn far(e: &Edge, outgoing: bool) -> &NodeKey {
+        if outgoing { &e.key.to } else { &e.key.from }
+    }
+    edges.sort_by(|a, b| {
+        (&a.key.edge_type, far(a, outgoing), &a.key.qualifier).cmp(&(
+            &b.key.edge_type,
+            far(b, outgoing),
+            &b.key.qualifier,
+        ))
+    });
+}
+
 /// A `LIMIT` parameter. FalkorDB reads a limit as 32 bits (a limit of 2^32 returns nothing),
 /// so a larger one, which callers pass to mean "all", is capped where it still means that.
 fn count(limit: usize) -> i64 {
     i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(0)
-}
-
-fn props_to(props: &Properties) -> Result<String, StoreError> {
-    serde_json::to_string(props)
-        .map_err(|e| StoreError::Corruption(format!("properties do not encode: {e}")))
-}
-
-fn props_from(text: &str) -> Result<Properties, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|e| StoreError::Corruption(format!("stored properties do not decode: {e}")))
 }
 
 fn odd(url: &StoreUrl, what: &str) -> StoreError {

@@ -80,12 +80,20 @@ struct Scripts {
 impl Scripts {
     fn new() -> Scripts {
         Scripts {
-            append: Script::new(include_str!("redis_log/append.lua")),
+            append: Script::new(concat!(
+                "#!lua\n",
+                include_str!("redis_log/write_record.lua"),
+                include_str!("redis_log/append.lua")
+            )),
             read_from: Script::new(include_str!("redis_log/read_from.lua")),
             get: Script::new(include_str!("redis_log/get.lua")),
             read_kind: Script::new(include_str!("redis_log/read_kind.lua")),
             redact: Script::new(include_str!("redis_log/redact.lua")),
-            import: Script::new(include_str!("redis_log/import.lua")),
+            import: Script::new(concat!(
+                "#!lua\n",
+                include_str!("redis_log/write_record.lua"),
+                include_str!("redis_log/import.lua")
+            )),
         }
     }
 }

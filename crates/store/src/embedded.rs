@@ -568,12 +568,14 @@ impl EmbeddedRead<'_> {
 
 // ---------------------------------------------------------------- shared read implementation
 
-fn props_from(text: &str) -> Result<Properties, StoreError> {
+/// Decode a node's or edge's properties as every backend stores them (a JSON object).
+pub fn props_from(text: &str) -> Result<Properties, StoreError> {
     serde_json::from_str(text)
         .map_err(|e| StoreError::Corruption(format!("properties do not decode: {e}")))
 }
 
-fn props_to(props: &Properties) -> Result<String, StoreError> {
+/// Encode a node's or edge's properties as every backend stores them (a JSON object).
+pub fn props_to(props: &Properties) -> Result<String, StoreError> {
     serde_json::to_string(props)
         .map_err(|e| StoreError::Corruption(format!("properties do not encode: {e}")))
 }

@@ -25,7 +25,8 @@ use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 
 pub use embedded::{
-    Embedded, EmbeddedRead, EmbeddedWrite, FORMAT_VERSION, OpenMode, heap_used, set_heap_limit,
+    Embedded, EmbeddedRead, EmbeddedWrite, FORMAT_VERSION, OpenMode, heap_used, props_from,
+    props_to, set_heap_limit,
 };
 pub use error::StoreError;
 

@@ -359,23 +359,7 @@ impl Validator<'_> {
             ));
             return None;
         };
-        let trimmed = raw.trim();
-        if trimmed.is_empty()
-            || trimmed.len() > self.limits.max_name_bytes
-            || trimmed.chars().any(char::is_control)
-        {
-            self.out.push(Violation::for_str(
-                path,
-                raw,
-                "fact.object_format",
-                format!(
-                    "{what} is 1 to {} bytes of text without control characters",
-                    self.limits.max_name_bytes
-                ),
-            ));
-            return None;
-        }
-        Some(trimmed.to_owned())
+        self.name_text(raw, path, "fact.object_format", &format!("{what} is"))
     }
 
     pub(super) fn fact_retraction(

@@ -358,23 +358,7 @@ impl Validator<'_> {
 
     /// A label or name: trimmed, 1 to `max_name_bytes` bytes, no control characters.
     fn label(&mut self, raw: &str, path: &str, what: &str) -> Option<String> {
-        let trimmed = raw.trim();
-        if trimmed.is_empty()
-            || trimmed.len() > self.limits.max_name_bytes
-            || trimmed.chars().any(char::is_control)
-        {
-            self.out.push(Violation::for_str(
-                path,
-                raw,
-                "slots.label_format",
-                format!(
-                    "{what} is 1 to {} bytes of text without control characters",
-                    self.limits.max_name_bytes
-                ),
-            ));
-            return None;
-        }
-        Some(trimmed.to_owned())
+        self.name_text(raw, path, "slots.label_format", &format!("{what} is"))
     }
 
     fn text(&mut self, obj: &Map<String, Value>, field: &str, path: &str) -> Option<String> {

@@ -1,12 +1,11 @@
-#!lua
+-- Runs after `#!lua` and write_record.lua, joined in redis_log.rs.
 -- Copy records into one store's log at the positions they hold in another log (a migration):
 -- each must land at the next position, under a (kind, id) not taken, or nothing of it is written.
 -- KEYS: head, key, kind, id, at, body, bykind, stream (as append.lua).
 -- ARGV: position, kind, id, recorded_at, body for each record.
 -- Reply: {0, position} copied, {1, head} out of order (the log's head is not position - 1),
 -- {2, position} the (kind, id) is taken at position; the first refusal stops the batch.
-local head, index, kinds, ids, ats, bodies, bykind, stream =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local head, index = KEYS[1], KEYS[2]
 local out = {}
 for i = 1, #ARGV, 5 do
   local p, kind, id, at, body = tonumber(ARGV[i]), ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
@@ -22,14 +21,7 @@ for i = 1, #ARGV, 5 do
     return out
   end
   redis.call('INCR', head)
-  local pos = string.format('%d', p)
-  redis.call('HSET', index, field, pos)
-  redis.call('HSET', kinds, pos, kind)
-  redis.call('HSET', ids, pos, id)
-  redis.call('HSET', ats, pos, at)
-  redis.call('HSET', bodies, pos, body)
-  redis.call('ZADD', bykind, 0, kind .. ':' .. string.format('%020d', p))
-  redis.call('XADD', stream, '0-' .. pos, 'kind', kind)
+  write_record(p, kind, id, at, body)
   out[#out + 1] = {0, p}
 end
 return out
