@@ -29,7 +29,7 @@ where
 
 /// Runs `f` on every item of `0..n`, handing items to `threads` workers as they free up (items of
 /// uneven cost balance themselves), and returns the results in item order.
-pub(crate) fn map_items<T, F>(n: usize, threads: usize, f: F) -> Vec<T>
+pub fn map_items<T, F>(n: usize, threads: usize, f: F) -> Vec<T>
 where
     T: Send,
     F: Fn(usize) -> T + Sync,

@@ -313,7 +313,10 @@ fn compute(schema: &Schema, embedder: &dyn Embedder, chunk: Chunk) -> Result<Com
         }
     };
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let done = parallel_map(&tasks, threads, run)?;
+    // Results in task order, so the first error in task order wins.
+    let done = ctxgraph_ann::map_items(tasks.len(), threads, |i| run(&tasks[i]))
+        .into_iter()
+        .collect::<Result<Vec<_>, Error>>()?;
     let mut computed = Computed {
         from: chunk.from,
         last: chunk.last,
@@ -331,40 +334,6 @@ fn compute(schema: &Schema, embedder: &dyn Embedder, chunk: Chunk) -> Result<Com
     }
     computed.knowledge = chunk.knowledge;
     Ok(computed)
-}
-
-/// `run` over every task on up to `threads` threads, the results in task order; the first
-/// error (in task order) wins.
-fn parallel_map<T: Sync, R: Send>(
-    tasks: &[T],
-    threads: usize,
-    run: impl Fn(&T) -> Result<R, Error> + Sync,
-) -> Result<Vec<R>, Error> {
-    let threads = threads.clamp(1, tasks.len().max(1));
-    if threads == 1 {
-        return tasks.iter().map(&run).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut slots: Vec<(usize, Result<R, Error>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(task) = tasks.get(i) else { return mine };
-                        mine.push((i, run(task)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-            .collect()
-    });
-    slots.sort_by_key(|(i, _)| *i);
-    slots.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The built-in model, decoded once per process and shared by every engine (a server opens

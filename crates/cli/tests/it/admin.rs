@@ -259,7 +259,7 @@ fn a_fully_rejected_ingest_creates_no_store() {
 /// `ctxgraph serve --addr ADDR` in `data`: its first line, read once it answers `/healthz` on
 /// loopback, then SIGTERM: what it wrote on stderr, after it exited cleanly.
 fn serve_and_stop(addr: &str, data: &std::path::Path) -> (String, String) {
-    use std::io::{BufRead, Read};
+    use std::io::Read;
     let mut child = ctxgraph()
         .args(["serve", "--addr", addr, "--data"])
         .arg(data)
@@ -267,8 +267,7 @@ fn serve_and_stop(addr: &str, data: &std::path::Path) -> (String, String) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let line = crate::first_line(&mut child);
     // Once it answers, it handles SIGTERM.
     let port = line.trim().rsplit(':').next().unwrap().to_owned();
     ureq::get(&format!("http://127.0.0.1:{port}/healthz")).call().unwrap();

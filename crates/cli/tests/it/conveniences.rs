@@ -1,6 +1,5 @@
 //! Conveniences: shell completions, and `ctxgraph.toml` for `serve`.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use super::Dir;
@@ -32,8 +31,7 @@ fn serve_in(dir: &std::path::Path, args: &[&str]) -> (Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let line = crate::first_line(&mut child);
     (child, line)
 }
 

@@ -3,7 +3,6 @@
 //! the page's own files name no other origin, and `ctxgraph ui` serves it on a store with a
 //! key of its own that reads as the store's owner.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -109,8 +108,7 @@ fn start_ui(d: &Dir, global: &[&str]) -> (std::process::Child, String, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let line = crate::first_line(&mut child);
     let url = line.trim().strip_prefix("explorer at ").unwrap_or_else(|| panic!("{line:?}"));
     let (base, key) = url.split_once("/#key=").unwrap_or_else(|| panic!("{url}"));
     (child, base.to_owned(), key.to_owned())

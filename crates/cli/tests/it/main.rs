@@ -43,6 +43,15 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use tempfile::TempDir;
 
+/// The first line a spawned process printed on its piped stdout (a server's address line),
+/// untrimmed; the rest of stdout is dropped.
+pub(crate) fn first_line(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    line
+}
+
 /// A temporary working directory with a store path.
 pub(crate) struct Dir {
     pub(crate) tmp: TempDir,

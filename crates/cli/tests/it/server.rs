@@ -1,7 +1,6 @@
 //! A running `ctxgraph serve` in a temporary data directory on a free port, with principals of two
 //! tenants, and a small JSON client over it.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -175,8 +174,7 @@ fn spawn(data: &Path, options: &[String]) -> (Child, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let line = crate::first_line(&mut child);
     let base = line
         .trim()
         .strip_prefix("listening on ")
