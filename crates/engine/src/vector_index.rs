@@ -122,22 +122,21 @@ fn rebuild_paged(
     let centroids = ctxgraph_ann::train_sampled(sample, dim, &train)?;
 
     let mut lists = ListsBuilder::new(&centroids);
+    let mut assigned_nids = Vec::with_capacity(n);
     let mut assignment = Vec::with_capacity(n);
-    let mut after = i64::MIN;
-    loop {
-        let vectors = checked_page(w, after, dim, page)?;
-        let Some(last) = vectors.last().map(|v| v.nid) else { break };
+    for_each_page(w, dim, page, |vectors| {
         let nids: Vec<i64> = vectors.iter().map(|v| v.nid).collect();
         let mut data = Vec::with_capacity(vectors.len() * dim);
         for v in vectors {
             data.extend_from_slice(&v.vector);
         }
-        let assigned = lists.push(&nids, &data, threads)?;
-        for (nid, list) in nids.iter().zip(&assigned) {
-            w.set_vector_list(*nid, *list)?;
-        }
-        assignment.extend(assigned);
-        after = last;
+        assignment.extend(lists.push(&nids, &data, threads)?);
+        assigned_nids.extend(nids);
+        Ok(())
+    })?;
+    // Written after the pass, which reads the vectors through `w`.
+    for (nid, list) in assigned_nids.iter().zip(&assignment) {
+        w.set_vector_list(*nid, *list)?;
     }
     for (list, blob) in (0u32..).zip(lists.finish()) {
         w.put_ann_list(list, &blob)?;
