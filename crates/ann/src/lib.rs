@@ -78,6 +78,7 @@ mod nearest;
 mod parallel;
 mod quant;
 mod search;
+mod simd;
 mod train;
 
 #[cfg(test)]

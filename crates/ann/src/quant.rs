@@ -3,7 +3,9 @@
 //! The loops are written over fixed-width chunks (`chunks_exact`) with one accumulator per lane,
 //! so the compiler turns them into SIMD code on the baseline target without `unsafe` or
 //! intrinsics; the lane layout also fixes the order of floating-point additions, so a dot product
-//! is bit-identical wherever it is computed.
+//! is bit-identical wherever it is computed. The integer products of widened codes, the inner
+//! loop of a search, a join and an assignment, run an AVX2 kernel where the CPU has one
+//! ([`simd`](crate::simd)): integer sums do not depend on their order, so the result is the same.
 
 /// Lanes of the integer dot products: eight SSE registers of i32 accumulators.
 const INT_LANES: usize = 32;
@@ -128,13 +130,35 @@ pub(crate) fn widen(codes: &[i8]) -> Vec<i16> {
     codes.iter().map(|&c| i16::from(c)).collect()
 }
 
-/// [`dot_i8`] of widened codes.
+/// [`dot_i8`] of widened codes: the AVX2 kernel where the CPU has it, else the portable one
+/// (the same i32, see [`simd`](crate::simd)).
 pub(crate) fn dot_wide(a: &[i16], b: &[i16]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::has_avx2() {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { crate::simd::dot_wide_avx2(a, b) };
+    }
+    dot_wide_portable(a, b)
+}
+
+/// [`dot_wide`] on the baseline target.
+pub(crate) fn dot_wide_portable(a: &[i16], b: &[i16]) -> i32 {
     dot_lanes(a, b, i32::from, i32::from)
 }
 
-/// [`dot_i8_bytes`] of widened codes.
+/// [`dot_i8_bytes`] of widened codes: the AVX2 kernel where the CPU has it, else the portable
+/// one (the same i32, see [`simd`](crate::simd)).
 pub(crate) fn dot_wide_bytes(a: &[i16], b: &[u8]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::has_avx2() {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { crate::simd::dot_wide_bytes_avx2(a, b) };
+    }
+    dot_wide_bytes_portable(a, b)
+}
+
+/// [`dot_wide_bytes`] on the baseline target.
+pub(crate) fn dot_wide_bytes_portable(a: &[i16], b: &[u8]) -> i32 {
     dot_lanes(a, b, i32::from, |y| i32::from(y as i8))
 }
 
@@ -260,6 +284,36 @@ mod tests {
         let (a, b) = (quantize(&v, &mut fast), quantize_wide(&v, &mut wide));
         assert_eq!(fast, wide);
         assert!((a - b).abs() <= 1e-6 * b, "{a} {b}");
+    }
+
+    proptest::proptest! {
+        /// Whichever kernel runs, the integer dot product is the portable one's, bit for bit:
+        /// codes of any length (tails included), and i16 inputs beyond widened codes.
+        #[test]
+        fn the_dispatched_kernels_equal_the_portable_ones(
+            a in proptest::collection::vec(proptest::num::i8::ANY, 0..600),
+            b in proptest::collection::vec(proptest::num::i8::ANY, 0..600),
+            x in proptest::collection::vec(proptest::num::i16::ANY, 0..300),
+            y in proptest::collection::vec(proptest::num::i16::ANY, 0..300),
+        ) {
+            let (wa, wb) = (widen(&a), widen(&b));
+            let bytes: Vec<u8> = b.iter().map(|&c| c as u8).collect();
+            proptest::prop_assert_eq!(dot_wide_bytes(&wa, &bytes), dot_wide_bytes_portable(&wa, &bytes));
+            proptest::prop_assert_eq!(dot_wide(&wa, &wb), dot_wide_portable(&wa, &wb));
+            proptest::prop_assert_eq!(dot_wide(&wa, &wb), dot_i8(&a, &b));
+            proptest::prop_assert_eq!(dot_wide(&x, &y), dot_wide_portable(&x, &y));
+        }
+    }
+
+    #[test]
+    fn the_avx2_kernels_wrap_as_the_portable_ones_do() {
+        // Four −32768s make the one pair sum that overflows i32.
+        let a = vec![i16::MIN; 64];
+        assert_eq!(dot_wide(&a, &a), dot_wide_portable(&a, &a));
+        assert_eq!(dot_wide_portable(&a, &a), 0);
+        let codes = vec![-128i8; 4096];
+        let bytes: Vec<u8> = codes.iter().map(|&c| c as u8).collect();
+        assert_eq!(dot_wide_bytes(&widen(&codes), &bytes), 4096 * 16384);
     }
 
     #[test]
