@@ -61,8 +61,17 @@ pub fn scan(
     let wide = widen(&codes);
     let mut top = TopK::new(candidates);
     for list in lists {
-        for (id, scale, member) in list.iter() {
-            top.push(qscale * scale * dot_wide_bytes(&wide, member) as f32, id);
+        // Members of a group share codes and scale, so their score: it is computed once, and
+        // since ties go to the lower id and a group's ids ascend, its first id that cannot
+        // enter the top list is followed by none that can. The result is the one of scoring
+        // every member.
+        for group in list.groups() {
+            let score = qscale * group.scale * dot_wide_bytes(&wide, group.codes) as f32;
+            for id in group.ids() {
+                if !top.offer(score, id) {
+                    break;
+                }
+            }
         }
     }
     Ok(top.into_sorted())
@@ -177,13 +186,22 @@ impl TopK {
     }
 
     pub(crate) fn push(&mut self, score: f32, id: i64) {
+        self.offer(score, id);
+    }
+
+    /// [`TopK::push`], saying whether the entry was kept (it may be evicted later).
+    pub(crate) fn offer(&mut self, score: f32, id: i64) -> bool {
         let e = Entry { score: score_key(score), id };
         if self.heap.len() < self.k {
             self.heap.push(e);
+            true
         } else if let Some(mut worst) = self.heap.peek_mut()
             && e < *worst
         {
             *worst = e;
+            true
+        } else {
+            false
         }
     }
 

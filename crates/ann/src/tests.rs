@@ -121,6 +121,42 @@ proptest! {
     }
 
     #[test]
+    fn a_scan_of_grouped_duplicates_equals_scoring_every_member(
+        seed in any::<u64>(), n in 1usize..200, dim in 1usize..24, distinct in 1usize..6,
+        lists in 1usize..5, candidates in 0usize..40,
+    ) {
+        // Few distinct vectors, each repeated under many ids: big groups, many ties.
+        let base = clustered(seed, distinct, dim, 2, 0.5);
+        let vectors: Vec<f32> = (0..n)
+            .flat_map(|i| {
+                let row = (i * 7 + i / 3) % distinct;
+                base[row * dim..(row + 1) * dim].to_vec()
+            })
+            .collect();
+        let ids = ids(n);
+        let centroids = train(&vectors, dim, &train_cfg(lists, 2))?;
+        let assignment = assign(&centroids, &vectors, 2)?;
+        let blobs = encode_lists(&ids, &vectors, &centroids, &assignment, 2)?;
+        let query = clustered(seed ^ 5, 1, dim, 1, 0.0);
+        let views: Vec<ListView<'_>> =
+            blobs.iter().map(|b| ListView::parse(dim, b)).collect::<Result<_, _>>()?;
+        prop_assert!(views.iter().map(ListView::groups_len).sum::<usize>() <= distinct);
+        // Every member scored on its own, ties to the lower id.
+        let mut qcodes = Vec::new();
+        let qscale = quantize(&query, &mut qcodes);
+        let mut every: Vec<(i64, f32)> = (0..n)
+            .map(|i| {
+                let mut codes = Vec::new();
+                let scale = quantize(&vectors[i * dim..(i + 1) * dim], &mut codes);
+                (ids[i], qscale * scale * dot_i8(&qcodes, &codes) as f32)
+            })
+            .collect();
+        every.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        every.truncate(candidates);
+        prop_assert_eq!(scan(&query, &views, candidates)?, every);
+    }
+
+    #[test]
     fn builds_are_identical_for_any_thread_count_and_run(
         seed in any::<u64>(), n in 1usize..300, dim in 1usize..24, lists in 1usize..12,
     ) {
