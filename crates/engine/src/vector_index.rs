@@ -374,6 +374,56 @@ mod tests {
         assert!(w.ann_centroids().unwrap().is_none());
     }
 
+    /// `blob` in the inverted-list format before groups (format 1), as older stores hold it:
+    /// one record (id, scale, codes) per member after the header.
+    fn format_1(dim: usize, blob: &[u8]) -> Vec<u8> {
+        let view = ctxgraph_ann::ListView::parse(dim, blob).unwrap();
+        let mut out = b"CGIL".to_vec();
+        for field in [1, dim as u32, view.len() as u32] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        for (id, scale, codes) in view.iter() {
+            out.extend_from_slice(&id.to_le_bytes());
+            out.extend_from_slice(&scale.to_le_bytes());
+            out.extend_from_slice(codes);
+        }
+        out
+    }
+
+    #[test]
+    fn an_index_in_the_format_before_groups_still_answers_the_same() {
+        // 200 more nodes with copies of seven vectors: groups of many members.
+        let (_dir, mut store) = store(1_000);
+        let mut w = store.begin_write().unwrap();
+        let all = AllVectors::load(&w).unwrap();
+        for i in 0..200 {
+            let key = NodeKey::new("Event", format!("copy{i:03}"));
+            w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
+            w.put_vector(&key, all.row(i % 7)).unwrap();
+        }
+        let built = super::rebuild(&mut w, 2).unwrap().unwrap();
+        let lists = built.centroids.len();
+        let search = |w: &EmbeddedWrite<'_>| -> Vec<Vec<(NodeKey, f32)>> {
+            let cache = IndexCache::default();
+            let params = SearchParams { nprobe: 4, candidates: 30 };
+            (0..20)
+                .map(|q| super::nearest(w, &cache, all.row(q * 37), 20, params).unwrap())
+                .collect()
+        };
+        let grouped = search(&w);
+        let (_, blobs) = stored(&w, lists);
+        let groups: usize =
+            blobs.iter().map(|b| ctxgraph_ann::ListView::parse(DIM, b).unwrap().groups_len()).sum();
+        assert_eq!(groups, 1_000, "the 200 copies join their originals' groups");
+        for (list, blob) in (0u32..).zip(&blobs) {
+            w.put_ann_list(list, &format_1(DIM, blob)).unwrap();
+        }
+        assert_eq!(search(&w), grouped);
+        // The next build writes the grouped format again.
+        super::rebuild(&mut w, 2).unwrap();
+        assert_eq!(stored(&w, lists).1, blobs);
+    }
+
     #[test]
     fn unindexed_vectors_are_ranked_exactly_however_many() {
         let (_dir, mut store) = store(300);
