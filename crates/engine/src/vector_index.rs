@@ -262,16 +262,17 @@ pub(crate) fn nearest(
             got: query.len(),
         }));
     }
-    let mut scored: BTreeMap<i64, (NodeKey, f32)> = BTreeMap::new();
+    // Each candidate's exact score, and its key if it came with one (indexed candidates get
+    // theirs below, only if kept).
+    let mut scored: BTreeMap<i64, (Option<NodeKey>, f32)> = BTreeMap::new();
     let blobs = cache.probe(read, dim, query, options.nprobe)?;
     if !blobs.is_empty() {
         let views: Vec<ListView<'_>> = blobs.iter().map(|b| b.view()).collect();
         let approx = ctxgraph_ann::scan(query, &views, options.candidates.max(k))?;
         let ids: Vec<i64> = approx.iter().map(|(id, _)| *id).collect();
         // Re-rank exactly; a candidate whose vector is gone (deleted since the build) drops out.
-        for v in read.vectors_of(&ids)? {
-            let score = ctxgraph_ann::dot_f32(query, &v.vector);
-            scored.insert(v.nid, (v.key, score));
+        for (nid, vector) in read.vector_data_of(&ids)? {
+            scored.insert(nid, (None, ctxgraph_ann::dot_f32(query, &vector)));
         }
     }
     // Vectors written since the build are scored as they are read, keeping only the best `k`:
@@ -287,12 +288,27 @@ pub(crate) fn nearest(
         }
     })?;
     for (nid, key, score) in unindexed {
-        scored.insert(nid, (key, score));
+        scored.insert(nid, (Some(key), score));
     }
-    let mut ranked: Vec<(i64, NodeKey, f32)> =
+    let mut ranked: Vec<(i64, Option<NodeKey>, f32)> =
         scored.into_iter().map(|(nid, (key, score))| (nid, key, score)).collect();
-    best_first(&mut ranked, k);
-    Ok(ranked.into_iter().map(|(_, key, score)| (key, score)).collect())
+    ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+    // The best `k` whose node exists, reading keys a window at a time: a vector whose node is
+    // gone is passed over and the next one takes its place.
+    let mut out = Vec::with_capacity(k.min(ranked.len()));
+    let mut rest = ranked.into_iter().peekable();
+    while out.len() < k && rest.peek().is_some() {
+        let window: Vec<(i64, Option<NodeKey>, f32)> = rest.by_ref().take(k - out.len()).collect();
+        let missing: Vec<i64> =
+            window.iter().filter(|(_, key, _)| key.is_none()).map(|(nid, _, _)| *nid).collect();
+        let mut keys: BTreeMap<i64, NodeKey> = read.node_keys(&missing)?.into_iter().collect();
+        for (nid, key, score) in window {
+            if let Some(key) = key.or_else(|| keys.remove(&nid)) {
+                out.push((key, score));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Sort `(nid, key, score)` best first (ties by nid, a total order, so which `k` survive does
@@ -422,6 +438,31 @@ mod tests {
         // The next build writes the grouped format again.
         super::rebuild(&mut w, 2).unwrap();
         assert_eq!(stored(&w, lists).1, blobs);
+    }
+
+    #[test]
+    fn a_search_of_every_list_with_every_candidate_is_the_exact_ranking() {
+        let (_dir, mut store) = store(600);
+        let mut w = store.begin_write().unwrap();
+        let built = super::rebuild(&mut w, 2).unwrap().unwrap();
+        let all = AllVectors::load(&w).unwrap();
+        let params = SearchParams { nprobe: built.centroids.len(), candidates: all.len() };
+        let cache = IndexCache::default();
+        for q in [0, 17, 333] {
+            let query = all.row(q).to_vec();
+            let mut exact: Vec<(i64, NodeKey, f32)> = (0..all.len())
+                .map(|i| {
+                    (all.nids[i], all.keys[i].clone(), ctxgraph_ann::dot_f32(&query, all.row(i)))
+                })
+                .collect();
+            exact.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+            for k in [1, 25, 600] {
+                let found = super::nearest(&w, &cache, &query, k, params).unwrap();
+                let want: Vec<(NodeKey, f32)> =
+                    exact.iter().take(k).map(|(_, key, s)| (key.clone(), *s)).collect();
+                assert_eq!(found, want, "query {q}, k {k}");
+            }
+        }
     }
 
     #[test]

@@ -795,6 +795,19 @@ fn graph_vectors_of(c: &Connection, nids: &[i64]) -> Result<Vec<StoredVector>, S
     Ok(out)
 }
 
+fn graph_vector_data_of(c: &Connection, nids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, StoreError> {
+    // One lookup per id in the vectors table alone: a re-rank reads the nodes' keys only for
+    // the candidates it keeps, one page read fewer for each of the others.
+    let mut st = c.prepare_cached("SELECT data FROM vectors WHERE nid = ?1")?;
+    let mut out = Vec::with_capacity(nids.len());
+    for &nid in nids {
+        if let Some(data) = st.query_row(params![nid], |r| r.get::<_, Vec<u8>>(0)).optional()? {
+            out.push((nid, f32s(&data)));
+        }
+    }
+    Ok(out)
+}
+
 /// A counter in meta (an index generation), 0 before its first bump.
 fn meta_counter(c: &Connection, key: &str) -> Result<u64, StoreError> {
     let v: Option<i64> = c
@@ -1514,6 +1527,9 @@ macro_rules! impl_readers {
             }
             fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
                 graph_vectors_of(&self.tx, nids)
+            }
+            fn vector_data_of(&self, nids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, StoreError> {
+                graph_vector_data_of(&self.tx, nids)
             }
             fn ann_generation(&self) -> Result<u64, StoreError> {
                 meta_counter(&self.tx, "ann_generation")

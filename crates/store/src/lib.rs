@@ -272,6 +272,12 @@ pub trait GraphReader {
     fn vector_counts(&self) -> Result<(u64, u64), StoreError>;
     /// The stored vectors of these nids, in the order given; ids with no vector are skipped.
     fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError>;
+    /// [`GraphReader::vectors_of`] without the node keys, as `(nid, vector)`: a re-rank reads
+    /// the vectors of all its candidates and the keys ([`GraphReader::node_keys`]) only of those
+    /// it keeps. A store may return a vector whose node is gone; `node_keys` then skips it.
+    fn vector_data_of(&self, nids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, StoreError> {
+        Ok(self.vectors_of(nids)?.into_iter().map(|v| (v.nid, v.vector)).collect())
+    }
     /// A number that changes whenever the vector index is rebuilt or dropped (for caches).
     fn ann_generation(&self) -> Result<u64, StoreError>;
     /// The vector index's centroids blob, if an index was built.
