@@ -41,8 +41,9 @@ pub struct BatchFold<'g> {
     edges: BTreeMap<EdgeKey, Option<Edge>>,
     /// The whole order of each session the batch touched (or read ahead).
     sessions: BTreeMap<String, BTreeSet<SessionSlot>>,
-    /// Session slots the batch added (`true`) or removed (`false`): the last change of each.
-    slot_changes: BTreeMap<(String, SessionSlot), bool>,
+    /// Session slots the batch changed: whether the graph had each when the batch began, and
+    /// whether the batch leaves it there.
+    slot_changes: BTreeMap<(String, SessionSlot), (bool, bool)>,
     /// The parked edges of each node the batch touched (or read ahead), by edge key.
     pending: BTreeMap<NodeKey, BTreeMap<EdgeKey, Edge>>,
     /// Nodes whose parked edges the batch changed.
@@ -173,12 +174,17 @@ impl<'g> BatchFold<'g> {
         self.finished = true;
         let changes = NetChanges {
             detached: self.detached.iter().collect(),
-            nodes: self.nodes.iter().map(|(k, n)| (k, n.as_ref())).collect(),
-            edges: self.edges.iter().map(|(k, e)| (k, e.as_ref())).collect(),
+            nodes: self.nodes.iter().map(|(k, n)| (k, n.as_ref(), self.absent(k))).collect(),
+            edges: self
+                .edges
+                .iter()
+                .map(|(k, e)| (k, e.as_ref(), self.absent(&k.from) || self.absent(&k.to)))
+                .collect(),
             slots: self
                 .slot_changes
                 .iter()
-                .map(|((session, slot), present)| (session.as_str(), slot, *present))
+                .filter(|(_, (before, after))| before != after)
+                .map(|((session, slot), (_, after))| (session.as_str(), slot, *after))
                 .collect(),
             pending: self
                 .pending_changed
@@ -244,6 +250,13 @@ impl<'g> BatchFold<'g> {
         let edges = self.base.edges_of(key, edge_type, side)?;
         self.read_edges.borrow_mut().insert(cache_key, edges.clone());
         Ok(edges)
+    }
+
+    /// Whether the node is known to be absent from the graph when the commit writes nodes: the
+    /// batch read it and the graph had none, or the batch deleted it (with its edges) first.
+    /// Such a node, and every edge touching it, is created rather than merged.
+    fn absent(&self, key: &NodeKey) -> bool {
+        self.detached.contains(key) || matches!(self.read_nodes.borrow().get(key), Some(None))
     }
 
     /// Whether an edge of the graph as it was is still there: neither end deleted in this batch.
@@ -448,8 +461,11 @@ impl ProjectionGraph for BatchFold<'_> {
     }
 
     fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError> {
-        self.session(session_id)?.insert(slot.clone());
-        self.slot_changes.insert((session_id.to_owned(), slot.clone()), true);
+        let added = self.session(session_id)?.insert(slot.clone());
+        self.slot_changes
+            .entry((session_id.to_owned(), slot.clone()))
+            .or_insert((!added, true))
+            .1 = true;
         self.writes += 1;
         Ok(())
     }
@@ -459,8 +475,11 @@ impl ProjectionGraph for BatchFold<'_> {
         session_id: &str,
         slot: &SessionSlot,
     ) -> Result<(), StoreError> {
-        self.session(session_id)?.remove(slot);
-        self.slot_changes.insert((session_id.to_owned(), slot.clone()), false);
+        let removed = self.session(session_id)?.remove(slot);
+        self.slot_changes
+            .entry((session_id.to_owned(), slot.clone()))
+            .or_insert((removed, false))
+            .1 = false;
         self.writes += 1;
         Ok(())
     }

@@ -108,11 +108,14 @@ impl FalkorGraph {
 pub(crate) struct NetChanges<'a> {
     /// Nodes deleted at some point (their edges in the graph go with them).
     pub(crate) detached: Vec<&'a NodeKey>,
-    /// Nodes written (`Some`) or deleted (`None`).
-    pub(crate) nodes: Vec<(&'a NodeKey, Option<&'a Node>)>,
-    /// Edges written (`Some`) or deleted (`None`).
-    pub(crate) edges: Vec<(&'a EdgeKey, Option<&'a Edge>)>,
-    /// Session slots added (`true`) or removed (`false`).
+    /// Nodes written (`Some`) or deleted (`None`), and whether the graph is known to have no
+    /// such node when they are written (then it is created, not merged).
+    pub(crate) nodes: Vec<(&'a NodeKey, Option<&'a Node>, bool)>,
+    /// Edges written (`Some`) or deleted (`None`), and whether an end is known to be a node
+    /// the graph does not have when they are written (so neither has the edge).
+    pub(crate) edges: Vec<(&'a EdgeKey, Option<&'a Edge>, bool)>,
+    /// Session slots the graph lacks and the batch added (`true`), or the graph has and the
+    /// batch removed (`false`).
     pub(crate) slots: Vec<(&'a str, &'a SessionSlot, bool)>,
     /// Nodes whose parked edges changed, with every edge now parked on them.
     pub(crate) pending: Vec<(&'a NodeKey, Vec<&'a Edge>)>,
@@ -137,15 +140,18 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
     // Edges by (source label, type, target label): the parts a query names in its text.
     type Side<'k> = (&'k str, &'k str, &'k str);
     let mut deleted: BTreeMap<Side<'_>, Vec<FalkorValue>> = BTreeMap::new();
-    let mut written: BTreeMap<Side<'_>, Vec<FalkorValue>> = BTreeMap::new();
-    for (k, edge) in &changes.edges {
+    // Edges merged (false) or created (true): by side, then by whether the edge is new.
+    let mut written: BTreeMap<(Side<'_>, bool), Vec<FalkorValue>> = BTreeMap::new();
+    for (k, edge, new) in &changes.edges {
         let side = (k.from.label.as_str(), k.edge_type.as_str(), k.to.label.as_str());
         let mut row = vec![s(&k.from.id), s(&k.to.id), s(&k.qualifier)];
         match edge {
             Some(e) => {
                 row.push(s(&props_to(&e.props)?));
-                written.entry(side).or_default().push(list(row));
+                written.entry((side, *new)).or_default().push(list(row));
             }
+            // An edge of a node the graph lacks is not in the graph either.
+            None if *new => {}
             None => deleted.entry(side).or_default().push(list(row)),
         }
     }
@@ -160,31 +166,36 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
         );
     }
 
-    let mut nodes: BTreeMap<&str, Vec<FalkorValue>> = BTreeMap::new();
-    for (key, node) in &changes.nodes {
+    // A node the graph lacks is created: no lookup of an existing one first.
+    let mut nodes: BTreeMap<(&str, bool), Vec<FalkorValue>> = BTreeMap::new();
+    for (key, node, new) in &changes.nodes {
         // A deleted node is in `detached`, and gone already.
         if let Some(n) = node {
             nodes
-                .entry(&key.label)
+                .entry((&key.label, *new))
                 .or_default()
                 .push(list(vec![s(&key.id), s(&props_to(&n.props)?)]));
         }
     }
-    for (label, rows) in nodes {
+    for ((label, new), rows) in nodes {
         let quoted = name(label, "label")?;
-        unwind(&mut out, &format!("MERGE (n:{quoted} {{id: r[0]}}) SET n.props = r[1]"), rows);
+        let body = if new {
+            format!("CREATE (:{quoted} {{id: r[0], props: r[1]}})")
+        } else {
+            format!("MERGE (n:{quoted} {{id: r[0]}}) SET n.props = r[1]")
+        };
+        unwind(&mut out, &body, rows);
     }
 
-    for ((from, ty, to), rows) in written {
+    for (((from, ty, to), new), rows) in written {
         let (from, ty, to) = (name(from, "label")?, name(ty, "edge type")?, name(to, "label")?);
-        unwind(
-            &mut out,
-            &format!(
-                "MATCH (a:{from} {{id: r[0]}}), (b:{to} {{id: r[1]}}) \
-                 MERGE (a)-[e:{ty} {{q: r[2]}}]->(b) SET e.props = r[3]"
-            ),
-            rows,
-        );
+        let ends = format!("MATCH (a:{from} {{id: r[0]}}), (b:{to} {{id: r[1]}})");
+        let body = if new {
+            format!("{ends} CREATE (a)-[:{ty} {{q: r[2], props: r[3]}}]->(b)")
+        } else {
+            format!("{ends} MERGE (a)-[e:{ty} {{q: r[2]}}]->(b) SET e.props = r[3]")
+        };
+        unwind(&mut out, &body, rows);
     }
 
     let (mut added, mut removed) = (Vec::new(), Vec::new());
@@ -194,7 +205,7 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
     }
     let slot_key = "session: r[0], at: r[1], event: r[2]";
     unwind(&mut out, &format!("MATCH (x:{SLOT} {{{slot_key}}}) DELETE x"), removed);
-    unwind(&mut out, &format!("MERGE (:{SLOT} {{{slot_key}}})"), added);
+    unwind(&mut out, &format!("CREATE (:{SLOT} {{{slot_key}}})"), added);
 
     let (mut cleared, mut parked) = (Vec::new(), Vec::new());
     for (wait, edges) in &changes.pending {

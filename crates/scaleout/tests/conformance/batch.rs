@@ -100,13 +100,22 @@ fn a_batchs_merged_writes_equal_its_writes_one_by_one() {
     seed(&mut one_by_one.graph);
     writes(&mut one_by_one.graph);
 
-    let mut merged = FalkorBackend::new();
-    seed(&mut merged.graph);
-    let mut batch = BatchFold::new(&merged.graph).unwrap();
-    writes(&mut batch);
-    assert!(batch.commit(1).unwrap());
-
     let expected = dump(&one_by_one.graph);
     assert_eq!(expected.0.len(), 3, "a, b and d remain");
-    assert_eq!(dump(&merged.graph), expected);
+
+    // Without reading ahead, every write is merged; read ahead, what the graph lacks (nodes
+    // d and g, their edges, new slots) is created instead.
+    for read_ahead in [false, true] {
+        let mut merged = FalkorBackend::new();
+        seed(&mut merged.graph);
+        let mut batch = BatchFold::new(&merged.graph).unwrap();
+        if read_ahead {
+            let keys = ["a", "b", "c", "d", "e", "f", "g"].iter().map(|id| key(id)).collect();
+            let sessions = ["s1", "s2"].iter().map(|s| s.to_string()).collect();
+            batch.prefetch(&keys, &sessions).unwrap();
+        }
+        writes(&mut batch);
+        assert!(batch.commit(1).unwrap());
+        assert_eq!(dump(&merged.graph), expected, "read ahead: {read_ahead}");
+    }
 }
