@@ -14,7 +14,7 @@ use crate::falkor_graph::FalkorGraph;
 use crate::reads::PageReads;
 
 /// Records folded per transaction: a page's graph writes and its checkpoint are applied together.
-const FOLD_PAGE: usize = 200;
+const FOLD_PAGE: usize = 500;
 
 /// Why a fold stopped.
 #[derive(Debug, thiserror::Error)]
