@@ -1367,16 +1367,26 @@ pub(crate) enum PrincipalCommand {
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
     /// Ingestion throughput: log append, stage-1 projection, end to end; bytes per event; open time.
+    /// With `--db redis://HOST:PORT/NAME`: append through the Redis log and fold with
+    /// `--workers` projection workers into new stores `NAME-0`, `NAME-1`, … (tenants).
     Ingest {
         /// Number of synthetic events.
         #[arg(long, default_value_t = 100_000)]
         events: usize,
-        /// Records per durable transaction.
+        /// Records per durable transaction (per append, on a scale-out store).
         #[arg(long, default_value_t = 2000)]
         batch_size: usize,
         /// Directory for the temporary stores (default: the system temp dir).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Scale-out only: projection workers (threads, each with its own connections).
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        /// Scale-out only: stores the events are spread over (default: the larger of 2 and
+        /// --workers, so runs with 1 and 2 workers fold the same stores). One store's fold is
+        /// ordered: workers share out stores, not one store's records.
+        #[arg(long)]
+        stores: Option<usize>,
     },
     /// Recall latency (p50, p95, p99, query embedding included) and throughput on a synthetic
     /// store (ingested, enriched and consolidated first).

@@ -1,12 +1,12 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
-//! store only `stats` and `worker` run today (`migrate` takes its stores as arguments); every
+//! store only `stats`, `worker` and `bench ingest` run today (`migrate` takes its stores as arguments); every
 //! other command refuses the URL with what is true rather than take it for a file path or
 //! pretend to run there (docs/scale-out.md says what exists).
 
 use anyhow::bail;
 use ctxgraph_scaleout::StoreUrl;
 
-use crate::args::{Cli, Command};
+use crate::args::{BenchCommand, Cli, Command};
 
 /// Refuse a `--db` that names a scale-out store for a command that cannot run on one, naming
 /// the command; a malformed URL is refused with its field, value and rule.
@@ -32,7 +32,7 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     }
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
-         on which only `stats` and `worker` run yet (docs/scale-out.md says what exists); \
+         on which only `stats`, `worker` and `bench ingest` run yet (docs/scale-out.md says what exists); \
          pass a store file to --db (rule: db.backend_unsupported)",
         command_name()
     )
@@ -40,7 +40,10 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
 
 /// The commands that run on a scale-out store.
 fn runs_on_scale_out(command: &Command) -> bool {
-    matches!(command, Command::Stats | Command::Worker(_))
+    matches!(
+        command,
+        Command::Stats | Command::Worker(_) | Command::Bench(BenchCommand::Ingest { .. })
+    )
 }
 
 /// The subcommand the process was started with, as typed.

@@ -194,8 +194,24 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             enrich::search(&cli, query, *limit, *semantic)
         }
         Command::Generate { events, seed } => read::generate(*events, *seed),
-        Command::Bench(BenchCommand::Ingest { events, batch_size, dir }) => {
-            bench::ingest(*events, *batch_size, dir.as_deref(), cli.json)
+        Command::Bench(BenchCommand::Ingest { events, batch_size, dir, workers, stores }) => {
+            match scale_out::store_url(&cli)? {
+                Some(url) => {
+                    let stores = stores.unwrap_or_else(|| (*workers).max(2));
+                    let args = bench::ScaleOutIngest {
+                        events: *events,
+                        batch_size: *batch_size,
+                        workers: *workers,
+                        stores,
+                    };
+                    bench::ingest_scale_out(&url, args, cli.json)
+                }
+                None if *workers != 1 || stores.is_some() => anyhow::bail!(
+                    "bench ingest: --workers and --stores fold a scale-out store; pass --db \
+                     redis://HOST:PORT/NAME (rule: bench.backend)"
+                ),
+                None => bench::ingest(*events, *batch_size, dir.as_deref(), cli.json),
+            }
         }
         Command::Bench(BenchCommand::Recall { events, queries, threads, dir, store, rankings }) => {
             let place = match store {

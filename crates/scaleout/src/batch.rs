@@ -9,7 +9,13 @@
 //!
 //! Reads of the graph itself are kept for the batch's life too (an entity that a page of
 //! events names is read once): the graph cannot change under the batch without moving the
-//! checkpoint, and then the commit applies nothing.
+//! checkpoint, and then the commit applies nothing. [`BatchFold::prefetch`] reads a page's keys
+//! ahead, one query per label for nodes, one for parked edges, one for session orders, so the
+//! fold itself rarely waits for the graph.
+//!
+//! The batch keeps the final state of every key it wrote, not the list of its writes: `commit`
+//! sends that state as a few `UNWIND` queries per label and edge type (`falkor_graph/bulk.rs`),
+//! which leave the graph as replaying every write one by one would.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_store::{ProjectionGraph, SessionSlot, StoreError};
 
-use crate::falkor_graph::{FalkorGraph, Write, pending_order, sort_side};
+use crate::falkor_graph::{FalkorGraph, NetChanges, merged_writes, name, pending_order, sort_side};
 
 /// One side of a node's edges: the node, an edge type (or every type), outgoing or not.
 type EdgeSide = (NodeKey, Option<String>, bool);
@@ -33,12 +39,17 @@ pub struct BatchFold<'g> {
     detached: BTreeSet<NodeKey>,
     /// Edges written (`Some`) or deleted (`None`) in this batch.
     edges: BTreeMap<EdgeKey, Option<Edge>>,
-    /// The whole order of each session the batch touched.
+    /// The whole order of each session the batch touched (or read ahead).
     sessions: BTreeMap<String, BTreeSet<SessionSlot>>,
-    /// The parked edges of each node the batch touched, by edge key.
+    /// Session slots the batch changed: whether the graph had each when the batch began, and
+    /// whether the batch leaves it there.
+    slot_changes: BTreeMap<(String, SessionSlot), (bool, bool)>,
+    /// The parked edges of each node the batch touched (or read ahead), by edge key.
     pending: BTreeMap<NodeKey, BTreeMap<EdgeKey, Edge>>,
-    /// The writes, in order.
-    writes: Vec<Write>,
+    /// Nodes whose parked edges the batch changed.
+    pending_changed: BTreeSet<NodeKey>,
+    /// How many graph writes the projection made.
+    writes: usize,
     /// Whether `commit` ran (and so ended the watch).
     finished: bool,
     /// Nodes read from the graph.
@@ -49,7 +60,7 @@ pub struct BatchFold<'g> {
 
 impl std::fmt::Debug for BatchFold<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BatchFold").field("writes", &self.writes.len()).finish_non_exhaustive()
+        f.debug_struct("BatchFold").field("writes", &self.writes).finish_non_exhaustive()
     }
 }
 
@@ -65,8 +76,10 @@ impl<'g> BatchFold<'g> {
             detached: BTreeSet::new(),
             edges: BTreeMap::new(),
             sessions: BTreeMap::new(),
+            slot_changes: BTreeMap::new(),
             pending: BTreeMap::new(),
-            writes: Vec::new(),
+            pending_changed: BTreeSet::new(),
+            writes: 0,
             finished: false,
             read_nodes: RefCell::new(BTreeMap::new()),
             read_edges: RefCell::new(BTreeMap::new()),
@@ -78,14 +91,79 @@ impl<'g> BatchFold<'g> {
         self.start
     }
 
-    /// How many graph writes the batch holds.
+    /// How many graph writes the projection made in this batch.
     pub fn len(&self) -> usize {
-        self.writes.len()
+        self.writes
     }
 
     /// Whether the batch holds no write.
     pub fn is_empty(&self) -> bool {
-        self.writes.is_empty()
+        self.writes == 0
+    }
+
+    /// Read ahead, from the graph as it was when the batch began, what folding the next
+    /// records will ask of it: the nodes `nodes` (one query per label), the edges parked on
+    /// them (one query) and the whole order of the sessions `sessions` (one query). Keys the
+    /// batch already read or wrote are skipped; a read the fold makes of a key not read ahead
+    /// still goes to the graph, so reading ahead changes how fast a fold runs, never what it
+    /// writes.
+    pub fn prefetch(
+        &mut self,
+        nodes: &BTreeSet<NodeKey>,
+        sessions: &BTreeSet<String>,
+    ) -> Result<(), StoreError> {
+        let mut by_label: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        {
+            let read = self.read_nodes.borrow();
+            for key in nodes {
+                if !self.nodes.contains_key(key) && !read.contains_key(key) {
+                    by_label.entry(&key.label).or_default().push(&key.id);
+                }
+            }
+        }
+        for (label, ids) in by_label {
+            let found: BTreeMap<String, Node> = self
+                .base
+                .nodes_of(label, &ids)?
+                .into_iter()
+                .map(|n| (n.key.id.clone(), n))
+                .collect();
+            let mut read = self.read_nodes.borrow_mut();
+            for id in ids {
+                let key = NodeKey { label: label.to_owned(), id: id.to_owned() };
+                read.insert(key, found.get(id).cloned());
+            }
+        }
+
+        let parked: Vec<&NodeKey> =
+            nodes.iter().filter(|k| !self.pending.contains_key(*k)).collect();
+        if !parked.is_empty() {
+            let mut loaded: BTreeMap<NodeKey, BTreeMap<EdgeKey, Edge>> =
+                parked.iter().map(|k| ((*k).clone(), BTreeMap::new())).collect();
+            for (wait, edge) in self.base.pending_of(&parked)? {
+                if let Some(edges) = loaded.get_mut(&wait) {
+                    edges.insert(edge.key.clone(), edge);
+                }
+            }
+            self.pending.extend(loaded);
+        }
+
+        let unread: Vec<&str> = sessions
+            .iter()
+            .filter(|s| !self.sessions.contains_key(*s))
+            .map(String::as_str)
+            .collect();
+        if !unread.is_empty() {
+            let mut loaded: BTreeMap<String, BTreeSet<SessionSlot>> =
+                unread.iter().map(|s| ((*s).to_owned(), BTreeSet::new())).collect();
+            for (session, slot) in self.base.slots_of(&unread)? {
+                if let Some(slots) = loaded.get_mut(&session) {
+                    slots.insert(slot);
+                }
+            }
+            self.sessions.extend(loaded);
+        }
+        Ok(())
     }
 
     /// Apply every write and move the graph's checkpoint to `through`, in one transaction, if
@@ -94,7 +172,28 @@ impl<'g> BatchFold<'g> {
     pub fn commit(mut self, through: u64) -> Result<bool, StoreError> {
         // The transaction ends the watch: nothing is left for `drop` to undo.
         self.finished = true;
-        self.base.commit_watched(&self.writes, through)
+        let changes = NetChanges {
+            detached: self.detached.iter().collect(),
+            nodes: self.nodes.iter().map(|(k, n)| (k, n.as_ref(), self.absent(k))).collect(),
+            edges: self
+                .edges
+                .iter()
+                .map(|(k, e)| (k, e.as_ref(), self.absent(&k.from) || self.absent(&k.to)))
+                .collect(),
+            slots: self
+                .slot_changes
+                .iter()
+                .filter(|(_, (before, after))| before != after)
+                .map(|((session, slot), (_, after))| (session.as_str(), slot, *after))
+                .collect(),
+            pending: self
+                .pending_changed
+                .iter()
+                .map(|k| (k, self.pending.get(k).map(|p| p.values().collect()).unwrap_or_default()))
+                .collect(),
+        };
+        let writes = merged_writes(&changes)?;
+        self.base.commit_watched(&writes, through)
     }
 
     fn session(&mut self, session_id: &str) -> Result<&mut BTreeSet<SessionSlot>, StoreError> {
@@ -128,6 +227,14 @@ impl<'g> BatchFold<'g> {
         Ok(node)
     }
 
+    /// Whether a node of the graph as it was exists, without copying it.
+    fn base_node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
+        if let Some(node) = self.read_nodes.borrow().get(key) {
+            return Ok(node.is_some());
+        }
+        Ok(self.base_node(key)?.is_some())
+    }
+
     /// One side of a node's edges as the graph had them when the batch began.
     fn base_edges(
         &self,
@@ -145,9 +252,28 @@ impl<'g> BatchFold<'g> {
         Ok(edges)
     }
 
+    /// Whether the node is known to be absent from the graph when the commit writes nodes: the
+    /// batch read it and the graph had none, or the batch deleted it (with its edges) first.
+    /// Such a node, and every edge touching it, is created rather than merged.
+    fn absent(&self, key: &NodeKey) -> bool {
+        self.detached.contains(key) || matches!(self.read_nodes.borrow().get(key), Some(None))
+    }
+
     /// Whether an edge of the graph as it was is still there: neither end deleted in this batch.
     fn base_edge_alive(&self, key: &EdgeKey) -> bool {
         !self.detached.contains(&key.from) && !self.detached.contains(&key.to)
+    }
+
+    /// Check a node's label as the commit will need it, at the write that brings it.
+    fn check_node(key: &NodeKey) -> Result<(), StoreError> {
+        name(&key.label, "label").map(drop)
+    }
+
+    /// Check an edge's labels and type as the commit will need them.
+    fn check_edge(key: &EdgeKey) -> Result<(), StoreError> {
+        name(&key.edge_type, "edge type")?;
+        Self::check_node(&key.from)?;
+        Self::check_node(&key.to)
     }
 }
 
@@ -170,7 +296,7 @@ impl ProjectionGraph for BatchFold<'_> {
     fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
         match self.nodes.get(key) {
             Some(written) => Ok(written.is_some()),
-            None => Ok(self.base_node(key)?.is_some()),
+            None => self.base_node_exists(key),
         }
     }
 
@@ -283,8 +409,13 @@ impl ProjectionGraph for BatchFold<'_> {
     }
 
     fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
-        self.writes.push(Write::put_node(node)?);
-        self.nodes.insert(node.key.clone(), Some(node.clone()));
+        self.put_node_owned(node.clone())
+    }
+
+    fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {
+        Self::check_node(&node.key)?;
+        self.writes += 1;
+        self.nodes.insert(node.key.clone(), Some(node));
         Ok(())
     }
 
@@ -296,7 +427,8 @@ impl ProjectionGraph for BatchFold<'_> {
                 )));
             }
         }
-        self.writes.push(Write::put_edge(edge)?);
+        Self::check_edge(&edge.key)?;
+        self.writes += 1;
         self.edges.insert(edge.key.clone(), Some(edge.clone()));
         Ok(())
     }
@@ -305,7 +437,8 @@ impl ProjectionGraph for BatchFold<'_> {
         if !self.node_exists(key)? {
             return Ok(false);
         }
-        self.writes.push(Write::delete_node(key)?);
+        Self::check_node(key)?;
+        self.writes += 1;
         self.nodes.insert(key.clone(), None);
         self.detached.insert(key.clone());
         // The batch's own edges of the node go with it.
@@ -321,14 +454,19 @@ impl ProjectionGraph for BatchFold<'_> {
         if self.edge(key)?.is_none() {
             return Ok(false);
         }
-        self.writes.push(Write::delete_edge(key)?);
+        Self::check_edge(key)?;
+        self.writes += 1;
         self.edges.insert(key.clone(), None);
         Ok(true)
     }
 
     fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError> {
-        self.session(session_id)?.insert(slot.clone());
-        self.writes.push(Write::put_session_slot(session_id, slot));
+        let added = self.session(session_id)?.insert(slot.clone());
+        self.slot_changes
+            .entry((session_id.to_owned(), slot.clone()))
+            .or_insert((!added, true))
+            .1 = true;
+        self.writes += 1;
         Ok(())
     }
 
@@ -337,15 +475,19 @@ impl ProjectionGraph for BatchFold<'_> {
         session_id: &str,
         slot: &SessionSlot,
     ) -> Result<(), StoreError> {
-        self.session(session_id)?.remove(slot);
-        self.writes.push(Write::delete_session_slot(session_id, slot));
+        let removed = self.session(session_id)?.remove(slot);
+        self.slot_changes
+            .entry((session_id.to_owned(), slot.clone()))
+            .or_insert((removed, false))
+            .1 = false;
+        self.writes += 1;
         Ok(())
     }
 
     fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
-        let write = Write::put_pending(waiting_for, edge)?;
         self.parked(waiting_for)?.insert(edge.key.clone(), edge.clone());
-        self.writes.push(write);
+        self.pending_changed.insert(waiting_for.clone());
+        self.writes += 1;
         Ok(())
     }
 
@@ -354,7 +496,8 @@ impl ProjectionGraph for BatchFold<'_> {
         let mut edges: Vec<Edge> = parked.into_values().collect();
         edges.sort_by(|a, b| pending_order(&a.key).cmp(&pending_order(&b.key)));
         if !edges.is_empty() {
-            self.writes.push(Write::drop_pending(key));
+            self.pending_changed.insert(key.clone());
+            self.writes += 1;
         }
         Ok(edges)
     }

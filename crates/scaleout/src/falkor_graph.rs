@@ -35,6 +35,9 @@ use falkordb::{
 use crate::reply::{TIMEOUT, connect, failure};
 use crate::url::StoreUrl;
 
+mod bulk;
+pub(crate) use bulk::{NetChanges, merged_writes};
+
 /// The largest `LIMIT` sent (see [`count`]).
 const MAX_LIMIT: usize = i32::MAX as usize;
 
@@ -629,8 +632,9 @@ impl ProjectionGraph for FalkorGraph {
     }
 }
 
-/// One graph write: a query and its parameters. Built once, run alone (`FalkorGraph`'s write
-/// methods) or with others in one transaction ([`FalkorGraph::apply_atomically`]).
+/// One graph write: a query and its parameters. Run alone (`FalkorGraph`'s write methods), or
+/// with others in one transaction ([`FalkorGraph::commit_watched`]; a batch's writes are
+/// merged into `UNWIND` queries first, `bulk.rs`).
 #[derive(Debug, Clone)]
 pub(crate) struct Write {
     pub(crate) query: String,
@@ -750,7 +754,7 @@ impl Write {
 }
 
 /// A label or an edge type, checked and quoted for query text (Cypher takes no parameter there).
-fn name(text: &str, what: &str) -> Result<String, StoreError> {
+pub(crate) fn name(text: &str, what: &str) -> Result<String, StoreError> {
     let mut chars = text.chars();
     let plain = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');

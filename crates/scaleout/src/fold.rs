@@ -1,7 +1,7 @@
 //! Folding a log into a graph from the graph's checkpoint: what a projection worker does with
 //! each batch, and how a lost graph is rebuilt from the log.
 
-use ctxgraph_ontology::{RecordKind, Schema, SchemaError};
+use ctxgraph_ontology::{RecordKind, Schema, SchemaError, ValidRecord};
 use ctxgraph_projection::{ProjectionError, project};
 use ctxgraph_store::{LogEntry, LogReader, ProjectionGraph, StoreError};
 
@@ -11,9 +11,10 @@ use std::time::Duration;
 use crate::batch::BatchFold;
 use crate::consumer::{GroupState, LogConsumer};
 use crate::falkor_graph::FalkorGraph;
+use crate::reads::PageReads;
 
 /// Records folded per transaction: a page's graph writes and its checkpoint are applied together.
-const FOLD_PAGE: usize = 200;
+const FOLD_PAGE: usize = 500;
 
 /// Why a fold stopped.
 #[derive(Debug, thiserror::Error)]
@@ -73,18 +74,42 @@ pub fn catch_up(
     while (folded as usize) < max {
         let want = (max - folded as usize).min(FOLD_PAGE);
         let mut batch = BatchFold::new(graph)?;
-        let entries = log.read_from(batch.start() + 1, want)?;
-        let Some(last) = entries.last().map(|e| e.position) else { break };
-        for entry in &entries {
-            if entry.kind == RecordKind::Schema && !current.modules().contains(&entry.id) {
-                let source = schema_source(&entry.body).ok_or_else(|| FoldError::Corruption {
-                    position: entry.position,
-                    reason: "schema record has no source".into(),
-                })?;
-                let next = current.extend(&source).map_err(|e| corrupt(entry.position, &e))?;
-                current = std::borrow::Cow::Owned(next);
+        let mut entries = log.read_from(batch.start() + 1, want)?;
+        // Decode the page first, so that what it will read from the graph is read ahead. A
+        // page ends at a schema module the schema lacks: the records after it are decoded and
+        // projected under it, from the next page on.
+        let mut records = Vec::with_capacity(entries.len());
+        let mut reads = PageReads::default();
+        let mut module = None;
+        for (i, entry) in entries.iter().enumerate() {
+            if entry.kind == RecordKind::Schema {
+                records.push(None);
+                if !current.modules().contains(&entry.id) {
+                    let source =
+                        schema_source(&entry.body).ok_or_else(|| FoldError::Corruption {
+                            position: entry.position,
+                            reason: "schema record has no source".into(),
+                        })?;
+                    module =
+                        Some(current.extend(&source).map_err(|e| corrupt(entry.position, &e))?);
+                    entries.truncate(i + 1);
+                    break;
+                }
+                continue;
             }
-            fold_one(&current, &mut batch, entry)?;
+            let record = decode(&current, entry)?;
+            reads.add(&record);
+            records.push(Some(record));
+        }
+        let Some(last) = entries.last().map(|e| e.position) else { break };
+        batch.prefetch(&reads.nodes, &reads.sessions)?;
+        for (entry, record) in entries.iter().zip(&records) {
+            if let Some(record) = record {
+                project(&current, &mut batch, entry.position, record)?;
+            }
+        }
+        if let Some(next) = module {
+            current = std::borrow::Cow::Owned(next);
         }
         // Another fold of this graph committed first: start again from where it left off.
         if batch.commit(last)? {
@@ -92,6 +117,12 @@ pub fn catch_up(
         }
     }
     Ok(folded)
+}
+
+/// A stored record, validated again under the schema in force where it stands.
+fn decode(schema: &Schema, entry: &LogEntry) -> Result<ValidRecord, FoldError> {
+    ctxgraph_ontology::validate_stored(schema, &entry.body)
+        .map_err(|e| FoldError::Corruption { position: entry.position, reason: e.to_string() })
 }
 
 /// Fold one record into `graph` (schema records change nothing there).
@@ -103,8 +134,7 @@ pub fn fold_one(
     if entry.kind == RecordKind::Schema {
         return Ok(());
     }
-    let record = ctxgraph_ontology::validate_stored(schema, &entry.body)
-        .map_err(|e| FoldError::Corruption { position: entry.position, reason: e.to_string() })?;
+    let record = decode(schema, entry)?;
     project(schema, graph, entry.position, &record)?;
     Ok(())
 }

@@ -16,6 +16,7 @@ mod batch;
 mod consumer;
 mod falkor_graph;
 mod fold;
+mod reads;
 mod redis_log;
 mod reply;
 mod url;

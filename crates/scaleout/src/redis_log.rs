@@ -229,6 +229,27 @@ impl RedisLog {
         Ok(copied)
     }
 
+    /// The CPU seconds the server has used since it started, user and system, every thread
+    /// (`INFO cpu`): what a measurement reads before and after, to say where the time went.
+    pub fn server_cpu_seconds(&self) -> Result<f64, StoreError> {
+        let info: String = redis::cmd("INFO")
+            .arg("cpu")
+            .query(&mut *self.conn.borrow_mut())
+            .map_err(|e| remote(&self.url, &e))?;
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .ok_or_else(|| {
+                    StoreError::Corruption(format!(
+                        "{}: the server's `INFO cpu` reply has no number `{name}`",
+                        self.url
+                    ))
+                })
+        };
+        Ok(field("used_cpu_user")? + field("used_cpu_sys")?)
+    }
+
     /// Have the server rewrite its append-only file (`BGREWRITEAOF`) and wait until the rewrite
     /// has finished, so that the commands that wrote a redacted body or id leave the disk too:
     /// run after a forget. The old files are deleted by the server just after; RDB snapshots

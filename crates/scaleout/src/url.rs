@@ -84,6 +84,12 @@ impl StoreUrl {
         &self.name
     }
 
+    /// Another store on the same server, named `name` (checked as in [`StoreUrl::parse`]).
+    pub fn with_name(&self, name: &str) -> Result<StoreUrl, UrlError> {
+        check_name(name)?;
+        Ok(StoreUrl { host: self.host.clone(), port: self.port, name: name.to_owned() })
+    }
+
     /// The prefix of every key of this store: `ctxgraph:{NAME}:`. The braces are a Redis
     /// Cluster hash tag, so all of a store's keys hash to one slot (its scripts touch several).
     pub fn key_prefix(&self) -> String {
@@ -199,6 +205,9 @@ mod tests {
         assert_eq!((url.host(), url.port()), ("::1", 7000));
         assert_eq!(url.server(), "redis://[::1]:7000/");
         assert_eq!(StoreUrl::parse(&url.to_string()).unwrap(), url);
+        let other = url.with_name("x-1").unwrap();
+        assert_eq!(other.to_string(), "redis://[::1]:7000/x-1");
+        assert_eq!(url.with_name("x/1").unwrap_err().rule, "url.store_name");
     }
 
     #[test]

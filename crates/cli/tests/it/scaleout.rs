@@ -358,3 +358,56 @@ fn wait_for(mut ready: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+#[test]
+fn bench_ingest_takes_workers_and_stores_on_a_scale_out_store_only() {
+    let dir = TempDir::new().unwrap();
+    let (code, err) = ctxgraph(&dir, "x.ctxg", &["bench", "ingest", "--workers", "2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--workers") && err.contains("bench.backend"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was built");
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn bench_ingest_appends_and_folds_every_event_into_tenant_stores_with_two_workers() {
+    let dir = TempDir::new().unwrap();
+    let db = fresh_store();
+    let run = json_of(
+        &dir,
+        &db,
+        &["bench", "ingest", "--events", "301", "--batch-size", "50", "--workers", "2"],
+    );
+    let phases = run["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases.iter().map(|p| p["phase"].as_str().unwrap()).collect();
+    assert_eq!(names, ["log append", "fold", "end to end"], "{run}");
+    for p in phases {
+        assert_eq!(p["records"].as_u64(), Some(301), "{run}");
+    }
+    assert!(run["lag_at_last_append"].as_u64().unwrap() <= 301, "{run}");
+
+    // The events went to two stores per phase, each folded to its head, every event once.
+    let name = db.rsplit('/').next().unwrap();
+    let server = db.trim_end_matches(name);
+    let stores: Vec<&str> =
+        run["stores"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    let expected = ["-0", "-1", "-e2e-0", "-e2e-1"].map(|s| format!("{name}{s}"));
+    assert_eq!(stores, expected);
+    for pair in stores.chunks(2) {
+        let mut events = 0;
+        for store in pair {
+            let stats = json_of(&dir, &format!("{server}{store}"), &["stats"]);
+            assert_eq!(stats["projection_lag"].as_u64(), Some(0), "{store}: {stats}");
+            assert_eq!(stats["projection_group"]["pending"].as_u64(), Some(0), "{store}: {stats}");
+            let log = stats["log_length"].as_u64().unwrap();
+            assert_eq!(counts(&stats["nodes"])["Event"], log, "{store}: every event folded once");
+            events += log;
+        }
+        assert_eq!(events, 301, "{pair:?}");
+    }
+
+    // The stores are taken now: a second run under the same name is refused before writing.
+    let (code, err) = ctxgraph(&dir, &db, &["bench", "ingest", "--events", "10"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bench.target_not_empty"), "{err}");
+}

@@ -157,4 +157,26 @@ fn hostile_ids_and_text_committed_in_a_batch_read_back_byte_for_byte() {
     assert_eq!(b.graph.edge(&edge.key).unwrap(), Some(edge));
     assert_eq!(b.graph.pending_for(&key("not-yet")).unwrap(), [parked]);
     assert_eq!(b.graph.counts().unwrap().nodes, [("Entity".to_owned(), hostile.len() as u64)]);
+
+    // Read ahead by the same keys (lists of ids, parked edges, sessions in one query each), a
+    // batch answers what the graph answers, one by one.
+    let mut ahead = BatchFold::new(&b.graph).unwrap();
+    let mut keys: std::collections::BTreeSet<NodeKey> = hostile.iter().map(|id| key(id)).collect();
+    keys.insert(key("not-yet"));
+    keys.insert(key("never written"));
+    let sessions = hostile.iter().map(|id| id.to_string()).collect();
+    ahead.prefetch(&keys, &sessions).unwrap();
+    for k in &keys {
+        assert_eq!(ahead.node(k).unwrap(), b.graph.node(k).unwrap(), "{k}");
+        assert_eq!(ahead.pending_for(k).unwrap(), b.graph.pending_for(k).unwrap(), "{k}");
+    }
+    for id in hostile {
+        assert_eq!(
+            ahead.session_events(id, usize::MAX).unwrap(),
+            b.graph.session_events(id, usize::MAX).unwrap()
+        );
+    }
+    // Its commit of nothing moves the checkpoint alone.
+    assert!(ahead.commit(2).unwrap());
+    assert_eq!(b.graph.counts().unwrap().nodes, [("Entity".to_owned(), hostile.len() as u64)]);
 }

@@ -38,6 +38,7 @@ macro_rules! conformance {
     };
 }
 
+mod batch;
 mod falkor_layout;
 mod graph;
 mod graph_harness;

@@ -1,0 +1,242 @@
+//! Many keys per query: the reads a batch makes before it folds a page (nodes, parked edges and
+//! session orders of every key the page names, one query each) and the page's writes as a few
+//! `UNWIND $rows AS r …` queries per label or edge type instead of one query per write.
+//!
+//! A query costs a round trip and FalkorDB's parse and plan of its text; one query over a list
+//! pays them once for the list. Every value is still a parameter (the rows are one list
+//! parameter of lists); labels and edge types are checked identifiers, as in single queries.
+
+use std::collections::BTreeMap;
+
+use ctxgraph_ontology::graph::{Edge, EdgeKey, Node, NodeKey};
+use ctxgraph_store::{SessionSlot, StoreError, props_from, props_to};
+use falkordb::FalkorValue;
+
+use super::{FalkorGraph, PENDING, PENDING_COLUMNS, SLOT, Write, int, name, pending_row, s};
+use super::{int_at, text_at};
+
+/// The most rows one query carries: bounds the size of a query's text.
+const ROWS_PER_QUERY: usize = 1_000;
+
+/// A list parameter.
+fn list(values: Vec<FalkorValue>) -> FalkorValue {
+    FalkorValue::Array(values)
+}
+
+/// A node's label and id as a row.
+fn key_row(key: &NodeKey) -> FalkorValue {
+    list(vec![s(&key.label), s(&key.id)])
+}
+
+/// One `UNWIND $rows AS r <body>` write per chunk of `rows`.
+fn unwind(out: &mut Vec<Write>, body: &str, rows: Vec<FalkorValue>) {
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<FalkorValue> = rows.by_ref().take(ROWS_PER_QUERY).collect();
+        out.push(Write {
+            query: format!("UNWIND $rows AS r {body}"),
+            params: vec![("rows", list(chunk))],
+        });
+    }
+}
+
+impl FalkorGraph {
+    /// The nodes of `label` among `ids` (the absent ones left out), in one query per chunk.
+    pub(crate) fn nodes_of(&self, label: &str, ids: &[&str]) -> Result<Vec<Node>, StoreError> {
+        let quoted = name(label, "label")?;
+        let mut out = Vec::new();
+        for chunk in ids.chunks(ROWS_PER_QUERY) {
+            let rows = self.run(
+                &format!("UNWIND $ids AS i MATCH (n:{quoted} {{id: i}}) RETURN n.id, n.props"),
+                &[("ids", list(chunk.iter().map(|i| s(i)).collect()))],
+            )?;
+            for r in &rows {
+                out.push(Node {
+                    key: NodeKey { label: label.to_owned(), id: text_at(r, 0, &self.url)? },
+                    props: props_from(&text_at(r, 1, &self.url)?)?,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The edges parked on any of `keys`, with the node each waits for.
+    pub(crate) fn pending_of(&self, keys: &[&NodeKey]) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
+        let mut out = Vec::new();
+        for chunk in keys.chunks(ROWS_PER_QUERY) {
+            let rows = self.run(
+                &format!(
+                    "UNWIND $keys AS k MATCH (p:{PENDING} {{wait_label: k[0], wait_id: k[1]}}) \
+                     RETURN {PENDING_COLUMNS}"
+                ),
+                &[("keys", list(chunk.iter().map(|k| key_row(k)).collect()))],
+            )?;
+            for r in &rows {
+                out.push(pending_row(r, &self.url)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every slot of the sessions `ids`, with its session.
+    pub(crate) fn slots_of(&self, ids: &[&str]) -> Result<Vec<(String, SessionSlot)>, StoreError> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(ROWS_PER_QUERY) {
+            let rows = self.run(
+                &format!(
+                    "UNWIND $ids AS i MATCH (x:{SLOT} {{session: i}}) RETURN x.session, x.at, x.event"
+                ),
+                &[("ids", list(chunk.iter().map(|i| s(i)).collect()))],
+            )?;
+            for r in &rows {
+                out.push((
+                    text_at(r, 0, &self.url)?,
+                    SessionSlot {
+                        at_ns: int_at(r, 1, &self.url)?,
+                        event_id: text_at(r, 2, &self.url)?,
+                    },
+                ));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What a batch leaves in the graph, as its final state per key: [`merged_writes`] turns it
+/// into queries.
+#[derive(Debug, Default)]
+pub(crate) struct NetChanges<'a> {
+    /// Nodes deleted at some point (their edges in the graph go with them).
+    pub(crate) detached: Vec<&'a NodeKey>,
+    /// Nodes written (`Some`) or deleted (`None`), and whether the graph is known to have no
+    /// such node when they are written (then it is created, not merged).
+    pub(crate) nodes: Vec<(&'a NodeKey, Option<&'a Node>, bool)>,
+    /// Edges written (`Some`) or deleted (`None`), and whether an end is known to be a node
+    /// the graph does not have when they are written (so neither has the edge).
+    pub(crate) edges: Vec<(&'a EdgeKey, Option<&'a Edge>, bool)>,
+    /// Session slots the graph lacks and the batch added (`true`), or the graph has and the
+    /// batch removed (`false`).
+    pub(crate) slots: Vec<(&'a str, &'a SessionSlot, bool)>,
+    /// Nodes whose parked edges changed, with every edge now parked on them.
+    pub(crate) pending: Vec<(&'a NodeKey, Vec<&'a Edge>)>,
+}
+
+/// The queries that take the graph from where a batch began to where it ended, in an order
+/// that makes replaying the batch's writes one by one unnecessary: deletions of nodes (with
+/// their edges) first, then of edges, then node upserts, edge upserts (both ends now exist),
+/// session slots, and the parked edges of each changed node replaced whole.
+pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, StoreError> {
+    let mut out = Vec::new();
+
+    let mut detached: BTreeMap<&str, Vec<FalkorValue>> = BTreeMap::new();
+    for key in &changes.detached {
+        detached.entry(&key.label).or_default().push(s(&key.id));
+    }
+    for (label, rows) in detached {
+        let quoted = name(label, "label")?;
+        unwind(&mut out, &format!("MATCH (n:{quoted} {{id: r}}) DETACH DELETE n"), rows);
+    }
+
+    // Edges by (source label, type, target label): the parts a query names in its text.
+    type Side<'k> = (&'k str, &'k str, &'k str);
+    let mut deleted: BTreeMap<Side<'_>, Vec<FalkorValue>> = BTreeMap::new();
+    // Edges merged (false) or created (true): by side, then by whether the edge is new.
+    let mut written: BTreeMap<(Side<'_>, bool), Vec<FalkorValue>> = BTreeMap::new();
+    for (k, edge, new) in &changes.edges {
+        let side = (k.from.label.as_str(), k.edge_type.as_str(), k.to.label.as_str());
+        let mut row = vec![s(&k.from.id), s(&k.to.id), s(&k.qualifier)];
+        match edge {
+            Some(e) => {
+                row.push(s(&props_to(&e.props)?));
+                written.entry((side, *new)).or_default().push(list(row));
+            }
+            // An edge of a node the graph lacks is not in the graph either.
+            None if *new => {}
+            None => deleted.entry(side).or_default().push(list(row)),
+        }
+    }
+    for ((from, ty, to), rows) in deleted {
+        let (from, ty, to) = (name(from, "label")?, name(ty, "edge type")?, name(to, "label")?);
+        unwind(
+            &mut out,
+            &format!(
+                "MATCH (a:{from} {{id: r[0]}})-[e:{ty} {{q: r[2]}}]->(b:{to} {{id: r[1]}}) DELETE e"
+            ),
+            rows,
+        );
+    }
+
+    // A node the graph lacks is created: no lookup of an existing one first.
+    let mut nodes: BTreeMap<(&str, bool), Vec<FalkorValue>> = BTreeMap::new();
+    for (key, node, new) in &changes.nodes {
+        // A deleted node is in `detached`, and gone already.
+        if let Some(n) = node {
+            nodes
+                .entry((&key.label, *new))
+                .or_default()
+                .push(list(vec![s(&key.id), s(&props_to(&n.props)?)]));
+        }
+    }
+    for ((label, new), rows) in nodes {
+        let quoted = name(label, "label")?;
+        let body = if new {
+            format!("CREATE (:{quoted} {{id: r[0], props: r[1]}})")
+        } else {
+            format!("MERGE (n:{quoted} {{id: r[0]}}) SET n.props = r[1]")
+        };
+        unwind(&mut out, &body, rows);
+    }
+
+    for (((from, ty, to), new), rows) in written {
+        let (from, ty, to) = (name(from, "label")?, name(ty, "edge type")?, name(to, "label")?);
+        let ends = format!("MATCH (a:{from} {{id: r[0]}}), (b:{to} {{id: r[1]}})");
+        let body = if new {
+            format!("{ends} CREATE (a)-[:{ty} {{q: r[2], props: r[3]}}]->(b)")
+        } else {
+            format!("{ends} MERGE (a)-[e:{ty} {{q: r[2]}}]->(b) SET e.props = r[3]")
+        };
+        unwind(&mut out, &body, rows);
+    }
+
+    let (mut added, mut removed) = (Vec::new(), Vec::new());
+    for (session, slot, present) in &changes.slots {
+        let row = list(vec![s(session), int(slot.at_ns), s(&slot.event_id)]);
+        if *present { added.push(row) } else { removed.push(row) }
+    }
+    let slot_key = "session: r[0], at: r[1], event: r[2]";
+    unwind(&mut out, &format!("MATCH (x:{SLOT} {{{slot_key}}}) DELETE x"), removed);
+    unwind(&mut out, &format!("CREATE (:{SLOT} {{{slot_key}}})"), added);
+
+    let (mut cleared, mut parked) = (Vec::new(), Vec::new());
+    for (wait, edges) in &changes.pending {
+        cleared.push(key_row(wait));
+        for e in edges {
+            let k = &e.key;
+            parked.push(list(vec![
+                s(&wait.label),
+                s(&wait.id),
+                s(&k.from.label),
+                s(&k.from.id),
+                s(&k.edge_type),
+                s(&k.to.label),
+                s(&k.to.id),
+                s(&k.qualifier),
+                s(&props_to(&e.props)?),
+            ]));
+        }
+    }
+    unwind(
+        &mut out,
+        &format!("MATCH (p:{PENDING} {{wait_label: r[0], wait_id: r[1]}}) DELETE p"),
+        cleared,
+    );
+    unwind(
+        &mut out,
+        &format!(
+            "CREATE (:{PENDING} {{wait_label: r[0], wait_id: r[1], from_label: r[2], \
+             from_id: r[3], edge_type: r[4], to_label: r[5], to_id: r[6], q: r[7], props: r[8]}})"
+        ),
+        parked,
+    );
+    Ok(out)
+}
