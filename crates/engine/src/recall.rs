@@ -934,10 +934,10 @@ impl Snapshot<'_> {
             let decay = if c.path.is_empty() { 1.0 } else { p.hop_decay };
             let (relevance, weight, confidence, seed, path) =
                 (c.relevance, c.path_weight, c.confidence, c.seed.clone(), c.path.clone());
-            let steps = self.read.heaviest_edges(&from, &step_weight, p.fanout)?;
-            for (w, edge, forward) in steps {
-                let to = if forward { edge.key.to.clone() } else { edge.key.from.clone() };
-                let confidence = confidence.min(edge_confidence(&edge));
+            let adjacent = self.adjacent(&from, p.fanout)?;
+            for (w, edge_type, forward, edge) in adjacent.heaviest(&step_weight, p.fanout) {
+                let to = edge.far.clone();
+                let confidence = confidence.min(edge.confidence);
                 if confidence < query.min_confidence {
                     continue;
                 }
@@ -960,9 +960,9 @@ impl Snapshot<'_> {
                 }
                 let mut steps = path.clone();
                 steps.push(Step {
-                    edge_type: edge.key.edge_type.clone(),
+                    edge_type: edge_type.to_owned(),
                     forward,
-                    qualifier: edge.key.qualifier.clone(),
+                    qualifier: edge.qualifier.clone(),
                     to: to.clone(),
                 });
                 let entry = cands.entry(to.clone()).or_insert_with(|| Cand {
@@ -1118,7 +1118,7 @@ impl Snapshot<'_> {
                         None
                     };
                     edges.push(PackEdge {
-                        confidence: edge_confidence(&edge),
+                        confidence: crate::edge_cache::edge_confidence(&edge),
                         provenance,
                         log_position,
                         edge,
@@ -1609,13 +1609,6 @@ fn word_match(node: &Node, words: &BTreeSet<&str>) -> f64 {
     }
     let hits = words.iter().filter(|w| own.contains(**w)).count();
     hits as f64 / words.len() as f64
-}
-
-fn edge_confidence(edge: &Edge) -> f64 {
-    ["confidence", "score"]
-        .iter()
-        .find_map(|p| edge.props.get(*p).and_then(Value::as_f64))
-        .unwrap_or(1.0)
 }
 
 /// `other_actor` for an event whose agent or user is not among the `actors` the question names;
