@@ -42,6 +42,7 @@ mod intent;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::rc::Rc;
 
 use chrono::{DateTime, FixedOffset};
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
@@ -400,7 +401,7 @@ impl Ord for Score {
 struct Cand {
     /// The node once read and admitted: prefilter hits are read at once, nodes reached by
     /// expansion only when expanded or ranked near the top (most are neither).
-    node: Option<Node>,
+    node: Option<Rc<Node>>,
     /// Own relevance from the prefilter (0 if only expanded).
     direct: f64,
     found_by: Vec<&'static str>,
@@ -414,7 +415,7 @@ struct Cand {
 }
 
 impl Cand {
-    fn direct(node: Node, relevance: f64, found_by: Vec<&'static str>) -> Cand {
+    fn direct(node: Rc<Node>, relevance: f64, found_by: Vec<&'static str>) -> Cand {
         let seed = node.key.clone();
         Cand {
             node: Some(node),
@@ -435,7 +436,9 @@ struct Lookups<'s, 'a> {
     snap: &'s Snapshot<'a>,
     query: &'s RecallQuery,
     who: &'s crate::view::Reader<'a>,
-    seen: BTreeMap<NodeKey, Option<Node>>,
+    /// Nodes read, `None` when not admitted; shared with the candidates that hold them (a
+    /// node is read and decoded once, never copied).
+    seen: BTreeMap<NodeKey, Option<Rc<Node>>>,
     /// The entities the events of the session in scope reference, with those events, read
     /// once when an entity must be placed in that session.
     session_refs: Option<BTreeMap<NodeKey, Vec<NodeKey>>>,
@@ -447,10 +450,15 @@ impl Lookups<'_, '_> {
     /// The node if it exists and passes every constraint (borrowed from the cache: most
     /// callers only ask whether it does).
     fn admissible(&mut self, key: &NodeKey) -> Result<Option<&Node>, Error> {
+        Ok(self.admissible_shared(key)?.map(|n| &**n))
+    }
+
+    /// [`Lookups::admissible`], as the shared node a candidate keeps.
+    fn admissible_shared(&mut self, key: &NodeKey) -> Result<Option<&Rc<Node>>, Error> {
         if !self.seen.contains_key(key) {
             // Unhydrated: payloads are read for the returned items only.
             let node = match self.snap.read.node(key)? {
-                Some(n) if self.admits(&n)? => Some(n),
+                Some(n) if self.admits(&n)? => Some(Rc::new(n)),
                 _ => None,
             };
             self.seen.insert(key.clone(), node);
@@ -891,12 +899,12 @@ impl Snapshot<'_> {
         let top = fused.first().map_or(1.0, |(_, s)| *s);
         let mut cands: BTreeMap<NodeKey, Cand> = BTreeMap::new();
         for (key, score) in &fused {
-            let Some(node) = r.admissible(key)?.cloned() else { continue };
+            let Some(node) = r.admissible_shared(key)?.cloned() else { continue };
             let found_by = found.remove(key).unwrap_or_default();
             cands.insert(key.clone(), Cand::direct(node, score / top, found_by));
         }
         for key in &named {
-            if let Some(node) = r.admissible(key)?.cloned() {
+            if let Some(node) = r.admissible_shared(key)?.cloned() {
                 cands.entry(key.clone()).or_insert_with(|| Cand::direct(node, 0.0, vec!["entity"]));
             }
         }
@@ -922,7 +930,7 @@ impl Snapshot<'_> {
                 continue;
             }
             if c.node.is_none() {
-                c.node = r.admissible(&from)?.cloned();
+                c.node = r.admissible_shared(&from)?.cloned();
             }
             // Not admitted (never walked through, never returned), or a hub.
             let Some(node) = &c.node else { continue };
@@ -993,7 +1001,7 @@ impl Snapshot<'_> {
         // the k-th.
         let as_of = match query.as_of {
             Some(t) => Some(t),
-            None => cands.values().filter_map(|c| c.node.as_ref().and_then(occurred_at)).max(),
+            None => cands.values().filter_map(|c| c.node.as_deref().and_then(occurred_at)).max(),
         };
         let want = match query.diversity {
             Some(_) => query.k.saturating_mul(3).max(30),
@@ -1019,7 +1027,7 @@ impl Snapshot<'_> {
             }
             let Some(mut c) = cands.remove(&key) else { continue };
             if c.node.is_none() {
-                c.node = r.admissible(&key)?.cloned();
+                c.node = r.admissible_shared(&key)?.cloned();
             }
             let Some(node) = c.node else { continue };
             let sal = salience_factor(&node, as_of, p.salience_weight);
@@ -1068,7 +1076,8 @@ impl Snapshot<'_> {
                     source: None,
                 },
                 tokens: tokens(&node),
-                node,
+                // Copied only for the items ranked (the others keep sharing it).
+                node: Rc::unwrap_or_clone(node),
             });
         }
         // Nodes read and admitted: every candidate the constraints let through that this
