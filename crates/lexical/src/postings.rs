@@ -222,64 +222,27 @@ impl<'a> ListView<'a> {
 
     /// Call `visit` with every document of segment `s`, ascending.
     pub(crate) fn for_each(&self, s: usize, mut visit: impl FnMut(i64)) -> Result<(), Error> {
-        let mut cursor = self.cursor(s)?;
-        while let Some(doc) = cursor.next()? {
-            visit(doc);
-        }
-        Ok(())
-    }
-
-    /// A reader of segment `s`'s documents, ascending, one at a time.
-    pub(crate) fn cursor(&self, s: usize) -> Result<Cursor<'a>, Error> {
         let start = if s == 0 { 0 } else { self.end(s - 1) };
-        let body = self
+        let mut body = self
             .body
             .get(start..self.end(s))
             .ok_or_else(|| Error::Corrupt(format!("segment {s} lies outside the body")))?;
-        Ok(Cursor {
-            body,
-            segment: s,
-            left: self.len(s),
-            read: 0,
-            doc: 0,
-            max_doc: self.max_doc(s),
-        })
-    }
-}
-
-/// A position in one segment (see [`ListView::cursor`]): decoding checks the ids ascend and
-/// that the segment ends where its table entry says, at its highest document.
-#[derive(Debug)]
-pub(crate) struct Cursor<'a> {
-    body: &'a [u8],
-    segment: usize,
-    left: u32,
-    read: u32,
-    doc: i64,
-    max_doc: i64,
-}
-
-impl Cursor<'_> {
-    /// The next document; `None` once the segment is read whole (and checked).
-    pub(crate) fn next(&mut self) -> Result<Option<i64>, Error> {
-        let s = self.segment;
-        if self.left == 0 {
-            if !self.body.is_empty() || self.doc != self.max_doc {
-                return Err(Error::Corrupt(format!("segment {s} disagrees with its table entry")));
+        let mut doc: i64 = 0;
+        for i in 0..self.len(s) {
+            let delta = take_varint(&mut body)?;
+            if i > 0 && delta == 0 {
+                return Err(Error::Corrupt(format!("segment {s}: ids not ascending")));
             }
-            return Ok(None);
+            doc = i64::try_from(delta)
+                .ok()
+                .and_then(|d| doc.checked_add(d))
+                .ok_or_else(|| Error::Corrupt(format!("segment {s}: id overflows")))?;
+            visit(doc);
         }
-        let delta = take_varint(&mut self.body)?;
-        if self.read > 0 && delta == 0 {
-            return Err(Error::Corrupt(format!("segment {s}: ids not ascending")));
+        if !body.is_empty() || doc != self.max_doc(s) {
+            return Err(Error::Corrupt(format!("segment {s} disagrees with its table entry")));
         }
-        self.doc = i64::try_from(delta)
-            .ok()
-            .and_then(|d| self.doc.checked_add(d))
-            .ok_or_else(|| Error::Corrupt(format!("segment {s}: id overflows")))?;
-        self.left -= 1;
-        self.read += 1;
-        Ok(Some(self.doc))
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
 
 use crate::error::Error;
-use crate::postings::{Cursor, ListView, impact_of};
+use crate::postings::{ListView, impact_of};
 
 /// BM25's parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -79,12 +79,20 @@ const DENSE_LIMIT: i64 = 1 << 24;
 /// posting would be a cache miss.
 const BLOCK_BITS: u32 = 14;
 
-/// Reusable memory for [`top_k`]: one block of scores and the documents it touched, so a
-/// search allocates little once warm. Keep one per thread.
+/// Reusable memory for [`top_k`]: one block of scores, the postings read and the same postings
+/// grouped by block, so a search allocates little once warm. Keep one per thread.
 #[derive(Debug, Default)]
 pub struct Scratch {
     scores: Vec<f64>,
     touched: Vec<u32>,
+    /// `(document, index of its segment among those read)`, in reading order.
+    read: Vec<(u32, u32)>,
+    /// The same, grouped by block, reading order kept within each block.
+    grouped: Vec<(u32, u32)>,
+    /// Where each block's postings start in `grouped`.
+    starts: Vec<usize>,
+    /// Where the next posting of each block goes while grouping.
+    next: Vec<usize>,
 }
 
 /// The `k` documents with the highest BM25 score summed over `terms`, best first (ties: lower
@@ -144,10 +152,10 @@ pub fn top_k(
 }
 
 /// The best `k` of the `chosen` segments' documents (all below [`DENSE_LIMIT`]), in no
-/// particular order, summed block by block of document ids: every segment is read through a
-/// cursor that stops at the end of the block, the segments in the order of `chosen`, so every
-/// document receives its additions in that order, as a sum posting by posting would, and the
-/// scores are the same to the bit. Nothing is copied: each posting is decoded and added once.
+/// particular order, summed block by block: the postings are read in order, grouped by block
+/// of document ids (a stable counting sort), and each block summed in a small array. Every
+/// document receives its additions in the order of `chosen`, as a sum posting by posting
+/// would, so the scores are the same to the bit.
 fn blocked(
     views: &[ListView<'_>],
     chosen: &[(f64, usize, usize)],
@@ -155,33 +163,46 @@ fn blocked(
     k: usize,
     scratch: &mut Scratch,
 ) -> Result<Vec<(i64, f64)>, Error> {
-    let Scratch { scores, touched } = scratch;
-    // (what each posting adds, the segment's cursor, its next document or `None` when read).
-    let mut active: Vec<(f64, Cursor<'_>, Option<i64>)> = Vec::with_capacity(chosen.len());
-    for &(add, t, s) in chosen {
-        let mut cursor = views[t].cursor(s)?;
-        let next = cursor.next()?;
-        active.push((add, cursor, next));
+    let Scratch { scores, touched, read, grouped, starts, next } = scratch;
+    read.clear();
+    for (i, &(_, t, s)) in chosen.iter().enumerate() {
+        // Both fit in u32: ids are below DENSE_LIMIT, and segments are at most 255 per term.
+        let i = i as u32;
+        views[t].for_each(s, |doc| read.push((doc as u32, i)))?;
+    }
+    if read.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Decoding checked every segment's last document against its `max_doc`.
+    let blocks = (max_doc >> BLOCK_BITS) as usize + 1;
+    starts.clear();
+    starts.resize(blocks + 1, 0);
+    for &(doc, _) in read.iter() {
+        starts[(doc >> BLOCK_BITS) as usize + 1] += 1;
+    }
+    for b in 0..blocks {
+        starts[b + 1] += starts[b];
+    }
+    grouped.clear();
+    grouped.resize(read.len(), (0, 0));
+    next.clear();
+    next.extend_from_slice(&starts[..blocks]);
+    for &(doc, i) in read.iter() {
+        let at = &mut next[(doc >> BLOCK_BITS) as usize];
+        grouped[*at] = (doc, i);
+        *at += 1;
     }
     // Zero once: every slot a block touches is set back to 0 before the next block.
     scores.resize(1 << BLOCK_BITS, 0.0);
-    touched.clear();
     let mask = (1u32 << BLOCK_BITS) - 1;
     let mut best = Best::new(k);
-    let blocks = (max_doc >> BLOCK_BITS) + 1;
     for b in 0..blocks {
-        let end = (b + 1) << BLOCK_BITS;
-        for (add, cursor, next) in active.iter_mut() {
-            while let Some(doc) = next.filter(|&d| d < end) {
-                // Below DENSE_LIMIT, so it fits in u32.
-                let doc = doc as u32;
-                let slot = &mut scores[(doc & mask) as usize];
-                if *slot == 0.0 {
-                    touched.push(doc);
-                }
-                *slot += *add;
-                *next = cursor.next()?;
+        for &(doc, i) in &grouped[starts[b]..starts[b + 1]] {
+            let slot = &mut scores[(doc & mask) as usize];
+            if *slot == 0.0 {
+                touched.push(doc);
             }
+            *slot += chosen[i as usize].0;
         }
         for &doc in touched.iter() {
             let slot = &mut scores[(doc & mask) as usize];
@@ -189,14 +210,6 @@ fn blocked(
             *slot = 0.0;
         }
         touched.clear();
-        active.retain(|(_, _, next)| next.is_some());
-    }
-    // A document past the highest block lies beyond its segment's table entry: reading on to
-    // the segment's end reports it.
-    for (_, mut cursor, mut next) in active {
-        while next.is_some() {
-            next = cursor.next()?;
-        }
     }
     Ok(best.into_vec())
 }
