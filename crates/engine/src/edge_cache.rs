@@ -58,6 +58,21 @@ impl Adjacent {
         Ok(Adjacent { limit, groups })
     }
 
+    /// Every edge of one type in one direction, in the order `GraphReader::edges_of` lists
+    /// them (by the far endpoint's key, then qualifier); `None` when the node has more than
+    /// were read.
+    pub(crate) fn all_of(&self, edge_type: &str, out: bool) -> Option<Vec<&Near>> {
+        let mut edges: Vec<&Near> = Vec::new();
+        for g in self.groups.iter().filter(|g| g.out == out && g.edge_type == edge_type) {
+            if g.edges.len() < g.degree {
+                return None;
+            }
+            edges.extend(&g.edges);
+        }
+        edges.sort_by(|a, b| (&a.far, &a.qualifier).cmp(&(&b.far, &b.qualifier)));
+        Some(edges)
+    }
+
     fn edges(&self) -> usize {
         self.groups.iter().map(|g| g.edges.len()).sum()
     }
@@ -159,7 +174,7 @@ impl EdgeCache {
 
 #[cfg(test)]
 mod tests {
-    use ctxgraph_ontology::graph::{EdgeKey, Node, Properties};
+    use ctxgraph_ontology::graph::{Direction, EdgeKey, Node, Properties};
     use ctxgraph_store::{Embedded, GraphStore, OpenMode};
 
     use super::*;
@@ -224,6 +239,25 @@ mod tests {
                 assert_eq!(got, want, "limit {limit}");
             }
         }
+        // Whole groups in the order of `edges_of`; a group read in part is not whole.
+        let read = store.begin_read().unwrap();
+        for out in [true, false] {
+            let direction = if out { Direction::Out } else { Direction::In };
+            let want: Vec<Near> = read
+                .edges_of(&hub, Some("FOLLOWS"), direction)
+                .unwrap()
+                .iter()
+                .map(|e| near(e, out))
+                .collect();
+            let got = cache.adjacent(&read, &hub, 16).unwrap();
+            assert_eq!(
+                got.all_of("FOLLOWS", out).unwrap().into_iter().cloned().collect::<Vec<_>>(),
+                want
+            );
+            let part = Adjacent::read(&read, &hub, 1).unwrap();
+            assert!(part.all_of("FOLLOWS", out).is_none());
+        }
+        drop(read);
         // A committed write elsewhere: the next read sees another generation and reads again.
         let mut w = store.begin_write().unwrap();
         w.delete_edge(&edge(&hub, "SIMILAR_TO", &others[0], Properties::new()).key).unwrap();

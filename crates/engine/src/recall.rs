@@ -813,14 +813,29 @@ impl Snapshot<'_> {
                 if key.label != "Event" {
                     return Ok(context::Neighbours::none());
                 }
-                // FOLLOWS points from an event to the one before it: both ways in one read.
-                let mut n = context::Neighbours::none();
-                for edge in self.edges(key, Some("FOLLOWS"), Direction::Both)? {
-                    let (slot, other) = if edge.key.from == *key {
-                        (&mut n.prev, edge.key.to)
-                    } else {
-                        (&mut n.next, edge.key.from)
+                // FOLLOWS points from an event to the one before it: both ways in one read,
+                // from the edges expansion keeps when they are there whole. As `(whether the
+                // other event comes before, the other event)`.
+                let adjacent = self.adjacent(key, p.fanout)?;
+                let follows: Vec<(bool, NodeKey)> =
+                    match (adjacent.all_of("FOLLOWS", true), adjacent.all_of("FOLLOWS", false)) {
+                        (Some(out), Some(into)) => out
+                            .into_iter()
+                            .map(|e| (true, e.far.clone()))
+                            .chain(into.into_iter().map(|e| (e.far == *key, e.far.clone())))
+                            .collect(),
+                        _ => self
+                            .edges(key, Some("FOLLOWS"), Direction::Both)?
+                            .into_iter()
+                            .map(|e| {
+                                let before = e.key.from == *key;
+                                (before, if before { e.key.to } else { e.key.from })
+                            })
+                            .collect(),
                     };
+                let mut n = context::Neighbours::none();
+                for (before, other) in follows {
+                    let slot = if before { &mut n.prev } else { &mut n.next };
                     if slot.is_none() && r.admissible(&other)?.is_some() {
                         *slot = Some(other);
                     }
