@@ -213,7 +213,8 @@ mod tests {
         }
         w.commit().unwrap();
         let cache = EdgeCache::default();
-        let weights: [&dyn Fn(&str, bool) -> f64; 2] = [
+        type Weight<'a> = &'a dyn Fn(&str, bool) -> f64;
+        let weights: [Weight<'_>; 2] = [
             &|t, out| match (t, out) {
                 ("SIMILAR_TO", _) => 0.5,
                 ("FOLLOWS", false) => 0.9,
