@@ -17,6 +17,7 @@ use ctxgraph_store::{
 
 use crate::access_tracker::AccessTracker;
 use crate::consolidate::ConsolidateOptions;
+use crate::edge_cache::EdgeCache;
 use crate::enrich::EmbedderChoice;
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
@@ -87,6 +88,8 @@ pub(crate) struct Caches {
     pub(crate) vectors: IndexCache,
     /// The lexical index's posting lists (see `text_index::TextCache`).
     pub(crate) text: TextCache,
+    /// The edge groups recall's expansion read (see `edge_cache::EdgeCache`).
+    pub(crate) edges: EdgeCache,
 }
 
 /// A handle on the index parts an engine has read (see [`Engine::index_caches`]); engines of
@@ -105,6 +108,7 @@ impl Caches {
     pub(crate) fn clear(&self) {
         self.vectors.clear();
         self.text.clear();
+        self.edges.clear();
     }
 }
 

@@ -50,6 +50,7 @@ mod access_tracker;
 mod backup;
 mod consolidate;
 mod conversation;
+mod edge_cache;
 mod engine;
 mod enrich;
 mod error;

@@ -42,6 +42,7 @@ mod intent;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::rc::Rc;
 
 use chrono::{DateTime, FixedOffset};
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
@@ -400,7 +401,7 @@ impl Ord for Score {
 struct Cand {
     /// The node once read and admitted: prefilter hits are read at once, nodes reached by
     /// expansion only when expanded or ranked near the top (most are neither).
-    node: Option<Node>,
+    node: Option<Rc<Node>>,
     /// Own relevance from the prefilter (0 if only expanded).
     direct: f64,
     found_by: Vec<&'static str>,
@@ -414,7 +415,7 @@ struct Cand {
 }
 
 impl Cand {
-    fn direct(node: Node, relevance: f64, found_by: Vec<&'static str>) -> Cand {
+    fn direct(node: Rc<Node>, relevance: f64, found_by: Vec<&'static str>) -> Cand {
         let seed = node.key.clone();
         Cand {
             node: Some(node),
@@ -435,7 +436,9 @@ struct Lookups<'s, 'a> {
     snap: &'s Snapshot<'a>,
     query: &'s RecallQuery,
     who: &'s crate::view::Reader<'a>,
-    seen: BTreeMap<NodeKey, Option<Node>>,
+    /// Nodes read, `None` when not admitted; shared with the candidates that hold them (a
+    /// node is read and decoded once, never copied).
+    seen: BTreeMap<NodeKey, Option<Rc<Node>>>,
     /// The entities the events of the session in scope reference, with those events, read
     /// once when an entity must be placed in that session.
     session_refs: Option<BTreeMap<NodeKey, Vec<NodeKey>>>,
@@ -447,10 +450,15 @@ impl Lookups<'_, '_> {
     /// The node if it exists and passes every constraint (borrowed from the cache: most
     /// callers only ask whether it does).
     fn admissible(&mut self, key: &NodeKey) -> Result<Option<&Node>, Error> {
+        Ok(self.admissible_shared(key)?.map(|n| &**n))
+    }
+
+    /// [`Lookups::admissible`], as the shared node a candidate keeps.
+    fn admissible_shared(&mut self, key: &NodeKey) -> Result<Option<&Rc<Node>>, Error> {
         if !self.seen.contains_key(key) {
             // Unhydrated: payloads are read for the returned items only.
             let node = match self.snap.read.node(key)? {
-                Some(n) if self.admits(&n)? => Some(n),
+                Some(n) if self.admits(&n)? => Some(Rc::new(n)),
                 _ => None,
             };
             self.seen.insert(key.clone(), node);
@@ -805,14 +813,29 @@ impl Snapshot<'_> {
                 if key.label != "Event" {
                     return Ok(context::Neighbours::none());
                 }
-                // FOLLOWS points from an event to the one before it: both ways in one read.
-                let mut n = context::Neighbours::none();
-                for edge in self.edges(key, Some("FOLLOWS"), Direction::Both)? {
-                    let (slot, other) = if edge.key.from == *key {
-                        (&mut n.prev, edge.key.to)
-                    } else {
-                        (&mut n.next, edge.key.from)
+                // FOLLOWS points from an event to the one before it: both ways in one read,
+                // from the edges expansion keeps when they are there whole. As `(whether the
+                // other event comes before, the other event)`.
+                let adjacent = self.adjacent(key, p.fanout)?;
+                let follows: Vec<(bool, NodeKey)> =
+                    match (adjacent.all_of("FOLLOWS", true), adjacent.all_of("FOLLOWS", false)) {
+                        (Some(out), Some(into)) => out
+                            .into_iter()
+                            .map(|e| (true, e.far.clone()))
+                            .chain(into.into_iter().map(|e| (e.far == *key, e.far.clone())))
+                            .collect(),
+                        _ => self
+                            .edges(key, Some("FOLLOWS"), Direction::Both)?
+                            .into_iter()
+                            .map(|e| {
+                                let before = e.key.from == *key;
+                                (before, if before { e.key.to } else { e.key.from })
+                            })
+                            .collect(),
                     };
+                let mut n = context::Neighbours::none();
+                for (before, other) in follows {
+                    let slot = if before { &mut n.prev } else { &mut n.next };
                     if slot.is_none() && r.admissible(&other)?.is_some() {
                         *slot = Some(other);
                     }
@@ -891,12 +914,12 @@ impl Snapshot<'_> {
         let top = fused.first().map_or(1.0, |(_, s)| *s);
         let mut cands: BTreeMap<NodeKey, Cand> = BTreeMap::new();
         for (key, score) in &fused {
-            let Some(node) = r.admissible(key)?.cloned() else { continue };
+            let Some(node) = r.admissible_shared(key)?.cloned() else { continue };
             let found_by = found.remove(key).unwrap_or_default();
             cands.insert(key.clone(), Cand::direct(node, score / top, found_by));
         }
         for key in &named {
-            if let Some(node) = r.admissible(key)?.cloned() {
+            if let Some(node) = r.admissible_shared(key)?.cloned() {
                 cands.entry(key.clone()).or_insert_with(|| Cand::direct(node, 0.0, vec!["entity"]));
             }
         }
@@ -922,7 +945,7 @@ impl Snapshot<'_> {
                 continue;
             }
             if c.node.is_none() {
-                c.node = r.admissible(&from)?.cloned();
+                c.node = r.admissible_shared(&from)?.cloned();
             }
             // Not admitted (never walked through, never returned), or a hub.
             let Some(node) = &c.node else { continue };
@@ -934,10 +957,10 @@ impl Snapshot<'_> {
             let decay = if c.path.is_empty() { 1.0 } else { p.hop_decay };
             let (relevance, weight, confidence, seed, path) =
                 (c.relevance, c.path_weight, c.confidence, c.seed.clone(), c.path.clone());
-            let steps = self.read.heaviest_edges(&from, &step_weight, p.fanout)?;
-            for (w, edge, forward) in steps {
-                let to = if forward { edge.key.to.clone() } else { edge.key.from.clone() };
-                let confidence = confidence.min(edge_confidence(&edge));
+            let adjacent = self.adjacent(&from, p.fanout)?;
+            for (w, edge_type, forward, edge) in adjacent.heaviest(&step_weight, p.fanout) {
+                let to = edge.far.clone();
+                let confidence = confidence.min(edge.confidence);
                 if confidence < query.min_confidence {
                     continue;
                 }
@@ -960,9 +983,9 @@ impl Snapshot<'_> {
                 }
                 let mut steps = path.clone();
                 steps.push(Step {
-                    edge_type: edge.key.edge_type.clone(),
+                    edge_type: edge_type.to_owned(),
                     forward,
-                    qualifier: edge.key.qualifier.clone(),
+                    qualifier: edge.qualifier.clone(),
                     to: to.clone(),
                 });
                 let entry = cands.entry(to.clone()).or_insert_with(|| Cand {
@@ -993,7 +1016,7 @@ impl Snapshot<'_> {
         // the k-th.
         let as_of = match query.as_of {
             Some(t) => Some(t),
-            None => cands.values().filter_map(|c| c.node.as_ref().and_then(occurred_at)).max(),
+            None => cands.values().filter_map(|c| c.node.as_deref().and_then(occurred_at)).max(),
         };
         let want = match query.diversity {
             Some(_) => query.k.saturating_mul(3).max(30),
@@ -1019,7 +1042,7 @@ impl Snapshot<'_> {
             }
             let Some(mut c) = cands.remove(&key) else { continue };
             if c.node.is_none() {
-                c.node = r.admissible(&key)?.cloned();
+                c.node = r.admissible_shared(&key)?.cloned();
             }
             let Some(node) = c.node else { continue };
             let sal = salience_factor(&node, as_of, p.salience_weight);
@@ -1068,7 +1091,8 @@ impl Snapshot<'_> {
                     source: None,
                 },
                 tokens: tokens(&node),
-                node,
+                // Copied only for the items ranked (the others keep sharing it).
+                node: Rc::unwrap_or_clone(node),
             });
         }
         // Nodes read and admitted: every candidate the constraints let through that this
@@ -1118,7 +1142,7 @@ impl Snapshot<'_> {
                         None
                     };
                     edges.push(PackEdge {
-                        confidence: edge_confidence(&edge),
+                        confidence: crate::edge_cache::edge_confidence(&edge),
                         provenance,
                         log_position,
                         edge,
@@ -1609,13 +1633,6 @@ fn word_match(node: &Node, words: &BTreeSet<&str>) -> f64 {
     }
     let hits = words.iter().filter(|w| own.contains(**w)).count();
     hits as f64 / words.len() as f64
-}
-
-fn edge_confidence(edge: &Edge) -> f64 {
-    ["confidence", "score"]
-        .iter()
-        .find_map(|p| edge.props.get(*p).and_then(Value::as_f64))
-        .unwrap_or(1.0)
 }
 
 /// `other_actor` for an event whose agent or user is not among the `actors` the question names;

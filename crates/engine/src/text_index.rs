@@ -210,20 +210,23 @@ pub(crate) fn search(
     keys_of(read, hits, limit)
 }
 
-/// The node keys of the best `limit` hits whose nodes still exist.
+/// The node keys of the best `limit` hits whose nodes still exist (among the best
+/// `limit + SLACK`), looked up in rank order until `limit` are found.
 fn keys_of(
     read: &dyn GraphReader,
     mut hits: Vec<(i64, f64)>,
     limit: usize,
 ) -> Result<Vec<(NodeKey, f64)>, Error> {
     hits.truncate(limit + SLACK);
-    let nids: Vec<i64> = hits.iter().map(|h| h.0).collect();
-    let keys: BTreeMap<i64, NodeKey> = read.node_keys(&nids)?.into_iter().collect();
-    let mut out: Vec<(NodeKey, f64)> = hits
-        .into_iter()
-        .filter_map(|(nid, score)| keys.get(&nid).map(|k| (k.clone(), score)))
-        .collect();
-    out.truncate(limit);
+    let mut out = Vec::with_capacity(limit.min(hits.len()));
+    for (nid, score) in hits {
+        if out.len() >= limit {
+            break;
+        }
+        if let Some((_, key)) = read.node_keys(&[nid])?.pop() {
+            out.push((key, score));
+        }
+    }
     Ok(out)
 }
 

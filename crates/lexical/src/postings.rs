@@ -259,6 +259,13 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 fn take_varint(body: &mut &[u8]) -> Result<u64, Error> {
+    // Most deltas of a long list fit one byte.
+    if let Some((&byte, rest)) = body.split_first()
+        && byte < 0x80
+    {
+        *body = rest;
+        return Ok(u64::from(byte));
+    }
     let mut v: u64 = 0;
     for (i, &byte) in body.iter().enumerate().take(10) {
         v |= u64::from(byte & 0x7f) << (7 * i);

@@ -339,6 +339,17 @@ mod tests {
     }
 
     #[test]
+    fn a_segment_past_its_table_maximum_is_corrupt() {
+        let list = [Posting { doc: 5, tf: 1, len: 9 }, Posting { doc: 40_000, tf: 1, len: 9 }];
+        let mut blob = crate::encode(&list, Bm25::FTS5, 9.0).unwrap();
+        // The one segment's table entry claims a highest document below its last.
+        blob[24 + 9..24 + 17].copy_from_slice(&7i64.to_le_bytes());
+        let terms = [QueryTerm { idf: 1.0, postings: &blob }];
+        let got = top_k(&terms, Bm25::FTS5, 3, usize::MAX, &mut Scratch::default());
+        assert!(matches!(got, Err(Error::Corrupt(_))), "{got:?}");
+    }
+
+    #[test]
     fn a_budget_keeps_the_postings_worth_most() {
         // A rare word in documents 1 and 2, a common one in 0..300 (and 2).
         let rare =

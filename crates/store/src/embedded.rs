@@ -32,7 +32,7 @@ use ctxgraph_ontology::{RecordKind, ValidRecord};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::{
-    Appended, Archived, GraphCounts, GraphReader, GraphStore, Log, LogEntry, LogReader,
+    Appended, Archived, EdgeGroup, GraphCounts, GraphReader, GraphStore, Log, LogEntry, LogReader,
     SessionSlot, StoreError, StoredVector, TextIndexBuild,
 };
 
@@ -436,6 +436,7 @@ impl EmbeddedWrite<'_> {
     /// Commit: durable (fsynced) on return.
     pub fn commit(self) -> Result<(), StoreError> {
         self.flush_nodes()?;
+        self.tx.execute_batch(BUMP_GRAPH_GENERATION)?;
         self.tx.commit()?;
         Ok(())
     }
@@ -988,6 +989,11 @@ fn graph_node_keys(c: &Connection, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, 
     Ok(out)
 }
 
+/// Bump the graph generation: every committed write transaction does, so a cache of what the
+/// graph held (recall's edges) is dropped by the next read that sees the commit.
+const BUMP_GRAPH_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('graph_generation', 1)
+     ON CONFLICT (key) DO UPDATE SET value = value + 1;";
+
 /// Bump the lexical index generation (every change of the index goes through here).
 const BUMP_TEXT_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('text_generation', 1)
      ON CONFLICT (key) DO UPDATE SET value = value + 1;";
@@ -1094,65 +1100,72 @@ fn graph_heaviest_edges(
     weight: &dyn Fn(&str, bool) -> f64,
     limit: usize,
 ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
+    let groups = graph_edge_groups(c, key, limit, &|ty, out| weight(ty, out) > 0.0)?;
+    let order = crate::heaviest_order(&groups, weight);
+    let mut groups: Vec<Option<EdgeGroup>> = groups.into_iter().map(Some).collect();
+    let mut found = Vec::new();
+    for (w, i) in order {
+        let Some(group) = groups.get_mut(i).and_then(Option::take) else { continue };
+        for edge in group.edges {
+            if found.len() >= limit {
+                return Ok(found);
+            }
+            found.push((w, edge, group.out));
+        }
+    }
+    Ok(found)
+}
+
+/// The groups of a node's edges (one type, one direction) for which `keep(type, outgoing)`
+/// holds, outgoing first and by type, each with its first `limit` edges in index order (by the
+/// far endpoint's nid, then qualifier) and its full count.
+fn graph_edge_groups(
+    c: &Connection,
+    key: &NodeKey,
+    limit: usize,
+    keep: &dyn Fn(&str, bool) -> bool,
+) -> Result<Vec<EdgeGroup>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
-    // (weight, out, type) of every type present in each direction, heaviest first, and each
-    // direction's edge count.
-    let mut groups: Vec<(f64, bool, String)> = Vec::new();
-    // Per direction, outgoing first.
-    let dir = |out: bool| usize::from(!out);
-    let mut degree = [0usize; 2];
+    let mut groups = Vec::new();
     for (out, near) in [(true, "from_nid"), (false, "to_nid")] {
         // The index lists a node's edges by type, so this covering pass reads each type once
         // per edge but nothing else.
         let mut st = c.prepare_cached(&format!("SELECT edge_type FROM edges WHERE {near} = ?1"))?;
-        let mut types: Vec<String> =
-            st.query_map(params![nid], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-        degree[dir(out)] = types.len();
-        types.dedup();
-        for ty in types {
-            let w = weight(&ty, out);
-            if w > 0.0 {
-                groups.push((w, out, ty));
-            }
+        let mut degree = 0usize;
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for ty in st.query_map(params![nid], |r| r.get::<_, String>(0))? {
+            degree += 1;
+            *counts.entry(ty?).or_default() += 1;
         }
-    }
-    groups.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    // When every direction with a weighted type has at most `limit` edges, one read per
-    // direction (at most 2 × `limit` edges) gives what one read per type would: the edges in
-    // group order, each type's in index order, cut at `limit`.
-    let whole = groups.iter().all(|g| degree[dir(g.1)] <= limit);
-    let mut found = Vec::new();
-    if whole {
-        let mut by_group: BTreeMap<(bool, String), Vec<Edge>> = BTreeMap::new();
-        for out in [true, false] {
-            if !groups.iter().any(|g| g.1 == out) {
-                continue;
-            }
+        counts.retain(|ty, _| keep(ty, out));
+        if counts.is_empty() {
+            continue;
+        }
+        if degree <= limit {
+            // One read of the whole direction (at most `limit` edges) gives what one read per
+            // type would: the edges by type, each type's in index order.
             let mut st = c.prepare_cached(&near_edges_sql(out, false, false))?;
+            let mut by_type: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
             for edge in near_edges(&mut st, params![nid], key, out)? {
-                by_group.entry((out, edge.key.edge_type.clone())).or_default().push(edge);
+                if counts.contains_key(&edge.key.edge_type) {
+                    by_type.entry(edge.key.edge_type.clone()).or_default().push(edge);
+                }
+            }
+            for (edge_type, degree) in counts {
+                let edges = by_type.remove(&edge_type).unwrap_or_default();
+                groups.push(EdgeGroup { out, edge_type, degree, edges });
+            }
+        } else {
+            for (edge_type, degree) in counts {
+                // In index order: by the far endpoint's nid, then qualifier.
+                let mut st = c.prepare_cached(&near_edges_sql(out, true, true))?;
+                let edges =
+                    near_edges(&mut st, params![nid, edge_type, sql_int(limit as u64)], key, out)?;
+                groups.push(EdgeGroup { out, edge_type, degree, edges });
             }
         }
-        for (w, out, ty) in groups {
-            for edge in by_group.remove(&(out, ty)).unwrap_or_default() {
-                found.push((w, edge, out));
-            }
-        }
-        found.truncate(limit);
-        return Ok(found);
     }
-    for (w, out, ty) in groups {
-        let left = limit.saturating_sub(found.len());
-        if left == 0 {
-            break;
-        }
-        // In index order: by the far endpoint's nid, then qualifier.
-        let mut st = c.prepare_cached(&near_edges_sql(out, true, true))?;
-        for edge in near_edges(&mut st, params![nid, ty, sql_int(left as u64)], key, out)? {
-            found.push((w, edge, out));
-        }
-    }
-    Ok(found)
+    Ok(groups)
 }
 
 fn graph_edges_of(
@@ -1472,6 +1485,12 @@ macro_rules! impl_readers {
                 limit: usize,
             ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
                 graph_heaviest_edges(&self.tx, key, weight, limit)
+            }
+            fn edge_groups(&self, key: &NodeKey, limit: usize) -> Result<Vec<EdgeGroup>, StoreError> {
+                graph_edge_groups(&self.tx, key, limit, &|_, _| true)
+            }
+            fn graph_generation(&self) -> Result<u64, StoreError> {
+                meta_counter(&self.tx, "graph_generation")
             }
             fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError> {
                 graph_text_terms(&self.tx, text)

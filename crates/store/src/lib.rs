@@ -30,6 +30,42 @@ pub use embedded::{
 };
 pub use error::StoreError;
 
+/// A node's edges of one type in one direction (see [`GraphReader::edge_groups`]): the first
+/// of them in index order (by the far endpoint's node id, then qualifier) and how many there
+/// are in all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EdgeGroup<E = Edge> {
+    /// Outgoing (`true`) or incoming.
+    pub out: bool,
+    /// The edge type.
+    pub edge_type: String,
+    /// How many such edges the node has (`edges` may hold fewer).
+    pub degree: usize,
+    /// The first edges, in index order.
+    pub edges: Vec<E>,
+}
+
+/// The order in which [`GraphReader::heaviest_edges`] takes a node's groups under `weight(edge
+/// type, outgoing)`: as `(weight, index in groups)`, heaviest first, outgoing before incoming
+/// at one weight, then by type; groups of weight ≤ 0 are left out. Taking each group's edges
+/// in this order up to a limit gives the node's heaviest edges.
+pub fn heaviest_order<E>(
+    groups: &[EdgeGroup<E>],
+    weight: &dyn Fn(&str, bool) -> f64,
+) -> Vec<(f64, usize)> {
+    let mut order: Vec<(f64, usize)> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (weight(&g.edge_type, g.out), i))
+        .filter(|(w, _)| *w > 0.0)
+        .collect();
+    order.sort_by(|a, b| {
+        let (ga, gb) = (&groups[a.1], &groups[b.1]);
+        b.0.total_cmp(&a.0).then(gb.out.cmp(&ga.out)).then(ga.edge_type.cmp(&gb.edge_type))
+    });
+    order
+}
+
 /// One record as stored in the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogEntry {
@@ -236,6 +272,13 @@ pub trait GraphReader {
         weight: &dyn Fn(&str, bool) -> f64,
         limit: usize,
     ) -> Result<Vec<(f64, Edge, bool)>, StoreError>;
+    /// Every group of a node's edges (one type, one direction), outgoing first and by type,
+    /// each with its first `limit` edges in index order and its degree: what
+    /// [`GraphReader::heaviest_edges`] reads, for every weighting at once ([`heaviest_order`]),
+    /// in a read as bounded as that one.
+    fn edge_groups(&self, key: &NodeKey, limit: usize) -> Result<Vec<EdgeGroup>, StoreError>;
+    /// A number that changes with every committed write transaction (for caches of the graph).
+    fn graph_generation(&self) -> Result<u64, StoreError>;
     /// The full-text terms of `text` (tokenized and stemmed as the index does), deduplicated,
     /// in term order.
     fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError>;

@@ -360,6 +360,16 @@ impl<'a> Snapshot<'a> {
         crate::text_index::search(&self.read, &self.caches.text, query, limit)
     }
 
+    /// A node's edge groups with their first `limit` edges each, for recall's expansion
+    /// (kept between reads of one graph generation, see `edge_cache`).
+    pub(crate) fn adjacent(
+        &self,
+        key: &NodeKey,
+        limit: usize,
+    ) -> Result<std::sync::Arc<crate::edge_cache::Adjacent>, Error> {
+        self.caches.edges.adjacent(&self.read, key, limit)
+    }
+
     /// A node's embedding, once enriched.
     pub(crate) fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, Error> {
         Ok(self.read.vector(key)?)

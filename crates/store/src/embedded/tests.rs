@@ -470,6 +470,29 @@ fn joined_edge_reads_equal_reads_one_endpoint_at_a_time_and_are_not_reprepared()
             });
             all.truncate(limit);
             assert_eq!(w.heaviest_edges(key, &weight, limit).unwrap(), all, "{key:?} {limit}");
+            // Every group, with its first `limit` edges in index order and its degree.
+            let mut groups: Vec<crate::EdgeGroup> = Vec::new();
+            for out in [true, false] {
+                let mut edges = edges_one_by_one(&w.tx, key, nid, out);
+                edges.sort_by(|a, b| a.key.edge_type.cmp(&b.key.edge_type));
+                for e in edges {
+                    match groups.last_mut() {
+                        Some(g) if g.out == out && g.edge_type == e.key.edge_type => {
+                            g.degree += 1;
+                            if g.edges.len() < limit {
+                                g.edges.push(e);
+                            }
+                        }
+                        _ => groups.push(crate::EdgeGroup {
+                            out,
+                            edge_type: e.key.edge_type.clone(),
+                            degree: 1,
+                            edges: vec![e],
+                        }),
+                    }
+                }
+            }
+            assert_eq!(w.edge_groups(key, limit).unwrap(), groups, "{key:?} {limit}");
         }
     }
     for (out, typed, limited) in [(true, true, true), (false, true, true), (true, false, false)] {
@@ -547,4 +570,20 @@ fn a_new_store_and_its_log_are_private_to_the_owner() {
         let mode = std::fs::metadata(dir.path().join(name)).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "{name}");
     }
+}
+
+#[test]
+fn every_commit_changes_the_graph_generation_and_a_rollback_does_not() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let before = store.begin_read().unwrap().graph_generation().unwrap();
+    let mut w = store.begin_write().unwrap();
+    w.put_node(&Node { key: NodeKey::new("Event", "a"), props: Properties::new() }).unwrap();
+    w.commit().unwrap();
+    let after = store.begin_read().unwrap().graph_generation().unwrap();
+    assert_ne!(before, after);
+    let mut w = store.begin_write().unwrap();
+    w.put_node(&Node { key: NodeKey::new("Event", "b"), props: Properties::new() }).unwrap();
+    drop(w);
+    assert_eq!(store.begin_read().unwrap().graph_generation().unwrap(), after);
 }
