@@ -262,43 +262,46 @@ pub(crate) fn nearest(
             got: query.len(),
         }));
     }
-    let mut scored: BTreeMap<i64, (NodeKey, f32)> = BTreeMap::new();
+    // Scores by nid (a vector re-written since the build is both a stale list entry and an
+    // unindexed vector, with one score); keys are read only for the best `k`.
+    let mut scored: BTreeMap<i64, f32> = BTreeMap::new();
     let blobs = cache.probe(read, dim, query, options.nprobe)?;
     if !blobs.is_empty() {
         let views: Vec<ListView<'_>> = blobs.iter().map(|b| b.view()).collect();
         let approx = ctxgraph_ann::scan(query, &views, options.candidates.max(k))?;
         let ids: Vec<i64> = approx.iter().map(|(id, _)| *id).collect();
         // Re-rank exactly; a candidate whose vector is gone (deleted since the build) drops out.
-        for v in read.vectors_of(&ids)? {
-            let score = ctxgraph_ann::dot_f32(query, &v.vector);
-            scored.insert(v.nid, (v.key, score));
-        }
+        read.scan_vectors_of(&ids, &mut |nid, vector| {
+            scored.insert(nid, ctxgraph_ann::dot_f32(query, vector));
+        })?;
     }
     // Vectors written since the build are scored as they are read, keeping only the best `k`:
     // every reader runs this on every search, so holding them all cost the server a copy of
     // them per search in flight.
-    let mut unindexed: Vec<(i64, NodeKey, f32)> = Vec::new();
+    let mut unindexed: Vec<(i64, f32)> = Vec::new();
     let keep = k.saturating_mul(2).max(64);
-    read.scan_unindexed_vectors(&mut |v| {
-        let score = ctxgraph_ann::dot_f32(query, &v.vector);
-        unindexed.push((v.nid, v.key, score));
+    read.scan_unindexed_vectors(&mut |nid, vector| {
+        unindexed.push((nid, ctxgraph_ann::dot_f32(query, vector)));
         if unindexed.len() > keep {
-            best_first(&mut unindexed, k);
+            best_scores(&mut unindexed, k);
         }
     })?;
-    for (nid, key, score) in unindexed {
-        scored.insert(nid, (key, score));
-    }
-    let mut ranked: Vec<(i64, NodeKey, f32)> =
-        scored.into_iter().map(|(nid, (key, score))| (nid, key, score)).collect();
-    best_first(&mut ranked, k);
-    Ok(ranked.into_iter().map(|(_, key, score)| (key, score)).collect())
+    scored.extend(unindexed);
+    let mut ranked: Vec<(i64, f32)> = scored.into_iter().collect();
+    best_scores(&mut ranked, k);
+    // A vector is deleted with its node, in one transaction, so every nid here has a key.
+    let nids: Vec<i64> = ranked.iter().map(|(nid, _)| *nid).collect();
+    let keys: BTreeMap<i64, NodeKey> = read.node_keys(&nids)?.into_iter().collect();
+    Ok(ranked
+        .into_iter()
+        .filter_map(|(nid, score)| Some((keys.get(&nid)?.clone(), score)))
+        .collect())
 }
 
-/// Sort `(nid, key, score)` best first (ties by nid, a total order, so which `k` survive does
-/// not depend on the order they came in) and keep the first `k`.
-fn best_first(ranked: &mut Vec<(i64, NodeKey, f32)>, k: usize) {
-    ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+/// Sort `(nid, score)` best first (ties by nid, a total order, so which `k` survive does not
+/// depend on the order they came in) and keep the first `k`.
+fn best_scores(ranked: &mut Vec<(i64, f32)>, k: usize) {
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked.truncate(k);
 }
 

@@ -507,6 +507,19 @@ impl EmbeddedWrite<'_> {
         Ok(Some(Node { key: key.clone(), props: props_from(&props)? }))
     }
 
+    /// [`GraphReader::node_props_named`]: the write path is not hot, so it decodes whole nodes
+    /// (its write-back cache may hold a newer version than the table).
+    fn load_node_named(
+        &self,
+        key: &NodeKey,
+        names: &[&str],
+    ) -> Result<Option<Properties>, StoreError> {
+        Ok(self.load_node(key)?.map(|mut n| {
+            n.props.retain(|k, _| names.contains(&k.as_str()));
+            n.props
+        }))
+    }
+
     /// Reads that scan the node table see every node written so far.
     fn before_scan(&self) -> Result<(), StoreError> {
         self.flush_nodes()
@@ -561,9 +574,37 @@ impl EmbeddedRead<'_> {
         row.map(|(_, props)| Ok(Node { key: key.clone(), props: props_from(&props)? })).transpose()
     }
 
+    fn load_node_named(
+        &self,
+        key: &NodeKey,
+        names: &[&str],
+    ) -> Result<Option<Properties>, StoreError> {
+        let mut st = self.tx.prepare_cached(NODE_BY_KEY_SQL)?;
+        let mut rows = st.query(params![key.label, key.id])?;
+        let Some(row) = rows.next()? else { return Ok(None) };
+        let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        props_named(text, names).map(Some)
+    }
+
     fn before_scan(&self) -> Result<(), StoreError> {
         Ok(())
     }
+}
+
+/// The properties among `names` of an encoded property object ([`props_to`]'s JSON, which
+/// writes keys unescaped): decoded only when one of the names occurs in the text as a quoted
+/// string, so the common node, which has none of them, costs a text search instead of a decode.
+fn props_named(text: &str, names: &[&str]) -> Result<Properties, StoreError> {
+    let quoted = |name: &str| {
+        text.match_indices(name)
+            .any(|(i, _)| text[..i].ends_with('"') && text[i + name.len()..].starts_with('"'))
+    };
+    if !names.iter().any(|n| quoted(n)) {
+        return Ok(Properties::new());
+    }
+    let mut props = props_from(text)?;
+    props.retain(|k, _| names.contains(&k.as_str()));
+    Ok(props)
 }
 
 // ---------------------------------------------------------------- shared read implementation
@@ -762,12 +803,20 @@ fn graph_vectors_page(
 
 fn graph_scan_unindexed_vectors(
     c: &Connection,
-    visit: &mut dyn FnMut(StoredVector),
+    visit: &mut dyn FnMut(i64, &[f32]),
 ) -> Result<(), StoreError> {
-    let mut st = c.prepare_cached(&format!("{VECTOR_JOIN} WHERE v.list IS NULL ORDER BY v.nid"))?;
+    // No join with the nodes and one buffer for every row: a search keeps a few of these
+    // vectors, so only their keys are read (every reader runs this on every search).
+    let mut st =
+        c.prepare_cached("SELECT nid, data FROM vectors WHERE list IS NULL ORDER BY nid")?;
     let mut rows = st.query([])?;
+    let mut vector = Vec::new();
     while let Some(row) = rows.next()? {
-        visit(vector_row(row)?);
+        let nid: i64 = row.get(0)?;
+        let bytes = row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
+        vector.clear();
+        vector.extend(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+        visit(nid, &vector);
     }
     Ok(())
 }
@@ -793,6 +842,27 @@ fn graph_vectors_of(c: &Connection, nids: &[i64]) -> Result<Vec<StoredVector>, S
         }
     }
     Ok(out)
+}
+
+fn graph_scan_vectors_of(
+    c: &Connection,
+    nids: &[i64],
+    visit: &mut dyn FnMut(i64, &[f32]),
+) -> Result<(), StoreError> {
+    let mut st = c.prepare_cached("SELECT data FROM vectors WHERE nid = ?1")?;
+    let mut vector = Vec::new();
+    for &nid in nids {
+        let mut rows = st.query(params![nid])?;
+        if let Some(row) = rows.next()? {
+            let bytes = row.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?;
+            vector.clear();
+            vector.extend(
+                bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+            visit(nid, &vector);
+        }
+    }
+    Ok(())
 }
 
 /// A counter in meta (an index generation), 0 before its first bump.
@@ -1349,6 +1419,13 @@ macro_rules! impl_readers {
             fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
                 self.exists(key)
             }
+            fn node_props_named(
+                &self,
+                key: &NodeKey,
+                names: &[&str],
+            ) -> Result<Option<Properties>, StoreError> {
+                self.load_node_named(key, names)
+            }
             fn existing_ids(&self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
                 graph_existing_ids(&self.tx, label, ids)
             }
@@ -1505,7 +1582,7 @@ macro_rules! impl_readers {
             }
             fn scan_unindexed_vectors(
                 &self,
-                visit: &mut dyn FnMut(StoredVector),
+                visit: &mut dyn FnMut(i64, &[f32]),
             ) -> Result<(), StoreError> {
                 graph_scan_unindexed_vectors(&self.tx, visit)
             }
@@ -1514,6 +1591,13 @@ macro_rules! impl_readers {
             }
             fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
                 graph_vectors_of(&self.tx, nids)
+            }
+            fn scan_vectors_of(
+                &self,
+                nids: &[i64],
+                visit: &mut dyn FnMut(i64, &[f32]),
+            ) -> Result<(), StoreError> {
+                graph_scan_vectors_of(&self.tx, nids, visit)
             }
             fn ann_generation(&self) -> Result<u64, StoreError> {
                 meta_counter(&self.tx, "ann_generation")

@@ -21,7 +21,7 @@
 mod embedded;
 mod error;
 
-use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 
 pub use embedded::{
@@ -150,6 +150,14 @@ pub trait GraphReader {
     fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError>;
     /// Whether a node exists (without decoding its properties).
     fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError>;
+    /// A node's properties among `names` only (`None`: no such node), for checks that read a
+    /// few properties of many nodes (the access policy's): a backend may skip decoding the
+    /// rest.
+    fn node_props_named(
+        &self,
+        key: &NodeKey,
+        names: &[&str],
+    ) -> Result<Option<Properties>, StoreError>;
     /// Which of `ids` are ids of nodes of `label`, in the order given, without reading the
     /// nodes: one lookup for many candidate keys, most of them absent (the names a question
     /// might mention).
@@ -265,13 +273,20 @@ pub trait GraphReader {
     /// Stored vectors with `nid > after`, in nid order, at most `limit` (for index builds).
     fn vectors_page(&self, after: i64, limit: usize) -> Result<Vec<StoredVector>, StoreError>;
     /// Visit the vectors written since the vector index was last built, in nid order, one at a
-    /// time (a search scores them as they come rather than holding them all).
-    fn scan_unindexed_vectors(&self, visit: &mut dyn FnMut(StoredVector))
-    -> Result<(), StoreError>;
+    /// time as `(nid, vector)` (a search scores them as they come rather than holding them
+    /// all, and reads the node keys of the few it keeps with [`GraphReader::node_keys`]).
+    fn scan_unindexed_vectors(&self, visit: &mut dyn FnMut(i64, &[f32])) -> Result<(), StoreError>;
     /// How many vectors are stored, and how many of them are not in the vector index yet.
     fn vector_counts(&self) -> Result<(u64, u64), StoreError>;
     /// The stored vectors of these nids, in the order given; ids with no vector are skipped.
     fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError>;
+    /// Visit the stored vectors of these nids as `(nid, vector)`, in the order given; ids with
+    /// no vector are skipped (a search re-ranking candidates, which keeps few of them).
+    fn scan_vectors_of(
+        &self,
+        nids: &[i64],
+        visit: &mut dyn FnMut(i64, &[f32]),
+    ) -> Result<(), StoreError>;
     /// A number that changes whenever the vector index is rebuilt or dropped (for caches).
     fn ann_generation(&self) -> Result<u64, StoreError>;
     /// The vector index's centroids blob, if an index was built.

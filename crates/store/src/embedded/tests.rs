@@ -548,3 +548,37 @@ fn a_new_store_and_its_log_are_private_to_the_owner() {
         assert_eq!(mode & 0o777, 0o600, "{name}");
     }
 }
+
+#[test]
+fn named_properties_equal_the_decoded_ones_filtered() {
+    let names = ["scope_audience", "pii_cleared"];
+    let texts = [
+        r#"{}"#,
+        r#"{"session_id":"s1","payload":{"message":"hello"}}"#,
+        r#"{"pii_cleared":false,"session_id":"s1"}"#,
+        // A name inside a value or a longer key: decoded, and nothing of it kept.
+        r#"{"note":"scope_audience","xscope_audience":1,"payload":{"scope_audience":["a"]}}"#,
+        r#"{"payload":{"k":"v"},"scope_audience":["role:ops"]}"#,
+    ];
+    for text in texts {
+        let mut want = super::props_from(text).unwrap();
+        want.retain(|k, _| names.contains(&k.as_str()));
+        assert_eq!(super::props_named(text, &names).unwrap(), want, "{text}");
+    }
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    let key = NodeKey::new("Event", "e1");
+    let mut props = Properties::new();
+    props.insert("pii_cleared".into(), serde_json::json!(true));
+    props.insert("session_id".into(), serde_json::json!("s1"));
+    w.put_node(&Node { key: key.clone(), props }).unwrap();
+    w.commit().unwrap();
+    let r = store.begin_read().unwrap();
+    let got = r.node_props_named(&key, &names).unwrap().unwrap();
+    assert_eq!(
+        got.into_iter().collect::<Vec<_>>(),
+        [("pii_cleared".into(), serde_json::json!(true))]
+    );
+    assert!(r.node_props_named(&NodeKey::new("Event", "e2"), &names).unwrap().is_none());
+}
