@@ -520,6 +520,25 @@ impl EmbeddedWrite<'_> {
         }))
     }
 
+    /// [`GraphReader::heaviest_neighbours`]: each far endpoint read through the write-back
+    /// cache, which may hold a newer version than the table.
+    fn heaviest_neighbours_named(
+        &self,
+        key: &NodeKey,
+        weight: &dyn Fn(&str, bool) -> f64,
+        limit: usize,
+        names: &[&str],
+    ) -> Result<Vec<(NodeKey, Properties)>, StoreError> {
+        let mut out = Vec::new();
+        for (_, edge, outgoing) in graph_heaviest_edges(&self.tx, key, weight, limit)? {
+            let far = if outgoing { edge.key.to } else { edge.key.from };
+            if let Some(props) = self.load_node_named(&far, names)? {
+                out.push((far, props));
+            }
+        }
+        Ok(out)
+    }
+
     /// Reads that scan the node table see every node written so far.
     fn before_scan(&self) -> Result<(), StoreError> {
         self.flush_nodes()
@@ -584,6 +603,16 @@ impl EmbeddedRead<'_> {
         let Some(row) = rows.next()? else { return Ok(None) };
         let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
         props_named(text, names).map(Some)
+    }
+
+    fn heaviest_neighbours_named(
+        &self,
+        key: &NodeKey,
+        weight: &dyn Fn(&str, bool) -> f64,
+        limit: usize,
+        names: &[&str],
+    ) -> Result<Vec<(NodeKey, Properties)>, StoreError> {
+        graph_heaviest_neighbours(&self.tx, key, weight, limit, names)
     }
 
     fn before_scan(&self) -> Result<(), StoreError> {
@@ -1151,6 +1180,60 @@ fn graph_heaviest_edges(
     weight: &dyn Fn(&str, bool) -> f64,
     limit: usize,
 ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
+    heaviest_rows(c, key, weight, limit, near_edges_sql, &mut |row, out| {
+        let edge_type: String = row.get(0)?;
+        let other = NodeKey { label: row.get(1)?, id: row.get(2)? };
+        let (from, to) = if out { (key.clone(), other) } else { (other, key.clone()) };
+        let qualifier = row.get(3)?;
+        let props = props_from(row.get_ref(4)?.as_str().map_err(rusqlite::Error::from)?)?;
+        Ok((edge_type.clone(), Edge { key: EdgeKey { from, edge_type, to, qualifier }, props }))
+    })
+}
+
+/// The far endpoints of [`graph_heaviest_edges`]'s edges, in its order, each with its
+/// properties among `names` only: one joined read, with no edge properties decoded.
+fn graph_heaviest_neighbours(
+    c: &Connection,
+    key: &NodeKey,
+    weight: &dyn Fn(&str, bool) -> f64,
+    limit: usize,
+    names: &[&str],
+) -> Result<Vec<(NodeKey, Properties)>, StoreError> {
+    let found = heaviest_rows(c, key, weight, limit, near_nodes_sql, &mut |row, _| {
+        let other = NodeKey { label: row.get(1)?, id: row.get(2)? };
+        let props = props_named(row.get_ref(3)?.as_str().map_err(rusqlite::Error::from)?, names)?;
+        Ok((row.get(0)?, (other, props)))
+    })?;
+    Ok(found.into_iter().map(|(_, far, _)| far).collect())
+}
+
+/// [`near_edges_sql`] reading the far endpoint's properties instead of the edge's.
+fn near_nodes_sql(out: bool, typed: bool, limited: bool) -> String {
+    let (near, far) = if out { ("from_nid", "to_nid") } else { ("to_nid", "from_nid") };
+    let typed = if typed { "AND e.edge_type = ?2" } else { "" };
+    let limited = if limited { "LIMIT ?3" } else { "" };
+    format!(
+        "SELECT e.edge_type, n.label, n.id, n.props
+         FROM edges e JOIN nodes n ON n.nid = e.{far}
+         WHERE e.{near} = ?1 {typed} ORDER BY e.edge_type, e.{far}, e.qualifier {limited}"
+    )
+}
+
+/// A row of a [`near_edges_sql`]-shaped statement (`out`: the near endpoint is its source) as
+/// its edge type and what the caller makes of it.
+type NearRow<'r, T> = dyn FnMut(&Row<'_>, bool) -> Result<(String, T), StoreError> + 'r;
+
+/// The rows of the `limit` heaviest edges of a node (see [`GraphReader::heaviest_edges`]),
+/// read by statements `sql(out, typed, limited)` whose first column is the edge type and whose
+/// rows come in index order, each made into a `T` by `row`.
+fn heaviest_rows<T>(
+    c: &Connection,
+    key: &NodeKey,
+    weight: &dyn Fn(&str, bool) -> f64,
+    limit: usize,
+    sql: fn(bool, bool, bool) -> String,
+    row: &mut NearRow<'_, T>,
+) -> Result<Vec<(f64, T, bool)>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
     // (weight, out, type) of every type present in each direction, heaviest first, and each
     // direction's edge count.
@@ -1180,19 +1263,21 @@ fn graph_heaviest_edges(
     let whole = groups.iter().all(|g| degree[dir(g.1)] <= limit);
     let mut found = Vec::new();
     if whole {
-        let mut by_group: BTreeMap<(bool, String), Vec<Edge>> = BTreeMap::new();
+        let mut by_group: BTreeMap<(bool, String), Vec<T>> = BTreeMap::new();
         for out in [true, false] {
             if !groups.iter().any(|g| g.1 == out) {
                 continue;
             }
-            let mut st = c.prepare_cached(&near_edges_sql(out, false, false))?;
-            for edge in near_edges(&mut st, params![nid], key, out)? {
-                by_group.entry((out, edge.key.edge_type.clone())).or_default().push(edge);
+            let mut st = c.prepare_cached(&sql(out, false, false))?;
+            let mut rows = st.query(params![nid])?;
+            while let Some(r) = rows.next()? {
+                let (ty, item) = row(r, out)?;
+                by_group.entry((out, ty)).or_default().push(item);
             }
         }
         for (w, out, ty) in groups {
-            for edge in by_group.remove(&(out, ty)).unwrap_or_default() {
-                found.push((w, edge, out));
+            for item in by_group.remove(&(out, ty)).unwrap_or_default() {
+                found.push((w, item, out));
             }
         }
         found.truncate(limit);
@@ -1204,9 +1289,10 @@ fn graph_heaviest_edges(
             break;
         }
         // In index order: by the far endpoint's nid, then qualifier.
-        let mut st = c.prepare_cached(&near_edges_sql(out, true, true))?;
-        for edge in near_edges(&mut st, params![nid, ty, sql_int(left as u64)], key, out)? {
-            found.push((w, edge, out));
+        let mut st = c.prepare_cached(&sql(out, true, true))?;
+        let mut rows = st.query(params![nid, ty, sql_int(left as u64)])?;
+        while let Some(r) = rows.next()? {
+            found.push((w, row(r, out)?.1, out));
         }
     }
     Ok(found)
@@ -1536,6 +1622,15 @@ macro_rules! impl_readers {
                 limit: usize,
             ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
                 graph_heaviest_edges(&self.tx, key, weight, limit)
+            }
+            fn heaviest_neighbours(
+                &self,
+                key: &NodeKey,
+                weight: &dyn Fn(&str, bool) -> f64,
+                limit: usize,
+                names: &[&str],
+            ) -> Result<Vec<(NodeKey, Properties)>, StoreError> {
+                self.heaviest_neighbours_named(key, weight, limit, names)
             }
             fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError> {
                 graph_text_terms(&self.tx, text)

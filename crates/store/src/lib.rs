@@ -244,6 +244,16 @@ pub trait GraphReader {
         weight: &dyn Fn(&str, bool) -> f64,
         limit: usize,
     ) -> Result<Vec<(f64, Edge, bool)>, StoreError>;
+    /// The other endpoints of [`GraphReader::heaviest_edges`]'s edges, in its order, each with
+    /// its properties among `names` only (as [`GraphReader::node_props_named`]): for checks
+    /// of a node's neighbours that read a few of their properties.
+    fn heaviest_neighbours(
+        &self,
+        key: &NodeKey,
+        weight: &dyn Fn(&str, bool) -> f64,
+        limit: usize,
+        names: &[&str],
+    ) -> Result<Vec<(NodeKey, Properties)>, StoreError>;
     /// The full-text terms of `text` (tokenized and stemmed as the index does), deduplicated,
     /// in term order.
     fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError>;

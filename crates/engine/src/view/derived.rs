@@ -139,13 +139,9 @@ impl Reader<'_> {
         }
         let mut visible = false;
         for limit in [FIRST_ENTITY_SOURCES, MAX_ENTITY_SOURCES] {
-            // Sources are read one at a time up to the first visible one (most entities are
-            // decided by their first).
-            let mut read = 0;
-            for (_, edge, outgoing) in self.snap.read.heaviest_edges(entity, &naming, limit)? {
-                let other = if outgoing { &edge.key.to } else { &edge.key.from };
-                let Some(n) = self.scope_of(other)? else { continue };
-                read += 1;
+            let sources = self.entity_sources(entity, limit)?;
+            let read = sources.len();
+            for n in sources {
                 if self.source_visible(&n)? {
                     visible = true;
                     break;
@@ -218,21 +214,20 @@ impl Reader<'_> {
 
     /// Up to `limit` nodes at the far end of `key`'s edges that `weight` (edge type, outgoing)
     /// gives a positive weight, heaviest first, read by seeks that stop at the limit; each with
-    /// its scope properties only ([`Reader::scope_of`]), which is all the policy reads.
+    /// its scope properties only ([`SCOPE_PROPS`]), which is all the policy reads of them.
     fn joined(
         &self,
         key: &NodeKey,
         weight: &dyn Fn(&str, bool) -> f64,
         limit: usize,
     ) -> Result<Vec<Node>, Error> {
-        let mut out = Vec::new();
-        for (_, edge, outgoing) in self.snap.read.heaviest_edges(key, weight, limit)? {
-            let other = if outgoing { &edge.key.to } else { &edge.key.from };
-            if let Some(n) = self.scope_of(other)? {
-                out.push(n);
-            }
-        }
-        Ok(out)
+        Ok(self
+            .snap
+            .read
+            .heaviest_neighbours(key, weight, limit, &SCOPE_PROPS)?
+            .into_iter()
+            .map(|(key, props)| Node { key, props })
+            .collect())
     }
 
     /// A node with only the properties the policy reads ([`SCOPE_PROPS`]), if it exists: the

@@ -582,3 +582,49 @@ fn named_properties_equal_the_decoded_ones_filtered() {
     );
     assert!(r.node_props_named(&NodeKey::new("Event", "e2"), &names).unwrap().is_none());
 }
+
+#[test]
+fn heaviest_neighbours_are_the_far_ends_of_the_heaviest_edges() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    let hub = NodeKey::new("Entity", "tool:search");
+    w.put_node(&Node { key: hub.clone(), props: Properties::new() }).unwrap();
+    for i in 0..30 {
+        let key = NodeKey::new("Event", format!("e{:02}", (i * 7) % 30));
+        let mut props = Properties::new();
+        props.insert("session_id".into(), serde_json::json!("s"));
+        if i % 4 == 0 {
+            props.insert("scope_audience".into(), serde_json::json!(["role:ops"]));
+        }
+        w.put_node(&Node { key: key.clone(), props }).unwrap();
+        let (from, to, ty) = if i % 3 == 0 {
+            (hub.clone(), key, "MENTIONS")
+        } else {
+            (key, hub.clone(), "REFERENCES")
+        };
+        let key = EdgeKey { from, edge_type: ty.into(), to, qualifier: String::new() };
+        w.put_edge(&Edge { key, props: Properties::new() }).unwrap();
+    }
+    w.commit().unwrap();
+    let weight = |t: &str, out: bool| match (t, out) {
+        ("REFERENCES", false) => 1.0,
+        ("MENTIONS", true) => 0.5,
+        _ => 0.0,
+    };
+    let names = ["scope_audience"];
+    let r = store.begin_read().unwrap();
+    for limit in [1, 5, 12, 30, 100] {
+        let want: Vec<(NodeKey, Properties)> = r
+            .heaviest_edges(&hub, &weight, limit)
+            .unwrap()
+            .into_iter()
+            .map(|(_, e, out)| {
+                let far = if out { e.key.to } else { e.key.from };
+                let props = r.node_props_named(&far, &names).unwrap().unwrap();
+                (far, props)
+            })
+            .collect();
+        assert_eq!(r.heaviest_neighbours(&hub, &weight, limit, &names).unwrap(), want, "{limit}");
+    }
+}
