@@ -1241,14 +1241,33 @@ fn heaviest_rows<T>(
     // Per direction, outgoing first.
     let dir = |out: bool| usize::from(!out);
     let mut degree = [0usize; 2];
+    let first = sql_int(limit.saturating_add(1) as u64);
     for (out, near) in [(true, "from_nid"), (false, "to_nid")] {
-        // The index lists a node's edges by type, so this covering pass reads each type once
-        // per edge but nothing else.
-        let mut st = c.prepare_cached(&format!("SELECT edge_type FROM edges WHERE {near} = ?1"))?;
+        // The index lists a node's edges by type: a covering pass over the first `limit + 1`
+        // gives every type of a node with at most `limit` edges in this direction; past that,
+        // the rest of the types are found by one seek each (a busy entity has hundreds of
+        // thousands of REFERENCES and few types), and the degree only has to exceed `limit`.
+        let mut st = c.prepare_cached(&format!(
+            "SELECT edge_type FROM edges WHERE {near} = ?1 ORDER BY edge_type LIMIT ?2"
+        ))?;
         let mut types: Vec<String> =
-            st.query_map(params![nid], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+            st.query_map(params![nid, first], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
         degree[dir(out)] = types.len();
         types.dedup();
+        if degree[dir(out)] > limit {
+            let mut next = c.prepare_cached(&format!(
+                "SELECT edge_type FROM edges WHERE {near} = ?1 AND edge_type > ?2
+                 ORDER BY edge_type LIMIT 1"
+            ))?;
+            while let Some(after) = types.last() {
+                let Some(ty) =
+                    next.query_row(params![nid, after], |r| r.get::<_, String>(0)).optional()?
+                else {
+                    break;
+                };
+                types.push(ty);
+            }
+        }
         for ty in types {
             let w = weight(&ty, out);
             if w > 0.0 {
