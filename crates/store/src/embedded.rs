@@ -218,6 +218,7 @@ impl Embedded {
             nodes: RefCell::new(HashMap::new()),
             nids: RefCell::new(HashMap::new()),
             any_pending: Cell::new(None),
+            vectors_changed: Cell::new(false),
         })
     }
 
@@ -360,6 +361,10 @@ pub struct EmbeddedWrite<'a> {
     /// Whether any edge may be parked: when none is, a new node has nothing to complete and the
     /// lookup is skipped. `None` until first asked.
     any_pending: Cell<Option<bool>>,
+    /// Whether this transaction changed the vectors table since the vector generation was last
+    /// bumped: bumped once at commit (or before a read of it in this transaction), not once
+    /// per vector.
+    vectors_changed: Cell<bool>,
 }
 
 /// Cached nodes (or node ids) that force a flush, bounding the caches' memory.
@@ -436,8 +441,23 @@ impl EmbeddedWrite<'_> {
     /// Commit: durable (fsynced) on return.
     pub fn commit(self) -> Result<(), StoreError> {
         self.flush_nodes()?;
+        self.bump_vector_generation()?;
         self.tx.commit()?;
         Ok(())
+    }
+
+    /// Bump the vector generation if this transaction changed a vector since the last bump.
+    fn bump_vector_generation(&self) -> Result<(), StoreError> {
+        if self.vectors_changed.replace(false) {
+            self.tx.execute_batch(BUMP_VECTOR_GENERATION)?;
+        }
+        Ok(())
+    }
+
+    /// [`GraphReader::vector_generation`], with this transaction's changes counted.
+    fn vector_generation_now(&self) -> Result<u64, StoreError> {
+        self.bump_vector_generation()?;
+        meta_counter(&self.tx, "vector_generation")
     }
 
     fn flush_nodes(&self) -> Result<(), StoreError> {
@@ -591,6 +611,10 @@ impl EmbeddedRead<'_> {
         let row: Option<(i64, String)> =
             st.query_row(params![key.label, key.id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
         row.map(|(_, props)| Ok(Node { key: key.clone(), props: props_from(&props)? })).transpose()
+    }
+
+    fn vector_generation_now(&self) -> Result<u64, StoreError> {
+        meta_counter(&self.tx, "vector_generation")
     }
 
     fn load_node_named(
@@ -902,6 +926,11 @@ fn meta_counter(c: &Connection, key: &str) -> Result<u64, StoreError> {
         .optional()?;
     Ok(v.map_or(0, position))
 }
+
+/// Bump the vector generation: every change of the vectors table (a vector written or deleted,
+/// the index's list of one set or cleared) is followed by one before its transaction commits.
+const BUMP_VECTOR_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('vector_generation', 1)
+     ON CONFLICT (key) DO UPDATE SET value = value + 1;";
 
 /// Bump the vector index generation (every change of the index goes through here).
 const BUMP_ANN_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('ann_generation', 1)
@@ -1716,6 +1745,9 @@ macro_rules! impl_readers {
             fn ann_generation(&self) -> Result<u64, StoreError> {
                 meta_counter(&self.tx, "ann_generation")
             }
+            fn vector_generation(&self) -> Result<u64, StoreError> {
+                self.vector_generation_now()
+            }
             fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError> {
                 graph_ann_centroids(&self.tx)
             }
@@ -1915,6 +1947,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         tx.execute(&format!("DELETE FROM edges WHERE from_nid IN ({doomed})"), params![label])?;
         tx.execute(&format!("DELETE FROM edges WHERE to_nid IN ({doomed})"), params![label])?;
         tx.execute(&format!("DELETE FROM vectors WHERE nid IN ({doomed})"), params![label])?;
+        self.vectors_changed.set(true);
         tx.execute(&format!("DELETE FROM text_index WHERE rowid IN ({doomed})"), params![label])?;
         let n = tx.execute("DELETE FROM nodes WHERE label = ?1", params![label])?;
         Ok(n as u64)
@@ -1955,6 +1988,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.tx
             .prepare_cached("INSERT OR REPLACE INTO vectors (nid, data) VALUES (?1, ?2)")?
             .execute(params![nid, bytes])?;
+        self.vectors_changed.set(true);
         Ok(())
     }
 
@@ -1967,6 +2001,7 @@ impl GraphStore for EmbeddedWrite<'_> {
     }
 
     fn clear_enrichment(&mut self) -> Result<(), StoreError> {
+        self.vectors_changed.set(true);
         self.tx.execute_batch(CLEAR_TEXT_INDEX)?;
         self.tx.execute_batch(BUMP_TEXT_GENERATION)?;
         self.tx.execute_batch(
@@ -1999,6 +2034,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         tx.prepare_cached("DELETE FROM edges WHERE from_nid = ?1")?.execute(params![nid])?;
         tx.prepare_cached("DELETE FROM edges WHERE to_nid = ?1")?.execute(params![nid])?;
         tx.prepare_cached("DELETE FROM vectors WHERE nid = ?1")?.execute(params![nid])?;
+        self.vectors_changed.set(true);
         tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?.execute(params![nid])?;
         tx.prepare_cached("DELETE FROM nodes WHERE nid = ?1")?.execute(params![nid])?;
         Ok(true)
@@ -2036,6 +2072,7 @@ impl GraphStore for EmbeddedWrite<'_> {
             "DELETE FROM ann_lists; DELETE FROM meta WHERE key = 'ann_centroids';
              UPDATE vectors SET list = NULL WHERE list IS NOT NULL;",
         )?;
+        self.vectors_changed.set(true);
         self.tx.execute_batch(BUMP_ANN_GENERATION)?;
         Ok(())
     }
@@ -2061,6 +2098,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.tx
             .prepare_cached("UPDATE vectors SET list = ?1 WHERE nid = ?2")?
             .execute(params![list, nid])?;
+        self.vectors_changed.set(true);
         Ok(())
     }
 

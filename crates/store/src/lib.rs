@@ -299,6 +299,10 @@ pub trait GraphReader {
     ) -> Result<(), StoreError>;
     /// A number that changes whenever the vector index is rebuilt or dropped (for caches).
     fn ann_generation(&self) -> Result<u64, StoreError>;
+    /// A number that changes with every committed change of the stored vectors (a vector
+    /// written or deleted, or moved in or out of the vector index), and, within a write
+    /// transaction, before a read that follows such a change (for caches of vectors).
+    fn vector_generation(&self) -> Result<u64, StoreError>;
     /// The vector index's centroids blob, if an index was built.
     fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError>;
     /// One inverted list of the vector index, if it exists.
