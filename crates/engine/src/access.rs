@@ -49,6 +49,11 @@ pub const DEFAULT_TENANT: &str = "default";
 /// Longest principal, tenant or role name.
 pub const MAX_NAME_LEN: usize = 64;
 
+/// The properties [`Principal::allows`] reads, all it needs of a node besides its key: checks
+/// of many nodes read only these (`GraphReader::node_props_named`).
+pub(crate) const SCOPE_PROPS: [&str; 5] =
+    ["scope_deny_roles", "pending_review", "pii_cleared", "scope_allow_roles", "scope_audience"];
+
 /// Who is asking.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
@@ -137,7 +142,8 @@ impl Principal {
     }
 
     /// The policy: `Ok` when the node's scope lets this principal see it. The rules are in the
-    /// module documentation; this is the only function that reads scope properties.
+    /// module documentation; this is the only function that reads scope properties, and it
+    /// reads only [`SCOPE_PROPS`] (so a node read with those alone gets the same verdict).
     pub fn allows(&self, node: &Node) -> Result<(), Denial> {
         if self.owner {
             return Ok(());
@@ -233,6 +239,31 @@ mod tests {
         assert_eq!(who(&["operator"]).allows(&audience), Ok(()));
         let named = node(json!({"scope_audience": ["agent:ops1"]}));
         assert_eq!(who(&[]).allows(&named), Ok(()));
+    }
+
+    #[test]
+    fn a_node_with_its_scope_properties_alone_gets_the_same_verdict() {
+        let scopes = [
+            json!({}),
+            json!({"scope_deny_roles": ["visitor"]}),
+            json!({"pii_cleared": false}),
+            json!({"pending_review": true, "pii_cleared": true}),
+            json!({"scope_allow_roles": ["operator"]}),
+            json!({"scope_audience": ["role:operator", "principal:ops2"]}),
+            json!({"scope_audience": ["agent:ops1"], "scope_deny_roles": ["admin"]}),
+        ];
+        let principals =
+            [who(&[]), who(&["visitor", "admin"]), who(&["operator"]), who(&["pii_reviewer"])];
+        for scope in scopes {
+            let mut full = node(scope);
+            full.props.insert("payload".into(), json!({"scope_audience": ["nobody"]}));
+            full.props.insert("session_id".into(), json!("s1"));
+            let mut scoped = full.clone();
+            scoped.props.retain(|k, _| SCOPE_PROPS.contains(&k.as_str()));
+            for p in &principals {
+                assert_eq!(p.allows(&full), p.allows(&scoped), "{:?} {:?}", full.props, p.roles());
+            }
+        }
     }
 
     #[test]

@@ -1121,8 +1121,7 @@ impl Snapshot<'_> {
         }
         let mut missing_parents = Vec::new();
         for item in &mut ranked {
-            item.node = self.hydrate(item.node.clone())?;
-            let (provenance, parent) = self.provenance(&item.node)?;
+            let (provenance, parent) = self.hydrate_with_provenance(&mut item.node)?;
             item.provenance = provenance;
             if let Some(parent) = parent.filter(|p| !matches!(self.read.node_exists(p), Ok(true))) {
                 missing_parents.push((item.node.key.clone(), parent));
@@ -1501,6 +1500,34 @@ impl Snapshot<'_> {
             .collect())
     }
 
+    /// [`Snapshot::hydrate`] then [`Snapshot::provenance`] of `node`, reading and decoding an
+    /// event's record once for both (a pack's items are mostly events).
+    fn hydrate_with_provenance(
+        &self,
+        node: &mut Node,
+    ) -> Result<(Provenance, Option<NodeKey>), Error> {
+        if node.key.label != "Event" {
+            return self.provenance(node);
+        }
+        let entry = self.read.get(RecordKind::Event, &node.key.id)?;
+        let body: Option<Result<Value, serde_json::Error>> =
+            entry.as_ref().map(|e| serde_json::from_str(&e.body));
+        if !node.props.contains_key("payload")
+            && let (Some(entry), Some(body)) = (&entry, &body)
+        {
+            let body = body.as_ref().map_err(|e| Error::Corruption {
+                position: entry.position,
+                reason: e.to_string(),
+            })?;
+            let payload = body.get("payload").cloned().unwrap_or_else(|| serde_json::json!({}));
+            node.props.insert("payload".into(), payload);
+        }
+        let parent = body.as_ref().and_then(|b| b.as_ref().ok()).and_then(|b| {
+            b.get("parent_event_id").and_then(Value::as_str).map(|p| NodeKey::new("Event", p))
+        });
+        Ok((event_provenance(node, entry), parent))
+    }
+
     /// Provenance of a node, and for an event the causal parent its record names.
     ///
     /// A fact's is its latest claim (`global_position`) with that claim's `source` (else the
@@ -1566,19 +1593,23 @@ impl Snapshot<'_> {
             let body: Value = serde_json::from_str(&e.body).ok()?;
             body.get("parent_event_id").and_then(Value::as_str).map(|p| NodeKey::new("Event", p))
         });
-        let text = |p: &str| node.props.get(p).and_then(Value::as_str).map(str::to_owned);
-        let provenance = Provenance {
-            log_position: entry.as_ref().map(|e| e.position),
-            recorded_at: entry.map(|e| e.recorded_at),
-            created_by: text("agent_id").unwrap_or_default(),
-            source: node
-                .props
-                .get("payload")
-                .and_then(|p| p.get("source"))
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        };
-        Ok((provenance, parent))
+        Ok((event_provenance(node, entry), parent))
+    }
+}
+
+/// An event's provenance from its record's log entry (if any) and its properties.
+fn event_provenance(node: &Node, entry: Option<ctxgraph_store::LogEntry>) -> Provenance {
+    let text = |p: &str| node.props.get(p).and_then(Value::as_str).map(str::to_owned);
+    Provenance {
+        log_position: entry.as_ref().map(|e| e.position),
+        recorded_at: entry.map(|e| e.recorded_at),
+        created_by: text("agent_id").unwrap_or_default(),
+        source: node
+            .props
+            .get("payload")
+            .and_then(|p| p.get("source"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     }
 }
 

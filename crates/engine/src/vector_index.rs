@@ -196,7 +196,22 @@ impl crate::Engine {
 /// generation: a rebuild elsewhere empties it on the next search. Lists are loaded on demand, so a one-off
 /// search reads only the lists it probes.
 #[derive(Default)]
-pub(crate) struct IndexCache(Mutex<CachedIndex>);
+pub(crate) struct IndexCache(Mutex<CachedIndex>, Mutex<Option<Arc<Unindexed>>>);
+
+/// Most vectors outside the index held in memory (a megabyte per thousand at 256 dimensions);
+/// past it, every search reads them from the store as it scores them.
+const MAX_CACHED_UNINDEXED: usize = 16_384;
+
+/// The vectors outside the vector index at one vector generation, in nid order: every search
+/// scores all of them, and between two writes the searches of every engine sharing the cache
+/// read them once instead of once each (a server's readers read them again after every write,
+/// since a commit empties their page caches).
+struct Unindexed {
+    generation: u64,
+    dim: usize,
+    nids: Vec<i64>,
+    data: Vec<f32>,
+}
 
 #[derive(Default)]
 struct CachedIndex {
@@ -209,6 +224,54 @@ impl IndexCache {
     /// Forget every part read so far.
     pub(crate) fn clear(&self) {
         *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = CachedIndex::default();
+        *self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    /// Score every vector outside the index with `score(nid, vector)`: from the cached copy when
+    /// it is of this snapshot's vector generation, else read from the store, and kept for the
+    /// next search when few enough and at least as new as the cached copy.
+    fn each_unindexed(
+        &self,
+        read: &dyn GraphReader,
+        dim: usize,
+        score: &mut dyn FnMut(i64, &[f32]),
+    ) -> Result<(), Error> {
+        let generation = read.vector_generation()?;
+        // Held while a stale copy is replaced, so that the searches waiting read it once.
+        let mut cached = self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(u) = cached.as_ref().filter(|u| u.generation == generation && u.dim == dim) {
+            let u = Arc::clone(u);
+            drop(cached);
+            for (nid, vector) in u.nids.iter().zip(u.data.chunks_exact(dim.max(1))) {
+                score(*nid, vector);
+            }
+            return Ok(());
+        }
+        let mut u = Unindexed { generation, dim, nids: Vec::new(), data: Vec::new() };
+        let mut keep = true;
+        read.scan_unindexed_vectors(&mut |nid, vector| {
+            score(nid, vector);
+            if !keep {
+                return;
+            }
+            if u.nids.len() >= MAX_CACHED_UNINDEXED {
+                keep = false;
+                u.nids = Vec::new();
+                u.data = Vec::new();
+                return;
+            }
+            u.nids.push(nid);
+            u.data.extend_from_slice(vector);
+        })?;
+        // Vectors of another dimension are refused at write time; a copy that does not divide
+        // into rows is not kept.
+        if keep
+            && u.data.len() == u.nids.len() * dim
+            && cached.as_ref().is_none_or(|c| c.generation <= generation)
+        {
+            *cached = Some(Arc::new(u));
+        }
+        Ok(())
     }
 
     /// The probed lists for `query`, from the cache or the store (none before a first build).
@@ -262,59 +325,46 @@ pub(crate) fn nearest(
             got: query.len(),
         }));
     }
-    // Each candidate's exact score, and its key if it came with one (indexed candidates get
-    // theirs below, only if kept).
-    let mut scored: BTreeMap<i64, (Option<NodeKey>, f32)> = BTreeMap::new();
+    // Scores by nid (a vector re-written since the build is both a stale list entry and an
+    // unindexed vector, with one score); keys are read only for the best `k`.
+    let mut scored: BTreeMap<i64, f32> = BTreeMap::new();
     let blobs = cache.probe(read, dim, query, options.nprobe)?;
     if !blobs.is_empty() {
         let views: Vec<ListView<'_>> = blobs.iter().map(|b| b.view()).collect();
         let approx = ctxgraph_ann::scan(query, &views, options.candidates.max(k))?;
         let ids: Vec<i64> = approx.iter().map(|(id, _)| *id).collect();
         // Re-rank exactly; a candidate whose vector is gone (deleted since the build) drops out.
-        for (nid, vector) in read.vector_data_of(&ids)? {
-            scored.insert(nid, (None, ctxgraph_ann::dot_f32(query, &vector)));
-        }
+        read.scan_vectors_of(&ids, &mut |nid, vector| {
+            scored.insert(nid, ctxgraph_ann::dot_f32(query, vector));
+        })?;
     }
     // Vectors written since the build are scored as they are read, keeping only the best `k`:
     // every reader runs this on every search, so holding them all cost the server a copy of
     // them per search in flight.
-    let mut unindexed: Vec<(i64, NodeKey, f32)> = Vec::new();
+    let mut unindexed: Vec<(i64, f32)> = Vec::new();
     let keep = k.saturating_mul(2).max(64);
-    read.scan_unindexed_vectors(&mut |v| {
-        let score = ctxgraph_ann::dot_f32(query, &v.vector);
-        unindexed.push((v.nid, v.key, score));
+    cache.each_unindexed(read, dim, &mut |nid, vector| {
+        unindexed.push((nid, ctxgraph_ann::dot_f32(query, vector)));
         if unindexed.len() > keep {
-            best_first(&mut unindexed, k);
+            best_scores(&mut unindexed, k);
         }
     })?;
-    for (nid, key, score) in unindexed {
-        scored.insert(nid, (Some(key), score));
-    }
-    let mut ranked: Vec<(i64, Option<NodeKey>, f32)> =
-        scored.into_iter().map(|(nid, (key, score))| (nid, key, score)).collect();
-    ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
-    // The best `k` whose node exists, reading keys a window at a time: a vector whose node is
-    // gone is passed over and the next one takes its place.
-    let mut out = Vec::with_capacity(k.min(ranked.len()));
-    let mut rest = ranked.into_iter().peekable();
-    while out.len() < k && rest.peek().is_some() {
-        let window: Vec<(i64, Option<NodeKey>, f32)> = rest.by_ref().take(k - out.len()).collect();
-        let missing: Vec<i64> =
-            window.iter().filter(|(_, key, _)| key.is_none()).map(|(nid, _, _)| *nid).collect();
-        let mut keys: BTreeMap<i64, NodeKey> = read.node_keys(&missing)?.into_iter().collect();
-        for (nid, key, score) in window {
-            if let Some(key) = key.or_else(|| keys.remove(&nid)) {
-                out.push((key, score));
-            }
-        }
-    }
-    Ok(out)
+    scored.extend(unindexed);
+    let mut ranked: Vec<(i64, f32)> = scored.into_iter().collect();
+    best_scores(&mut ranked, k);
+    // A vector is deleted with its node, in one transaction, so every nid here has a key.
+    let nids: Vec<i64> = ranked.iter().map(|(nid, _)| *nid).collect();
+    let keys: BTreeMap<i64, NodeKey> = read.node_keys(&nids)?.into_iter().collect();
+    Ok(ranked
+        .into_iter()
+        .filter_map(|(nid, score)| Some((keys.get(&nid)?.clone(), score)))
+        .collect())
 }
 
-/// Sort `(nid, key, score)` best first (ties by nid, a total order, so which `k` survive does
-/// not depend on the order they came in) and keep the first `k`.
-fn best_first(ranked: &mut Vec<(i64, NodeKey, f32)>, k: usize) {
-    ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+/// Sort `(nid, score)` best first (ties by nid, a total order, so which `k` survive does not
+/// depend on the order they came in) and keep the first `k`.
+fn best_scores(ranked: &mut Vec<(i64, f32)>, k: usize) {
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked.truncate(k);
 }
 
@@ -483,5 +533,51 @@ mod tests {
                 exact.iter().take(k).map(|(_, key, s)| (key.clone(), *s)).collect();
             assert_eq!(found, want, "k {k}");
         }
+    }
+
+    #[test]
+    fn a_shared_copy_of_the_unindexed_vectors_follows_every_change() {
+        let (_dir, mut store) = store(50);
+        let cache = IndexCache::default();
+        let query: Vec<f32> = (0..DIM).map(|d| if d == 2 { 1.0 } else { 0.0 }).collect();
+        let search = |store: &Embedded| {
+            let r = store.begin_read().unwrap();
+            let found = super::nearest(&r, &cache, &query, 5, SearchParams::default()).unwrap();
+            // What a search with nothing cached finds.
+            let fresh =
+                super::nearest(&r, &IndexCache::default(), &query, 5, SearchParams::default())
+                    .unwrap();
+            assert_eq!(found, fresh);
+            found
+        };
+        let before = search(&store);
+        assert_eq!(search(&store), before, "the cached copy answers alike");
+        // A new vector nearest to the query, then an old one rewritten nearer still, then the
+        // nearest deleted: each commit is seen by the next search.
+        let mut w = store.begin_write().unwrap();
+        let new = NodeKey::new("Event", "new");
+        w.put_node(&Node { key: new.clone(), props: Properties::new() }).unwrap();
+        let far_above: Vec<f32> = query.iter().map(|x| x * 3.0).collect();
+        w.put_vector(&new, &far_above).unwrap();
+        w.commit().unwrap();
+        assert_eq!(search(&store)[0].0, new);
+        let mut w = store.begin_write().unwrap();
+        let old = NodeKey::new("Event", "e00001");
+        let mut nearer = query.clone();
+        nearer[2] = 5.0;
+        w.put_vector(&old, &nearer).unwrap();
+        w.commit().unwrap();
+        assert_eq!(search(&store)[0].0, old);
+        let mut w = store.begin_write().unwrap();
+        w.delete_node(&old).unwrap();
+        w.commit().unwrap();
+        assert_eq!(search(&store)[0].0, new);
+        // Within a write transaction, its own changes are seen too.
+        let mut w = store.begin_write().unwrap();
+        let newest = NodeKey::new("Event", "newest");
+        w.put_node(&Node { key: newest.clone(), props: Properties::new() }).unwrap();
+        w.put_vector(&newest, &nearer).unwrap();
+        let found = super::nearest(&w, &cache, &query, 5, SearchParams::default()).unwrap();
+        assert_eq!(found[0].0, newest);
     }
 }

@@ -218,6 +218,7 @@ impl Embedded {
             nodes: RefCell::new(HashMap::new()),
             nids: RefCell::new(HashMap::new()),
             any_pending: Cell::new(None),
+            vectors_changed: Cell::new(false),
         })
     }
 
@@ -360,6 +361,10 @@ pub struct EmbeddedWrite<'a> {
     /// Whether any edge may be parked: when none is, a new node has nothing to complete and the
     /// lookup is skipped. `None` until first asked.
     any_pending: Cell<Option<bool>>,
+    /// Whether this transaction changed the vectors table since the vector generation was last
+    /// bumped: bumped once at commit (or before a read of it in this transaction), not once
+    /// per vector.
+    vectors_changed: Cell<bool>,
 }
 
 /// Cached nodes (or node ids) that force a flush, bounding the caches' memory.
@@ -437,8 +442,23 @@ impl EmbeddedWrite<'_> {
     pub fn commit(self) -> Result<(), StoreError> {
         self.flush_nodes()?;
         self.tx.execute_batch(BUMP_GRAPH_GENERATION)?;
+        self.bump_vector_generation()?;
         self.tx.commit()?;
         Ok(())
+    }
+
+    /// Bump the vector generation if this transaction changed a vector since the last bump.
+    fn bump_vector_generation(&self) -> Result<(), StoreError> {
+        if self.vectors_changed.replace(false) {
+            self.tx.execute_batch(BUMP_VECTOR_GENERATION)?;
+        }
+        Ok(())
+    }
+
+    /// [`GraphReader::vector_generation`], with this transaction's changes counted.
+    fn vector_generation_now(&self) -> Result<u64, StoreError> {
+        self.bump_vector_generation()?;
+        meta_counter(&self.tx, "vector_generation")
     }
 
     fn flush_nodes(&self) -> Result<(), StoreError> {
@@ -508,6 +528,38 @@ impl EmbeddedWrite<'_> {
         Ok(Some(Node { key: key.clone(), props: props_from(&props)? }))
     }
 
+    /// [`GraphReader::node_props_named`]: the write path is not hot, so it decodes whole nodes
+    /// (its write-back cache may hold a newer version than the table).
+    fn load_node_named(
+        &self,
+        key: &NodeKey,
+        names: &[&str],
+    ) -> Result<Option<Properties>, StoreError> {
+        Ok(self.load_node(key)?.map(|mut n| {
+            n.props.retain(|k, _| names.contains(&k.as_str()));
+            n.props
+        }))
+    }
+
+    /// [`GraphReader::heaviest_neighbours`]: each far endpoint read through the write-back
+    /// cache, which may hold a newer version than the table.
+    fn heaviest_neighbours_named(
+        &self,
+        key: &NodeKey,
+        weight: &dyn Fn(&str, bool) -> f64,
+        limit: usize,
+        names: &[&str],
+    ) -> Result<Vec<(NodeKey, Properties)>, StoreError> {
+        let mut out = Vec::new();
+        for (_, edge, outgoing) in graph_heaviest_edges(&self.tx, key, weight, limit)? {
+            let far = if outgoing { edge.key.to } else { edge.key.from };
+            if let Some(props) = self.load_node_named(&far, names)? {
+                out.push((far, props));
+            }
+        }
+        Ok(out)
+    }
+
     /// Reads that scan the node table see every node written so far.
     fn before_scan(&self) -> Result<(), StoreError> {
         self.flush_nodes()
@@ -562,9 +614,51 @@ impl EmbeddedRead<'_> {
         row.map(|(_, props)| Ok(Node { key: key.clone(), props: props_from(&props)? })).transpose()
     }
 
+    fn vector_generation_now(&self) -> Result<u64, StoreError> {
+        meta_counter(&self.tx, "vector_generation")
+    }
+
+    fn load_node_named(
+        &self,
+        key: &NodeKey,
+        names: &[&str],
+    ) -> Result<Option<Properties>, StoreError> {
+        let mut st = self.tx.prepare_cached(NODE_BY_KEY_SQL)?;
+        let mut rows = st.query(params![key.label, key.id])?;
+        let Some(row) = rows.next()? else { return Ok(None) };
+        let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        props_named(text, names).map(Some)
+    }
+
+    fn heaviest_neighbours_named(
+        &self,
+        key: &NodeKey,
+        weight: &dyn Fn(&str, bool) -> f64,
+        limit: usize,
+        names: &[&str],
+    ) -> Result<Vec<(NodeKey, Properties)>, StoreError> {
+        graph_heaviest_neighbours(&self.tx, key, weight, limit, names)
+    }
+
     fn before_scan(&self) -> Result<(), StoreError> {
         Ok(())
     }
+}
+
+/// The properties among `names` of an encoded property object ([`props_to`]'s JSON, which
+/// writes keys unescaped): decoded only when one of the names occurs in the text as a quoted
+/// string, so the common node, which has none of them, costs a text search instead of a decode.
+fn props_named(text: &str, names: &[&str]) -> Result<Properties, StoreError> {
+    let quoted = |name: &str| {
+        text.match_indices(name)
+            .any(|(i, _)| text[..i].ends_with('"') && text[i + name.len()..].starts_with('"'))
+    };
+    if !names.iter().any(|n| quoted(n)) {
+        return Ok(Properties::new());
+    }
+    let mut props = props_from(text)?;
+    props.retain(|k, _| names.contains(&k.as_str()));
+    Ok(props)
 }
 
 // ---------------------------------------------------------------- shared read implementation
@@ -763,12 +857,20 @@ fn graph_vectors_page(
 
 fn graph_scan_unindexed_vectors(
     c: &Connection,
-    visit: &mut dyn FnMut(StoredVector),
+    visit: &mut dyn FnMut(i64, &[f32]),
 ) -> Result<(), StoreError> {
-    let mut st = c.prepare_cached(&format!("{VECTOR_JOIN} WHERE v.list IS NULL ORDER BY v.nid"))?;
+    // No join with the nodes and one buffer for every row: a search keeps a few of these
+    // vectors, so only their keys are read (every reader runs this on every search).
+    let mut st =
+        c.prepare_cached("SELECT nid, data FROM vectors WHERE list IS NULL ORDER BY nid")?;
     let mut rows = st.query([])?;
+    let mut vector = Vec::new();
     while let Some(row) = rows.next()? {
-        visit(vector_row(row)?);
+        let nid: i64 = row.get(0)?;
+        let bytes = row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
+        vector.clear();
+        vector.extend(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+        visit(nid, &vector);
     }
     Ok(())
 }
@@ -796,17 +898,25 @@ fn graph_vectors_of(c: &Connection, nids: &[i64]) -> Result<Vec<StoredVector>, S
     Ok(out)
 }
 
-fn graph_vector_data_of(c: &Connection, nids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, StoreError> {
-    // One lookup per id in the vectors table alone: a re-rank reads the nodes' keys only for
-    // the candidates it keeps, one page read fewer for each of the others.
+fn graph_scan_vectors_of(
+    c: &Connection,
+    nids: &[i64],
+    visit: &mut dyn FnMut(i64, &[f32]),
+) -> Result<(), StoreError> {
     let mut st = c.prepare_cached("SELECT data FROM vectors WHERE nid = ?1")?;
-    let mut out = Vec::with_capacity(nids.len());
+    let mut vector = Vec::new();
     for &nid in nids {
-        if let Some(data) = st.query_row(params![nid], |r| r.get::<_, Vec<u8>>(0)).optional()? {
-            out.push((nid, f32s(&data)));
+        let mut rows = st.query(params![nid])?;
+        if let Some(row) = rows.next()? {
+            let bytes = row.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?;
+            vector.clear();
+            vector.extend(
+                bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+            visit(nid, &vector);
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A counter in meta (an index generation), 0 before its first bump.
@@ -817,6 +927,11 @@ fn meta_counter(c: &Connection, key: &str) -> Result<u64, StoreError> {
         .optional()?;
     Ok(v.map_or(0, position))
 }
+
+/// Bump the vector generation: every change of the vectors table (a vector written or deleted,
+/// the index's list of one set or cleared) is followed by one before its transaction commits.
+const BUMP_VECTOR_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('vector_generation', 1)
+     ON CONFLICT (key) DO UPDATE SET value = value + 1;";
 
 /// Bump the vector index generation (every change of the index goes through here).
 const BUMP_ANN_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('ann_generation', 1)
@@ -1101,54 +1216,140 @@ fn graph_heaviest_edges(
     limit: usize,
 ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
     let groups = graph_edge_groups(c, key, limit, &|ty, out| weight(ty, out) > 0.0)?;
+    Ok(heaviest_of(groups, weight, limit))
+}
+
+/// The far endpoints of [`graph_heaviest_edges`]'s edges, in its order, each with its
+/// properties among `names` only: one joined read, with no edge properties decoded.
+fn graph_heaviest_neighbours(
+    c: &Connection,
+    key: &NodeKey,
+    weight: &dyn Fn(&str, bool) -> f64,
+    limit: usize,
+    names: &[&str],
+) -> Result<Vec<(NodeKey, Properties)>, StoreError> {
+    let keep = |ty: &str, out: bool| weight(ty, out) > 0.0;
+    let groups = edge_groups_by(c, key, limit, &keep, near_nodes_sql, &mut |row, _| {
+        let other = NodeKey { label: row.get(1)?, id: row.get(2)? };
+        let props = props_named(row.get_ref(3)?.as_str().map_err(rusqlite::Error::from)?, names)?;
+        Ok((row.get(0)?, (other, props)))
+    })?;
+    Ok(heaviest_of(groups, weight, limit).into_iter().map(|(_, far, _)| far).collect())
+}
+
+/// The first `limit` items of `groups` taken in [`crate::heaviest_order`] under `weight`, as
+/// `(weight, item, outgoing)`.
+fn heaviest_of<T>(
+    groups: Vec<EdgeGroup<T>>,
+    weight: &dyn Fn(&str, bool) -> f64,
+    limit: usize,
+) -> Vec<(f64, T, bool)> {
     let order = crate::heaviest_order(&groups, weight);
-    let mut groups: Vec<Option<EdgeGroup>> = groups.into_iter().map(Some).collect();
+    let mut groups: Vec<Option<EdgeGroup<T>>> = groups.into_iter().map(Some).collect();
     let mut found = Vec::new();
     for (w, i) in order {
         let Some(group) = groups.get_mut(i).and_then(Option::take) else { continue };
-        for edge in group.edges {
+        for item in group.edges {
             if found.len() >= limit {
-                return Ok(found);
+                return found;
             }
-            found.push((w, edge, group.out));
+            found.push((w, item, group.out));
         }
     }
-    Ok(found)
+    found
 }
 
 /// The groups of a node's edges (one type, one direction) for which `keep(type, outgoing)`
 /// holds, outgoing first and by type, each with its first `limit` edges in index order (by the
-/// far endpoint's nid, then qualifier) and its full count.
+/// far endpoint's nid, then qualifier) and its degree counted up to `limit + 1`.
 fn graph_edge_groups(
     c: &Connection,
     key: &NodeKey,
     limit: usize,
     keep: &dyn Fn(&str, bool) -> bool,
 ) -> Result<Vec<EdgeGroup>, StoreError> {
+    edge_groups_by(c, key, limit, keep, near_edges_sql, &mut |row, out| {
+        let edge_type: String = row.get(0)?;
+        let other = NodeKey { label: row.get(1)?, id: row.get(2)? };
+        let (from, to) = if out { (key.clone(), other) } else { (other, key.clone()) };
+        let qualifier = row.get(3)?;
+        let props = props_from(row.get_ref(4)?.as_str().map_err(rusqlite::Error::from)?)?;
+        Ok((edge_type.clone(), Edge { key: EdgeKey { from, edge_type, to, qualifier }, props }))
+    })
+}
+
+/// [`near_edges_sql`] reading the far endpoint's properties instead of the edge's.
+fn near_nodes_sql(out: bool, typed: bool, limited: bool) -> String {
+    let (near, far) = if out { ("from_nid", "to_nid") } else { ("to_nid", "from_nid") };
+    let typed = if typed { "AND e.edge_type = ?2" } else { "" };
+    let limited = if limited { "LIMIT ?3" } else { "" };
+    format!(
+        "SELECT e.edge_type, n.label, n.id, n.props
+         FROM edges e JOIN nodes n ON n.nid = e.{far}
+         WHERE e.{near} = ?1 {typed} ORDER BY e.edge_type, e.{far}, e.qualifier {limited}"
+    )
+}
+
+/// A row of a [`near_edges_sql`]-shaped statement (`out`: the near endpoint is its source) as
+/// its edge type and what the caller makes of it.
+type NearRow<'r, T> = dyn FnMut(&Row<'_>, bool) -> Result<(String, T), StoreError> + 'r;
+
+/// The groups of [`graph_edge_groups`], read by statements `sql(out, typed, limited)` whose
+/// first column is the edge type and whose rows come in index order, each row made into a `T`
+/// by `row`.
+fn edge_groups_by<T>(
+    c: &Connection,
+    key: &NodeKey,
+    limit: usize,
+    keep: &dyn Fn(&str, bool) -> bool,
+    sql: fn(bool, bool, bool) -> String,
+    row: &mut NearRow<'_, T>,
+) -> Result<Vec<EdgeGroup<T>>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(Vec::new()) };
+    let first = sql_int(limit.saturating_add(1) as u64);
     let mut groups = Vec::new();
     for (out, near) in [(true, "from_nid"), (false, "to_nid")] {
-        // The index lists a node's edges by type, so this covering pass reads each type once
-        // per edge but nothing else.
-        let mut st = c.prepare_cached(&format!("SELECT edge_type FROM edges WHERE {near} = ?1"))?;
+        // The index lists a node's edges by type: a covering pass over the first `limit + 1`
+        // counts every type of a direction with at most `limit` edges; past that, the other
+        // types are found by one seek each (a busy entity has hundreds of thousands of
+        // REFERENCES and few types), and each is read up to `limit + 1` below.
+        let mut st = c.prepare_cached(&format!(
+            "SELECT edge_type FROM edges WHERE {near} = ?1 ORDER BY edge_type LIMIT ?2"
+        ))?;
         let mut degree = 0usize;
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-        for ty in st.query_map(params![nid], |r| r.get::<_, String>(0))? {
+        for ty in st.query_map(params![nid, first], |r| r.get::<_, String>(0))? {
             degree += 1;
             *counts.entry(ty?).or_default() += 1;
+        }
+        let busy = degree > limit;
+        if busy {
+            let mut next = c.prepare_cached(&format!(
+                "SELECT edge_type FROM edges WHERE {near} = ?1 AND edge_type > ?2
+                 ORDER BY edge_type LIMIT 1"
+            ))?;
+            let mut after = counts.keys().next_back().cloned();
+            while let Some(last) = after {
+                after = next.query_row(params![nid, last], |r| r.get::<_, String>(0)).optional()?;
+                if let Some(ty) = &after {
+                    counts.insert(ty.clone(), 0);
+                }
+            }
         }
         counts.retain(|ty, _| keep(ty, out));
         if counts.is_empty() {
             continue;
         }
-        if degree <= limit {
+        if !busy {
             // One read of the whole direction (at most `limit` edges) gives what one read per
-            // type would: the edges by type, each type's in index order.
-            let mut st = c.prepare_cached(&near_edges_sql(out, false, false))?;
-            let mut by_type: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
-            for edge in near_edges(&mut st, params![nid], key, out)? {
-                if counts.contains_key(&edge.key.edge_type) {
-                    by_type.entry(edge.key.edge_type.clone()).or_default().push(edge);
+            // type would: the items by type, each type's in index order.
+            let mut st = c.prepare_cached(&sql(out, false, false))?;
+            let mut rows = st.query(params![nid])?;
+            let mut by_type: BTreeMap<String, Vec<T>> = BTreeMap::new();
+            while let Some(r) = rows.next()? {
+                let (ty, item) = row(r, out)?;
+                if counts.contains_key(&ty) {
+                    by_type.entry(ty).or_default().push(item);
                 }
             }
             for (edge_type, degree) in counts {
@@ -1156,11 +1357,17 @@ fn graph_edge_groups(
                 groups.push(EdgeGroup { out, edge_type, degree, edges });
             }
         } else {
-            for (edge_type, degree) in counts {
-                // In index order: by the far endpoint's nid, then qualifier.
-                let mut st = c.prepare_cached(&near_edges_sql(out, true, true))?;
-                let edges =
-                    near_edges(&mut st, params![nid, edge_type, sql_int(limit as u64)], key, out)?;
+            for edge_type in counts.into_keys() {
+                // In index order: by the far endpoint's nid, then qualifier; one past `limit`
+                // tells whether there are more.
+                let mut st = c.prepare_cached(&sql(out, true, true))?;
+                let mut rows = st.query(params![nid, edge_type, first])?;
+                let mut edges = Vec::new();
+                while let Some(r) = rows.next()? {
+                    edges.push(row(r, out)?.1);
+                }
+                let degree = edges.len();
+                edges.truncate(limit);
                 groups.push(EdgeGroup { out, edge_type, degree, edges });
             }
         }
@@ -1375,6 +1582,13 @@ macro_rules! impl_readers {
             fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
                 self.exists(key)
             }
+            fn node_props_named(
+                &self,
+                key: &NodeKey,
+                names: &[&str],
+            ) -> Result<Option<Properties>, StoreError> {
+                self.load_node_named(key, names)
+            }
             fn existing_ids(&self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
                 graph_existing_ids(&self.tx, label, ids)
             }
@@ -1492,6 +1706,15 @@ macro_rules! impl_readers {
             fn graph_generation(&self) -> Result<u64, StoreError> {
                 meta_counter(&self.tx, "graph_generation")
             }
+            fn heaviest_neighbours(
+                &self,
+                key: &NodeKey,
+                weight: &dyn Fn(&str, bool) -> f64,
+                limit: usize,
+                names: &[&str],
+            ) -> Result<Vec<(NodeKey, Properties)>, StoreError> {
+                self.heaviest_neighbours_named(key, weight, limit, names)
+            }
             fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError> {
                 graph_text_terms(&self.tx, text)
             }
@@ -1537,7 +1760,7 @@ macro_rules! impl_readers {
             }
             fn scan_unindexed_vectors(
                 &self,
-                visit: &mut dyn FnMut(StoredVector),
+                visit: &mut dyn FnMut(i64, &[f32]),
             ) -> Result<(), StoreError> {
                 graph_scan_unindexed_vectors(&self.tx, visit)
             }
@@ -1547,11 +1770,18 @@ macro_rules! impl_readers {
             fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
                 graph_vectors_of(&self.tx, nids)
             }
-            fn vector_data_of(&self, nids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, StoreError> {
-                graph_vector_data_of(&self.tx, nids)
+            fn scan_vectors_of(
+                &self,
+                nids: &[i64],
+                visit: &mut dyn FnMut(i64, &[f32]),
+            ) -> Result<(), StoreError> {
+                graph_scan_vectors_of(&self.tx, nids, visit)
             }
             fn ann_generation(&self) -> Result<u64, StoreError> {
                 meta_counter(&self.tx, "ann_generation")
+            }
+            fn vector_generation(&self) -> Result<u64, StoreError> {
+                self.vector_generation_now()
             }
             fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError> {
                 graph_ann_centroids(&self.tx)
@@ -1752,6 +1982,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         tx.execute(&format!("DELETE FROM edges WHERE from_nid IN ({doomed})"), params![label])?;
         tx.execute(&format!("DELETE FROM edges WHERE to_nid IN ({doomed})"), params![label])?;
         tx.execute(&format!("DELETE FROM vectors WHERE nid IN ({doomed})"), params![label])?;
+        self.vectors_changed.set(true);
         tx.execute(&format!("DELETE FROM text_index WHERE rowid IN ({doomed})"), params![label])?;
         let n = tx.execute("DELETE FROM nodes WHERE label = ?1", params![label])?;
         Ok(n as u64)
@@ -1792,6 +2023,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.tx
             .prepare_cached("INSERT OR REPLACE INTO vectors (nid, data) VALUES (?1, ?2)")?
             .execute(params![nid, bytes])?;
+        self.vectors_changed.set(true);
         Ok(())
     }
 
@@ -1804,6 +2036,7 @@ impl GraphStore for EmbeddedWrite<'_> {
     }
 
     fn clear_enrichment(&mut self) -> Result<(), StoreError> {
+        self.vectors_changed.set(true);
         self.tx.execute_batch(CLEAR_TEXT_INDEX)?;
         self.tx.execute_batch(BUMP_TEXT_GENERATION)?;
         self.tx.execute_batch(
@@ -1836,6 +2069,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         tx.prepare_cached("DELETE FROM edges WHERE from_nid = ?1")?.execute(params![nid])?;
         tx.prepare_cached("DELETE FROM edges WHERE to_nid = ?1")?.execute(params![nid])?;
         tx.prepare_cached("DELETE FROM vectors WHERE nid = ?1")?.execute(params![nid])?;
+        self.vectors_changed.set(true);
         tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?.execute(params![nid])?;
         tx.prepare_cached("DELETE FROM nodes WHERE nid = ?1")?.execute(params![nid])?;
         Ok(true)
@@ -1873,6 +2107,7 @@ impl GraphStore for EmbeddedWrite<'_> {
             "DELETE FROM ann_lists; DELETE FROM meta WHERE key = 'ann_centroids';
              UPDATE vectors SET list = NULL WHERE list IS NOT NULL;",
         )?;
+        self.vectors_changed.set(true);
         self.tx.execute_batch(BUMP_ANN_GENERATION)?;
         Ok(())
     }
@@ -1898,6 +2133,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.tx
             .prepare_cached("UPDATE vectors SET list = ?1 WHERE nid = ?2")?
             .execute(params![list, nid])?;
+        self.vectors_changed.set(true);
         Ok(())
     }
 

@@ -21,7 +21,7 @@
 mod embedded;
 mod error;
 
-use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 
 pub use embedded::{
@@ -39,7 +39,8 @@ pub struct EdgeGroup<E = Edge> {
     pub out: bool,
     /// The edge type.
     pub edge_type: String,
-    /// How many such edges the node has (`edges` may hold fewer).
+    /// How many such edges the node has, counted up to one past the limit the group was read
+    /// with (`edges` may hold fewer: more than `edges.len()` means the node has more).
     pub degree: usize,
     /// The first edges, in index order.
     pub edges: Vec<E>,
@@ -186,6 +187,14 @@ pub trait GraphReader {
     fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError>;
     /// Whether a node exists (without decoding its properties).
     fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError>;
+    /// A node's properties among `names` only (`None`: no such node), for checks that read a
+    /// few properties of many nodes (the access policy's): a backend may skip decoding the
+    /// rest.
+    fn node_props_named(
+        &self,
+        key: &NodeKey,
+        names: &[&str],
+    ) -> Result<Option<Properties>, StoreError>;
     /// Which of `ids` are ids of nodes of `label`, in the order given, without reading the
     /// nodes: one lookup for many candidate keys, most of them absent (the names a question
     /// might mention).
@@ -279,6 +288,16 @@ pub trait GraphReader {
     fn edge_groups(&self, key: &NodeKey, limit: usize) -> Result<Vec<EdgeGroup>, StoreError>;
     /// A number that changes with every committed write transaction (for caches of the graph).
     fn graph_generation(&self) -> Result<u64, StoreError>;
+    /// The other endpoints of [`GraphReader::heaviest_edges`]'s edges, in its order, each with
+    /// its properties among `names` only (as [`GraphReader::node_props_named`]): for checks
+    /// of a node's neighbours that read a few of their properties.
+    fn heaviest_neighbours(
+        &self,
+        key: &NodeKey,
+        weight: &dyn Fn(&str, bool) -> f64,
+        limit: usize,
+        names: &[&str],
+    ) -> Result<Vec<(NodeKey, Properties)>, StoreError>;
     /// The full-text terms of `text` (tokenized and stemmed as the index does), deduplicated,
     /// in term order.
     fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError>;
@@ -308,21 +327,26 @@ pub trait GraphReader {
     /// Stored vectors with `nid > after`, in nid order, at most `limit` (for index builds).
     fn vectors_page(&self, after: i64, limit: usize) -> Result<Vec<StoredVector>, StoreError>;
     /// Visit the vectors written since the vector index was last built, in nid order, one at a
-    /// time (a search scores them as they come rather than holding them all).
-    fn scan_unindexed_vectors(&self, visit: &mut dyn FnMut(StoredVector))
-    -> Result<(), StoreError>;
+    /// time as `(nid, vector)` (a search scores them as they come rather than holding them
+    /// all, and reads the node keys of the few it keeps with [`GraphReader::node_keys`]).
+    fn scan_unindexed_vectors(&self, visit: &mut dyn FnMut(i64, &[f32])) -> Result<(), StoreError>;
     /// How many vectors are stored, and how many of them are not in the vector index yet.
     fn vector_counts(&self) -> Result<(u64, u64), StoreError>;
     /// The stored vectors of these nids, in the order given; ids with no vector are skipped.
     fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError>;
-    /// [`GraphReader::vectors_of`] without the node keys, as `(nid, vector)`: a re-rank reads
-    /// the vectors of all its candidates and the keys ([`GraphReader::node_keys`]) only of those
-    /// it keeps. A store may return a vector whose node is gone; `node_keys` then skips it.
-    fn vector_data_of(&self, nids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, StoreError> {
-        Ok(self.vectors_of(nids)?.into_iter().map(|v| (v.nid, v.vector)).collect())
-    }
+    /// Visit the stored vectors of these nids as `(nid, vector)`, in the order given; ids with
+    /// no vector are skipped (a search re-ranking candidates, which keeps few of them).
+    fn scan_vectors_of(
+        &self,
+        nids: &[i64],
+        visit: &mut dyn FnMut(i64, &[f32]),
+    ) -> Result<(), StoreError>;
     /// A number that changes whenever the vector index is rebuilt or dropped (for caches).
     fn ann_generation(&self) -> Result<u64, StoreError>;
+    /// A number that changes with every committed change of the stored vectors (a vector
+    /// written or deleted, or moved in or out of the vector index), and, within a write
+    /// transaction, before a read that follows such a change (for caches of vectors).
+    fn vector_generation(&self) -> Result<u64, StoreError>;
     /// The vector index's centroids blob, if an index was built.
     fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError>;
     /// One inverted list of the vector index, if it exists.

@@ -29,6 +29,7 @@ use ctxgraph_projection::{MEMORY_SESSION, OUTCOME, RECEIPT, TOPIC};
 use ctxgraph_store::GraphReader;
 
 use super::Reader;
+use crate::access::SCOPE_PROPS;
 use crate::error::Error;
 
 /// Most `SUMMARIZES` edges read under one summary, all levels together.
@@ -58,6 +59,11 @@ const ENTITY_SOURCES: [(&str, bool); 8] = [
     ("HAS_SLOT", true),
     ("INSTANCE_OF", true),
 ];
+
+/// The weight of an edge by which a record names an entity ([`ENTITY_SOURCES`]): 1, else 0.
+fn naming(edge_type: &str, outgoing: bool) -> f64 {
+    if ENTITY_SOURCES.iter().any(|&(s, o)| s == edge_type && o == outgoing) { 1.0 } else { 0.0 }
+}
 
 /// What a bounded walk under a summary found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +115,7 @@ impl Reader<'_> {
                 self.walk_summary(target, budget, depth + 1)?
             } else {
                 // A summarised event that is gone (forgotten, archived) quotes nothing any more.
-                match self.snap.read.node(target)? {
+                match self.scope_of(target)? {
                     Some(n) if self.who.allows(&n).is_err() => Walk::Hidden,
                     Some(_) | None => Walk::Visible,
                 }
@@ -207,21 +213,32 @@ impl Reader<'_> {
     }
 
     /// Up to `limit` nodes at the far end of `key`'s edges that `weight` (edge type, outgoing)
-    /// gives a positive weight, heaviest first, read by seeks that stop at the limit.
+    /// gives a positive weight, heaviest first, read by seeks that stop at the limit; each with
+    /// its scope properties only ([`SCOPE_PROPS`]), which is all the policy reads of them.
     fn joined(
         &self,
         key: &NodeKey,
         weight: &dyn Fn(&str, bool) -> f64,
         limit: usize,
     ) -> Result<Vec<Node>, Error> {
-        let mut out = Vec::new();
-        for (_, edge, outgoing) in self.snap.read.heaviest_edges(key, weight, limit)? {
-            let other = if outgoing { &edge.key.to } else { &edge.key.from };
-            if let Some(n) = self.snap.read.node(other)? {
-                out.push(n);
-            }
-        }
-        Ok(out)
+        Ok(self
+            .snap
+            .read
+            .heaviest_neighbours(key, weight, limit, &SCOPE_PROPS)?
+            .into_iter()
+            .map(|(key, props)| Node { key, props })
+            .collect())
+    }
+
+    /// A node with only the properties the policy reads ([`SCOPE_PROPS`]), if it exists: the
+    /// sources of a derived node are checked by the policy alone, and decoding whole events
+    /// (their payloads) was most of the cost of deciding an entity.
+    pub(super) fn scope_of(&self, key: &NodeKey) -> Result<Option<Node>, Error> {
+        Ok(self
+            .snap
+            .read
+            .node_props_named(key, &SCOPE_PROPS)?
+            .map(|props| Node { key: key.clone(), props }))
     }
 
     /// Whether a topic's count and latest decision may be shown: every memory about it (at
@@ -275,9 +292,6 @@ impl Reader<'_> {
 
     /// Up to `limit` records naming an entity, in a stable order.
     fn entity_sources(&self, entity: &NodeKey, limit: usize) -> Result<Vec<Node>, Error> {
-        let naming = |t: &str, out: bool| {
-            if ENTITY_SOURCES.iter().any(|&(s, o)| s == t && o == out) { 1.0 } else { 0.0 }
-        };
         self.joined(entity, &naming, limit)
     }
 

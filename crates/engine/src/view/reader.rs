@@ -382,7 +382,7 @@ impl Reader<'_> {
             if e.key.to.label != "Event" {
                 continue;
             }
-            if let Some(n) = self.snap.read.node(&e.key.to)?
+            if let Some(n) = self.scope_of(&e.key.to)?
                 && self.who.allows(&n).is_err()
             {
                 return Ok(false);

@@ -587,3 +587,83 @@ fn every_commit_changes_the_graph_generation_and_a_rollback_does_not() {
     drop(w);
     assert_eq!(store.begin_read().unwrap().graph_generation().unwrap(), after);
 }
+
+#[test]
+fn named_properties_equal_the_decoded_ones_filtered() {
+    let names = ["scope_audience", "pii_cleared"];
+    let texts = [
+        r#"{}"#,
+        r#"{"session_id":"s1","payload":{"message":"hello"}}"#,
+        r#"{"pii_cleared":false,"session_id":"s1"}"#,
+        // A name inside a value or a longer key: decoded, and nothing of it kept.
+        r#"{"note":"scope_audience","xscope_audience":1,"payload":{"scope_audience":["a"]}}"#,
+        r#"{"payload":{"k":"v"},"scope_audience":["role:ops"]}"#,
+    ];
+    for text in texts {
+        let mut want = super::props_from(text).unwrap();
+        want.retain(|k, _| names.contains(&k.as_str()));
+        assert_eq!(super::props_named(text, &names).unwrap(), want, "{text}");
+    }
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    let key = NodeKey::new("Event", "e1");
+    let mut props = Properties::new();
+    props.insert("pii_cleared".into(), serde_json::json!(true));
+    props.insert("session_id".into(), serde_json::json!("s1"));
+    w.put_node(&Node { key: key.clone(), props }).unwrap();
+    w.commit().unwrap();
+    let r = store.begin_read().unwrap();
+    let got = r.node_props_named(&key, &names).unwrap().unwrap();
+    assert_eq!(
+        got.into_iter().collect::<Vec<_>>(),
+        [("pii_cleared".into(), serde_json::json!(true))]
+    );
+    assert!(r.node_props_named(&NodeKey::new("Event", "e2"), &names).unwrap().is_none());
+}
+
+#[test]
+fn heaviest_neighbours_are_the_far_ends_of_the_heaviest_edges() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    let hub = NodeKey::new("Entity", "tool:search");
+    w.put_node(&Node { key: hub.clone(), props: Properties::new() }).unwrap();
+    for i in 0..30 {
+        let key = NodeKey::new("Event", format!("e{:02}", (i * 7) % 30));
+        let mut props = Properties::new();
+        props.insert("session_id".into(), serde_json::json!("s"));
+        if i % 4 == 0 {
+            props.insert("scope_audience".into(), serde_json::json!(["role:ops"]));
+        }
+        w.put_node(&Node { key: key.clone(), props }).unwrap();
+        let (from, to, ty) = if i % 3 == 0 {
+            (hub.clone(), key, "MENTIONS")
+        } else {
+            (key, hub.clone(), "REFERENCES")
+        };
+        let key = EdgeKey { from, edge_type: ty.into(), to, qualifier: String::new() };
+        w.put_edge(&Edge { key, props: Properties::new() }).unwrap();
+    }
+    w.commit().unwrap();
+    let weight = |t: &str, out: bool| match (t, out) {
+        ("REFERENCES", false) => 1.0,
+        ("MENTIONS", true) => 0.5,
+        _ => 0.0,
+    };
+    let names = ["scope_audience"];
+    let r = store.begin_read().unwrap();
+    for limit in [1, 5, 12, 30, 100] {
+        let want: Vec<(NodeKey, Properties)> = r
+            .heaviest_edges(&hub, &weight, limit)
+            .unwrap()
+            .into_iter()
+            .map(|(_, e, out)| {
+                let far = if out { e.key.to } else { e.key.from };
+                let props = r.node_props_named(&far, &names).unwrap().unwrap();
+                (far, props)
+            })
+            .collect();
+        assert_eq!(r.heaviest_neighbours(&hub, &weight, limit, &names).unwrap(), want, "{limit}");
+    }
+}
