@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use crate::blob::{BlobKind, HEADER};
 use crate::error::Error;
 use crate::nearest::{NearestIndex, Scratch};
-use crate::quant::dot_f32;
+use crate::quant::{dot_f32, dot_wide, quantize, widen};
 
 const BLOB: BlobKind = BlobKind { magic: b"CGAC", version: 1, what: WHAT };
 const WHAT: &str = "centroids";
@@ -34,6 +34,9 @@ pub struct Centroids {
     /// [`probe`]: Centroids::probe
     /// [`nearest`]: Centroids::nearest
     index: OnceLock<NearestIndex>,
+    /// Derived from `data` on the first [`probe`](Centroids::probe): the int8 pass that
+    /// spares a probe most f32 dot products.
+    codes: OnceLock<ProbeCodes>,
 }
 
 impl PartialEq for Centroids {
@@ -79,7 +82,7 @@ impl Centroids {
 
     /// Centroids of checked rows.
     pub(crate) fn new(dim: usize, data: Vec<f32>) -> Centroids {
-        Centroids { dim, data, index: OnceLock::new() }
+        Centroids { dim, data, index: OnceLock::new(), codes: OnceLock::new() }
     }
 
     /// The search structures of [`Centroids::nearest`], built by `threads` threads on first use.
@@ -188,11 +191,127 @@ impl Centroids {
 
     /// The `nprobe` lists whose centroids are nearest to `query`, best first, ties to the lower
     /// list id; all lists if `nprobe` is at least [`len`](Centroids::len).
+    ///
+    /// The answer is the one of scoring every centroid in f32 ([`dot_f32`]), found by scoring
+    /// most of them by int8 codes only: each int8 score is within a proven bound of the f32
+    /// score, so a centroid whose int8 score plus its bound is below the `nprobe`-th best int8
+    /// score minus its bound cannot be among the nearest, and only the others are scored in f32.
     pub fn probe(&self, query: &[f32], nprobe: usize) -> Vec<u32> {
+        let codes = self.codes.get_or_init(|| ProbeCodes::new(self.dim, &self.data));
+        if nprobe == 0 {
+            return Vec::new();
+        }
+        if nprobe >= self.len() || query.len() != self.dim || !codes.usable || !in_range(query) {
+            return self.probe_exhaustive(query, nprobe);
+        }
+        let shortlist = codes.shortlist(query, nprobe);
+        let scored = shortlist.into_iter().map(|j| (dot_f32(query, self.rows_at(j)), j)).collect();
+        best_lists(scored, nprobe)
+    }
+
+    /// [`Centroids::probe`] by scoring every centroid in f32.
+    pub(crate) fn probe_exhaustive(&self, query: &[f32], nprobe: usize) -> Vec<u32> {
         let scored: Vec<(f32, u32)> =
             self.rows().enumerate().map(|(i, c)| (dot_f32(query, c), i as u32)).collect();
         best_lists(scored, nprobe)
     }
+}
+
+/// The centroids' int8 codes for [`Centroids::probe`], with what bounds their error.
+///
+/// A vector `x` quantizes to codes `x̂ = scale × codes` and a residual `x − x̂`. For a query `q`
+/// and a centroid `c`, `q·c = q̂·ĉ + q̂·(c − ĉ) + (q − q̂)·c`, so by Cauchy–Schwarz the int8 score
+/// `q̂·ĉ` is within `‖q̂‖ ‖c − ĉ‖ + ‖q − q̂‖ ‖c‖` of `q·c`; a relative [`ROUNDING`] more covers
+/// the f32 rounding of both scores.
+#[derive(Clone)]
+struct ProbeCodes {
+    /// Codes widened to i16, row-major.
+    wide: Vec<i16>,
+    scales: Vec<f32>,
+    /// `‖c − ĉ‖` of each centroid, rounded up.
+    residuals: Vec<f64>,
+    /// `‖c‖` of each centroid.
+    norms: Vec<f64>,
+    /// Whether every centroid is [`in_range`]: else probes score every centroid in f32.
+    usable: bool,
+}
+
+/// Relative slack for f32 rounding in the bound of [`ProbeCodes`]: a 256-term f32 dot product
+/// in eight-term lanes errs by about 1e-6 of `‖q‖ ‖c‖`; this is a hundred times that.
+const ROUNDING: f64 = 1e-4;
+
+impl ProbeCodes {
+    fn new(dim: usize, data: &[f32]) -> ProbeCodes {
+        let mut codes = Vec::with_capacity(data.len());
+        let mut out = ProbeCodes {
+            wide: Vec::new(),
+            scales: Vec::new(),
+            residuals: Vec::new(),
+            norms: Vec::new(),
+            usable: data.chunks_exact(dim).all(in_range),
+        };
+        for row in data.chunks_exact(dim) {
+            let start = codes.len();
+            let scale = quantize(row, &mut codes);
+            let (residual, norm) = residual_and_norm(row, &codes[start..], scale);
+            out.scales.push(scale);
+            out.residuals.push(residual);
+            out.norms.push(norm);
+        }
+        out.wide = widen(&codes);
+        out
+    }
+
+    /// The centroids that may be among the `nprobe` nearest to `query` by f32 score: a superset
+    /// of them. `query` has the centroids' dimension and finite components; `nprobe` is below
+    /// the number of centroids.
+    fn shortlist(&self, query: &[f32], nprobe: usize) -> Vec<u32> {
+        let dim = query.len();
+        let mut qcodes = Vec::with_capacity(dim);
+        let qscale = quantize(query, &mut qcodes);
+        let (qresidual, qnorm) = residual_and_norm(query, &qcodes, qscale);
+        let qwide = widen(&qcodes);
+        // (lowest, highest) f32 score each centroid may have.
+        let ranges: Vec<(f64, f64)> = self
+            .wide
+            .chunks_exact(dim)
+            .enumerate()
+            .map(|(j, row)| {
+                let approx = f64::from(qscale * self.scales[j] * dot_wide(&qwide, row) as f32);
+                let bound = qnorm * self.residuals[j]
+                    + qresidual * self.norms[j]
+                    + ROUNDING * (qnorm * self.norms[j] + approx.abs())
+                    + UNDERFLOW;
+                (approx - bound, approx + bound)
+            })
+            .collect();
+        // The nprobe-th highest lowest score: that many centroids score at least this.
+        let mut lows: Vec<f64> = ranges.iter().map(|r| r.0).collect();
+        let (_, floor, _) = lows.select_nth_unstable_by(nprobe.max(1) - 1, |a, b| b.total_cmp(a));
+        let floor = *floor;
+        (0u32..).zip(&ranges).filter(|(_, r)| r.1 >= floor).map(|(j, _)| j).collect()
+    }
+}
+
+/// Absolute slack in the bound of [`ProbeCodes`], for products that underflow in f32.
+const UNDERFLOW: f64 = 1e-30;
+
+/// Whether `x`'s components are finite and its length between 1e-10 and 1e15: scores of such
+/// vectors neither overflow nor lose their relative precision to subnormal numbers.
+fn in_range(x: &[f32]) -> bool {
+    let norm2: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+    x.iter().all(|v| v.is_finite()) && (1e-20..=1e30).contains(&norm2)
+}
+
+/// `‖x − scale × codes‖` rounded up, and `‖x‖`, in f64.
+fn residual_and_norm(x: &[f32], codes: &[i8], scale: f32) -> (f64, f64) {
+    let (mut residual, mut norm) = (0.0f64, 0.0f64);
+    for (&v, &c) in x.iter().zip(codes) {
+        let d = f64::from(v) - f64::from(scale) * f64::from(c);
+        residual += d * d;
+        norm += f64::from(v) * f64::from(v);
+    }
+    (residual.sqrt() * (1.0 + 1e-9), norm.sqrt())
 }
 
 /// The `n` best `(score, list)` pairs' lists, best first, ties to the lower list; NaN sorts last.
@@ -292,6 +411,64 @@ mod tests {
             for v in [far, near, on] {
                 assert_eq!(c.nearest(&v), brute_force(&c, &v), "query {q}");
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// The int8 pass never changes a probe: the lists are those of scoring every centroid
+        /// in f32, in the same order. Centroids repeat (exact ties), sit near each other and
+        /// the query, and are unit or not.
+        #[test]
+        fn a_probe_equals_scoring_every_centroid_in_f32(
+            seed in 0u64..u64::MAX, lists in 1usize..300, dim in 1usize..48, nprobe in 0usize..40,
+            unit in proptest::bool::ANY, spread in 0.0f32..1.0,
+        ) {
+            let mut state = seed;
+            let mut next = move || {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            };
+            let centre: Vec<f32> = (0..dim).map(|_| next()).collect();
+            let mut data = Vec::with_capacity(lists * dim);
+            for l in 0..lists {
+                let start = data.len();
+                if l % 5 == 4 {
+                    // A copy of an earlier centroid.
+                    let from = (l / 2) * dim;
+                    data.extend_from_within(from..from + dim);
+                    continue;
+                }
+                data.extend(centre.iter().map(|&c| c + spread * next()));
+                if unit {
+                    crate::quant::normalize(&mut data[start..]);
+                }
+            }
+            let c = Centroids::from_rows(dim, data).unwrap();
+            let mut query: Vec<f32> = centre.iter().map(|&x| x + spread * next()).collect();
+            crate::quant::normalize(&mut query);
+            let nprobe = nprobe.min(lists + 1);
+            proptest::prop_assert_eq!(c.probe(&query, nprobe), c.probe_exhaustive(&query, nprobe));
+            let on = c.get(0).unwrap().to_vec();
+            proptest::prop_assert_eq!(c.probe(&on, nprobe), c.probe_exhaustive(&on, nprobe));
+            let zero = vec![0.0; dim];
+            proptest::prop_assert_eq!(c.probe(&zero, nprobe), c.probe_exhaustive(&zero, nprobe));
+        }
+    }
+
+    #[test]
+    fn extreme_queries_and_centroids_probe_as_f32_scoring_does() {
+        let c = sample();
+        for q in [[f32::NAN, 1.0], [1e30, -1e30], [1e-42, 0.0], [0.6, 0.8]] {
+            for n in 0..5 {
+                assert_eq!(c.probe(&q, n), c.probe_exhaustive(&q, n), "{q:?} {n}");
+            }
+        }
+        let huge = Centroids::from_rows(2, vec![1e30, 0.0, 0.0, 1e-40, 0.5, 0.5]).unwrap();
+        for n in 0..4 {
+            assert_eq!(huge.probe(&[0.6, 0.8], n), huge.probe_exhaustive(&[0.6, 0.8], n));
         }
     }
 
