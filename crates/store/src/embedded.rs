@@ -215,6 +215,7 @@ impl Embedded {
     pub fn begin_write(&mut self) -> Result<EmbeddedWrite<'_>, StoreError> {
         Ok(EmbeddedWrite {
             tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
+            edges_changed: Cell::new(false),
             nodes: RefCell::new(HashMap::new()),
             nids: RefCell::new(HashMap::new()),
             any_pending: Cell::new(None),
@@ -356,6 +357,10 @@ pub struct EmbeddedRead<'a> {
 /// keys cost a tenth of projection), and flushing writes in `nid` order whatever the map's.
 pub struct EmbeddedWrite<'a> {
     tx: rusqlite::Transaction<'a>,
+    /// Whether an edge was written or deleted (by itself or with its node): commit then bumps
+    /// the graph generation. A transaction that changed no edge leaves it, and the file, as
+    /// they were.
+    edges_changed: Cell<bool>,
     nodes: RefCell<HashMap<NodeKey, (i64, Node)>>,
     nids: RefCell<HashMap<NodeKey, i64>>,
     /// Whether any edge may be parked: when none is, a new node has nothing to complete and the
@@ -441,7 +446,9 @@ impl EmbeddedWrite<'_> {
     /// Commit: durable (fsynced) on return.
     pub fn commit(self) -> Result<(), StoreError> {
         self.flush_nodes()?;
-        self.tx.execute_batch(BUMP_GRAPH_GENERATION)?;
+        if self.edges_changed.get() {
+            self.tx.execute_batch(BUMP_GRAPH_GENERATION)?;
+        }
         self.bump_vector_generation()?;
         self.tx.commit()?;
         Ok(())
@@ -1104,8 +1111,9 @@ fn graph_node_keys(c: &Connection, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, 
     Ok(out)
 }
 
-/// Bump the graph generation: every committed write transaction does, so a cache of what the
-/// graph held (recall's edges) is dropped by the next read that sees the commit.
+/// Bump the graph generation: every committed write transaction that wrote or deleted an edge
+/// does, so a cache of a graph's edges (recall's) is dropped by the next read that sees the
+/// commit.
 const BUMP_GRAPH_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('graph_generation', 1)
      ON CONFLICT (key) DO UPDATE SET value = value + 1;";
 
@@ -1903,6 +1911,7 @@ impl GraphStore for EmbeddedWrite<'_> {
                 "INSERT OR REPLACE INTO edges (from_nid, edge_type, to_nid, qualifier, props) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?
             .execute(params![from, k.edge_type, to, k.qualifier, props_to(&edge.props)?])?;
+        self.edges_changed.set(true);
         Ok(())
     }
 
@@ -1916,6 +1925,7 @@ impl GraphStore for EmbeddedWrite<'_> {
                 "DELETE FROM edges WHERE from_nid = ?1 AND edge_type = ?2 AND to_nid = ?3 AND qualifier = ?4",
             )?
             .execute(params![from, key.edge_type, to, key.qualifier])?;
+        self.edges_changed.set(self.edges_changed.get() || n > 0);
         Ok(n > 0)
     }
 
@@ -1985,6 +1995,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.vectors_changed.set(true);
         tx.execute(&format!("DELETE FROM text_index WHERE rowid IN ({doomed})"), params![label])?;
         let n = tx.execute("DELETE FROM nodes WHERE label = ?1", params![label])?;
+        self.edges_changed.set(true);
         Ok(n as u64)
     }
 
@@ -2058,6 +2069,7 @@ impl GraphStore for EmbeddedWrite<'_> {
             "DELETE FROM nodes; DELETE FROM edges; DELETE FROM session_order; DELETE FROM sessions; DELETE FROM pending_edges;
              UPDATE meta SET value = 0 WHERE key = 'projected_through';",
         )?;
+        self.edges_changed.set(true);
         Ok(())
     }
 
@@ -2072,11 +2084,13 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.vectors_changed.set(true);
         tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?.execute(params![nid])?;
         tx.prepare_cached("DELETE FROM nodes WHERE nid = ?1")?.execute(params![nid])?;
+        self.edges_changed.set(true);
         Ok(true)
     }
 
     fn delete_edges_of_type(&mut self, edge_type: &str) -> Result<u64, StoreError> {
         let n = self.tx.execute("DELETE FROM edges WHERE edge_type = ?1", params![edge_type])?;
+        self.edges_changed.set(self.edges_changed.get() || n > 0);
         Ok(n as u64)
     }
 

@@ -286,7 +286,8 @@ pub trait GraphReader {
     /// [`GraphReader::heaviest_edges`] reads, for every weighting at once ([`heaviest_order`]),
     /// in a read as bounded as that one.
     fn edge_groups(&self, key: &NodeKey, limit: usize) -> Result<Vec<EdgeGroup>, StoreError>;
-    /// A number that changes with every committed write transaction (for caches of the graph).
+    /// A number that changes with every committed write transaction that wrote or deleted an
+    /// edge, by itself or with its node (for caches of the graph's edges).
     fn graph_generation(&self) -> Result<u64, StoreError>;
     /// The other endpoints of [`GraphReader::heaviest_edges`]'s edges, in its order, each with
     /// its properties among `names` only (as [`GraphReader::node_props_named`]): for checks

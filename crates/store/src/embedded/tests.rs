@@ -580,19 +580,55 @@ fn a_new_store_and_its_log_are_private_to_the_owner() {
 }
 
 #[test]
-fn every_commit_changes_the_graph_generation_and_a_rollback_does_not() {
+fn a_commit_that_changes_edges_changes_the_graph_generation_and_others_do_not() {
     let dir = TempDir::new().unwrap();
     let mut store = open(&dir);
-    let before = store.begin_read().unwrap().graph_generation().unwrap();
+    let generation = |store: &Embedded| store.begin_read().unwrap().graph_generation().unwrap();
+    let (a, b) = (NodeKey::new("Event", "a"), NodeKey::new("Event", "b"));
+    let edge = Edge {
+        key: EdgeKey {
+            from: b.clone(),
+            edge_type: "FOLLOWS".into(),
+            to: a.clone(),
+            qualifier: String::new(),
+        },
+        props: Properties::new(),
+    };
+    // Nodes alone: no edge changed.
+    let start = generation(&store);
     let mut w = store.begin_write().unwrap();
-    w.put_node(&Node { key: NodeKey::new("Event", "a"), props: Properties::new() }).unwrap();
+    for key in [&a, &b] {
+        w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
+    }
     w.commit().unwrap();
-    let after = store.begin_read().unwrap().graph_generation().unwrap();
-    assert_ne!(before, after);
+    assert_eq!(generation(&store), start);
+    // An edge written, then one deleted, then a node with edges deleted: each commit bumps.
+    let mut seen = vec![start];
     let mut w = store.begin_write().unwrap();
-    w.put_node(&Node { key: NodeKey::new("Event", "b"), props: Properties::new() }).unwrap();
+    w.put_edge(&edge).unwrap();
+    w.commit().unwrap();
+    seen.push(generation(&store));
+    let mut w = store.begin_write().unwrap();
+    assert!(w.delete_edge(&edge.key).unwrap());
+    w.commit().unwrap();
+    seen.push(generation(&store));
+    let mut w = store.begin_write().unwrap();
+    w.put_edge(&edge).unwrap();
     drop(w);
-    assert_eq!(store.begin_read().unwrap().graph_generation().unwrap(), after);
+    assert_eq!(generation(&store), seen[2], "a rollback changes nothing");
+    let mut w = store.begin_write().unwrap();
+    w.put_edge(&edge).unwrap();
+    w.commit().unwrap();
+    seen.push(generation(&store));
+    let mut w = store.begin_write().unwrap();
+    assert!(w.delete_node(&a).unwrap());
+    w.commit().unwrap();
+    seen.push(generation(&store));
+    let distinct: std::collections::BTreeSet<u64> = seen.iter().copied().collect();
+    assert_eq!(distinct.len(), seen.len(), "{seen:?}");
+    // A transaction that changed nothing leaves the generation (and the file) as it was.
+    store.begin_write().unwrap().commit().unwrap();
+    assert_eq!(generation(&store), seen[4]);
 }
 
 #[test]
