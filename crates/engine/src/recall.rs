@@ -814,25 +814,26 @@ impl Snapshot<'_> {
                     return Ok(context::Neighbours::none());
                 }
                 // FOLLOWS points from an event to the one before it: both ways in one read,
-                // from the edges expansion keeps when they are there whole. As `(whether the
-                // other event comes before, the other event)`.
-                let adjacent = self.adjacent(key, p.fanout)?;
-                let follows: Vec<(bool, NodeKey)> =
-                    match (adjacent.all_of("FOLLOWS", true), adjacent.all_of("FOLLOWS", false)) {
-                        (Some(out), Some(into)) => out
-                            .into_iter()
-                            .map(|e| (true, e.far.clone()))
-                            .chain(into.into_iter().map(|e| (e.far == *key, e.far.clone())))
-                            .collect(),
-                        _ => self
-                            .edges(key, Some("FOLLOWS"), Direction::Both)?
-                            .into_iter()
-                            .map(|e| {
-                                let before = e.key.from == *key;
-                                (before, if before { e.key.to } else { e.key.from })
-                            })
-                            .collect(),
-                    };
+                // or from the edges expansion keeps when they are there whole (a node not kept
+                // yet is not read whole for this). As `(whether the other event comes before,
+                // the other event)`.
+                let adjacent = self.adjacent_cached(key, p.fanout)?;
+                let whole = |out| adjacent.as_ref().and_then(|a| a.all_of("FOLLOWS", out));
+                let follows: Vec<(bool, NodeKey)> = match (whole(true), whole(false)) {
+                    (Some(out), Some(into)) => out
+                        .into_iter()
+                        .map(|e| (true, e.far.clone()))
+                        .chain(into.into_iter().map(|e| (e.far == *key, e.far.clone())))
+                        .collect(),
+                    _ => self
+                        .edges(key, Some("FOLLOWS"), Direction::Both)?
+                        .into_iter()
+                        .map(|e| {
+                            let before = e.key.from == *key;
+                            (before, if before { e.key.to } else { e.key.from })
+                        })
+                        .collect(),
+                };
                 let mut n = context::Neighbours::none();
                 for (before, other) in follows {
                     let slot = if before { &mut n.prev } else { &mut n.next };
