@@ -135,6 +135,22 @@ impl EdgeCache {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Cached::default();
     }
 
+    /// `key`'s edge groups if the cache holds them with at least their first `limit` edges
+    /// each at this snapshot's generation; never reads the node's edges.
+    pub(crate) fn cached(
+        &self,
+        read: &dyn GraphReader,
+        key: &NodeKey,
+        limit: usize,
+    ) -> Result<Option<Arc<Adjacent>>, Error> {
+        let generation = read.graph_generation()?;
+        let cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.generation != generation {
+            return Ok(None);
+        }
+        Ok(cache.nodes.get(key).filter(|a| a.limit >= limit).cloned())
+    }
+
     /// `key`'s edge groups with at least their first `limit` edges each, from the cache when
     /// it holds them at this snapshot's generation, else read (outside the lock) and kept.
     pub(crate) fn adjacent(
@@ -264,8 +280,11 @@ mod tests {
         w.delete_edge(&edge(&hub, "SIMILAR_TO", &others[0], Properties::new()).key).unwrap();
         w.commit().unwrap();
         let read = store.begin_read().unwrap();
+        assert!(cache.cached(&read, &hub, 16).unwrap().is_none(), "another generation");
         let every = |_: &str, _: bool| 1.0;
         let adjacent = cache.adjacent(&read, &hub, 16).unwrap();
         assert_eq!(adjacent.heaviest(&every, 16).len(), others.len() - 1);
+        assert!(cache.cached(&read, &hub, 16).unwrap().is_some());
+        assert!(cache.cached(&read, &hub, 17).unwrap().is_none(), "read with fewer edges");
     }
 }

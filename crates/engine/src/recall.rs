@@ -814,25 +814,26 @@ impl Snapshot<'_> {
                     return Ok(context::Neighbours::none());
                 }
                 // FOLLOWS points from an event to the one before it: both ways in one read,
-                // from the edges expansion keeps when they are there whole. As `(whether the
-                // other event comes before, the other event)`.
-                let adjacent = self.adjacent(key, p.fanout)?;
-                let follows: Vec<(bool, NodeKey)> =
-                    match (adjacent.all_of("FOLLOWS", true), adjacent.all_of("FOLLOWS", false)) {
-                        (Some(out), Some(into)) => out
-                            .into_iter()
-                            .map(|e| (true, e.far.clone()))
-                            .chain(into.into_iter().map(|e| (e.far == *key, e.far.clone())))
-                            .collect(),
-                        _ => self
-                            .edges(key, Some("FOLLOWS"), Direction::Both)?
-                            .into_iter()
-                            .map(|e| {
-                                let before = e.key.from == *key;
-                                (before, if before { e.key.to } else { e.key.from })
-                            })
-                            .collect(),
-                    };
+                // or from the edges expansion keeps when they are there whole (a node not kept
+                // yet is not read whole for this). As `(whether the other event comes before,
+                // the other event)`.
+                let adjacent = self.adjacent_cached(key, p.fanout)?;
+                let whole = |out| adjacent.as_ref().and_then(|a| a.all_of("FOLLOWS", out));
+                let follows: Vec<(bool, NodeKey)> = match (whole(true), whole(false)) {
+                    (Some(out), Some(into)) => out
+                        .into_iter()
+                        .map(|e| (true, e.far.clone()))
+                        .chain(into.into_iter().map(|e| (e.far == *key, e.far.clone())))
+                        .collect(),
+                    _ => self
+                        .edges(key, Some("FOLLOWS"), Direction::Both)?
+                        .into_iter()
+                        .map(|e| {
+                            let before = e.key.from == *key;
+                            (before, if before { e.key.to } else { e.key.from })
+                        })
+                        .collect(),
+                };
                 let mut n = context::Neighbours::none();
                 for (before, other) in follows {
                     let slot = if before { &mut n.prev } else { &mut n.next };
@@ -959,26 +960,28 @@ impl Snapshot<'_> {
                 (c.relevance, c.path_weight, c.confidence, c.seed.clone(), c.path.clone());
             let adjacent = self.adjacent(&from, p.fanout)?;
             for (w, edge_type, forward, edge) in adjacent.heaviest(&step_weight, p.fanout) {
-                let to = edge.far.clone();
+                // Borrowed until the step is taken: most steps reach a node already reached
+                // better and copy nothing.
+                let to = &edge.far;
                 let confidence = confidence.min(edge.confidence);
                 if confidence < query.min_confidence {
                     continue;
                 }
                 let via = reach * w * decay;
-                if cands.get(&to).is_some_and(|c| c.reach >= via) {
+                if cands.get(to).is_some_and(|c| c.reach >= via) {
                     continue;
                 }
                 // An admitted event is the witness of what it connects to (see `witnessed`).
                 if from_event && !matches!(to.label.as_str(), "Event" | "Summary" | "Memory") {
-                    if r.seen.get(&to).is_some_and(Option::is_none) {
-                        r.seen.remove(&to);
+                    if r.seen.get(to).is_some_and(Option::is_none) {
+                        r.seen.remove(to);
                     }
-                    if !r.seen.contains_key(&to) {
+                    if !r.seen.contains_key(to) {
                         r.walked_from.insert(to.clone());
                     }
                 }
                 // Known not admitted: not reached through either.
-                if r.seen.get(&to).is_some_and(Option::is_none) {
+                if r.seen.get(to).is_some_and(Option::is_none) {
                     continue;
                 }
                 let mut steps = path.clone();
@@ -988,24 +991,32 @@ impl Snapshot<'_> {
                     qualifier: edge.qualifier.clone(),
                     to: to.clone(),
                 });
-                let entry = cands.entry(to.clone()).or_insert_with(|| Cand {
-                    node: None,
-                    direct: 0.0,
-                    found_by: Vec::new(),
-                    reach: 0.0,
-                    relevance: 0.0,
-                    path_weight: 0.0,
-                    confidence: 1.0,
-                    seed: seed.clone(),
-                    path: Vec::new(),
-                });
-                entry.reach = via;
-                entry.relevance = relevance;
-                entry.path_weight = weight * w * decay;
-                entry.confidence = confidence;
-                entry.seed = seed.clone();
-                entry.path = steps;
-                open.insert((Score(via), to));
+                let path_weight = weight * w * decay;
+                match cands.entry(to.clone()) {
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        v.insert(Cand {
+                            node: None,
+                            direct: 0.0,
+                            found_by: Vec::new(),
+                            reach: via,
+                            relevance,
+                            path_weight,
+                            confidence,
+                            seed: seed.clone(),
+                            path: steps,
+                        });
+                    }
+                    std::collections::btree_map::Entry::Occupied(mut o) => {
+                        let entry = o.get_mut();
+                        entry.reach = via;
+                        entry.relevance = relevance;
+                        entry.path_weight = path_weight;
+                        entry.confidence = confidence;
+                        entry.seed = seed.clone();
+                        entry.path = steps;
+                    }
+                }
+                open.insert((Score(via), to.clone()));
             }
         }
 

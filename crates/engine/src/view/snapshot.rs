@@ -370,6 +370,15 @@ impl<'a> Snapshot<'a> {
         self.caches.edges.adjacent(&self.read, key, limit)
     }
 
+    /// [`Snapshot::adjacent`] when the cache holds the node's edges already (nothing is read).
+    pub(crate) fn adjacent_cached(
+        &self,
+        key: &NodeKey,
+        limit: usize,
+    ) -> Result<Option<std::sync::Arc<crate::edge_cache::Adjacent>>, Error> {
+        self.caches.edges.cached(&self.read, key, limit)
+    }
+
     /// A node's embedding, once enriched.
     pub(crate) fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, Error> {
         Ok(self.read.vector(key)?)
