@@ -9,8 +9,10 @@
 //! 2-core machine and update in place in ways that do not fit one blob per key. An inverted file
 //! trains `lists ≈ √n` centroids by spherical k-means ([`train`]), puts every vector in the list
 //! of its nearest centroid ([`assign`]), and stores each member as an int8 code ([`quantize`]),
-//! a quarter of the f32 size. The `consolidate` stage rebuilds it deterministically: the same
-//! vectors give the same centroids, lists and blobs, whatever the thread count.
+//! a quarter of the f32 size; members with identical codes and scale (near-duplicate texts,
+//! common in agent traces) are stored once per list as a group, which a search scores once. The
+//! `consolidate` stage rebuilds it deterministically: the same vectors give the same centroids,
+//! lists and blobs, whatever the thread count.
 //!
 //! # Searching
 //!
