@@ -123,6 +123,7 @@ pub use slots::{
     entropy, information_gain, information_gain_with_unknown, weighted_information_gain,
 };
 pub use text_index::{REBUILD_AFTER as TEXT_INDEX_REBUILD_AFTER, TextIndexReport};
+pub use vector_index::MAX_CACHED_UNINDEXED;
 pub use view::{
     Checkpoints, EdgeGroup, LinkLookup, Neighbor, Reader, Stats, TimelineEntry, View, VisibleCounts,
 };

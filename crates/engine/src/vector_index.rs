@@ -200,7 +200,7 @@ pub(crate) struct IndexCache(Mutex<CachedIndex>, Mutex<Option<Arc<Unindexed>>>);
 
 /// Most vectors outside the index held in memory (a megabyte per thousand at 256 dimensions);
 /// past it, every search reads them from the store as it scores them.
-const MAX_CACHED_UNINDEXED: usize = 16_384;
+pub const MAX_CACHED_UNINDEXED: usize = 16_384;
 
 /// The vectors outside the vector index at one vector generation, in nid order: every search
 /// scores all of them, and between two writes the searches of every engine sharing the cache

@@ -379,11 +379,18 @@ impl Drop for Tenant {
 /// its cost after a write: at least this many, and at least 1/[`INDEX_FRACTION`] of those
 /// indexed, so the rebuilds' total cost stays proportional to the vectors written.
 const INDEX_AFTER: u64 = 2_000;
-/// Every recall reads and scores every vector outside the index, on every reader at once: a
-/// quarter of the index (the bound before) made that the largest cost of a recall, and of the
-/// server's memory, as a store grew under load. A sixteenth keeps it small for 4 times the
-/// rebuilds, which run after the writes' answers.
-const INDEX_FRACTION: u64 = 16;
+/// Every recall scores every vector outside the index. Searches share one copy of them per
+/// change of the vectors (up to [`ctxgraph::MAX_CACHED_UNINDEXED`]), so they cost a recall a
+/// scan of memory, not a read of the store: a quarter of the index may wait outside it, within
+/// that bound, and the writer rebuilds a quarter as often as at a sixteenth (the rebuilds run
+/// on the writer, and ingests queue behind them).
+const INDEX_FRACTION: u64 = 4;
+
+/// Vectors outside the index that make the writer rebuild it, for `indexed` vectors inside.
+fn rebuild_vectors_at(indexed: u64) -> u64 {
+    let shared = ctxgraph::MAX_CACHED_UNINDEXED as u64;
+    INDEX_AFTER.max(indexed / INDEX_FRACTION).min(shared.max(INDEX_AFTER))
+}
 
 /// Rebuild the vector or lexical index when enough was written outside it; whether one was
 /// rebuilt. A failure leaves the index as it was (searches still find the rest exactly) and is
@@ -394,7 +401,7 @@ fn rebuild_lagging_indexes(w: &mut Engine) -> bool {
         Err(_) => return false,
     };
     let mut rebuilt = false;
-    if unindexed >= INDEX_AFTER.max(total.saturating_sub(unindexed) / INDEX_FRACTION) {
+    if unindexed >= rebuild_vectors_at(total.saturating_sub(unindexed)) {
         let _ = w.index_vectors();
         rebuilt = true;
     }
@@ -1327,6 +1334,23 @@ mod tests {
         let w = lock(&t.writer);
         let log = w.owner_reader().unwrap().log(1, 1_000).unwrap();
         log.iter().filter(|e| e.kind == RecordKind::Access).count()
+    }
+
+    #[test]
+    fn the_vector_index_is_rebuilt_at_a_quarter_outside_it_within_the_shared_copy() {
+        let shared = ctxgraph::MAX_CACHED_UNINDEXED as u64;
+        // A small store waits for INDEX_AFTER vectors, a mid-sized one for a quarter of its
+        // index, a large one no longer than the searches' shared copy holds.
+        assert_eq!(rebuild_vectors_at(0), INDEX_AFTER);
+        assert_eq!(rebuild_vectors_at(4 * INDEX_AFTER), INDEX_AFTER);
+        assert_eq!(rebuild_vectors_at(40_000), 10_000);
+        assert_eq!(rebuild_vectors_at(10_000_000), shared);
+        let mut last = 0;
+        for indexed in (0..200_000).step_by(997) {
+            let at = rebuild_vectors_at(indexed);
+            assert!(at >= last && (INDEX_AFTER..=shared).contains(&at), "{indexed}: {at}");
+            last = at;
+        }
     }
 
     #[test]
