@@ -423,14 +423,9 @@ mod tests {
             seed in 0u64..u64::MAX, lists in 1usize..300, dim in 1usize..48, nprobe in 0usize..40,
             unit in proptest::bool::ANY, spread in 0.0f32..1.0,
         ) {
-            let mut state = seed;
-            let mut next = move || {
-                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-            };
+            // Uniform in [-0.5, 0.5).
+            let mut rng = crate::tests::Rng(seed);
+            let mut next = move || rng.unit() / 2.0;
             let centre: Vec<f32> = (0..dim).map(|_| next()).collect();
             let mut data = Vec::with_capacity(lists * dim);
             for l in 0..lists {

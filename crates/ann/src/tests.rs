@@ -8,11 +8,11 @@ use crate::*;
 #[path = "../examples/support/corpus.rs"]
 mod corpus;
 
-/// splitmix64: a tiny deterministic generator for test data.
-struct Rng(u64);
+/// splitmix64: a tiny deterministic generator for test data (the crate's unit tests use it too).
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -21,7 +21,7 @@ impl Rng {
     }
 
     /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f32 {
+    pub(crate) fn unit(&mut self) -> f32 {
         (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
     }
 }

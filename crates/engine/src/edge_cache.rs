@@ -136,30 +136,30 @@ impl EdgeCache {
     }
 
     /// `key`'s edge groups if the cache holds them with at least their first `limit` edges
-    /// each at this snapshot's generation; never reads the node's edges.
+    /// each at `generation` (the reader's graph generation); never reads the node's edges.
     pub(crate) fn cached(
         &self,
-        read: &dyn GraphReader,
+        generation: u64,
         key: &NodeKey,
         limit: usize,
-    ) -> Result<Option<Arc<Adjacent>>, Error> {
-        let generation = read.graph_generation()?;
+    ) -> Option<Arc<Adjacent>> {
         let cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if cache.generation != generation {
-            return Ok(None);
+            return None;
         }
-        Ok(cache.nodes.get(key).filter(|a| a.limit >= limit).cloned())
+        cache.nodes.get(key).filter(|a| a.limit >= limit).cloned()
     }
 
     /// `key`'s edge groups with at least their first `limit` edges each, from the cache when
-    /// it holds them at this snapshot's generation, else read (outside the lock) and kept.
+    /// it holds them at `generation` (the graph generation `read` sees), else read (outside
+    /// the lock) and kept.
     pub(crate) fn adjacent(
         &self,
         read: &dyn GraphReader,
+        generation: u64,
         key: &NodeKey,
         limit: usize,
     ) -> Result<Arc<Adjacent>, Error> {
-        let generation = read.graph_generation()?;
         {
             let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             if cache.generation != generation {
@@ -247,7 +247,8 @@ mod tests {
                     .into_iter()
                     .map(|(w, e, out)| (w, e.key.edge_type.clone(), out, near(&e, out)))
                     .collect();
-                let adjacent = cache.adjacent(&read, &hub, 16).unwrap();
+                let adjacent =
+                    cache.adjacent(&read, read.graph_generation().unwrap(), &hub, 16).unwrap();
                 let got: Vec<(f64, String, bool, Near)> = adjacent
                     .heaviest(weight, limit)
                     .into_iter()
@@ -266,7 +267,7 @@ mod tests {
                 .iter()
                 .map(|e| near(e, out))
                 .collect();
-            let got = cache.adjacent(&read, &hub, 16).unwrap();
+            let got = cache.adjacent(&read, read.graph_generation().unwrap(), &hub, 16).unwrap();
             assert_eq!(
                 got.all_of("FOLLOWS", out).unwrap().into_iter().cloned().collect::<Vec<_>>(),
                 want
@@ -280,11 +281,17 @@ mod tests {
         w.delete_edge(&edge(&hub, "SIMILAR_TO", &others[0], Properties::new()).key).unwrap();
         w.commit().unwrap();
         let read = store.begin_read().unwrap();
-        assert!(cache.cached(&read, &hub, 16).unwrap().is_none(), "another generation");
+        assert!(
+            cache.cached(read.graph_generation().unwrap(), &hub, 16).is_none(),
+            "another generation"
+        );
         let every = |_: &str, _: bool| 1.0;
-        let adjacent = cache.adjacent(&read, &hub, 16).unwrap();
+        let adjacent = cache.adjacent(&read, read.graph_generation().unwrap(), &hub, 16).unwrap();
         assert_eq!(adjacent.heaviest(&every, 16).len(), others.len() - 1);
-        assert!(cache.cached(&read, &hub, 16).unwrap().is_some());
-        assert!(cache.cached(&read, &hub, 17).unwrap().is_none(), "read with fewer edges");
+        assert!(cache.cached(read.graph_generation().unwrap(), &hub, 16).is_some());
+        assert!(
+            cache.cached(read.graph_generation().unwrap(), &hub, 17).is_none(),
+            "read with fewer edges"
+        );
     }
 }

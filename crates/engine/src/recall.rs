@@ -1530,12 +1530,10 @@ impl Snapshot<'_> {
                 position: entry.position,
                 reason: e.to_string(),
             })?;
-            let payload = body.get("payload").cloned().unwrap_or_else(|| serde_json::json!({}));
-            node.props.insert("payload".into(), payload);
+            node.props.insert("payload".into(), crate::view::record_payload(body));
         }
-        let parent = body.as_ref().and_then(|b| b.as_ref().ok()).and_then(|b| {
-            b.get("parent_event_id").and_then(Value::as_str).map(|p| NodeKey::new("Event", p))
-        });
+        let parent =
+            body.as_ref().and_then(|b| b.as_ref().ok()).and_then(crate::view::record_parent);
         Ok((event_provenance(node, entry), parent))
     }
 
@@ -1600,10 +1598,9 @@ impl Snapshot<'_> {
             return Ok((provenance, None));
         }
         let entry = self.read.get(RecordKind::Event, &node.key.id)?;
-        let parent = entry.as_ref().and_then(|e| {
-            let body: Value = serde_json::from_str(&e.body).ok()?;
-            body.get("parent_event_id").and_then(Value::as_str).map(|p| NodeKey::new("Event", p))
-        });
+        let parent = entry
+            .as_ref()
+            .and_then(|e| crate::view::record_parent(&serde_json::from_str(&e.body).ok()?));
         Ok((event_provenance(node, entry), parent))
     }
 }

@@ -31,6 +31,6 @@ mod tools;
 pub use export::{ExportFilter, ExportItem};
 pub use neighborhood::{EdgeGroup, Neighbor};
 pub use reader::{Reader, VisibleCounts};
-pub(crate) use snapshot::Snapshot;
 pub use snapshot::{Checkpoints, Stats, TimelineEntry, View};
+pub(crate) use snapshot::{Snapshot, record_parent, record_payload};
 pub use tools::LinkLookup;

@@ -84,3 +84,14 @@ pub enum Direction {
     /// Both.
     Both,
 }
+
+impl Direction {
+    /// Whether edges on the `outgoing` side of a node (the node their source) are followed.
+    pub fn includes(self, outgoing: bool) -> bool {
+        match self {
+            Direction::Out => outgoing,
+            Direction::In => !outgoing,
+            Direction::Both => true,
+        }
+    }
+}

@@ -318,12 +318,7 @@ impl ProjectionGraph for BatchFold<'_> {
     ) -> Result<Vec<Edge>, StoreError> {
         let mut out = Vec::new();
         for outgoing in [true, false] {
-            let wanted = match direction {
-                Direction::Out => outgoing,
-                Direction::In => !outgoing,
-                Direction::Both => true,
-            };
-            if !wanted {
+            if !direction.includes(outgoing) {
                 continue;
             }
             // The graph's edges still there and not rewritten by the batch …

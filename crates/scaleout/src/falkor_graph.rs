@@ -485,12 +485,7 @@ impl ProjectionGraph for FalkorGraph {
         };
         let mut out = Vec::new();
         for outgoing in [true, false] {
-            let wanted = match direction {
-                Direction::Out => outgoing,
-                Direction::In => !outgoing,
-                Direction::Both => true,
-            };
-            if !wanted {
+            if !direction.includes(outgoing) {
                 continue;
             }
             let pattern = if outgoing {

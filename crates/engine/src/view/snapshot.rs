@@ -158,6 +158,22 @@ pub(crate) struct Snapshot<'a> {
     pub(crate) schema: &'a Schema,
     bytes_on_disk: u64,
     caches: &'a Caches,
+    /// The graph generation this view reads, once asked (it cannot change under a read
+    /// transaction, and expansion asks for every node it expands).
+    graph_generation: std::cell::OnceCell<u64>,
+}
+
+/// The payload an event record's body holds (`{}` when none): what hydration adds to its node,
+/// which does not store it.
+pub(crate) fn record_payload(body: &serde_json::Value) -> serde_json::Value {
+    body.get("payload").cloned().unwrap_or_else(|| serde_json::json!({}))
+}
+
+/// The causal parent an event record's body names.
+pub(crate) fn record_parent(body: &serde_json::Value) -> Option<NodeKey> {
+    body.get("parent_event_id")
+        .and_then(serde_json::Value::as_str)
+        .map(|p| NodeKey::new("Event", p))
 }
 
 /// The most events a causal walk visits, so a pathological graph cannot make a read unbounded.
@@ -170,7 +186,7 @@ impl<'a> Snapshot<'a> {
         bytes_on_disk: u64,
         caches: &'a Caches,
     ) -> Self {
-        Snapshot { read, schema, bytes_on_disk, caches }
+        Snapshot { read, schema, bytes_on_disk, caches, graph_generation: Default::default() }
     }
 
     /// The effective schema.
@@ -191,8 +207,7 @@ impl<'a> Snapshot<'a> {
         let corrupt = |reason: String| Error::Corruption { position: entry.position, reason };
         let body: serde_json::Value =
             serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
-        let payload = body.get("payload").cloned().unwrap_or_else(|| serde_json::json!({}));
-        node.props.insert("payload".into(), payload);
+        node.props.insert("payload".into(), record_payload(&body));
         Ok(node)
     }
 
@@ -367,7 +382,7 @@ impl<'a> Snapshot<'a> {
         key: &NodeKey,
         limit: usize,
     ) -> Result<std::sync::Arc<crate::edge_cache::Adjacent>, Error> {
-        self.caches.edges.adjacent(&self.read, key, limit)
+        self.caches.edges.adjacent(&self.read, self.graph_generation()?, key, limit)
     }
 
     /// [`Snapshot::adjacent`] when the cache holds the node's edges already (nothing is read).
@@ -376,7 +391,16 @@ impl<'a> Snapshot<'a> {
         key: &NodeKey,
         limit: usize,
     ) -> Result<Option<std::sync::Arc<crate::edge_cache::Adjacent>>, Error> {
-        self.caches.edges.cached(&self.read, key, limit)
+        Ok(self.caches.edges.cached(self.graph_generation()?, key, limit))
+    }
+
+    /// [`GraphReader::graph_generation`] of this view, read once.
+    fn graph_generation(&self) -> Result<u64, Error> {
+        if let Some(g) = self.graph_generation.get() {
+            return Ok(*g);
+        }
+        let g = self.read.graph_generation()?;
+        Ok(*self.graph_generation.get_or_init(|| g))
     }
 
     /// A node's embedding, once enriched.
