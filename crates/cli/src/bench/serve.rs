@@ -4,7 +4,11 @@
 //! five, ten fresh events) and recall (the other four) for a bounded time; the table reports
 //! throughput, latency percentiles per operation, errors, and, when this command started the
 //! server itself, the server's peak memory (its `VmHWM`) and its CPU time per request (which a
-//! machine loaded by other work moves far less than it moves the latencies).
+//! machine loaded by other work moves far less than it moves the latencies). When the key may
+//! read `/metrics` (the server this command starts gives it that role), each round also reports
+//! the mean time the engine spent in recall inside the server, beside the mean a client waited:
+//! the difference is what HTTP, the server's layers and the client add to one recall, measured
+//! on the same store in the same state.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -86,6 +90,9 @@ struct Round {
     peak_rss: Option<u64>,
     /// CPU seconds the started server used during the round.
     server_cpu_s: Option<f64>,
+    /// Mean seconds the engine spent in a recall inside the server during the round (from
+    /// `/metrics`), when the key may read them.
+    engine_recall_s: Option<f64>,
 }
 
 pub(crate) fn serve(args: &ServeArgs<'_>) -> anyhow::Result<Outcome> {
@@ -102,8 +109,13 @@ pub(crate) fn serve(args: &ServeArgs<'_>) -> anyhow::Result<Outcome> {
         eprintln!("round {}: {n} clients for {} s ...", round + 1, args.seconds);
         let pid = started.as_ref().map(|s| s.child.id());
         let cpu_before = pid.and_then(cpu_seconds);
+        let recall_before = engine_recall(&base, &key);
         let mut r = run_round(&base, &key, n, args.seconds, &asked, round)?;
         r.server_cpu_s = pid.and_then(cpu_seconds).zip(cpu_before).map(|(after, b)| after - b);
+        r.engine_recall_s = engine_recall(&base, &key)
+            .zip(recall_before)
+            .filter(|(after, before)| after.1 > before.1)
+            .map(|(after, before)| (after.0 - before.0) / (after.1 - before.1) as f64);
         r.peak_rss = pid.and_then(peak_rss);
         rounds.push(r);
     }
@@ -139,6 +151,45 @@ pub(super) fn post(
         bail!("POST {path}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
     }
     Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// GET `path`: the response's text; an error for a transport failure or a status other than
+/// 2xx.
+pub(super) fn get(
+    agent: &ureq::Agent,
+    base: &str,
+    key: &str,
+    path: &str,
+) -> anyhow::Result<String> {
+    let mut resp = agent
+        .get(&format!("{base}{path}"))
+        .header("Authorization", &format!("Bearer {key}"))
+        .call()?;
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    if !(200..300).contains(&status) {
+        bail!("GET {path}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
+    }
+    Ok(text)
+}
+
+/// The server's recall histogram so far, `(sum of seconds, count)`, from `/metrics`; `None`
+/// when the key may not read it (a server given with `--url` and a key without the `metrics`
+/// role) or the figures are missing.
+fn engine_recall(base: &str, key: &str) -> Option<(f64, u64)> {
+    let text = get(&agent(), base, key, "/metrics").ok()?;
+    recall_histogram(&text)
+}
+
+/// `(sum, count)` of `ctxgraph_recall_seconds` in a Prometheus text exposition.
+fn recall_histogram(text: &str) -> Option<(f64, u64)> {
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse::<f64>().ok())
+    };
+    let sum = value("ctxgraph_recall_seconds_sum")?;
+    let count = value("ctxgraph_recall_seconds_count")?;
+    Some((sum, count as u64))
 }
 
 /// The server a bench drives: `--url` with its `--key`, or one it starts over `--dir` (see
@@ -188,7 +239,9 @@ pub(super) fn start_server(dir: Option<&Path>) -> anyhow::Result<(String, String
     };
     let mut registry = ctxgraph::Principals::open(&data.join("principals.json"))?;
     let name = format!("bench-{}", std::process::id());
-    let key = registry.add(&name, "bench", &["writer".to_owned()])?;
+    // The metrics role lets the bench read the engine's own recall time from `/metrics`.
+    let roles = ["writer".to_owned(), ctxgraph_server::http::ROLE_METRICS.to_owned()];
+    let key = registry.add(&name, "bench", &roles)?;
     let exe = std::env::current_exe().context("finding the ctxgraph binary")?;
     let mut child = Command::new(exe)
         .args(["serve", "--addr", "127.0.0.1:0", "--data"])
@@ -265,6 +318,7 @@ fn run_round(
         first_error: None,
         peak_rss: None,
         server_cpu_s: None,
+        engine_recall_s: None,
     };
     for run in per_client {
         r.ingest_ms.extend(run.ingest);
@@ -303,6 +357,11 @@ fn cpu_per_request_ms(r: &Round) -> Option<f64> {
     r.server_cpu_s.filter(|_| requests > 0).map(|s| s * 1e3 / requests as f64)
 }
 
+/// The mean of `ms`, if any.
+fn mean(ms: &[f64]) -> Option<f64> {
+    (!ms.is_empty()).then(|| ms.iter().sum::<f64>() / ms.len() as f64)
+}
+
 /// Peak resident memory of a process in bytes (Linux `VmHWM`).
 fn peak_rss(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -329,6 +388,8 @@ fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
                     "ingest_ms": {"count": r.ingest_ms.len(), "p50": ip50, "p95": ip95, "p99": ip99},
                     "recall_ms": {"count": r.recall_ms.len(), "p50": rp50, "p95": rp95, "p99": rp99},
                     "errors": r.errors, "first_error": r.first_error,
+                    "recall_ms_mean": mean(&r.recall_ms),
+                    "engine_recall_ms_mean": r.engine_recall_s.map(|s| s * 1e3),
                     "server_peak_rss_bytes": r.peak_rss,
                     "server_cpu_ms_per_request": cpu_per_request_ms(r)})
             })
@@ -344,6 +405,7 @@ fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
         "requests/s",
         "events/s",
         "recall p50/p95/p99 ms",
+        "recall mean: client / engine ms",
         "ingest p50/p95/p99 ms",
         "errors",
         "server peak RSS",
@@ -358,6 +420,11 @@ fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
             format!("{:.0}", requests / r.seconds),
             format!("{:.0}", (r.ingest_ms.len() * BATCH) as f64 / r.seconds),
             format!("{rp50:.1} / {rp95:.1} / {rp99:.1}"),
+            format!(
+                "{} / {}",
+                mean(&r.recall_ms).map_or("n/a".to_owned(), |ms| format!("{ms:.2}")),
+                r.engine_recall_s.map_or("n/a".to_owned(), |s| format!("{:.2}", s * 1e3))
+            ),
             format!("{ip50:.1} / {ip95:.1} / {ip99:.1}"),
             r.errors.to_string(),
             r.peak_rss.map_or("n/a".to_owned(), |b| format!("{:.0} MiB", b as f64 / 1048576.0)),
@@ -374,4 +441,23 @@ fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recall_histogram;
+
+    #[test]
+    fn the_recall_histogram_is_read_from_the_exposition() {
+        let text = "# TYPE ctxgraph_recall_seconds histogram\n\
+            ctxgraph_recall_seconds_bucket{le=\"0.001\"} 3\n\
+            ctxgraph_recall_seconds_sum 0.0125\n\
+            ctxgraph_recall_seconds_count 5\n";
+        assert_eq!(recall_histogram(text), Some((0.0125, 5)));
+        assert_eq!(recall_histogram("ctxgraph_recall_seconds_sum 1\n"), None);
+        assert_eq!(
+            recall_histogram("ctxgraph_recall_seconds_summary 1\nctxgraph_recall_seconds_count 2"),
+            None
+        );
+    }
 }

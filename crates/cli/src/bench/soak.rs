@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use serde_json::{Value, json};
 
-use super::serve::{agent, fresh_event, post, preload, server_target};
+use super::serve::{agent, fresh_event, get, post, preload, server_target};
 use super::{percentile, questions, sorted};
 use crate::Outcome;
 use crate::args::ServerTargetArgs;
@@ -229,13 +229,14 @@ fn client(
                 &json!({"query": pick(&targets.questions), "limit": 10}),
             )
             .map(drop),
-            3 => get(&agent, base, key, &format!("/v1/events/{}", pick(&targets.events))),
+            3 => get(&agent, base, key, &format!("/v1/events/{}", pick(&targets.events))).map(drop),
             _ => get(
                 &agent,
                 base,
                 key,
                 &format!("/v1/sessions/{}/timeline", pick(&targets.sessions)),
-            ),
+            )
+            .map(drop),
         };
         let ms = t.elapsed().as_secs_f64() * 1e3;
         match result {
@@ -248,20 +249,6 @@ fn client(
         }
     }
     out
-}
-
-/// GET `path`; an error for a transport failure or a status other than 2xx.
-fn get(agent: &ureq::Agent, base: &str, key: &str, path: &str) -> anyhow::Result<()> {
-    let mut resp = agent
-        .get(&format!("{base}{path}"))
-        .header("Authorization", &format!("Bearer {key}"))
-        .call()?;
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap_or_default();
-    if !(200..300).contains(&status) {
-        bail!("GET {path}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
-    }
-    Ok(())
 }
 
 /// Resident memory of a process and its anonymous part, in bytes (Linux `VmRSS`, `RssAnon`).
