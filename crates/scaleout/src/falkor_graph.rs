@@ -366,7 +366,8 @@ impl FalkorGraph {
         let quoted = name(label, "label")?;
         let rows = self.run(
             &format!(
-                "MATCH (n:{quoted}) WHERE n.id > $after RETURN n.id, n.props ORDER BY n.id LIMIT $limit"
+                "MATCH (n:{quoted}) WHERE {} > $after RETURN n.id, n.props ORDER BY n.id LIMIT $limit",
+                unindexed("n.id")
             ),
             &[("after", s(after.unwrap_or(""))), ("limit", int(count(limit)))],
         )?;
@@ -396,8 +397,9 @@ impl FalkorGraph {
     pub fn sessions(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError> {
         let rows = self.run(
             &format!(
-                "MATCH (x:{SLOT}) WHERE x.session > $after \
-                 RETURN DISTINCT x.session AS session ORDER BY session LIMIT $limit"
+                "MATCH (x:{SLOT}) WHERE {} > $after \
+                 RETURN DISTINCT x.session AS session ORDER BY session LIMIT $limit",
+                unindexed("x.session")
             ),
             &[("after", s(after.unwrap_or(""))), ("limit", int(count(limit)))],
         )?;
@@ -904,6 +906,15 @@ pub(crate) fn sort_side(edges: &mut [Edge], outgoing: bool) {
             &b.key.qualifier,
         ))
     });
+}
+
+/// A string property compared in a range (`>`) without its index: FalkorDB's index orders
+/// strings other than byte order (a range over it misses non-ASCII values: `'ü…' > 'r'` finds
+/// nothing), while a comparison of the values themselves is byte order, the embedded store's.
+/// Wrapping the property in `toString` keeps the planner from answering the range from the
+/// index, at the cost of a scan of the label.
+fn unindexed(property: &str) -> String {
+    format!("toString({property})")
 }
 
 /// A `LIMIT` parameter. FalkorDB reads a limit as 32 bits (a limit of 2^32 returns nothing),
