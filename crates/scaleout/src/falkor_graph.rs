@@ -249,7 +249,8 @@ impl FalkorGraph {
 
     /// Watch the checkpoint and the node creation counter on the plain connection and read
     /// them: the start of a batch ([`FalkorGraph::commit_watched`] applies the batch only if
-    /// nobody moved them since). Returns `(checkpoint, last creation number)`.
+    /// nobody moved them since). Returns `(checkpoint, last creation number)`; a graph
+    /// folded by a build that numbered no nodes is refused (see `check_layout`).
     pub(crate) fn watch_checkpoint(&self) -> Result<(u64, i64), StoreError> {
         let mut raw = self.raw.borrow_mut();
         redis::cmd("UNWATCH")
@@ -265,6 +266,11 @@ impl FalkorGraph {
             .arg(&self.seq)
             .query(&mut *raw)
             .map_err(|e| raw_remote(&self.url, &e))?;
+        if checkpoint.is_some_and(|c| c > 0) && seq.is_none() {
+            drop(raw);
+            self.unwatch();
+            self.check_layout()?;
+        }
         Ok((checkpoint.unwrap_or(0), seq.unwrap_or(0)))
     }
 

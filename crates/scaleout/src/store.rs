@@ -56,9 +56,12 @@ impl std::fmt::Debug for ScaleOutStore {
 
 impl ScaleOutStore {
     /// Connect to the store `url` names (one connection pair, opened now, so an unreachable
-    /// server fails here). Nothing is created on the server.
+    /// server fails here). Nothing is created on the server. A graph folded by a build that
+    /// gave nodes no creation numbers is refused ([`StoreError::Corruption`], rule
+    /// `graph.layout`): it must be folded again.
     pub fn connect(url: &StoreUrl) -> Result<ScaleOutStore, StoreError> {
         let first = Conn::open(url)?;
+        first.graph.check_layout()?;
         Ok(ScaleOutStore { url: url.clone(), idle: Mutex::new(vec![first]) })
     }
 

@@ -97,6 +97,27 @@ impl FalkorGraph {
         Ok(groups)
     }
 
+    /// Refuse a graph folded by a build that gave nodes no creation numbers (a checkpoint with
+    /// no counter beside it: every fold page since sets both): its reads would list a node's
+    /// edges in another order than the embedded store's.
+    pub(crate) fn check_layout(&self) -> Result<(), StoreError> {
+        let (checkpoint, seq): (Option<u64>, Option<i64>) = redis::cmd("MGET")
+            .arg(&self.checkpoint)
+            .arg(&self.seq)
+            .query(&mut *self.raw.borrow_mut())
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        if checkpoint.is_some_and(|c| c > 0) && seq.is_none() {
+            return Err(StoreError::Corruption(format!(
+                "{}: graph `{}` was folded by an earlier ctxgraph that gave its nodes no \
+                 creation numbers (key `{}` is missing), so its reads would not come in the \
+                 embedded store's order; delete the graph and its checkpoint `{}`, then fold \
+                 the log again with `ctxgraph worker --once` (rule: graph.layout)",
+                self.url, self.name, self.seq, self.checkpoint
+            )));
+        }
+        Ok(())
+    }
+
     /// A plain key's integer value; 0 when it is unset.
     fn counter(&self, key: &str) -> Result<u64, StoreError> {
         let value: Option<u64> = redis::cmd("GET")

@@ -441,4 +441,15 @@ fn a_scale_out_store_appends_to_its_log_and_reads_what_the_workers_folded() {
     let third = store.begin_read().unwrap();
     assert_eq!(third.head().unwrap(), records.len() as u64);
     let _: &dyn StoreRead = &*third;
+
+    // A graph folded without creation numbers (the counter missing beside a checkpoint) is
+    // refused: its reads would not come in the embedded store's order.
+    let counter = format!("{}node_seq", redis.url().key_prefix());
+    redis::cmd("DEL").arg(&counter).query::<redis::Value>(redis.admin()).unwrap();
+    let err = ScaleOutStore::connect(redis.url()).unwrap_err();
+    assert!(err.to_string().contains("rule: graph.layout"), "{err}");
+    assert!(err.to_string().contains(&counter), "{err}");
+    // And a worker does not fold on into it.
+    let err = catch_up(&schema, redis.log(), &graph, usize::MAX).unwrap_err();
+    assert!(err.to_string().contains("rule: graph.layout"), "{err}");
 }
