@@ -317,7 +317,7 @@ fn hostile_ids_and_text_read_back_the_same_on_both_backends() {
             props.insert("text".into(), json!(format!("{text} {id}")));
             props.insert("visibility".into(), json!(id));
             g.put_node(&Node { key: key(id), props: props.clone() }).unwrap();
-            props.insert("trace_id".into(), json!(hostile[i % 3]));
+            props.insert("trace_id".into(), json!(hostile[(i % 3) * 2 + 1]));
             g.put_node(&Node { key: event(id), props }).unwrap();
             g.put_session_slot(id, &SessionSlot { at_ns: i as i64, event_id: id.to_string() })
                 .unwrap();
