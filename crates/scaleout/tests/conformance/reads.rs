@@ -64,6 +64,19 @@ fn log(schema: &Schema) -> Vec<ValidRecord> {
                 .to_string(),
             );
         }
+        if i == 100 {
+            // Decision memory: topics, memory sessions, an outcome, a superseded decision.
+            texts.extend(memories().iter().map(ToString::to_string));
+        }
+        if i == 180 {
+            // Reads counted on events, one of them forgotten by then (skipped).
+            let read = |e: &serde_json::Value, count: u64| json!({"event_id": id(e), "count": count, "last_accessed_at": "2026-11-25T09:00:00Z"});
+            texts.push(
+                json!({"record_type": "access", "at": "2026-11-25T09:00:00Z",
+                       "events": [read(&events[10], 3), read(&events[70], 1), read(&events[150], 2)]})
+                .to_string(),
+            );
+        }
         if i == 200 {
             texts.push(
                 json!({"record_type": "forget", "forget_id": "f-session", "by": "user:ops",
@@ -90,6 +103,25 @@ fn log(schema: &Schema) -> Vec<ValidRecord> {
         .iter()
         .map(|t| validate(schema, &Limits::default(), t).unwrap_or_else(|e| panic!("{t}: {e}")))
         .collect()
+}
+
+/// Decisions and a checkpoint on one topic over two sessions, an outcome and a superseding
+/// decision, as an agent records them.
+fn memories() -> [serde_json::Value; 4] {
+    [
+        json!({"record_type": "memory", "memory_id": "memory_1", "kind": "decision",
+            "topic": "auth_strategy", "content": "Use JWT", "reasoning": "Stateless, scalable",
+            "session_id": "s1", "created_by": "llm", "created_at": "2026-11-20T09:00:00Z"}),
+        json!({"record_type": "memory", "memory_id": "memory_2", "kind": "checkpoint",
+            "content": "Implemented JWT auth in auth.ts", "session_id": "s1",
+            "created_at": "2026-11-20T09:30:00Z"}),
+        json!({"record_type": "memory_outcome", "memory_id": "memory_1", "outcome": "FAILED",
+            "reason": "Performance issues with token refresh", "at": "2026-11-21T10:00:00Z"}),
+        json!({"record_type": "memory", "memory_id": "memory_3", "kind": "decision",
+            "topic": "auth_strategy", "content": "Switch to session-based",
+            "supersedes": "memory_1", "session_id": "s2", "created_by": "llm",
+            "created_at": "2026-11-21T11:00:00Z"}),
+    ]
 }
 
 /// Every node of the graph, label by label.
@@ -288,6 +320,10 @@ fn every_graph_read_answers_on_falkordb_as_on_the_embedded_store() {
         .filter(|n| e.edge_groups(&n.key, 5).unwrap().iter().any(|g| g.degree > 5))
         .count();
     assert!(busy > 5, "nodes with more edges of a kind than the limits: {busy}");
+    let labels: Vec<&str> = counts.nodes.iter().map(|(l, _)| l.as_str()).collect();
+    for label in ["Event", "Entity", "Memory", "Topic"] {
+        assert!(labels.contains(&label), "{label} in {labels:?}");
+    }
 }
 
 #[test]
