@@ -434,28 +434,29 @@ impl FalkorGraph {
     /// Nodes per label and edges per type, each sorted by name, and the edges waiting for an
     /// endpoint (bookkeeping entries are not counted as nodes).
     pub fn counts(&self) -> Result<GraphCounts, StoreError> {
-        let group = |g: &FalkorGraph, query: &str| -> Result<Vec<(String, u64)>, StoreError> {
-            let rows = g.run(query, &[])?;
-            rows.iter()
-                .map(|r| {
-                    let n = int_at(r, 1, &g.url)?;
-                    Ok((text_at(r, 0, &g.url)?, u64::try_from(n).unwrap_or(0)))
-                })
-                .collect()
-        };
-        Ok(GraphCounts {
-            nodes: group(
-                self,
-                "MATCH (n) WITH labels(n)[0] AS label WHERE NOT label STARTS WITH '_' \
-                 RETURN label, count(*) ORDER BY label",
-            )?,
-            edges: group(self, "MATCH ()-[r]->() RETURN type(r) AS t, count(*) ORDER BY t")?,
-            pending_edges: u64::try_from(first_int(
-                &self.run(&format!("MATCH (p:{PENDING}) RETURN count(p)"), &[])?,
-                &self.url,
-            )?)
-            .unwrap_or(0),
-        })
+        // One query: nodes per label (0), edges per type (1), parked edges (2; no row when
+        // there are none).
+        let rows = self.run(
+            &format!(
+                "MATCH (n) WITH labels(n)[0] AS name WHERE NOT name STARTS WITH '_' \
+                 RETURN 0 AS k, name, count(*) AS c \
+                 UNION ALL MATCH ()-[r]->() RETURN 1 AS k, type(r) AS name, count(*) AS c \
+                 UNION ALL MATCH (p:{PENDING}) RETURN 2 AS k, '' AS name, count(p) AS c"
+            ),
+            &[],
+        )?;
+        let mut counts = GraphCounts::default();
+        for r in &rows {
+            let n = u64::try_from(int_at(r, 2, &self.url)?).unwrap_or(0);
+            match int_at(r, 0, &self.url)? {
+                0 => counts.nodes.push((text_at(r, 1, &self.url)?, n)),
+                1 => counts.edges.push((text_at(r, 1, &self.url)?, n)),
+                _ => counts.pending_edges += n,
+            }
+        }
+        counts.nodes.sort();
+        counts.edges.sort();
+        Ok(counts)
     }
 
     /// Remove every node, edge and bookkeeping entry (the indexes and constraints stay): the
