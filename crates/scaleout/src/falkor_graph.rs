@@ -247,6 +247,30 @@ impl FalkorGraph {
             .collect()
     }
 
+    /// Run one read-only query (`GRAPH.RO_QUERY`: it cannot write, and a read of a store
+    /// whose graph does not exist yet creates none) and return its rows; no graph, no rows.
+    fn run_read(
+        &self,
+        query: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
+        let mut graph = self.graph.borrow_mut();
+        let mut q = graph.ro_query(query);
+        for (k, v) in params {
+            q = q.with_param(k, v.clone());
+        }
+        let result = match q.execute() {
+            Ok(result) => result,
+            // What FalkorDB answers a read of a key that holds no graph: nothing folded yet.
+            Err(e) if e.to_string().contains("empty key") => return Ok(Vec::new()),
+            Err(e) => return Err(remote(&self.url, &e)),
+        };
+        result
+            .data
+            .map(|row| row.map(falkordb::Row::into_values).map_err(|e| remote(&self.url, &e)))
+            .collect()
+    }
+
     /// Watch the checkpoint and the node creation counter on the plain connection and read
     /// them: the start of a batch ([`FalkorGraph::commit_watched`] applies the batch only if
     /// nobody moved them since). Returns `(checkpoint, last creation number)`; a graph
@@ -355,8 +379,10 @@ impl FalkorGraph {
         }
         let quoted = name(label, "label")?;
         let list = FalkorValue::Array(ids.iter().map(|i| s(i)).collect());
-        let rows = self
-            .run(&format!("MATCH (n:{quoted}) WHERE n.id IN $ids RETURN n.id"), &[("ids", list)])?;
+        let rows = self.run_read(
+            &format!("MATCH (n:{quoted}) WHERE n.id IN $ids RETURN n.id"),
+            &[("ids", list)],
+        )?;
         let found: BTreeSet<String> =
             rows.iter().map(|r| text_at(r, 0, &self.url)).collect::<Result<_, _>>()?;
         Ok(ids.iter().filter(|id| found.contains(*id)).cloned().collect())
@@ -370,7 +396,7 @@ impl FalkorGraph {
         limit: usize,
     ) -> Result<Vec<Node>, StoreError> {
         let quoted = name(label, "label")?;
-        let rows = self.run(
+        let rows = self.run_read(
             &format!(
                 "MATCH (n:{quoted}) WHERE {} > $after RETURN n.id, n.props ORDER BY n.id LIMIT $limit",
                 unindexed("n.id")
@@ -388,7 +414,7 @@ impl FalkorGraph {
     }
 
     fn slots(&self, query: &str, params: Params<'_>) -> Result<Vec<SessionSlot>, StoreError> {
-        let rows = self.run(query, params)?;
+        let rows = self.run_read(query, params)?;
         rows.iter()
             .map(|r| {
                 Ok(SessionSlot {
@@ -401,7 +427,7 @@ impl FalkorGraph {
 
     /// Session ids in order, after `after` (exclusive), at most `limit`.
     pub fn sessions(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError> {
-        let rows = self.run(
+        let rows = self.run_read(
             &format!(
                 "MATCH (x:{SLOT}) WHERE {} > $after \
                  RETURN DISTINCT x.session AS session ORDER BY session LIMIT $limit",
@@ -436,7 +462,7 @@ impl FalkorGraph {
     pub fn counts(&self) -> Result<GraphCounts, StoreError> {
         // One query: nodes per label (0), edges per type (1), parked edges (2; no row when
         // there are none).
-        let rows = self.run(
+        let rows = self.run_read(
             &format!(
                 "MATCH (n) WITH labels(n)[0] AS name WHERE NOT name STARTS WITH '_' \
                  RETURN 0 AS k, name, count(*) AS c \
@@ -495,8 +521,10 @@ impl ProjectionGraph for FalkorGraph {
 
     fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
         let label = name(&key.label, "label")?;
-        let rows = self
-            .run(&format!("MATCH (n:{label} {{id: $id}}) RETURN n.props"), &[("id", s(&key.id))])?;
+        let rows = self.run_read(
+            &format!("MATCH (n:{label} {{id: $id}}) RETURN n.props"),
+            &[("id", s(&key.id))],
+        )?;
         let Some(row) = rows.into_iter().next() else { return Ok(None) };
         let props = props_from(&text_at(&row, 0, &self.url)?)?;
         Ok(Some(Node { key: key.clone(), props }))
@@ -504,11 +532,11 @@ impl ProjectionGraph for FalkorGraph {
 
     fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
         let label = name(&key.label, "label")?;
-        let rows = self.run(
-            &format!("MATCH (n:{label} {{id: $id}}) RETURN count(n)"),
+        let rows = self.run_read(
+            &format!("MATCH (n:{label} {{id: $id}}) RETURN n.id LIMIT 1"),
             &[("id", s(&key.id))],
         )?;
-        Ok(first_int(&rows, &self.url)? > 0)
+        Ok(!rows.is_empty())
     }
 
     fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
@@ -538,7 +566,7 @@ impl ProjectionGraph for FalkorGraph {
             name(&key.to.label, "label")?,
             name(&key.edge_type, "edge type")?,
         );
-        let rows = self.run(
+        let rows = self.run_read(
             &format!(
                 "MATCH (a:{from} {{id: $from}})-[r:{ty} {{q: $q}}]->(b:{to} {{id: $to}}) RETURN r.props"
             ),
@@ -580,7 +608,7 @@ impl ProjectionGraph for FalkorGraph {
             Direction::In => side(false),
             Direction::Both => format!("{} UNION ALL {}", side(true), side(false)),
         };
-        let rows = self.run(&query, &[("id", s(&key.id))])?;
+        let rows = self.run_read(&query, &[("id", s(&key.id))])?;
         let (mut outgoing, mut incoming) = (Vec::new(), Vec::new());
         for r in &rows {
             let out = matches!(r.first(), Some(FalkorValue::Bool(true)));
@@ -649,7 +677,7 @@ impl ProjectionGraph for FalkorGraph {
         slot: &SessionSlot,
     ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError> {
         // Both neighbours in one query: the greatest slot before and the least after.
-        let rows = self.run(
+        let rows = self.run_read(
             &format!(
                 "MATCH (x:{SLOT} {{session: $session}}) \
                  WHERE x.at < $at OR (x.at = $at AND x.event < $event) \
@@ -685,7 +713,7 @@ impl ProjectionGraph for FalkorGraph {
     }
 
     fn pending_for(&self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
-        let rows = self.run(
+        let rows = self.run_read(
             &format!(
                 "MATCH (p:{PENDING} {{wait_label: $label, wait_id: $id}}) RETURN {PENDING_COLUMNS}"
             ),
@@ -707,7 +735,7 @@ impl ProjectionGraph for FalkorGraph {
     }
 
     fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
-        let rows = self.run(&format!("MATCH (p:{PENDING}) RETURN {PENDING_COLUMNS}"), &[])?;
+        let rows = self.run_read(&format!("MATCH (p:{PENDING}) RETURN {PENDING_COLUMNS}"), &[])?;
         let mut edges: Vec<(NodeKey, Edge)> =
             rows.iter().map(|r| pending_row(r, &self.url)).collect::<Result<_, _>>()?;
         edges.sort_by(|a, b| (&a.0, pending_order(&a.1.key)).cmp(&(&b.0, pending_order(&b.1.key))));

@@ -48,7 +48,7 @@ impl FalkorGraph {
         let quoted = name(label, "label")?;
         let mut out = Vec::new();
         for chunk in ids.chunks(ROWS_PER_QUERY) {
-            let rows = self.run(
+            let rows = self.run_read(
                 &format!("UNWIND $ids AS i MATCH (n:{quoted} {{id: i}}) RETURN n.id, n.props"),
                 &[("ids", list(chunk.iter().map(|i| s(i)).collect()))],
             )?;
@@ -66,7 +66,7 @@ impl FalkorGraph {
     pub(crate) fn pending_of(&self, keys: &[&NodeKey]) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
         let mut out = Vec::new();
         for chunk in keys.chunks(ROWS_PER_QUERY) {
-            let rows = self.run(
+            let rows = self.run_read(
                 &format!(
                     "UNWIND $keys AS k MATCH (p:{PENDING} {{wait_label: k[0], wait_id: k[1]}}) \
                      RETURN {PENDING_COLUMNS}"
@@ -84,7 +84,7 @@ impl FalkorGraph {
     pub(crate) fn slots_of(&self, ids: &[&str]) -> Result<Vec<(String, SessionSlot)>, StoreError> {
         let mut out = Vec::new();
         for chunk in ids.chunks(ROWS_PER_QUERY) {
-            let rows = self.run(
+            let rows = self.run_read(
                 &format!(
                     "UNWIND $ids AS i MATCH (x:{SLOT} {{session: i}}) RETURN x.session, x.at, x.event"
                 ),

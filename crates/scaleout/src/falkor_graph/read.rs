@@ -61,7 +61,7 @@ impl FalkorGraph {
                  [p IN es[0..$limit] | [labels(p[0])[0], p[0].id, p[1].q, {props}]] AS items"
             )
         };
-        let rows = self.run(
+        let rows = self.run_read(
             &format!("{} UNION ALL {}", side(true), side(false)),
             &[("id", s(&key.id)), ("limit", int(count(limit)))],
         )?;
@@ -235,14 +235,14 @@ impl GraphReader for FalkorGraph {
                        ORDER BY a.seq, b.seq, r.q LIMIT $limit";
         // Pages in the embedded store's order: source, target (creation numbers), qualifier.
         let rows = match after {
-            None => self.run(
+            None => self.run_read(
                 &format!("MATCH (a)-[r:{ty}]->(b) {columns}"),
                 &[("limit", int(count(limit)))],
             )?,
             Some(k) => {
                 let (from, to) = (name(&k.from.label, "label")?, name(&k.to.label, "label")?);
                 // No rows when either end of `after` is gone, as the embedded store answers.
-                self.run(
+                self.run_read(
                     &format!(
                         "MATCH (x:{from} {{id: $from}}), (y:{to} {{id: $to}}) \
                          WITH x.seq AS fs, y.seq AS ts \
@@ -296,7 +296,7 @@ impl GraphReader for FalkorGraph {
     ) -> Result<Vec<Edge>, StoreError> {
         let (label, ty) = (name(&key.label, "label")?, name(edge_type, "edge type")?);
         let pattern = if out { format!("-[r:{ty}]->") } else { format!("<-[r:{ty}]-") };
-        let rows = self.run(
+        let rows = self.run_read(
             &format!(
                 "MATCH (n:{label} {{id: $id}}){pattern}(m) \
                  RETURN labels(m)[0], m.id, r.q, r.props ORDER BY m.seq, r.q LIMIT $limit"
@@ -313,7 +313,7 @@ impl GraphReader for FalkorGraph {
 
     fn trace_events(&self, trace_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
         let label = name(TRACED, "label")?;
-        let rows = self.run(
+        let rows = self.run_read(
             &format!("MATCH (n:{label} {{trace: $trace}}) RETURN n.id ORDER BY n.seq LIMIT $limit"),
             &[("trace", s(trace_id)), ("limit", int(count(limit)))],
         )?;
@@ -460,7 +460,7 @@ impl GraphReader for FalkorGraph {
         if nids.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = self.run(
+        let rows = self.run_read(
             "UNWIND $nids AS i MATCH (n) WHERE n.seq = i RETURN i, labels(n)[0], n.id",
             &[("nids", FalkorValue::Array(nids.iter().map(|n| int(*n)).collect()))],
         )?;

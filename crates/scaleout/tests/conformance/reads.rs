@@ -443,7 +443,15 @@ fn a_scale_out_store_appends_to_its_log_and_reads_what_the_workers_folded() {
         assert_eq!(read.projected_through().unwrap(), 0);
         assert_eq!(read.counts().unwrap().nodes, []);
         assert_eq!(read.read_from(1, 2).unwrap(), redis.log().read_from(1, 2).unwrap());
+        let event = NodeKey::new("Event", records[0].id());
+        assert_eq!(read.node(&event).unwrap(), None);
+        assert!(!read.node_exists(&event).unwrap());
+        assert_eq!(read.edge_groups(&event, 5).unwrap(), []);
+        assert_eq!(read.sessions(None, 10).unwrap(), Vec::<String>::new());
     }
+    // Reads are read-only queries: a store nothing was folded into still has no graph.
+    let graph_key = format!("{}graph", redis.url().key_prefix());
+    assert!(!redis.store_keys().iter().any(|k| k == graph_key.as_bytes()), "reads made a graph");
 
     // A worker folds; a new read sees the graph, the same as the embedded fold's.
     let graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
