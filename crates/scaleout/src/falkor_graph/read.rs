@@ -1,6 +1,6 @@
 //! The graph read by the engine ([`GraphReader`]) on FalkorDB: every answer the embedded store
-//! gives for the same folded log, in the same order, each method one query (one round trip:
-//! the network, not the server, is what a recall waits for).
+//! gives for the same folded log, in the same order, each method one query (one round trip,
+//! whose latency a recall pays for every read however small the query).
 //!
 //! The embedded store lists a node's edges in index order: by type, then by the far endpoint's
 //! integer node id, then by qualifier. Here the node id is the node's creation number (`seq`,
