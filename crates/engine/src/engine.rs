@@ -473,7 +473,7 @@ impl Engine {
     /// A consistent read snapshot, unfiltered: for the engine's own features only.
     pub(crate) fn snapshot(&self) -> Result<Snapshot<'_>, Error> {
         Ok(Snapshot::new(
-            self.store.begin_read()?,
+            Box::new(self.store.begin_read()?),
             &self.schema,
             self.store.size_on_disk(),
             &self.caches,

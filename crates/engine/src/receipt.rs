@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use ctxgraph_ontology::graph::{Direction, Node, NodeKey};
 use ctxgraph_ontology::{ReceiptRecord, RecordBody, RecordKind, ValidRecord, Violation};
 use ctxgraph_projection::RECEIPT;
-use ctxgraph_store::{EmbeddedWrite, GraphReader, LogReader};
+use ctxgraph_store::{EmbeddedWrite, GraphReader};
 
 use crate::engine::{Engine, decode};
 use crate::error::Error;

@@ -223,7 +223,7 @@ fn measured_at(events: &[Aged], options: &RetentionOptions) -> Option<(i64, Stri
 /// them now, with the time ages are measured at (a read: nothing changes), and how many events
 /// earlier passes archived.
 pub(crate) fn tier_counts(
-    read: &impl GraphReader,
+    read: &(impl GraphReader + ?Sized),
     options: &RetentionOptions,
 ) -> Result<TierCounts, Error> {
     let events = aged_events(read)?;
@@ -276,7 +276,7 @@ fn prune_similar(
 }
 
 /// Every event with what retention needs, in key order.
-fn aged_events(w: &impl GraphReader) -> Result<Vec<Aged>, Error> {
+fn aged_events(w: &(impl GraphReader + ?Sized)) -> Result<Vec<Aged>, Error> {
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     loop {
