@@ -139,7 +139,7 @@ struct Aged {
 impl Engine {
     /// What retention would do now, without doing it.
     pub fn retention_plan(&mut self, options: &RetentionOptions) -> Result<RetentionReport, Error> {
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("retention")?.begin_write()?;
         // The write transaction is dropped, not committed: nothing changes.
         retain(&self.schema, &mut w, options, false)
     }
@@ -150,7 +150,7 @@ impl Engine {
         &mut self,
         options: &RetentionOptions,
     ) -> Result<RetentionReport, Error> {
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("retention")?.begin_write()?;
         let report = retain(&self.schema, &mut w, options, true)?;
         w.commit()?;
         Ok(report)
