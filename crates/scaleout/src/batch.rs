@@ -33,6 +33,13 @@ pub struct BatchFold<'g> {
     base: &'g FalkorGraph,
     /// The checkpoint when the batch began (watched: the commit fails if it moved).
     start: u64,
+    /// The last node creation number given (watched with the checkpoint).
+    last_seq: i64,
+    /// The creation number of each node the batch wrote: taken at the write that found the
+    /// node absent from the batch, so new nodes are numbered in the order the projection
+    /// creates them, as the embedded store numbers its rows (a node the graph already has
+    /// keeps its own; its number goes unused).
+    seqs: BTreeMap<NodeKey, i64>,
     /// Nodes written (`Some`) or deleted (`None`) in this batch.
     nodes: BTreeMap<NodeKey, Option<Node>>,
     /// Nodes deleted in this batch: their edges in the graph are gone.
@@ -68,10 +75,12 @@ impl<'g> BatchFold<'g> {
     /// Start a batch over `base`, watching its checkpoint (read it with
     /// [`BatchFold::start`]: the batch folds the records after it).
     pub fn new(base: &'g FalkorGraph) -> Result<BatchFold<'g>, StoreError> {
-        let start = base.watch_checkpoint()?;
+        let (start, last_seq) = base.watch_checkpoint()?;
         Ok(BatchFold {
             base,
             start,
+            last_seq,
+            seqs: BTreeMap::new(),
             nodes: BTreeMap::new(),
             detached: BTreeSet::new(),
             edges: BTreeMap::new(),
@@ -174,7 +183,13 @@ impl<'g> BatchFold<'g> {
         self.finished = true;
         let changes = NetChanges {
             detached: self.detached.iter().collect(),
-            nodes: self.nodes.iter().map(|(k, n)| (k, n.as_ref(), self.absent(k))).collect(),
+            nodes: self
+                .nodes
+                .iter()
+                .map(|(k, n)| {
+                    (k, n.as_ref(), self.absent(k), self.seqs.get(k).copied().unwrap_or(0))
+                })
+                .collect(),
             edges: self
                 .edges
                 .iter()
@@ -193,7 +208,7 @@ impl<'g> BatchFold<'g> {
                 .collect(),
         };
         let writes = merged_writes(&changes)?;
-        self.base.commit_watched(&writes, through)
+        self.base.commit_watched(&writes, through, self.last_seq)
     }
 
     fn session(&mut self, session_id: &str) -> Result<&mut BTreeSet<SessionSlot>, StoreError> {
@@ -410,6 +425,10 @@ impl ProjectionGraph for BatchFold<'_> {
     fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {
         Self::check_node(&node.key)?;
         self.writes += 1;
+        if !matches!(self.nodes.get(&node.key), Some(Some(_))) {
+            self.last_seq += 1;
+            self.seqs.insert(node.key.clone(), self.last_seq);
+        }
         self.nodes.insert(node.key.clone(), Some(node));
         Ok(())
     }

@@ -4,14 +4,25 @@
 //! # Layout (one graph per store, named `ctxgraph:{NAME}:graph`)
 //!
 //! ```text
-//! (:Label {id, props})                  a node; props is its properties as JSON text
+//! (:Label {id, props, seq[, trace]})   a node; props is its properties as JSON text, seq its
+//!                                       creation number, trace an event's `trace_id`
 //! (a)-[:TYPE {q, props}]->(b)           an edge; q its qualifier (the fourth part of its key)
 //! (:_SessionSlot {session, at, event})  one event's place in its session's order
 //! (:_Pending {wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, q, props})
 //!                                       an edge waiting for its endpoint `wait` to exist
 //! ctxgraph:{NAME}:projected_through    the projection checkpoint: a plain key beside the
 //!                                       graph, so a fold's commit can watch it (see `batch.rs`)
+//! ctxgraph:{NAME}:node_seq             the last creation number given to a node
+//! ctxgraph:{NAME}:graph_generation     a counter every committed change of the graph bumps
+//! ctxgraph:{NAME}:settings             store settings (a hash)
+//! ctxgraph:{NAME}:enriched_through     the stage-2 checkpoint (stage 2 does not run here yet)
 //! ```
+//!
+//! A node's creation number (`seq`) is what the embedded store's integer node id is: it grows
+//! with every node created (a node deleted and created again gets a new one), and a fold gives
+//! them in the order the projection creates nodes, which is the embedded store's order too. The
+//! reads that the embedded store answers in node-id order (a node's edges by the far endpoint,
+//! a trace's events, edges by type) order by it, so both backends give the same lists.
 //!
 //! Cypher cannot take a label or a relationship type as a parameter, so those are checked to be
 //! plain identifiers (`[A-Za-z][A-Za-z0-9_]*`, as the schema modules name them) and written in
@@ -36,6 +47,7 @@ use crate::reply::{TIMEOUT, connect, failure};
 use crate::url::StoreUrl;
 
 mod bulk;
+mod read;
 pub(crate) use bulk::{NetChanges, merged_writes};
 
 /// The largest `LIMIT` sent (see [`count`]).
@@ -45,6 +57,8 @@ const MAX_LIMIT: usize = i32::MAX as usize;
 const SLOT: &str = "_SessionSlot";
 /// The label of edges waiting for an endpoint.
 const PENDING: &str = "_Pending";
+/// The label whose nodes carry their `trace_id` as a property of its own (`trace`).
+const TRACED: &str = "Event";
 
 /// The properties of a parked edge that make its key, in the embedded store's key order.
 const PENDING_KEY: &str = "wait_label: $wait_label, wait_id: $wait_id, from_label: $from_label, \
@@ -59,6 +73,14 @@ pub struct FalkorGraph {
     graph: RefCell<SyncGraph>,
     /// The checkpoint's key.
     checkpoint: String,
+    /// The key of the last node creation number.
+    seq: String,
+    /// The key of the graph generation counter.
+    generation: String,
+    /// The key of the settings hash.
+    settings: String,
+    /// The key of the stage-2 checkpoint.
+    enriched: String,
     /// A plain connection, for constraints, the checkpoint and transactions.
     raw: RefCell<redis::Connection>,
     /// Node labels that already have their index and constraint.
@@ -87,6 +109,14 @@ impl FalkorGraph {
     /// constraint on `id` for every node label of `schema` (and the bookkeeping labels) that
     /// lacks them.
     pub fn connect(url: &StoreUrl, schema: &Schema) -> Result<FalkorGraph, StoreError> {
+        let mut g = FalkorGraph::connect_read(url)?;
+        g.ensure_schema(schema)?;
+        Ok(g)
+    }
+
+    /// Connect to the server of `url` and use its store's graph as it is, creating nothing: a
+    /// reader's connection (the writers, [`FalkorGraph::connect`], create the indexes).
+    pub fn connect_read(url: &StoreUrl) -> Result<FalkorGraph, StoreError> {
         let info: FalkorConnectionInfo = (url.host(), url.port())
             .try_into()
             .map_err(|e: falkordb::FalkorDBError| remote(url, &e))?;
@@ -100,17 +130,20 @@ impl FalkorGraph {
         let name = format!("{}graph", url.key_prefix());
         let graph = client.select_graph(&name);
         let raw = connect(url).map_err(|e| raw_remote(url, &e))?;
-        let mut g = FalkorGraph {
+        let prefix = url.key_prefix();
+        Ok(FalkorGraph {
             url: url.clone(),
             name,
             _client: client,
             graph: RefCell::new(graph),
             raw: RefCell::new(raw),
-            checkpoint: format!("{}projected_through", url.key_prefix()),
+            checkpoint: format!("{prefix}projected_through"),
+            seq: format!("{prefix}node_seq"),
+            generation: format!("{prefix}graph_generation"),
+            settings: format!("{prefix}settings"),
+            enriched: format!("{prefix}enriched_through"),
             indexed: BTreeSet::new(),
-        };
-        g.ensure_schema(schema)?;
-        Ok(g)
+        })
     }
 
     /// The graph's name on the server.
@@ -128,7 +161,8 @@ impl FalkorGraph {
         if missing.is_empty() {
             return Ok(());
         }
-        let indexes: BTreeSet<String> = self
+        // (label, field) of every node index.
+        let fields: BTreeSet<(String, String)> = self
             .graph
             .borrow_mut()
             .list_indices()
@@ -136,8 +170,12 @@ impl FalkorGraph {
             .data
             .into_iter()
             .filter(|i| i.entity_type == EntityType::Node)
-            .map(|i| i.index_label)
+            .flat_map(|i| {
+                let label = i.index_label;
+                i.fields.into_iter().map(move |f| (label.clone(), f))
+            })
             .collect();
+        let indexes: BTreeSet<String> = fields.iter().map(|(l, _)| l.clone()).collect();
         let constrained: BTreeSet<String> = self
             .graph
             .borrow_mut()
@@ -167,6 +205,12 @@ impl FalkorGraph {
                 }
                 // The constraint needs the index first; FalkorDB builds it in the background.
                 unless_raced(self.create_constraint(label))?;
+            }
+            // A trace's events are found by their trace id (`GraphReader::trace_events`).
+            if label == TRACED && !fields.contains(&(label.to_owned(), "trace".to_owned())) {
+                unless_raced(
+                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.trace)"), &[]),
+                )?;
             }
             self.indexed.insert(label.to_owned());
         }
@@ -203,22 +247,25 @@ impl FalkorGraph {
             .collect()
     }
 
-    /// Watch the checkpoint on the plain connection and read it: the start of a batch
-    /// ([`FalkorGraph::commit_watched`] applies the batch only if nobody moved it since).
-    pub(crate) fn watch_checkpoint(&self) -> Result<u64, StoreError> {
+    /// Watch the checkpoint and the node creation counter on the plain connection and read
+    /// them: the start of a batch ([`FalkorGraph::commit_watched`] applies the batch only if
+    /// nobody moved them since). Returns `(checkpoint, last creation number)`.
+    pub(crate) fn watch_checkpoint(&self) -> Result<(u64, i64), StoreError> {
         let mut raw = self.raw.borrow_mut();
         redis::cmd("UNWATCH")
             .query::<redis::Value>(&mut *raw)
             .map_err(|e| raw_remote(&self.url, &e))?;
         redis::cmd("WATCH")
             .arg(&self.checkpoint)
+            .arg(&self.seq)
             .query::<redis::Value>(&mut *raw)
             .map_err(|e| raw_remote(&self.url, &e))?;
-        let value: Option<u64> = redis::cmd("GET")
+        let (checkpoint, seq): (Option<u64>, Option<i64>) = redis::cmd("MGET")
             .arg(&self.checkpoint)
+            .arg(&self.seq)
             .query(&mut *raw)
             .map_err(|e| raw_remote(&self.url, &e))?;
-        Ok(value.unwrap_or(0))
+        Ok((checkpoint.unwrap_or(0), seq.unwrap_or(0)))
     }
 
     /// Forget a watch (a batch dropped without its commit).
@@ -229,8 +276,9 @@ impl FalkorGraph {
         }
     }
 
-    /// Run `writes` and move the checkpoint to `through` as one Redis transaction (`MULTI` …
-    /// `EXEC`) if the checkpoint has not moved since [`FalkorGraph::watch_checkpoint`]; whether
+    /// Run `writes`, move the checkpoint to `through`, the node creation counter to `last_seq`
+    /// and the graph generation on, as one Redis transaction (`MULTI` … `EXEC`) if neither the
+    /// checkpoint nor the counter has moved since [`FalkorGraph::watch_checkpoint`]; whether
     /// it ran. The server applies the block with no other command between its commands and
     /// writes it to its append-only file as one unit, so a crash of this process before `EXEC`
     /// leaves none of it applied, and of two folds of the same records only the first commits.
@@ -240,10 +288,13 @@ impl FalkorGraph {
         &self,
         writes: &[Write],
         through: u64,
+        last_seq: i64,
     ) -> Result<bool, StoreError> {
         let mut pipe = redis::pipe();
         pipe.atomic();
         pipe.cmd("SET").arg(&self.checkpoint).arg(through);
+        pipe.cmd("SET").arg(&self.seq).arg(last_seq);
+        pipe.cmd("INCR").arg(&self.generation);
         for w in writes {
             pipe.cmd("GRAPH.QUERY").arg(&self.name).arg(w.with_preamble()?);
         }
@@ -268,6 +319,23 @@ impl FalkorGraph {
             }
         }
         Ok(true)
+    }
+
+    /// Take the next node creation number (a write outside a batch).
+    fn next_seq(&self) -> Result<i64, StoreError> {
+        redis::cmd("INCR")
+            .arg(&self.seq)
+            .query(&mut *self.raw.borrow_mut())
+            .map_err(|e| raw_remote(&self.url, &e))
+    }
+
+    /// Move the graph generation on (a write outside a batch).
+    fn bump_generation(&self) -> Result<(), StoreError> {
+        redis::cmd("INCR")
+            .arg(&self.generation)
+            .query::<redis::Value>(&mut *self.raw.borrow_mut())
+            .map(drop)
+            .map_err(|e| raw_remote(&self.url, &e))
     }
 
     fn fail(&self, e: &falkordb::FalkorDBError) -> StoreError {
@@ -298,7 +366,8 @@ impl FalkorGraph {
         let quoted = name(label, "label")?;
         let rows = self.run(
             &format!(
-                "MATCH (n:{quoted}) WHERE n.id > $after RETURN n.id, n.props ORDER BY n.id LIMIT $limit"
+                "MATCH (n:{quoted}) WHERE {} > $after RETURN n.id, n.props ORDER BY n.id LIMIT $limit",
+                unindexed("n.id")
             ),
             &[("after", s(after.unwrap_or(""))), ("limit", int(count(limit)))],
         )?;
@@ -328,8 +397,9 @@ impl FalkorGraph {
     pub fn sessions(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError> {
         let rows = self.run(
             &format!(
-                "MATCH (x:{SLOT}) WHERE x.session > $after \
-                 RETURN DISTINCT x.session AS session ORDER BY session LIMIT $limit"
+                "MATCH (x:{SLOT}) WHERE {} > $after \
+                 RETURN DISTINCT x.session AS session ORDER BY session LIMIT $limit",
+                unindexed("x.session")
             ),
             &[("after", s(after.unwrap_or(""))), ("limit", int(count(limit)))],
         )?;
@@ -386,6 +456,7 @@ impl FalkorGraph {
     /// start of a rebuild from the log.
     pub fn clear_graph(&mut self) -> Result<(), StoreError> {
         self.run("MATCH (n) DETACH DELETE n", &[])?;
+        self.bump_generation()?;
         self.set_projected_through(0)
     }
 }
@@ -408,9 +479,11 @@ fn unless_raced<T>(created: Result<T, StoreError>) -> Result<(), StoreError> {
 
 impl ProjectionGraph for FalkorGraph {
     fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
-        let w = Write::put_node(node)?;
+        // A creation number is taken whether or not the node is new: numbers only need to grow.
+        let seq = self.next_seq()?;
+        let w = Write::put_node(node, seq)?;
         self.run(&w.query, &w.params)?;
-        Ok(())
+        self.bump_generation()
     }
 
     fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
@@ -434,6 +507,7 @@ impl ProjectionGraph for FalkorGraph {
     fn delete_node(&mut self, key: &NodeKey) -> Result<bool, StoreError> {
         let w = Write::delete_node(key)?;
         let rows = self.run(&w.query, &w.params)?;
+        self.bump_generation()?;
         Ok(first_int(&rows, &self.url)? > 0)
     }
 
@@ -441,6 +515,7 @@ impl ProjectionGraph for FalkorGraph {
         let k = &edge.key;
         let w = Write::put_edge(edge)?;
         let rows = self.run(&w.query, &w.params)?;
+        self.bump_generation()?;
         if first_int(&rows, &self.url)? == 0 {
             let missing = if self.node_exists(&k.from)? { &k.to } else { &k.from };
             return Err(StoreError::Corruption(format!(
@@ -469,6 +544,7 @@ impl ProjectionGraph for FalkorGraph {
     fn delete_edge(&mut self, key: &EdgeKey) -> Result<bool, StoreError> {
         let w = Write::delete_edge(key)?;
         let rows = self.run(&w.query, &w.params)?;
+        self.bump_generation()?;
         Ok(first_int(&rows, &self.url)? > 0)
     }
 
@@ -483,45 +559,41 @@ impl ProjectionGraph for FalkorGraph {
             Some(t) => format!("[r:{}]", name(t, "edge type")?),
             None => "[r]".to_owned(),
         };
-        let mut out = Vec::new();
-        for outgoing in [true, false] {
-            if !direction.includes(outgoing) {
-                continue;
-            }
-            let pattern = if outgoing {
-                format!("(n:{label} {{id: $id}})-{rel}->(m)")
-            } else {
-                format!("(n:{label} {{id: $id}})<-{rel}-(m)")
+        // Both directions in one query (one round trip), each side then put in key order.
+        let side = |out: bool| {
+            let pattern = if out { format!("-{rel}->") } else { format!("<-{rel}-") };
+            format!(
+                "MATCH (n:{label} {{id: $id}}){pattern}(m) \
+                 RETURN {out} AS out, type(r) AS t, labels(m)[0] AS l, m.id AS m, r.q AS q, \
+                 r.props AS props"
+            )
+        };
+        let query = match direction {
+            Direction::Out => side(true),
+            Direction::In => side(false),
+            Direction::Both => format!("{} UNION ALL {}", side(true), side(false)),
+        };
+        let rows = self.run(&query, &[("id", s(&key.id))])?;
+        let (mut outgoing, mut incoming) = (Vec::new(), Vec::new());
+        for r in &rows {
+            let out = matches!(r.first(), Some(FalkorValue::Bool(true)));
+            let other = NodeKey { label: text_at(r, 2, &self.url)?, id: text_at(r, 3, &self.url)? };
+            let (from, to) = if out { (key.clone(), other) } else { (other, key.clone()) };
+            let edge = Edge {
+                key: EdgeKey {
+                    edge_type: text_at(r, 1, &self.url)?,
+                    from,
+                    to,
+                    qualifier: text_at(r, 4, &self.url)?,
+                },
+                props: props_from(&text_at(r, 5, &self.url)?)?,
             };
-            let rows = self.run(
-                &format!(
-                    "MATCH {pattern} WHERE NOT labels(m)[0] STARTS WITH '_' \
-                     RETURN type(r), labels(m)[0], m.id, r.q, r.props"
-                ),
-                &[("id", s(&key.id))],
-            )?;
-            let mut edges = rows
-                .iter()
-                .map(|r| {
-                    let other =
-                        NodeKey { label: text_at(r, 1, &self.url)?, id: text_at(r, 2, &self.url)? };
-                    let (from, to) =
-                        if outgoing { (key.clone(), other) } else { (other, key.clone()) };
-                    Ok(Edge {
-                        key: EdgeKey {
-                            edge_type: text_at(r, 0, &self.url)?,
-                            from,
-                            to,
-                            qualifier: text_at(r, 3, &self.url)?,
-                        },
-                        props: props_from(&text_at(r, 4, &self.url)?)?,
-                    })
-                })
-                .collect::<Result<Vec<Edge>, StoreError>>()?;
-            sort_side(&mut edges, outgoing);
-            out.extend(edges);
+            if out { outgoing.push(edge) } else { incoming.push(edge) }
         }
-        Ok(out)
+        sort_side(&mut outgoing, true);
+        sort_side(&mut incoming, false);
+        outgoing.extend(incoming);
+        Ok(outgoing)
     }
 
     fn put_session_slot(&mut self, session_id: &str, slot: &SessionSlot) -> Result<(), StoreError> {
@@ -569,25 +641,34 @@ impl ProjectionGraph for FalkorGraph {
         session_id: &str,
         slot: &SessionSlot,
     ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError> {
-        let params =
-            [("session", s(session_id)), ("at", int(slot.at_ns)), ("event", s(&slot.event_id))];
-        let before = self.slots(
+        // Both neighbours in one query: the greatest slot before and the least after.
+        let rows = self.run(
             &format!(
                 "MATCH (x:{SLOT} {{session: $session}}) \
                  WHERE x.at < $at OR (x.at = $at AND x.event < $event) \
-                 RETURN x.at, x.event ORDER BY x.at DESC, x.event DESC LIMIT 1"
-            ),
-            &params,
-        )?;
-        let after = self.slots(
-            &format!(
-                "MATCH (x:{SLOT} {{session: $session}}) \
+                 RETURN false AS after, x.at AS at, x.event AS event \
+                 ORDER BY at DESC, event DESC LIMIT 1 \
+                 UNION ALL \
+                 MATCH (x:{SLOT} {{session: $session}}) \
                  WHERE x.at > $at OR (x.at = $at AND x.event > $event) \
-                 RETURN x.at, x.event ORDER BY x.at, x.event LIMIT 1"
+                 RETURN true AS after, x.at AS at, x.event AS event \
+                 ORDER BY at, event LIMIT 1"
             ),
-            &params,
+            &[("session", s(session_id)), ("at", int(slot.at_ns)), ("event", s(&slot.event_id))],
         )?;
-        Ok((before.into_iter().next(), after.into_iter().next()))
+        let (mut before, mut after) = (None, None);
+        for r in &rows {
+            let found = SessionSlot {
+                at_ns: int_at(r, 1, &self.url)?,
+                event_id: text_at(r, 2, &self.url)?,
+            };
+            if matches!(r.first(), Some(FalkorValue::Bool(true))) {
+                after = Some(found);
+            } else {
+                before = Some(found);
+            }
+        }
+        Ok((before, after))
     }
 
     fn put_pending(&mut self, waiting_for: &NodeKey, edge: &Edge) -> Result<(), StoreError> {
@@ -637,11 +718,20 @@ pub(crate) struct Write {
 }
 
 impl Write {
-    pub(crate) fn put_node(node: &Node) -> Result<Write, StoreError> {
+    /// Write `node`, created with creation number `seq` if the graph lacks it.
+    pub(crate) fn put_node(node: &Node, seq: i64) -> Result<Write, StoreError> {
         let label = name(&node.key.label, "label")?;
         Ok(Write {
-            query: format!("MERGE (n:{label} {{id: $id}}) SET n.props = $props"),
-            params: vec![("id", s(&node.key.id)), ("props", s(&props_to(&node.props)?))],
+            query: format!(
+                "MERGE (n:{label} {{id: $id}}) ON CREATE SET n.seq = $seq \
+                 SET n.props = $props, n.trace = $trace"
+            ),
+            params: vec![
+                ("id", s(&node.key.id)),
+                ("seq", int(seq)),
+                ("props", s(&props_to(&node.props)?)),
+                ("trace", trace_of(node)),
+            ],
         })
     }
 
@@ -748,6 +838,15 @@ impl Write {
     }
 }
 
+/// The `trace` property of a node: an event's `trace_id` when it is a string (what the
+/// embedded store's trace lookup compares), else null (no property).
+pub(crate) fn trace_of(node: &Node) -> FalkorValue {
+    match node.props.get("trace_id") {
+        Some(serde_json::Value::String(t)) if node.key.label == TRACED => s(t),
+        _ => FalkorValue::None,
+    }
+}
+
 /// A label or an edge type, checked and quoted for query text (Cypher takes no parameter there).
 pub(crate) fn name(text: &str, what: &str) -> Result<String, StoreError> {
     let mut chars = text.chars();
@@ -807,6 +906,15 @@ pub(crate) fn sort_side(edges: &mut [Edge], outgoing: bool) {
             &b.key.qualifier,
         ))
     });
+}
+
+/// A string property compared in a range (`>`) without its index: FalkorDB's index orders
+/// strings other than byte order (a range over it misses non-ASCII values: `'ü…' > 'r'` finds
+/// nothing), while a comparison of the values themselves is byte order, the embedded store's.
+/// Wrapping the property in `toString` keeps the planner from answering the range from the
+/// index, at the cost of a scan of the label.
+fn unindexed(property: &str) -> String {
+    format!("toString({property})")
 }
 
 /// A `LIMIT` parameter. FalkorDB reads a limit as 32 bits (a limit of 2^32 returns nothing),

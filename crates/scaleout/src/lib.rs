@@ -5,9 +5,10 @@
 //!
 //! [`RedisLog`] implements the same [`ctxgraph_store::Log`] and [`ctxgraph_store::LogReader`]
 //! traits as the embedded store, and [`FalkorGraph`] the graph operations the projection calls
-//! ([`ctxgraph_store::ProjectionGraph`]), with the same answers: the conformance suite in
-//! `tests/` runs one set of tests against both. The engine does not run on this backend yet;
-//! the CLI's `migrate`, `worker` and `stats` do. `docs/scale-out.md` says what is built and what
+//! ([`ctxgraph_store::ProjectionGraph`]) and the graph reads ([`ctxgraph_store::GraphReader`]),
+//! with the same answers: the conformance suite in `tests/` runs one set of tests against both.
+//! [`ScaleOutStore`] is the store the engine runs on ([`ctxgraph_store::RemoteStore`]): reads of
+//! both through one view, appends to the log. `docs/scale-out.md` says what is built and what
 //! is next.
 
 #![warn(missing_docs)]
@@ -19,6 +20,7 @@ mod fold;
 mod reads;
 mod redis_log;
 mod reply;
+mod store;
 mod url;
 
 pub use batch::BatchFold;
@@ -26,4 +28,5 @@ pub use consumer::{ConsumerName, GroupState, LogConsumer, MAX_CONSUMER_NAME_BYTE
 pub use falkor_graph::FalkorGraph;
 pub use fold::{FoldError, PROJECTION_GROUP, Worker, catch_up, fold_one, load_schema};
 pub use redis_log::RedisLog;
+pub use store::ScaleOutStore;
 pub use url::{DEFAULT_PORT, MAX_NAME_BYTES, StoreUrl, UrlError};

@@ -12,7 +12,9 @@ use ctxgraph_ontology::graph::{Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_store::{SessionSlot, StoreError, props_from, props_to};
 use falkordb::FalkorValue;
 
-use super::{FalkorGraph, PENDING, PENDING_COLUMNS, SLOT, Write, int, name, pending_row, s};
+use super::{
+    FalkorGraph, PENDING, PENDING_COLUMNS, SLOT, Write, int, name, pending_row, s, trace_of,
+};
 use super::{int_at, text_at};
 
 /// The most rows one query carries: bounds the size of a query's text.
@@ -108,9 +110,10 @@ impl FalkorGraph {
 pub(crate) struct NetChanges<'a> {
     /// Nodes deleted at some point (their edges in the graph go with them).
     pub(crate) detached: Vec<&'a NodeKey>,
-    /// Nodes written (`Some`) or deleted (`None`), and whether the graph is known to have no
-    /// such node when they are written (then it is created, not merged).
-    pub(crate) nodes: Vec<(&'a NodeKey, Option<&'a Node>, bool)>,
+    /// Nodes written (`Some`) or deleted (`None`), whether the graph is known to have no
+    /// such node when they are written (then it is created, not merged), and the creation
+    /// number a node the graph lacks gets.
+    pub(crate) nodes: Vec<(&'a NodeKey, Option<&'a Node>, bool, i64)>,
     /// Edges written (`Some`) or deleted (`None`), and whether an end is known to be a node
     /// the graph does not have when they are written (so neither has the edge).
     pub(crate) edges: Vec<(&'a EdgeKey, Option<&'a Edge>, bool)>,
@@ -168,21 +171,27 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
 
     // A node the graph lacks is created: no lookup of an existing one first.
     let mut nodes: BTreeMap<(&str, bool), Vec<FalkorValue>> = BTreeMap::new();
-    for (key, node, new) in &changes.nodes {
+    for (key, node, new, seq) in &changes.nodes {
         // A deleted node is in `detached`, and gone already.
         if let Some(n) = node {
-            nodes
-                .entry((&key.label, *new))
-                .or_default()
-                .push(list(vec![s(&key.id), s(&props_to(&n.props)?)]));
+            nodes.entry((&key.label, *new)).or_default().push(list(vec![
+                s(&key.id),
+                s(&props_to(&n.props)?),
+                int(*seq),
+                trace_of(n),
+            ]));
         }
     }
     for ((label, new), rows) in nodes {
         let quoted = name(label, "label")?;
+        // A null `trace` sets no property (and removes an old one).
         let body = if new {
-            format!("CREATE (:{quoted} {{id: r[0], props: r[1]}})")
+            format!("CREATE (:{quoted} {{id: r[0], props: r[1], seq: r[2], trace: r[3]}})")
         } else {
-            format!("MERGE (n:{quoted} {{id: r[0]}}) SET n.props = r[1]")
+            format!(
+                "MERGE (n:{quoted} {{id: r[0]}}) ON CREATE SET n.seq = r[2] \
+                 SET n.props = r[1], n.trace = r[3]"
+            )
         };
         unwind(&mut out, &body, rows);
     }

@@ -181,10 +181,10 @@ impl Graph for FalkorBackend {
         self.graph.put_node(node)
     }
     fn node(&mut self, key: &NodeKey) -> R<Option<Node>> {
-        self.graph.node(key)
+        ProjectionGraph::node(&self.graph, key)
     }
     fn node_exists(&mut self, key: &NodeKey) -> R<bool> {
-        self.graph.node_exists(key)
+        ProjectionGraph::node_exists(&self.graph, key)
     }
     fn existing_ids(&mut self, label: &str, ids: &[String]) -> R<Vec<String>> {
         self.graph.existing_ids(label, ids)
@@ -199,13 +199,13 @@ impl Graph for FalkorBackend {
         self.graph.put_edge(edge)
     }
     fn edge(&mut self, key: &EdgeKey) -> R<Option<Edge>> {
-        self.graph.edge(key)
+        ProjectionGraph::edge(&self.graph, key)
     }
     fn delete_edge(&mut self, key: &EdgeKey) -> R<bool> {
         self.graph.delete_edge(key)
     }
     fn edges_of(&mut self, key: &NodeKey, ty: Option<&str>, dir: Direction) -> R<Vec<Edge>> {
-        self.graph.edges_of(key, ty, dir)
+        ProjectionGraph::edges_of(&self.graph, key, ty, dir)
     }
     fn put_session_slot(&mut self, session: &str, slot: &SessionSlot) -> R<()> {
         self.graph.put_session_slot(session, slot)
@@ -214,17 +214,17 @@ impl Graph for FalkorBackend {
         self.graph.delete_session_slot(session, slot)
     }
     fn session_events(&mut self, session: &str, limit: usize) -> R<Vec<SessionSlot>> {
-        self.graph.session_events(session, limit)
+        ProjectionGraph::session_events(&self.graph, session, limit)
     }
     fn session_tail(&mut self, session: &str) -> R<Option<SessionSlot>> {
-        self.graph.session_tail(session)
+        ProjectionGraph::session_tail(&self.graph, session)
     }
     fn session_neighbors(
         &mut self,
         session: &str,
         slot: &SessionSlot,
     ) -> R<(Option<SessionSlot>, Option<SessionSlot>)> {
-        self.graph.session_neighbors(session, slot)
+        ProjectionGraph::session_neighbors(&self.graph, session, slot)
     }
     fn sessions(&mut self, after: Option<&str>, limit: usize) -> R<Vec<String>> {
         self.graph.sessions(after, limit)
@@ -233,13 +233,13 @@ impl Graph for FalkorBackend {
         self.graph.put_pending(waiting_for, edge)
     }
     fn pending_for(&mut self, key: &NodeKey) -> R<Vec<Edge>> {
-        self.graph.pending_for(key)
+        ProjectionGraph::pending_for(&self.graph, key)
     }
     fn take_pending(&mut self, key: &NodeKey) -> R<Vec<Edge>> {
         self.graph.take_pending(key)
     }
     fn pending_edges(&mut self) -> R<Vec<(NodeKey, Edge)>> {
-        self.graph.pending_edges()
+        ProjectionGraph::pending_edges(&self.graph)
     }
     fn projected_through(&mut self) -> R<u64> {
         self.graph.projected_through()

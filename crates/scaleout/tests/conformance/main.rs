@@ -45,5 +45,6 @@ mod graph_harness;
 mod harness;
 mod log;
 mod projection;
+mod reads;
 mod redis_layout;
 mod stream;

@@ -1,0 +1,525 @@
+//! The graph read by the engine ([`GraphReader`]) on FalkorDB: every answer the embedded store
+//! gives for the same folded log, in the same order, each method one query (one round trip:
+//! the network, not the server, is what a recall waits for).
+//!
+//! The embedded store lists a node's edges in index order: by type, then by the far endpoint's
+//! integer node id, then by qualifier. Here the node id is the node's creation number (`seq`,
+//! see the module above), which the fold gives in the embedded store's order, so a query that
+//! sorts by it returns the same list.
+//!
+//! Stages 2 and 3 (enrichment, consolidation) do not run on this backend yet: the graph has no
+//! vectors, full-text documents, index blobs or archive marks, and the methods that read them
+//! answer as the embedded store answers for a store without them (nothing, none, zero). The
+//! stage-2 checkpoint is a real key that nothing moves yet, so it reads 0.
+
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
+use ctxgraph_store::{
+    Archived, EdgeGroup, GraphCounts, GraphReader, ProjectionGraph, SessionSlot, StoreError,
+    StoredVector, TextIndexBuild, heaviest_order, props_from,
+};
+use falkordb::FalkorValue;
+
+use super::{FalkorGraph, TRACED, count, int, int_at, name, odd, raw_remote, s, text_at};
+
+/// One item of a group as read: the far endpoint, the edge's qualifier and the properties
+/// carried (JSON text, of the edge or of the far endpoint).
+type Item = (NodeKey, String, String);
+
+/// What a group query returns of each far endpoint besides its key.
+#[derive(Clone, Copy)]
+enum Carry {
+    /// The edge's properties.
+    EdgeProps,
+    /// The far endpoint's properties.
+    NodeProps,
+}
+
+impl FalkorGraph {
+    /// Every group of a node's edges (one type, one direction), outgoing first and by type,
+    /// each with its first `limit` items in index order (the far endpoint's creation number,
+    /// then qualifier) and its degree counted up to `limit + 1`: one query, both directions.
+    fn groups(
+        &self,
+        key: &NodeKey,
+        limit: usize,
+        carry: Carry,
+    ) -> Result<Vec<EdgeGroup<Item>>, StoreError> {
+        let label = name(&key.label, "label")?;
+        let props = match carry {
+            Carry::EdgeProps => "p[1].props",
+            Carry::NodeProps => "p[0].props",
+        };
+        // The far endpoints and edges are collected as references in index order; only the
+        // first `limit` of each group are read out.
+        let side = |out: bool| {
+            let pattern = if out { "(n)-[r]->(m)" } else { "(n)<-[r]-(m)" };
+            format!(
+                "MATCH (n:{label} {{id: $id}}) MATCH {pattern} \
+                 WITH type(r) AS t, r, m ORDER BY t, m.seq, r.q \
+                 WITH t, collect([m, r]) AS es \
+                 RETURN {out} AS out, t, size(es) AS degree, \
+                 [p IN es[0..$limit] | [labels(p[0])[0], p[0].id, p[1].q, {props}]] AS items"
+            )
+        };
+        let rows = self.run(
+            &format!("{} UNION ALL {}", side(true), side(false)),
+            &[("id", s(&key.id)), ("limit", int(count(limit)))],
+        )?;
+        let mut groups = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let out = bool_at(r, 0, &self.url)?;
+            let edge_type = text_at(r, 1, &self.url)?;
+            let degree = usize::try_from(int_at(r, 2, &self.url)?).unwrap_or(0);
+            let Some(FalkorValue::Array(items)) = r.get(3) else {
+                return Err(odd(&self.url, "a list of a group's edges"));
+            };
+            let items = items
+                .iter()
+                .map(|item| {
+                    let FalkorValue::Array(cols) = item else {
+                        return Err(odd(&self.url, "an edge of a group"));
+                    };
+                    let far = NodeKey {
+                        label: text_at(cols, 0, &self.url)?,
+                        id: text_at(cols, 1, &self.url)?,
+                    };
+                    Ok((far, text_at(cols, 2, &self.url)?, text_at(cols, 3, &self.url)?))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            groups.push(EdgeGroup {
+                out,
+                edge_type,
+                degree: degree.min(limit.saturating_add(1)),
+                edges: items,
+            });
+        }
+        groups.sort_by(|a, b| b.out.cmp(&a.out).then_with(|| a.edge_type.cmp(&b.edge_type)));
+        Ok(groups)
+    }
+
+    /// A plain key's integer value; 0 when it is unset.
+    fn counter(&self, key: &str) -> Result<u64, StoreError> {
+        let value: Option<u64> = redis::cmd("GET")
+            .arg(key)
+            .query(&mut *self.raw.borrow_mut())
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        Ok(value.unwrap_or(0))
+    }
+}
+
+/// An edge of a group read with [`Carry::EdgeProps`], as the edge of `key` it is.
+fn group_edge(
+    key: &NodeKey,
+    edge_type: &str,
+    out: bool,
+    (far, qualifier, props): Item,
+) -> Result<Edge, StoreError> {
+    let (from, to) = if out { (key.clone(), far) } else { (far, key.clone()) };
+    Ok(Edge {
+        key: EdgeKey { from, edge_type: edge_type.to_owned(), to, qualifier },
+        props: props_from(&props)?,
+    })
+}
+
+/// The first `limit` items of `groups` taken in [`heaviest_order`] under `weight`, as `(weight,
+/// item, outgoing)`: the embedded store's rule, over the same groups.
+fn heaviest_of<T>(
+    groups: Vec<EdgeGroup<T>>,
+    weight: &dyn Fn(&str, bool) -> f64,
+    limit: usize,
+) -> Vec<(f64, T, bool)> {
+    let order = heaviest_order(&groups, weight);
+    let mut groups: Vec<Option<EdgeGroup<T>>> = groups.into_iter().map(Some).collect();
+    let mut found = Vec::new();
+    for (w, i) in order {
+        let Some(group) = groups.get_mut(i).and_then(Option::take) else { continue };
+        for item in group.edges {
+            if found.len() >= limit {
+                return found;
+            }
+            found.push((w, item, group.out));
+        }
+    }
+    found
+}
+
+/// `props` cut down to the properties among `names`.
+fn named(mut props: Properties, names: &[&str]) -> Properties {
+    props.retain(|k, _| names.contains(&k.as_str()));
+    props
+}
+
+fn bool_at(row: &[FalkorValue], i: usize, url: &crate::url::StoreUrl) -> Result<bool, StoreError> {
+    match row.get(i) {
+        Some(FalkorValue::Bool(b)) => Ok(*b),
+        _ => Err(odd(url, "a boolean where one was expected")),
+    }
+}
+
+/// The graph as the engine reads it. Answers equal the embedded store's for the same folded
+/// log, lists in the same order (the conformance suite compares them); the vector, full-text
+/// and archive reads answer for a graph that has none of them (stages 2 and 3 do not run on
+/// this backend yet).
+impl GraphReader for FalkorGraph {
+    fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        ProjectionGraph::node(self, key)
+    }
+
+    fn node_exists(&self, key: &NodeKey) -> Result<bool, StoreError> {
+        ProjectionGraph::node_exists(self, key)
+    }
+
+    fn node_props_named(
+        &self,
+        key: &NodeKey,
+        names: &[&str],
+    ) -> Result<Option<Properties>, StoreError> {
+        Ok(ProjectionGraph::node(self, key)?.map(|n| named(n.props, names)))
+    }
+
+    fn existing_ids(&self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
+        FalkorGraph::existing_ids(self, label, ids)
+    }
+
+    fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>, StoreError> {
+        ProjectionGraph::edge(self, key)
+    }
+
+    fn edges_of(
+        &self,
+        key: &NodeKey,
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Edge>, StoreError> {
+        ProjectionGraph::edges_of(self, key, edge_type, direction)
+    }
+
+    fn nodes_by_label(
+        &self,
+        label: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Node>, StoreError> {
+        FalkorGraph::nodes_by_label(self, label, after, limit)
+    }
+
+    fn edges_by_type(
+        &self,
+        edge_type: &str,
+        after: Option<&EdgeKey>,
+        limit: usize,
+    ) -> Result<Vec<Edge>, StoreError> {
+        let ty = name(edge_type, "edge type")?;
+        let columns = "RETURN labels(a)[0], a.id, labels(b)[0], b.id, r.q, r.props \
+                       ORDER BY a.seq, b.seq, r.q LIMIT $limit";
+        // Pages in the embedded store's order: source, target (creation numbers), qualifier.
+        let rows = match after {
+            None => self.run(
+                &format!("MATCH (a)-[r:{ty}]->(b) {columns}"),
+                &[("limit", int(count(limit)))],
+            )?,
+            Some(k) => {
+                let (from, to) = (name(&k.from.label, "label")?, name(&k.to.label, "label")?);
+                // No rows when either end of `after` is gone, as the embedded store answers.
+                self.run(
+                    &format!(
+                        "MATCH (x:{from} {{id: $from}}), (y:{to} {{id: $to}}) \
+                         WITH x.seq AS fs, y.seq AS ts \
+                         MATCH (a)-[r:{ty}]->(b) \
+                         WHERE a.seq > fs OR (a.seq = fs AND (b.seq > ts OR (b.seq = ts AND r.q > $q))) \
+                         {columns}"
+                    ),
+                    &[
+                        ("from", s(&k.from.id)),
+                        ("to", s(&k.to.id)),
+                        ("q", s(&k.qualifier)),
+                        ("limit", int(count(limit))),
+                    ],
+                )?
+            }
+        };
+        rows.iter()
+            .map(|r| {
+                let t = |i: usize| text_at(r, i, &self.url);
+                Ok(Edge {
+                    key: EdgeKey {
+                        from: NodeKey { label: t(0)?, id: t(1)? },
+                        edge_type: edge_type.to_owned(),
+                        to: NodeKey { label: t(2)?, id: t(3)? },
+                        qualifier: t(4)?,
+                    },
+                    props: props_from(&t(5)?)?,
+                })
+            })
+            .collect()
+    }
+
+    fn sessions(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError> {
+        FalkorGraph::sessions(self, after, limit)
+    }
+
+    fn session_events(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionSlot>, StoreError> {
+        ProjectionGraph::session_events(self, session_id, limit)
+    }
+
+    fn edges_limited(
+        &self,
+        key: &NodeKey,
+        edge_type: &str,
+        out: bool,
+        limit: usize,
+    ) -> Result<Vec<Edge>, StoreError> {
+        let (label, ty) = (name(&key.label, "label")?, name(edge_type, "edge type")?);
+        let pattern = if out { format!("-[r:{ty}]->") } else { format!("<-[r:{ty}]-") };
+        let rows = self.run(
+            &format!(
+                "MATCH (n:{label} {{id: $id}}){pattern}(m) \
+                 RETURN labels(m)[0], m.id, r.q, r.props ORDER BY m.seq, r.q LIMIT $limit"
+            ),
+            &[("id", s(&key.id)), ("limit", int(count(limit)))],
+        )?;
+        rows.iter()
+            .map(|r| {
+                let t = |i: usize| text_at(r, i, &self.url);
+                group_edge(key, edge_type, out, (NodeKey { label: t(0)?, id: t(1)? }, t(2)?, t(3)?))
+            })
+            .collect()
+    }
+
+    fn trace_events(&self, trace_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        let label = name(TRACED, "label")?;
+        let rows = self.run(
+            &format!("MATCH (n:{label} {{trace: $trace}}) RETURN n.id ORDER BY n.seq LIMIT $limit"),
+            &[("trace", s(trace_id)), ("limit", int(count(limit)))],
+        )?;
+        rows.iter().map(|r| text_at(r, 0, &self.url)).collect()
+    }
+
+    fn session_tail(&self, session_id: &str) -> Result<Option<SessionSlot>, StoreError> {
+        ProjectionGraph::session_tail(self, session_id)
+    }
+
+    fn session_neighbors(
+        &self,
+        session_id: &str,
+        slot: &SessionSlot,
+    ) -> Result<(Option<SessionSlot>, Option<SessionSlot>), StoreError> {
+        ProjectionGraph::session_neighbors(self, session_id, slot)
+    }
+
+    fn pending_for(&self, key: &NodeKey) -> Result<Vec<Edge>, StoreError> {
+        ProjectionGraph::pending_for(self, key)
+    }
+
+    fn pending_edges(&self) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
+        ProjectionGraph::pending_edges(self)
+    }
+
+    fn counts(&self) -> Result<GraphCounts, StoreError> {
+        FalkorGraph::counts(self)
+    }
+
+    fn projected_through(&self) -> Result<u64, StoreError> {
+        FalkorGraph::projected_through(self)
+    }
+
+    fn enriched_through(&self) -> Result<u64, StoreError> {
+        self.counter(&self.enriched)
+    }
+
+    fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError> {
+        // No vectors are stored on this backend yet, so none has a model.
+        Ok(None)
+    }
+
+    fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
+        redis::cmd("HGET")
+            .arg(&self.settings)
+            .arg(key)
+            .query(&mut *self.raw.borrow_mut())
+            .map_err(|e| raw_remote(&self.url, &e))
+    }
+
+    fn vector(&self, _key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
+        Ok(None)
+    }
+
+    fn vector_list(&self, _key: &NodeKey) -> Result<Option<(i64, Option<u32>)>, StoreError> {
+        Ok(None)
+    }
+
+    fn heaviest_edges(
+        &self,
+        key: &NodeKey,
+        weight: &dyn Fn(&str, bool) -> f64,
+        limit: usize,
+    ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
+        let groups = self.groups(key, limit, Carry::EdgeProps)?;
+        heaviest_of(groups_by_type(groups), weight, limit)
+            .into_iter()
+            .map(|(w, (edge_type, item), out)| {
+                Ok((w, group_edge(key, &edge_type, out, item)?, out))
+            })
+            .collect()
+    }
+
+    fn edge_groups(&self, key: &NodeKey, limit: usize) -> Result<Vec<EdgeGroup>, StoreError> {
+        self.groups(key, limit, Carry::EdgeProps)?
+            .into_iter()
+            .map(|g| {
+                let edges = g
+                    .edges
+                    .into_iter()
+                    .map(|item| group_edge(key, &g.edge_type, g.out, item))
+                    .collect::<Result<Vec<Edge>, StoreError>>()?;
+                Ok(EdgeGroup { out: g.out, edge_type: g.edge_type, degree: g.degree, edges })
+            })
+            .collect()
+    }
+
+    fn graph_generation(&self) -> Result<u64, StoreError> {
+        self.counter(&self.generation)
+    }
+
+    fn heaviest_neighbours(
+        &self,
+        key: &NodeKey,
+        weight: &dyn Fn(&str, bool) -> f64,
+        limit: usize,
+        names: &[&str],
+    ) -> Result<Vec<(NodeKey, Properties)>, StoreError> {
+        let groups = self.groups(key, limit, Carry::NodeProps)?;
+        heaviest_of(groups, weight, limit)
+            .into_iter()
+            .map(|(_, (far, _, props), _)| Ok((far, named(props_from(&props)?, names))))
+            .collect()
+    }
+
+    fn text_terms(&self, _text: &str) -> Result<Vec<String>, StoreError> {
+        // No full-text index: no text has terms in it.
+        Ok(Vec::new())
+    }
+
+    fn search_text(
+        &self,
+        _words: &[String],
+        _after: i64,
+        _limit: usize,
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    fn text_docs_after(&self, _after: i64) -> Result<(u64, Option<i64>), StoreError> {
+        Ok((0, None))
+    }
+
+    fn scan_text_index(&self, _visit: &mut dyn FnMut(&str, i64) -> bool) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn text_generation(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+
+    fn text_index_build(&self) -> Result<Option<TextIndexBuild>, StoreError> {
+        Ok(None)
+    }
+
+    fn text_postings(&self, _term: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(None)
+    }
+
+    fn node_keys(&self, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, StoreError> {
+        // A node's id here is its creation number. No vector or full-text document names one
+        // yet, so callers have none to ask about; the lookup scans the nodes.
+        if nids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self.run(
+            "UNWIND $nids AS i MATCH (n) WHERE n.seq = i RETURN i, labels(n)[0], n.id",
+            &[("nids", FalkorValue::Array(nids.iter().map(|n| int(*n)).collect()))],
+        )?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    int_at(r, 0, &self.url)?,
+                    NodeKey { label: text_at(r, 1, &self.url)?, id: text_at(r, 2, &self.url)? },
+                ))
+            })
+            .collect()
+    }
+
+    fn vectors_page(&self, _after: i64, _limit: usize) -> Result<Vec<StoredVector>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    fn scan_unindexed_vectors(
+        &self,
+        _visit: &mut dyn FnMut(i64, &[f32]),
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn vector_counts(&self) -> Result<(u64, u64), StoreError> {
+        Ok((0, 0))
+    }
+
+    fn vectors_of(&self, _nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    fn scan_vectors_of(
+        &self,
+        _nids: &[i64],
+        _visit: &mut dyn FnMut(i64, &[f32]),
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn ann_generation(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+
+    fn vector_generation(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+
+    fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(None)
+    }
+
+    fn ann_list(&self, _list: u32) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(None)
+    }
+
+    fn is_archived(&self, _key: &NodeKey) -> Result<bool, StoreError> {
+        // Retention does not run on this backend yet: nothing is archived.
+        Ok(false)
+    }
+
+    fn archived(
+        &self,
+        _after: Option<&NodeKey>,
+        _limit: usize,
+    ) -> Result<Vec<Archived>, StoreError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Groups whose items carry their edge type too (the heaviest edges are built from items of
+/// several groups).
+fn groups_by_type(groups: Vec<EdgeGroup<Item>>) -> Vec<EdgeGroup<(String, Item)>> {
+    groups
+        .into_iter()
+        .map(|g| EdgeGroup {
+            out: g.out,
+            edges: g.edges.into_iter().map(|item| (g.edge_type.clone(), item)).collect(),
+            edge_type: g.edge_type,
+            degree: g.degree,
+        })
+        .collect()
+}

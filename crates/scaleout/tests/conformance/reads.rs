@@ -1,0 +1,444 @@
+//! The graph as the engine reads it (`GraphReader`) answers the same on both backends: one log
+//! folded into the embedded store and, through the Redis log and the workers' fold, into
+//! FalkorDB, then every read asked of every node with several limits and weightings, lists
+//! compared in order. And the scale-out store the engine runs on (`ScaleOutStore`): appends
+//! through its log, reads of the log and the graph through one view, connections pooled.
+
+use std::collections::BTreeSet;
+
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
+use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
+use ctxgraph_projection::project;
+use ctxgraph_scaleout::{FalkorGraph, ScaleOutStore, catch_up};
+use ctxgraph_store::{
+    Appended, Embedded, GraphReader, LogReader, OpenMode, ProjectionGraph, RemoteStore,
+    SessionSlot, StoreRead,
+};
+use ctxgraph_synth::{TraceConfig, trace};
+use serde_json::json;
+
+use crate::harness::RedisBackend;
+
+/// A weighting of edge groups by type and direction (outgoing: `true`).
+type Weight = dyn Fn(&str, bool) -> f64;
+
+/// Weightings of a node's edge groups, as recall's expansion gives them: uniform, by type and
+/// direction (some groups left out with a weight of 0), and one that drops a whole direction.
+fn weightings() -> Vec<Box<Weight>> {
+    vec![
+        Box::new(|_, _| 1.0),
+        Box::new(|t, out| match (t, out) {
+            ("REFERENCES", true) => 2.0,
+            ("FOLLOWS", _) => 1.5,
+            ("CAUSED_BY", false) => 0.0,
+            ("REFERENCES", false) => 0.75,
+            _ => 0.5,
+        }),
+        Box::new(|_, out| if out { 1.0 } else { -1.0 }),
+    ]
+}
+
+/// Property names asked for a few at a time, as the access policy asks.
+const NAMES: &[&str] = &["visibility", "agent_id", "trace_id", "name", "missing"];
+
+/// A synthetic trace with its events partly out of order, explicit edges (one waiting for a
+/// late event, one for an event never written), and forgets in the middle of the log (an
+/// event, then a whole session), so nodes are deleted and entities go and come back.
+fn log(schema: &Schema) -> Vec<ValidRecord> {
+    let config = TraceConfig { events: 300, seed: 11, ..TraceConfig::default() };
+    let mut events: Vec<serde_json::Value> = trace(&config).collect();
+    events[60..90].reverse();
+    let late = events.remove(40);
+    let id = |e: &serde_json::Value| e["event_id"].as_str().unwrap().to_owned();
+    let (first, late_id) = (id(&events[0]), id(&late));
+    let forgotten_event = id(&events[70]);
+    let forgotten_session = events[120]["session_id"].as_str().unwrap().to_owned();
+    let mut texts: Vec<String> = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        texts.push(e.to_string());
+        if i == 150 {
+            texts.push(
+                json!({"record_type": "forget", "forget_id": "f-event", "by": "user:ops",
+                       "target": {"kind": "event", "id": forgotten_event},
+                       "at": "2026-11-25T10:00:00Z"})
+                .to_string(),
+            );
+        }
+        if i == 200 {
+            texts.push(
+                json!({"record_type": "forget", "forget_id": "f-session", "by": "user:ops",
+                       "target": {"kind": "session", "id": forgotten_session},
+                       "at": "2026-11-25T10:00:00Z"})
+                .to_string(),
+            );
+        }
+    }
+    texts.push(
+        json!({"record_type": "edge", "edge_id": "x-waits", "edge_type": "CAUSED_BY",
+               "from": {"label": "Event", "id": late_id}, "to": {"label": "Event", "id": first},
+               "properties": {"mechanism": "inferred"}})
+        .to_string(),
+    );
+    texts.push(
+        json!({"record_type": "edge", "edge_id": "x-never", "edge_type": "CAUSED_BY",
+               "from": {"label": "Event", "id": "never-written"}, "to": {"label": "Event", "id": first},
+               "properties": {"mechanism": "inferred"}})
+        .to_string(),
+    );
+    texts.push(late.to_string());
+    texts
+        .iter()
+        .map(|t| validate(schema, &Limits::default(), t).unwrap_or_else(|e| panic!("{t}: {e}")))
+        .collect()
+}
+
+/// Every node of the graph, label by label.
+fn all_nodes(schema: &Schema, g: &dyn GraphReader) -> Vec<Node> {
+    let mut nodes = Vec::new();
+    for label in schema.node_types().keys() {
+        nodes.extend(g.nodes_by_label(label, None, usize::MAX).unwrap());
+    }
+    nodes
+}
+
+/// Ask both graphs every read of the graph half of `GraphReader` and compare the answers,
+/// lists in order. Returns how many node reads were compared.
+fn same_reads(schema: &Schema, e: &dyn GraphReader, f: &dyn GraphReader) -> usize {
+    assert_eq!(e.counts().unwrap(), f.counts().unwrap());
+    let nodes = all_nodes(schema, e);
+    assert_eq!(nodes, all_nodes(schema, f));
+
+    // Pages of nodes and lookups of many ids, most of them absent.
+    for label in schema.node_types().keys() {
+        let (mut after, mut pages) = (None::<String>, 0);
+        loop {
+            let page = e.nodes_by_label(label, after.as_deref(), 7).unwrap();
+            assert_eq!(page, f.nodes_by_label(label, after.as_deref(), 7).unwrap(), "{label}");
+            let Some(last) = page.last() else { break };
+            after = Some(last.key.id.clone());
+            pages += 1;
+            assert!(pages < 10_000);
+        }
+        let mut ids: Vec<String> = nodes.iter().take(40).map(|n| n.key.id.clone()).collect();
+        ids.extend(["absent".to_owned(), String::new(), "Event".to_owned()]);
+        ids.reverse();
+        assert_eq!(e.existing_ids(label, &ids).unwrap(), f.existing_ids(label, &ids).unwrap());
+    }
+
+    let absent = NodeKey::new("Event", "never-written");
+    let mut keys: Vec<&NodeKey> = nodes.iter().map(|n| &n.key).collect();
+    keys.push(&absent);
+    for key in &keys {
+        let key: &NodeKey = key;
+        assert_eq!(e.node(key).unwrap(), f.node(key).unwrap(), "{key}");
+        assert_eq!(e.node_exists(key).unwrap(), f.node_exists(key).unwrap(), "{key}");
+        assert_eq!(
+            e.node_props_named(key, NAMES).unwrap(),
+            f.node_props_named(key, NAMES).unwrap(),
+            "{key}"
+        );
+        for dir in [Direction::Both, Direction::Out, Direction::In] {
+            let edges = e.edges_of(key, None, dir).unwrap();
+            assert_eq!(edges, f.edges_of(key, None, dir).unwrap(), "{key} {dir:?}");
+            if dir == Direction::Both {
+                for edge in &edges {
+                    assert_eq!(f.edge(&edge.key).unwrap().as_ref(), Some(edge));
+                }
+            }
+        }
+        for limit in [0, 1, 2, 5, 1_000] {
+            let groups = e.edge_groups(key, limit).unwrap();
+            assert_eq!(groups, f.edge_groups(key, limit).unwrap(), "{key} limit {limit}");
+            for g in &groups {
+                let t = g.edge_type.as_str();
+                assert_eq!(
+                    e.edges_of(key, Some(t), if g.out { Direction::Out } else { Direction::In })
+                        .unwrap(),
+                    f.edges_of(key, Some(t), if g.out { Direction::Out } else { Direction::In })
+                        .unwrap(),
+                    "{key} {t}"
+                );
+                assert_eq!(
+                    e.edges_limited(key, t, g.out, limit).unwrap(),
+                    f.edges_limited(key, t, g.out, limit).unwrap(),
+                    "{key} {t} {} limit {limit}",
+                    g.out
+                );
+            }
+        }
+        for weight in weightings() {
+            for limit in [1, 3, 10, 100] {
+                assert_eq!(
+                    e.heaviest_edges(key, &weight, limit).unwrap(),
+                    f.heaviest_edges(key, &weight, limit).unwrap(),
+                    "{key} limit {limit}"
+                );
+                assert_eq!(
+                    e.heaviest_neighbours(key, &weight, limit, NAMES).unwrap(),
+                    f.heaviest_neighbours(key, &weight, limit, NAMES).unwrap(),
+                    "{key} limit {limit}"
+                );
+            }
+        }
+        assert_eq!(e.pending_for(key).unwrap(), f.pending_for(key).unwrap(), "{key}");
+    }
+
+    // Edges by type, whole and in pages chained by the last key; a page after an edge whose
+    // endpoint does not exist is empty on both.
+    let counts = e.counts().unwrap();
+    for (edge_type, n) in &counts.edges {
+        let all = e.edges_by_type(edge_type, None, usize::MAX).unwrap();
+        assert_eq!(all.len() as u64, *n);
+        assert_eq!(all, f.edges_by_type(edge_type, None, usize::MAX).unwrap(), "{edge_type}");
+        let mut after: Option<EdgeKey> = None;
+        let mut paged = Vec::new();
+        loop {
+            let page = e.edges_by_type(edge_type, after.as_ref(), 13).unwrap();
+            assert_eq!(page, f.edges_by_type(edge_type, after.as_ref(), 13).unwrap());
+            let Some(last) = page.last() else { break };
+            after = Some(last.key.clone());
+            paged.extend(page);
+        }
+        assert_eq!(paged, all);
+        if let Some(first) = all.first() {
+            let gone = EdgeKey { to: absent.clone(), ..first.key.clone() };
+            assert_eq!(e.edges_by_type(edge_type, Some(&gone), 10).unwrap(), []);
+            assert_eq!(f.edges_by_type(edge_type, Some(&gone), 10).unwrap(), []);
+        }
+    }
+
+    // Sessions, their orders, tails and each slot's neighbours.
+    let sessions = e.sessions(None, usize::MAX).unwrap();
+    assert!(!sessions.is_empty());
+    assert_eq!(sessions, f.sessions(None, usize::MAX).unwrap());
+    assert_eq!(e.sessions(sessions.first().map(String::as_str), 3).unwrap(), {
+        f.sessions(sessions.first().map(String::as_str), 3).unwrap()
+    });
+    for s in sessions.iter().chain([&"no-such-session".to_owned()]) {
+        let slots = e.session_events(s, usize::MAX).unwrap();
+        assert_eq!(slots, f.session_events(s, usize::MAX).unwrap(), "{s}");
+        assert_eq!(e.session_events(s, 2).unwrap(), f.session_events(s, 2).unwrap());
+        assert_eq!(e.session_tail(s).unwrap(), f.session_tail(s).unwrap(), "{s}");
+        let between =
+            SessionSlot { at_ns: slots.first().map_or(0, |x| x.at_ns), event_id: "~".into() };
+        for slot in slots.iter().chain([&between]) {
+            assert_eq!(
+                e.session_neighbors(s, slot).unwrap(),
+                f.session_neighbors(s, slot).unwrap(),
+                "{s} {slot:?}"
+            );
+        }
+    }
+
+    // Traces, by the trace ids the events carry.
+    let traces: BTreeSet<String> = nodes
+        .iter()
+        .filter(|n| n.key.label == "Event")
+        .filter_map(|n| n.props.get("trace_id")?.as_str().map(str::to_owned))
+        .collect();
+    assert!(traces.len() >= 3, "the events name several traces: {}", traces.len());
+    for t in traces.iter().chain([&"no-such-trace".to_owned()]) {
+        for limit in [1, 4, usize::MAX] {
+            assert_eq!(
+                e.trace_events(t, limit).unwrap(),
+                f.trace_events(t, limit).unwrap(),
+                "{t} {limit}"
+            );
+        }
+    }
+    assert_eq!(e.pending_edges().unwrap(), f.pending_edges().unwrap());
+    keys.len()
+}
+
+/// Fold `records` into a new embedded store from position 1, in one write transaction.
+fn embedded_fold(dir: &tempfile::TempDir, schema: &Schema, records: &[ValidRecord]) -> Embedded {
+    let mut store = Embedded::open(&dir.path().join("g.ctxg"), OpenMode::CreateIfMissing).unwrap();
+    let mut w = store.begin_write().unwrap();
+    for (i, r) in records.iter().enumerate() {
+        project(schema, &mut w, i as u64 + 1, r).unwrap();
+    }
+    w.commit().unwrap();
+    store
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn every_graph_read_answers_on_falkordb_as_on_the_embedded_store() {
+    let schema = Schema::core().unwrap();
+    let records = log(&schema);
+    let dir = tempfile::TempDir::new().unwrap();
+    let embedded = embedded_fold(&dir, &schema, &records);
+
+    let mut redis = RedisBackend::new();
+    redis.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
+    // In uneven steps, as workers fold: nodes are created across many batches.
+    while catch_up(&schema, redis.log(), &graph, 97).unwrap() > 0 {}
+
+    let store = ScaleOutStore::connect(redis.url()).unwrap();
+    let read = store.begin_read().unwrap();
+    let e = embedded.begin_read().unwrap();
+    let compared = same_reads(&schema, &e, &*read as &dyn GraphReader);
+    // The log had what the comparison needs: deletions, busy entities, parked edges.
+    let counts = e.counts().unwrap();
+    assert!(compared > 300, "{compared}");
+    assert!(counts.pending_edges >= 1);
+    let busy = all_nodes(&schema, &e)
+        .iter()
+        .filter(|n| e.edge_groups(&n.key, 5).unwrap().iter().any(|g| g.degree > 5))
+        .count();
+    assert!(busy > 5, "nodes with more edges of a kind than the limits: {busy}");
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn hostile_ids_and_text_read_back_the_same_on_both_backends() {
+    let hostile = [
+        r#"q"uote'd"#,
+        r"back\slash\\'",
+        "'}) MATCH (n) DETACH DELETE n //",
+        "$id",
+        "line\nbreak\r\ttab",
+        "ünïcødé-🦀 日本",
+        "CYPHER id='x' MATCH (n) DELETE n",
+        "\\' OR 1=1 //",
+        "RETURN",
+        "`tick`",
+    ];
+    let text = "quote ' \" backslash \\ newline \n brace } $param `tick` CYPHER x=1 ünï";
+    let key = |id: &str| NodeKey::new("Entity", id);
+    let event = |id: &str| NodeKey::new("Event", id);
+    // The same writes, one by one, into both graphs.
+    let write = |g: &mut dyn ProjectionGraph| {
+        let hub = key("hub");
+        g.put_node(&Node { key: hub.clone(), props: Properties::new() }).unwrap();
+        for (i, id) in hostile.iter().enumerate() {
+            let mut props = Properties::new();
+            props.insert("text".into(), json!(format!("{text} {id}")));
+            props.insert("visibility".into(), json!(id));
+            g.put_node(&Node { key: key(id), props: props.clone() }).unwrap();
+            props.insert("trace_id".into(), json!(hostile[i % 3]));
+            g.put_node(&Node { key: event(id), props }).unwrap();
+            g.put_session_slot(id, &SessionSlot { at_ns: i as i64, event_id: id.to_string() })
+                .unwrap();
+            // Edges of the hub to every hostile node, qualifiers hostile too.
+            for q in [id, "", hostile[(i + 1) % hostile.len()]] {
+                let mut eprops = Properties::new();
+                eprops.insert("why".into(), json!(text));
+                g.put_edge(&Edge {
+                    key: EdgeKey {
+                        from: hub.clone(),
+                        edge_type: "RELATED_TO".into(),
+                        to: key(id),
+                        qualifier: q.into(),
+                    },
+                    props: eprops,
+                })
+                .unwrap();
+            }
+            g.put_edge(&Edge {
+                key: EdgeKey {
+                    from: event(id),
+                    edge_type: "REFERENCES".into(),
+                    to: hub.clone(),
+                    qualifier: id.to_string(),
+                },
+                props: Properties::new(),
+            })
+            .unwrap();
+        }
+        let parked = Edge {
+            key: EdgeKey {
+                from: key(hostile[0]),
+                edge_type: "RELATED_TO".into(),
+                to: key(hostile[2]),
+                qualifier: hostile[4].into(),
+            },
+            props: Properties::new(),
+        };
+        g.put_pending(&key("not'yet\\"), &parked).unwrap();
+    };
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut embedded =
+        Embedded::open(&dir.path().join("g.ctxg"), OpenMode::CreateIfMissing).unwrap();
+    let mut w = embedded.begin_write().unwrap();
+    write(&mut w);
+    w.commit().unwrap();
+    let redis = RedisBackend::new();
+    let schema = Schema::core().unwrap();
+    let mut graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
+    write(&mut graph);
+
+    let e = embedded.begin_read().unwrap();
+    same_reads(&schema, &e, &graph);
+    for id in hostile {
+        let node = GraphReader::node(&graph, &key(id)).unwrap().unwrap();
+        assert_eq!(node.props["text"], json!(format!("{text} {id}")), "{id}");
+        assert_eq!(graph.existing_ids("Entity", &[id.to_owned()]).unwrap(), [id]);
+    }
+    assert_eq!(GraphReader::edge_groups(&graph, &key("hub"), 4).unwrap()[0].degree, 5);
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_scale_out_store_appends_to_its_log_and_reads_what_the_workers_folded() {
+    let schema = Schema::core().unwrap();
+    let records = log(&schema);
+    let mut redis = RedisBackend::new();
+    let store = ScaleOutStore::connect(redis.url()).unwrap();
+    assert_eq!(store.location(), redis.url().to_string());
+    assert!(redis.store_keys().is_empty(), "connecting creates nothing on the server");
+
+    // Appends go to the log; the graph waits for a worker.
+    let batch: Vec<&ValidRecord> = records.iter().collect();
+    let out = store.append_batch(&batch, "2026-11-26T00:00:00Z").unwrap();
+    assert_eq!(out.len(), records.len());
+    assert!(
+        out.iter().enumerate().all(|(i, r)| *r.as_ref().unwrap() == Appended::New(i as u64 + 1))
+    );
+    let again = store.append_batch(&batch[..3], "2026-11-26T00:00:01Z").unwrap();
+    assert_eq!(
+        again.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        [Appended::Duplicate(1), Appended::Duplicate(2), Appended::Duplicate(3)]
+    );
+    {
+        let read = store.begin_read().unwrap();
+        assert_eq!(read.head().unwrap(), records.len() as u64);
+        assert_eq!(read.projected_through().unwrap(), 0);
+        assert_eq!(read.counts().unwrap().nodes, []);
+        assert_eq!(read.read_from(1, 2).unwrap(), redis.log().read_from(1, 2).unwrap());
+    }
+
+    // A worker folds; a new read sees the graph, the same as the embedded fold's.
+    let graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
+    let generation = GraphReader::graph_generation(&graph).unwrap();
+    catch_up(&schema, redis.log(), &graph, usize::MAX).unwrap();
+    let dir = tempfile::TempDir::new().unwrap();
+    let embedded = embedded_fold(&dir, &schema, &records);
+    let e = embedded.begin_read().unwrap();
+    // Two reads at once, each on its own connections.
+    let (first, second) = (store.begin_read().unwrap(), store.begin_read().unwrap());
+    assert_ne!(first.graph_generation().unwrap(), generation, "a fold moves the generation");
+    assert_eq!(first.projected_through().unwrap(), records.len() as u64);
+    assert_eq!(first.counts().unwrap(), e.counts().unwrap());
+    let some = all_nodes(&schema, &e);
+    for n in some.iter().step_by(17) {
+        assert_eq!(second.node(&n.key).unwrap().as_ref(), Some(n));
+        assert_eq!(first.edge_groups(&n.key, 3).unwrap(), e.edge_groups(&n.key, 3).unwrap());
+    }
+    // Stages 2 and 3 do not run here: no vectors, text or archive, and the stage-2 checkpoint
+    // is 0.
+    let any = &some[0].key;
+    assert_eq!(first.enriched_through().unwrap(), 0);
+    assert_eq!(first.embedding_model().unwrap(), None);
+    assert_eq!(first.vector(any).unwrap(), None);
+    assert_eq!(first.vector_counts().unwrap(), (0, 0));
+    assert_eq!(first.search_text(&["refund".into()], -1, 10).unwrap(), []);
+    assert!(!first.is_archived(any).unwrap());
+    assert_eq!(first.setting("auto_link").unwrap(), None);
+    drop((first, second));
+    // Reads given back are reused: a third read needs no new connection and still works.
+    let third = store.begin_read().unwrap();
+    assert_eq!(third.head().unwrap(), records.len() as u64);
+    let _: &dyn StoreRead = &*third;
+}
