@@ -1,10 +1,12 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
-//! store only `stats`, `worker` and `bench ingest` run today (`migrate` takes its stores as arguments); every
-//! other command refuses the URL with what is true rather than take it for a file path or
-//! pretend to run there (docs/scale-out.md says what exists).
+//! store the read commands, `ingest`, `stats`, `worker` and `bench ingest` run (`migrate` takes
+//! its stores as arguments); every other command, which would write the graph in place, refuses
+//! the URL with what is true rather than take it for a file path or pretend to run there
+//! (docs/scale-out.md says what exists).
 
-use anyhow::bail;
-use ctxgraph_scaleout::StoreUrl;
+use anyhow::{Context, bail};
+use ctxgraph::{Engine, EngineOptions};
+use ctxgraph_scaleout::{ScaleOutStore, StoreUrl};
 
 use crate::args::{BenchCommand, Cli, Command};
 
@@ -32,18 +34,39 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     }
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
-         on which only `stats`, `worker` and `bench ingest` run yet (docs/scale-out.md says what exists); \
-         pass a store file to --db (rule: db.backend_unsupported)",
+         on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
+         `log`, `recall`, `search`), `stats`, `worker` and `bench ingest` run yet \
+         (docs/scale-out.md says what exists); pass a store file to --db \
+         (rule: db.backend_unsupported)",
         command_name()
     )
 }
 
-/// The commands that run on a scale-out store.
+/// The commands that run on a scale-out store: its own (`stats`, `worker`, `bench ingest`),
+/// `ingest` (appended; the workers fold) and the reads, which see what the workers folded.
 fn runs_on_scale_out(command: &Command) -> bool {
     matches!(
         command,
-        Command::Stats | Command::Worker(_) | Command::Bench(BenchCommand::Ingest { .. })
+        Command::Stats
+            | Command::Worker(_)
+            | Command::Bench(BenchCommand::Ingest { .. })
+            | Command::Ingest(_)
+            | Command::Get { .. }
+            | Command::Neighbors { .. }
+            | Command::Session { .. }
+            | Command::Chain { .. }
+            | Command::View { .. }
+            | Command::Log { .. }
+            | Command::Recall(_)
+            | Command::Search { .. }
     )
+}
+
+/// The engine on the scale-out store at `url`: reads see the graph as its projection workers
+/// have folded it, and `ingest` appends to its log for them to fold.
+pub(crate) fn open_remote(url: &StoreUrl, options: EngineOptions) -> anyhow::Result<Engine> {
+    let store = ScaleOutStore::connect(url).with_context(|| format!("connecting to {url}"))?;
+    Engine::open_remote(Box::new(store), options).with_context(|| format!("opening store {url}"))
 }
 
 /// The subcommand the process was started with, as typed.

@@ -53,7 +53,8 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
     } else {
         Some(File::open(&args.file).with_context(|| format!("opening {}", args.file.display()))?)
     };
-    let created = !cli.db.exists();
+    let remote = crate::scale_out::store_url(cli)?.is_some();
+    let created = !remote && !cli.db.exists();
     let mut engine = crate::open(cli, OpenMode::CreateIfMissing, options)?;
     let options = IngestOptions {
         strict: args.strict,
@@ -96,6 +97,18 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
         }
     }
     print_report(cli, &report, secs)?;
+    if remote {
+        // The store's projection workers fold what was appended; stages 2 and 3 do not run
+        // there yet.
+        if !(cli.json || args.quiet || acks) && report.accepted > 0 {
+            eprintln!(
+                "appended to {}: its workers fold the records (`ctxgraph worker`), and reads \
+                 see them once `stats` shows projected_through at their positions",
+                cli.db.display()
+            );
+        }
+        return Ok(if report.progress.rejected == 0 { Outcome::Done } else { Outcome::Failed });
+    }
     // Behind the acknowledgement: records are durable before enrichment starts.
     if !args.no_enrich {
         crate::enrich::after_load(&mut engine, cli.json || args.quiet || acks)?;

@@ -71,6 +71,9 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 /// Open the store named by `--db`, with the embedder chosen by `--embed-url` or `--embed-minilm`.
 pub(crate) fn open(cli: &Cli, mode: OpenMode, options: EngineOptions) -> anyhow::Result<Engine> {
     let options = with_embedder(cli, options)?;
+    if let Some(url) = scale_out::store_url(cli)? {
+        return backend::open_remote(&url, options);
+    }
     Engine::open(&cli.db, mode, options)
         .with_context(|| format!("opening store {}", cli.db.display()))
 }

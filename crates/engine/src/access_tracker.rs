@@ -168,7 +168,17 @@ impl crate::Engine {
         let at = crate::knowledge::now();
         let record =
             validate_value(&self.schema, &self.options().limits, access_record(&notes, &at))?;
-        match self.append_one(&record) {
+        // Not `append_one`: an access record is neither indexed nor read back, so it is
+        // appended on any backend.
+        let outcome = self
+            .ingest_batch(std::slice::from_ref(&record), crate::Projection::Inline, true)
+            .and_then(|mut outcomes| {
+                outcomes.pop().ok_or_else(|| Error::Corruption {
+                    position: 0,
+                    reason: "appending an access record reported no outcome".into(),
+                })?
+            });
+        match outcome {
             Ok(crate::IngestOutcome::New(position)) => {
                 self.enriched_past_access(position)?;
                 Ok(notes.len())
@@ -187,7 +197,9 @@ impl crate::Engine {
     /// record at `position`, it stays level, so a store that was only read shows no enrichment
     /// lag. (A crash before this commit leaves a lag of one record that `enrich` clears.)
     fn enriched_past_access(&mut self, position: u64) -> Result<(), Error> {
-        let mut w = self.store.begin_write()?;
+        // A remote store has no stage 2 to keep level.
+        let crate::backend::Backend::Embedded(store) = &mut self.backend else { return Ok(()) };
+        let mut w = store.begin_write()?;
         if w.enriched_through()?.saturating_add(1) == position {
             w.set_enriched_through(position)?;
         }

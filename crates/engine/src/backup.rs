@@ -11,6 +11,6 @@ impl Engine {
     /// and the indexes as of one read transaction, so it opens as a store of its own. Refuses
     /// a `dest` that exists (`store.exists`).
     pub fn backup(&self, dest: &Path) -> Result<(), Error> {
-        Ok(self.store.backup_to(dest)?)
+        Ok(self.backend.embedded("backup")?.backup_to(dest)?)
     }
 }

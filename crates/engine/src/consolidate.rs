@@ -116,11 +116,12 @@ impl Engine {
         &mut self,
         options: &ConsolidateOptions,
     ) -> Result<ConsolidateReport, Error> {
+        self.backend.embedded("consolidate")?;
         let mut report = ConsolidateReport::default();
         let embedder = self.embedder()?;
         let memory = self.options().memory.clone();
         let schema = &self.schema;
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("consolidate")?.begin_write()?;
         let started = std::time::Instant::now();
         summarize(schema, &mut w, &mut report)?;
         report.seconds.push(("summaries", started.elapsed().as_secs_f64()));

@@ -6,20 +6,20 @@ use std::sync::{Arc, OnceLock};
 
 use ctxgraph_embed::Embedder;
 
-use ctxgraph_ontology::{
-    Limits, RecordBody, RecordKind, Schema, ValidRecord, ValidationErrors, entity_id, validate,
-};
-use ctxgraph_projection::{mentions, project};
+use ctxgraph_ontology::{Limits, RecordKind, Schema, ValidRecord, ValidationErrors, validate};
+use ctxgraph_projection::project;
 use ctxgraph_store::{
     Appended, Embedded, EmbeddedWrite, GraphReader, GraphStore, Log, LogEntry, LogReader, OpenMode,
-    StoreError,
+    RemoteStore, StoreError,
 };
 
 use crate::access_tracker::AccessTracker;
+use crate::backend::Backend;
 use crate::consolidate::ConsolidateOptions;
 use crate::edge_cache::EdgeCache;
 use crate::enrich::EmbedderChoice;
 use crate::error::Error;
+use crate::graph_checks;
 use crate::ingest::IngestOutcome;
 use crate::text_index::TextCache;
 use crate::vector_index::IndexCache;
@@ -66,9 +66,11 @@ pub struct ReprojectReport {
     pub position: u64,
 }
 
-/// The write side of ctxgraph over the embedded store.
+/// The write side of ctxgraph, over the embedded store ([`Engine::open`]) or a remote store
+/// whose graph projection workers fold ([`Engine::open_remote`]).
 pub struct Engine {
-    pub(crate) store: Embedded,
+    /// Where the log and the graph are.
+    pub(crate) backend: Backend,
     pub(crate) schema: Schema,
     pub(crate) options: EngineOptions,
     pub(crate) embedder: OnceLock<Arc<dyn Embedder>>,
@@ -115,10 +117,27 @@ impl Caches {
 impl Engine {
     /// Open the store at `path`, loading the core schema and every schema module in its log.
     pub fn open(path: &Path, mode: OpenMode, options: EngineOptions) -> Result<Engine, Error> {
-        let store = Embedded::open(path, mode)?;
+        Engine::on(Backend::Embedded(Embedded::open(path, mode)?), options)
+    }
+
+    /// Run on a remote store (the scale-out backend), loading the core schema and every schema
+    /// module in its log. Every read works, on the graph as the store's projection workers
+    /// have folded it; [`Engine::ingest_batch`] and [`Engine::ingest_jsonl`] validate as on the
+    /// embedded store and append, and a read sees a record once the graph's
+    /// `projected_through` reaches its position ([`Engine::wait_projected`]). Writes that
+    /// change the graph in place (enrich, consolidate, forget, reproject, retention, entity
+    /// resolution, memory links, …) are refused with `db.backend_unsupported`.
+    pub fn open_remote(
+        store: Box<dyn RemoteStore>,
+        options: EngineOptions,
+    ) -> Result<Engine, Error> {
+        Engine::on(Backend::Remote(store), options)
+    }
+
+    fn on(backend: Backend, options: EngineOptions) -> Result<Engine, Error> {
         let mut schema = Schema::core()?;
         {
-            let read = store.begin_read()?;
+            let read = backend.begin_read()?;
             for entry in read.read_kind(RecordKind::Schema)? {
                 let source = schema_source(&entry.body).ok_or_else(|| Error::Corruption {
                     position: entry.position,
@@ -130,7 +149,7 @@ impl Engine {
                 })?;
             }
         }
-        let stored = store.begin_read()?.embedding_model()?;
+        let stored = backend.begin_read()?.embedding_model()?;
         let configured = options.embedder.model();
         if let Some(stored) = stored
             && stored != configured
@@ -141,12 +160,13 @@ impl Engine {
         let mut options = options;
         // The store's own setting switches automatic memory links off whatever the caller's
         // options say (`Engine::set_auto_link`).
-        if store.begin_read()?.setting(crate::memory::AUTO_LINK_SETTING)?.as_deref() == Some("off")
+        if backend.begin_read()?.setting(crate::memory::AUTO_LINK_SETTING)?.as_deref()
+            == Some("off")
         {
             options.memory.auto_link = false;
         }
         Ok(Engine {
-            store,
+            backend,
             schema,
             options,
             embedder: OnceLock::new(),
@@ -165,9 +185,42 @@ impl Engine {
         &self.options
     }
 
-    /// Bytes the store occupies on disk.
+    /// Bytes the store occupies on disk (0 for a remote store).
     pub fn size_on_disk(&self) -> u64 {
-        self.store.size_on_disk()
+        self.backend.size_on_disk()
+    }
+
+    /// The remote store this engine runs on, as a URL without credentials; `None` on the
+    /// embedded store.
+    pub fn remote_location(&self) -> Option<String> {
+        match &self.backend {
+            Backend::Embedded(_) => None,
+            Backend::Remote(store) => Some(store.location()),
+        }
+    }
+
+    /// Wait until the graph has folded the log through `position` (read-your-writes on a
+    /// remote store, whose workers fold what [`Engine::ingest_batch`] appended), polling until
+    /// `timeout` has passed; returns the graph's `projected_through` when it returns, which is
+    /// below `position` only on a timeout. On the embedded store the graph is current after
+    /// every inline write, so this returns at once unless a deferred load is waiting for
+    /// [`Engine::catch_up`].
+    pub fn wait_projected(
+        &self,
+        position: u64,
+        timeout: std::time::Duration,
+    ) -> Result<u64, Error> {
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(2);
+        loop {
+            let through = self.backend.begin_read()?.projected_through()?;
+            let left = timeout.saturating_sub(start.elapsed());
+            if through >= position || left.is_zero() {
+                return Ok(through);
+            }
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(std::time::Duration::from_millis(100));
+        }
     }
 
     /// Validate one JSON record against the schema and limits without writing anything.
@@ -179,9 +232,13 @@ impl Engine {
     ///
     /// Returns one outcome per record, in order: new at a position, duplicate of a stored record,
     /// or an error for a conflicting record, or for an entity decision, instance_of, slot or goal
-    /// naming an entity, type or checklist that does not exist (nothing of it written). With `stop_on_conflict`, the records after the first such
-    /// error are not attempted and get no outcome. Everything acknowledged is durable when this
-    /// returns.
+    /// naming an entity, type or checklist that does not exist (nothing of it written). With
+    /// `stop_on_conflict`, the records after the first such error are not attempted and get no
+    /// outcome. Everything acknowledged is durable when this returns.
+    ///
+    /// On a remote store ([`Engine::open_remote`]) the records are checked the same way, against
+    /// the graph its workers have folded and the log records they have not folded yet, then
+    /// appended; `projection` does not apply there, since the workers fold them.
     pub fn ingest_batch(
         &mut self,
         records: &[ValidRecord],
@@ -191,116 +248,35 @@ impl Engine {
         if records.is_empty() {
             return Ok(Vec::new());
         }
+        let store = match &mut self.backend {
+            Backend::Embedded(store) => store,
+            Backend::Remote(store) => {
+                return crate::remote_ingest::ingest(
+                    store.as_ref(),
+                    &self.schema,
+                    records,
+                    stop_on_conflict,
+                );
+            }
+        };
         let recorded_at = crate::knowledge::now();
         let mut outcomes = Vec::with_capacity(records.len());
-        let mut w = self.store.begin_write()?;
+        let mut w = store.begin_write()?;
         let inline = projection == Projection::Inline;
-        // An entity decision, a memory record, a fact retraction, or a type, slot, checklist or
-        // goal record is checked against the graph, so the graph must be current for it.
-        let decides = records.iter().any(|r| {
-            matches!(r.kind(), RecordKind::EntityDecision | RecordKind::FactRetraction)
-                || crate::memory::names_memories(r.body())
-                || matches!(r.body(), RecordBody::Slots(_) | RecordBody::Receipt(_))
-        });
+        let decides = graph_checks::decides(records);
         if inline || decides {
             // A graph left behind by a deferred load catches up first, so folds stay in log order.
             fold_lagging(&self.schema, &mut w, usize::MAX)?;
         }
-        // Entities mentioned earlier in a deferred batch, which a decision may name.
-        let mut mentioned = std::collections::BTreeSet::new();
-        // Memories saved earlier in this batch, which a later memory record may name.
-        let mut saved = std::collections::BTreeSet::new();
-        // Types and checklists declared earlier in a deferred batch.
-        let mut declared = std::collections::BTreeSet::new();
-        // Facts claimed earlier in a deferred batch, which a retraction may name.
-        let mut claimed = std::collections::BTreeSet::new();
+        // What earlier records of a deferred batch create, which later ones may name.
+        let mut earlier = graph_checks::Earlier::default();
         for record in records {
-            match record.body() {
-                RecordBody::EntityDecision(d) => {
-                    if let Some(v) = crate::resolve::missing_entities(&w, d, &mentioned)? {
-                        outcomes.push(Err(Error::Validation(v.into())));
-                        if stop_on_conflict {
-                            break;
-                        }
-                        continue;
-                    }
+            if let Some(refused) = graph_checks::check(&w, record, inline, decides, &mut earlier)? {
+                outcomes.push(Err(refused));
+                if stop_on_conflict {
+                    break;
                 }
-                RecordBody::Slots(s) => {
-                    if let Some(v) = crate::slots::missing_refs(&w, s, &mentioned, &declared)? {
-                        outcomes.push(Err(Error::Validation(v.into())));
-                        if stop_on_conflict {
-                            break;
-                        }
-                        continue;
-                    }
-                    if !inline {
-                        crate::slots::created(s, &mut mentioned, &mut declared);
-                    }
-                }
-                RecordBody::Event(e) if decides && !inline => {
-                    mentioned
-                        .extend(mentions(e).into_iter().map(|m| entity_id(m.entity_type, m.name)));
-                    // A receipt later in the batch may cite the event.
-                    mentioned.insert(format!("event\u{0}{}", e.event_id));
-                }
-                RecordBody::Memory(_)
-                | RecordBody::MemoryOutcome(_)
-                | RecordBody::MemoryLink(_)
-                | RecordBody::MemoryLinkVote(_) => {
-                    if let Some(v) = crate::memory::missing_memories(&w, record.body(), &saved)? {
-                        outcomes.push(Err(Error::Validation(v.into())));
-                        if stop_on_conflict {
-                            break;
-                        }
-                        continue;
-                    }
-                    if let RecordBody::Memory(m) = record.body() {
-                        saved.insert(m.memory_id.clone());
-                    }
-                }
-                RecordBody::FactRetraction(r) => {
-                    if let Some(v) = crate::knowledge::unknown_fact(&w, &r.fact_id, &claimed)? {
-                        outcomes.push(Err(Error::Validation(v.into())));
-                        if stop_on_conflict {
-                            break;
-                        }
-                        continue;
-                    }
-                }
-                RecordBody::Fact(f) if decides && !inline => {
-                    claimed.insert(f.fact_id.clone());
-                }
-                RecordBody::Receipt(r) => {
-                    if let Some(v) = crate::receipt::missing_inputs(&w, r, &mentioned)? {
-                        outcomes.push(Err(Error::Validation(v.into())));
-                        if stop_on_conflict {
-                            break;
-                        }
-                        continue;
-                    }
-                }
-                // Only `Engine::forget` writes a forget record, with its redactions.
-                RecordBody::Forget(_) | RecordBody::Redacted(_) => {
-                    outcomes.push(Err(Error::Validation(
-                        vec![ctxgraph_ontology::Violation::new(
-                            "$.record_type",
-                            Some(&serde_json::Value::String(record.kind().as_str().into())),
-                            "forget.engine_only",
-                            "a forget is written by `ctxgraph forget` (Engine::forget), which redacts what it names",
-                        )]
-                        .into(),
-                    )));
-                    if stop_on_conflict {
-                        break;
-                    }
-                    continue;
-                }
-                RecordBody::Event(_)
-                | RecordBody::Edge(_)
-                | RecordBody::Schema(_)
-                | RecordBody::Fact(_)
-                | RecordBody::Document(_)
-                | RecordBody::Access(_) => {}
+                continue;
             }
             match w.append(record, &recorded_at) {
                 Ok(Appended::New(position)) => {
@@ -334,7 +310,7 @@ impl Engine {
     /// Adding the same module text again is reported as a duplicate.
     pub fn add_schema_module(&mut self, text: &str) -> Result<IngestOutcome, Error> {
         {
-            let read = self.store.begin_read()?;
+            let read = self.backend.begin_read()?;
             for entry in read.read_kind(RecordKind::Schema)? {
                 if schema_source(&entry.body).as_deref() == Some(text) {
                     return Ok(IngestOutcome::Duplicate(entry.position));
@@ -359,8 +335,9 @@ impl Engine {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ReprojectReport, Error> {
         let mut report = ReprojectReport::default();
+        let store = self.backend.embedded_mut("catching up the graph")?;
         loop {
-            let mut w = self.store.begin_write()?;
+            let mut w = store.begin_write()?;
             let head = w.head()?;
             let folded = fold_lagging(&self.schema, &mut w, CATCH_UP_CHUNK)?;
             let position = w.projected_through()?;
@@ -393,14 +370,14 @@ impl Engine {
         include_archive: bool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ReprojectReport, Error> {
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("reproject")?.begin_write()?;
         w.clear_graph()?;
         if include_archive {
             w.clear_archived()?;
         }
         w.commit()?;
         let report = self.catch_up(progress)?;
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("reproject")?.begin_write()?;
         crate::retention::reapply_archive(&self.schema, &mut w)?;
         w.commit()?;
         Ok(report)
@@ -411,7 +388,7 @@ impl Engine {
     /// log must end just before the first. The graph is not projected and the schema modules
     /// among them are not loaded: open the store again, then [`Engine::catch_up`].
     pub fn import_log(&mut self, entries: &[LogEntry]) -> Result<u64, Error> {
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("log import")?.begin_write()?;
         let n = w.import(entries)?;
         w.commit()?;
         Ok(n)
@@ -419,31 +396,41 @@ impl Engine {
 
     /// Copy the write-ahead log into the main file (after bulk loads, to leave one file).
     pub fn checkpoint(&self) -> Result<(), Error> {
-        Ok(self.store.checkpoint()?)
+        Ok(self.backend.embedded("checkpoint")?.checkpoint()?)
     }
 
     /// Rewrite the store file from its live content (SQLite's `VACUUM`) and truncate the
     /// write-ahead log, so [`Engine::size_on_disk`] measures what the store holds, not the pages
     /// freed by deletions. Costs a copy of the file.
     pub fn vacuum(&self) -> Result<(), Error> {
-        Ok(self.store.vacuum()?)
+        Ok(self.backend.embedded("vacuum")?.vacuum()?)
     }
 
-    /// Size of the store's write-ahead log file in bytes.
+    /// Size of the store's write-ahead log file in bytes (0 for a remote store).
     pub fn wal_size(&self) -> u64 {
-        self.store.wal_size()
+        match &self.backend {
+            Backend::Embedded(store) => store.wal_size(),
+            Backend::Remote(_) => 0,
+        }
     }
 
     /// Bound the page cache of this engine's connection to about `bytes` (a reader among many
-    /// needs less than the default 256 MiB, which suits bulk loads).
+    /// needs less than the default 256 MiB, which suits bulk loads). A remote store keeps no
+    /// page cache in this process: nothing to bound.
     pub fn set_cache_bytes(&self, bytes: u64) -> Result<(), Error> {
-        Ok(self.store.set_cache_bytes(bytes)?)
+        match &self.backend {
+            Backend::Embedded(store) => Ok(store.set_cache_bytes(bytes)?),
+            Backend::Remote(_) => Ok(()),
+        }
     }
 
     /// Bound how much of the store this engine's connection maps into memory (0: none); see
-    /// [`Embedded::set_mmap_bytes`].
+    /// [`Embedded::set_mmap_bytes`]. A remote store maps nothing: nothing to bound.
     pub fn set_mmap_bytes(&self, bytes: u64) -> Result<(), Error> {
-        Ok(self.store.set_mmap_bytes(bytes)?)
+        match &self.backend {
+            Backend::Embedded(store) => Ok(store.set_mmap_bytes(bytes)?),
+            Backend::Remote(_) => Ok(()),
+        }
     }
 
     /// The cache of index parts (vector index lists, lexical posting lists) this engine reads
@@ -473,9 +460,9 @@ impl Engine {
     /// A consistent read snapshot, unfiltered: for the engine's own features only.
     pub(crate) fn snapshot(&self) -> Result<Snapshot<'_>, Error> {
         Ok(Snapshot::new(
-            self.store.begin_read()?,
+            self.backend.begin_read()?,
             &self.schema,
-            self.store.size_on_disk(),
+            self.backend.size_on_disk(),
             &self.caches,
         ))
     }
@@ -484,7 +471,7 @@ impl Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("store", &self.store)
+            .field("store", &self.backend)
             .field("options", &self.options)
             .finish_non_exhaustive()
     }

@@ -14,7 +14,7 @@ use ctxgraph_embed::{Embedder, StaticEmbedder};
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_ontology::{EventRecord, RecordBody, RecordKind, Schema, entity_id};
 use ctxgraph_projection::{Enrichment, enrich_event, mentions};
-use ctxgraph_store::{GraphReader, GraphStore, LogEntry, LogReader};
+use ctxgraph_store::{GraphReader, GraphStore, LogEntry};
 use serde_json::Value;
 
 use crate::engine::{Engine, decode};
@@ -76,10 +76,11 @@ impl Engine {
     /// sub-batches whose composition depends only on the chunk, while the writer commits the
     /// previous chunk; the thread count changes no result.
     pub fn enrich(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<EnrichReport, Error> {
+        self.backend.embedded("enrich")?;
         let embedder = self.embedder()?;
         let schema = self.schema.clone();
         let mut report = EnrichReport::default();
-        let start = self.store.begin_read()?.enriched_through()?;
+        let start = self.backend.begin_read()?.enriched_through()?;
         report.position = start;
         let mut next = self.read_chunk(start)?;
         let mut ready: Option<Computed> = None;
@@ -105,7 +106,7 @@ impl Engine {
                 Some(Some((last, target))) => progress(last, target),
                 Some(None) => {
                     // Another writer moved the checkpoint: start again from where it is now.
-                    let from = self.store.begin_read()?.enriched_through()?;
+                    let from = self.backend.begin_read()?.enriched_through()?;
                     report.position = from;
                     next = self.read_chunk(from)?;
                     continue;
@@ -124,7 +125,7 @@ impl Engine {
     /// the texts of the facts, sentences, slot values, receipts and memories they wrote, as the
     /// graph reads now (a node several records touch, once); `None` when nothing is left.
     fn read_chunk(&self, from: u64) -> Result<Option<Chunk>, Error> {
-        let read = self.store.begin_read()?;
+        let read = self.backend.begin_read()?;
         let to = read.projected_through()?;
         if from >= to {
             return Ok(None);
@@ -135,7 +136,7 @@ impl Engine {
         let mut knowledge: BTreeMap<NodeKey, String> = BTreeMap::new();
         for entry in entries.iter().filter(|e| indexed::indexes(e.kind)) {
             let record = decode(self.schema(), entry)?;
-            knowledge.extend(indexed::texts_of(&read, record.body())?);
+            knowledge.extend(indexed::texts_of(&*read, record.body())?);
         }
         Ok(Some(Chunk {
             from,
@@ -155,7 +156,7 @@ impl Engine {
         report: &mut EnrichReport,
     ) -> Result<Option<(u64, u64)>, Error> {
         let embedder = self.embedder()?;
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("enrich")?.begin_write()?;
         if w.enriched_through()? != done.from {
             return Ok(None);
         }
@@ -211,7 +212,7 @@ impl Engine {
     /// Drop every vector and index entry and enrich again with the configured model (after the
     /// model changed; open the store with `accept_new_embedder`).
     pub fn reembed(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<EnrichReport, Error> {
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("reembed")?.begin_write()?;
         w.clear_enrichment()?;
         w.commit()?;
         self.enrich(progress)

@@ -99,6 +99,18 @@ pub enum Error {
         /// What was refused, naming the value and the rule.
         message: String,
     },
+    /// The operation writes the graph in place, which only the embedded store allows: on a
+    /// remote store (the scale-out backend) the graph is folded by projection workers, and the
+    /// engine only appends to the log and reads (user error). Nothing was changed.
+    #[error(
+        "{operation} is not supported on the remote store {location}: there the graph is folded by projection workers, and the engine only appends records and reads; run it on a store file (rule: db.backend_unsupported)"
+    )]
+    BackendUnsupported {
+        /// The operation refused, e.g. `consolidate`.
+        operation: String,
+        /// The store, as a URL without credentials.
+        location: String,
+    },
     /// A request is over a bound on the work it may ask for (user error): a question too long
     /// or with too many words. Nothing was done.
     #[error("{message} ({code})")]
@@ -134,6 +146,7 @@ impl Error {
             Error::UnknownForgetTarget { .. } => "forget.unknown_target",
             Error::ForgetEntityRequired { .. } => "forget.entity_required",
             Error::ForgetRewrite { .. } => "forget.rewrite_failed",
+            Error::BackendUnsupported { .. } => "db.backend_unsupported",
         }
     }
 
@@ -146,7 +159,8 @@ impl Error {
             | Error::Access { .. }
             | Error::Limit { .. }
             | Error::UnknownForgetTarget { .. }
-            | Error::ForgetEntityRequired { .. } => true,
+            | Error::ForgetEntityRequired { .. }
+            | Error::BackendUnsupported { .. } => true,
             Error::Projection(_)
             | Error::ForgetRewrite { .. }
             | Error::Input(_)

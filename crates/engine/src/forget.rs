@@ -111,6 +111,7 @@ impl Engine {
         by: &str,
         reason: Option<&str>,
     ) -> Result<(Vec<ForgetReport>, ForgetTimings), Error> {
+        self.backend.embedded("forget")?;
         let mut timings = ForgetTimings::default();
         let started = Instant::now();
         let at = crate::knowledge::now();
@@ -123,7 +124,7 @@ impl Engine {
             false => None,
         };
         let cx = Forgetter { schema: &self.schema, limits: self.options().limits, embedder };
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("forget")?.begin_write()?;
         // The graph must be current: the targets' nodes are found there.
         fold_lagging(&self.schema, &mut w, usize::MAX)?;
         for target in &targets {
@@ -153,7 +154,10 @@ impl Engine {
         // The forget is durable now: caches must not keep what it removed, whatever follows,
         // in this engine or in those sharing its caches.
         self.caches.clear();
-        self.store.vacuum().map_err(|source| Error::ForgetRewrite { source })?;
+        self.backend
+            .embedded("forget")?
+            .vacuum()
+            .map_err(|source| Error::ForgetRewrite { source })?;
         timings.vacuum_us = micros(t);
         Ok((reports, timings))
     }

@@ -266,9 +266,9 @@ impl Engine {
     pub fn index_records(&mut self, records: &[&RecordBody]) -> Result<u64, Error> {
         let mut items: BTreeMap<NodeKey, String> = BTreeMap::new();
         {
-            let read = self.store.begin_read()?;
+            let read = self.backend.begin_read()?;
             for record in records {
-                items.extend(texts_of(&read, record)?);
+                items.extend(texts_of(&*read, record)?);
             }
         }
         if items.is_empty() {
@@ -279,7 +279,7 @@ impl Engine {
         let texts: Vec<&str> = items.iter().map(|(_, t)| t.as_str()).collect();
         // Embedded outside the write transaction, as stage 2 does.
         let vectors = embedder.embed(&texts)?;
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("indexing records")?.begin_write()?;
         let n = write(&mut w, embedder.as_ref(), &items, &vectors)?;
         w.commit()?;
         Ok(n)

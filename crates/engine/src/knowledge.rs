@@ -14,7 +14,7 @@ use ctxgraph_ontology::{
     DocumentFormat, ObjectKind, RecordKind, ResolvedEntity, Violation, canonical_predicate,
     content_hash, document_id, normalize_name, normalize_time, split_document,
 };
-use ctxgraph_store::{GraphReader, GraphStore, LogReader};
+use ctxgraph_store::{GraphReader, GraphStore};
 use serde_json::{Map, Value};
 
 use crate::engine::{Engine, Projection};
@@ -259,7 +259,7 @@ impl Engine {
     /// resolution would, unless the pair already has a `SAME_AS` edge (a decision, or a
     /// candidate). Derived data like resolution's: `resolve_entities` recomputes it.
     fn propose_same_as(&mut self, proposals: &[(String, NameCandidate)]) -> Result<(), Error> {
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("proposing SAME_AS candidates")?.begin_write()?;
         for (new, near) in proposals {
             let (a, b) = if *new < near.id { (new, &near.id) } else { (&near.id, new) };
             let (ka, kb) = (NodeKey::new("Entity", a), NodeKey::new("Entity", b));
@@ -336,9 +336,9 @@ impl Engine {
             ),
             None => None,
         };
-        let read = self.store.begin_read()?;
+        let read = self.backend.begin_read()?;
         resolve::resolve_name(
-            &read,
+            &*read,
             &self.schema,
             embedder.as_ref(),
             &input.name,
@@ -379,6 +379,7 @@ impl Engine {
     /// # }
     /// ```
     pub fn record_fact(&mut self, input: &FactInput) -> Result<FactOutcome, Error> {
+        self.backend.embedded("recording a fact")?;
         let embedder = self.embedder()?;
         let max = self.options().limits.max_name_bytes;
         let mut violations = Vec::new();
@@ -431,9 +432,9 @@ impl Engine {
         // A slot-value or type object, as its record JSON (validated with the record).
         let mut node_object: Option<Value> = None;
         let (subject, object) = {
-            let read = self.store.begin_read()?;
+            let read = self.backend.begin_read()?;
             let subject = entity(
-                &read,
+                &*read,
                 &input.subject,
                 "$.subject",
                 "--subject-type",
@@ -459,7 +460,7 @@ impl Engine {
                     Some((None, None, true))
                 }
                 ObjectInput::Entity(e) => {
-                    entity(&read, e, "$.object", "--object-type", &mut violations, &mut proposals)?
+                    entity(&*read, e, "$.object", "--object-type", &mut violations, &mut proposals)?
                         .map(|(e, ok)| (Some(e), None, ok))
                 }
                 ObjectInput::Literal(v) => Some((None, Some(v.clone()), true)),
@@ -471,7 +472,7 @@ impl Engine {
                     let r = match (kind, resolve::check_name(name, max, "$.object.name")) {
                         (ObjectKind::Literal, _) | (_, Some(_)) => Resolution::Unknown,
                         (ObjectKind::Entity | ObjectKind::Any, None) => resolve::resolve_name(
-                            &read,
+                            &*read,
                             &self.schema,
                             embedder.as_ref(),
                             name,
@@ -588,7 +589,7 @@ impl Engine {
         };
         let (fact_id, claim_id) = (f.fact_id.clone(), f.claim_id.clone());
         // The same claim (same id) again is not new evidence, whatever its confidence.
-        let existing = self.store.begin_read()?.get(RecordKind::Fact, &claim_id)?;
+        let existing = self.backend.begin_read()?.get(RecordKind::Fact, &claim_id)?;
         let outcome = match existing {
             Some(entry) => IngestOutcome::Duplicate(entry.position),
             None => self.append_one(&record)?,
@@ -613,6 +614,7 @@ impl Engine {
         reason: Option<&str>,
         at: Option<&str>,
     ) -> Result<IngestOutcome, Error> {
+        self.backend.embedded("retracting a fact")?;
         let mut record = Map::new();
         record.insert("record_type".into(), "fact_retraction".into());
         record.insert("fact_id".into(), fact_id.into());
@@ -622,8 +624,8 @@ impl Engine {
         }
         let mut violations = Vec::new();
         {
-            let read = self.store.begin_read()?;
-            if let Some(v) = unknown_fact(&read, fact_id, &Default::default())? {
+            let read = self.backend.begin_read()?;
+            if let Some(v) = unknown_fact(&*read, fact_id, &Default::default())? {
                 violations.extend(v);
             }
         }
@@ -643,12 +645,13 @@ impl Engine {
     /// The same URL and content again is a no-op ([`IngestOutcome::Duplicate`]); a changed text
     /// under a known URL becomes the next version, linked to the one it replaces.
     pub fn add_document(&mut self, input: &DocumentInput) -> Result<DocumentOutcome, Error> {
+        self.backend.embedded("adding a document")?;
         let hash = content_hash(&input.text);
         let id = document_id(&input.url, &hash);
         let tree = split_document(input.format, &input.text);
         let sentences = tree.sentence_count();
         let (previous, version, mentions) = {
-            let read = self.store.begin_read()?;
+            let read = self.backend.begin_read()?;
             if let Some(entry) = read.get(RecordKind::Document, &id)? {
                 let node = read.node(&NodeKey::new("Document", &id))?;
                 let field = |k: &str| node.as_ref().and_then(|n| n.props.get(k).cloned());
@@ -661,12 +664,12 @@ impl Engine {
                     mentions: 0,
                 });
             }
-            let latest = query::latest_version(&read, &input.url)?;
+            let latest = query::latest_version(&*read, &input.url)?;
             let (previous, version) = match latest {
                 Some((prev, v)) => (Some(prev), v + 1),
                 None => (None, 1),
             };
-            let known = resolve::load_entities(&read)?;
+            let known = resolve::load_entities(&*read)?;
             let texts: Vec<&str> = tree.sentences().into_iter().map(|(_, _, t)| t).collect();
             (previous, version, find_mentions(&known, &texts, input.extract))
         };
@@ -710,6 +713,8 @@ impl Engine {
         &mut self,
         record: &ctxgraph_ontology::ValidRecord,
     ) -> Result<IngestOutcome, Error> {
+        // Its callers read back what they wrote and index it at once: inline projection.
+        self.backend.embedded(&format!("writing a {} record", record.kind().as_str()))?;
         let mut outcomes =
             self.ingest_batch(std::slice::from_ref(record), Projection::Inline, true)?;
         // One record in, one outcome out: ingest_batch reports every record it was given.

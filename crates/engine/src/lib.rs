@@ -47,6 +47,7 @@
 
 pub mod access;
 mod access_tracker;
+mod backend;
 mod backup;
 mod consolidate;
 mod conversation;
@@ -55,6 +56,7 @@ mod engine;
 mod enrich;
 mod error;
 mod forget;
+mod graph_checks;
 mod indexed;
 mod ingest;
 mod knowledge;
@@ -62,6 +64,7 @@ mod limits;
 mod memory;
 mod recall;
 mod receipt;
+mod remote_ingest;
 mod resolve;
 mod retention;
 mod slots;

@@ -323,7 +323,7 @@ pub(crate) fn names_memories(body: &RecordBody) -> bool {
 /// The memories a record names that exist neither in the graph nor earlier in its batch (`saved`),
 /// as violations; `None` when all exist. Checked at write time, so a link never dangles.
 pub(crate) fn missing_memories(
-    w: &EmbeddedWrite<'_>,
+    w: &dyn GraphReader,
     body: &RecordBody,
     saved: &BTreeSet<String>,
 ) -> Result<Option<Vec<Violation>>, Error> {
@@ -646,6 +646,8 @@ impl Engine {
         &mut self,
         records: &[ValidRecord],
     ) -> Result<Vec<Result<IngestOutcome, Error>>, Error> {
+        // New memories are linked in the graph as they are saved.
+        self.backend.embedded("saving memories")?;
         let outcomes = self.ingest_batch(records, Projection::Inline, false)?;
         let new: Vec<&str> = records
             .iter()
@@ -661,7 +663,7 @@ impl Engine {
         let embedder = self.embedder()?;
         let options = self.options().memory.clone();
         let schema = &self.schema;
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("saving memories")?.begin_write()?;
         for id in new {
             let Some(m) =
                 w.node(&NodeKey::new(MEMORY, id))?.as_ref().and_then(MemoryView::from_node)
@@ -683,7 +685,8 @@ impl Engine {
     /// either way. A memory saved with `auto_link: false` stays unlinked in both.
     pub fn set_auto_link(&mut self, on: bool) -> Result<LinkReport, Error> {
         {
-            let mut w = self.store.begin_write()?;
+            let mut w =
+                self.backend.embedded_mut("setting automatic memory links")?.begin_write()?;
             w.set_setting(AUTO_LINK_SETTING, (!on).then_some("off"))?;
             w.commit()?;
         }
@@ -693,7 +696,7 @@ impl Engine {
 
     /// Whether the store's setting switches automatic memory links off (`set_auto_link`).
     pub fn auto_link_stored_off(&self) -> Result<bool, Error> {
-        Ok(self.store.begin_read()?.setting(AUTO_LINK_SETTING)?.as_deref() == Some("off"))
+        Ok(self.backend.begin_read()?.setting(AUTO_LINK_SETTING)?.as_deref() == Some("off"))
     }
 
     /// Rebuild every memory's index entries and automatic links from scratch, in one
@@ -704,7 +707,7 @@ impl Engine {
     pub fn link_memories(&mut self) -> Result<LinkReport, Error> {
         let embedder = self.embedder()?;
         let options = self.options().memory.clone();
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("linking memories")?.begin_write()?;
         let report = relink_all(&mut w, &self.schema, embedder.as_ref(), &options)?;
         w.commit()?;
         Ok(report)

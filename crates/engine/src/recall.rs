@@ -48,7 +48,6 @@ use chrono::{DateTime, FixedOffset};
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
 use ctxgraph_ontology::{RecordKind, entity_id, normalize_name};
 use ctxgraph_projection::is_stop_word;
-use ctxgraph_store::{GraphReader, LogReader};
 
 use serde_json::Value;
 

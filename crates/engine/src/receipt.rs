@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use ctxgraph_ontology::graph::{Direction, Node, NodeKey};
 use ctxgraph_ontology::{ReceiptRecord, RecordBody, RecordKind, ValidRecord, Violation};
 use ctxgraph_projection::RECEIPT;
-use ctxgraph_store::{EmbeddedWrite, GraphReader, LogReader};
+use ctxgraph_store::GraphReader;
 
 use crate::engine::{Engine, decode};
 use crate::error::Error;
@@ -27,7 +27,7 @@ use crate::view::Snapshot;
 /// The events and entities a receipt cites that exist neither in the graph nor earlier in its
 /// batch (`mentioned`: entity ids, and event ids behind a NUL), as violations.
 pub(crate) fn missing_inputs(
-    w: &EmbeddedWrite<'_>,
+    w: &dyn GraphReader,
     r: &ReceiptRecord,
     mentioned: &BTreeSet<String>,
 ) -> Result<Option<Vec<Violation>>, Error> {
@@ -104,6 +104,8 @@ impl Engine {
         &mut self,
         records: &[ValidRecord],
     ) -> Result<Vec<Result<IngestOutcome, Error>>, Error> {
+        // Receipts are indexed as they are written: that needs the graph in place.
+        self.backend.embedded("adding receipts")?;
         let outcomes = self.ingest_batch(records, crate::Projection::Inline, false)?;
         let new: Vec<&RecordBody> = records
             .iter()

@@ -47,7 +47,7 @@ use ctxgraph_ontology::graph::{Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{
     EntityDecision, EntityDecisionRecord, RecordBody, RecordKind, Schema, Violation,
 };
-use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore, LogReader};
+use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore};
 use serde_json::Value;
 
 use crate::engine::{Engine, Projection, decode};
@@ -434,7 +434,7 @@ fn candidate_pairs(
 /// Why a decision cannot be written: an entity it names is not in the graph (nor mentioned by an
 /// earlier event of the same batch, `mentioned`). `None` when both exist.
 pub(crate) fn missing_entities(
-    w: &EmbeddedWrite<'_>,
+    w: &dyn GraphReader,
     d: &EntityDecisionRecord,
     mentioned: &BTreeSet<String>,
 ) -> Result<Option<Vec<Violation>>, Error> {
@@ -461,8 +461,9 @@ impl Engine {
     /// Deterministic for a given graph, embedding model and `cfg`; running it again changes
     /// nothing. Names are embedded with the engine's embedder inside the transaction.
     pub fn resolve_entities(&mut self, cfg: &ResolveConfig) -> Result<ResolveReport, Error> {
+        self.backend.embedded("entity resolution")?;
         let embedder = self.embedder()?;
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("entity resolution")?.begin_write()?;
         let report = resolve_entities(&mut w, &self.schema, embedder.as_ref(), cfg)?;
         w.commit()?;
         Ok(report)
@@ -487,7 +488,7 @@ impl Engine {
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
         let mut latest: Option<(u64, EntityDecisionRecord)> = None;
         {
-            let read = self.store.begin_read()?;
+            let read = self.backend.begin_read()?;
             for entry in read.read_kind(RecordKind::EntityDecision)? {
                 if let RecordBody::EntityDecision(d) = decode(&self.schema, &entry)?.body()
                     && (d.entity_a.as_str(), d.entity_b.as_str()) == (lo, hi)

@@ -139,7 +139,7 @@ struct Aged {
 impl Engine {
     /// What retention would do now, without doing it.
     pub fn retention_plan(&mut self, options: &RetentionOptions) -> Result<RetentionReport, Error> {
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("retention")?.begin_write()?;
         // The write transaction is dropped, not committed: nothing changes.
         retain(&self.schema, &mut w, options, false)
     }
@@ -150,7 +150,7 @@ impl Engine {
         &mut self,
         options: &RetentionOptions,
     ) -> Result<RetentionReport, Error> {
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("retention")?.begin_write()?;
         let report = retain(&self.schema, &mut w, options, true)?;
         w.commit()?;
         Ok(report)
@@ -223,7 +223,7 @@ fn measured_at(events: &[Aged], options: &RetentionOptions) -> Option<(i64, Stri
 /// them now, with the time ages are measured at (a read: nothing changes), and how many events
 /// earlier passes archived.
 pub(crate) fn tier_counts(
-    read: &impl GraphReader,
+    read: &(impl GraphReader + ?Sized),
     options: &RetentionOptions,
 ) -> Result<TierCounts, Error> {
     let events = aged_events(read)?;
@@ -276,7 +276,7 @@ fn prune_similar(
 }
 
 /// Every event with what retention needs, in key order.
-fn aged_events(w: &impl GraphReader) -> Result<Vec<Aged>, Error> {
+fn aged_events(w: &(impl GraphReader + ?Sized)) -> Result<Vec<Aged>, Error> {
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     loop {

@@ -65,7 +65,7 @@ use ctxgraph_ontology::{
     Cardinality, EntityTarget, RecordBody, RecordKind, SlotSpec, SlotsRecord, SpecRelation,
     ValidRecord, Violation, checklist_from_file, entity_id, normalize_name, validate_value,
 };
-use ctxgraph_store::{EmbeddedWrite, GraphReader, LogReader};
+use ctxgraph_store::GraphReader;
 use serde_json::{Map, Value, json};
 
 use crate::engine::{Engine, decode};
@@ -681,7 +681,7 @@ impl Engine {
         }
         let record = validate_value(&self.schema, &self.options().limits, Value::Object(m))?;
         if let RecordBody::Slots(SlotsRecord::Goal(goal)) = record.body() {
-            let read = self.store.begin_read()?;
+            let read = self.backend.begin_read()?;
             if let Some(entry) = read.get(RecordKind::Goal, &goal.goal_id)?
                 && let RecordBody::Slots(SlotsRecord::Goal(stored)) =
                     decode(&self.schema, &entry)?.body()
@@ -732,7 +732,7 @@ pub(crate) fn created(
 /// What a record references that does not exist (in the graph, nor among `entities` and
 /// `nodes` created earlier in the batch): one violation each, or `None` when all exist.
 pub(crate) fn missing_refs(
-    w: &EmbeddedWrite<'_>,
+    w: &dyn GraphReader,
     record: &SlotsRecord,
     entities: &BTreeSet<String>,
     nodes: &BTreeSet<NodeKey>,

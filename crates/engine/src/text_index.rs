@@ -234,7 +234,7 @@ impl crate::Engine {
     /// Rebuild the lexical index (searches then merge posting lists instead of ranking in the
     /// full-text index); `consolidate` does this and more. Returns what it indexed.
     pub fn index_text(&mut self) -> Result<TextIndexReport, Error> {
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("lexical index build")?.begin_write()?;
         let report = rebuild(&mut w)?;
         w.commit()?;
         Ok(report)

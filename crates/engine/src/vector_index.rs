@@ -184,7 +184,7 @@ impl crate::Engine {
     /// number of vectors indexed.
     pub fn index_vectors(&mut self) -> Result<u64, Error> {
         let threads = self.options().consolidate.threads.max(1);
-        let mut w = self.store.begin_write()?;
+        let mut w = self.backend.embedded_mut("vector index build")?.begin_write()?;
         let built = rebuild(&mut w, threads)?;
         w.commit()?;
         Ok(built.map_or(0, |b| b.assignment.len() as u64))

@@ -26,7 +26,17 @@ fn ctxgraph(dir: &TempDir, db: &str, args: &[&str]) -> (i32, String) {
 #[test]
 fn a_scale_out_url_is_refused_naming_the_command_and_nothing_is_created() {
     let dir = TempDir::new().unwrap();
-    for args in [&["get", "x"][..], &["init"], &["ingest", "-"], &["serve"], &["mcp"], &["log"]] {
+    let refused = [
+        &["init"][..],
+        &["serve"],
+        &["mcp"],
+        &["enrich"],
+        &["consolidate"],
+        &["reproject"],
+        &["forget", "event", "x", "--yes"],
+        &["backup", "copy.ctxg"],
+    ];
+    for args in refused {
         let (code, err) = ctxgraph(&dir, "redis://127.0.0.1:6379/team-a", args);
         assert_eq!(code, 2, "{args:?}: {err}");
         let expected = format!("backend redis:// is not yet supported by command `{}`", args[0]);
@@ -61,7 +71,7 @@ fn completions_need_no_store() {
 #[test]
 fn the_commands_of_the_scale_out_backend_take_no_principal() {
     let dir = TempDir::new().unwrap();
-    for args in [&["stats"][..], &["worker", "--once"]] {
+    for args in [&["stats"][..], &["worker", "--once"], &["recall", "why"], &["ingest", "-"]] {
         let out = Command::cargo_bin("ctxgraph")
             .unwrap()
             .current_dir(dir.path())
@@ -410,4 +420,87 @@ fn bench_ingest_appends_and_folds_every_event_into_tenant_stores_with_two_worker
     let (code, err) = ctxgraph(&dir, &db, &["bench", "ingest", "--events", "10"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("bench.target_not_empty"), "{err}");
+}
+
+/// A command's exit code and JSON output, with what differs between any two runs taken out:
+/// timings and acknowledgement times.
+fn normalised(dir: &TempDir, db: &str, args: &[&str]) -> (i32, Value) {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                map.remove("timings_us");
+                map.remove("recorded_at");
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(list) => list.iter_mut().for_each(strip),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+        }
+    }
+    let out = Command::cargo_bin("ctxgraph")
+        .unwrap()
+        .current_dir(dir.path())
+        .env_remove("CTXGRAPH_DB")
+        .args(["--db", db, "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let mut v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {err}"));
+    strip(&mut v);
+    (out.status.code().unwrap(), v)
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn reads_on_a_scale_out_store_equal_a_store_file_without_stages_two_and_three() {
+    let dir = TempDir::new().unwrap();
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo-trace.jsonl");
+    // The scale-out backend folds stage 1 only: the store file it is compared with has no
+    // enrichment either (no vectors, no full-text index, no summaries).
+    let (code, err) = ctxgraph(&dir, "plain.ctxg", &["ingest", "--no-enrich", trace]);
+    assert_eq!(code, 0, "{err}");
+    let to = fresh_store();
+    let report = json_of(&dir, &to, &["ingest", trace]);
+    assert_eq!(report["accepted"].as_u64(), Some(400), "{report}");
+    assert_eq!(report["positions"]["last"].as_u64(), Some(400));
+
+    // Appended, not folded: nothing to read until a worker folds it.
+    let stats = json_of(&dir, &to, &["stats"]);
+    assert_eq!(stats["log_length"].as_u64(), Some(400));
+    assert_eq!(stats["projection_lag"].as_u64(), Some(400));
+    let (code, _) = normalised(&dir, &to, &["get", "evt-000002"]);
+    assert_eq!(code, 1, "not folded yet");
+    let (code, err) = ctxgraph(&dir, &to, &["worker", "--once"]);
+    assert_eq!(code, 0, "{err}");
+
+    let reads: &[&[&str]] = &[
+        &["log", "--limit", "1000"],
+        &["get", "evt-000002"],
+        &["get", "ci pipeline"],
+        &["neighbors", "evt-000002"],
+        &["session", "sess-0001"],
+        &["chain", "evt-000012"],
+        &["view", "causal", "--limit", "50"],
+        &["search", "failing test"],
+    ];
+    for args in reads {
+        let want = normalised(&dir, "plain.ctxg", args);
+        assert_eq!(normalised(&dir, &to, args), want, "{args:?}");
+    }
+    let mut found = 0;
+    for question in [
+        "why did the deploy fail",
+        "what happened with the ci pipeline",
+        "who asked about sess-0002",
+    ] {
+        let want = normalised(&dir, "plain.ctxg", &["recall", question]);
+        let got = normalised(&dir, &to, &["recall", question]);
+        assert_eq!(got, want, "{question}");
+        found += want.1["items"].as_array().map_or(0, Vec::len);
+        // A recall counts its reads (an access record): folded here as the store file folds it.
+        let (code, err) = ctxgraph(&dir, &to, &["worker", "--once"]);
+        assert_eq!(code, 0, "{err}");
+    }
+    assert!(found > 0, "the questions found something");
 }

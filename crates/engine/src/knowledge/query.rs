@@ -300,7 +300,7 @@ impl Snapshot<'_> {
         let t = query.as_of.clone().unwrap_or_else(super::now);
         let candidates = match &query.subject {
             Some(s) => self.fact_nodes_of(s, "SUBJECT")?,
-            None => nodes(&self.read, "Fact", "")?,
+            None => nodes(&*self.read, "Fact", "")?,
         };
         let mut out = Vec::new();
         for n in candidates {
@@ -408,7 +408,7 @@ impl Snapshot<'_> {
     /// Every document version, by URL then version.
     pub(crate) fn documents(&self) -> Result<Vec<DocumentSummary>, Error> {
         let mut out = Vec::new();
-        for n in nodes(&self.read, "Document", "")? {
+        for n in nodes(&*self.read, "Document", "")? {
             out.push(self.summary(&n)?);
         }
         out.sort_by(|a, b| (&a.url, a.version).cmp(&(&b.url, b.version)));
@@ -419,7 +419,7 @@ impl Snapshot<'_> {
     pub(crate) fn document(&self, id_or_url: &str) -> Result<Option<DocumentView>, Error> {
         let mut node = self.read.node(&NodeKey::new("Document", id_or_url))?;
         if node.is_none()
-            && let Some((id, _)) = latest_version(&self.read, id_or_url)?
+            && let Some((id, _)) = latest_version(&*self.read, id_or_url)?
         {
             node = self.read.node(&NodeKey::new("Document", &id))?;
         }

@@ -24,7 +24,6 @@
 
 use ctxgraph_ontology::graph::{Direction, NodeKey};
 use ctxgraph_projection::MEMORY;
-use ctxgraph_store::GraphReader;
 
 use super::traverse::TraversalOptions;
 use super::{MemoryView, OutcomeView, all_memories, votes_on};
@@ -138,7 +137,7 @@ impl Snapshot<'_> {
             next_actions: Vec::new(),
         };
         let mut unimplemented = Vec::new();
-        for m in all_memories(&self.read)? {
+        for m in all_memories(&*self.read)? {
             if m.created_at_ns >= until_ns || !keep(&m.id)? {
                 continue;
             }
@@ -152,7 +151,7 @@ impl Snapshot<'_> {
                     .collect();
             r.outcomes.extend(outcomes.iter().filter(|o| o.at_ns >= since_ns).cloned());
             let key = NodeKey::new(MEMORY, &m.id);
-            let votes = votes_on(&self.read, &m)?;
+            let votes = votes_on(&*self.read, &m)?;
             let mut superseded = false;
             for e in self.read.edges_of(&key, Some("SUPERSEDES"), Direction::In)? {
                 let vote =

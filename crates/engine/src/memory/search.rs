@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use ctxgraph_ontology::graph::{Direction, NodeKey};
 use ctxgraph_projection::MEMORY;
-use ctxgraph_store::GraphReader;
 
 use super::traverse::{Evolution, Impact, LINK_TYPES, TraversalOptions};
 use super::{MemoryView, OutcomeView, all_memories, cosine, votes_of};
@@ -104,7 +103,7 @@ impl Snapshot<'_> {
                 continue;
             }
             let key = NodeKey::new(MEMORY, &at);
-            let votes = votes_of(&self.read, &key)?;
+            let votes = votes_of(&*self.read, &key)?;
             for t in LINK_TYPES {
                 for e in self.read.edges_of(&key, Some(t), Direction::Both)? {
                     let other = if e.key.from == key { &e.key.to } else { &e.key.from };
@@ -146,7 +145,7 @@ impl Snapshot<'_> {
         }
         let best = lexical.values().copied().fold(0.0f64, f64::max);
         let mut hits = Vec::new();
-        for m in all_memories(&self.read)? {
+        for m in all_memories(&*self.read)? {
             if !keep(&m.id)? {
                 continue;
             }

@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use ctxgraph_ontology::graph::{Direction, Edge, NodeKey};
 use ctxgraph_projection::{MEMORY, OUTCOME, TOPIC, topic_id};
-use ctxgraph_store::GraphReader;
 use serde_json::Value;
 
 use super::{MemoryOptions, MemoryView, OutcomeView, is_automatic, votes_of, votes_on};
@@ -113,7 +112,7 @@ pub struct Impact {
 impl Snapshot<'_> {
     /// Every memory, oldest first (by `created_at`, then id).
     pub(crate) fn memories(&self) -> Result<Vec<MemoryView>, Error> {
-        super::all_memories(&self.read)
+        super::all_memories(&*self.read)
     }
 
     /// A memory by id.
@@ -211,7 +210,7 @@ impl Snapshot<'_> {
         loop {
             seen.insert(current.id.clone());
             let key = NodeKey::new(MEMORY, &current.id);
-            let votes = votes_on(&self.read, &current)?;
+            let votes = votes_on(&*self.read, &current)?;
             let mut implemented_by = Vec::new();
             for (e, _) in
                 self.live_links(&key, "IMPLEMENTS", Direction::In, &votes, options, as_of)?
@@ -348,7 +347,7 @@ impl Snapshot<'_> {
         }
         let mut superseded_by = Vec::new();
         let key = NodeKey::new(MEMORY, &start.id);
-        let votes = votes_on(&self.read, &start)?;
+        let votes = votes_on(&*self.read, &start)?;
         for (e, _) in self.live_links(&key, "SUPERSEDES", Direction::In, &votes, options, as_of)? {
             if let Some(m) = self.memory(&e.key.from.id)? {
                 superseded_by.push(m);
@@ -378,7 +377,7 @@ impl Snapshot<'_> {
                 continue;
             }
             let key = NodeKey::new(MEMORY, &at);
-            let votes = votes_on(&self.read, &here)?;
+            let votes = votes_on(&*self.read, &here)?;
             let mut next = Vec::new();
             for (edge_type, direction) in [
                 ("IMPLEMENTS", Direction::In),
@@ -430,7 +429,7 @@ impl Snapshot<'_> {
     ) -> Result<Vec<(Edge, f64)>, Error> {
         let as_of = options.as_of();
         let key = NodeKey::new(MEMORY, id);
-        let votes = votes_of(&self.read, &key)?;
+        let votes = votes_of(&*self.read, &key)?;
         let mut out = Vec::new();
         for t in LINK_TYPES {
             out.extend(self.live_links(&key, t, Direction::Both, &votes, options, as_of)?);

@@ -10,7 +10,6 @@
 use std::collections::BTreeSet;
 
 use ctxgraph_ontology::graph::NodeKey;
-use ctxgraph_store::GraphReader;
 
 use crate::error::Error;
 use crate::view::Snapshot;

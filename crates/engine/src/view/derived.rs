@@ -26,7 +26,6 @@
 
 use ctxgraph_ontology::graph::{Node, NodeKey};
 use ctxgraph_projection::{MEMORY_SESSION, OUTCOME, RECEIPT, TOPIC};
-use ctxgraph_store::GraphReader;
 
 use super::Reader;
 use crate::access::SCOPE_PROPS;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_ontology::{RecordKind, Tombstone};
 use ctxgraph_projection::RECEIPT;
-use ctxgraph_store::{GraphReader, LogEntry, LogReader};
+use ctxgraph_store::LogEntry;
 
 use super::Reader;
 use crate::error::Error;

@@ -12,6 +12,6 @@ impl Reader<'_> {
     /// counts every event and archive mark, hidden ones too. Reads every event once.
     pub fn retention_tiers(&self, options: &RetentionOptions) -> Result<TierCounts, Error> {
         self.owner_only("the retention tiers")?;
-        tier_counts(&self.snap.read, options)
+        tier_counts(&*self.snap.read, options)
     }
 }

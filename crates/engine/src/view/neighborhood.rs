@@ -5,7 +5,6 @@
 //! not returned, not counted and does not shorten a page.
 
 use ctxgraph_ontology::graph::{Edge, Node, NodeKey};
-use ctxgraph_store::GraphReader;
 
 use super::Reader;
 use crate::error::Error;

@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ctxgraph_ontology::graph::{Direction, Node, NodeKey};
 use ctxgraph_projection::RECEIPT;
-use ctxgraph_store::GraphReader;
 
 use crate::access::Principal;
 use crate::error::Error;

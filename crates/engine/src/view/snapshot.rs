@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_ontology::{RecordKind, Schema};
-use ctxgraph_store::{EmbeddedRead, FORMAT_VERSION, GraphReader, LogEntry, LogReader};
+use ctxgraph_store::{FORMAT_VERSION, LogEntry, StoreRead};
 
 use crate::engine::Caches;
 use crate::error::Error;
@@ -152,9 +152,13 @@ pub struct TimelineEntry {
     pub missing_parent: Option<String>,
 }
 
-/// A consistent read view of the store.
+/// A read view of the store, whatever the backend: on the embedded store one read transaction
+/// (consistent), on a remote store the graph as its workers have folded it (each query at a
+/// committed fold page, see [`ctxgraph_store::RemoteStore::begin_read`]).
 pub(crate) struct Snapshot<'a> {
-    pub(crate) read: EmbeddedRead<'a>,
+    /// The backend's read of the log and the graph; only its trait methods are called, so
+    /// every feature reads every backend the same way.
+    pub(crate) read: Box<dyn StoreRead + 'a>,
     pub(crate) schema: &'a Schema,
     bytes_on_disk: u64,
     caches: &'a Caches,
@@ -181,7 +185,7 @@ const MAX_WALK: usize = 10_000;
 
 impl<'a> Snapshot<'a> {
     pub(crate) fn new(
-        read: EmbeddedRead<'a>,
+        read: Box<dyn StoreRead + 'a>,
         schema: &'a Schema,
         bytes_on_disk: u64,
         caches: &'a Caches,
@@ -372,7 +376,7 @@ impl<'a> Snapshot<'a> {
         query: &str,
         limit: usize,
     ) -> Result<Vec<(NodeKey, f64)>, Error> {
-        crate::text_index::search(&self.read, &self.caches.text, query, limit)
+        crate::text_index::search(&*self.read, &self.caches.text, query, limit)
     }
 
     /// A node's edge groups with their first `limit` edges each, for recall's expansion
@@ -382,7 +386,7 @@ impl<'a> Snapshot<'a> {
         key: &NodeKey,
         limit: usize,
     ) -> Result<std::sync::Arc<crate::edge_cache::Adjacent>, Error> {
-        self.caches.edges.adjacent(&self.read, self.graph_generation()?, key, limit)
+        self.caches.edges.adjacent(&*self.read, self.graph_generation()?, key, limit)
     }
 
     /// [`Snapshot::adjacent`] when the cache holds the node's edges already (nothing is read).
@@ -434,7 +438,7 @@ impl<'a> Snapshot<'a> {
         k: usize,
         options: SearchParams,
     ) -> Result<Vec<(NodeKey, f32)>, Error> {
-        crate::vector_index::nearest(&self.read, &self.caches.vectors, query, k, options)
+        crate::vector_index::nearest(&*self.read, &self.caches.vectors, query, k, options)
     }
 
     /// Log records from `from`, at most `limit`.

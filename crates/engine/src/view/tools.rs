@@ -6,7 +6,6 @@
 
 use ctxgraph_ontology::graph::{Direction, NodeKey};
 use ctxgraph_projection::MEMORY;
-use ctxgraph_store::GraphReader;
 use serde_json::Value;
 
 use super::Reader;
@@ -51,7 +50,7 @@ impl Reader<'_> {
         if !runs(from, to)? {
             return Ok(if runs(to, from)? { LinkLookup::Reversed } else { LinkLookup::Missing });
         }
-        let votes = crate::memory::votes_of(&self.snap.read, &NodeKey::new(MEMORY, from))?;
+        let votes = crate::memory::votes_of(&*self.snap.read, &NodeKey::new(MEMORY, from))?;
         let deleted = votes
             .get(&(from.to_owned(), to.to_owned(), edge_type))
             .is_some_and(|v| v.props.get("deleted").and_then(Value::as_bool).unwrap_or(false));

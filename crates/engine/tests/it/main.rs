@@ -22,6 +22,7 @@ mod projection;
 mod recall;
 mod recall_runs;
 mod receipt;
+mod remote;
 mod resolve;
 mod retention;
 mod semantic;
