@@ -32,8 +32,10 @@
 //! # Ok::<(), ctxgraph_lexical::Error>(())
 //! ```
 
+mod blocks;
 mod build;
 mod error;
+mod maxscore;
 mod postings;
 mod rank;
 
