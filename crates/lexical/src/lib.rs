@@ -32,10 +32,8 @@
 //! # Ok::<(), ctxgraph_lexical::Error>(())
 //! ```
 
-mod blocks;
 mod build;
 mod error;
-mod maxscore;
 mod postings;
 mod rank;
 

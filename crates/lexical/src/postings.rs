@@ -1,8 +1,4 @@
-//! The posting-list blob, and format 1: a term's documents grouped by impact, highest first.
-//!
-//! [`encode`] writes format 2 (`crate::blocks`: document order, blocks with their highest
-//! impact). Format 1, below, is still read (by [`decode`], [`count`], [`without`] and
-//! [`crate::top_k`]) so a store built before format 2 searches as it did until its next build.
+//! The posting-list blob: a term's documents grouped by impact, highest first.
 //!
 //! ```text
 //! header    magic "CGPL" | version u32 | count u32 | segments u32 | avg_len f64 (the
@@ -17,13 +13,11 @@
 //! ([`level`]): the score a term adds to a document is `idf × impact`, so the postings worth
 //! most come first and a search can stop early with the best of every list read ([`crate::top_k`]).
 
-use crate::blocks::{self, BlockView};
 use crate::error::Error;
 use crate::rank::Bm25;
 
 const MAGIC: &[u8; 4] = b"CGPL";
-/// Format 1's version number.
-pub(crate) const VERSION: u32 = 1;
+const VERSION: u32 = 1;
 const HEADER: usize = 24;
 const SEGMENT: usize = 17;
 
@@ -49,31 +43,14 @@ pub fn impact_of(bm25: Bm25, level: u8) -> f64 {
     f64::from(level) / 255.0 * (bm25.k1 + 1.0)
 }
 
-/// Encode a term's postings (format 2), which must be in strictly ascending `doc` order with
+/// Encode a term's postings, which must be in strictly ascending `doc` order with
 /// non-negative ids and `1 ≤ tf ≤ len`; `bm25` and `avg_len` fix the impacts.
 pub fn encode(postings: &[Posting], bm25: Bm25, avg_len: f64) -> Result<Vec<u8>, Error> {
-    blocks::encode_pairs(&leveled(postings, bm25, avg_len)?, avg_len)
-}
-
-/// Encode a term's postings in format 1 (segments of one impact level), which stores before
-/// format 2 hold; kept so that reading them stays tested.
-#[cfg(test)]
-pub(crate) fn encode_v1(postings: &[Posting], bm25: Bm25, avg_len: f64) -> Result<Vec<u8>, Error> {
-    let pairs = leveled(postings, bm25, avg_len)?;
-    let mut by_level: Vec<Vec<i64>> = vec![Vec::new(); 256];
-    for (doc, lvl) in &pairs {
-        by_level[usize::from(*lvl)].push(*doc);
-    }
-    encode_levels(&by_level, pairs.len() as u32, avg_len)
-}
-
-/// Each posting's `(document, impact level)`, after checking the order and frequencies.
-fn leveled(postings: &[Posting], bm25: Bm25, avg_len: f64) -> Result<Vec<(i64, u8)>, Error> {
     let input = |detail: String| Error::Input { what: "postings", detail };
-    u32::try_from(postings.len())
+    let count = u32::try_from(postings.len())
         .map_err(|_| input(format!("{} postings exceed a list's u32 count", postings.len())))?;
     let mut previous: Option<i64> = None;
-    let mut out = Vec::with_capacity(postings.len());
+    let mut by_level: Vec<Vec<i64>> = vec![Vec::new(); 256];
     for p in postings {
         if p.doc < 0 || previous.is_some_and(|prev| p.doc <= prev) {
             return Err(input(format!("document {} is negative or not after {previous:?}", p.doc)));
@@ -81,19 +58,10 @@ fn leveled(postings: &[Posting], bm25: Bm25, avg_len: f64) -> Result<Vec<(i64, u
         if p.tf == 0 || p.tf > p.len {
             return Err(input(format!("document {}: tf {} outside 1..={}", p.doc, p.tf, p.len)));
         }
-        out.push((p.doc, level(bm25, p.tf, p.len, avg_len)));
+        by_level[usize::from(level(bm25, p.tf, p.len, avg_len))].push(p.doc);
         previous = Some(p.doc);
     }
-    Ok(out)
-}
-
-/// The format version of a blob, from its first eight bytes.
-pub(crate) fn version(bytes: &[u8]) -> Result<u32, Error> {
-    match bytes.get(..8) {
-        Some(head) if &head[..4] == MAGIC => Ok(u32_at(head, 4)),
-        Some(_) => Err(Error::Corrupt("wrong magic".to_owned())),
-        None => Err(Error::Corrupt(format!("{} bytes is shorter than the header", bytes.len()))),
-    }
+    encode_levels(&by_level, count, avg_len)
 }
 
 /// What [`without`] left of a list.
@@ -108,21 +76,11 @@ pub enum Pruned {
 }
 
 /// A blob without the documents for which `gone` holds: each remaining posting keeps its
-/// impact level and the blob its `avg_len` and format, so the list equals one built with the
-/// same statistics over the remaining documents. Costs a decode and an encode of the one list.
+/// impact level and the blob its `avg_len`, so the list equals one built with the same
+/// statistics over the remaining documents. Costs a decode and an encode of the one list.
 pub fn without(bytes: &[u8], gone: &dyn Fn(i64) -> bool) -> Result<Pruned, Error> {
-    if version(bytes)? == blocks::VERSION {
-        let view = BlockView::parse(bytes)?;
-        let all = view.decode_all()?;
-        let rest: Vec<(i64, u8)> = all.iter().copied().filter(|&(doc, _)| !gone(doc)).collect();
-        return Ok(match (all.len() - rest.len(), rest.len()) {
-            (0, _) => Pruned::Unchanged,
-            (_, 0) => Pruned::Empty,
-            _ => Pruned::List(blocks::encode_pairs(&rest, view.avg_len)?),
-        });
-    }
     let view = ListView::parse(bytes)?;
-    let avg_len = view.avg_len;
+    let avg_len = f64::from_le_bytes(bytes[16..24].try_into().unwrap_or([0; 8]));
     let mut by_level: Vec<Vec<i64>> = vec![Vec::new(); 256];
     let mut removed = 0u32;
     for s in 0..view.segments() {
@@ -174,31 +132,13 @@ fn encode_levels(by_level: &[Vec<i64>], count: u32, avg_len: f64) -> Result<Vec<
     Ok(out)
 }
 
-/// How many documents a blob lists (its term's document frequency), from its tables alone.
+/// How many documents a blob lists (its term's document frequency), from the header alone.
 pub fn count(bytes: &[u8]) -> Result<u32, Error> {
-    if version(bytes)? == blocks::VERSION {
-        return Ok(BlockView::parse(bytes)?.count);
-    }
     Ok(ListView::parse(bytes)?.count)
 }
 
 /// Every `(document, impact level)` of a blob, in document order.
 pub fn decode(bytes: &[u8]) -> Result<Vec<(i64, u8)>, Error> {
-    if version(bytes)? == blocks::VERSION {
-        let view = BlockView::parse(bytes)?;
-        let all = view.decode_all()?;
-        // The level table is what a search's budget counts: it must agree with the blocks.
-        let mut per_level = [0u32; 256];
-        for &(_, lvl) in &all {
-            per_level[usize::from(lvl)] += 1;
-        }
-        for l in 0..view.level_count() {
-            if per_level[usize::from(view.level(l))] != view.level_len(l) {
-                return Err(Error::Corrupt(format!("level {l} disagrees with the blocks")));
-            }
-        }
-        return Ok(all);
-    }
     let view = ListView::parse(bytes)?;
     let mut out = Vec::with_capacity(view.count as usize);
     for s in 0..view.segments() {
@@ -213,7 +153,6 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<(i64, u8)>, Error> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ListView<'a> {
     pub(crate) count: u32,
-    avg_len: f64,
     table: &'a [u8],
     body: &'a [u8],
 }
@@ -237,8 +176,7 @@ impl<'a> ListView<'a> {
             return Err(Error::Corrupt(format!("{segments} segments in {} bytes", rest.len())));
         }
         let (table, body) = rest.split_at(segments * SEGMENT);
-        let avg_len = f64::from_le_bytes(header[16..24].try_into().unwrap_or([0; 8]));
-        let view = ListView { count, avg_len, table, body };
+        let view = ListView { count, table, body };
         let mut total: u64 = 0;
         let mut end = 0;
         for s in 0..segments {
@@ -255,11 +193,6 @@ impl<'a> ListView<'a> {
             )));
         }
         Ok(view)
-    }
-
-    /// The mean document length the impacts were computed at.
-    pub(crate) fn avg_len(&self) -> f64 {
-        self.avg_len
     }
 
     pub(crate) fn segments(&self) -> usize {
@@ -313,11 +246,11 @@ impl<'a> ListView<'a> {
     }
 }
 
-pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
+fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -325,7 +258,7 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-pub(crate) fn take_varint(body: &mut &[u8]) -> Result<u64, Error> {
+fn take_varint(body: &mut &[u8]) -> Result<u64, Error> {
     // Most deltas of a long list fit one byte.
     if let Some((&byte, rest)) = body.split_first()
         && byte < 0x80
@@ -412,31 +345,9 @@ mod tests {
 
         #[test]
         fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..96)) {
-            for head in [b"CGPL\x01\0\0\0", b"CGPL\x02\0\0\0"] {
-                let mut blob = head.to_vec();
-                blob.extend_from_slice(&bytes);
-                let _ = decode(&blob);
-                let _ = without(&blob, &|d| d % 2 == 0);
-            }
-        }
-
-        #[test]
-        fn both_formats_decode_alike_and_keep_their_format_without_documents(
-            mut raw in proptest::collection::vec((0i64..1 << 30, 1u32..50, 0u32..500), 0..700),
-            gone_mod in 2i64..9,
-        ) {
-            raw.sort_by_key(|r| r.0);
-            raw.dedup_by_key(|r| r.0);
-            let list: Vec<Posting> =
-                raw.into_iter().map(|(doc, tf, extra)| Posting { doc, tf, len: tf + extra }).collect();
-            let (v1, v2) = (encode_v1(&list, B, 20.0).unwrap(), encode(&list, B, 20.0).unwrap());
-            prop_assert_eq!(decode(&v1).unwrap(), decode(&v2).unwrap());
-            prop_assert_eq!(count(&v1).unwrap(), count(&v2).unwrap());
-            let gone = |doc: i64| doc % gone_mod == 0;
-            let rest: Vec<Posting> = list.iter().copied().filter(|p| !gone(p.doc)).collect();
-            if let Pruned::List(blob) = without(&v1, &gone).unwrap() {
-                prop_assert_eq!(blob, encode_v1(&rest, B, 20.0).unwrap());
-            }
+            let mut blob = b"CGPL\x01\0\0\0".to_vec();
+            blob.extend_from_slice(&bytes);
+            let _ = decode(&blob);
         }
     }
 }

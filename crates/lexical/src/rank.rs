@@ -3,9 +3,8 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
 
-use crate::blocks::{self, BlockView};
 use crate::error::Error;
-use crate::postings::{self, ListView, impact_of};
+use crate::postings::{ListView, impact_of};
 
 /// BM25's parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -99,17 +98,12 @@ pub struct Scratch {
 /// The `k` documents with the highest BM25 score summed over `terms`, best first (ties: lower
 /// id first), reading at most `max_postings` postings.
 ///
-/// The budget is spent score at a time: every list's impact levels are taken in decreasing
-/// order of what their postings add, `idf × impact`, across all terms, until the next level
-/// would pass `max_postings` (the first is always taken). The result is exact (for the
+/// Score at a time: every list's segments (documents of one impact level) are read in
+/// decreasing order of what they add, `idf × impact`, across all terms, until the next
+/// segment would pass `max_postings` (the first is always read). The result is exact (for the
 /// quantized impacts) when the question's lists hold at most `max_postings` postings; beyond,
 /// the postings worth least are the ones left out, so the cost of a search is bounded however
 /// large the store and however common its words.
-///
-/// Format-2 lists are merged document at a time with block-max MaxScore (`crate::maxscore`),
-/// which skips the postings that cannot reach the k-th score; format-1 lists (a store built
-/// before) by summing every admitted posting. Both give the same documents and scores to the
-/// bit; a question mixing the formats reads its format-1 lists as format 2.
 pub fn top_k(
     terms: &[QueryTerm<'_>],
     bm25: Bm25,
@@ -120,43 +114,6 @@ pub fn top_k(
     if k == 0 || terms.is_empty() {
         return Ok(Vec::new());
     }
-    let mut versions = Vec::with_capacity(terms.len());
-    for term in terms {
-        versions.push(postings::version(term.postings)?);
-    }
-    if versions.iter().all(|&v| v == postings::VERSION) {
-        return by_segments(terms, bm25, k, max_postings, scratch);
-    }
-    let upgraded: Vec<Option<Vec<u8>>> = terms
-        .iter()
-        .zip(&versions)
-        .map(|(term, &v)| {
-            if v != postings::VERSION {
-                return Ok(None);
-            }
-            let avg_len = ListView::parse(term.postings)?.avg_len();
-            blocks::encode_pairs(&postings::decode(term.postings)?, avg_len).map(Some)
-        })
-        .collect::<Result<_, Error>>()?;
-    let mut lists = Vec::with_capacity(terms.len());
-    for (term, up) in terms.iter().zip(&upgraded) {
-        // A non-positive idf counts as FTS5's floor, so that every score is positive.
-        let idf = if term.idf > 0.0 { term.idf } else { 1e-6 };
-        lists.push((idf, BlockView::parse(up.as_deref().unwrap_or(term.postings))?));
-    }
-    let mut out = crate::maxscore::top_k(&lists, bm25, k, max_postings)?;
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    Ok(out)
-}
-
-/// [`top_k`] over format-1 lists: the chosen segments' postings summed, score at a time.
-fn by_segments(
-    terms: &[QueryTerm<'_>],
-    bm25: Bm25,
-    k: usize,
-    max_postings: usize,
-    scratch: &mut Scratch,
-) -> Result<Vec<(i64, f64)>, Error> {
     let views: Vec<ListView<'_>> =
         terms.iter().map(|t| ListView::parse(t.postings)).collect::<Result<_, Error>>()?;
     // (what each posting adds, term, segment), best first; a non-positive idf counts as
@@ -258,26 +215,17 @@ fn blocked(
 }
 
 /// The `k` best `(document, score)` pairs pushed so far.
-pub(crate) struct Best {
+struct Best {
     k: usize,
     heap: BinaryHeap<Reverse<Kept>>,
 }
 
 impl Best {
-    pub(crate) fn new(k: usize) -> Best {
+    fn new(k: usize) -> Best {
         Best { k, heap: BinaryHeap::with_capacity(k + 1) }
     }
 
-    /// The score a document must pass to be kept by a push after `k` lower ids (−∞ until
-    /// `k` are kept).
-    pub(crate) fn threshold(&self) -> f64 {
-        match self.heap.peek() {
-            Some(worst) if self.heap.len() >= self.k => worst.0.0,
-            _ => f64::NEG_INFINITY,
-        }
-    }
-
-    pub(crate) fn push(&mut self, doc: i64, score: f64) {
+    fn push(&mut self, doc: i64, score: f64) {
         let kept = Kept(score, doc);
         if self.heap.len() < self.k {
             self.heap.push(Reverse(kept));
@@ -288,7 +236,7 @@ impl Best {
     }
 
     /// In no particular order.
-    pub(crate) fn into_vec(self) -> Vec<(i64, f64)> {
+    fn into_vec(self) -> Vec<(i64, f64)> {
         self.heap.into_iter().map(|Reverse(Kept(s, d))| (d, s)).collect()
     }
 }
@@ -309,7 +257,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::postings::{Posting, encode, encode_v1, level};
+    use crate::postings::{Posting, encode, level};
 
     const AVG: f64 = 9.0;
 
@@ -359,25 +307,8 @@ mod tests {
         max: usize,
         scratch: &mut Scratch,
     ) -> Vec<(i64, f64)> {
-        search_formats(lists, k, max, scratch, &|_| 2)
-    }
-
-    /// [`search`] with each list (by its index) in the format `format` names.
-    fn search_formats(
-        lists: &[(f64, Vec<Posting>)],
-        k: usize,
-        max: usize,
-        scratch: &mut Scratch,
-        format: &dyn Fn(usize) -> u32,
-    ) -> Vec<(i64, f64)> {
-        let blobs: Vec<Vec<u8>> = lists
-            .iter()
-            .enumerate()
-            .map(|(i, (_, l))| match format(i) {
-                1 => encode_v1(l, Bm25::FTS5, AVG).unwrap(),
-                _ => encode(l, Bm25::FTS5, AVG).unwrap(),
-            })
-            .collect();
+        let blobs: Vec<Vec<u8>> =
+            lists.iter().map(|(_, l)| encode(l, Bm25::FTS5, AVG).unwrap()).collect();
         let terms: Vec<QueryTerm<'_>> = lists
             .iter()
             .zip(&blobs)
@@ -410,20 +341,9 @@ mod tests {
     #[test]
     fn a_segment_past_its_table_maximum_is_corrupt() {
         let list = [Posting { doc: 5, tf: 1, len: 9 }, Posting { doc: 40_000, tf: 1, len: 9 }];
-        let mut blob = crate::postings::encode_v1(&list, Bm25::FTS5, 9.0).unwrap();
+        let mut blob = crate::encode(&list, Bm25::FTS5, 9.0).unwrap();
         // The one segment's table entry claims a highest document below its last.
         blob[24 + 9..24 + 17].copy_from_slice(&7i64.to_le_bytes());
-        let terms = [QueryTerm { idf: 1.0, postings: &blob }];
-        let got = top_k(&terms, Bm25::FTS5, 3, usize::MAX, &mut Scratch::default());
-        assert!(matches!(got, Err(Error::Corrupt(_))), "{got:?}");
-    }
-
-    #[test]
-    fn a_block_past_its_table_maximum_is_corrupt() {
-        let list: Vec<Posting> = (0..300).map(|doc| Posting { doc, tf: 1, len: 9 }).collect();
-        let mut blob = encode(&list, Bm25::FTS5, 9.0).unwrap();
-        // Header 28 bytes, one level (5 bytes), then block 0's highest document.
-        blob[33..41].copy_from_slice(&100i64.to_le_bytes());
         let terms = [QueryTerm { idf: 1.0, postings: &blob }];
         let got = top_k(&terms, Bm25::FTS5, 3, usize::MAX, &mut Scratch::default());
         assert!(matches!(got, Err(Error::Corrupt(_))), "{got:?}");
@@ -487,61 +407,6 @@ mod tests {
             prop_assert_eq!(blocked, mapped);
             // The scratch comes back clean: a second search gives the same.
             prop_assert_eq!(search(&lists, k, max, &mut scratch), search(&lists, k, max, &mut Scratch::default()));
-        }
-
-        #[test]
-        fn pruned_search_equals_the_exhaustive_merge_to_the_bit(
-            raw in proptest::collection::vec(
-                (-1.0f64..8.0, proptest::collection::btree_map(0i64..5000, (1u32..5, 0u32..40), 0..700)),
-                0..6),
-            repeat in proptest::option::of(0usize..6),
-            k in 1usize..120,
-            max in 1usize..4000,
-        ) {
-            // Format 2 (document at a time, pruned) against format 1 (every admitted posting
-            // summed): the same documents and scores to the bit, with repeated terms, empty
-            // lists, budgets that cut inside a term, and k beyond the matches.
-            let mut lists = lists_of(raw, 0);
-            if let Some(r) = repeat.filter(|&r| r < lists.len()) {
-                lists.push(lists[r].clone());
-            }
-            let bits = |v: Vec<(i64, f64)>| v.into_iter().map(|(d, s)| (d, s.to_bits())).collect::<Vec<_>>();
-            let mut scratch = Scratch::default();
-            for max in [max, usize::MAX] {
-                let exhaustive = bits(search_formats(&lists, k, max, &mut scratch, &|_| 1));
-                prop_assert_eq!(bits(search(&lists, k, max, &mut scratch)), exhaustive.clone());
-                // A question mixing the formats reads its format-1 lists as format 2.
-                let mixed = bits(search_formats(&lists, k, max, &mut scratch, &|i| 1 + (i % 2) as u32));
-                prop_assert_eq!(mixed, exhaustive);
-            }
-        }
-
-        #[test]
-        fn skewed_lists_prune_and_stay_exact(
-            rare in proptest::collection::btree_set(0i64..200_000, 1..60),
-            common_every in 2i64..9,
-            tf_mod in 1u32..5,
-            k in 1usize..80,
-        ) {
-            // One rare word and two common ones over many blocks: the common lists become
-            // non-essential early, so most of their blocks are skipped.
-            let rare_list: Vec<Posting> =
-                rare.iter().map(|&doc| Posting { doc, tf: 1 + (doc % 3) as u32, len: 12 }).collect();
-            let common = |step: i64, off: i64| -> Vec<Posting> {
-                (0..200_000 / step)
-                    .map(|i| i * step + off)
-                    .map(|doc| Posting { doc, tf: 1 + (doc as u32 % tf_mod), len: 9 + (doc % 7) as u32 })
-                    .collect()
-            };
-            let lists = vec![
-                (0.4, common(common_every, 0)),
-                (6.0, rare_list),
-                (0.7, common(common_every + 1, 1)),
-            ];
-            let bits = |v: Vec<(i64, f64)>| v.into_iter().map(|(d, s)| (d, s.to_bits())).collect::<Vec<_>>();
-            let mut scratch = Scratch::default();
-            let want = bits(search_formats(&lists, k, usize::MAX, &mut scratch, &|_| 1));
-            prop_assert_eq!(bits(search(&lists, k, usize::MAX, &mut scratch)), want);
         }
 
         #[test]
