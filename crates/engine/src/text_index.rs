@@ -102,12 +102,16 @@ impl TextCache {
         }
         let mut out = Vec::with_capacity(terms.len());
         for term in terms {
-            let cached = match cache.lists.get(*term) {
-                Some(cached) => cached.clone(),
-                None => read.text_postings(term)?.map(|blob| Cached::Stored(Arc::new(blob))),
+            let (cached, fresh) = match cache.lists.get(*term) {
+                Some(cached) => (cached.clone(), false),
+                None => {
+                    (read.text_postings(term)?.map(|blob| Cached::Stored(Arc::new(blob))), true)
+                }
             };
             let Some(cached) = cached else {
-                cache.lists.insert((*term).to_owned(), None);
+                if fresh {
+                    cache.lists.insert((*term).to_owned(), None);
+                }
                 out.push(None);
                 continue;
             };
@@ -115,25 +119,27 @@ impl TextCache {
                 Cached::Stored(blob) => ctxgraph_lexical::count(blob)?,
                 Cached::Decoded(list) => list.count(),
             };
-            let kept = match cached {
+            let (kept, changed) = match cached {
                 Cached::Stored(blob) if merged(df) => {
-                    Cached::Decoded(Arc::new(Decoded::new(&blob)?))
+                    (Cached::Decoded(Arc::new(Decoded::new(&blob)?)), true)
                 }
-                other => other,
+                other => (other, fresh),
             };
             let list = match &kept {
                 Cached::Decoded(list) if merged(df) => Some(list.clone()),
                 _ => None,
             };
-            let bytes = kept.bytes();
-            if let Some(Some(old)) = cache.lists.insert((*term).to_owned(), Some(kept)) {
-                cache.bytes = cache.bytes.saturating_sub(old.bytes());
-            }
-            cache.bytes += bytes;
-            if cache.bytes > MAX_CACHED_BYTES {
-                // Start over: the lists of this search are held by `out` until it ends.
-                cache.lists.clear();
-                cache.bytes = 0;
+            if changed {
+                let bytes = kept.bytes();
+                if let Some(Some(old)) = cache.lists.insert((*term).to_owned(), Some(kept)) {
+                    cache.bytes = cache.bytes.saturating_sub(old.bytes());
+                }
+                cache.bytes += bytes;
+                if cache.bytes > MAX_CACHED_BYTES {
+                    // Start over: this search's lists are held by `out` until it ends.
+                    cache.lists.clear();
+                    cache.bytes = 0;
+                }
             }
             out.push(Some(TermList { df, list }));
         }
