@@ -123,11 +123,12 @@ impl TextCache {
                 Cached::Stored(blob) if merged(df) => {
                     (Cached::Decoded(Arc::new(Decoded::new(&blob)?)), true)
                 }
-                other => (other, fresh),
+                Cached::Stored(blob) => (Cached::Stored(blob), fresh),
+                Cached::Decoded(list) => (Cached::Decoded(list), fresh),
             };
             let list = match &kept {
-                Cached::Decoded(list) if merged(df) => Some(list.clone()),
-                _ => None,
+                Cached::Decoded(list) => merged(df).then(|| list.clone()),
+                Cached::Stored(_) => None,
             };
             if changed {
                 let bytes = kept.bytes();
