@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use ctxgraph_lexical::{Bm25, Builder, Pruned, QueryTerm, Scratch, top_k};
+use ctxgraph_lexical::{Bm25, Builder, Decoded, Pruned, Scratch, top_k_decoded};
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::{GraphReader, GraphStore, TextIndexBuild};
 
@@ -40,14 +40,45 @@ pub(crate) const MAX_POSTINGS: usize = 100_000;
 const SLACK: usize = 16;
 
 /// Posting lists read so far, kept for the engine's life and tagged with the index generation
-/// (a rebuild elsewhere empties it on the next search).
+/// (a rebuild elsewhere empties it on the next search). A list a search merges is kept decoded
+/// (`ctxgraph_lexical::Decoded`), so later searches skip its varints; past
+/// [`MAX_CACHED_BYTES`] the cache starts over.
 #[derive(Default)]
 pub(crate) struct TextCache(Mutex<CachedLists>);
+
+/// Bytes of lists one engine keeps (a decoded list takes four bytes a posting: a million-event
+/// store's 300 benchmark questions merge about 50 MB).
+const MAX_CACHED_BYTES: usize = 128 << 20;
 
 #[derive(Default)]
 struct CachedLists {
     generation: u64,
-    lists: BTreeMap<String, Option<Arc<Vec<u8>>>>,
+    lists: BTreeMap<String, Option<Cached>>,
+    /// Bytes the lists take.
+    bytes: usize,
+}
+
+/// A term's list as kept: as stored until a search merges it, then decoded.
+#[derive(Clone)]
+enum Cached {
+    Stored(Arc<Vec<u8>>),
+    Decoded(Arc<Decoded>),
+}
+
+impl Cached {
+    fn bytes(&self) -> usize {
+        match self {
+            Cached::Stored(blob) => blob.len(),
+            Cached::Decoded(list) => list.heap_bytes(),
+        }
+    }
+}
+
+/// A question's term as the cache gives it: its document frequency, and its list decoded when
+/// the search merges it.
+pub(crate) struct TermList {
+    df: u32,
+    list: Option<Arc<Decoded>>,
 }
 
 impl TextCache {
@@ -56,28 +87,62 @@ impl TextCache {
         *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = CachedLists::default();
     }
 
-    /// The posting list of each term (`None`: the index has no such term).
+    /// Each term's list (`None`: the index has no such term), decoded when `merged` says a
+    /// search merges a list of that document frequency.
     fn lists(
         &self,
         read: &dyn GraphReader,
         terms: &[&str],
-    ) -> Result<Vec<Option<Arc<Vec<u8>>>>, Error> {
+        merged: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<Option<TermList>>, Error> {
         let generation = read.text_generation()?;
         let mut cache = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if cache.generation != generation {
-            *cache = CachedLists { generation, lists: BTreeMap::new() };
+            *cache = CachedLists { generation, ..CachedLists::default() };
         }
         let mut out = Vec::with_capacity(terms.len());
         for term in terms {
-            let list = match cache.lists.get(*term) {
-                Some(list) => list.clone(),
+            let (cached, fresh) = match cache.lists.get(*term) {
+                Some(cached) => (cached.clone(), false),
                 None => {
-                    let list = read.text_postings(term)?.map(Arc::new);
-                    cache.lists.insert((*term).to_owned(), list.clone());
-                    list
+                    (read.text_postings(term)?.map(|blob| Cached::Stored(Arc::new(blob))), true)
                 }
             };
-            out.push(list);
+            let Some(cached) = cached else {
+                if fresh {
+                    cache.lists.insert((*term).to_owned(), None);
+                }
+                out.push(None);
+                continue;
+            };
+            let df = match &cached {
+                Cached::Stored(blob) => ctxgraph_lexical::count(blob)?,
+                Cached::Decoded(list) => list.count(),
+            };
+            let (kept, changed) = match cached {
+                Cached::Stored(blob) if merged(df) => {
+                    (Cached::Decoded(Arc::new(Decoded::new(&blob)?)), true)
+                }
+                Cached::Stored(blob) => (Cached::Stored(blob), fresh),
+                Cached::Decoded(list) => (Cached::Decoded(list), fresh),
+            };
+            let list = match &kept {
+                Cached::Decoded(list) => merged(df).then(|| list.clone()),
+                Cached::Stored(_) => None,
+            };
+            if changed {
+                let bytes = kept.bytes();
+                if let Some(Some(old)) = cache.lists.insert((*term).to_owned(), Some(kept)) {
+                    cache.bytes = cache.bytes.saturating_sub(old.bytes());
+                }
+                cache.bytes += bytes;
+                if cache.bytes > MAX_CACHED_BYTES {
+                    // Start over: this search's lists are held by `out` until it ends.
+                    cache.lists.clear();
+                    cache.bytes = 0;
+                }
+            }
+            out.push(Some(TermList { df, list }));
         }
         Ok(out)
     }
@@ -177,23 +242,23 @@ pub(crate) fn search(
     if let Some(build) = read.text_index_build()? {
         let terms = read.text_terms(query)?;
         let names: Vec<&str> = terms.iter().map(String::as_str).collect();
-        let lists = cache.lists(read, &names)?;
         // Statistics as of the build plus the documents since: a term's document frequency is
         // its list's length.
         let (newer, _) = read.text_docs_after(build.through)?;
         let docs = build.docs + newer;
+        // A term in more than half the documents gets FTS5's idf floor: merging its long
+        // list would change no ranking.
+        let merged = |df: u32| u64::from(df).saturating_mul(2) < docs;
+        let lists = cache.lists(read, &names, &merged)?;
         let bm25 = Bm25::FTS5;
         let mut query_terms = Vec::with_capacity(lists.len());
-        for list in lists.iter().flatten() {
-            let df = u64::from(ctxgraph_lexical::count(list)?);
-            // A term in more than half the documents gets FTS5's idf floor: merging its long
-            // list would change no ranking.
-            if df.saturating_mul(2) < docs {
-                query_terms.push(QueryTerm { idf: bm25.idf(docs, df), postings: list.as_slice() });
+        for term in lists.iter().flatten() {
+            if let Some(list) = &term.list {
+                query_terms.push((bm25.idf(docs, u64::from(term.df)), list.as_ref()));
             }
         }
         hits = SCRATCH.with_borrow_mut(|scratch| {
-            top_k(&query_terms, bm25, limit + SLACK, MAX_POSTINGS, scratch)
+            top_k_decoded(&query_terms, bm25, limit + SLACK, MAX_POSTINGS, scratch)
         })?;
         if newer == 0 {
             return keys_of(read, hits, limit);

@@ -33,11 +33,13 @@
 //! ```
 
 mod build;
+mod decoded;
 mod error;
 mod postings;
 mod rank;
 
 pub use build::{Builder, Built};
+pub use decoded::Decoded;
 pub use error::Error;
 pub use postings::{Posting, Pruned, count, decode, encode, impact_of, level, without};
-pub use rank::{Bm25, QueryTerm, Scratch, top_k};
+pub use rank::{Bm25, QueryTerm, Scratch, top_k, top_k_decoded};

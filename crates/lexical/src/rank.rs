@@ -3,6 +3,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
 
+use crate::decoded::Decoded;
 use crate::error::Error;
 use crate::postings::{ListView, impact_of};
 
@@ -114,13 +115,91 @@ pub fn top_k(
     if k == 0 || terms.is_empty() {
         return Ok(Vec::new());
     }
-    let views: Vec<ListView<'_>> =
-        terms.iter().map(|t| ListView::parse(t.postings)).collect::<Result<_, Error>>()?;
+    let mut lists = Vec::with_capacity(terms.len());
+    for term in terms {
+        lists.push((term.idf, Source::Blob(ListView::parse(term.postings)?)));
+    }
+    rank(&lists, bm25, k, max_postings, scratch)
+}
+
+/// [`top_k`] over decoded lists (`(idf, list)` per term): the same documents and scores to
+/// the bit, without decoding the lists again.
+pub fn top_k_decoded(
+    terms: &[(f64, &Decoded)],
+    bm25: Bm25,
+    k: usize,
+    max_postings: usize,
+    scratch: &mut Scratch,
+) -> Result<Vec<(i64, f64)>, Error> {
+    if k == 0 || terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lists: Vec<(f64, Source<'_>)> =
+        terms.iter().map(|&(idf, list)| (idf, Source::Decoded(list))).collect();
+    rank(&lists, bm25, k, max_postings, scratch)
+}
+
+/// A question's list as stored or as decoded.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Blob(ListView<'a>),
+    Decoded(&'a Decoded),
+}
+
+impl Source<'_> {
+    fn segments(&self) -> usize {
+        match self {
+            Source::Blob(v) => v.segments(),
+            Source::Decoded(d) => d.segments(),
+        }
+    }
+
+    fn level(&self, s: usize) -> u8 {
+        match self {
+            Source::Blob(v) => v.level(s),
+            Source::Decoded(d) => d.level(s),
+        }
+    }
+
+    fn len(&self, s: usize) -> u32 {
+        match self {
+            Source::Blob(v) => v.len(s),
+            Source::Decoded(d) => d.docs(s).len() as u32,
+        }
+    }
+
+    fn max_doc(&self, s: usize) -> i64 {
+        match self {
+            Source::Blob(v) => v.max_doc(s),
+            Source::Decoded(d) => d.docs(s).last().map_or(0, |&doc| i64::from(doc)),
+        }
+    }
+
+    fn for_each(&self, s: usize, mut visit: impl FnMut(i64)) -> Result<(), Error> {
+        match self {
+            Source::Blob(v) => v.for_each(s, visit),
+            Source::Decoded(d) => {
+                d.docs(s).iter().for_each(|&doc| visit(i64::from(doc)));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// [`top_k`] over parsed or decoded lists, `(idf, list)` per term.
+fn rank(
+    lists: &[(f64, Source<'_>)],
+    bm25: Bm25,
+    k: usize,
+    max_postings: usize,
+    scratch: &mut Scratch,
+) -> Result<Vec<(i64, f64)>, Error> {
+    let views: Vec<Source<'_>> = lists.iter().map(|(_, v)| *v).collect();
     // (what each posting adds, term, segment), best first; a non-positive idf counts as
     // FTS5's floor so that every score is positive (0 marks an untouched slot).
     let mut order: Vec<(f64, usize, usize)> = Vec::new();
-    for (t, (term, view)) in terms.iter().zip(&views).enumerate() {
-        let idf = if term.idf > 0.0 { term.idf } else { 1e-6 };
+    for (t, (idf, view)) in lists.iter().enumerate() {
+        let idf = if *idf > 0.0 { *idf } else { 1e-6 };
         for s in 0..view.segments() {
             order.push((idf * impact_of(bm25, view.level(s)), t, s));
         }
@@ -157,40 +236,71 @@ pub fn top_k(
 /// document receives its additions in the order of `chosen`, as a sum posting by posting
 /// would, so the scores are the same to the bit.
 fn blocked(
-    views: &[ListView<'_>],
+    views: &[Source<'_>],
     chosen: &[(f64, usize, usize)],
     max_doc: i64,
     k: usize,
     scratch: &mut Scratch,
 ) -> Result<Vec<(i64, f64)>, Error> {
     let Scratch { scores, touched, read, grouped, starts, next } = scratch;
+    // Decoded lists are grouped straight from their segments; stored ones are decoded into
+    // `read` first. Either way the postings go in the order of `chosen`, each segment ascending.
+    let slices: Option<Vec<&[u32]>> = chosen
+        .iter()
+        .map(|&(_, t, s)| match &views[t] {
+            Source::Decoded(d) => Some(d.docs(s)),
+            Source::Blob(_) => None,
+        })
+        .collect();
     read.clear();
-    for (i, &(_, t, s)) in chosen.iter().enumerate() {
-        // Both fit in u32: ids are below DENSE_LIMIT, and segments are at most 255 per term.
-        let i = i as u32;
-        views[t].for_each(s, |doc| read.push((doc as u32, i)))?;
+    if slices.is_none() {
+        for (i, &(_, t, s)) in chosen.iter().enumerate() {
+            // Both fit in u32: ids are below DENSE_LIMIT, and segments are at most 255 per term.
+            let i = i as u32;
+            views[t].for_each(s, |doc| read.push((doc as u32, i)))?;
+        }
     }
-    if read.is_empty() {
+    let total = slices.as_ref().map_or(read.len(), |s| s.iter().map(|d| d.len()).sum());
+    if total == 0 {
         return Ok(Vec::new());
     }
     // Decoding checked every segment's last document against its `max_doc`.
     let blocks = (max_doc >> BLOCK_BITS) as usize + 1;
     starts.clear();
     starts.resize(blocks + 1, 0);
-    for &(doc, _) in read.iter() {
-        starts[(doc >> BLOCK_BITS) as usize + 1] += 1;
+    match &slices {
+        Some(slices) => {
+            for &doc in slices.iter().flat_map(|d| d.iter()) {
+                starts[(doc >> BLOCK_BITS) as usize + 1] += 1;
+            }
+        }
+        None => {
+            for &(doc, _) in read.iter() {
+                starts[(doc >> BLOCK_BITS) as usize + 1] += 1;
+            }
+        }
     }
     for b in 0..blocks {
         starts[b + 1] += starts[b];
     }
     grouped.clear();
-    grouped.resize(read.len(), (0, 0));
+    grouped.resize(total, (0, 0));
     next.clear();
     next.extend_from_slice(&starts[..blocks]);
-    for &(doc, i) in read.iter() {
+    let mut place = |doc: u32, i: u32| {
         let at = &mut next[(doc >> BLOCK_BITS) as usize];
         grouped[*at] = (doc, i);
         *at += 1;
+    };
+    match &slices {
+        Some(slices) => {
+            for (i, docs) in slices.iter().enumerate() {
+                for &doc in docs.iter() {
+                    place(doc, i as u32);
+                }
+            }
+        }
+        None => read.iter().for_each(|&(doc, i)| place(doc, i)),
     }
     // Zero once: every slot a block touches is set back to 0 before the next block.
     scores.resize(1 << BLOCK_BITS, 0.0);
@@ -258,6 +368,7 @@ mod tests {
 
     use super::*;
     use crate::postings::{Posting, encode, level};
+    use crate::{Decoded, top_k_decoded};
 
     const AVG: f64 = 9.0;
 
@@ -315,6 +426,26 @@ mod tests {
             .map(|((idf, _), b)| QueryTerm { idf: *idf, postings: b })
             .collect();
         top_k(&terms, Bm25::FTS5, k, max, scratch).unwrap()
+    }
+
+    /// [`search`] through decoded lists.
+    fn search_decoded(
+        lists: &[(f64, Vec<Posting>)],
+        k: usize,
+        max: usize,
+        scratch: &mut Scratch,
+    ) -> Vec<(i64, f64)> {
+        let decoded: Vec<Decoded> = lists
+            .iter()
+            .map(|(_, l)| Decoded::new(&encode(l, Bm25::FTS5, AVG).unwrap()).unwrap())
+            .collect();
+        let terms: Vec<(f64, &Decoded)> =
+            lists.iter().zip(&decoded).map(|((idf, _), d)| (*idf, d)).collect();
+        top_k_decoded(&terms, Bm25::FTS5, k, max, scratch).unwrap()
+    }
+
+    fn bits(hits: Vec<(i64, f64)>) -> Vec<(i64, u64)> {
+        hits.into_iter().map(|(d, s)| (d, s.to_bits())).collect()
     }
 
     fn same(got: &[(i64, f64)], want: &[(i64, f64)]) -> Result<(), TestCaseError> {
@@ -407,6 +538,32 @@ mod tests {
             prop_assert_eq!(blocked, mapped);
             // The scratch comes back clean: a second search gives the same.
             prop_assert_eq!(search(&lists, k, max, &mut scratch), search(&lists, k, max, &mut Scratch::default()));
+        }
+
+        #[test]
+        fn decoded_lists_search_as_stored_ones_to_the_bit(
+            raw in proptest::collection::vec(
+                (-1.0f64..8.0, proptest::collection::btree_map(0i64..60_000, (1u32..5, 0u32..40), 0..500)),
+                0..6),
+            repeat in proptest::option::of(0usize..6),
+            k in 0usize..120,
+            max in 1usize..3000,
+            far in any::<bool>(),
+        ) {
+            // Repeated terms, empty lists, non-positive idfs, budgets that cut inside a term,
+            // k beyond the matches, and ids past the dense limit (summed in a map).
+            let mut lists = lists_of(raw, 0);
+            if let Some(r) = repeat.filter(|&r| r < lists.len()) {
+                lists.push(lists[r].clone());
+            }
+            if far {
+                lists = past_dense_limit(&lists);
+            }
+            let mut scratch = Scratch::default();
+            for max in [max, usize::MAX] {
+                let stored = bits(search(&lists, k, max, &mut scratch));
+                prop_assert_eq!(bits(search_decoded(&lists, k, max, &mut scratch)), stored);
+            }
         }
 
         #[test]
