@@ -35,14 +35,15 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
-         `log`, `recall`, `search`), `stats`, `worker` and `bench ingest` run yet \
+         `log`, `recall`, `search`), `stats`, `worker`, `bench ingest` and `bench recall` run yet \
          (docs/scale-out.md says what exists); pass a store file to --db \
          (rule: db.backend_unsupported)",
         command_name()
     )
 }
 
-/// The commands that run on a scale-out store: its own (`stats`, `worker`, `bench ingest`),
+/// The commands that run on a scale-out store: its own (`stats`, `worker`, `bench ingest`,
+/// `bench recall`),
 /// `ingest` (appended; the workers fold) and the reads, which see what the workers folded.
 fn runs_on_scale_out(command: &Command) -> bool {
     matches!(
@@ -50,6 +51,7 @@ fn runs_on_scale_out(command: &Command) -> bool {
         Command::Stats
             | Command::Worker(_)
             | Command::Bench(BenchCommand::Ingest { .. })
+            | Command::Bench(BenchCommand::Recall { .. })
             | Command::Ingest(_)
             | Command::Get { .. }
             | Command::Neighbors { .. }

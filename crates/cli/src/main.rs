@@ -217,6 +217,16 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             }
         }
         Command::Bench(BenchCommand::Recall { events, queries, threads, dir, store, rankings }) => {
+            if let Some(url) = scale_out::store_url(&cli)? {
+                if store.is_some() || rankings.is_some() || *threads != 2 {
+                    anyhow::bail!(
+                        "bench recall on a scale-out store builds new stores and times one \
+                         thread on each backend: --store, --rankings and --threads do not apply \
+                         (rule: bench.backend)"
+                    );
+                }
+                return bench::recall_scale_out(&url, *events, *queries, dir.as_deref(), cli.json);
+            }
             let place = match store {
                 Some(path) => bench::Place::Keep(path),
                 None => bench::Place::Temp(dir.as_deref()),

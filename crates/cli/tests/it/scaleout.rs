@@ -380,6 +380,31 @@ fn bench_ingest_takes_workers_and_stores_on_a_scale_out_store_only() {
 
 #[test]
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn bench_recall_times_both_backends_on_one_graph_and_their_packs_agree() {
+    let dir = TempDir::new().unwrap();
+    let db = fresh_store();
+    let run = json_of(&dir, &db, &["bench", "recall", "--events", "400", "--queries", "25"]);
+    let asked = run["queries"].as_u64().unwrap();
+    assert!(asked > 0, "{run}");
+    // The same stage-1 graph on both backends answers every question with the same pack.
+    assert_eq!(run["identical_packs"].as_u64(), Some(asked), "{run}");
+    assert_eq!(run["records_folded"].as_u64(), Some(400), "{run}");
+    for side in ["embedded", "scale_out"] {
+        let p50 = run[side]["p50_ms"].as_f64().unwrap();
+        assert!(p50 > 0.0 && p50 <= run[side]["p99_ms"].as_f64().unwrap(), "{side}: {run}");
+    }
+    // The store is taken now: a second run under the same name is refused before writing.
+    let (code, err) = ctxgraph(&dir, &db, &["bench", "recall", "--events", "10"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bench recall") && err.contains("bench.target_not_empty"), "{err}");
+    // The options of the embedded bench do not apply here.
+    let (code, err) = ctxgraph(&dir, &fresh_store(), &["bench", "recall", "--threads", "4"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bench.backend"), "{err}");
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn bench_ingest_appends_and_folds_every_event_into_tenant_stores_with_two_workers() {
     let dir = TempDir::new().unwrap();
     let db = fresh_store();

@@ -1,0 +1,167 @@
+//! `ctxgraph bench recall --db redis://HOST:PORT/NAME`: recall on the scale-out backend beside
+//! the embedded store, over the same generated events, printed side by side.
+//!
+//! The scale-out graph is stage 1's (projection workers fold the log; enrichment and
+//! consolidation do not run there yet), so the embedded store is built the same way, without
+//! stages 2 and 3: both answer from the same graph, and the bench counts the questions whose
+//! packs are identical on both. The embedded default store, enriched and consolidated, is what
+//! `bench recall` without `--db redis://` measures.
+
+use std::io::Write as _;
+use std::time::Instant;
+
+use anyhow::Context;
+use ctxgraph::{Engine, EngineOptions, IngestOptions, OpenMode, RecallQuery, Timings};
+use ctxgraph_ontology::Schema;
+use ctxgraph_scaleout::{FalkorGraph, RedisLog, StoreUrl, catch_up, load_schema};
+use serde_json::{Value, json};
+
+use super::{load_projected, pack_line, percentile, questions, sorted, synthetic_jsonl, temp_dir};
+use crate::Outcome;
+use crate::output::{print_json, table};
+
+/// Records folded per round while the bench brings the scale-out graph to its log's head.
+const FOLD_ROUND: usize = 10_000;
+/// The phases a pack times, in the order of [`phase_us`].
+const PHASES: [&str; 6] = ["embed", "vector", "bm25", "entity", "expand", "stitch"];
+
+/// One backend's figures.
+struct Side {
+    /// Latencies of the timed pass, in increasing order (ms).
+    ms: Vec<f64>,
+    /// Mean time per phase (ms).
+    phases: [f64; 6],
+    /// Each question's pack, as `bench recall --rankings` writes it.
+    packs: Vec<Value>,
+}
+
+pub(crate) fn recall(
+    url: &StoreUrl,
+    events: usize,
+    queries: usize,
+    dir: Option<&std::path::Path>,
+    json: bool,
+) -> anyhow::Result<Outcome> {
+    let schema = Schema::core()?;
+    super::scale_out::refuse_used("bench recall", url, &schema)?;
+    let jsonl = synthetic_jsonl(events);
+
+    eprintln!("embedded store: ingest and project {events} events ...");
+    let tmp = temp_dir(dir)?;
+    let path = tmp.path().join("recall.ctxg");
+    let mut embedded = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
+    load_projected(&mut embedded, &jsonl)?;
+
+    eprintln!("scale-out store {url}: append {events} events ...");
+    let mut remote = crate::backend::open_remote(url, EngineOptions::default())?;
+    let started = Instant::now();
+    // Appended only: the engine on a scale-out store leaves the fold to the workers.
+    remote.ingest_jsonl(jsonl.as_bytes(), &IngestOptions::default(), &mut |_| {})?;
+    let append_secs = started.elapsed().as_secs_f64();
+    eprintln!("scale-out store {url}: fold to the log's head ...");
+    let started = Instant::now();
+    let folded = fold_to_head(url)?;
+    let fold_secs = started.elapsed().as_secs_f64();
+    // The remote engine loaded its schema before the fold; reopen so it reads the folded graph
+    // from fresh connections, as a server started after the workers would.
+    drop(remote);
+    let remote = crate::backend::open_remote(url, EngineOptions::default())?;
+
+    let qs = questions(&jsonl, queries);
+    drop(jsonl);
+    eprintln!("recall: {} questions on each backend, warm-up then timed ...", qs.len());
+    let local = measure(&embedded, &qs)?;
+    let scale_out = measure(&remote, &qs)?;
+    let same = local.packs.iter().zip(&scale_out.packs).filter(|(a, b)| a == b).count();
+    report(&local, &scale_out, same, qs.len(), events, (folded, append_secs, fold_secs), json)
+}
+
+/// Fold the scale-out store's log into its graph up to the head; how many records were folded.
+fn fold_to_head(url: &StoreUrl) -> anyhow::Result<u64> {
+    let log = RedisLog::connect(url)?;
+    let schema = load_schema(&log)?;
+    let graph = FalkorGraph::connect(url, &schema)?;
+    let mut folded = 0;
+    loop {
+        let n = catch_up(&schema, &log, &graph, FOLD_ROUND)?;
+        if n == 0 {
+            return Ok(folded);
+        }
+        folded += n;
+    }
+}
+
+/// A warm-up pass (which keeps the packs), then the timed pass.
+fn measure(engine: &Engine, qs: &[String]) -> anyhow::Result<Side> {
+    let packs = qs
+        .iter()
+        .map(|q| Ok(pack_line(&engine.recall(&RecallQuery::new(q.as_str()))?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut ms = Vec::with_capacity(qs.len());
+    let mut sums = [0u64; 6];
+    for q in qs {
+        let t = Instant::now();
+        let pack = engine.recall(&RecallQuery::new(q.as_str())).context("recall")?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        for (sum, us) in sums.iter_mut().zip(phase_us(&pack.timings)) {
+            *sum += us;
+        }
+    }
+    let n = qs.len().max(1) as f64;
+    Ok(Side { ms: sorted(ms), phases: sums.map(|us| us as f64 / 1e3 / n), packs })
+}
+
+/// A pack's phase times (µs), in the order of [`PHASES`].
+fn phase_us(t: &Timings) -> [u64; 6] {
+    [t.embed_us, t.vector_us, t.bm25_us, t.entity_us, t.expand_us, t.stitch_us]
+}
+
+fn report(
+    local: &Side,
+    remote: &Side,
+    same: usize,
+    asked: usize,
+    events: usize,
+    (folded, append_secs, fold_secs): (u64, f64, f64),
+    json: bool,
+) -> anyhow::Result<Outcome> {
+    let quantiles = |s: &Side| [0.50, 0.95, 0.99].map(|p| percentile(&s.ms, p));
+    let (l, r) = (quantiles(local), quantiles(remote));
+    let ratio = if l[0] > 0.0 { r[0] / l[0] } else { 0.0 };
+    if json {
+        let side = |s: &Side, q: [f64; 3]| {
+            json!({"p50_ms": q[0], "p95_ms": q[1], "p99_ms": q[2],
+                "phase_mean_ms": PHASES.iter().zip(s.phases)
+                    .map(|(n, v)| ((*n).to_owned(), json!(v))).collect::<serde_json::Map<_, _>>()})
+        };
+        print_json(&json!({"events": events, "queries": asked,
+            "embedded": side(local, l), "scale_out": side(remote, r),
+            "p50_ratio": ratio, "identical_packs": same,
+            "records_folded": folded, "append_seconds": append_secs, "fold_seconds": fold_secs}))?;
+        return Ok(Outcome::Done);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "ctxgraph bench recall: {events} events, {asked} questions, k = 10, warm engines, stage 1 \
+         on both (no vectors, lexical index or summaries)"
+    )?;
+    let mut t = table(&["measure", "embedded", "scale-out"]);
+    for (i, name) in ["p50 latency", "p95 latency", "p99 latency"].iter().enumerate() {
+        t.add_row(vec![(*name).to_owned(), format!("{:.2} ms", l[i]), format!("{:.2} ms", r[i])]);
+    }
+    for (i, name) in PHASES.iter().enumerate() {
+        t.add_row(vec![
+            format!("mean {name}"),
+            format!("{:.3} ms", local.phases[i]),
+            format!("{:.3} ms", remote.phases[i]),
+        ]);
+    }
+    writeln!(out, "{t}")?;
+    writeln!(
+        out,
+        "scale-out p50 is {ratio:.1}× embedded; {same} of {asked} packs identical; {folded} records \
+         appended in {append_secs:.1} s and folded in {fold_secs:.1} s"
+    )?;
+    Ok(Outcome::Done)
+}
