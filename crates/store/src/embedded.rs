@@ -1903,6 +1903,14 @@ impl GraphStore for EmbeddedWrite<'_> {
         }
     }
 
+    /// The cached copy leaves the write-back cache: the caller puts it back.
+    fn node_for_update(&mut self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        if let Some((_, node)) = self.nodes.borrow_mut().remove(key) {
+            return Ok(Some(node));
+        }
+        self.load_node(key)
+    }
+
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
         let k = &edge.key;
         let (from, to) = (self.endpoint_nid(&k.from)?, self.endpoint_nid(&k.to)?);
@@ -2043,6 +2051,44 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.tx
             .prepare_cached("INSERT OR REPLACE INTO text_index (rowid, body) VALUES (?1, ?2)")?
             .execute(params![nid, text])?;
+        Ok(())
+    }
+
+    /// Re-indexing a node that is already in the full-text index deletes it first, and that
+    /// delete makes FTS5 flush the terms it holds in memory to a segment of their own; one by
+    /// one (`INSERT OR REPLACE`), a batch became a segment per text, then merges of them. So
+    /// the nodes already indexed are deleted first, while nothing is held in memory, and every
+    /// text is then inserted: one flush at commit. The index holds the same documents.
+    fn put_texts(&mut self, texts: &[(NodeKey, String)]) -> Result<(), StoreError> {
+        let mut rows: Vec<(i64, &str)> = Vec::with_capacity(texts.len());
+        let mut at: HashMap<i64, usize> = HashMap::with_capacity(texts.len());
+        for (key, text) in texts {
+            let nid = self.endpoint_nid(key)?;
+            // A node given twice keeps its last text, as one `put_text` after another would.
+            match at.get(&nid) {
+                Some(&i) => rows[i].1 = text,
+                None => {
+                    at.insert(nid, rows.len());
+                    rows.push((nid, text));
+                }
+            }
+        }
+        {
+            let mut indexed = self
+                .tx
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM text_index_docsize WHERE id = ?1)")?;
+            let mut delete = self.tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?;
+            for (nid, _) in &rows {
+                if indexed.query_row(params![nid], |r| r.get::<_, bool>(0))? {
+                    delete.execute(params![nid])?;
+                }
+            }
+        }
+        let mut insert =
+            self.tx.prepare_cached("INSERT INTO text_index (rowid, body) VALUES (?1, ?2)")?;
+        for (nid, text) in &rows {
+            insert.execute(params![nid, text])?;
+        }
         Ok(())
     }
 
