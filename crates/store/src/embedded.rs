@@ -2054,31 +2054,24 @@ impl GraphStore for EmbeddedWrite<'_> {
         Ok(())
     }
 
-    /// Re-indexing a node that is already in the full-text index deletes it first, and that
-    /// delete makes FTS5 flush the terms it holds in memory to a segment of their own; one by
-    /// one (`INSERT OR REPLACE`), a batch became a segment per text, then merges of them. So
-    /// the nodes already indexed are deleted first, while nothing is held in memory, and every
-    /// text is then inserted: one flush at commit. The index holds the same documents.
+    /// FTS5 flushes the terms it holds in memory to a new segment whenever a write goes to a
+    /// rowid below the last one written: one text at a time (`INSERT OR REPLACE`), a chunk's
+    /// entity names (old nodes, low ids) between its events (new, high ids) made a segment per
+    /// text, then merges of them. So the batch is written in rowid order, the nodes already
+    /// indexed deleted first: one flush per batch. The index holds the same documents.
     fn put_texts(&mut self, texts: &[(NodeKey, String)]) -> Result<(), StoreError> {
-        let mut rows: Vec<(i64, &str)> = Vec::with_capacity(texts.len());
-        let mut at: HashMap<i64, usize> = HashMap::with_capacity(texts.len());
+        // In rowid order; a node given twice keeps its last text, as one `put_text` after
+        // another would.
+        let mut rows: BTreeMap<i64, &str> = BTreeMap::new();
         for (key, text) in texts {
-            let nid = self.endpoint_nid(key)?;
-            // A node given twice keeps its last text, as one `put_text` after another would.
-            match at.get(&nid) {
-                Some(&i) => rows[i].1 = text,
-                None => {
-                    at.insert(nid, rows.len());
-                    rows.push((nid, text));
-                }
-            }
+            rows.insert(self.endpoint_nid(key)?, text);
         }
         {
             let mut indexed = self
                 .tx
                 .prepare_cached("SELECT EXISTS (SELECT 1 FROM text_index_docsize WHERE id = ?1)")?;
             let mut delete = self.tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?;
-            for (nid, _) in &rows {
+            for nid in rows.keys() {
                 if indexed.query_row(params![nid], |r| r.get::<_, bool>(0))? {
                     delete.execute(params![nid])?;
                 }
