@@ -303,10 +303,11 @@ fn session_tail_tracks_the_latest_slot_and_hot_queries_are_not_reprepared() {
 }
 
 /// The full-text index as searches see it: every (term, document) occurrence, the document
-/// count and each query's ranked hits.
-fn text_index_view(
-    w: &EmbeddedWrite<'_>,
-) -> (Vec<(String, i64)>, (u64, Option<i64>), Vec<Vec<(i64, f64)>>) {
+/// count with the highest id, and each query's ranked hits.
+type TextIndexView = (Vec<(String, i64)>, (u64, Option<i64>), Vec<Vec<(i64, f64)>>);
+
+/// The [`TextIndexView`] of the store `w` writes.
+fn text_index_view(w: &EmbeddedWrite<'_>) -> TextIndexView {
     let mut seen = Vec::new();
     w.scan_text_index(&mut |t, d| {
         seen.push((t.to_owned(), d));
