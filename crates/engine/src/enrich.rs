@@ -181,15 +181,15 @@ impl Engine {
             if !violations.is_empty() {
                 return Err(Error::Validation(violations.into()));
             }
-            w.put_node(&node)?;
+            w.put_node_owned(node)?;
             w.put_vector(&key, vector)?;
-            for m in mentions(event) {
-                let entity = NodeKey::new("Entity", entity_id(m.entity_type, m.name));
-                if !entities_indexed.insert(entity.id.clone()) {
+            for m in &event.mentions {
+                if !entities_indexed.insert(m.entity_id.as_str()) {
                     continue;
                 }
+                let entity = NodeKey::new("Entity", &m.entity_id);
                 if let Some(node) = w.node(&entity)? {
-                    let name = node.props.get("name").and_then(Value::as_str).unwrap_or(m.name);
+                    let name = node.props.get("name").and_then(Value::as_str).unwrap_or(&m.name);
                     let text = format!("{name} {}", m.entity_type);
                     texts.push((entity, text));
                 }
@@ -200,9 +200,7 @@ impl Engine {
         report.nodes +=
             indexed::write(&mut w, embedder.as_ref(), &done.knowledge, &done.knowledge_vectors)?;
         w.set_enriched_through(done.last)?;
-        for (key, text) in &texts {
-            w.put_text(key, text)?;
-        }
+        w.put_texts(&texts)?;
         w.commit()?;
         report.records += done.records;
         report.position = done.last;
@@ -261,9 +259,37 @@ struct Computed {
     last: u64,
     target: u64,
     records: u64,
-    events: Vec<(EventRecord, Enrichment, Vec<f32>)>,
+    events: Vec<(Enriched, Enrichment, Vec<f32>)>,
     knowledge: Vec<(NodeKey, String)>,
     knowledge_vectors: Vec<Vec<f32>>,
+}
+
+/// What the writer needs of an enriched event: its id and the entities it mentions, not the
+/// whole record (the pool builds these; the writer thread, the bottleneck, only drops them).
+struct Enriched {
+    event_id: String,
+    mentions: Vec<Mentioned>,
+}
+
+/// One entity an event mentions, as the full-text index names it.
+struct Mentioned {
+    entity_id: String,
+    name: String,
+    entity_type: String,
+}
+
+impl Enriched {
+    fn of(event: &EventRecord) -> Enriched {
+        let mentions = mentions(event)
+            .into_iter()
+            .map(|m| Mentioned {
+                entity_id: entity_id(m.entity_type, m.name),
+                name: m.name.to_owned(),
+                entity_type: m.entity_type.to_owned(),
+            })
+            .collect();
+        Enriched { event_id: event.event_id.clone(), mentions }
+    }
 }
 
 /// Records (or knowledge texts) per unit of pool work: one embedder call each, so a batch's
@@ -278,7 +304,7 @@ enum Task<'a> {
 
 /// What one unit of pool work gives.
 enum Done {
-    Events(Vec<(EventRecord, Enrichment, Vec<f32>)>),
+    Events(Vec<(Enriched, Enrichment, Vec<f32>)>),
     Knowledge(Vec<Vec<f32>>),
 }
 
@@ -298,7 +324,7 @@ fn compute(schema: &Schema, embedder: &dyn Embedder, chunk: Chunk) -> Result<Com
                 let mut out = Vec::with_capacity(entries.len());
                 for entry in *entries {
                     if let RecordBody::Event(event) = decode(schema, entry)?.body() {
-                        out.push((event.clone(), enrich_event(event)));
+                        out.push((Enriched::of(event), enrich_event(event)));
                     }
                 }
                 let texts: Vec<&str> = out.iter().map(|(_, x)| x.text.as_str()).collect();

@@ -208,9 +208,7 @@ pub(crate) fn write(
     for ((key, _), vector) in items.iter().zip(vectors) {
         w.put_vector(key, vector)?;
     }
-    for (key, text) in items {
-        w.put_text(key, text)?;
-    }
+    w.put_texts(items)?;
     Ok(items.len() as u64)
 }
 

@@ -163,7 +163,8 @@ fn references(w: &mut Writer<'_>, event: &NodeKey, e: &EventRecord) -> Result<()
     }
     for (id, (m, roles)) in entities {
         let key = NodeKey::new("Entity", &id);
-        let existing = w.graph().node(&key)?;
+        // Written back just below, so the store may hand over its cached copy.
+        let existing = w.graph().node_for_update(&key)?;
         let new = existing.is_none();
         let node = merge_entity(existing, key.clone(), m, e);
         w.put_node_owned(node, new)?;

@@ -1903,6 +1903,14 @@ impl GraphStore for EmbeddedWrite<'_> {
         }
     }
 
+    /// The cached copy leaves the write-back cache: the caller puts it back.
+    fn node_for_update(&mut self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        if let Some((_, node)) = self.nodes.borrow_mut().remove(key) {
+            return Ok(Some(node));
+        }
+        self.load_node(key)
+    }
+
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
         let k = &edge.key;
         let (from, to) = (self.endpoint_nid(&k.from)?, self.endpoint_nid(&k.to)?);
@@ -2043,6 +2051,37 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.tx
             .prepare_cached("INSERT OR REPLACE INTO text_index (rowid, body) VALUES (?1, ?2)")?
             .execute(params![nid, text])?;
+        Ok(())
+    }
+
+    /// FTS5 flushes the terms it holds in memory to a new segment whenever a write goes to a
+    /// rowid below the last one written: one text at a time (`INSERT OR REPLACE`), a chunk's
+    /// entity names (old nodes, low ids) between its events (new, high ids) made a segment per
+    /// text, then merges of them. So the batch is written in rowid order, the nodes already
+    /// indexed deleted first: one flush per batch. The index holds the same documents.
+    fn put_texts(&mut self, texts: &[(NodeKey, String)]) -> Result<(), StoreError> {
+        // In rowid order; a node given twice keeps its last text, as one `put_text` after
+        // another would.
+        let mut rows: BTreeMap<i64, &str> = BTreeMap::new();
+        for (key, text) in texts {
+            rows.insert(self.endpoint_nid(key)?, text);
+        }
+        {
+            let mut indexed = self
+                .tx
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM text_index_docsize WHERE id = ?1)")?;
+            let mut delete = self.tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?;
+            for nid in rows.keys() {
+                if indexed.query_row(params![nid], |r| r.get::<_, bool>(0))? {
+                    delete.execute(params![nid])?;
+                }
+            }
+        }
+        let mut insert =
+            self.tx.prepare_cached("INSERT INTO text_index (rowid, body) VALUES (?1, ?2)")?;
+        for (nid, text) in &rows {
+            insert.execute(params![nid, text])?;
+        }
         Ok(())
     }
 

@@ -370,6 +370,12 @@ pub trait GraphStore: GraphReader {
     fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {
         self.put_node(&node)
     }
+    /// [`GraphReader::node`], for a caller that writes the node back in this transaction with
+    /// [`GraphStore::put_node_owned`] (or fails it): a store with a write-back cache hands its
+    /// cached copy over instead of cloning it.
+    fn node_for_update(&mut self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        GraphReader::node(self, key)
+    }
     /// Insert or replace an edge. Both endpoints must exist (the projection checks).
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError>;
     /// Delete an edge; whether it existed.
@@ -395,6 +401,15 @@ pub trait GraphStore: GraphReader {
     fn put_vector(&mut self, key: &NodeKey, vector: &[f32]) -> Result<(), StoreError>;
     /// Index (or re-index) a node's text for full-text search (the node must exist).
     fn put_text(&mut self, key: &NodeKey, text: &str) -> Result<(), StoreError>;
+    /// [`GraphStore::put_text`] for many nodes at once, in order (a node given twice keeps its
+    /// last text). A backend whose full-text index pays for each re-index separately overrides
+    /// it to index a batch in one pass.
+    fn put_texts(&mut self, texts: &[(NodeKey, String)]) -> Result<(), StoreError> {
+        for (key, text) in texts {
+            self.put_text(key, text)?;
+        }
+        Ok(())
+    }
     /// Remove every vector and index entry and reset the stage-2 checkpoint and model: the start
     /// of a re-embedding.
     fn clear_enrichment(&mut self) -> Result<(), StoreError>;
@@ -474,6 +489,10 @@ pub trait ProjectionGraph {
     fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {
         self.put_node(&node)
     }
+    /// [`GraphStore::node_for_update`].
+    fn node_for_update(&mut self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        self.node(key)
+    }
     /// [`GraphStore::put_edge`].
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError>;
     /// [`GraphStore::delete_node`].
@@ -540,6 +559,9 @@ impl<T: GraphStore + ?Sized> ProjectionGraph for T {
     }
     fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {
         GraphStore::put_node_owned(self, node)
+    }
+    fn node_for_update(&mut self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        GraphStore::node_for_update(self, key)
     }
     fn put_edge(&mut self, edge: &Edge) -> Result<(), StoreError> {
         GraphStore::put_edge(self, edge)

@@ -302,6 +302,73 @@ fn session_tail_tracks_the_latest_slot_and_hot_queries_are_not_reprepared() {
     w.commit().unwrap();
 }
 
+/// The full-text index as searches see it: every (term, document) occurrence, the document
+/// count with the highest id, and each query's ranked hits.
+type TextIndexView = (Vec<(String, i64)>, (u64, Option<i64>), Vec<Vec<(i64, f64)>>);
+
+/// The [`TextIndexView`] of the store `w` writes.
+fn text_index_view(w: &EmbeddedWrite<'_>) -> TextIndexView {
+    let mut seen = Vec::new();
+    w.scan_text_index(&mut |t, d| {
+        seen.push((t.to_owned(), d));
+        true
+    })
+    .unwrap();
+    let queries = ["billing", "checkout latency", "refund deploy", "old"];
+    let hits = queries
+        .iter()
+        .map(|q| {
+            let words: Vec<String> = q.split_whitespace().map(str::to_owned).collect();
+            w.search_text(&words, -1, 10).unwrap()
+        })
+        .collect();
+    (seen, w.text_docs_after(-1).unwrap(), hits)
+}
+
+#[test]
+fn texts_indexed_in_one_batch_equal_texts_indexed_one_by_one() {
+    let keys: Vec<NodeKey> = (0..6).map(|i| NodeKey::new("Event", format!("e{i}"))).collect();
+    let first = [(0, "old text of billing"), (1, "checkout old latency")];
+    let batch = [
+        (2, "refund rejected by the billing api"),
+        (0, "billing refund again"),
+        (3, "checkout latency regression after deploy"),
+        (2, "refund rejected, then accepted"),
+        (4, "deploy of the billing service"),
+    ];
+    let mut views = Vec::new();
+    for batched in [false, true] {
+        let dir = TempDir::new().unwrap();
+        let mut store = open(&dir);
+        let mut w = store.begin_write().unwrap();
+        for key in &keys {
+            w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
+        }
+        for (i, text) in first {
+            w.put_text(&keys[i], text).unwrap();
+        }
+        w.commit().unwrap();
+        let mut w = store.begin_write().unwrap();
+        if batched {
+            let texts: Vec<(NodeKey, String)> =
+                batch.iter().map(|(i, t)| (keys[*i].clone(), (*t).to_owned())).collect();
+            w.put_texts(&texts).unwrap();
+        } else {
+            for (i, text) in batch {
+                w.put_text(&keys[i], text).unwrap();
+            }
+        }
+        w.commit().unwrap();
+        let w = store.begin_write().unwrap();
+        views.push(text_index_view(&w));
+    }
+    assert_eq!(views[0], views[1]);
+    assert_eq!(views[1].1, (5, views[1].1.1), "five documents, each once");
+    assert!(views[1].0.contains(&("accept".to_owned(), 3)), "the last text of a node given twice");
+    assert!(!views[1].0.contains(&("api".to_owned(), 3)), "and not the first");
+    assert!(!views[1].0.contains(&("old".to_owned(), 1)), "a re-indexed node loses its old terms");
+}
+
 #[test]
 fn vectors_text_search_and_enrichment_bookkeeping() {
     let dir = TempDir::new().unwrap();
