@@ -1224,7 +1224,7 @@ fn graph_heaviest_edges(
     limit: usize,
 ) -> Result<Vec<(f64, Edge, bool)>, StoreError> {
     let groups = graph_edge_groups(c, key, limit, &|ty, out| weight(ty, out) > 0.0)?;
-    Ok(heaviest_of(groups, weight, limit))
+    Ok(crate::heaviest_of(groups, weight, limit))
 }
 
 /// The far endpoints of [`graph_heaviest_edges`]'s edges, in its order, each with its
@@ -1242,29 +1242,7 @@ fn graph_heaviest_neighbours(
         let props = props_named(row.get_ref(3)?.as_str().map_err(rusqlite::Error::from)?, names)?;
         Ok((row.get(0)?, (other, props)))
     })?;
-    Ok(heaviest_of(groups, weight, limit).into_iter().map(|(_, far, _)| far).collect())
-}
-
-/// The first `limit` items of `groups` taken in [`crate::heaviest_order`] under `weight`, as
-/// `(weight, item, outgoing)`.
-fn heaviest_of<T>(
-    groups: Vec<EdgeGroup<T>>,
-    weight: &dyn Fn(&str, bool) -> f64,
-    limit: usize,
-) -> Vec<(f64, T, bool)> {
-    let order = crate::heaviest_order(&groups, weight);
-    let mut groups: Vec<Option<EdgeGroup<T>>> = groups.into_iter().map(Some).collect();
-    let mut found = Vec::new();
-    for (w, i) in order {
-        let Some(group) = groups.get_mut(i).and_then(Option::take) else { continue };
-        for item in group.edges {
-            if found.len() >= limit {
-                return found;
-            }
-            found.push((w, item, group.out));
-        }
-    }
-    found
+    Ok(crate::heaviest_of(groups, weight, limit).into_iter().map(|(_, far, _)| far).collect())
 }
 
 /// The groups of a node's edges (one type, one direction) for which `keep(type, outgoing)`

@@ -69,6 +69,29 @@ pub fn heaviest_order<E>(
     order
 }
 
+/// The first `limit` items of `groups` taken in [`heaviest_order`] under `weight`, as
+/// `(weight, item, outgoing)`: what [`GraphReader::heaviest_edges`] answers from a node's
+/// groups, whatever the backend that read them.
+pub fn heaviest_of<T>(
+    groups: Vec<EdgeGroup<T>>,
+    weight: &dyn Fn(&str, bool) -> f64,
+    limit: usize,
+) -> Vec<(f64, T, bool)> {
+    let order = heaviest_order(&groups, weight);
+    let mut groups: Vec<Option<EdgeGroup<T>>> = groups.into_iter().map(Some).collect();
+    let mut found = Vec::new();
+    for (w, i) in order {
+        let Some(group) = groups.get_mut(i).and_then(Option::take) else { continue };
+        for item in group.edges {
+            if found.len() >= limit {
+                return found;
+            }
+            found.push((w, item, group.out));
+        }
+    }
+    found
+}
+
 /// One record as stored in the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogEntry {

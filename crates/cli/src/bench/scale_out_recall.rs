@@ -35,6 +35,16 @@ struct Side {
     packs: Vec<Value>,
 }
 
+impl Side {
+    /// Questions whose pack holds at least one item, and the mean number of items per pack.
+    fn answered(&self) -> (usize, f64) {
+        let items: Vec<usize> =
+            self.packs.iter().map(|p| p["items"].as_array().map_or(0, Vec::len)).collect();
+        let mean = items.iter().sum::<usize>() as f64 / items.len().max(1) as f64;
+        (items.iter().filter(|&&n| n > 0).count(), mean)
+    }
+}
+
 pub(crate) fn recall(
     url: &StoreUrl,
     events: usize,
@@ -130,7 +140,9 @@ fn report(
     let ratio = if l[0] > 0.0 { r[0] / l[0] } else { 0.0 };
     if json {
         let side = |s: &Side, q: [f64; 3]| {
+            let (answered, mean_items) = s.answered();
             json!({"p50_ms": q[0], "p95_ms": q[1], "p99_ms": q[2],
+                "answered": answered, "mean_items": mean_items,
                 "phase_mean_ms": PHASES.iter().zip(s.phases)
                     .map(|(n, v)| ((*n).to_owned(), json!(v))).collect::<serde_json::Map<_, _>>()})
         };
@@ -157,6 +169,11 @@ fn report(
             format!("{:.3} ms", remote.phases[i]),
         ]);
     }
+    let answered = |s: &Side| {
+        let (n, mean) = s.answered();
+        format!("{n} ({mean:.1} items)")
+    };
+    t.add_row(vec!["packs with items".to_owned(), answered(local), answered(remote)]);
     writeln!(out, "{t}")?;
     writeln!(
         out,

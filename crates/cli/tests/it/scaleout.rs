@@ -386,8 +386,11 @@ fn bench_recall_times_both_backends_on_one_graph_and_their_packs_agree() {
     let run = json_of(&dir, &db, &["bench", "recall", "--events", "400", "--queries", "25"]);
     let asked = run["queries"].as_u64().unwrap();
     assert!(asked > 0, "{run}");
-    // The same stage-1 graph on both backends answers every question with the same pack.
+    // The same stage-1 graph on both backends answers every question with the same pack, and
+    // some of those packs hold items (entities and sessions the questions name).
     assert_eq!(run["identical_packs"].as_u64(), Some(asked), "{run}");
+    assert!(run["embedded"]["answered"].as_u64().unwrap() > 0, "{run}");
+    assert_eq!(run["embedded"]["answered"], run["scale_out"]["answered"], "{run}");
     assert_eq!(run["records_folded"].as_u64(), Some(400), "{run}");
     for side in ["embedded", "scale_out"] {
         let p50 = run[side]["p50_ms"].as_f64().unwrap();

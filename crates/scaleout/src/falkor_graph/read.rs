@@ -15,7 +15,7 @@
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_store::{
     Archived, EdgeGroup, GraphCounts, GraphReader, ProjectionGraph, SessionSlot, StoreError,
-    StoredVector, TextIndexBuild, heaviest_order, props_from,
+    StoredVector, TextIndexBuild, heaviest_of, props_from,
 };
 use falkordb::FalkorValue;
 
@@ -140,28 +140,6 @@ fn group_edge(
         key: EdgeKey { from, edge_type: edge_type.to_owned(), to, qualifier },
         props: props_from(&props)?,
     })
-}
-
-/// The first `limit` items of `groups` taken in [`heaviest_order`] under `weight`, as `(weight,
-/// item, outgoing)`: the embedded store's rule, over the same groups.
-fn heaviest_of<T>(
-    groups: Vec<EdgeGroup<T>>,
-    weight: &dyn Fn(&str, bool) -> f64,
-    limit: usize,
-) -> Vec<(f64, T, bool)> {
-    let order = heaviest_order(&groups, weight);
-    let mut groups: Vec<Option<EdgeGroup<T>>> = groups.into_iter().map(Some).collect();
-    let mut found = Vec::new();
-    for (w, i) in order {
-        let Some(group) = groups.get_mut(i).and_then(Option::take) else { continue };
-        for item in group.edges {
-            if found.len() >= limit {
-                return found;
-            }
-            found.push((w, item, group.out));
-        }
-    }
-    found
 }
 
 /// `props` cut down to the properties among `names`.
