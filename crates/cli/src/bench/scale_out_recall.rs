@@ -3,9 +3,12 @@
 //!
 //! The scale-out graph is stage 1's (projection workers fold the log; enrichment and
 //! consolidation do not run there yet), so the embedded store is built the same way, without
-//! stages 2 and 3: both answer from the same graph, and the bench counts the questions whose
-//! packs are identical on both. The embedded default store, enriched and consolidated, is what
-//! `bench recall` without `--db redis://` measures.
+//! stages 2 and 3: both answer from the same graph. The questions are those of the trace's own
+//! families in `eval traces` (why a session or request failed, what happened after a failure,
+//! who was involved, …), which name sessions, events, agents and tools and which a stage-1 graph
+//! answers; each side's answers are scored against their evidence, and the bench counts the
+//! questions whose packs are identical on both. The embedded default store, enriched and
+//! consolidated, is what `bench recall` without `--db redis://` measures.
 
 use std::io::Write as _;
 use std::time::Instant;
@@ -16,12 +19,21 @@ use ctxgraph_ontology::Schema;
 use ctxgraph_scaleout::{FalkorGraph, RedisLog, StoreUrl, catch_up, load_schema};
 use serde_json::{Value, json};
 
-use super::{load_projected, pack_line, percentile, questions, sorted, synthetic_jsonl, temp_dir};
+use super::{load_projected, pack_line, percentile, sorted, synthetic_jsonl, temp_dir};
 use crate::Outcome;
+use crate::eval::traces::{ranked_keys, trace_questions};
+use crate::eval::{Totals, score, score_columns};
 use crate::output::{print_json, table};
 
 /// Records folded per round while the bench brings the scale-out graph to its log's head.
 const FOLD_ROUND: usize = 10_000;
+/// The seed the questions are sampled with.
+const SEED: u64 = 42;
+/// Families of trace questions `eval traces` asks (its decision and fact families need
+/// records this bench does not write).
+const FAMILIES: usize = 8;
+/// The deepest cut-off scored (the packs hold k = 10 items).
+const K: usize = 10;
 /// The phases a pack times, in the order of [`phase_us`].
 const PHASES: [&str; 6] = ["embed", "vector", "bm25", "entity", "expand", "stitch"];
 
@@ -33,6 +45,8 @@ struct Side {
     phases: [f64; 6],
     /// Each question's pack, as `bench recall --rankings` writes it.
     packs: Vec<Value>,
+    /// The answers scored against the questions' evidence.
+    quality: Totals,
 }
 
 impl Side {
@@ -77,8 +91,9 @@ pub(crate) fn recall(
     drop(remote);
     let remote = crate::backend::open_remote(url, EngineOptions::default())?;
 
-    let qs = questions(&jsonl, queries);
+    let asked = trace_questions(&jsonl, SEED, queries.div_ceil(FAMILIES))?;
     drop(jsonl);
+    let qs: Vec<(String, Vec<String>)> = asked.into_iter().take(queries).collect();
     eprintln!("recall: {} questions on each backend, warm-up then timed ...", qs.len());
     let local = measure(&embedded, &qs)?;
     let scale_out = measure(&remote, &qs)?;
@@ -101,15 +116,18 @@ fn fold_to_head(url: &StoreUrl) -> anyhow::Result<u64> {
     }
 }
 
-/// A warm-up pass (which keeps the packs), then the timed pass.
-fn measure(engine: &Engine, qs: &[String]) -> anyhow::Result<Side> {
-    let packs = qs
-        .iter()
-        .map(|q| Ok(pack_line(&engine.recall(&RecallQuery::new(q.as_str()))?)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+/// A warm-up pass (which keeps and scores the packs), then the timed pass.
+fn measure(engine: &Engine, qs: &[(String, Vec<String>)]) -> anyhow::Result<Side> {
+    let mut packs = Vec::with_capacity(qs.len());
+    let mut quality = Totals::default();
+    for (q, evidence) in qs {
+        let pack = engine.recall(&RecallQuery::new(q.as_str())).context("recall")?;
+        quality.add(&score(&ranked_keys(&pack), evidence));
+        packs.push(pack_line(&pack));
+    }
     let mut ms = Vec::with_capacity(qs.len());
     let mut sums = [0u64; 6];
-    for q in qs {
+    for (q, _) in qs {
         let t = Instant::now();
         let pack = engine.recall(&RecallQuery::new(q.as_str())).context("recall")?;
         ms.push(t.elapsed().as_secs_f64() * 1e3);
@@ -118,7 +136,7 @@ fn measure(engine: &Engine, qs: &[String]) -> anyhow::Result<Side> {
         }
     }
     let n = qs.len().max(1) as f64;
-    Ok(Side { ms: sorted(ms), phases: sums.map(|us| us as f64 / 1e3 / n), packs })
+    Ok(Side { ms: sorted(ms), phases: sums.map(|us| us as f64 / 1e3 / n), packs, quality })
 }
 
 /// A pack's phase times (µs), in the order of [`PHASES`].
@@ -142,7 +160,7 @@ fn report(
         let side = |s: &Side, q: [f64; 3]| {
             let (answered, mean_items) = s.answered();
             json!({"p50_ms": q[0], "p95_ms": q[1], "p99_ms": q[2],
-                "answered": answered, "mean_items": mean_items,
+                "answered": answered, "mean_items": mean_items, "quality": s.quality.json(K),
                 "phase_mean_ms": PHASES.iter().zip(s.phases)
                     .map(|(n, v)| ((*n).to_owned(), json!(v))).collect::<serde_json::Map<_, _>>()})
         };
@@ -155,8 +173,8 @@ fn report(
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "ctxgraph bench recall: {events} events, {asked} questions, k = 10, warm engines, stage 1 \
-         on both (no vectors, lexical index or summaries)"
+        "ctxgraph bench recall: {events} events, {asked} trace questions, k = 10, warm engines, \
+         stage 1 on both (no vectors, lexical index or summaries)"
     )?;
     let mut t = table(&["measure", "embedded", "scale-out"]);
     for (i, name) in ["p50 latency", "p95 latency", "p99 latency"].iter().enumerate() {
@@ -174,6 +192,10 @@ fn report(
         format!("{n} ({mean:.1} items)")
     };
     t.add_row(vec!["packs with items".to_owned(), answered(local), answered(remote)]);
+    for (i, column) in score_columns(K).into_iter().enumerate() {
+        let cell = |s: &Side| s.quality.cells(K).get(i).cloned().unwrap_or_default();
+        t.add_row(vec![column, cell(local), cell(remote)]);
+    }
     writeln!(out, "{t}")?;
     writeln!(
         out,

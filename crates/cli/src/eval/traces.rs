@@ -65,6 +65,34 @@ struct Loaded {
     sessions: usize,
 }
 
+/// The questions of the trace's own families (not those about the decisions and facts `eval
+/// traces` writes besides), up to `per_family` of each, sampled by `seed`, with their evidence
+/// as node keys: what a store holding only the events of `jsonl` (one generated event per line)
+/// can be asked and scored on.
+pub(crate) fn trace_questions(
+    jsonl: &str,
+    seed: u64,
+    per_family: usize,
+) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+    let mut trace = trace::Trace::new()?;
+    for (i, line) in jsonl.lines().enumerate() {
+        let event = serde_json::from_str(line)
+            .with_context(|| format!("generated line {} is not JSON", i + 1))?;
+        trace.push(event)?;
+    }
+    trace.finish();
+    let knowledge = knowledge::Knowledge::default();
+    Ok(questions::questions(&trace, &knowledge, seed, per_family)
+        .into_iter()
+        .map(|q| (q.text, q.evidence))
+        .collect())
+}
+
+/// The keys of a pack's items, in rank order, as the evidence of [`trace_questions`] names them.
+pub(crate) fn ranked_keys(pack: &ctxgraph::ContextPack) -> Vec<String> {
+    pack.items.iter().map(|i| key(&i.node.key.label, &i.node.key.id)).collect()
+}
+
 /// Run `eval traces` and print its table (or JSON).
 pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
     let started = Instant::now();
