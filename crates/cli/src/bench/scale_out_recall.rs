@@ -25,8 +25,6 @@ use crate::eval::traces::{ranked_keys, trace_questions};
 use crate::eval::{Totals, score, score_columns};
 use crate::output::{print_json, table};
 
-/// Records folded per round while the bench brings the scale-out graph to its log's head.
-const FOLD_ROUND: usize = 10_000;
 /// The seed the questions are sampled with.
 const SEED: u64 = 42;
 /// Families of trace questions `eval traces` asks (its decision and fact families need
@@ -86,10 +84,6 @@ pub(crate) fn recall(
     let started = Instant::now();
     let folded = fold_to_head(url)?;
     let fold_secs = started.elapsed().as_secs_f64();
-    // The remote engine loaded its schema before the fold; reopen so it reads the folded graph
-    // from fresh connections, as a server started after the workers would.
-    drop(remote);
-    let remote = crate::backend::open_remote(url, EngineOptions::default())?;
 
     let asked = trace_questions(&jsonl, SEED, queries.div_ceil(FAMILIES))?;
     drop(jsonl);
@@ -106,14 +100,7 @@ fn fold_to_head(url: &StoreUrl) -> anyhow::Result<u64> {
     let log = RedisLog::connect(url)?;
     let schema = load_schema(&log)?;
     let graph = FalkorGraph::connect(url, &schema)?;
-    let mut folded = 0;
-    loop {
-        let n = catch_up(&schema, &log, &graph, FOLD_ROUND)?;
-        if n == 0 {
-            return Ok(folded);
-        }
-        folded += n;
-    }
+    Ok(catch_up(&schema, &log, &graph, usize::MAX)?)
 }
 
 /// A warm-up pass (which keeps and scores the packs), then the timed pass.
