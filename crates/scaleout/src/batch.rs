@@ -131,7 +131,7 @@ impl<'g> BatchFold<'g> {
             }
         }
         for (label, ids) in by_label {
-            let found: BTreeMap<String, Node> = self
+            let mut found: BTreeMap<String, Node> = self
                 .base
                 .nodes_of(label, &ids)?
                 .into_iter()
@@ -140,7 +140,7 @@ impl<'g> BatchFold<'g> {
             let mut read = self.read_nodes.borrow_mut();
             for id in ids {
                 let key = NodeKey { label: label.to_owned(), id: id.to_owned() };
-                read.insert(key, found.get(id).cloned());
+                read.insert(key, found.remove(id));
             }
         }
 

@@ -235,16 +235,7 @@ impl FalkorGraph {
 
     /// Run one query with its parameters and return its rows.
     fn run(&self, query: &str, params: Params<'_>) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
-        let mut graph = self.graph.borrow_mut();
-        let mut q = graph.query(query);
-        for (k, v) in params {
-            q = q.with_param(k, v.clone());
-        }
-        let result = q.execute().map_err(|e| remote(&self.url, &e))?;
-        result
-            .data
-            .map(|row| row.map(falkordb::Row::into_values).map_err(|e| remote(&self.url, &e)))
-            .collect()
+        self.execute(query, params, false)
     }
 
     /// Run one read-only query (`GRAPH.RO_QUERY`: it cannot write, and a read of a store
@@ -254,15 +245,25 @@ impl FalkorGraph {
         query: &str,
         params: Params<'_>,
     ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
+        self.execute(query, params, true)
+    }
+
+    /// [`FalkorGraph::run`] or, `read_only`, [`FalkorGraph::run_read`].
+    fn execute(
+        &self,
+        query: &str,
+        params: Params<'_>,
+        read_only: bool,
+    ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
         let mut graph = self.graph.borrow_mut();
-        let mut q = graph.ro_query(query);
+        let mut q = if read_only { graph.ro_query(query) } else { graph.query(query) };
         for (k, v) in params {
             q = q.with_param(k, v.clone());
         }
         let result = match q.execute() {
             Ok(result) => result,
             // What FalkorDB answers a read of a key that holds no graph: nothing folded yet.
-            Err(e) if e.to_string().contains("empty key") => return Ok(Vec::new()),
+            Err(e) if read_only && e.to_string().contains("empty key") => return Ok(Vec::new()),
             Err(e) => return Err(remote(&self.url, &e)),
         };
         result
@@ -290,10 +291,10 @@ impl FalkorGraph {
             .arg(&self.seq)
             .query(&mut *raw)
             .map_err(|e| raw_remote(&self.url, &e))?;
-        if checkpoint.is_some_and(|c| c > 0) && seq.is_none() {
-            drop(raw);
+        drop(raw);
+        if let Err(e) = self.layout(checkpoint, seq) {
             self.unwatch();
-            self.check_layout()?;
+            return Err(e);
         }
         Ok((checkpoint.unwrap_or(0), seq.unwrap_or(0)))
     }
@@ -440,11 +441,7 @@ impl FalkorGraph {
 
     /// The last log position folded into the graph; 0 when none.
     pub fn projected_through(&self) -> Result<u64, StoreError> {
-        let value: Option<u64> = redis::cmd("GET")
-            .arg(&self.checkpoint)
-            .query(&mut *self.raw.borrow_mut())
-            .map_err(|e| raw_remote(&self.url, &e))?;
-        Ok(value.unwrap_or(0))
+        self.counter(&self.checkpoint)
     }
 
     /// Move the projection checkpoint.

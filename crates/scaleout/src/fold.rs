@@ -83,7 +83,6 @@ pub fn catch_up(
         let mut module = None;
         for (i, entry) in entries.iter().enumerate() {
             if entry.kind == RecordKind::Schema {
-                records.push(None);
                 if !current.modules().contains(&entry.id) {
                     let source =
                         schema_source(&entry.body).ok_or_else(|| FoldError::Corruption {
@@ -99,14 +98,12 @@ pub fn catch_up(
             }
             let record = decode(&current, entry)?;
             reads.add(&record);
-            records.push(Some(record));
+            records.push((entry.position, record));
         }
         let Some(last) = entries.last().map(|e| e.position) else { break };
         batch.prefetch(&reads.nodes, &reads.sessions)?;
-        for (entry, record) in entries.iter().zip(&records) {
-            if let Some(record) = record {
-                project(&current, &mut batch, entry.position, record)?;
-            }
+        for (position, record) in &records {
+            project(&current, &mut batch, *position, record)?;
         }
         if let Some(next) = module {
             current = std::borrow::Cow::Owned(next);

@@ -237,15 +237,12 @@ impl RedisLog {
             .query(&mut *self.conn.borrow_mut())
             .map_err(|e| remote(&self.url, &e))?;
         let field = |name: &str| {
-            info.lines()
-                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .ok_or_else(|| {
-                    StoreError::Corruption(format!(
-                        "{}: the server's `INFO cpu` reply has no number `{name}`",
-                        self.url
-                    ))
-                })
+            info_field(&info, name).and_then(|v| v.parse::<f64>().ok()).ok_or_else(|| {
+                StoreError::Corruption(format!(
+                    "{}: the server's `INFO cpu` reply has no number `{name}`",
+                    self.url
+                ))
+            })
         };
         Ok(field("used_cpu_user")? + field("used_cpu_sys")?)
     }
@@ -263,9 +260,7 @@ impl RedisLog {
                 .arg("persistence")
                 .query(conn)
                 .map_err(|e| remote(&self.url, &e))?;
-            let field = |name: &str| {
-                info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
-            };
+            let field = |name: &str| info_field(&info, name);
             let busy = field("aof_rewrite_in_progress") != Some("0")
                 || field("aof_rewrite_scheduled") != Some("0");
             if !busy {
@@ -506,4 +501,9 @@ fn remote(url: &StoreUrl, e: &redis::RedisError) -> StoreError {
 /// Positions come back as Redis integers: never negative (a counter from 1).
 fn position_of(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
+}
+
+/// The value of `name` in an `INFO` reply (`name:value` lines), trimmed.
+fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
 }

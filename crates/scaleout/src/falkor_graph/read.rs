@@ -106,6 +106,15 @@ impl FalkorGraph {
             .arg(&self.seq)
             .query(&mut *self.raw.borrow_mut())
             .map_err(|e| raw_remote(&self.url, &e))?;
+        self.layout(checkpoint, seq)
+    }
+
+    /// [`FalkorGraph::check_layout`] of a checkpoint and a creation counter already read.
+    pub(crate) fn layout(
+        &self,
+        checkpoint: Option<u64>,
+        seq: Option<i64>,
+    ) -> Result<(), StoreError> {
         if checkpoint.is_some_and(|c| c > 0) && seq.is_none() {
             return Err(StoreError::Corruption(format!(
                 "{}: graph `{}` was folded by an earlier ctxgraph that gave its nodes no \
@@ -119,7 +128,7 @@ impl FalkorGraph {
     }
 
     /// A plain key's integer value; 0 when it is unset.
-    fn counter(&self, key: &str) -> Result<u64, StoreError> {
+    pub(crate) fn counter(&self, key: &str) -> Result<u64, StoreError> {
         let value: Option<u64> = redis::cmd("GET")
             .arg(key)
             .query(&mut *self.raw.borrow_mut())

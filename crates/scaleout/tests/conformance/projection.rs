@@ -60,7 +60,12 @@ fn records(schema: &Schema) -> Vec<ValidRecord> {
 }
 
 /// Fold `records` at log positions from `first`.
-fn fold(schema: &Schema, graph: &mut dyn ProjectionGraph, records: &[ValidRecord], first: u64) {
+pub(crate) fn fold(
+    schema: &Schema,
+    graph: &mut dyn ProjectionGraph,
+    records: &[ValidRecord],
+    first: u64,
+) {
     for (i, r) in records.iter().enumerate() {
         project(schema, graph, first + i as u64, r).unwrap();
     }

@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
-use ctxgraph_projection::project;
 use ctxgraph_scaleout::{FalkorGraph, ScaleOutStore, catch_up};
 use ctxgraph_store::{
     Appended, Embedded, GraphReader, LogReader, OpenMode, ProjectionGraph, RemoteStore,
@@ -286,9 +285,7 @@ fn same_reads(schema: &Schema, e: &dyn GraphReader, f: &dyn GraphReader) -> usiz
 fn embedded_fold(dir: &tempfile::TempDir, schema: &Schema, records: &[ValidRecord]) -> Embedded {
     let mut store = Embedded::open(&dir.path().join("g.ctxg"), OpenMode::CreateIfMissing).unwrap();
     let mut w = store.begin_write().unwrap();
-    for (i, r) in records.iter().enumerate() {
-        project(schema, &mut w, i as u64 + 1, r).unwrap();
-    }
+    crate::projection::fold(schema, &mut w, records, 1);
     w.commit().unwrap();
     store
 }
