@@ -1,8 +1,8 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
-//! store the read commands, `ingest`, `stats`, `worker` and `bench ingest` run (`migrate` takes
-//! its stores as arguments); every other command, which would write the graph in place, refuses
-//! the URL with what is true rather than take it for a file path or pretend to run there
-//! (docs/scale-out.md says what exists).
+//! store the read commands, `ingest`, `stats`, `worker`, `bench ingest` and `bench recall` run
+//! (`migrate` takes its stores as arguments); every other command, which would write the graph
+//! in place, refuses the URL with what is true rather than take it for a file path or pretend
+//! to run there (docs/scale-out.md says what exists).
 
 use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};

@@ -170,14 +170,7 @@ impl crate::Engine {
             validate_value(&self.schema, &self.options().limits, access_record(&notes, &at))?;
         // Not `append_one`: an access record is neither indexed nor read back, so it is
         // appended on any backend.
-        let outcome = self
-            .ingest_batch(std::slice::from_ref(&record), crate::Projection::Inline, true)
-            .and_then(|mut outcomes| {
-                outcomes.pop().ok_or_else(|| Error::Corruption {
-                    position: 0,
-                    reason: "appending an access record reported no outcome".into(),
-                })?
-            });
+        let outcome = self.ingest_one(&record);
         match outcome {
             Ok(crate::IngestOutcome::New(position)) => {
                 self.enriched_past_access(position)?;

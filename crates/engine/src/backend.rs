@@ -1,6 +1,8 @@
 //! Where an engine keeps its log and graph: the embedded store, or a remote store whose graph
 //! projection workers fold (the scale-out backend). Reads go through either; the writes that
-//! change the graph in place need the embedded store, and this is the one place that says so.
+//! change the graph in place need the embedded store, and [`Backend::embedded`] is the one
+//! place that refuses them on a remote store (the file-only tuning calls in `engine.rs` do
+//! nothing there).
 
 use ctxgraph_store::{Embedded, RemoteStore, StoreRead};
 

@@ -136,8 +136,10 @@ impl Engine {
 
     fn on(backend: Backend, options: EngineOptions) -> Result<Engine, Error> {
         let mut schema = Schema::core()?;
+        // One read for the schema modules, the embedding model and the settings (on a remote
+        // store each read takes a pooled connection).
+        let read = backend.begin_read()?;
         {
-            let read = backend.begin_read()?;
             for entry in read.read_kind(RecordKind::Schema)? {
                 let source = schema_source(&entry.body).ok_or_else(|| Error::Corruption {
                     position: entry.position,
@@ -149,7 +151,7 @@ impl Engine {
                 })?;
             }
         }
-        let stored = backend.begin_read()?.embedding_model()?;
+        let stored = read.embedding_model()?;
         let configured = options.embedder.model();
         if let Some(stored) = stored
             && stored != configured
@@ -160,11 +162,10 @@ impl Engine {
         let mut options = options;
         // The store's own setting switches automatic memory links off whatever the caller's
         // options say (`Engine::set_auto_link`).
-        if backend.begin_read()?.setting(crate::memory::AUTO_LINK_SETTING)?.as_deref()
-            == Some("off")
-        {
+        if read.setting(crate::memory::AUTO_LINK_SETTING)?.as_deref() == Some("off") {
             options.memory.auto_link = false;
         }
+        drop(read);
         Ok(Engine {
             backend,
             schema,

@@ -707,6 +707,21 @@ impl Engine {
         })
     }
 
+    /// Append one record (projected inline where the backend projects) and report its outcome,
+    /// on any backend.
+    pub(crate) fn ingest_one(
+        &mut self,
+        record: &ctxgraph_ontology::ValidRecord,
+    ) -> Result<IngestOutcome, Error> {
+        let mut outcomes =
+            self.ingest_batch(std::slice::from_ref(record), Projection::Inline, true)?;
+        // One record in, one outcome out: ingest_batch reports every record it was given.
+        outcomes.pop().ok_or_else(|| Error::Corruption {
+            position: 0,
+            reason: format!("appending a {} record reported no outcome", record.kind().as_str()),
+        })?
+    }
+
     /// Append one record (projected inline) and report its outcome; a new one's facts,
     /// sentences or slot value are indexed at once ([`Engine::index_records`]).
     pub(crate) fn append_one(
@@ -715,13 +730,7 @@ impl Engine {
     ) -> Result<IngestOutcome, Error> {
         // Its callers read back what they wrote and index it at once: inline projection.
         self.backend.embedded(&format!("writing a {} record", record.kind().as_str()))?;
-        let mut outcomes =
-            self.ingest_batch(std::slice::from_ref(record), Projection::Inline, true)?;
-        // One record in, one outcome out: ingest_batch reports every record it was given.
-        let outcome = outcomes.pop().ok_or_else(|| Error::Corruption {
-            position: 0,
-            reason: format!("appending a {} record reported no outcome", record.kind().as_str()),
-        })??;
+        let outcome = self.ingest_one(record)?;
         if matches!(outcome, IngestOutcome::New(_)) && crate::indexed::indexes(record.kind()) {
             self.index_records(&[record.body()])?;
         }

@@ -1525,11 +1525,7 @@ impl Snapshot<'_> {
         if !node.props.contains_key("payload")
             && let (Some(entry), Some(body)) = (&entry, &body)
         {
-            let body = body.as_ref().map_err(|e| Error::Corruption {
-                position: entry.position,
-                reason: e.to_string(),
-            })?;
-            node.props.insert("payload".into(), crate::view::record_payload(body));
+            crate::view::put_payload(node, entry, body.as_ref())?;
         }
         let parent =
             body.as_ref().and_then(|b| b.as_ref().ok()).and_then(crate::view::record_parent);

@@ -377,7 +377,7 @@ impl Drop for Tenant {
 
 /// Vectors outside the vector index (searched exactly until indexed) that make a rebuild worth
 /// its cost after a write: at least this many, and at least 1/[`INDEX_FRACTION`] of those
-/// indexed, so the rebuilds' total cost stays proportional to the vectors written.
+/// indexed up to the searches' shared copy (see [`rebuild_vectors_at`]).
 const INDEX_AFTER: u64 = 2_000;
 /// Every recall scores every vector outside the index. Searches share one copy of them per
 /// change of the vectors (up to [`ctxgraph::MAX_CACHED_UNINDEXED`]), so they cost a recall a

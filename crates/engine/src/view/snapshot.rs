@@ -162,14 +162,28 @@ pub(crate) struct Snapshot<'a> {
     pub(crate) schema: &'a Schema,
     bytes_on_disk: u64,
     caches: &'a Caches,
-    /// The graph generation this view reads, once asked (it cannot change under a read
-    /// transaction, and expansion asks for every node it expands).
+    /// The graph generation this view reads, read once, when first asked (expansion asks for
+    /// every node it expands): on the embedded store it cannot change under the read
+    /// transaction; on a remote store it is the generation at that first ask.
     graph_generation: std::cell::OnceCell<u64>,
+}
+
+/// Put on `node` the payload of its event record `entry`, whose body parsed as `body`; a body
+/// that did not parse is a damaged log.
+pub(crate) fn put_payload(
+    node: &mut Node,
+    entry: &LogEntry,
+    body: Result<&serde_json::Value, &serde_json::Error>,
+) -> Result<(), Error> {
+    let body =
+        body.map_err(|e| Error::Corruption { position: entry.position, reason: e.to_string() })?;
+    node.props.insert("payload".into(), record_payload(body));
+    Ok(())
 }
 
 /// The payload an event record's body holds (`{}` when none): what hydration adds to its node,
 /// which does not store it.
-pub(crate) fn record_payload(body: &serde_json::Value) -> serde_json::Value {
+fn record_payload(body: &serde_json::Value) -> serde_json::Value {
     body.get("payload").cloned().unwrap_or_else(|| serde_json::json!({}))
 }
 
@@ -208,10 +222,8 @@ impl<'a> Snapshot<'a> {
             return Ok(node);
         }
         let Some(entry) = self.read.get(RecordKind::Event, &node.key.id)? else { return Ok(node) };
-        let corrupt = |reason: String| Error::Corruption { position: entry.position, reason };
-        let body: serde_json::Value =
-            serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
-        node.props.insert("payload".into(), record_payload(&body));
+        let body = serde_json::from_str::<serde_json::Value>(&entry.body);
+        put_payload(&mut node, &entry, body.as_ref())?;
         Ok(node)
     }
 

@@ -78,3 +78,11 @@ pub(crate) fn trace(events: usize) -> String {
     let config = ctxgraph_synth::TraceConfig { events, ..Default::default() };
     ctxgraph_synth::trace(&config).map(|e| format!("{e}\n")).collect()
 }
+
+/// Each JSON record validated by `engine`'s schema (a test's records are valid).
+pub(crate) fn validate_all(
+    engine: &Engine,
+    records: &[serde_json::Value],
+) -> Vec<ctxgraph::ValidRecord> {
+    records.iter().map(|r| engine.validate(&r.to_string()).unwrap()).collect()
+}

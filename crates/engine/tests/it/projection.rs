@@ -1,6 +1,7 @@
 //! Projection determinism: incremental == reprojected, and arrival order does not matter.
 
-use ctxgraph::{IngestOptions, Projection, ValidRecord};
+use crate::validate_all;
+use ctxgraph::{IngestOptions, Projection};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -57,10 +58,6 @@ fn event_strategy(n: usize) -> impl Strategy<Value = Vec<Value>> {
             })
             .collect()
     })
-}
-
-fn validate_all(engine: &ctxgraph::Engine, events: &[Value]) -> Vec<ValidRecord> {
-    events.iter().map(|e| engine.validate(&e.to_string()).unwrap()).collect()
 }
 
 fn strip_positions(mut d: super::GraphDump) -> super::GraphDump {

@@ -3,6 +3,7 @@
 //! appends are not projected, and the worker is `Engine::catch_up` on a second engine of the
 //! same file; reads, once folded, and ingestion must equal the embedded engine's.
 
+use crate::validate_all;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -321,10 +322,6 @@ fn outcomes(list: Vec<Result<IngestOutcome, Error>>) -> Vec<Result<IngestOutcome
 fn log(engine: &Engine) -> Vec<(u64, RecordKind, String, String)> {
     let entries = engine.owner_reader().unwrap().log(1, usize::MAX >> 2).unwrap();
     entries.into_iter().map(|e| (e.position, e.kind, e.id, e.body)).collect()
-}
-
-fn validate_all(engine: &Engine, lines: &[serde_json::Value]) -> Vec<ValidRecord> {
-    lines.iter().map(|l| engine.validate(&l.to_string()).unwrap()).collect()
 }
 
 #[test]
