@@ -4,6 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `bench recall`'s throughput threads unless `--threads` says otherwise (the scale-out
+/// bench, which times one thread per backend, refuses any other count).
+pub(crate) const RECALL_THREADS: usize = 2;
+
 /// ctxgraph: a local-first context graph, long-term memory for AI agents.
 ///
 /// Agents write what happened as JSON records; ctxgraph keeps every record in an append-only log
@@ -1398,7 +1402,7 @@ pub(crate) enum BenchCommand {
         #[arg(long, default_value_t = 300)]
         queries: usize,
         /// Threads for the throughput measurement (one engine each).
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = RECALL_THREADS)]
         threads: usize,
         /// Directory for the temporary store (default: the system temp dir).
         #[arg(long, conflicts_with = "store")]

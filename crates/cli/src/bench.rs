@@ -456,6 +456,14 @@ fn pack_line(pack: &ctxgraph::ContextPack) -> Value {
         "edges": edges, "unknowns": unknowns, "candidates": pack.candidates})
 }
 
+/// The phases a recall times, in the order of [`phase_us`].
+const PHASES: [&str; 6] = ["embed", "vector", "bm25", "entity", "expand", "stitch"];
+
+/// A recall's phase times (µs), in the order of [`PHASES`].
+fn phase_us(t: &ctxgraph::Timings) -> [u64; 6] {
+    [t.embed_us, t.vector_us, t.bm25_us, t.entity_us, t.expand_us, t.stitch_us]
+}
+
 /// Where a benchmark's store lives.
 pub(crate) enum Place<'a> {
     /// A temporary directory (in this directory, or the system's), removed at the end.
@@ -527,19 +535,11 @@ pub(crate) fn recall(
     for q in &qs {
         let (elapsed, t) = ask(&engine, q)?;
         ms.push(elapsed);
-        for (sum, us) in phases.iter_mut().zip([
-            t.embed_us,
-            t.vector_us,
-            t.bm25_us,
-            t.entity_us,
-            t.expand_us,
-            t.stitch_us,
-        ]) {
+        for (sum, us) in phases.iter_mut().zip(phase_us(&t)) {
             *sum += us;
         }
     }
     let phase_ms = phases.map(|us| us as f64 / 1000.0 / qs.len().max(1) as f64);
-    let phase_names = ["embed", "vector", "bm25", "entity", "expand", "stitch"];
     let ms = sorted(ms);
     let (p50, p95, p99) = (percentile(&ms, 0.50), percentile(&ms, 0.95), percentile(&ms, 0.99));
     drop(engine);
@@ -568,7 +568,7 @@ pub(crate) fn recall(
     if json {
         print_json(&json!({"events": events, "queries": qs.len(), "p50_ms": p50, "p95_ms": p95,
             "p99_ms": p99, "threads": threads, "queries_per_second": qps,
-            "phase_mean_ms": phase_names.iter().zip(phase_ms).map(|(n, v)| ((*n).to_owned(), json!(v)))
+            "phase_mean_ms": PHASES.iter().zip(phase_ms).map(|(n, v)| ((*n).to_owned(), json!(v)))
                 .collect::<serde_json::Map<_, _>>()}))?;
         return Ok(Outcome::Done);
     }
@@ -582,7 +582,7 @@ pub(crate) fn recall(
     t.add_row(vec!["p50 latency (with query embedding)".to_owned(), format!("{p50:.2} ms")]);
     t.add_row(vec!["p95 latency".to_owned(), format!("{p95:.2} ms")]);
     t.add_row(vec!["p99 latency".to_owned(), format!("{p99:.2} ms")]);
-    for (name, v) in phase_names.iter().zip(phase_ms) {
+    for (name, v) in PHASES.iter().zip(phase_ms) {
         t.add_row(vec![format!("mean {name}"), format!("{v:.3} ms")]);
     }
     t.add_row(vec![format!("throughput, {threads} threads"), format!("{qps:.0} recalls/s")]);

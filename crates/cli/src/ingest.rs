@@ -107,10 +107,8 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
                 cli.db.display()
             );
         }
-        return Ok(if report.progress.rejected == 0 { Outcome::Done } else { Outcome::Failed });
-    }
-    // Behind the acknowledgement: records are durable before enrichment starts.
-    if !args.no_enrich {
+    } else if !args.no_enrich {
+        // Behind the acknowledgement: records are durable before enrichment starts.
         crate::enrich::after_load(&mut engine, cli.json || args.quiet || acks)?;
     }
     Ok(if report.progress.rejected == 0 { Outcome::Done } else { Outcome::Failed })

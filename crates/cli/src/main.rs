@@ -218,7 +218,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Bench(BenchCommand::Recall { events, queries, threads, dir, store, rankings }) => {
             if let Some(url) = scale_out::store_url(&cli)? {
-                if store.is_some() || rankings.is_some() || *threads != 2 {
+                if store.is_some() || rankings.is_some() || *threads != args::RECALL_THREADS {
                     anyhow::bail!(
                         "bench recall on a scale-out store builds new stores and times one \
                          thread on each backend: --store, --rankings and --threads do not apply \

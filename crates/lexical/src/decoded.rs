@@ -9,7 +9,6 @@ use crate::postings::ListView;
 /// about three times the blob's memory (four bytes a posting).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoded {
-    count: u32,
     /// Per segment: its level, and where its documents end in `docs`.
     segments: Vec<(u8, usize)>,
     docs: Vec<u32>,
@@ -36,12 +35,13 @@ impl Decoded {
                 detail: format!("document {doc} does not fit a decoded list's u32 ids"),
             });
         }
-        Ok(Decoded { count: view.count, segments, docs })
+        Ok(Decoded { segments, docs })
     }
 
     /// How many documents the list holds (its term's document frequency).
     pub fn count(&self) -> u32 {
-        self.count
+        // As many as the blob's count: parsing checks that its segments add up to it.
+        u32::try_from(self.docs.len()).unwrap_or(u32::MAX)
     }
 
     /// Bytes of memory the list takes (for a cache's bound).

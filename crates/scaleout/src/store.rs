@@ -224,7 +224,6 @@ impl GraphReader for ScaleOutRead<'_> {
         fn vectors_page(&self, after: i64, limit: usize) -> Vec<StoredVector>;
         fn scan_unindexed_vectors(&self, visit: &mut dyn FnMut(i64, &[f32])) -> ();
         fn vector_counts(&self) -> (u64, u64);
-        fn vectors_of(&self, nids: &[i64]) -> Vec<StoredVector>;
         fn scan_vectors_of(&self, nids: &[i64], visit: &mut dyn FnMut(i64, &[f32])) -> ();
         fn ann_generation(&self) -> u64;
         fn vector_generation(&self) -> u64;

@@ -447,7 +447,7 @@ impl EmbeddedWrite<'_> {
     pub fn commit(self) -> Result<(), StoreError> {
         self.flush_nodes()?;
         if self.edges_changed.get() {
-            self.tx.execute_batch(BUMP_GRAPH_GENERATION)?;
+            bump_counter(&self.tx, "graph_generation")?;
         }
         self.bump_vector_generation()?;
         self.tx.commit()?;
@@ -457,7 +457,7 @@ impl EmbeddedWrite<'_> {
     /// Bump the vector generation if this transaction changed a vector since the last bump.
     fn bump_vector_generation(&self) -> Result<(), StoreError> {
         if self.vectors_changed.replace(false) {
-            self.tx.execute_batch(BUMP_VECTOR_GENERATION)?;
+            bump_counter(&self.tx, "vector_generation")?;
         }
         Ok(())
     }
@@ -836,7 +836,15 @@ fn graph_vector_list(
 }
 
 fn f32s(bytes: &[u8]) -> Vec<f32> {
-    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    let mut out = Vec::with_capacity(bytes.len() / 4);
+    f32s_into(bytes, &mut out);
+    out
+}
+
+/// [`f32s`] into a buffer a scan reuses.
+fn f32s_into(bytes: &[u8], out: &mut Vec<f32>) {
+    out.clear();
+    out.extend(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
 }
 
 /// Columns of a vector joined with its node.
@@ -875,8 +883,7 @@ fn graph_scan_unindexed_vectors(
     while let Some(row) = rows.next()? {
         let nid: i64 = row.get(0)?;
         let bytes = row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
-        vector.clear();
-        vector.extend(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+        f32s_into(bytes, &mut vector);
         visit(nid, &vector);
     }
     Ok(())
@@ -892,19 +899,6 @@ fn graph_vector_counts(c: &Connection) -> Result<(u64, u64), StoreError> {
     ))
 }
 
-fn graph_vectors_of(c: &Connection, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
-    // One joined lookup per id: the query planner stability guarantee (set at open) keeps it
-    // from being re-prepared for every new binding.
-    let mut st = c.prepare_cached(&format!("{VECTOR_JOIN} WHERE v.nid = ?1"))?;
-    let mut out = Vec::with_capacity(nids.len());
-    for &nid in nids {
-        if let Some(v) = st.query_row(params![nid], vector_row).optional()? {
-            out.push(v);
-        }
-    }
-    Ok(out)
-}
-
 fn graph_scan_vectors_of(
     c: &Connection,
     nids: &[i64],
@@ -916,13 +910,23 @@ fn graph_scan_vectors_of(
         let mut rows = st.query(params![nid])?;
         if let Some(row) = rows.next()? {
             let bytes = row.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?;
-            vector.clear();
-            vector.extend(
-                bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            );
+            f32s_into(bytes, &mut vector);
             visit(nid, &vector);
         }
     }
+    Ok(())
+}
+
+/// Add one to a counter in meta (a generation; see [`meta_counter`]). The vector generation
+/// is bumped after every change of the vectors table (a vector written or deleted, the index's
+/// list of one set or cleared), the graph generation after every write transaction that wrote or
+/// deleted an edge (so a cache of the graph's edges is dropped by the next read that sees the
+/// commit), the index generations after every change of their index.
+fn bump_counter(c: &Connection, key: &str) -> Result<(), StoreError> {
+    c.prepare_cached(
+        "INSERT INTO meta (key, value) VALUES (?1, 1) ON CONFLICT (key) DO UPDATE SET value = value + 1",
+    )?
+    .execute(params![key])?;
     Ok(())
 }
 
@@ -934,15 +938,6 @@ fn meta_counter(c: &Connection, key: &str) -> Result<u64, StoreError> {
         .optional()?;
     Ok(v.map_or(0, position))
 }
-
-/// Bump the vector generation: every change of the vectors table (a vector written or deleted,
-/// the index's list of one set or cleared) is followed by one before its transaction commits.
-const BUMP_VECTOR_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('vector_generation', 1)
-     ON CONFLICT (key) DO UPDATE SET value = value + 1;";
-
-/// Bump the vector index generation (every change of the index goes through here).
-const BUMP_ANN_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('ann_generation', 1)
-     ON CONFLICT (key) DO UPDATE SET value = value + 1;";
 
 fn graph_ann_centroids(c: &Connection) -> Result<Option<Vec<u8>>, StoreError> {
     Ok(c.prepare_cached("SELECT value FROM meta WHERE key = 'ann_centroids'")?
@@ -1110,16 +1105,6 @@ fn graph_node_keys(c: &Connection, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, 
     }
     Ok(out)
 }
-
-/// Bump the graph generation: every committed write transaction that wrote or deleted an edge
-/// does, so a cache of a graph's edges (recall's) is dropped by the next read that sees the
-/// commit.
-const BUMP_GRAPH_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('graph_generation', 1)
-     ON CONFLICT (key) DO UPDATE SET value = value + 1;";
-
-/// Bump the lexical index generation (every change of the index goes through here).
-const BUMP_TEXT_GENERATION: &str = "INSERT INTO meta (key, value) VALUES ('text_generation', 1)
-     ON CONFLICT (key) DO UPDATE SET value = value + 1;";
 
 /// Drop the lexical index's lists and statistics (not the full-text index).
 const CLEAR_TEXT_INDEX: &str = "DELETE FROM text_postings;
@@ -1753,9 +1738,6 @@ macro_rules! impl_readers {
             fn vector_counts(&self) -> Result<(u64, u64), StoreError> {
                 graph_vector_counts(&self.tx)
             }
-            fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
-                graph_vectors_of(&self.tx, nids)
-            }
             fn scan_vectors_of(
                 &self,
                 nids: &[i64],
@@ -2066,7 +2048,7 @@ impl GraphStore for EmbeddedWrite<'_> {
     fn clear_enrichment(&mut self) -> Result<(), StoreError> {
         self.vectors_changed.set(true);
         self.tx.execute_batch(CLEAR_TEXT_INDEX)?;
-        self.tx.execute_batch(BUMP_TEXT_GENERATION)?;
+        bump_counter(&self.tx, "text_generation")?;
         self.tx.execute_batch(
             "DELETE FROM vectors; DELETE FROM text_index; DELETE FROM ann_lists;
              DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension', 'ann_centroids');
@@ -2139,7 +2121,7 @@ impl GraphStore for EmbeddedWrite<'_> {
              UPDATE vectors SET list = NULL WHERE list IS NOT NULL;",
         )?;
         self.vectors_changed.set(true);
-        self.tx.execute_batch(BUMP_ANN_GENERATION)?;
+        bump_counter(&self.tx, "ann_generation")?;
         Ok(())
     }
 
@@ -2149,7 +2131,7 @@ impl GraphStore for EmbeddedWrite<'_> {
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('ann_centroids', ?1)",
             )?
             .execute(params![blob])?;
-        self.tx.execute_batch(BUMP_ANN_GENERATION)?;
+        bump_counter(&self.tx, "ann_generation")?;
         Ok(())
     }
 
@@ -2170,7 +2152,7 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn clear_text_index(&mut self) -> Result<(), StoreError> {
         self.tx.execute_batch(CLEAR_TEXT_INDEX)?;
-        self.tx.execute_batch(BUMP_TEXT_GENERATION)?;
+        bump_counter(&self.tx, "text_generation")?;
         Ok(())
     }
 
@@ -2197,7 +2179,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         st.execute(params!["text_docs", sql_int(build.docs)])?;
         st.execute(params!["text_avg_len", build.avg_len])?;
         drop(st);
-        self.tx.execute_batch(BUMP_TEXT_GENERATION)?;
+        bump_counter(&self.tx, "text_generation")?;
         Ok(())
     }
 

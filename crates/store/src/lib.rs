@@ -358,8 +358,6 @@ pub trait GraphReader {
     fn scan_unindexed_vectors(&self, visit: &mut dyn FnMut(i64, &[f32])) -> Result<(), StoreError>;
     /// How many vectors are stored, and how many of them are not in the vector index yet.
     fn vector_counts(&self) -> Result<(u64, u64), StoreError>;
-    /// The stored vectors of these nids, in the order given; ids with no vector are skipped.
-    fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError>;
     /// Visit the stored vectors of these nids as `(nid, vector)`, in the order given; ids with
     /// no vector are skipped (a search re-ranking candidates, which keeps few of them).
     fn scan_vectors_of(

@@ -234,7 +234,6 @@ fn workload(url: &StoreUrl, prefix: &str, args: Args) -> anyhow::Result<Workload
     Ok(Workload { urls, lines })
 }
 
-/// Refuse a store that holds records or a graph: the bench measures from empty stores.
 /// Refuse a store whose log or graph is not empty: `command` writes only to new stores.
 pub(super) fn refuse_used(command: &str, url: &StoreUrl, schema: &Schema) -> anyhow::Result<()> {
     let head = RedisLog::connect(url)?.head()?;

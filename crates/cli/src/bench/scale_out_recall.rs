@@ -14,12 +14,14 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use anyhow::Context;
-use ctxgraph::{Engine, EngineOptions, IngestOptions, OpenMode, RecallQuery, Timings};
+use ctxgraph::{Engine, EngineOptions, IngestOptions, OpenMode, RecallQuery};
 use ctxgraph_ontology::Schema;
 use ctxgraph_scaleout::{FalkorGraph, RedisLog, StoreUrl, catch_up, load_schema};
 use serde_json::{Value, json};
 
-use super::{load_projected, pack_line, percentile, sorted, synthetic_jsonl, temp_dir};
+use super::{
+    PHASES, load_projected, pack_line, percentile, phase_us, sorted, synthetic_jsonl, temp_dir,
+};
 use crate::Outcome;
 use crate::eval::traces::{ranked_keys, trace_questions};
 use crate::eval::{Totals, score, score_columns};
@@ -32,8 +34,6 @@ const SEED: u64 = 42;
 const FAMILIES: usize = 8;
 /// The deepest cut-off scored (the packs hold k = 10 items).
 const K: usize = 10;
-/// The phases a pack times, in the order of [`phase_us`].
-const PHASES: [&str; 6] = ["embed", "vector", "bm25", "entity", "expand", "stitch"];
 
 /// One backend's figures.
 struct Side {
@@ -124,11 +124,6 @@ fn measure(engine: &Engine, qs: &[(String, Vec<String>)]) -> anyhow::Result<Side
     }
     let n = qs.len().max(1) as f64;
     Ok(Side { ms: sorted(ms), phases: sums.map(|us| us as f64 / 1e3 / n), packs, quality })
-}
-
-/// A pack's phase times (µs), in the order of [`PHASES`].
-fn phase_us(t: &Timings) -> [u64; 6] {
-    [t.embed_us, t.vector_us, t.bm25_us, t.entity_us, t.expand_us, t.stitch_us]
 }
 
 fn report(

@@ -196,8 +196,8 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
         let t = Instant::now();
         let pack = engine.recall(&query).with_context(|| format!("recall of `{}`", q.text))?;
         latency.push(t.elapsed().as_secs_f64() * 1000.0);
-        let ranked: Vec<String> =
-            pack.items.iter().take(K).map(|i| key(&i.node.key.label, &i.node.key.id)).collect();
+        let mut ranked = ranked_keys(&pack);
+        ranked.truncate(K);
         // A snapshot holds the store's read transaction: one per question, after recall's own.
         let snap = engine.owner_reader()?;
         let floor: Vec<String> = bm25(&snap, &q.text, K)?

@@ -252,9 +252,6 @@ impl GraphReader for PerQuery<'_> {
     fn vector_counts(&self) -> Result<(u64, u64), StoreError> {
         self.0.lock().unwrap().begin_read()?.vector_counts()
     }
-    fn vectors_of(&self, nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
-        self.0.lock().unwrap().begin_read()?.vectors_of(nids)
-    }
     fn scan_vectors_of(
         &self,
         nids: &[i64],

@@ -476,10 +476,6 @@ impl GraphReader for FalkorGraph {
         Ok((0, 0))
     }
 
-    fn vectors_of(&self, _nids: &[i64]) -> Result<Vec<StoredVector>, StoreError> {
-        Ok(Vec::new())
-    }
-
     fn scan_vectors_of(
         &self,
         _nids: &[i64],
