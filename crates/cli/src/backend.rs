@@ -1,8 +1,8 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
-//! store the read commands, `ingest`, `stats`, `worker`, `bench ingest` and `bench recall` run
-//! (`migrate` takes its stores as arguments); every other command, which would write the graph
-//! in place, refuses the URL with what is true rather than take it for a file path or pretend
-//! to run there (docs/scale-out.md says what exists).
+//! store the read commands, `ingest`, `stats`, `worker`, `serve`, `mcp`, `bench ingest` and
+//! `bench recall` run (`migrate` takes its stores as arguments); every other command, which
+//! would write the graph in place, refuses the URL with what is true rather than take it for a
+//! file path or pretend to run there (docs/scale-out.md says what exists).
 
 use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};
@@ -23,10 +23,18 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     }
     let url = StoreUrl::parse(text).map_err(|e| anyhow::anyhow!("--db: {e}"))?;
     if runs_on_scale_out(&cli.command) {
-        if let Some(who) = &cli.as_principal {
+        // `serve` authenticates for itself, and `mcp --data DIR --as NAME` reads the data
+        // directory's registry: both take principals from there.
+        let registry = match &cli.command {
+            Command::Serve(_) => true,
+            Command::Mcp(args) => args.data.is_some(),
+            _ => false,
+        };
+        if let Some(who) = cli.as_principal.as_ref().filter(|_| !registry) {
             bail!(
                 "--as `{who}`: a scale-out store has no principal registry yet; command `{}` \
-                 runs on {url} as its owner only, without --as (rule: db.backend_unsupported)",
+                 runs on {url} as its owner only, without --as (`mcp --data DIR --as NAME` \
+                 reads the data directory's registry) (rule: db.backend_unsupported)",
                 command_name()
             );
         }
@@ -35,7 +43,8 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
-         `log`, `recall`, `search`), `stats`, `worker`, `bench ingest` and `bench recall` run yet \
+         `log`, `recall`, `search`), `stats`, `worker`, `serve`, `mcp`, `bench ingest` and \
+         `bench recall` run yet \
          (docs/scale-out.md says what exists); pass a store file to --db \
          (rule: db.backend_unsupported)",
         command_name()
@@ -43,8 +52,8 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
 }
 
 /// The commands that run on a scale-out store: its own (`stats`, `worker`, `bench ingest`,
-/// `bench recall`),
-/// `ingest` (appended; the workers fold) and the reads, which see what the workers folded.
+/// `bench recall`), `ingest` (appended; the workers fold), the reads, which see what the
+/// workers folded, and the servers (`serve`, `mcp`), which do both.
 fn runs_on_scale_out(command: &Command) -> bool {
     matches!(
         command,
@@ -61,6 +70,8 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Log { .. }
             | Command::Recall(_)
             | Command::Search { .. }
+            | Command::Serve(_)
+            | Command::Mcp(_)
     )
 }
 

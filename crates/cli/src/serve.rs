@@ -54,8 +54,13 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
     let addr = args.addr.clone().or(file.addr).unwrap_or_else(|| "127.0.0.1:8377".to_owned());
     let mut options = crate::with_embedder(cli, EngineOptions::default())?;
     options.memory.auto_link = !(args.no_auto_link || file.no_auto_link.unwrap_or(false));
-    let service = Service::open(&data, options)
-        .with_context(|| format!("opening the data directory {}", data.display()))?;
+    // On a scale-out store (`--db redis://HOST:PORT/NAME`) the data directory holds the
+    // registry only, and tenant `t`'s store is `NAME-t`.
+    let service = match crate::scale_out::store_url(cli)? {
+        Some(url) => Service::open_scale_out(&data, &url, options),
+        None => Service::open(&data, options),
+    }
+    .with_context(|| format!("opening the data directory {}", data.display()))?;
     let limits = RequestLimits {
         question: QuestionLimits {
             max_chars: args
@@ -138,14 +143,26 @@ pub(crate) fn ui(cli: &Cli, args: &UiArgs) -> anyhow::Result<Outcome> {
 
 pub(crate) fn mcp(cli: &Cli, args: &McpArgs) -> anyhow::Result<Outcome> {
     let options = crate::with_embedder(cli, EngineOptions::default())?;
-    let (service, principal) = match (&args.data, &cli.as_principal, &args.store) {
-        (Some(data), Some(name), None) => {
-            let service = Service::open(data, options)
-                .with_context(|| format!("opening the data directory {}", data.display()))?;
+    let url = crate::scale_out::store_url(cli)?;
+    let (service, principal) = match (&args.data, &cli.as_principal, &args.store, &url) {
+        (Some(data), Some(name), None, url) => {
+            // On a scale-out store, tenant `t`'s store is `NAME-t`, as for `serve`.
+            let service = match url {
+                Some(url) => Service::open_scale_out(data, url, options),
+                None => Service::open(data, options),
+            }
+            .with_context(|| format!("opening the data directory {}", data.display()))?;
             let who = service.principal(name).with_context(|| format!("acting as {name}"))?;
             (service, who)
         }
-        (None, _, store) => {
+        (None, _, None, Some(url)) => {
+            // The one store the URL names, as its owner (`--as` was refused before: a URL has
+            // no registry beside it).
+            let service = Service::single_scale_out(url, options)
+                .with_context(|| format!("opening the store {url}"))?;
+            (service, ctxgraph::Principal::local())
+        }
+        (None, _, store, _) => {
             let store = store.clone().unwrap_or_else(|| cli.db.clone());
             let service = Service::single_store(&store, options)
                 .with_context(|| format!("opening the store {}", store.display()))?;

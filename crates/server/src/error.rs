@@ -24,7 +24,8 @@ pub enum ErrorClass {
     /// The body's content type is not one the route reads (415).
     UnsupportedMediaType,
     /// The service cannot answer now (503): the store is busy with another process's write,
-    /// or the request ran past its deadline. Retrying later may succeed.
+    /// a scale-out server did not answer, or the request ran past its deadline. Retrying later
+    /// may succeed.
     Unavailable,
     /// The service failed (500).
     Internal,
@@ -113,6 +114,11 @@ impl From<ctxgraph::Error> for ServiceError {
             (_, "access.unknown_key") => ErrorClass::Unauthenticated,
             (_, "access.forbidden" | "access.owner_only") => ErrorClass::Forbidden,
             (_, "store.busy") => ErrorClass::Unavailable,
+            // A scale-out server that did not answer: retrying later may succeed.
+            #[cfg(feature = "net")]
+            (ctxgraph::Error::Store(ctxgraph_store::StoreError::Remote { .. }), _) => {
+                ErrorClass::Unavailable
+            }
             (ctxgraph::Error::Limit { .. }, _) => ErrorClass::TooLarge,
             (ctxgraph::Error::Validation(_), _) => ErrorClass::Invalid,
             _ if e.is_user_error() => ErrorClass::BadRequest,

@@ -1,5 +1,6 @@
-//! Prometheus metrics: records ingested, projection lag per tenant, recall latency, records per
-//! group commit, requests by route and status. Exposed as text at `/metrics`.
+//! Prometheus metrics: records ingested, projection lag per tenant (and, on a scale-out store,
+//! the projection group's pending entries), recall latency, records per group commit, requests
+//! by route and status. Exposed as text at `/metrics`.
 
 use prometheus::{Encoder, Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
 
@@ -12,6 +13,7 @@ pub struct Metrics {
     records: IntCounterVec,
     lag: IntGaugeVec,
     enrich_lag: IntGaugeVec,
+    pending: IntGaugeVec,
     recall: Histogram,
     groups: Histogram,
     requests: IntCounterVec,
@@ -52,6 +54,14 @@ impl Metrics {
             &["tenant"],
         )
         .expect("constant metric options are valid");
+        let pending = IntGaugeVec::new(
+            Opts::new(
+                "ctxgraph_projection_pending_entries",
+                "Log entries a projection worker took and has not acknowledged, by tenant (scale-out stores).",
+            ),
+            &["tenant"],
+        )
+        .expect("constant metric options are valid");
         let recall = Histogram::with_opts(
             HistogramOpts::new(
                 "ctxgraph_recall_seconds",
@@ -77,13 +87,14 @@ impl Metrics {
             Box::new(records.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(lag.clone()),
             Box::new(enrich_lag.clone()),
+            Box::new(pending.clone()),
             Box::new(recall.clone()),
             Box::new(groups.clone()),
             Box::new(requests.clone()),
         ] {
             let _ = registry.register(c);
         }
-        Metrics { registry, records, lag, enrich_lag, recall, groups, requests }
+        Metrics { registry, records, lag, enrich_lag, pending, recall, groups, requests }
     }
 
     /// Count the records of an ingest by result.
@@ -101,6 +112,17 @@ impl Metrics {
         self.enrich_lag
             .with_label_values(&[tenant])
             .set(i64::try_from(enrichment).unwrap_or(i64::MAX));
+    }
+
+    /// A scale-out tenant's projection lag and its projection group's pending entries (`None`
+    /// before a worker joined the group: the gauge is left out), read when the metrics are.
+    pub fn scale_out_lag(&self, tenant: &str, records: u64, pending: Option<u64>) {
+        self.lag.with_label_values(&[tenant]).set(i64::try_from(records).unwrap_or(i64::MAX));
+        if let Some(pending) = pending {
+            self.pending
+                .with_label_values(&[tenant])
+                .set(i64::try_from(pending).unwrap_or(i64::MAX));
+        }
     }
 
     /// One recall's latency.

@@ -8,6 +8,15 @@
 //! - `tenants/<tenant>.ctxg`: one store per tenant. A principal's tenant picks the file, so no read
 //!   or write can cross tenants.
 //!
+//! # On a scale-out store
+//! [`Service::open_scale_out`] keeps the registry in the data directory and each tenant `t` in
+//! the store `NAME-t` of a `redis://HOST:PORT/NAME` URL (see [`remote`]). The server then holds
+//! no state of its own: its engines read the graph that projection workers fold and append to
+//! the log, so several servers may serve one store. Ingests still go through the queue (a group
+//! is one append), and after the answer wait a bounded time for the workers to fold them
+//! ([`remote::PROJECTION_WAIT`]); nothing is enriched and no file is maintained; an operation
+//! the engine refuses there is the client error `db.backend_unsupported` (400).
+//!
 //! # Concurrency
 //! Engines are blocking and not `Sync` (one SQLite connection each; a snapshot borrows its
 //! engine). Per tenant, writes go through one writer engine (SQLite has one writer anyway), fed
@@ -57,6 +66,7 @@ use crate::wire::*;
 
 mod explore;
 mod queue;
+mod remote;
 mod tools;
 mod trust;
 
@@ -117,8 +127,9 @@ struct Inner {
     registry: Mutex<Registry>,
     tenants: Mutex<BTreeMap<String, Arc<Tenant>>>,
     metrics: Metrics,
-    /// A store opened directly (`ctxgraph mcp --store FILE`): every principal uses it.
-    single_store: Option<PathBuf>,
+    /// Where the tenants' stores are: files in the data directory, one file, or on a
+    /// scale-out server.
+    stores: remote::Stores,
     /// Keys given out by the process itself for its lifetime (`ctxgraph ui`'s page), never
     /// written anywhere; the registry's keys are checked after them.
     session_keys: Mutex<BTreeMap<String, Principal>>,
@@ -141,10 +152,18 @@ struct ReaderPool {
     open: usize,
 }
 
+/// Where a tenant's store is.
+enum TenantStore {
+    /// A store file.
+    File(PathBuf),
+    /// A scale-out store, folded by projection workers.
+    ScaleOut(ctxgraph_scaleout::StoreUrl),
+}
+
 /// One tenant's store: a writer with its queue, and idle readers.
 struct Tenant {
     name: String,
-    path: PathBuf,
+    store: TenantStore,
     writer: Mutex<Engine>,
     /// Writes waiting for the writer.
     queue: Mutex<queue::WriteQueue>,
@@ -191,10 +210,30 @@ impl Tenant {
         let writer = Engine::open(&path, OpenMode::CreateIfMissing, options.clone())?;
         writer.set_cache_bytes(WRITER_CACHE_BYTES)?;
         writer.set_mmap_bytes(0)?;
+        Ok(Tenant::with_writer(name, TenantStore::File(path), writer, options))
+    }
+
+    /// The tenant whose store is the scale-out store `url`: its engines read what the workers
+    /// folded and append to the log. Connecting creates nothing on the server.
+    fn open_scale_out(
+        name: &str,
+        url: ctxgraph_scaleout::StoreUrl,
+        options: EngineOptions,
+    ) -> Result<Tenant, ServiceError> {
+        let writer = remote::open_engine(&url, options.clone())?;
+        Ok(Tenant::with_writer(name, TenantStore::ScaleOut(url), writer, options))
+    }
+
+    fn with_writer(
+        name: &str,
+        store: TenantStore,
+        writer: Engine,
+        options: EngineOptions,
+    ) -> Tenant {
         let access = Arc::clone(writer.access_tracker());
-        Ok(Tenant {
+        Tenant {
             name: name.to_owned(),
-            path,
+            store,
             caches: writer.index_caches(),
             writer: Mutex::new(writer),
             queue: Mutex::default(),
@@ -204,7 +243,15 @@ impl Tenant {
             reader_freed: std::sync::Condvar::new(),
             generation: AtomicU64::new(0),
             access,
-        })
+        }
+    }
+
+    /// The scale-out store, when the tenant is on one.
+    fn scale_out(&self) -> Option<&ctxgraph_scaleout::StoreUrl> {
+        match &self.store {
+            TenantStore::File(_) => None,
+            TenantStore::ScaleOut(url) => Some(url),
+        }
     }
 
     /// Run `f` on a reader engine of the current schema generation, waiting for one when
@@ -267,7 +314,12 @@ impl Tenant {
     /// A new engine on the tenant's store, sharing its access tracker and index caches, with
     /// the server's memory settings: a reader, or (`writer`) the writer's replacement.
     fn open_engine(&self, writer: bool) -> Result<Engine, ServiceError> {
-        let mut e = Engine::open(&self.path, OpenMode::MustExist, self.options.clone())?;
+        let mut e = match &self.store {
+            TenantStore::File(path) => {
+                Engine::open(path, OpenMode::MustExist, self.options.clone())?
+            }
+            TenantStore::ScaleOut(url) => remote::open_engine(url, self.options.clone())?,
+        };
         e.set_access_tracker(Arc::clone(&self.access));
         e.set_index_caches(self.caches.clone());
         e.set_mmap_bytes(0)?;
@@ -315,6 +367,11 @@ impl Tenant {
     /// that lags far behind, checkpoint a large write-ahead log, report the lags, and now and
     /// then give freed memory back to the system.
     fn maintain(&self, metrics: &Metrics) {
+        // A scale-out store has no index, file or lag of this server's to look after: the
+        // workers fold, and `/metrics` reads the lag when scraped.
+        if self.scale_out().is_some() {
+            return;
+        }
         let w = lock(&self.writer);
         let mut w = w;
         let rebuilt = rebuild_lagging_indexes(&mut w);
@@ -345,7 +402,8 @@ impl Tenant {
 /// What follows every write on the writer: the access notes flushed with it, and what it wrote
 /// enriched so that a read after the acknowledgement finds it. The write is durable already: a
 /// failure of either keeps its work for the next write (the enrichment-lag gauge shows it) and
-/// does not fail this one.
+/// does not fail this one. On a scale-out store the access record is appended like any other
+/// and `enrich` is refused at once (stage 2 does not run there): nothing is enriched.
 fn settle(w: &mut Engine) {
     let _ = w.flush_access();
     let _ = w.enrich(&mut |_, _| {});
@@ -582,7 +640,7 @@ impl Service {
                 registry: Mutex::new(Registry { principals, modified: modified(&path) }),
                 tenants: Mutex::new(BTreeMap::new()),
                 metrics: Metrics::new(),
-                single_store: None,
+                stores: remote::Stores::Files,
                 session_keys: Mutex::new(BTreeMap::new()),
                 options,
                 limits: Mutex::new(RequestLimits::default()),
@@ -604,7 +662,61 @@ impl Service {
                 data: dir,
                 tenants: Mutex::new(BTreeMap::new()),
                 metrics: Metrics::new(),
-                single_store: Some(store.to_owned()),
+                stores: remote::Stores::File(store.to_owned()),
+                session_keys: Mutex::new(BTreeMap::new()),
+                options,
+                limits: Mutex::new(RequestLimits::default()),
+            }),
+        })
+    }
+
+    /// The service over a scale-out server (`ctxgraph --db redis://HOST:PORT/NAME serve`): the
+    /// registry in `data` (created if missing; several servers may each read a copy, or share
+    /// the directory), and each tenant `t` in the store `NAME-t` of `url`. Connects to nothing
+    /// until a tenant is first used.
+    pub fn open_scale_out(
+        data: &Path,
+        url: &ctxgraph_scaleout::StoreUrl,
+        options: EngineOptions,
+    ) -> Result<Service, ServiceError> {
+        std::fs::create_dir_all(data).map_err(|e| {
+            ServiceError::internal("store.io", format!("creating {}: {e}", data.display()))
+        })?;
+        let path = data.join("principals.json");
+        let principals = Principals::open(&path)?;
+        Ok(Service {
+            inner: Arc::new(Inner {
+                data: data.to_owned(),
+                registry: Mutex::new(Registry { principals, modified: modified(&path) }),
+                tenants: Mutex::new(BTreeMap::new()),
+                metrics: Metrics::new(),
+                stores: remote::Stores::ScaleOut(url.clone()),
+                session_keys: Mutex::new(BTreeMap::new()),
+                options,
+                limits: Mutex::new(RequestLimits::default()),
+            }),
+        })
+    }
+
+    /// A service over one scale-out store for a principal acting on it directly (`ctxgraph
+    /// --db redis://HOST:PORT/NAME mcp`), as [`Service::single_store`] is for a file: the
+    /// registry of the working directory, read once; every principal reads and writes that
+    /// store.
+    pub fn single_scale_out(
+        url: &ctxgraph_scaleout::StoreUrl,
+        options: EngineOptions,
+    ) -> Result<Service, ServiceError> {
+        let dir = PathBuf::from(".");
+        Ok(Service {
+            inner: Arc::new(Inner {
+                registry: Mutex::new(Registry {
+                    principals: Principals::open(&dir.join("principals.json"))?,
+                    modified: None,
+                }),
+                data: dir,
+                tenants: Mutex::new(BTreeMap::new()),
+                metrics: Metrics::new(),
+                stores: remote::Stores::OneScaleOut(url.clone()),
                 session_keys: Mutex::new(BTreeMap::new()),
                 options,
                 limits: Mutex::new(RequestLimits::default()),
@@ -686,6 +798,11 @@ impl Service {
     pub fn ready(&self) -> Result<(), ServiceError> {
         let mut reg = lock(&self.inner.registry);
         self.refresh(&mut reg)?;
+        drop(reg);
+        if let remote::Stores::ScaleOut(url) | remote::Stores::OneScaleOut(url) = &self.inner.stores
+        {
+            return remote::reachable(url);
+        }
         std::fs::read_dir(self.inner.data.join("tenants")).map_err(|e| {
             ServiceError::internal(
                 "store.io",
@@ -696,7 +813,7 @@ impl Service {
     }
 
     fn refresh(&self, reg: &mut Registry) -> Result<(), ServiceError> {
-        if self.inner.single_store.is_some() {
+        if self.inner.stores.is_single() {
             return Ok(());
         }
         let path = self.inner.data.join("principals.json");
@@ -715,11 +832,18 @@ impl Service {
         if let Some(t) = tenants.get(name) {
             return Ok(Arc::clone(t));
         }
-        let path = match &self.inner.single_store {
-            Some(p) => p.clone(),
-            None => self.inner.data.join("tenants").join(format!("{name}.ctxg")),
-        };
-        let t = Arc::new(Tenant::open(name, path, self.inner.options.clone())?);
+        let options = self.inner.options.clone();
+        let t = Arc::new(match &self.inner.stores {
+            remote::Stores::Files => {
+                let path = self.inner.data.join("tenants").join(format!("{name}.ctxg"));
+                Tenant::open(name, path, options)?
+            }
+            remote::Stores::File(path) => Tenant::open(name, path.clone(), options)?,
+            remote::Stores::ScaleOut(base) => {
+                Tenant::open_scale_out(name, remote::tenant_store(base, name)?, options)?
+            }
+            remote::Stores::OneScaleOut(url) => Tenant::open_scale_out(name, url.clone(), options)?,
+        });
         tenants.insert(name.to_owned(), Arc::clone(&t));
         Ok(t)
     }
@@ -733,6 +857,33 @@ impl Service {
         })
         .await
         .unwrap_or(0)
+    }
+
+    /// Set the lag gauges of every open tenant on a scale-out store from the store itself
+    /// (`/metrics`, when scraped): the records its workers have not folded, and the entries
+    /// they took and have not acknowledged. A tenant whose store does not answer keeps its last
+    /// figures. Nothing to do for store files, whose writer sets them after each write.
+    pub async fn read_scale_out_lags(&self) {
+        let tenants: Vec<Arc<Tenant>> = lock(&self.inner.tenants)
+            .values()
+            .filter(|t| t.scale_out().is_some())
+            .cloned()
+            .collect();
+        if tenants.is_empty() {
+            return;
+        }
+        let metrics = self.inner.metrics.clone();
+        let _ = self
+            .blocking(move || {
+                for t in &tenants {
+                    let Some(url) = t.scale_out() else { continue };
+                    if let Ok((records, pending)) = t.read(|e| remote::lag(e, url)) {
+                        metrics.scale_out_lag(&t.name, records, pending);
+                    }
+                }
+                Ok(())
+            })
+            .await;
     }
 
     /// Run a read for `who` on a reader of its tenant.
@@ -813,12 +964,31 @@ impl Service {
         }
         require_write(who)?;
         let tenant = self.tenant(who)?;
-        self.queued(&tenant, |wanted, reply| queue::Job::Ingest {
-            events: req.events,
-            wanted,
-            reply,
-        })
-        .await
+        let response = self
+            .queued(&tenant, |wanted, reply| queue::Job::Ingest {
+                events: req.events,
+                wanted,
+                reply,
+            })
+            .await?;
+        if tenant.scale_out().is_some() {
+            self.wait_projected(&tenant, &response).await;
+        }
+        Ok(response)
+    }
+
+    /// Read-your-writes on a scale-out store: wait, a bounded time
+    /// ([`remote::projection_wait`]), until the workers have folded every record `response`
+    /// acknowledged. The records are durable in the log already: a wait that ends first, or
+    /// fails, leaves the response as it is, and they become readable when the workers reach
+    /// them.
+    async fn wait_projected(&self, tenant: &Arc<Tenant>, response: &IngestResponse) {
+        let Some(position) = response.results.iter().filter_map(|r| r.position).max() else {
+            return;
+        };
+        let wait = remote::projection_wait(self.limits().deadline);
+        let reader = Arc::clone(tenant);
+        let _ = self.blocking(move || reader.read(|e| Ok(e.wait_projected(position, wait)?))).await;
     }
 
     /// One event by id, if visible.

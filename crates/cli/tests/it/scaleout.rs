@@ -28,8 +28,7 @@ fn a_scale_out_url_is_refused_naming_the_command_and_nothing_is_created() {
     let dir = TempDir::new().unwrap();
     let refused = [
         &["init"][..],
-        &["serve"],
-        &["mcp"],
+        &["ui"],
         &["enrich"],
         &["consolidate"],
         &["reproject"],

@@ -1,0 +1,116 @@
+//! Tenants on a scale-out store (`redis://HOST:PORT/NAME`): which store a tenant uses, engines
+//! opened over [`ScaleOutStore`], the projection's lag for `/metrics`, and the bounded wait
+//! after an ingest.
+//!
+//! A server on a scale-out store holds no state of its own: its engines read the graph the
+//! projection workers fold and append to the log, so any number of servers may serve one
+//! store, and a request may go to any of them.
+
+use std::time::Duration;
+
+use ctxgraph::{Engine, EngineOptions};
+use ctxgraph_scaleout::{
+    ConsumerName, LogConsumer, PROJECTION_GROUP, RedisLog, ScaleOutStore, StoreUrl,
+};
+use ctxgraph_store::{LogReader, StoreError};
+
+use crate::error::ServiceError;
+
+/// Longest an ingest's response waits for the projection workers to fold what it appended
+/// (read-your-writes), at most half the request deadline: past it the response is sent anyway
+/// and the records become readable when the workers reach them.
+pub(super) const PROJECTION_WAIT: Duration = Duration::from_secs(2);
+
+/// Where a service's tenants keep their stores.
+#[derive(Debug, Clone)]
+pub(super) enum Stores {
+    /// `tenants/<tenant>.ctxg` in the data directory (`ctxgraph serve --data DIR`).
+    Files,
+    /// One store file for every principal (`ctxgraph mcp --store FILE`, `ctxgraph ui`).
+    File(std::path::PathBuf),
+    /// On the scale-out server of this URL, tenant `t` in the store `NAME-t`, where `NAME` is
+    /// the URL's (`ctxgraph --db redis://HOST:PORT/NAME serve`).
+    ScaleOut(StoreUrl),
+    /// One scale-out store for every principal (`ctxgraph --db redis://HOST:PORT/NAME mcp`).
+    OneScaleOut(StoreUrl),
+}
+
+impl Stores {
+    /// Whether every principal uses one store (no registry is re-read: the process acts for
+    /// the principal it was started as).
+    pub(super) fn is_single(&self) -> bool {
+        matches!(self, Stores::File(_) | Stores::OneScaleOut(_))
+    }
+}
+
+/// The store of `tenant` on the scale-out server of `base`: `NAME-tenant`. A tenant whose name
+/// cannot be part of a store name (a `.`, or too long) is refused naming both.
+pub(super) fn tenant_store(base: &StoreUrl, tenant: &str) -> Result<StoreUrl, ServiceError> {
+    let name = format!("{}-{tenant}", base.name());
+    base.with_name(&name).map_err(|e| {
+        ServiceError::bad_request(
+            e.rule,
+            format!(
+                "tenant {tenant:?} has no store on {base}: {e}; on a scale-out store a tenant's \
+                 store is NAME-TENANT, so a tenant's name must fit a store name"
+            ),
+        )
+    })
+}
+
+/// An engine on the scale-out store `url`, with its own pool of connections.
+pub(super) fn open_engine(url: &StoreUrl, options: EngineOptions) -> Result<Engine, ServiceError> {
+    let store = ScaleOutStore::connect(url).map_err(ctxgraph::Error::from)?;
+    Ok(Engine::open_remote(Box::new(store), options)?)
+}
+
+/// The projection's lag on the store `url` that `engine` runs on: records in the log not yet
+/// folded into the graph, and the entries of the projection group delivered to a worker and
+/// not acknowledged (`None` before a worker has joined). What `ctxgraph stats` reports.
+pub(super) fn lag(engine: &Engine, url: &StoreUrl) -> Result<(u64, Option<u64>), ServiceError> {
+    // The service's bookkeeping, not a caller's read: the owner's reader.
+    let records = engine.owner_reader()?.checkpoints()?.projection_lag();
+    let group = ConsumerName::parse(PROJECTION_GROUP).map_err(|e| {
+        ServiceError::internal("server.group_name", format!("{PROJECTION_GROUP}: {e}"))
+    })?;
+    let state = LogConsumer::group_state(url, &group).map_err(ctxgraph::Error::from)?;
+    Ok((records, state.map(|g| g.pending)))
+}
+
+/// Whether the scale-out server of `url` answers (readiness): its log's head is read.
+pub(super) fn reachable(url: &StoreUrl) -> Result<(), ServiceError> {
+    let unavailable =
+        |e: StoreError| ServiceError::unavailable("store.unreachable", format!("{url}: {e}"));
+    RedisLog::connect(url).and_then(|log| log.head()).map_err(unavailable)?;
+    Ok(())
+}
+
+/// How long an ingest waits for the projection under the request `deadline`.
+pub(super) fn projection_wait(deadline: Duration) -> Duration {
+    PROJECTION_WAIT.min(deadline / 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_uses_the_store_named_after_it() {
+        let base = StoreUrl::parse("redis://127.0.0.1:7000/team").unwrap();
+        assert_eq!(
+            tenant_store(&base, "acme").unwrap().to_string(),
+            "redis://127.0.0.1:7000/team-acme"
+        );
+        let e = tenant_store(&base, "acme.eu").unwrap_err();
+        assert_eq!(e.code, "url.store_name");
+        assert!(e.message.contains("acme.eu") && e.message.contains("team-acme.eu"), "{e}");
+        let long = "t".repeat(60);
+        assert_eq!(tenant_store(&base, &long).unwrap_err().code, "url.store_name");
+    }
+
+    #[test]
+    fn the_wait_for_the_projection_leaves_half_the_deadline() {
+        assert_eq!(projection_wait(Duration::from_secs(30)), PROJECTION_WAIT);
+        assert_eq!(projection_wait(Duration::from_secs(2)), Duration::from_secs(1));
+    }
+}
