@@ -156,8 +156,9 @@ struct ReaderPool {
 enum TenantStore {
     /// A store file.
     File(PathBuf),
-    /// A scale-out store, folded by projection workers.
-    ScaleOut(ctxgraph_scaleout::StoreUrl),
+    /// A scale-out store, folded by projection workers, whose schema modules may also be
+    /// written through other servers.
+    ScaleOut(ctxgraph_scaleout::StoreUrl, remote::SchemaWatch),
 }
 
 /// One tenant's store: a writer with its queue, and idle readers.
@@ -220,8 +221,11 @@ impl Tenant {
         url: ctxgraph_scaleout::StoreUrl,
         options: EngineOptions,
     ) -> Result<Tenant, ServiceError> {
+        // Watching from before the writer loads the schema: a module written in between is
+        // taken up again, never missed.
+        let watch = remote::SchemaWatch::open(&url)?;
         let writer = remote::open_engine(&url, options.clone())?;
-        Ok(Tenant::with_writer(name, TenantStore::ScaleOut(url), writer, options))
+        Ok(Tenant::with_writer(name, TenantStore::ScaleOut(url, watch), writer, options))
     }
 
     fn with_writer(
@@ -246,11 +250,21 @@ impl Tenant {
         }
     }
 
+    /// Whether a schema module was written to the tenant's scale-out store since the last look
+    /// (through this server or another); never for a store file, whose modules are written
+    /// through this server's writer only.
+    fn schema_changed_elsewhere(&self) -> bool {
+        match &self.store {
+            TenantStore::File(_) => false,
+            TenantStore::ScaleOut(_, watch) => watch.changed(),
+        }
+    }
+
     /// The scale-out store, when the tenant is on one.
     fn scale_out(&self) -> Option<&ctxgraph_scaleout::StoreUrl> {
         match &self.store {
             TenantStore::File(_) => None,
-            TenantStore::ScaleOut(url) => Some(url),
+            TenantStore::ScaleOut(url, _) => Some(url),
         }
     }
 
@@ -318,7 +332,7 @@ impl Tenant {
             TenantStore::File(path) => {
                 Engine::open(path, OpenMode::MustExist, self.options.clone())?
             }
-            TenantStore::ScaleOut(url) => remote::open_engine(url, self.options.clone())?,
+            TenantStore::ScaleOut(url, _) => remote::open_engine(url, self.options.clone())?,
         };
         e.set_access_tracker(Arc::clone(&self.access));
         e.set_index_caches(self.caches.clone());

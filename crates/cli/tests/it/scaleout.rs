@@ -3,6 +3,8 @@
 //! `worker` and `stats` run on a real server (the `#[ignore]`d tests, which read
 //! `CTXGRAPH_TEST_REDIS`; `.ci/scaleout.sh` starts a server and runs them).
 
+mod servers;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -143,6 +143,10 @@ impl Tenant {
     /// them, then answer every caller.
     fn ingest_group(&self, jobs: Vec<(Vec<Value>, IngestReply)>, metrics: &Metrics) {
         let mut w = lock(&self.writer);
+        // A module written through another server of a scale-out store: validate with it.
+        if self.schema_changed_elsewhere() {
+            self.schema_written(&mut w);
+        }
         let mut records = Vec::new();
         let mut callers = Vec::with_capacity(jobs.len());
         for (events, reply) in jobs {

@@ -6,9 +6,11 @@
 //! projection workers fold and append to the log, so any number of servers may serve one
 //! store, and a request may go to any of them.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use ctxgraph::{Engine, EngineOptions};
+use ctxgraph::{Engine, EngineOptions, RecordKind};
 use ctxgraph_scaleout::{
     ConsumerName, LogConsumer, PROJECTION_GROUP, RedisLog, ScaleOutStore, StoreUrl,
 };
@@ -83,6 +85,36 @@ pub(super) fn reachable(url: &StoreUrl) -> Result<(), ServiceError> {
         |e: StoreError| ServiceError::unavailable("store.unreachable", format!("{url}: {e}"));
     RedisLog::connect(url).and_then(|log| log.head()).map_err(unavailable)?;
     Ok(())
+}
+
+/// The schema modules in a scale-out store's log, counted, so that a server notices a module
+/// written through another server: its engines validate with the schema they loaded when
+/// opened, and must reopen to take a new module up (as a worker does before each round).
+pub(super) struct SchemaWatch {
+    /// A connection to the log, opened with the tenant.
+    log: Mutex<RedisLog>,
+    /// Schema records seen at the last look.
+    seen: AtomicUsize,
+}
+
+impl SchemaWatch {
+    /// Watch the log of `url`, starting from the modules it holds now.
+    pub(super) fn open(url: &StoreUrl) -> Result<SchemaWatch, ServiceError> {
+        let log = RedisLog::connect(url).map_err(ctxgraph::Error::from)?;
+        let seen = log.read_kind(RecordKind::Schema).map_err(ctxgraph::Error::from)?.len();
+        Ok(SchemaWatch { log: Mutex::new(log), seen: AtomicUsize::new(seen) })
+    }
+
+    /// Whether the log holds another number of schema modules than at the last look. A failed
+    /// look says no: the ingest that asked then validates with the schema it has, and a record
+    /// that needs a newer module is refused for it, to be retried.
+    pub(super) fn changed(&self) -> bool {
+        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        match log.read_kind(RecordKind::Schema) {
+            Ok(modules) => self.seen.swap(modules.len(), Ordering::AcqRel) != modules.len(),
+            Err(_) => false,
+        }
+    }
 }
 
 /// How long an ingest waits for the projection under the request `deadline`.

@@ -1,0 +1,195 @@
+//! `serve` and `mcp` on a scale-out store, against a real server (`#[ignore]`d: they read
+//! `CTXGRAPH_TEST_REDIS`; `.ci/scaleout.sh` runs them): two servers on one store, with one
+//! projection worker, each reading what the other wrote once it is folded; the lag in
+//! `/metrics`; the operations a scale-out store refuses answered as client errors; and the MCP
+//! tools over stdio on one store.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use super::{fresh_store, running_worker, wait_for};
+use crate::server::{add_principal, event};
+
+/// A `ctxgraph --db URL serve` on a free port of 127.0.0.1 with the registry in `data`,
+/// killed when dropped.
+struct Serve {
+    child: Child,
+    base: String,
+}
+
+impl Serve {
+    fn start(url: &str, data: &Path) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgraph"))
+            .args(["--db", url, "serve", "--addr", "127.0.0.1:0", "--data"])
+            .arg(data)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let line = crate::first_line(&mut child);
+        let base = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}"));
+        Serve { base: base.to_owned(), child }
+    }
+
+    /// A request; the status and the body, as JSON when it is JSON, else as a JSON string.
+    fn call(&self, path: &str, key: &str, body: Option<&Value>) -> (u16, Value) {
+        let agent: ureq::Agent =
+            ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let url = format!("{}{path}", self.base);
+        let auth = format!("Bearer {key}");
+        let mut resp = match body {
+            None => agent.get(&url).header("Authorization", &auth).call(),
+            Some(b) => agent
+                .post(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .send(b.to_string()),
+        }
+        .unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    fn ingest(&self, key: &str, events: Value) -> Value {
+        let (status, body) = self.call("/v1/events", key, Some(&json!({ "events": events })));
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Whether event `id` is found, polling until it is (the workers fold it) or a generous
+    /// bound passes.
+    fn finds(&self, key: &str, id: &str) -> bool {
+        wait_for(|| self.call(&format!("/v1/events/{id}"), key, None).0 == 200)
+    }
+
+    /// A gauge of `/metrics` for the tenant acme.
+    fn gauge(&self, key: &str, name: &str) -> Option<u64> {
+        let (status, text) = self.call("/metrics", key, None);
+        assert_eq!(status, 200, "{text}");
+        let line = format!("{name}{{tenant=\"acme\"}} ");
+        text.as_str()?.lines().find_map(|l| l.strip_prefix(&line)).and_then(|v| v.parse().ok())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn two_servers_on_one_store_read_each_others_writes_once_folded() {
+    let dir = TempDir::new().unwrap();
+    let data = dir.path().join("data");
+    let key = add_principal(&data, "alice", "acme", &["writer", "metrics"]);
+    let base = fresh_store();
+    // Tenant acme's store on a server given `base`.
+    let store = format!("{base}-acme");
+    let (a, b) = (Serve::start(&base, &data), Serve::start(&base, &data));
+
+    // Before any worker runs: acknowledged (appended), not yet readable, and the lag shows it.
+    let wrote = a.ingest(&key, json!([event("a1", "s1", 0, json!({}))]));
+    assert_eq!(
+        (wrote["accepted"].as_u64(), wrote["results"][0]["position"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(b.call("/v1/events/a1", &key, None).0, 404);
+    assert_eq!(a.gauge(&key, "ctxgraph_projection_lag_records"), Some(1));
+
+    let mut worker = running_worker(&dir, &store);
+    assert!(b.finds(&key, "a1"), "server B never found what server A wrote");
+    b.ingest(&key, json!([event("b1", "s1", 1, json!({})), event("b2", "s2", 2, json!({}))]));
+    assert!(a.finds(&key, "b2"), "server A never found what server B wrote");
+    // The same record through the other server is a duplicate at its first position.
+    let again = a.ingest(&key, json!([event("b1", "s1", 1, json!({}))]));
+    assert_eq!(
+        (again["duplicates"].as_u64(), again["results"][0]["position"].as_u64()),
+        (Some(1), Some(2))
+    );
+
+    // A recall through A finds B's events; a timeline through B holds A's and B's in order.
+    let (status, pack) =
+        a.call("/v1/recall", &key, Some(&json!({"question": "why did sql_query fail"})));
+    assert_eq!(status, 200, "{pack}");
+    let ids: Vec<&str> =
+        pack["items"].as_array().unwrap().iter().filter_map(|i| i["node"]["id"].as_str()).collect();
+    assert!(ids.contains(&"b1") && ids.contains(&"a1"), "{pack}");
+    let (_, timeline) = b.call("/v1/sessions/s1/timeline", &key, None);
+    let order: Vec<&str> = timeline["events"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{timeline}"))
+        .iter()
+        .filter_map(|e| e["event"]["id"].as_str())
+        .collect();
+    assert_eq!(order, ["a1", "b1"], "{timeline}");
+
+    // Folded and acknowledged: both servers' gauges read 0 from the store itself.
+    for s in [&a, &b] {
+        let level = wait_for(|| {
+            s.gauge(&key, "ctxgraph_projection_lag_records") == Some(0)
+                && s.gauge(&key, "ctxgraph_projection_pending_entries") == Some(0)
+        });
+        assert!(level, "the lag never reached 0 in /metrics");
+    }
+
+    // What a scale-out store cannot do is a client error naming the rule, never a 500.
+    let fact = json!({"subject": "orders-db", "predicate": "runs_on", "object": "postgres"});
+    let (status, body) = a.call("/v1/facts", &key, Some(&fact));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("db.backend_unsupported")),
+        "{body}"
+    );
+    assert!(body["error"]["message"].as_str().unwrap().contains(&store), "{body}");
+
+    let pid = worker.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(worker.wait().unwrap().success());
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn mcp_over_stdio_writes_and_reads_one_scale_out_store() {
+    use crate::mcp::{err, ok, runtime};
+    let dir = TempDir::new().unwrap();
+    let store = fresh_store();
+    let mut worker = running_worker(&dir, &store);
+    runtime().block_on(async {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ctxgraph"));
+        cmd.args(["--db", &store, "mcp"]).current_dir(dir.path());
+        let client =
+            rmcp::ServiceExt::serve((), rmcp::transport::TokioChildProcess::new(cmd).unwrap())
+                .await
+                .unwrap();
+        let wrote =
+            ok(&client, "ingest_event", json!({"event": event("m1", "s1", 0, json!({}))})).await;
+        assert_eq!(wrote["status"], "accepted", "{wrote}");
+        let mut found = false;
+        for _ in 0..600 {
+            let pack = ok(&client, "recall", json!({"query": "why did sql_query fail"})).await;
+            if pack["items"].as_array().is_some_and(|i| i.iter().any(|i| i["node"]["id"] == "m1")) {
+                found = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        assert!(found, "recall over MCP never found the event once the worker folded it");
+        let refused = err(
+            &client,
+            "record_fact",
+            json!({"subject": "orders-db", "predicate": "runs_on", "object": "postgres"}),
+        )
+        .await;
+        assert_eq!(refused["code"], "db.backend_unsupported", "{refused}");
+        client.cancel().await.unwrap();
+    });
+    let pid = worker.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(worker.wait().unwrap().success());
+}
