@@ -25,11 +25,8 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     if runs_on_scale_out(&cli.command) {
         // `serve` authenticates for itself, and `mcp --data DIR --as NAME` reads the data
         // directory's registry: both take principals from there.
-        let registry = match &cli.command {
-            Command::Serve(_) => true,
-            Command::Mcp(args) => args.data.is_some(),
-            _ => false,
-        };
+        let registry = matches!(&cli.command, Command::Serve(_))
+            || matches!(&cli.command, Command::Mcp(args) if args.data.is_some());
         if let Some(who) = cli.as_principal.as_ref().filter(|_| !registry) {
             bail!(
                 "--as `{who}`: a scale-out store has no principal registry yet; command `{}` \

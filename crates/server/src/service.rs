@@ -158,7 +158,7 @@ enum TenantStore {
     File(PathBuf),
     /// A scale-out store, folded by projection workers, whose schema modules may also be
     /// written through other servers.
-    ScaleOut(ctxgraph_scaleout::StoreUrl, remote::SchemaWatch),
+    ScaleOut(ctxgraph_scaleout::StoreUrl, Box<remote::SchemaWatch>),
 }
 
 /// One tenant's store: a writer with its queue, and idle readers.
@@ -223,7 +223,7 @@ impl Tenant {
     ) -> Result<Tenant, ServiceError> {
         // Watching from before the writer loads the schema: a module written in between is
         // taken up again, never missed.
-        let watch = remote::SchemaWatch::open(&url)?;
+        let watch = Box::new(remote::SchemaWatch::open(&url)?);
         let writer = remote::open_engine(&url, options.clone())?;
         Ok(Tenant::with_writer(name, TenantStore::ScaleOut(url, watch), writer, options))
     }

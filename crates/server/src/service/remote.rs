@@ -79,11 +79,12 @@ pub(super) fn lag(engine: &Engine, url: &StoreUrl) -> Result<(u64, Option<u64>),
     Ok((records, state.map(|g| g.pending)))
 }
 
-/// Whether the scale-out server of `url` answers (readiness): its log's head is read.
+/// Whether the scale-out server of `url` answers (readiness; not ready is a 500, as for a
+/// data directory that cannot be read): its log's head is read.
 pub(super) fn reachable(url: &StoreUrl) -> Result<(), ServiceError> {
-    let unavailable =
-        |e: StoreError| ServiceError::unavailable("store.unreachable", format!("{url}: {e}"));
-    RedisLog::connect(url).and_then(|log| log.head()).map_err(unavailable)?;
+    let unreachable =
+        |e: StoreError| ServiceError::internal("store.unreachable", format!("{url}: {e}"));
+    RedisLog::connect(url).and_then(|log| log.head()).map_err(unreachable)?;
     Ok(())
 }
 
