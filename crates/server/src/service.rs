@@ -995,14 +995,26 @@ impl Service {
     /// ([`remote::projection_wait`]), until the workers have folded every record `response`
     /// acknowledged. The records are durable in the log already: a wait that ends first, or
     /// fails, leaves the response as it is, and they become readable when the workers reach
-    /// them.
+    /// them. Each look takes a reader engine for one read only, so ingests waiting on a
+    /// stalled projection never keep the tenant's reads from the pool.
     async fn wait_projected(&self, tenant: &Arc<Tenant>, response: &IngestResponse) {
         let Some(position) = response.results.iter().filter_map(|r| r.position).max() else {
             return;
         };
-        let wait = remote::projection_wait(self.limits().deadline);
-        let reader = Arc::clone(tenant);
-        let _ = self.blocking(move || reader.read(|e| Ok(e.wait_projected(position, wait)?))).await;
+        let until = Instant::now() + remote::projection_wait(self.limits().deadline);
+        let mut pause = Duration::from_millis(2);
+        loop {
+            let reader = Arc::clone(tenant);
+            let look = move || reader.read(|e| Ok(e.wait_projected(position, Duration::ZERO)?));
+            // A look that failed ends the wait as a fold that got there does.
+            let behind = matches!(self.blocking(look).await, Ok(through) if through < position);
+            let left = until.saturating_duration_since(Instant::now());
+            if !behind || left.is_zero() {
+                return;
+            }
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(Duration::from_millis(100));
+        }
     }
 
     /// One event by id, if visible.

@@ -2,7 +2,7 @@
 //! `CTXGRAPH_TEST_REDIS`; `.ci/scaleout.sh` runs them): two servers on one store, with one
 //! projection worker, each reading what the other wrote once it is folded; the lag in
 //! `/metrics`; the operations a scale-out store refuses answered as client errors; and the MCP
-//! tools over stdio on one store.
+//! tools over stdio on a store, as its owner or as a principal of a tenant.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -155,7 +155,7 @@ fn two_servers_on_one_store_read_each_others_writes_once_folded() {
 
 #[test]
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
-fn mcp_over_stdio_writes_and_reads_one_scale_out_store() {
+fn mcp_over_stdio_writes_and_reads_a_scale_out_store_as_its_owner_or_a_tenant() {
     use crate::mcp::{err, ok, runtime};
     let dir = TempDir::new().unwrap();
     let store = fresh_store();
@@ -188,7 +188,23 @@ fn mcp_over_stdio_writes_and_reads_one_scale_out_store() {
         .await;
         assert_eq!(refused["code"], "db.backend_unsupported", "{refused}");
         client.cancel().await.unwrap();
+
+        // As a principal of the registry in --data: its tenant's store, NAME-TENANT.
+        let data = dir.path().join("data");
+        add_principal(&data, "alice", "acme", &["writer"]);
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ctxgraph"));
+        cmd.args(["--db", &store, "mcp", "--as", "alice", "--data"]).arg(&data);
+        let client =
+            rmcp::ServiceExt::serve((), rmcp::transport::TokioChildProcess::new(cmd).unwrap())
+                .await
+                .unwrap();
+        let wrote =
+            ok(&client, "ingest_event", json!({"event": event("t1", "s1", 0, json!({}))})).await;
+        assert_eq!(wrote["status"], "accepted", "{wrote}");
+        client.cancel().await.unwrap();
     });
+    let tenant = super::json_of(&dir, &format!("{store}-acme"), &["stats"]);
+    assert_eq!(tenant["log_length"].as_u64(), Some(1), "{tenant}");
     let pid = worker.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     assert!(worker.wait().unwrap().success());
