@@ -1289,8 +1289,9 @@ pub(crate) struct ServeArgs {
     /// ctxgraph.toml in the working directory, when it exists].
     #[arg(long, env = "CTXGRAPH_CONFIG", value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// The data directory: principals.json and one store per tenant under tenants/
-    /// [default: ctxgraph-data].
+    /// The data directory: principals.json and one store per tenant under tenants/; with
+    /// --db redis://HOST:PORT/NAME, principals.json only, and tenant T's store is NAME-T on
+    /// that server [default: ctxgraph-data].
     #[arg(long, env = "CTXGRAPH_DATA")]
     pub(crate) data: Option<PathBuf>,
     /// Address to listen on; port 0 picks a free port (printed on the first line). Plain HTTP:
@@ -1327,11 +1328,13 @@ pub(crate) struct UiArgs {
 #[derive(Debug, Args)]
 pub(crate) struct McpArgs {
     /// The data directory (with the global --as, naming a principal of its registry): the
-    /// principal's tenant picks the store.
+    /// principal's tenant picks the store (with --db redis://HOST:PORT/NAME, tenant T's store
+    /// is NAME-T on that server).
     #[arg(long, env = "CTXGRAPH_DATA", conflicts_with = "store", requires = "as_principal")]
     pub(crate) data: Option<PathBuf>,
     /// Serve one store file directly, acting as the local principal (admin, writer,
-    /// pii_reviewer of tenant `default`).
+    /// pii_reviewer of tenant `default`). Without it and --data, the store --db names, which
+    /// may be a scale-out store (redis://HOST:PORT/NAME).
     #[arg(long, value_name = "FILE")]
     pub(crate) store: Option<PathBuf>,
 }

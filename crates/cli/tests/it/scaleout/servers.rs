@@ -82,6 +82,36 @@ impl Drop for Serve {
     }
 }
 
+/// A server whose scale-out store does not answer starts (it connects when a tenant is first
+/// used), is not ready, and answers requests 503 with `Retry-After`: retry later, not a 500.
+#[test]
+fn a_scale_out_server_that_does_not_answer_is_unavailable_not_a_failure() {
+    let dir = TempDir::new().unwrap();
+    let data = dir.path().join("data");
+    let key = add_principal(&data, "alice", "acme", &["writer"]);
+    // A port nothing listens on any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let s = Serve::start(&format!("redis://127.0.0.1:{port}/team"), &data);
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let ready = agent.get(format!("{}/readyz", s.base)).call().unwrap();
+    assert_eq!(ready.status().as_u16(), 500);
+    let resp = agent
+        .get(format!("{}/v1/events/e1", s.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .call()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    assert!(resp.headers().get("retry-after").is_some());
+    let (status, body) =
+        s.call("/v1/events", &key, Some(&json!({"events": [event("e1", "s1", 0, json!({}))]})));
+    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("store.io")), "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains(&format!("127.0.0.1:{port}")),
+        "{body}"
+    );
+}
+
 #[test]
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn two_servers_on_one_store_read_each_others_writes_once_folded() {
