@@ -158,7 +158,7 @@ enum TenantStore {
     File(PathBuf),
     /// A scale-out store, folded by projection workers, whose schema modules may also be
     /// written through other servers.
-    ScaleOut(ctxgraph_scaleout::StoreUrl, Box<remote::SchemaWatch>),
+    ScaleOut(Box<remote::ScaleOutTenant>),
 }
 
 /// One tenant's store: a writer with its queue, and idle readers.
@@ -215,17 +215,16 @@ impl Tenant {
     }
 
     /// The tenant whose store is the scale-out store `url`: its engines read what the workers
-    /// folded and append to the log. Connecting creates nothing on the server.
+    /// folded and append to the log, over one pool of connections. Connecting creates nothing
+    /// on the server.
     fn open_scale_out(
         name: &str,
         url: ctxgraph_scaleout::StoreUrl,
         options: EngineOptions,
     ) -> Result<Tenant, ServiceError> {
-        // Watching from before the writer loads the schema: a module written in between is
-        // taken up again, never missed.
-        let watch = Box::new(remote::SchemaWatch::open(&url)?);
-        let writer = remote::open_engine(&url, options.clone())?;
-        Ok(Tenant::with_writer(name, TenantStore::ScaleOut(url, watch), writer, options))
+        let store = Box::new(remote::ScaleOutTenant::open(url)?);
+        let writer = store.engine(options.clone())?;
+        Ok(Tenant::with_writer(name, TenantStore::ScaleOut(store), writer, options))
     }
 
     fn with_writer(
@@ -256,7 +255,7 @@ impl Tenant {
     fn schema_changed_elsewhere(&self) -> bool {
         match &self.store {
             TenantStore::File(_) => false,
-            TenantStore::ScaleOut(_, watch) => watch.changed(),
+            TenantStore::ScaleOut(store) => store.schema_changed(),
         }
     }
 
@@ -264,7 +263,7 @@ impl Tenant {
     fn scale_out(&self) -> Option<&ctxgraph_scaleout::StoreUrl> {
         match &self.store {
             TenantStore::File(_) => None,
-            TenantStore::ScaleOut(url, _) => Some(url),
+            TenantStore::ScaleOut(store) => Some(store.url()),
         }
     }
 
@@ -332,7 +331,7 @@ impl Tenant {
             TenantStore::File(path) => {
                 Engine::open(path, OpenMode::MustExist, self.options.clone())?
             }
-            TenantStore::ScaleOut(url, _) => remote::open_engine(url, self.options.clone())?,
+            TenantStore::ScaleOut(store) => store.engine(self.options.clone())?,
         };
         e.set_access_tracker(Arc::clone(&self.access));
         e.set_index_caches(self.caches.clone());

@@ -7,14 +7,14 @@
 //! store, and a request may go to any of them.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ctxgraph::{Engine, EngineOptions, RecordKind};
+use ctxgraph::{Engine, EngineOptions, RecordKind, ValidRecord};
 use ctxgraph_scaleout::{
     ConsumerName, LogConsumer, PROJECTION_GROUP, RedisLog, ScaleOutStore, StoreUrl,
 };
-use ctxgraph_store::{LogReader, StoreError};
+use ctxgraph_store::{Appended, LogReader, RemoteStore, StoreError, StoreRead};
 
 use crate::error::ServiceError;
 
@@ -60,10 +60,61 @@ pub(super) fn tenant_store(base: &StoreUrl, tenant: &str) -> Result<StoreUrl, Se
     })
 }
 
-/// An engine on the scale-out store `url`, with its own pool of connections.
-pub(super) fn open_engine(url: &StoreUrl, options: EngineOptions) -> Result<Engine, ServiceError> {
-    let store = ScaleOutStore::connect(url).map_err(ctxgraph::Error::from)?;
-    Ok(Engine::open_remote(Box::new(store), options)?)
+/// A tenant's scale-out store as its engines share it: one pool of connections for the writer
+/// and every reader (a read takes a connection pair from it for its length), and the watch on
+/// the store's schema modules.
+pub(super) struct ScaleOutTenant {
+    url: StoreUrl,
+    store: Arc<ScaleOutStore>,
+    watch: SchemaWatch,
+}
+
+impl ScaleOutTenant {
+    /// Connect to the store `url` (creating nothing on the server).
+    pub(super) fn open(url: StoreUrl) -> Result<ScaleOutTenant, ServiceError> {
+        // Watching from before any engine loads the schema: a module written in between is
+        // taken up again, never missed.
+        let watch = SchemaWatch::open(&url)?;
+        let store = Arc::new(ScaleOutStore::connect(&url).map_err(ctxgraph::Error::from)?);
+        Ok(ScaleOutTenant { url, store, watch })
+    }
+
+    /// The store's URL.
+    pub(super) fn url(&self) -> &StoreUrl {
+        &self.url
+    }
+
+    /// An engine on the store, over the tenant's pool of connections.
+    pub(super) fn engine(&self, options: EngineOptions) -> Result<Engine, ServiceError> {
+        Ok(Engine::open_remote(Box::new(Shared(Arc::clone(&self.store))), options)?)
+    }
+
+    /// Whether a schema module was written to the store since the last look.
+    pub(super) fn schema_changed(&self) -> bool {
+        self.watch.changed()
+    }
+}
+
+/// The tenant's store, as each of its engines holds it.
+#[derive(Debug)]
+struct Shared(Arc<ScaleOutStore>);
+
+impl RemoteStore for Shared {
+    fn begin_read(&self) -> Result<Box<dyn StoreRead + '_>, StoreError> {
+        self.0.begin_read()
+    }
+
+    fn append_batch(
+        &self,
+        records: &[&ValidRecord],
+        recorded_at: &str,
+    ) -> Result<Vec<Result<Appended, StoreError>>, StoreError> {
+        self.0.append_batch(records, recorded_at)
+    }
+
+    fn location(&self) -> String {
+        self.0.location()
+    }
 }
 
 /// The projection's lag on the store `url` that `engine` runs on: records in the log not yet
@@ -91,7 +142,7 @@ pub(super) fn reachable(url: &StoreUrl) -> Result<(), ServiceError> {
 /// The schema modules in a scale-out store's log, counted, so that a server notices a module
 /// written through another server: its engines validate with the schema they loaded when
 /// opened, and must reopen to take a new module up (as a worker does before each round).
-pub(super) struct SchemaWatch {
+struct SchemaWatch {
     /// A connection to the log, opened with the tenant.
     log: Mutex<RedisLog>,
     /// Schema records seen at the last look.
@@ -100,7 +151,7 @@ pub(super) struct SchemaWatch {
 
 impl SchemaWatch {
     /// Watch the log of `url`, starting from the modules it holds now.
-    pub(super) fn open(url: &StoreUrl) -> Result<SchemaWatch, ServiceError> {
+    fn open(url: &StoreUrl) -> Result<SchemaWatch, ServiceError> {
         let log = RedisLog::connect(url).map_err(ctxgraph::Error::from)?;
         let seen = log.read_kind(RecordKind::Schema).map_err(ctxgraph::Error::from)?.len();
         Ok(SchemaWatch { log: Mutex::new(log), seen: AtomicUsize::new(seen) })
@@ -109,7 +160,7 @@ impl SchemaWatch {
     /// Whether the log holds another number of schema modules than at the last look. A failed
     /// look says no: the ingest that asked then validates with the schema it has, and a record
     /// that needs a newer module is refused for it, to be retried.
-    pub(super) fn changed(&self) -> bool {
+    fn changed(&self) -> bool {
         let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         match log.read_kind(RecordKind::Schema) {
             Ok(modules) => self.seen.swap(modules.len(), Ordering::AcqRel) != modules.len(),
