@@ -1,6 +1,7 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
-//! store the read commands, `ingest`, `stats`, `worker`, `bench ingest` and `bench recall` run
-//! (`migrate` takes its stores as arguments); every other command, which would write the graph
+//! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
+//! `stats`, `worker`, `bench ingest` and `bench recall` run (`migrate` takes its stores as
+//! arguments); every other command, which would write the graph
 //! in place, refuses the URL with what is true rather than take it for a file path or pretend
 //! to run there (docs/scale-out.md says what exists).
 
@@ -35,7 +36,8 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
-         `log`, `recall`, `search`), `stats`, `worker`, `bench ingest` and `bench recall` run yet \
+         `log`, `recall`, `search`), `forget`, `forgotten`, `stats`, `worker`, `bench ingest` \
+         and `bench recall` run yet \
          (docs/scale-out.md says what exists); pass a store file to --db \
          (rule: db.backend_unsupported)",
         command_name()
@@ -43,8 +45,9 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
 }
 
 /// The commands that run on a scale-out store: its own (`stats`, `worker`, `bench ingest`,
-/// `bench recall`),
-/// `ingest` (appended; the workers fold) and the reads, which see what the workers folded.
+/// `bench recall`), `ingest` (appended; the workers fold), `forget` (the forget record and its
+/// tombstones appended together, the graph folded through it, the append-only file rewritten)
+/// and the reads, which see what the workers folded.
 fn runs_on_scale_out(command: &Command) -> bool {
     matches!(
         command,
@@ -53,6 +56,8 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Bench(BenchCommand::Ingest { .. })
             | Command::Bench(BenchCommand::Recall { .. })
             | Command::Ingest(_)
+            | Command::Forget { .. }
+            | Command::Forgotten
             | Command::Get { .. }
             | Command::Neighbors { .. }
             | Command::Session { .. }

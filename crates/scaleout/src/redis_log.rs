@@ -28,6 +28,8 @@ use redis::{Script, Value};
 use crate::reply::{TIMEOUT, connect, failure, text};
 use crate::url::StoreUrl;
 
+mod forget;
+
 /// Records read per script call: a script blocks the server while it runs, so a long read is
 /// split into pages (positions are gap-free and records immutable but for redaction, so the
 /// pages join up).
@@ -75,6 +77,7 @@ struct Scripts {
     read_kind: Script,
     redact: Script,
     import: Script,
+    forget: Script,
 }
 
 impl Scripts {
@@ -93,6 +96,11 @@ impl Scripts {
                 "#!lua\n",
                 include_str!("redis_log/write_record.lua"),
                 include_str!("redis_log/import.lua")
+            )),
+            forget: Script::new(concat!(
+                "#!lua\n",
+                include_str!("redis_log/write_record.lua"),
+                include_str!("redis_log/forget.lua")
             )),
         }
     }

@@ -33,7 +33,6 @@ fn a_scale_out_url_is_refused_naming_the_command_and_nothing_is_created() {
         &["enrich"],
         &["consolidate"],
         &["reproject"],
-        &["forget", "event", "x", "--yes"],
         &["backup", "copy.ctxg"],
     ];
     for args in refused {
@@ -532,3 +531,5 @@ fn reads_on_a_scale_out_store_equal_a_store_file_without_stages_two_and_three() 
     }
     assert!(found > 0, "the questions found something");
 }
+
+mod forget;
