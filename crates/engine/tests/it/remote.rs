@@ -490,3 +490,5 @@ fn writes_that_change_the_graph_in_place_are_refused_on_a_remote_store() {
     assert_eq!(log(&p.remote).len(), head, "nothing was written");
     assert_eq!(p.remote.owner_reader().unwrap().node(&event).unwrap().map(|n| n.key), Some(event));
 }
+
+mod forget;
