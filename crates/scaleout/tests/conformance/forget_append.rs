@@ -3,7 +3,7 @@
 //! makes it write nothing.
 
 use ctxgraph_ontology::{Limits, RecordKind, Schema, ValidRecord, validate};
-use ctxgraph_store::{Appended, ForgetAppend, LogReader, Redaction, StoreError};
+use ctxgraph_store::{Appended, ForgetAppend, Redaction, StoreError};
 use serde_json::json;
 
 use crate::harness::{Backend, RedisBackend};
