@@ -71,6 +71,12 @@ impl RemoteStore for FileRemote {
     }
 }
 
+/// An engine on a [`FileRemote`] over the store file at `path` (which may be open elsewhere):
+/// every read goes the remote way, each query its own read.
+pub(crate) fn remote_engine(path: &Path) -> Engine {
+    Engine::open_remote(Box::new(FileRemote::open(path)), EngineOptions::default()).unwrap()
+}
+
 /// A read whose every query is one read transaction.
 struct PerQuery<'a>(&'a Mutex<Embedded>);
 
