@@ -307,8 +307,8 @@ fn no_leak(
 ) -> Result<(), TestCaseError> {
     {
         let snap = e.owner_reader().unwrap();
-        let oracle = Oracle::new(&snap, &who);
-        let scoped = snap.as_principal(&who);
+        let oracle = Oracle::new(&snap, who);
+        let scoped = snap.as_principal(who);
         let leak = |k: &NodeKey| oracle.hidden.contains(k);
 
         // Counts.
