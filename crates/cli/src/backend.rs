@@ -24,10 +24,11 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     }
     let url = StoreUrl::parse(text).map_err(|e| anyhow::anyhow!("--db: {e}"))?;
     if runs_on_scale_out(&cli.command) {
-        if let Some(who) = &cli.as_principal {
+        if let Some(who) = cli.as_principal.as_ref().filter(|_| !takes_principal(&cli.command)) {
             bail!(
-                "--as `{who}`: a scale-out store has no principal registry yet; command `{}` \
-                 runs on {url} as its owner only, without --as (rule: db.backend_unsupported)",
+                "--as `{who}`: command `{}` runs on {url} as the store's owner only, without \
+                 --as; `ingest`, `forget`, `forgotten` and the reads take --as with the \
+                 registry --principals names (rule: db.backend_unsupported)",
                 command_name()
             );
         }
@@ -56,6 +57,26 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Bench(BenchCommand::Ingest { .. })
             | Command::Bench(BenchCommand::Recall { .. })
             | Command::Ingest(_)
+            | Command::Forget { .. }
+            | Command::Forgotten
+            | Command::Get { .. }
+            | Command::Neighbors { .. }
+            | Command::Session { .. }
+            | Command::Chain { .. }
+            | Command::View { .. }
+            | Command::Log { .. }
+            | Command::Recall(_)
+            | Command::Search { .. }
+    )
+}
+
+/// The commands that take `--as` on a scale-out store: those that go through the engine, whose
+/// `Reader` applies the principal's policy (`stats`, `worker` and the benchmarks read and write
+/// the store directly, as its owner).
+fn takes_principal(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Ingest(_)
             | Command::Forget { .. }
             | Command::Forgotten
             | Command::Get { .. }
