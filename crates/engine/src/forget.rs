@@ -129,6 +129,12 @@ impl Engine {
     /// free disk space of about the file's size; if that fails the forget stands and the error
     /// is [`Error::ForgetRewrite`]. A target whose records an earlier target of the batch already redacted
     /// (an event of a session forgotten before it) gets its forget record with `redacted: 0`.
+    ///
+    /// On a remote store that runs it ([`ctxgraph_store::RemoteStore::forgets`]) there is no
+    /// transaction: each target's forget record and tombstones are appended together, the graph
+    /// is folded through them in this call and the server rewrites its persistence (see
+    /// `forget/remote.rs`); an entity is refused there ([`Error::BackendUnsupported`]), and so is
+    /// any forget on a remote store that does not run it.
     pub fn forget_many(
         &mut self,
         targets: &[ForgetTarget],
