@@ -261,8 +261,15 @@ impl RedisLog {
     /// taken before are not touched (delete them, or take a new one).
     pub fn rewrite_persistence(&mut self) -> Result<(), StoreError> {
         let conn = &mut *self.conn.borrow_mut();
-        redis::cmd("BGREWRITEAOF").query::<Value>(conn).map_err(|e| remote(&self.url, &e))?;
         let started = std::time::Instant::now();
+        // A rewrite already running (another forget's) may have copied the data before this
+        // caller's changes: wait for it to end, then start one.
+        while let Err(e) = redis::cmd("BGREWRITEAOF").query::<Value>(conn) {
+            if !e.to_string().contains("already in progress") || started.elapsed() > TIMEOUT {
+                return Err(remote(&self.url, &e));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         loop {
             let info: String = redis::cmd("INFO")
                 .arg("persistence")

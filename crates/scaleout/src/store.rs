@@ -21,6 +21,7 @@ use crate::redis_log::RedisLog;
 use crate::url::StoreUrl;
 
 mod forget;
+mod telemetry;
 
 /// The most idle connection pairs a store keeps; reads beyond it open their own, closed after.
 const POOL_MAX: usize = 8;

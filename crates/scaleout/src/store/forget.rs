@@ -1,7 +1,8 @@
 //! A forget on a scale-out store: the log's part is one script ([`RedisLog::forget_append`]);
 //! the graph's part is the fold of the forget record, run here through the record if no worker
-//! has run it yet; then the append-only file is rewritten, so that the commands that carried
-//! the forgotten bytes leave the disk.
+//! has run it yet; then the graph's query telemetry is dropped and the append-only file is
+//! rewritten, so that the queries and commands that carried the forgotten bytes leave the server
+//! and the disk.
 
 use ctxgraph_ontology::ValidRecord;
 use ctxgraph_projection::ProjectionError;
@@ -56,9 +57,12 @@ impl ScaleOutStore {
         Ok(through)
     }
 
-    /// [`crate::RedisLog::rewrite_persistence`] over a pooled connection.
+    /// Drop the graph's query telemetry ([`super::telemetry::drop_telemetry`]: the fold's
+    /// queries carried the forgotten text there), then [`crate::RedisLog::rewrite_persistence`]
+    /// over a pooled connection.
     pub(super) fn rewrite(&self) -> Result<(), StoreError> {
         let mut conn = self.take()?;
+        super::telemetry::drop_telemetry(&self.url, conn.graph.graph_name())?;
         conn.log.rewrite_persistence()?;
         self.give_back(conn);
         Ok(())

@@ -13,9 +13,9 @@ fn admin(store: &str) -> redis::Connection {
     redis::Client::open(server).and_then(|c| c.get_connection()).unwrap()
 }
 
-/// Whether `needle` is in any key of the server: its name, what it holds (read by its type's
-/// commands) or its `DUMP` serialisation.
-fn server_holds(conn: &mut redis::Connection, needle: &str) -> bool {
+/// The first key of the server holding `needle`: in its name, what it holds (read by its
+/// type's commands) or its `DUMP` serialisation.
+fn key_holding(conn: &mut redis::Connection, needle: &str) -> Option<String> {
     let mut cursor = 0u64;
     loop {
         let (next, keys): (u64, Vec<Vec<u8>>) =
@@ -37,11 +37,11 @@ fn server_holds(conn: &mut redis::Connection, needle: &str) -> bool {
             flatten(&held, &mut bytes);
             flatten(&dump, &mut bytes);
             if contains(&bytes, needle.as_bytes()) {
-                return true;
+                return Some(String::from_utf8_lossy(&key).into_owned());
             }
         }
         if next == 0 {
-            return false;
+            return None;
         }
         cursor = next;
     }
@@ -145,7 +145,7 @@ fn forget_leaves_no_bytes_on_the_server_and_equals_the_store_file() {
     assert_eq!(code, 0, "{err}");
     let mut conn = admin(&to);
     for secret in [&event_secret, &session_secret] {
-        assert!(server_holds(&mut conn, secret), "the probe finds {secret} before the forget");
+        assert!(key_holding(&mut conn, secret).is_some(), "the probe finds {secret} first");
     }
     let fsync: Vec<String> =
         redis::cmd("CONFIG").arg("GET").arg("appendfsync").query(&mut conn).unwrap();
@@ -168,7 +168,8 @@ fn forget_leaves_no_bytes_on_the_server_and_equals_the_store_file() {
     // No key on the server holds either secret, and after the rewrite no append-only file
     // does (the server deletes the replaced files just after the rewrite, on a thread).
     for secret in [&event_secret, &session_secret] {
-        assert!(!server_holds(&mut conn, secret), "{secret} is still in a key");
+        let held = key_holding(&mut conn, secret);
+        assert_eq!(held, None, "{secret} is still in a key");
         let mut tries = 0;
         while on_disk(&mut conn, secret) {
             tries += 1;
