@@ -56,18 +56,7 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Worker(_)
             | Command::Bench(BenchCommand::Ingest { .. })
             | Command::Bench(BenchCommand::Recall { .. })
-            | Command::Ingest(_)
-            | Command::Forget { .. }
-            | Command::Forgotten
-            | Command::Get { .. }
-            | Command::Neighbors { .. }
-            | Command::Session { .. }
-            | Command::Chain { .. }
-            | Command::View { .. }
-            | Command::Log { .. }
-            | Command::Recall(_)
-            | Command::Search { .. }
-    )
+    ) || takes_principal(command)
 }
 
 /// The commands that take `--as` on a scale-out store: those that go through the engine, whose

@@ -67,8 +67,9 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
         Err(no_forget(&self.location()))
     }
 
-    /// Have the server rewrite whatever it persists by replaying writes (an append-only
-    /// file), so that the writes a forget replaced leave the disk too; returns when done.
+    /// Have the server drop what it keeps of past queries and rewrite what it persists by
+    /// replaying writes (an append-only file), so that the queries and writes that carried what
+    /// a forget replaced leave the server and the disk; returns when done.
     fn rewrite_persistence(&self) -> Result<(), StoreError> {
         Err(no_forget(&self.location()))
     }
