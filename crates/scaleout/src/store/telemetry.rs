@@ -14,16 +14,20 @@ use crate::url::StoreUrl;
 
 /// Drop the telemetry stream of `graph` once every query run on it before this call is in it:
 /// a marker query is run, and the stream is read until the marker shows (the server drains
-/// its record of queries in order). A server that keeps no telemetry (`MAX_INFO_QUERIES` 0)
-/// is left alone.
+/// its record of queries in order). A server that keeps no telemetry (`MAX_INFO_QUERIES` 0, or
+/// a build without the setting) is left alone.
 pub(super) fn drop_telemetry(url: &StoreUrl, graph: &str) -> Result<(), StoreError> {
     let fail = |e: redis::RedisError| failure("redis", url, &e);
     let mut conn = connect(url).map_err(fail)?;
-    let config: Value = redis::cmd("GRAPH.CONFIG")
-        .arg("GET")
-        .arg("MAX_INFO_QUERIES")
-        .query(&mut conn)
-        .map_err(fail)?;
+    let config = redis::cmd("GRAPH.CONFIG").arg("GET").arg("MAX_INFO_QUERIES").query(&mut conn);
+    let config: Value = match config {
+        Ok(config) => config,
+        // A build that does not know the setting keeps no telemetry.
+        Err(e) if matches!(e.kind(), redis::ErrorKind::Server(_) | redis::ErrorKind::Extension) => {
+            return Ok(());
+        }
+        Err(e) => return Err(fail(e)),
+    };
     if matches!(&config, Value::Array(pair) if matches!(pair.as_slice(), [_, Value::Int(0)])) {
         return Ok(());
     }
