@@ -131,6 +131,9 @@ pub(crate) fn principal(cli: &Cli) -> anyhow::Result<Principal> {
 /// store's is refused: tenants are separate stores, and `--as` must not read across them.
 pub(crate) fn principal_for(cli: &Cli, store: &Path) -> anyhow::Result<Principal> {
     let Some(name) = &cli.as_principal else { return Ok(Principal::local()) };
+    if let Some(url) = store.to_str().filter(|s| s.starts_with("redis://")) {
+        return scale_out_principal(cli, name, url);
+    }
     let path = registry_path(cli, store);
     let registry = Principals::open(&path)
         .with_context(|| format!("reading the principal registry {}", path.display()))?;
@@ -150,6 +153,60 @@ pub(crate) fn principal_for(cli: &Cli, store: &Path) -> anyhow::Result<Principal
         .into());
     }
     Ok(who)
+}
+
+/// `--as NAME` on a scale-out store (`redis://HOST:PORT/STORE`): the registry is the one
+/// `--principals` names (the servers' `DATA/principals.json`; nothing lies beside a store on a
+/// server to find one by), and the principal's tenant must be the store's
+/// ([`scale_out_tenant`]).
+fn scale_out_principal(cli: &Cli, name: &str, url: &str) -> anyhow::Result<Principal> {
+    let url = ctxgraph_scaleout::StoreUrl::parse(url).map_err(|e| anyhow::anyhow!("--db: {e}"))?;
+    let Some(path) = &cli.principals else {
+        return Err(ctxgraph::Error::Access {
+            code: "access.registry_required",
+            message: format!(
+                "--as {name:?} on the scale-out store {url}: pass the principal registry its \
+                 servers read with --principals FILE (their DATA/principals.json); a store on a \
+                 server has no file beside it"
+            ),
+        }
+        .into());
+    };
+    let registry = Principals::open(path)
+        .with_context(|| format!("reading the principal registry {}", path.display()))?;
+    let who = registry.get(name)?;
+    let tenant = scale_out_tenant(url.name(), registry.list().map(|p| p.tenant.as_str()));
+    if who.tenant() != tenant {
+        return Err(ctxgraph::Error::Access {
+            code: "access.wrong_tenant",
+            message: format!(
+                "principal {name:?} belongs to tenant {:?}, but the store {url} holds tenant \
+                 {tenant:?}; open its own tenant's store (STORE-{} on the server, where \
+                 `serve --db redis://HOST:PORT/STORE` keeps it)",
+                who.tenant(),
+                who.tenant()
+            ),
+        }
+        .into());
+    }
+    Ok(who)
+}
+
+/// The tenant a scale-out store holds: `t` for a store named `BASE-t` where `t` is a tenant of
+/// the registry (the longest such: `serve --db redis://HOST:PORT/BASE` keeps tenant `t` in the
+/// store `BASE-t`), otherwise the default tenant (as for a store file outside a data
+/// directory).
+fn scale_out_tenant<'a>(store: &str, tenants: impl Iterator<Item = &'a str>) -> String {
+    tenants
+        .filter(|t| {
+            store
+                .strip_suffix(t)
+                .and_then(|base| base.strip_suffix('-'))
+                .is_some_and(|b| !b.is_empty())
+        })
+        .max_by_key(|t| t.len())
+        .unwrap_or(ctxgraph::access::DEFAULT_TENANT)
+        .to_owned()
 }
 
 /// The tenant a store file holds: `<name>` for a server's `tenants/<name>.ctxg`, otherwise the
@@ -206,5 +263,25 @@ fn registry_path(cli: &Cli, store: &Path) -> PathBuf {
             data.join("principals.json")
         }
         _ => dir.join("principals.json"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scale_out_tenant;
+
+    #[test]
+    fn a_scale_out_store_holds_the_registry_tenant_its_name_ends_with() {
+        let tenants = ["acme", "default", "co-acme", "x"];
+        let of = |store: &str| scale_out_tenant(store, tenants.iter().copied());
+        assert_eq!(of("team-acme"), "acme");
+        // The longest tenant the name ends with wins.
+        assert_eq!(of("team-co-acme"), "co-acme");
+        assert_eq!(of("team-default"), "default");
+        // No tenant suffix, a bare tenant name, or a suffix without its dash: the default.
+        assert_eq!(of("team"), "default");
+        assert_eq!(of("acme"), "default");
+        assert_eq!(of("teamacme"), "default");
+        assert_eq!(scale_out_tenant("team-acme", std::iter::empty()), "default");
     }
 }

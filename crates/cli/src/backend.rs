@@ -1,8 +1,8 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
-//! store the read commands, `ingest`, `stats`, `worker`, `serve`, `mcp`, `bench ingest` and
-//! `bench recall` run (`migrate` takes its stores as arguments); every other command, which
-//! would write the graph in place, refuses the URL with what is true rather than take it for a
-//! file path or pretend to run there (docs/scale-out.md says what exists).
+//! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
+//! `stats`, `worker`, `serve`, `mcp`, `bench ingest` and `bench recall` run (`migrate` takes its
+//! stores as arguments); every other command, which would write the graph in place, refuses the URL with what is true rather than take it for a file path or pretend
+//! to run there (docs/scale-out.md says what exists).
 
 use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};
@@ -27,11 +27,13 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
         // directory's registry: both take principals from there.
         let registry = matches!(&cli.command, Command::Serve(_))
             || matches!(&cli.command, Command::Mcp(args) if args.data.is_some());
-        if let Some(who) = cli.as_principal.as_ref().filter(|_| !registry) {
+        let refused = !registry && !takes_principal(&cli.command);
+        if let Some(who) = cli.as_principal.as_ref().filter(|_| refused) {
             bail!(
-                "--as `{who}`: a scale-out store has no principal registry yet; command `{}` \
-                 runs on {url} as its owner only, without --as (`mcp --data DIR --as NAME` \
-                 reads the data directory's registry) (rule: db.backend_unsupported)",
+                "--as `{who}`: command `{}` runs on {url} as the store's owner only, without \
+                 --as; `ingest`, `forget`, `forgotten` and the reads take --as with the \
+                 registry --principals names, and `mcp --data DIR --as NAME` reads the data \
+                 directory's registry (rule: db.backend_unsupported)",
                 command_name()
             );
         }
@@ -40,8 +42,8 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
-         `log`, `recall`, `search`), `stats`, `worker`, `serve`, `mcp`, `bench ingest` and \
-         `bench recall` run yet \
+         `log`, `recall`, `search`), `forget`, `forgotten`, `stats`, `worker`, `serve`, `mcp`, \
+         `bench ingest` and `bench recall` run yet \
          (docs/scale-out.md says what exists); pass a store file to --db \
          (rule: db.backend_unsupported)",
         command_name()
@@ -49,16 +51,31 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
 }
 
 /// The commands that run on a scale-out store: its own (`stats`, `worker`, `bench ingest`,
-/// `bench recall`), `ingest` (appended; the workers fold), the reads, which see what the
-/// workers folded, and the servers (`serve`, `mcp`), which do both.
+/// `bench recall`), `ingest` (appended; the workers fold), `forget` (the forget record and its
+/// tombstones appended together, the graph folded through it, the append-only file rewritten),
+/// the reads, which see what the workers folded, and the servers (`serve`, `mcp`), which do
+/// both.
 fn runs_on_scale_out(command: &Command) -> bool {
     matches!(
         command,
         Command::Stats
             | Command::Worker(_)
+            | Command::Serve(_)
+            | Command::Mcp(_)
             | Command::Bench(BenchCommand::Ingest { .. })
             | Command::Bench(BenchCommand::Recall { .. })
-            | Command::Ingest(_)
+    ) || takes_principal(command)
+}
+
+/// The commands that take `--as` on a scale-out store: those that go through the engine, whose
+/// `Reader` applies the principal's policy (`stats`, `worker` and the benchmarks read and write
+/// the store directly, as its owner).
+fn takes_principal(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Ingest(_)
+            | Command::Forget { .. }
+            | Command::Forgotten
             | Command::Get { .. }
             | Command::Neighbors { .. }
             | Command::Session { .. }
@@ -67,8 +84,6 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Log { .. }
             | Command::Recall(_)
             | Command::Search { .. }
-            | Command::Serve(_)
-            | Command::Mcp(_)
     )
 }
 

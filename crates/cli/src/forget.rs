@@ -106,7 +106,7 @@ fn confirmed(kind: ForgetKind, ids: &[String]) -> anyhow::Result<bool> {
     let mut err = std::io::stderr();
     write!(
         err,
-        "Forget {} {}? This cannot be undone: the content is removed from the store file. [y/N] ",
+        "Forget {} {}? This cannot be undone: the content is removed from the store. [y/N] ",
         kind.as_str(),
         ids.join(" ")
     )?;

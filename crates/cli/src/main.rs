@@ -107,9 +107,7 @@ pub(crate) fn with_embedder(
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
     output::set_style(output::Style { utc: cli.utc, wide: cli.wide });
     backend::refuse_scale_out(&cli)?;
-    if scale_out::store_url(&cli)?.is_none() {
-        access::gate(&cli)?;
-    }
+    access::gate(&cli)?;
     match &cli.command {
         Command::Demo => demo::run(&cli),
         Command::Init => read::init(&cli),

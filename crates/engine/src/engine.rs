@@ -124,9 +124,11 @@ impl Engine {
     /// module in its log. Every read works, on the graph as the store's projection workers
     /// have folded it; [`Engine::ingest_batch`] and [`Engine::ingest_jsonl`] validate as on the
     /// embedded store and append, and a read sees a record once the graph's
-    /// `projected_through` reaches its position ([`Engine::wait_projected`]). Writes that
-    /// change the graph in place (enrich, consolidate, forget, reproject, retention, entity
-    /// resolution, memory links, …) are refused with `db.backend_unsupported`.
+    /// `projected_through` reaches its position ([`Engine::wait_projected`]).
+    /// [`Engine::forget_many`] runs on a store that says it can ([`RemoteStore::forgets`]), for
+    /// events, sessions and memories. Writes that change the graph in place (enrich,
+    /// consolidate, reproject, retention, entity resolution, memory links, …) are refused with
+    /// `db.backend_unsupported`.
     pub fn open_remote(
         store: Box<dyn RemoteStore>,
         options: EngineOptions,

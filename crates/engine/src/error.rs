@@ -73,10 +73,11 @@ pub enum Error {
         field: &'static str,
     },
     /// The forget was committed (its records are redacted and everything derived is gone), but
-    /// rewriting the store file afterwards failed, so bytes of the forgotten content may remain
-    /// in unused parts of the file until the next forget rewrites it (service error).
+    /// rewriting the store's files afterwards failed (the store file; a scale-out server's
+    /// append-only file), so bytes of the forgotten content may remain in unused parts of them
+    /// until the next forget rewrites them (service error).
     #[error(
-        "the forget was committed, but rewriting the store file failed: {source} (rule: forget.rewrite_failed)"
+        "the forget was committed, but rewriting the store's files failed: {source} (rule: forget.rewrite_failed)"
     )]
     ForgetRewrite {
         /// What failed.

@@ -37,6 +37,7 @@ use crate::error::Error;
 use crate::view::Snapshot;
 
 mod entity;
+mod remote;
 
 /// What to forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +46,39 @@ pub struct ForgetTarget {
     pub kind: ForgetKind,
     /// Its id.
     pub id: String,
+}
+
+/// The forget record of `target` (never its content) and its id.
+fn forget_record(
+    schema: &Schema,
+    limits: &ctxgraph_ontology::Limits,
+    target: &ForgetTarget,
+    by: &str,
+    reason: Option<&str>,
+    at: &str,
+    redacted: usize,
+) -> Result<(ctxgraph_ontology::ValidRecord, String), Error> {
+    // An entity's id is its name: the record holds a digest of it.
+    let target_id = match target.kind {
+        ForgetKind::Entity => entity_digest(&target.id),
+        ForgetKind::Event | ForgetKind::Session | ForgetKind::Memory => target.id.clone(),
+    };
+    let mut json = serde_json::json!({
+        "record_type": "forget",
+        "target": {"kind": target.kind.as_str(), "id": target_id},
+        "by": by,
+        "at": at,
+        "redacted": redacted,
+    });
+    if let Some(reason) = reason {
+        json["reason"] = reason.into();
+    }
+    let record = validate(schema, limits, &json.to_string())?;
+    let RecordBody::Forget(forget) = record.body() else {
+        return Err(Error::Corruption { position: 0, reason: "forget record".into() });
+    };
+    let forget_id = forget.forget_id.clone();
+    Ok((record, forget_id))
 }
 
 /// What a forget did.
@@ -95,6 +129,12 @@ impl Engine {
     /// free disk space of about the file's size; if that fails the forget stands and the error
     /// is [`Error::ForgetRewrite`]. A target whose records an earlier target of the batch already redacted
     /// (an event of a session forgotten before it) gets its forget record with `redacted: 0`.
+    ///
+    /// On a remote store that runs it ([`ctxgraph_store::RemoteStore::forgets`]) there is no
+    /// transaction: each target's forget record and tombstones are appended together, the graph
+    /// is folded through them in this call and the server rewrites its persistence (see
+    /// `forget/remote.rs`); an entity is refused there ([`Error::BackendUnsupported`]), and so is
+    /// any forget on a remote store that does not run it.
     pub fn forget_many(
         &mut self,
         targets: &[ForgetTarget],
@@ -111,13 +151,25 @@ impl Engine {
         by: &str,
         reason: Option<&str>,
     ) -> Result<(Vec<ForgetReport>, ForgetTimings), Error> {
-        self.backend.embedded("forget")?;
-        let mut timings = ForgetTimings::default();
-        let started = Instant::now();
-        let at = crate::knowledge::now();
         let mut seen = BTreeSet::new();
         let targets: Vec<&ForgetTarget> =
             targets.iter().filter(|t| seen.insert((t.kind, t.id.as_str()))).collect();
+        if let crate::backend::Backend::Remote(store) = &self.backend {
+            let out = remote::forget_many(
+                store.as_ref(),
+                &self.schema,
+                &self.options.limits,
+                &targets,
+                by,
+                reason,
+            );
+            // Whatever failed, the log may have changed: caches must not keep what went.
+            self.caches.clear();
+            return out;
+        }
+        let mut timings = ForgetTimings::default();
+        let started = Instant::now();
+        let at = crate::knowledge::now();
         // An entity's events may need new embeddings: load the model before the transaction.
         let embedder = match targets.iter().any(|t| t.kind == ForgetKind::Entity) {
             true => Some(self.embedder()?),
@@ -197,26 +249,8 @@ impl Forgetter<'_> {
             }
         };
         let redacted = records.len() + plan.about.len() + plan.names.len();
-        // An entity's id is its name: the record holds a digest of it.
-        let target_id = match target.kind {
-            ForgetKind::Entity => entity_digest(&target.id),
-            ForgetKind::Event | ForgetKind::Session | ForgetKind::Memory => target.id.clone(),
-        };
-        let mut json = serde_json::json!({
-            "record_type": "forget",
-            "target": {"kind": target.kind.as_str(), "id": target_id},
-            "by": by,
-            "at": at,
-            "redacted": redacted,
-        });
-        if let Some(reason) = reason {
-            json["reason"] = reason.into();
-        }
-        let record = validate(self.schema, &self.limits, &json.to_string())?;
-        let RecordBody::Forget(forget) = record.body() else {
-            return Err(Error::Corruption { position: 0, reason: "forget record".into() });
-        };
-        let forget_id = forget.forget_id.clone();
+        let (record, forget_id) =
+            forget_record(self.schema, &self.limits, target, by, reason, at, redacted)?;
         let position = match w.append(&record, at)? {
             ctxgraph_store::Appended::New(p) => p,
             ctxgraph_store::Appended::Duplicate(_) => {
@@ -520,9 +554,8 @@ fn memory_records(
     Ok((records, keys))
 }
 
-/// Log and graph reads of one transaction.
-trait ReadBoth: LogReader + GraphReader {}
-impl<T: LogReader + GraphReader> ReadBoth for T {}
+// Log and graph reads of one transaction (or of one remote read).
+use ctxgraph_store::StoreRead as ReadBoth;
 
 /// The candidates and the nodes one edge away that a forget may delete with them (summaries,
 /// entities, topics, memory sessions, outcomes).

@@ -28,6 +28,8 @@ use redis::{Script, Value};
 use crate::reply::{TIMEOUT, connect, failure, text};
 use crate::url::StoreUrl;
 
+mod forget;
+
 /// Records read per script call: a script blocks the server while it runs, so a long read is
 /// split into pages (positions are gap-free and records immutable but for redaction, so the
 /// pages join up).
@@ -75,6 +77,7 @@ struct Scripts {
     read_kind: Script,
     redact: Script,
     import: Script,
+    forget: Script,
 }
 
 impl Scripts {
@@ -93,6 +96,11 @@ impl Scripts {
                 "#!lua\n",
                 include_str!("redis_log/write_record.lua"),
                 include_str!("redis_log/import.lua")
+            )),
+            forget: Script::new(concat!(
+                "#!lua\n",
+                include_str!("redis_log/write_record.lua"),
+                include_str!("redis_log/forget.lua")
             )),
         }
     }
@@ -253,8 +261,15 @@ impl RedisLog {
     /// taken before are not touched (delete them, or take a new one).
     pub fn rewrite_persistence(&mut self) -> Result<(), StoreError> {
         let conn = &mut *self.conn.borrow_mut();
-        redis::cmd("BGREWRITEAOF").query::<Value>(conn).map_err(|e| remote(&self.url, &e))?;
         let started = std::time::Instant::now();
+        // A rewrite already running (another forget's) may have copied the data before this
+        // caller's changes: wait for it to end, then start one.
+        while let Err(e) = redis::cmd("BGREWRITEAOF").query::<Value>(conn) {
+            if !e.to_string().contains("already in progress") || started.elapsed() > TIMEOUT {
+                return Err(remote(&self.url, &e));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         loop {
             let info: String = redis::cmd("INFO")
                 .arg("persistence")

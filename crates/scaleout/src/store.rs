@@ -12,13 +12,16 @@ use std::sync::{Mutex, PoisonError};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
-    Appended, Archived, EdgeGroup, GraphCounts, GraphReader, LogEntry, LogReader, RemoteStore,
-    SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
+    Appended, Archived, EdgeGroup, ForgetAppend, GraphCounts, GraphReader, LogEntry, LogReader,
+    Redaction, RemoteStore, SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
 };
 
 use crate::falkor_graph::FalkorGraph;
 use crate::redis_log::RedisLog;
 use crate::url::StoreUrl;
+
+mod forget;
+mod telemetry;
 
 /// The most idle connection pairs a store keeps; reads beyond it open their own, closed after.
 const POOL_MAX: usize = 8;
@@ -111,6 +114,28 @@ impl RemoteStore for ScaleOutStore {
 
     fn location(&self) -> String {
         self.url.to_string()
+    }
+
+    fn forgets(&self) -> bool {
+        true
+    }
+
+    fn forget_append(
+        &self,
+        record: &ValidRecord,
+        recorded_at: &str,
+        head: u64,
+        redactions: &[Redaction],
+    ) -> Result<ForgetAppend, StoreError> {
+        self.forget_on_log(record, recorded_at, head, redactions)
+    }
+
+    fn fold_through(&self, position: u64) -> Result<u64, StoreError> {
+        self.fold_to(position)
+    }
+
+    fn rewrite_persistence(&self) -> Result<(), StoreError> {
+        self.rewrite()
     }
 }
 

@@ -30,7 +30,7 @@ pub use embedded::{
     props_to, set_heap_limit,
 };
 pub use error::StoreError;
-pub use remote::{RemoteStore, StoreRead};
+pub use remote::{ForgetAppend, Redaction, RemoteStore, StoreRead};
 
 /// A node's edges of one type in one direction (see [`GraphReader::edge_groups`]): the first
 /// of them in index order (by the far endpoint's node id, then qualifier) and how many there

@@ -33,4 +33,76 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
 
     /// Where the store lives, for messages (a URL without credentials).
     fn location(&self) -> String;
+
+    /// Whether the store runs a forget ([`RemoteStore::forget_append`],
+    /// [`RemoteStore::fold_through`] and [`RemoteStore::rewrite_persistence`]). The engine asks
+    /// before it reads or writes anything, and refuses a forget on a store that says no.
+    fn forgets(&self) -> bool {
+        false
+    }
+
+    /// Append a forget record and replace the bodies of the records it redacts, as one atomic
+    /// step: either the record and every redaction are written, or nothing is (a crash cannot
+    /// leave the forget record without its tombstones). Nothing is written, and
+    /// [`ForgetAppend::Changed`] says so, when the log's head is no longer `head` or a record
+    /// to redact no longer has the body the caller read: the caller reads again and retries.
+    /// A forget record already stored is [`ForgetAppend::Done`] with a duplicate and redacts
+    /// nothing; one whose id is taken by other content is [`StoreError::Conflict`].
+    fn forget_append(
+        &self,
+        record: &ValidRecord,
+        recorded_at: &str,
+        head: u64,
+        redactions: &[Redaction],
+    ) -> Result<ForgetAppend, StoreError> {
+        let _ = (record, recorded_at, head, redactions);
+        Err(no_forget(&self.location()))
+    }
+
+    /// Bring the graph's projection through `position` now, in the calling process if no
+    /// worker has (so that a forget's nodes are gone when it returns); returns the graph's
+    /// `projected_through`, at least `position`.
+    fn fold_through(&self, position: u64) -> Result<u64, StoreError> {
+        let _ = position;
+        Err(no_forget(&self.location()))
+    }
+
+    /// Have the server drop what it keeps of past queries and rewrite what it persists by
+    /// replaying writes (an append-only file), so that the queries and writes that carried what
+    /// a forget replaced leave the server and the disk; returns when done.
+    fn rewrite_persistence(&self) -> Result<(), StoreError> {
+        Err(no_forget(&self.location()))
+    }
+}
+
+/// One record a forget replaces with a tombstone ([`RemoteStore::forget_append`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redaction {
+    /// Its log position.
+    pub position: u64,
+    /// Its body as the forget read it: the redaction is refused if the body changed since.
+    pub read: String,
+    /// The tombstone that replaces it.
+    pub tombstone: String,
+}
+
+/// What [`RemoteStore::forget_append`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForgetAppend {
+    /// The forget record was appended (and the records redacted), or was there already.
+    Done(Appended),
+    /// Nothing was written: the log moved past the head the caller read, or the record at this
+    /// position changed since it was read.
+    Changed {
+        /// The head found, or the position of the changed record.
+        position: u64,
+    },
+}
+
+/// The answer of a remote store that does not run a forget.
+fn no_forget(location: &str) -> StoreError {
+    StoreError::Remote {
+        backend: "remote",
+        detail: format!("{location}: this store does not run a forget"),
+    }
 }

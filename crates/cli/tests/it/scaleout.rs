@@ -34,7 +34,6 @@ fn a_scale_out_url_is_refused_naming_the_command_and_nothing_is_created() {
         &["enrich"],
         &["consolidate"],
         &["reproject"],
-        &["forget", "event", "x", "--yes"],
         &["backup", "copy.ctxg"],
     ];
     for args in refused {
@@ -70,9 +69,9 @@ fn completions_need_no_store() {
 }
 
 #[test]
-fn the_commands_of_the_scale_out_backend_take_no_principal() {
+fn the_scale_out_commands_that_bypass_the_engine_take_no_principal() {
     let dir = TempDir::new().unwrap();
-    for args in [&["stats"][..], &["worker", "--once"], &["recall", "why"], &["ingest", "-"]] {
+    for args in [&["stats"][..], &["worker", "--once"], &["bench", "recall"]] {
         let out = Command::cargo_bin("ctxgraph")
             .unwrap()
             .current_dir(dir.path())
@@ -83,6 +82,20 @@ fn the_commands_of_the_scale_out_backend_take_no_principal() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("--as `alice`") && err.contains("db.backend_unsupported"), "{err}");
+    }
+    // The others take one from the registry --principals names: there is none beside a store
+    // on a server.
+    for args in [&["recall", "why"][..], &["ingest", "-"], &["forget", "event", "e1"]] {
+        let out = Command::cargo_bin("ctxgraph")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(["--db", "redis://127.0.0.1:6379/team", "--as", "alice"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--principals") && err.contains("access.registry_required"), "{err}");
     }
 }
 
@@ -533,3 +546,6 @@ fn reads_on_a_scale_out_store_equal_a_store_file_without_stages_two_and_three() 
     }
     assert!(found > 0, "the questions found something");
 }
+
+mod forget;
+mod principals;

@@ -286,11 +286,29 @@ proptest! {
             "when was the cache rolled back", "what happened with the invoice email",
             "overview of the day", "thing1 thing2 thing3"]),
     ) {
-        let (_dir, e) = build(&events, &memories);
+        let (dir, e) = build(&events, &memories);
         let who = Principal::new("p1", "default", roles.iter().map(|i| ROLES[*i].to_owned())).unwrap();
+        no_leak(&e, &who, events.len(), memories.len(), question)?;
+        // The same reads on a remote store (the scale-out backend's read path: every query its
+        // own read through `StoreRead`), here over the same file.
+        let remote = super::remote::remote_engine(&dir.path().join("t.ctxg"));
+        no_leak(&remote, &who, events.len(), memories.len(), question)?;
+    }
+}
+
+/// Every read of the choke point as `who` over `e`, a store [`build`] made of `events` events and
+/// `memories` memories, checked against the oracle: nothing hidden returned, counted or walked.
+fn no_leak(
+    e: &Engine,
+    who: &Principal,
+    events: usize,
+    memories: usize,
+    question: &str,
+) -> Result<(), TestCaseError> {
+    {
         let snap = e.owner_reader().unwrap();
-        let oracle = Oracle::new(&snap, &who);
-        let scoped = snap.as_principal(&who);
+        let oracle = Oracle::new(&snap, who);
+        let scoped = snap.as_principal(who);
         let leak = |k: &NodeKey| oracle.hidden.contains(k);
 
         // Counts.
@@ -313,8 +331,11 @@ proptest! {
         }
 
         // Search: the question, each entity's name, and words every event says.
-        let queries = [question.to_owned(), "deploy timeout database".to_owned(),
-            (0..THINGS).map(|t| format!("thing{t}")).collect::<Vec<_>>().join(" ")];
+        let queries = [
+            question.to_owned(),
+            "deploy timeout database".to_owned(),
+            (0..THINGS).map(|t| format!("thing{t}")).collect::<Vec<_>>().join(" "),
+        ];
         for q in &queries {
             for (n, _) in scoped.search(q, 100).unwrap() {
                 prop_assert!(oracle.leak(&n).is_none(), "search {:?}: {:?}", q, oracle.leak(&n));
@@ -327,7 +348,11 @@ proptest! {
         let vector = e.embedder().unwrap().embed(&[question]).unwrap().remove(0);
         let pack = scoped.recall(&q, &vector, e.options().search).unwrap();
         for item in &pack.items {
-            prop_assert!(oracle.leak(&item.node).is_none(), "recall: {:?}", oracle.leak(&item.node));
+            prop_assert!(
+                oracle.leak(&item.node).is_none(),
+                "recall: {:?}",
+                oracle.leak(&item.node)
+            );
             prop_assert!(!leak(&item.seed), "seeded from {}", item.seed);
             for step in &item.path {
                 prop_assert!(!leak(&step.to), "walked through {}", step.to);
@@ -344,7 +369,7 @@ proptest! {
         }
 
         // Point reads, timelines and causal chains.
-        for i in 0..events.len() {
+        for i in 0..events {
             let key = NodeKey::new("Event", format!("e{i}"));
             prop_assert_eq!(scoped.event(&key.id).unwrap().is_some(), !leak(&key));
             let (chain, _) = scoped.causes(&key.id).unwrap();
@@ -354,8 +379,10 @@ proptest! {
         }
         for s in 0..SESSIONS {
             let tl = scoped.timeline(&format!("s{s}"), 1000).unwrap();
-            let expected = (0..events.len()).filter(|i| i % SESSIONS == s)
-                .filter(|i| !leak(&NodeKey::new("Event", format!("e{i}")))).count();
+            let expected = (0..events)
+                .filter(|i| i % SESSIONS == s)
+                .filter(|i| !leak(&NodeKey::new("Event", format!("e{i}"))))
+                .count();
             prop_assert_eq!(tl.len(), expected);
             for entry in &tl {
                 prop_assert!(!leak(&entry.event.key));
@@ -367,17 +394,26 @@ proptest! {
 
         // Memories: lists, chains (over the visible ones, newest first), impact (not through
         // hidden).
-        let listed: BTreeSet<String> = scoped.memories().unwrap().into_iter().map(|m| m.id).collect();
-        let expected: BTreeSet<String> = (0..memories.len()).map(|i| format!("m{i}"))
-            .filter(|id| !leak(&NodeKey::new("Memory", id.clone()))).collect();
+        let listed: BTreeSet<String> =
+            scoped.memories().unwrap().into_iter().map(|m| m.id).collect();
+        let expected: BTreeSet<String> = (0..memories)
+            .map(|i| format!("m{i}"))
+            .filter(|id| !leak(&NodeKey::new("Memory", id.clone())))
+            .collect();
         prop_assert_eq!(listed, expected);
         let t = TraversalOptions::default();
-        let visible: Vec<String> = (0..memories.len()).rev().map(|i| format!("m{i}"))
-            .filter(|id| !leak(&NodeKey::new("Memory", id.clone()))).collect();
-        let steps: Vec<String> = scoped.evolution("auth", &t).unwrap()
-            .map(|evo| evo.steps.into_iter().map(|s| s.memory.id).collect()).unwrap_or_default();
+        let visible: Vec<String> = (0..memories)
+            .rev()
+            .map(|i| format!("m{i}"))
+            .filter(|id| !leak(&NodeKey::new("Memory", id.clone())))
+            .collect();
+        let steps: Vec<String> = scoped
+            .evolution("auth", &t)
+            .unwrap()
+            .map(|evo| evo.steps.into_iter().map(|s| s.memory.id).collect())
+            .unwrap_or_default();
         prop_assert_eq!(steps, visible, "the chain is every visible decision, newest first");
-        for i in 0..memories.len() {
+        for i in 0..memories {
             let id = format!("m{i}");
             if let Some(imp) = scoped.impact(&id, &t).unwrap() {
                 let mut reached = BTreeSet::from([id.clone()]);
@@ -394,6 +430,7 @@ proptest! {
             }
         }
     }
+    Ok(())
 }
 
 /// Event ids with depth, as an effects walk returns them.

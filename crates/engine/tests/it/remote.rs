@@ -71,6 +71,12 @@ impl RemoteStore for FileRemote {
     }
 }
 
+/// An engine on a [`FileRemote`] over the store file at `path` (which may be open elsewhere):
+/// every read goes the remote way, each query its own read.
+pub(crate) fn remote_engine(path: &Path) -> Engine {
+    Engine::open_remote(Box::new(FileRemote::open(path)), EngineOptions::default()).unwrap()
+}
+
 /// A read whose every query is one read transaction.
 struct PerQuery<'a>(&'a Mutex<Embedded>);
 
@@ -490,3 +496,5 @@ fn writes_that_change_the_graph_in_place_are_refused_on_a_remote_store() {
     assert_eq!(log(&p.remote).len(), head, "nothing was written");
     assert_eq!(p.remote.owner_reader().unwrap().node(&event).unwrap().map(|n| n.key), Some(event));
 }
+
+mod forget;

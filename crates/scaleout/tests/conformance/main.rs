@@ -40,6 +40,7 @@ macro_rules! conformance {
 
 mod batch;
 mod falkor_layout;
+mod forget_append;
 mod graph;
 mod graph_harness;
 mod harness;

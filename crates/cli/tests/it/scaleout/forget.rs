@@ -1,0 +1,228 @@
+//! `forget` on a scale-out store: the forgotten text leaves every key on the server (the log's
+//! hashes, the stream, the FalkorDB graph) and, after the rewrite, the append-only file; reads
+//! stop returning it; and the same forgets on a store file give the same reports and graph.
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use super::{ctxgraph, fresh_store, json_of, normalised};
+
+/// A plain connection to the server of `store` (`redis://HOST:PORT/NAME`).
+fn admin(store: &str) -> redis::Connection {
+    let server = &store[..store.rfind('/').unwrap() + 1];
+    redis::Client::open(server).and_then(|c| c.get_connection()).unwrap()
+}
+
+/// The first key of the server holding `needle`: in its name, what it holds (read by its
+/// type's commands) or its `DUMP` serialisation.
+fn key_holding(conn: &mut redis::Connection, needle: &str) -> Option<String> {
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<Vec<u8>>) =
+            redis::cmd("SCAN").arg(cursor).arg("COUNT").arg(1000).query(conn).unwrap();
+        for key in keys {
+            let kind: String = redis::cmd("TYPE").arg(&key).query(conn).unwrap();
+            let held = match kind.as_str() {
+                "string" => redis::cmd("GET").arg(&key).query::<redis::Value>(conn),
+                "hash" => redis::cmd("HGETALL").arg(&key).query(conn),
+                "zset" => redis::cmd("ZRANGE").arg(&key).arg(0).arg(-1).query(conn),
+                "stream" => redis::cmd("XRANGE").arg(&key).arg("-").arg("+").query(conn),
+                "set" => redis::cmd("SMEMBERS").arg(&key).query(conn),
+                "list" => redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).query(conn),
+                _ => Ok(redis::Value::Nil),
+            }
+            .unwrap();
+            let dump: redis::Value = redis::cmd("DUMP").arg(&key).query(conn).unwrap();
+            let mut bytes = key.clone();
+            flatten(&held, &mut bytes);
+            flatten(&dump, &mut bytes);
+            if contains(&bytes, needle.as_bytes()) {
+                return Some(String::from_utf8_lossy(&key).into_owned());
+            }
+        }
+        if next == 0 {
+            return None;
+        }
+        cursor = next;
+    }
+}
+
+fn flatten(v: &redis::Value, out: &mut Vec<u8>) {
+    match v {
+        redis::Value::BulkString(b) => out.extend_from_slice(b),
+        redis::Value::SimpleString(s) => out.extend_from_slice(s.as_bytes()),
+        redis::Value::Array(items) | redis::Value::Set(items) => {
+            items.iter().for_each(|i| flatten(i, out));
+        }
+        redis::Value::Map(pairs) => pairs.iter().for_each(|(k, v)| {
+            flatten(k, out);
+            flatten(v, out);
+        }),
+        redis::Value::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        // Nothing a store's keys hold comes back as these.
+        redis::Value::Nil
+        | redis::Value::Okay
+        | redis::Value::Attribute { .. }
+        | redis::Value::Double(_)
+        | redis::Value::Boolean(_)
+        | redis::Value::VerbatimString { .. }
+        | redis::Value::BigNumber(_)
+        | redis::Value::Push { .. }
+        | redis::Value::ServerError(_)
+        | _ => {}
+    }
+    out.push(0);
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether `needle` is in the server's append-only files (the server runs on this machine
+/// with one, as `.ci/scaleout.sh` starts it).
+fn on_disk(conn: &mut redis::Connection, needle: &str) -> bool {
+    let mut config = |name: &str| -> String {
+        let pair: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(name).query(conn).unwrap();
+        pair[1].clone()
+    };
+    assert_eq!(config("appendonly"), "yes", "the test server must keep an append-only file");
+    let dir = std::path::Path::new(&config("dir")).join(config("appenddirname"));
+    std::fs::read_dir(&dir)
+        .unwrap()
+        // A file the server removed between the listing and the read holds nothing.
+        .any(|f| std::fs::read(f.unwrap().path()).is_ok_and(|b| contains(&b, needle.as_bytes())))
+}
+
+/// Two sessions; event `e3` of the kept one carries the first secret in its text and in an
+/// entity only it names, and is the parent of `e4`; the other session carries the second.
+fn trace(event_secret: &str, session_secret: &str) -> String {
+    let event = |id: &str, session: &str, at: &str, text: &str| {
+        json!({"event_id": id, "event_type": "tool.execute", "occurred_at": at,
+               "session_id": session, "agent_id": "planner", "trace_id": session,
+               "tool_name": "sql_query", "status": "completed", "payload": {"text": text}})
+    };
+    let mut e3 = event("e3", "s-keep", "2026-11-20T09:00:02Z", &format!("token {event_secret}"));
+    e3["entities"] = json!([{"name": event_secret, "entity_type": "concept"}]);
+    let mut e4 = event("e4", "s-keep", "2026-11-20T09:00:03Z", "after the token");
+    e4["parent_event_id"] = json!("e3");
+    [
+        event("e1", "s-keep", "2026-11-20T09:00:00Z", "started"),
+        event("e2", "s-keep", "2026-11-20T09:00:01Z", "read the ledger"),
+        e3,
+        e4,
+        event("g1", "s-gone", "2026-11-20T10:00:00Z", &format!("pin {session_secret}")),
+        event("g2", "s-gone", "2026-11-20T10:00:01Z", "second step"),
+    ]
+    .iter()
+    .map(|v| format!("{v}\n"))
+    .collect()
+}
+
+/// A forget's JSON report without what differs between two runs (its id holds its time).
+fn report(dir: &TempDir, db: &str, kind: &str, id: &str) -> Value {
+    let mut r = json_of(dir, db, &["forget", kind, id, "--yes", "--by", "ops"]);
+    let forget_id = r.as_object_mut().unwrap().remove("forget_id").unwrap();
+    assert!(forget_id.as_str().unwrap().starts_with("forget-"), "{forget_id}");
+    r
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn forget_leaves_no_bytes_on_the_server_and_equals_the_store_file() {
+    let dir = TempDir::new().unwrap();
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let event_secret = format!("okapi{nanos}quasar");
+    let session_secret = format!("marmot{nanos}zephyr");
+    let file = dir.path().join("trace.jsonl");
+    std::fs::write(&file, trace(&event_secret, &session_secret)).unwrap();
+    let file = file.to_str().unwrap();
+    let (code, err) = ctxgraph(&dir, "plain.ctxg", &["ingest", "--no-enrich", file]);
+    assert_eq!(code, 0, "{err}");
+    let to = fresh_store();
+    assert_eq!(json_of(&dir, &to, &["ingest", file])["accepted"].as_u64(), Some(6));
+    let (code, err) = ctxgraph(&dir, &to, &["worker", "--once"]);
+    assert_eq!(code, 0, "{err}");
+    let mut conn = admin(&to);
+    for secret in [&event_secret, &session_secret] {
+        assert!(key_holding(&mut conn, secret).is_some(), "the probe finds {secret} first");
+    }
+    let fsync: Vec<String> =
+        redis::cmd("CONFIG").arg("GET").arg("appendfsync").query(&mut conn).unwrap();
+    if fsync[1] == "always" {
+        assert!(on_disk(&mut conn, &event_secret), "the probe finds the append on disk");
+    }
+    assert_eq!(normalised(&dir, &to, &["get", "e3"]).0, 0);
+
+    // The same forgets, the same reports: targets, positions, records redacted.
+    for (kind, id, redacted) in [("event", "e3", 1), ("session", "s-gone", 2)] {
+        let want = report(&dir, "plain.ctxg", kind, id);
+        let got = report(&dir, &to, kind, id);
+        assert_eq!(got, want, "{kind} {id}");
+        assert_eq!(got["redacted"], json!(redacted), "{got}");
+    }
+    // The forget folded its own record: nothing is left for a worker.
+    let stats = json_of(&dir, &to, &["stats"]);
+    assert_eq!(stats["projection_lag"].as_u64(), Some(0), "{stats}");
+
+    // No key on the server holds either secret, and after the rewrite no append-only file
+    // does (the server deletes the replaced files just after the rewrite, on a thread).
+    for secret in [&event_secret, &session_secret] {
+        let held = key_holding(&mut conn, secret);
+        assert_eq!(held, None, "{secret} is still in a key");
+        let mut tries = 0;
+        while on_disk(&mut conn, secret) {
+            tries += 1;
+            assert!(tries < 500, "{secret} is still in the append-only file");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    // Reads: the forgotten event, session and entity are gone on both backends alike; the log
+    // shows tombstones in their place.
+    for args in [
+        &["get", "e3"][..],
+        &["get", "g1"],
+        &["session", "s-gone"],
+        &["get", &event_secret],
+        &["session", "s-keep"],
+        &["neighbors", "e4"],
+        &["get", "e4"],
+    ] {
+        let want = normalised(&dir, "plain.ctxg", args);
+        assert_eq!(normalised(&dir, &to, args), want, "{args:?}");
+    }
+    assert_eq!(normalised(&dir, &to, &["get", "e3"]).0, 1);
+    let log = json_of(&dir, &to, &["log", "--limit", "100"]);
+    let log = log.as_array().unwrap();
+    let redacted: Vec<&str> = log
+        .iter()
+        .filter(|e| e["record"]["record_type"] == "redacted")
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(redacted, ["e3", "g1", "g2"]);
+    let text = serde_json::to_string(log).unwrap();
+    assert!(!text.contains(&event_secret) && !text.contains(&session_secret));
+    let audit = json_of(&dir, &to, &["forgotten"]);
+    assert_eq!(audit.as_array().unwrap().len(), 2, "{audit}");
+    let question = ["recall", "what happened with the token in s-keep"];
+    let recall = normalised(&dir, &to, &question);
+    assert_eq!(recall, normalised(&dir, "plain.ctxg", &question));
+    let items = recall.1["items"].to_string();
+    assert!(items.contains("e4") && !items.contains(&event_secret), "{items}");
+
+    // The same graph: counts per label and type, and the edge waiting for the forgotten parent.
+    let want = json_of(&dir, "plain.ctxg", &["stats"]);
+    let got = json_of(&dir, &to, &["stats"]);
+    for field in ["nodes", "edges", "pending_edges"] {
+        assert_eq!(got[field], want[field], "{field}");
+    }
+
+    // A target forgotten already is unknown, and an entity is refused on this backend.
+    let (code, err) = ctxgraph(&dir, &to, &["forget", "event", "e3", "--yes"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("forget.unknown_target"), "{err}");
+    let (code, err) = ctxgraph(&dir, &to, &["forget", "entity", "concept:started", "--yes"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("db.backend_unsupported") && err.contains("entity"), "{err}");
+}
