@@ -12,11 +12,11 @@ use std::sync::{Mutex, PoisonError};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
-    Appended, Archived, EdgeGroup, GraphCounts, GraphReader, LogEntry, LogReader, RemoteStore,
-    SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
+    Appended, Archived, EdgeGroup, EnrichCommit, GraphCounts, GraphReader, LogEntry, LogReader,
+    RemoteStore, SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
 };
 
-use crate::falkor_graph::FalkorGraph;
+use crate::falkor_graph::{FalkorGraph, Stage2Write};
 use crate::redis_log::RedisLog;
 use crate::url::StoreUrl;
 
@@ -111,6 +111,11 @@ impl RemoteStore for ScaleOutStore {
 
     fn location(&self) -> String {
         self.url.to_string()
+    }
+
+    fn begin_enrich(&self) -> Result<Box<dyn EnrichCommit + '_>, StoreError> {
+        // A connection of its own: the transaction's watch lives on it.
+        Ok(Box::new(Stage2Write::begin(FalkorGraph::connect_read(&self.url)?)?))
     }
 }
 
