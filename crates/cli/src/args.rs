@@ -1280,6 +1280,21 @@ pub(crate) struct WorkerArgs {
     /// (it died).
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub(crate) claim_after: u64,
+    /// The stage this worker runs: `project` folds the log into the graph (in the consumer
+    /// group `projection`); `enrich` enriches what the graph holds (keywords, summaries,
+    /// importance, embeddings, full-text and lexical indexes) behind its own checkpoint, and
+    /// with `--once` exits when it reaches the graph's checkpoint.
+    #[arg(long, value_enum, default_value_t = WorkerStage::Project)]
+    pub(crate) stage: WorkerStage,
+}
+
+/// What a `worker` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WorkerStage {
+    /// Stage 1: fold the log into the graph.
+    Project,
+    /// Stage 2: enrich the folded graph.
+    Enrich,
 }
 
 #[derive(Debug, Args)]

@@ -77,6 +77,11 @@ impl Engine {
     /// sub-batches whose composition depends only on the chunk, while the writer commits the
     /// previous chunk; the thread count changes no result.
     pub fn enrich(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<EnrichReport, Error> {
+        if let Backend::Remote(store) = &self.backend
+            && store.begin_enrich()?.is_none()
+        {
+            return Err(Backend::unsupported_by("enrich", store.as_ref()));
+        }
         let embedder = self.embedder()?;
         let schema = self.schema.clone();
         let mut report = EnrichReport::default();
@@ -170,7 +175,9 @@ impl Engine {
             Backend::Remote(store) => {
                 let mut written = None;
                 for _ in 0..REMOTE_ATTEMPTS {
-                    let mut tx = store.begin_enrich()?;
+                    let Some(mut tx) = store.begin_enrich()? else {
+                        return Err(Backend::unsupported_by("enrich", store.as_ref()));
+                    };
                     let Some(counts) = write_into(&mut *tx, schema, embedder.as_ref(), &done)?
                     else {
                         break;

@@ -283,9 +283,12 @@ impl FalkorGraph {
         redis::cmd("UNWATCH")
             .query::<redis::Value>(&mut *raw)
             .map_err(|e| raw_remote(&self.url, &e))?;
+        // The stage-2 checkpoint too: an enrichment commit rewrites event nodes' properties,
+        // so a page that read one before it must not write it back after.
         redis::cmd("WATCH")
             .arg(&self.checkpoint)
             .arg(&self.seq)
+            .arg(&self.enriched)
             .query::<redis::Value>(&mut *raw)
             .map_err(|e| raw_remote(&self.url, &e))?;
         let (checkpoint, seq): (Option<u64>, Option<i64>) = redis::cmd("MGET")

@@ -113,9 +113,9 @@ impl RemoteStore for ScaleOutStore {
         self.url.to_string()
     }
 
-    fn begin_enrich(&self) -> Result<Box<dyn EnrichCommit + '_>, StoreError> {
+    fn begin_enrich(&self) -> Result<Option<Box<dyn EnrichCommit + '_>>, StoreError> {
         // A connection of its own: the transaction's watch lives on it.
-        Ok(Box::new(Stage2Write::begin(FalkorGraph::connect_read(&self.url)?)?))
+        Ok(Some(Box::new(Stage2Write::begin(FalkorGraph::connect_read(&self.url)?)?)))
     }
 }
 

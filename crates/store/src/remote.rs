@@ -36,13 +36,10 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
     fn location(&self) -> String;
 
     /// A stage-2 write transaction (enrichment: node properties, vectors, full-text entries and
-    /// the stage-2 checkpoint), applied whole or not at all by [`EnrichCommit::commit`]. A
-    /// store that does not run stage 2 refuses it (the default).
-    fn begin_enrich(&self) -> Result<Box<dyn EnrichCommit + '_>, StoreError> {
-        Err(StoreError::Remote {
-            backend: "remote",
-            detail: format!("{}: this store does not run enrichment", self.location()),
-        })
+    /// the stage-2 checkpoint), applied whole or not at all by [`EnrichCommit::commit`];
+    /// `None` from a store on which stage 2 does not run (the default).
+    fn begin_enrich(&self) -> Result<Option<Box<dyn EnrichCommit + '_>>, StoreError> {
+        Ok(None)
     }
 }
 

@@ -532,3 +532,5 @@ fn reads_on_a_scale_out_store_equal_a_store_file_without_stages_two_and_three() 
     }
     assert!(found > 0, "the questions found something");
 }
+
+mod stage2;
