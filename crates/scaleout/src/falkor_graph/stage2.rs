@@ -68,7 +68,7 @@ fn vector_bytes(vector: &[f32]) -> Vec<u8> {
 
 /// A stored vector's floats; `None` when the bytes are not whole floats.
 fn vector_of(bytes: &[u8]) -> Option<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
