@@ -1431,6 +1431,11 @@ pub(crate) enum BenchCommand {
         /// so two builds can be checked to return the same packs (`cmp` the files).
         #[arg(long)]
         rankings: Option<PathBuf>,
+        /// With `--db redis://…`: run stage 2 on both backends before asking (the store file
+        /// enriched and its lexical index built; the scale-out store enriched as `worker --stage
+        /// enrich` does), so the packs compared use vectors and BM25 too.
+        #[arg(long)]
+        enrich: bool,
     },
     /// The semantic layer: embedding throughput, enrichment, consolidation (summaries, vector
     /// index build, SIMILAR_TO), vector query time and recall@10 against exact search, edges per

@@ -441,22 +441,8 @@ impl GraphReader for FalkorGraph {
 
     fn node_keys(&self, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, StoreError> {
         // A node's id here is its creation number, which stage 2's vectors and full-text
-        // documents are keyed by.
-        if nids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = self.run_read(
-            "UNWIND $nids AS i MATCH (n) WHERE n.seq = i RETURN i, labels(n)[0], n.id",
-            &[("nids", FalkorValue::Array(nids.iter().map(|n| int(*n)).collect()))],
-        )?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    int_at(r, 0, &self.url)?,
-                    NodeKey { label: text_at(r, 1, &self.url)?, id: text_at(r, 2, &self.url)? },
-                ))
-            })
-            .collect()
+        // documents are keyed by; stage 2 keeps their keys by number too.
+        self.stage2_node_keys(nids)
     }
 
     fn vectors_page(&self, after: i64, limit: usize) -> Result<Vec<StoredVector>, StoreError> {

@@ -12,6 +12,9 @@
 //! doc_terms                  hash: node creation number → its full-text terms, one per
 //!                            occurrence, space-separated (the embedded tokenizer's terms)
 //! text_ids                   sorted set of every full-text document's number
+//! node_keys                  hash: node creation number → the node's key as JSON
+//!                            `[label, id]`, for every node with a vector or a document (the
+//!                            graph has no index by number: searches read their hits' keys here)
 //! postings                   hash: term → the lexical index's posting list blob
 //! text_build                 hash: through, docs, avg_len (what the lexical index covers)
 //! vector_generation, text_generation   counters every commit that changes them bumps
@@ -36,7 +39,7 @@ use ctxgraph_store::{
 };
 use falkordb::FalkorValue;
 
-use super::{FalkorGraph, Write, int_at, name, raw_remote, s, text_at};
+use super::{FalkorGraph, Write, int, int_at, name, raw_remote, s, text_at};
 
 /// Vectors read per round trip by the scans.
 const SCAN_PAGE: usize = 1_024;
@@ -108,6 +111,46 @@ impl FalkorGraph {
             }
         }
         Ok(out)
+    }
+
+    /// [`ctxgraph_store::GraphReader::node_keys`]: the keys stage 2 recorded by number, and
+    /// those of other nodes from the graph (a scan: it has no index by number), in the order
+    /// given, unknown numbers left out.
+    pub(crate) fn stage2_node_keys(&self, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, StoreError> {
+        if nids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let known: Vec<Option<String>> =
+            self.raw_query(redis::cmd("HMGET").arg(self.stage2_key("node_keys")).arg(nids))?;
+        let mut found: BTreeMap<i64, NodeKey> = BTreeMap::new();
+        let mut missing = Vec::new();
+        for (&nid, key) in nids.iter().zip(known) {
+            match key {
+                Some(json) => {
+                    let (label, id): (String, String) =
+                        serde_json::from_str(&json).map_err(|e| {
+                            StoreError::Corruption(format!(
+                                "{}: the key of node {nid} does not decode: {e}",
+                                self.url
+                            ))
+                        })?;
+                    found.insert(nid, NodeKey { label, id });
+                }
+                None => missing.push(int(nid)),
+            }
+        }
+        if !missing.is_empty() {
+            let rows = self.run_read(
+                "UNWIND $nids AS i MATCH (n) WHERE n.seq = i RETURN i, labels(n)[0], n.id",
+                &[("nids", FalkorValue::Array(missing))],
+            )?;
+            for r in &rows {
+                let key =
+                    NodeKey { label: text_at(r, 1, &self.url)?, id: text_at(r, 2, &self.url)? };
+                found.insert(int_at(r, 0, &self.url)?, key);
+            }
+        }
+        Ok(nids.iter().filter_map(|nid| Some((*nid, found.get(nid)?.clone()))).collect())
     }
 
     /// [`ctxgraph_store::GraphReader::embedding_model`].
@@ -474,6 +517,17 @@ impl EnrichCommit for Stage2Write {
 
         let mut pipe = redis::pipe();
         pipe.atomic();
+        if !seqs.is_empty() {
+            let mut hset = redis::cmd("HSET");
+            hset.arg(g.stage2_key("node_keys"));
+            for (key, nid) in &seqs {
+                let json = serde_json::to_string(&(&key.label, &key.id)).map_err(|e| {
+                    StoreError::Corruption(format!("a node key does not encode: {e}"))
+                })?;
+                hset.arg(*nid).arg(json);
+            }
+            pipe.add_command(hset);
+        }
         if let Some(through) = self.through {
             pipe.cmd("SET").arg(&g.enriched).arg(through);
         }

@@ -183,3 +183,28 @@ fn a_stage_two_transaction_is_applied_whole_or_not_at_all() {
     let node = read.node(&event).unwrap().unwrap();
     assert_eq!(node.props["keywords"], serde_json::json!(["deploy"]));
 }
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn bench_recall_with_stage_two_on_both_backends_gives_identical_packs() {
+    let dir = TempDir::new().unwrap();
+    let db = fresh_store();
+    let args = ["bench", "recall", "--events", "600", "--queries", "40", "--enrich"];
+    let run = json_of(&dir, &db, &args);
+    let asked = run["queries"].as_u64().unwrap();
+    assert!(asked > 0, "{run}");
+    assert_eq!(run["stages"], "1+2", "{run}");
+    assert!(run["enrich_seconds"].as_f64().is_some(), "{run}");
+    assert_eq!(run["identical_packs"].as_u64(), Some(asked), "{run}");
+    assert_eq!(run["embedded"]["quality"], run["scale_out"]["quality"], "{run}");
+    assert!(run["scale_out"]["answered"].as_u64().unwrap() > 0, "{run}");
+}
+
+#[test]
+fn bench_recall_takes_enrich_on_a_scale_out_store_only() {
+    let dir = TempDir::new().unwrap();
+    let (code, err) = ctxgraph(&dir, "x.ctxg", &["bench", "recall", "--enrich"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--enrich") && err.contains("bench.backend"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was built");
+}
