@@ -254,6 +254,10 @@ fn write_into<W: EnrichWrite + ?Sized>(
     // Full-text entries are written last: the full-text index flushes what it holds in
     // memory whenever another statement of the transaction starts, so interleaving them
     // with node and vector writes turned each event into a flush of its own.
+    w.prefetch(&mut done.events.iter().flat_map(|(event, _, _)| {
+        std::iter::once(NodeKey::new("Event", &event.event_id))
+            .chain(event.mentions.iter().map(|m| NodeKey::new("Entity", &m.entity_id)))
+    }))?;
     let mut texts: Vec<(NodeKey, String)> = Vec::new();
     let mut entities_indexed = BTreeSet::new();
     let mut events = 0;
