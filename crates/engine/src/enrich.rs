@@ -251,13 +251,15 @@ fn write_into<W: EnrichWrite + ?Sized>(
     if w.embedding_model()?.is_none() {
         w.set_embedding_model(embedder.model_id(), embedder.dimension())?;
     }
-    // Full-text entries are written last: the full-text index flushes what it holds in
-    // memory whenever another statement of the transaction starts, so interleaving them
-    // with node and vector writes turned each event into a flush of its own.
+    // The nodes read below, in a few reads where each read is a round trip (a no-op on a
+    // store file, whose reads are local).
     w.prefetch(&mut done.events.iter().flat_map(|(event, _, _)| {
         std::iter::once(NodeKey::new("Event", &event.event_id))
             .chain(event.mentions.iter().map(|m| NodeKey::new("Entity", &m.entity_id)))
     }))?;
+    // Full-text entries are written last: the full-text index flushes what it holds in
+    // memory whenever another statement of the transaction starts, so interleaving them
+    // with node and vector writes turned each event into a flush of its own.
     let mut texts: Vec<(NodeKey, String)> = Vec::new();
     let mut entities_indexed = BTreeSet::new();
     let mut events = 0;
