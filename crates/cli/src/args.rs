@@ -1270,7 +1270,8 @@ pub(crate) struct MigrateArgs {
 #[derive(Debug, Args)]
 pub(crate) struct WorkerArgs {
     /// This worker's name in the projection group [default: HOST-PID]: 1 to 64 characters of
-    /// `A-Z a-z 0-9 _ -`, unique among the workers running.
+    /// `A-Z a-z 0-9 _ -`, unique among the workers running (with `--stage enrich`, which joins
+    /// no group, the name its messages give).
     #[arg(long)]
     pub(crate) name: Option<String>,
     /// Fold until the graph reaches the log's head, then exit (for scripts).
@@ -1280,6 +1281,21 @@ pub(crate) struct WorkerArgs {
     /// (it died).
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub(crate) claim_after: u64,
+    /// The stage this worker runs: `project` folds the log into the graph (in the consumer
+    /// group `projection`); `enrich` enriches what the graph holds (keywords, summaries,
+    /// importance, embeddings, full-text and lexical indexes) behind its own checkpoint, and
+    /// with `--once` exits when it reaches the graph's checkpoint.
+    #[arg(long, value_enum, default_value_t = WorkerStage::Project)]
+    pub(crate) stage: WorkerStage,
+}
+
+/// What a `worker` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WorkerStage {
+    /// Stage 1: fold the log into the graph.
+    Project,
+    /// Stage 2: enrich the folded graph.
+    Enrich,
 }
 
 #[derive(Debug, Args)]
@@ -1419,6 +1435,11 @@ pub(crate) enum BenchCommand {
         /// so two builds can be checked to return the same packs (`cmp` the files).
         #[arg(long)]
         rankings: Option<PathBuf>,
+        /// With `--db redis://…`: run stage 2 on both backends before asking (the store file
+        /// enriched and its lexical index built; the scale-out store enriched as `worker --stage
+        /// enrich` does), so the packs compared use vectors and BM25 too.
+        #[arg(long)]
+        enrich: bool,
     },
     /// The semantic layer: embedding throughput, enrichment, consolidation (summaries, vector
     /// index build, SIMILAR_TO), vector query time and recall@10 against exact search, edges per

@@ -22,7 +22,7 @@ pub(crate) use crash::{CrashArgs, crash};
 pub(crate) use forget::forget;
 pub(crate) use memory::memory;
 pub(crate) use scale_out::{Args as ScaleOutIngest, ingest as ingest_scale_out};
-pub(crate) use scale_out_recall::recall as recall_scale_out;
+pub(crate) use scale_out_recall::{RecallStages, recall as recall_scale_out};
 pub(crate) use serve::{ServeArgs, serve};
 pub(crate) use soak::{SoakArgs, soak};
 

@@ -214,7 +214,15 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 None => bench::ingest(*events, *batch_size, dir.as_deref(), cli.json),
             }
         }
-        Command::Bench(BenchCommand::Recall { events, queries, threads, dir, store, rankings }) => {
+        Command::Bench(BenchCommand::Recall {
+            events,
+            queries,
+            threads,
+            dir,
+            store,
+            rankings,
+            enrich,
+        }) => {
             if let Some(url) = scale_out::store_url(&cli)? {
                 if store.is_some() || rankings.is_some() || *threads != args::RECALL_THREADS {
                     anyhow::bail!(
@@ -223,7 +231,16 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                          (rule: bench.backend)"
                     );
                 }
-                return bench::recall_scale_out(&url, *events, *queries, dir.as_deref(), cli.json);
+                let stages =
+                    bench::RecallStages { events: *events, queries: *queries, enrich: *enrich };
+                return bench::recall_scale_out(&url, stages, dir.as_deref(), cli.json);
+            }
+            if *enrich {
+                anyhow::bail!(
+                    "bench recall: --enrich runs stage 2 on both backends of a side-by-side run; \
+                     pass --db redis://HOST:PORT/NAME (the store file bench recall builds \
+                     otherwise is enriched and consolidated already) (rule: bench.backend)"
+                );
             }
             let place = match store {
                 Some(path) => bench::Place::Keep(path),

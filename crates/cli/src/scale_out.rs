@@ -1,7 +1,8 @@
 //! The commands that run on the scale-out backend (`redis://HOST:PORT/NAME`, docs/scale-out.md):
 //! `migrate` copies a store file's log there and folds it into the graph (or a scale-out
-//! store's log into a new store file), `worker` folds new records as they arrive, and `stats`
-//! reports the log head, the graph and the projection's lag.
+//! store's log into a new store file), `worker` folds new records as they arrive (or, with
+//! `--stage enrich`, enriches what was folded), and `stats` reports the log head, the graph and
+//! the lag of both stages.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,11 +15,11 @@ use ctxgraph_scaleout::{
     ConsumerName, FalkorGraph, GroupState, LogConsumer, PROJECTION_GROUP, RedisLog, StoreUrl,
     Worker, catch_up, load_schema,
 };
-use ctxgraph_store::{GraphCounts, LogReader};
+use ctxgraph_store::{GraphCounts, GraphReader, LogReader};
 use serde_json::{Value, json};
 
 use crate::Outcome;
-use crate::args::{Cli, MigrateArgs, WorkerArgs};
+use crate::args::{Cli, MigrateArgs, WorkerArgs, WorkerStage};
 use crate::output::{print_json, table};
 
 /// Log records read from the store file and sent to Redis at a time.
@@ -219,6 +220,9 @@ pub(crate) fn worker(cli: &Cli, args: &WorkerArgs) -> anyhow::Result<Outcome> {
         Some(name) => name.clone(),
         None => default_name(),
     };
+    if args.stage == WorkerStage::Enrich {
+        return enrich_worker(cli, args, &url, &name);
+    }
     let consumer_name = ConsumerName::parse(&name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
     let group = ConsumerName::parse(PROJECTION_GROUP)?;
     // Before any connection: the threads started from here on keep the signals off too.
@@ -277,6 +281,75 @@ pub(crate) fn worker(cli: &Cli, args: &WorkerArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// `ctxgraph worker --stage enrich`: enrich the graph of a scale-out store from its stage-2
+/// checkpoint up to the graph's checkpoint, round after round, until Ctrl-C or SIGTERM (or,
+/// with `--once`, once it is there). Each chunk commits with the checkpoint, watched, so a
+/// chunk is applied once however many enrichment workers run; the log's order is the
+/// checkpoint's, so no consumer group is needed.
+fn enrich_worker(
+    cli: &Cli,
+    args: &WorkerArgs,
+    url: &StoreUrl,
+    name: &str,
+) -> anyhow::Result<Outcome> {
+    // Before any connection: the threads started from here on keep the signals off too.
+    let stop = stop_on_signal()?;
+    let log = RedisLog::connect(url)?;
+    let mut schema_records = log.read_kind(ctxgraph_ontology::RecordKind::Schema)?.len();
+    let mut engine = crate::backend::open_remote(url, EngineOptions::default())?;
+    if !cli.json {
+        eprintln!("worker {name} enriching {url}; Ctrl-C stops it");
+    }
+    let started = Instant::now();
+    let (mut enriched, mut events, mut rounds) = (0u64, 0u64, 0u64);
+    while !stop.load(Ordering::SeqCst) {
+        // A schema module the graph folded since changes what its records may say.
+        let now = log.read_kind(ctxgraph_ontology::RecordKind::Schema)?.len();
+        if now != schema_records {
+            engine = crate::backend::open_remote(url, EngineOptions::default())?;
+            schema_records = now;
+        }
+        let quiet = cli.json;
+        let report = engine.enrich(&mut |last, target| {
+            if !quiet {
+                eprintln!("enriched through {last} (graph through {target})");
+            }
+        })?;
+        rounds += 1;
+        enriched += report.records;
+        events += report.events;
+        if args.once {
+            break;
+        }
+        if report.records == 0 {
+            // Nothing folded since: look again in a second, or stop when asked.
+            for _ in 0..10 {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    let at = engine.owner_reader()?.checkpoints()?;
+    let secs = started.elapsed().as_secs_f64();
+    if cli.json {
+        print_json(&json!({
+            "name": name, "stage": "enrich", "records_enriched": enriched,
+            "events_enriched": events, "rounds": rounds, "seconds": secs,
+            "enriched_through": at.enriched_through, "projected_through": at.projected_through,
+            "log_head": at.log_length, "stopped_by_signal": stop.load(Ordering::SeqCst),
+        }))?;
+    } else {
+        println!(
+            "worker {name}: enriched {enriched} records ({events} events) in {secs:.1} s; \
+             enriched through {} of graph through {}",
+            at.enriched_through, at.projected_through
+        );
+    }
+    Ok(Outcome::Done)
+}
+
 /// `ctxgraph stats` on a scale-out store: the log head, the graph's checkpoint and counts, the
 /// projection's lag, and the projection group's pending entries. Reads only: it creates no
 /// consumer group (the graph's indexes are made when missing, as by every connection).
@@ -286,6 +359,8 @@ pub(crate) fn stats(cli: &Cli, url: &StoreUrl) -> anyhow::Result<Outcome> {
     let schema = load_schema(&log)?;
     let graph = FalkorGraph::connect(url, &schema)?;
     let through = graph.projected_through()?;
+    let enriched = GraphReader::enriched_through(&graph)?;
+    let (vectors, _) = graph.vector_counts()?;
     let counts = graph.counts()?;
     let group = LogConsumer::group_state(url, &ConsumerName::parse(PROJECTION_GROUP)?)?;
     let lag = head.saturating_sub(through);
@@ -293,6 +368,8 @@ pub(crate) fn stats(cli: &Cli, url: &StoreUrl) -> anyhow::Result<Outcome> {
         print_json(&json!({
             "backend": "redis", "store": url.to_string(), "log_length": head,
             "projected_through": through, "projection_lag": lag,
+            "enriched_through": enriched, "enrichment_lag": through.saturating_sub(enriched),
+            "vectors": vectors,
             "nodes": count_map(&counts.nodes), "edges": count_map(&counts.edges),
             "pending_edges": counts.pending_edges,
             "projection_group": group.map(group_json),
@@ -303,6 +380,9 @@ pub(crate) fn stats(cli: &Cli, url: &StoreUrl) -> anyhow::Result<Outcome> {
     t.add_row(vec!["log records".to_owned(), head.to_string()]);
     t.add_row(vec!["graph projected through".to_owned(), through.to_string()]);
     t.add_row(vec!["projection lag".to_owned(), lag.to_string()]);
+    t.add_row(vec!["graph enriched through".to_owned(), enriched.to_string()]);
+    t.add_row(vec!["enrichment lag".to_owned(), through.saturating_sub(enriched).to_string()]);
+    t.add_row(vec!["vectors".to_owned(), vectors.to_string()]);
     match group {
         Some(g) => {
             t.add_row(vec!["workers: pending entries".to_owned(), g.pending.to_string()]);

@@ -2,7 +2,8 @@
 //! projection workers fold (the scale-out backend). Reads go through either; the writes that
 //! change the graph in place need the embedded store, and [`Backend::embedded`] is the one
 //! place that refuses them on a remote store (the file-only tuning calls in `engine.rs` do
-//! nothing there).
+//! nothing there). Enrichment (stage 2) is the exception: it runs on a remote store that offers
+//! a stage-2 transaction (`RemoteStore::begin_enrich`), and is refused on one that does not.
 
 use ctxgraph_store::{Embedded, RemoteStore, StoreRead};
 
@@ -42,6 +43,11 @@ impl Backend {
             Backend::Embedded(store) => Box::new(store.begin_read()?),
             Backend::Remote(store) => store.begin_read()?,
         })
+    }
+
+    /// The refusal of `operation` on a remote store that lacks what it needs.
+    pub(crate) fn unsupported_by(operation: &str, store: &dyn RemoteStore) -> Error {
+        unsupported(operation, store)
     }
 
     /// Bytes the store occupies on this machine's disk (0 for a remote store, which keeps

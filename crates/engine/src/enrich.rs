@@ -14,9 +14,10 @@ use ctxgraph_embed::{Embedder, StaticEmbedder};
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_ontology::{EventRecord, RecordBody, RecordKind, Schema, entity_id};
 use ctxgraph_projection::{Enrichment, enrich_event, mentions};
-use ctxgraph_store::{GraphReader, GraphStore, LogEntry};
+use ctxgraph_store::{EnrichWrite, GraphStore, LogEntry};
 use serde_json::Value;
 
+use crate::backend::Backend;
 use crate::engine::{Engine, decode};
 use crate::error::Error;
 use crate::indexed;
@@ -76,7 +77,11 @@ impl Engine {
     /// sub-batches whose composition depends only on the chunk, while the writer commits the
     /// previous chunk; the thread count changes no result.
     pub fn enrich(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<EnrichReport, Error> {
-        self.backend.embedded("enrich")?;
+        if let Backend::Remote(store) = &self.backend
+            && store.begin_enrich()?.is_none()
+        {
+            return Err(Backend::unsupported_by("enrich", store.as_ref()));
+        }
         let embedder = self.embedder()?;
         let schema = self.schema.clone();
         let mut report = EnrichReport::default();
@@ -149,59 +154,45 @@ impl Engine {
 
     /// Write a computed chunk with the checkpoint in one transaction: `(last, target)` for the
     /// progress report, or `None` (nothing written) when the checkpoint is no longer where the
-    /// chunk starts.
+    /// chunk starts. On a remote store the transaction is held back and applied at once; a
+    /// commit refused because the projection moved meanwhile is written again from fresh reads.
     fn write_chunk(
         &mut self,
         done: Computed,
         report: &mut EnrichReport,
     ) -> Result<Option<(u64, u64)>, Error> {
         let embedder = self.embedder()?;
-        let mut w = self.backend.embedded_mut("enrich")?.begin_write()?;
-        if w.enriched_through()? != done.from {
-            return Ok(None);
-        }
-        if w.embedding_model()?.is_none() {
-            w.set_embedding_model(embedder.model_id(), embedder.dimension())?;
-        }
-        // Full-text entries are written last: the full-text index flushes what it holds in
-        // memory whenever another statement of the transaction starts, so interleaving them
-        // with node and vector writes turned each event into a flush of its own.
-        let mut texts: Vec<(NodeKey, String)> = Vec::new();
-        let mut entities_indexed = BTreeSet::new();
-        for (event, x, vector) in &done.events {
-            let key = NodeKey::new("Event", &event.event_id);
-            let Some(mut node) = w.node(&key)? else { continue };
-            node.props.insert(
-                "keywords".into(),
-                Value::Array(x.keywords.iter().cloned().map(Value::String).collect()),
-            );
-            node.props.insert("summary".into(), x.summary.clone().into());
-            node.props.insert("importance_score".into(), x.importance.into());
-            let violations = self.schema.check_node(&node);
-            if !violations.is_empty() {
-                return Err(Error::Validation(violations.into()));
-            }
-            w.put_node_owned(node)?;
-            w.put_vector(&key, vector)?;
-            for m in &event.mentions {
-                if !entities_indexed.insert(m.entity_id.as_str()) {
-                    continue;
+        let schema = &self.schema;
+        let written = match &mut self.backend {
+            Backend::Embedded(store) => {
+                let mut w = store.begin_write()?;
+                let written = write_into(&mut w, schema, embedder.as_ref(), &done)?;
+                if written.is_some() {
+                    w.commit()?;
                 }
-                let entity = NodeKey::new("Entity", &m.entity_id);
-                if let Some(node) = w.node(&entity)? {
-                    let name = node.props.get("name").and_then(Value::as_str).unwrap_or(&m.name);
-                    let text = format!("{name} {}", m.entity_type);
-                    texts.push((entity, text));
-                }
+                written
             }
-            texts.push((key, x.text.clone()));
-            report.events += 1;
-        }
-        report.nodes +=
-            indexed::write(&mut w, embedder.as_ref(), &done.knowledge, &done.knowledge_vectors)?;
-        w.set_enriched_through(done.last)?;
-        w.put_texts(&texts)?;
-        w.commit()?;
+            Backend::Remote(store) => {
+                let mut written = None;
+                for _ in 0..REMOTE_ATTEMPTS {
+                    let Some(mut tx) = store.begin_enrich()? else {
+                        return Err(Backend::unsupported_by("enrich", store.as_ref()));
+                    };
+                    let Some(counts) = write_into(&mut *tx, schema, embedder.as_ref(), &done)?
+                    else {
+                        break;
+                    };
+                    if tx.commit()? {
+                        written = Some(counts);
+                        break;
+                    }
+                }
+                written
+            }
+        };
+        let Some((events, nodes)) = written else { return Ok(None) };
+        report.events += events;
+        report.nodes += nodes;
         report.records += done.records;
         report.position = done.last;
         Ok(Some((done.last, done.target)))
@@ -239,6 +230,72 @@ impl Engine {
         };
         Ok(Arc::clone(self.embedder.get_or_init(|| e)))
     }
+}
+
+/// Commits of one chunk a remote store may refuse because its projection moved (a worker
+/// folding new records meanwhile) before the chunk is read again from the checkpoint.
+const REMOTE_ATTEMPTS: usize = 16;
+
+/// A computed chunk's writes in `w` (node properties, vectors, then the full-text entries and
+/// the checkpoint): `(events, other nodes)` written, or `None` (nothing written) when the
+/// checkpoint is no longer where the chunk starts.
+fn write_into<W: EnrichWrite + ?Sized>(
+    w: &mut W,
+    schema: &Schema,
+    embedder: &dyn Embedder,
+    done: &Computed,
+) -> Result<Option<(u64, u64)>, Error> {
+    if w.enriched_through()? != done.from {
+        return Ok(None);
+    }
+    if w.embedding_model()?.is_none() {
+        w.set_embedding_model(embedder.model_id(), embedder.dimension())?;
+    }
+    // The nodes read below, in a few reads where each read is a round trip (a no-op on a
+    // store file, whose reads are local).
+    w.prefetch(&mut done.events.iter().flat_map(|(event, _, _)| {
+        std::iter::once(NodeKey::new("Event", &event.event_id))
+            .chain(event.mentions.iter().map(|m| NodeKey::new("Entity", &m.entity_id)))
+    }))?;
+    // Full-text entries are written last: the full-text index flushes what it holds in
+    // memory whenever another statement of the transaction starts, so interleaving them
+    // with node and vector writes turned each event into a flush of its own.
+    let mut texts: Vec<(NodeKey, String)> = Vec::new();
+    let mut entities_indexed = BTreeSet::new();
+    let mut events = 0;
+    for (event, x, vector) in &done.events {
+        let key = NodeKey::new("Event", &event.event_id);
+        let Some(mut node) = w.node(&key)? else { continue };
+        node.props.insert(
+            "keywords".into(),
+            Value::Array(x.keywords.iter().cloned().map(Value::String).collect()),
+        );
+        node.props.insert("summary".into(), x.summary.clone().into());
+        node.props.insert("importance_score".into(), x.importance.into());
+        let violations = schema.check_node(&node);
+        if !violations.is_empty() {
+            return Err(Error::Validation(violations.into()));
+        }
+        w.put_node_owned(node)?;
+        w.put_vector(&key, vector)?;
+        for m in &event.mentions {
+            if !entities_indexed.insert(m.entity_id.as_str()) {
+                continue;
+            }
+            let entity = NodeKey::new("Entity", &m.entity_id);
+            if let Some(node) = w.node(&entity)? {
+                let name = node.props.get("name").and_then(Value::as_str).unwrap_or(&m.name);
+                let text = format!("{name} {}", m.entity_type);
+                texts.push((entity, text));
+            }
+        }
+        texts.push((key, x.text.clone()));
+        events += 1;
+    }
+    let nodes = indexed::write(w, embedder, &done.knowledge, &done.knowledge_vectors)?;
+    w.set_enriched_through(done.last)?;
+    w.put_texts(&texts)?;
+    Ok(Some((events, nodes)))
 }
 
 /// Log records read for enrichment, not yet computed.

@@ -19,7 +19,7 @@ use ctxgraph_embed::Embedder;
 use ctxgraph_ontology::graph::{Direction, Node, NodeKey};
 use ctxgraph_ontology::{RecordBody, RecordKind, Schema, SlotsRecord, part_id};
 use ctxgraph_projection::{RECEIPT, slot_value_id};
-use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore, LogReader};
+use ctxgraph_store::{EmbeddedWrite, EnrichWrite, GraphReader, LogReader};
 use serde_json::Value;
 
 use crate::engine::{Engine, decode};
@@ -190,8 +190,8 @@ pub(crate) fn put(
 }
 
 /// Write embedded `items` (vectors in the same order).
-pub(crate) fn write(
-    w: &mut EmbeddedWrite<'_>,
+pub(crate) fn write<W: EnrichWrite + ?Sized>(
+    w: &mut W,
     embedder: &dyn Embedder,
     items: &[(NodeKey, String)],
     vectors: &[Vec<f32>],

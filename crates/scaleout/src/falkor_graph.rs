@@ -15,7 +15,7 @@
 //! ctxgraph:{NAME}:node_seq             the last creation number given to a node
 //! ctxgraph:{NAME}:graph_generation     a counter every committed change of the graph bumps
 //! ctxgraph:{NAME}:settings             store settings (a hash)
-//! ctxgraph:{NAME}:enriched_through     the stage-2 checkpoint (stage 2 does not run here yet)
+//! ctxgraph:{NAME}:enriched_through     the stage-2 checkpoint (stage 2's other keys: `stage2.rs`)
 //! ```
 //!
 //! A node's creation number (`seq`) is what the embedded store's integer node id is: it grows
@@ -48,7 +48,9 @@ use crate::url::StoreUrl;
 
 mod bulk;
 mod read;
+mod stage2;
 pub(crate) use bulk::{NetChanges, merged_writes};
+pub use stage2::Stage2Write;
 
 /// The largest `LIMIT` sent (see [`count`]).
 const MAX_LIMIT: usize = i32::MAX as usize;
@@ -281,9 +283,12 @@ impl FalkorGraph {
         redis::cmd("UNWATCH")
             .query::<redis::Value>(&mut *raw)
             .map_err(|e| raw_remote(&self.url, &e))?;
+        // The stage-2 checkpoint too: an enrichment commit rewrites event nodes' properties,
+        // so a page that read one before it must not write it back after.
         redis::cmd("WATCH")
             .arg(&self.checkpoint)
             .arg(&self.seq)
+            .arg(&self.enriched)
             .query::<redis::Value>(&mut *raw)
             .map_err(|e| raw_remote(&self.url, &e))?;
         let (checkpoint, seq): (Option<u64>, Option<i64>) = redis::cmd("MGET")

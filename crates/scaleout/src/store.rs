@@ -12,11 +12,12 @@ use std::sync::{Mutex, PoisonError};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
-    Appended, Archived, EdgeGroup, ForgetAppend, GraphCounts, GraphReader, LogEntry, LogReader,
-    Redaction, RemoteStore, SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
+    Appended, Archived, EdgeGroup, EnrichCommit, ForgetAppend, GraphCounts, GraphReader, LogEntry,
+    LogReader, Redaction, RemoteStore, SessionSlot, StoreError, StoreRead, StoredVector,
+    TextIndexBuild,
 };
 
-use crate::falkor_graph::FalkorGraph;
+use crate::falkor_graph::{FalkorGraph, Stage2Write};
 use crate::redis_log::RedisLog;
 use crate::url::StoreUrl;
 
@@ -136,6 +137,11 @@ impl RemoteStore for ScaleOutStore {
 
     fn rewrite_persistence(&self) -> Result<(), StoreError> {
         self.rewrite()
+    }
+
+    fn begin_enrich(&self) -> Result<Option<Box<dyn EnrichCommit + '_>>, StoreError> {
+        // A connection of its own: the transaction's watch lives on it.
+        Ok(Some(Box::new(Stage2Write::begin(FalkorGraph::connect_read(&self.url)?)?)))
     }
 }
 

@@ -974,7 +974,7 @@ fn graph_archived(
 }
 
 /// The full-text index's tokenizer, as `format_v2.sql` creates it.
-const TOKENIZER: &str = "porter unicode61 remove_diacritics 2";
+pub(crate) const TOKENIZER: &str = "porter unicode61 remove_diacritics 2";
 
 /// The index terms of each word of `words` (a word may give none, e.g. punctuation), through
 /// the scratch table with the index's tokenizer: `(word position, term)`.

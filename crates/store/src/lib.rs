@@ -21,6 +21,7 @@
 mod embedded;
 mod error;
 mod remote;
+mod tokenizer;
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
@@ -30,7 +31,8 @@ pub use embedded::{
     props_to, set_heap_limit,
 };
 pub use error::StoreError;
-pub use remote::{ForgetAppend, Redaction, RemoteStore, StoreRead};
+pub use remote::{EnrichCommit, EnrichWrite, ForgetAppend, Redaction, RemoteStore, StoreRead};
+pub use tokenizer::TextTokenizer;
 
 /// A node's edges of one type in one direction (see [`GraphReader::edge_groups`]): the first
 /// of them in index order (by the far endpoint's node id, then qualifier) and how many there

@@ -3,8 +3,9 @@
 //! log and reads the graph that projection workers keep.
 
 use ctxgraph_ontology::ValidRecord;
+use ctxgraph_ontology::graph::{Node, NodeKey};
 
-use crate::{Appended, GraphReader, LogReader, StoreError};
+use crate::{Appended, GraphReader, GraphStore, LogReader, StoreError};
 
 /// Everything a read needs, the log and the graph, in one view: the engine's snapshots read
 /// through it, whatever the backend.
@@ -73,6 +74,13 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
     fn rewrite_persistence(&self) -> Result<(), StoreError> {
         Err(no_forget(&self.location()))
     }
+
+    /// A stage-2 write transaction (enrichment: node properties, vectors, full-text entries and
+    /// the stage-2 checkpoint), applied whole or not at all by [`EnrichCommit::commit`];
+    /// `None` from a store on which stage 2 does not run (the default).
+    fn begin_enrich(&self) -> Result<Option<Box<dyn EnrichCommit + '_>>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// One record a forget replaces with a tombstone ([`RemoteStore::forget_append`]).
@@ -105,4 +113,69 @@ fn no_forget(location: &str) -> StoreError {
         backend: "remote",
         detail: format!("{location}: this store does not run a forget"),
     }
+}
+
+/// The reads and writes stage 2 (enrichment) makes in its transaction: every [`GraphStore`]
+/// (the embedded write transaction) has them, and a remote store's stage-2 transaction
+/// implements them alone.
+pub trait EnrichWrite {
+    /// [`GraphReader::enriched_through`], as the transaction began.
+    fn enriched_through(&self) -> Result<u64, StoreError>;
+    /// [`GraphReader::embedding_model`].
+    fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError>;
+    /// [`GraphReader::node`], with this transaction's writes.
+    fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError>;
+    /// [`GraphStore::put_node_owned`].
+    fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError>;
+    /// [`GraphStore::put_vector`].
+    fn put_vector(&mut self, key: &NodeKey, vector: &[f32]) -> Result<(), StoreError>;
+    /// [`GraphStore::put_texts`].
+    fn put_texts(&mut self, texts: &[(NodeKey, String)]) -> Result<(), StoreError>;
+    /// [`GraphStore::set_enriched_through`].
+    fn set_enriched_through(&mut self, position: u64) -> Result<(), StoreError>;
+    /// [`GraphStore::set_embedding_model`].
+    fn set_embedding_model(&mut self, model_id: &str, dimension: usize) -> Result<(), StoreError>;
+    /// Read ahead the nodes `keys` names, which the transaction is about to read one by one: a
+    /// store whose reads are round trips reads them in a few; the default (a local store) does
+    /// nothing and does not walk `keys`.
+    fn prefetch(&mut self, keys: &mut dyn Iterator<Item = NodeKey>) -> Result<(), StoreError> {
+        let _ = keys;
+        Ok(())
+    }
+}
+
+impl<T: GraphStore + ?Sized> EnrichWrite for T {
+    fn enriched_through(&self) -> Result<u64, StoreError> {
+        GraphReader::enriched_through(self)
+    }
+    fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError> {
+        GraphReader::embedding_model(self)
+    }
+    fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
+        GraphReader::node(self, key)
+    }
+    fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {
+        GraphStore::put_node_owned(self, node)
+    }
+    fn put_vector(&mut self, key: &NodeKey, vector: &[f32]) -> Result<(), StoreError> {
+        GraphStore::put_vector(self, key, vector)
+    }
+    fn put_texts(&mut self, texts: &[(NodeKey, String)]) -> Result<(), StoreError> {
+        GraphStore::put_texts(self, texts)
+    }
+    fn set_enriched_through(&mut self, position: u64) -> Result<(), StoreError> {
+        GraphStore::set_enriched_through(self, position)
+    }
+    fn set_embedding_model(&mut self, model_id: &str, dimension: usize) -> Result<(), StoreError> {
+        GraphStore::set_embedding_model(self, model_id, dimension)
+    }
+}
+
+/// A remote store's stage-2 transaction ([`RemoteStore::begin_enrich`]): writes held back
+/// until `commit`.
+pub trait EnrichCommit: EnrichWrite {
+    /// Apply every write at once if neither the stage-2 checkpoint nor the graph's projection
+    /// checkpoint moved since the transaction began; whether it was applied (`false`: nothing
+    /// was, read again and retry).
+    fn commit(self: Box<Self>) -> Result<bool, StoreError>;
 }

@@ -1,9 +1,11 @@
 //! `ctxgraph bench recall --db redis://HOST:PORT/NAME`: recall on the scale-out backend beside
 //! the embedded store, over the same generated events, printed side by side.
 //!
-//! The scale-out graph is stage 1's (projection workers fold the log; enrichment and
-//! consolidation do not run there yet), so the embedded store is built the same way, without
-//! stages 2 and 3: both answer from the same graph. The questions are those of the trace's own
+//! The scale-out graph is stage 1's (projection workers fold the log), so the embedded store is
+//! built the same way, without stages 2 and 3: both answer from the same graph. With `--enrich`
+//! both run stage 2 as well (the store file enriched and its lexical index built, the scale-out
+//! store enriched through its stage-2 transactions), so the packs use vectors and BM25 too;
+//! consolidation does not run on the scale-out backend yet. The questions are those of the trace's own
 //! families in `eval traces` (why a session or request failed, what happened after a failure,
 //! who was involved, …), which name sessions, events, agents and tools and which a stage-1 graph
 //! answers; each side's answers are scored against their evidence, and the bench counts the
@@ -57,10 +59,19 @@ impl Side {
     }
 }
 
+/// What a side-by-side run builds and asks.
+pub(crate) struct RecallStages {
+    /// Generated events.
+    pub(crate) events: usize,
+    /// Questions asked.
+    pub(crate) queries: usize,
+    /// Whether both backends run stage 2 too.
+    pub(crate) enrich: bool,
+}
+
 pub(crate) fn recall(
     url: &StoreUrl,
-    events: usize,
-    queries: usize,
+    RecallStages { events, queries, enrich }: RecallStages,
     dir: Option<&std::path::Path>,
     json: bool,
 ) -> anyhow::Result<Outcome> {
@@ -73,6 +84,11 @@ pub(crate) fn recall(
     let path = tmp.path().join("recall.ctxg");
     let mut embedded = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
     load_projected(&mut embedded, &jsonl)?;
+    if enrich {
+        eprintln!("embedded store: enrich and build the lexical index ...");
+        embedded.enrich(&mut |_, _| {})?;
+        embedded.index_text()?;
+    }
 
     eprintln!("scale-out store {url}: append {events} events ...");
     let mut remote = crate::backend::open_remote(url, EngineOptions::default())?;
@@ -84,6 +100,14 @@ pub(crate) fn recall(
     let started = Instant::now();
     let folded = fold_to_head(url)?;
     let fold_secs = started.elapsed().as_secs_f64();
+    let enrich_secs = if enrich {
+        eprintln!("scale-out store {url}: enrich to the graph's checkpoint ...");
+        let started = Instant::now();
+        remote.enrich(&mut |_, _| {})?;
+        Some(started.elapsed().as_secs_f64())
+    } else {
+        None
+    };
 
     let asked = trace_questions(&jsonl, SEED, queries.div_ceil(FAMILIES))?;
     drop(jsonl);
@@ -92,7 +116,8 @@ pub(crate) fn recall(
     let local = measure(&embedded, &qs)?;
     let scale_out = measure(&remote, &qs)?;
     let same = local.packs.iter().zip(&scale_out.packs).filter(|(a, b)| a == b).count();
-    report(&local, &scale_out, same, qs.len(), events, (folded, append_secs, fold_secs), json)
+    let built = Built { folded, append_secs, fold_secs, enrich_secs };
+    report(&local, &scale_out, same, qs.len(), events, &built, json)
 }
 
 /// Fold the scale-out store's log into its graph up to the head; how many records were folded.
@@ -126,15 +151,25 @@ fn measure(engine: &Engine, qs: &[(String, Vec<String>)]) -> anyhow::Result<Side
     Ok(Side { ms: sorted(ms), phases: sums.map(|us| us as f64 / 1e3 / n), packs, quality })
 }
 
+/// How the scale-out store was built: records folded and the seconds each step took (stage 2's
+/// only with `--enrich`).
+struct Built {
+    folded: u64,
+    append_secs: f64,
+    fold_secs: f64,
+    enrich_secs: Option<f64>,
+}
+
 fn report(
     local: &Side,
     remote: &Side,
     same: usize,
     asked: usize,
     events: usize,
-    (folded, append_secs, fold_secs): (u64, f64, f64),
+    built: &Built,
     json: bool,
 ) -> anyhow::Result<Outcome> {
+    let Built { folded, append_secs, fold_secs, enrich_secs } = *built;
     let quantiles = |s: &Side| [0.50, 0.95, 0.99].map(|p| percentile(&s.ms, p));
     let (l, r) = (quantiles(local), quantiles(remote));
     let ratio = if l[0] > 0.0 { r[0] / l[0] } else { 0.0 };
@@ -149,14 +184,21 @@ fn report(
         print_json(&json!({"events": events, "queries": asked,
             "embedded": side(local, l), "scale_out": side(remote, r),
             "p50_ratio": ratio, "identical_packs": same,
-            "records_folded": folded, "append_seconds": append_secs, "fold_seconds": fold_secs}))?;
+            "records_folded": folded, "append_seconds": append_secs, "fold_seconds": fold_secs,
+            "stages": if enrich_secs.is_some() { "1+2" } else { "1" },
+            "enrich_seconds": enrich_secs}))?;
         return Ok(Outcome::Done);
     }
     let mut out = std::io::stdout().lock();
+    let stages = if enrich_secs.is_some() {
+        "stages 1 and 2 on both (vectors and lexical index; no summaries)"
+    } else {
+        "stage 1 on both (no vectors, lexical index or summaries)"
+    };
     writeln!(
         out,
         "ctxgraph bench recall: {events} events, {asked} trace questions, k = 10, warm engines, \
-         stage 1 on both (no vectors, lexical index or summaries)"
+         {stages}"
     )?;
     let mut t = table(&["measure", "embedded", "scale-out"]);
     for (i, name) in ["p50 latency", "p95 latency", "p99 latency"].iter().enumerate() {
@@ -184,5 +226,8 @@ fn report(
         "scale-out p50 is {ratio:.1}× embedded; {same} of {asked} packs identical; {folded} records \
          appended in {append_secs:.1} s and folded in {fold_secs:.1} s"
     )?;
+    if let Some(secs) = enrich_secs {
+        writeln!(out, "the scale-out store enriched in {secs:.1} s")?;
+    }
     Ok(Outcome::Done)
 }

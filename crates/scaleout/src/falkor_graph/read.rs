@@ -7,10 +7,10 @@
 //! see the module above), which the fold gives in the embedded store's order, so a query that
 //! sorts by it returns the same list.
 //!
-//! Stages 2 and 3 (enrichment, consolidation) do not run on this backend yet: the graph has no
-//! vectors, full-text documents, index blobs or archive marks, and the methods that read them
-//! answer as the embedded store answers for a store without them (nothing, none, zero). The
-//! stage-2 checkpoint is a real key that nothing moves yet, so it reads 0.
+//! Stage 2's vectors, full-text documents and lexical index are read in `stage2.rs`. Stage 3
+//! (consolidation) does not run on this backend yet: there is no vector index (every vector
+//! reads as unindexed) and no archive mark, and those methods answer as the embedded store
+//! answers for a store without them (nothing, none, zero).
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_store::{
@@ -340,8 +340,7 @@ impl GraphReader for FalkorGraph {
     }
 
     fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError> {
-        // No vectors are stored on this backend yet, so none has a model.
-        Ok(None)
+        self.stage2_embedding_model()
     }
 
     fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
@@ -352,12 +351,12 @@ impl GraphReader for FalkorGraph {
             .map_err(|e| raw_remote(&self.url, &e))
     }
 
-    fn vector(&self, _key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
-        Ok(None)
+    fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
+        self.stage2_vector(key)
     }
 
-    fn vector_list(&self, _key: &NodeKey) -> Result<Option<(i64, Option<u32>)>, StoreError> {
-        Ok(None)
+    fn vector_list(&self, key: &NodeKey) -> Result<Option<(i64, Option<u32>)>, StoreError> {
+        self.stage2_vector_list(key)
     }
 
     fn heaviest_edges(
@@ -407,81 +406,63 @@ impl GraphReader for FalkorGraph {
             .collect()
     }
 
-    fn text_terms(&self, _text: &str) -> Result<Vec<String>, StoreError> {
-        // No full-text index: no text has terms in it.
-        Ok(Vec::new())
+    fn text_terms(&self, text: &str) -> Result<Vec<String>, StoreError> {
+        self.stage2_text_terms(text)
     }
 
     fn search_text(
         &self,
         _words: &[String],
-        _after: i64,
+        after: i64,
         _limit: usize,
     ) -> Result<Vec<(i64, f64)>, StoreError> {
-        Ok(Vec::new())
+        self.stage2_search_text(after)
     }
 
-    fn text_docs_after(&self, _after: i64) -> Result<(u64, Option<i64>), StoreError> {
-        Ok((0, None))
+    fn text_docs_after(&self, after: i64) -> Result<(u64, Option<i64>), StoreError> {
+        self.stage2_text_docs_after(after)
     }
 
-    fn scan_text_index(&self, _visit: &mut dyn FnMut(&str, i64) -> bool) -> Result<(), StoreError> {
-        Ok(())
+    fn scan_text_index(&self, visit: &mut dyn FnMut(&str, i64) -> bool) -> Result<(), StoreError> {
+        self.stage2_scan_text_index(visit)
     }
 
     fn text_generation(&self) -> Result<u64, StoreError> {
-        Ok(0)
+        self.stage2_counter("text_generation")
     }
 
     fn text_index_build(&self) -> Result<Option<TextIndexBuild>, StoreError> {
-        Ok(None)
+        self.stage2_text_index_build()
     }
 
-    fn text_postings(&self, _term: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(None)
+    fn text_postings(&self, term: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.stage2_text_postings(term)
     }
 
     fn node_keys(&self, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, StoreError> {
-        // A node's id here is its creation number. No vector or full-text document names one
-        // yet, so callers have none to ask about; the lookup scans the nodes.
-        if nids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = self.run_read(
-            "UNWIND $nids AS i MATCH (n) WHERE n.seq = i RETURN i, labels(n)[0], n.id",
-            &[("nids", FalkorValue::Array(nids.iter().map(|n| int(*n)).collect()))],
-        )?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    int_at(r, 0, &self.url)?,
-                    NodeKey { label: text_at(r, 1, &self.url)?, id: text_at(r, 2, &self.url)? },
-                ))
-            })
-            .collect()
+        // A node's id here is its creation number, which stage 2's vectors and full-text
+        // documents are keyed by; stage 2 keeps their keys by number too.
+        self.stage2_node_keys(nids)
     }
 
-    fn vectors_page(&self, _after: i64, _limit: usize) -> Result<Vec<StoredVector>, StoreError> {
-        Ok(Vec::new())
+    fn vectors_page(&self, after: i64, limit: usize) -> Result<Vec<StoredVector>, StoreError> {
+        self.stage2_vectors_page(after, limit)
     }
 
-    fn scan_unindexed_vectors(
-        &self,
-        _visit: &mut dyn FnMut(i64, &[f32]),
-    ) -> Result<(), StoreError> {
-        Ok(())
+    fn scan_unindexed_vectors(&self, visit: &mut dyn FnMut(i64, &[f32])) -> Result<(), StoreError> {
+        self.stage2_scan_vectors(visit)
     }
 
     fn vector_counts(&self) -> Result<(u64, u64), StoreError> {
-        Ok((0, 0))
+        self.stage2_vector_counts()
     }
 
     fn scan_vectors_of(
         &self,
-        _nids: &[i64],
-        _visit: &mut dyn FnMut(i64, &[f32]),
+        nids: &[i64],
+        visit: &mut dyn FnMut(i64, &[f32]),
     ) -> Result<(), StoreError> {
-        Ok(())
+        self.stage2_scan_vectors_of(nids, visit)
     }
 
     fn ann_generation(&self) -> Result<u64, StoreError> {
@@ -489,7 +470,7 @@ impl GraphReader for FalkorGraph {
     }
 
     fn vector_generation(&self) -> Result<u64, StoreError> {
-        Ok(0)
+        self.stage2_counter("vector_generation")
     }
 
     fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError> {
