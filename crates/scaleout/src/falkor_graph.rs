@@ -47,6 +47,7 @@ use crate::reply::{TIMEOUT, connect, failure};
 use crate::url::StoreUrl;
 
 mod bulk;
+mod many;
 mod read;
 pub(crate) use bulk::{NetChanges, merged_writes};
 

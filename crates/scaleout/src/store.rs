@@ -163,6 +163,9 @@ impl LogReader for ScaleOutRead<'_> {
     fn read_kind(&self, kind: RecordKind) -> Result<Vec<LogEntry>, StoreError> {
         self.with(|c| c.log.read_kind(kind))
     }
+    fn get_many(&self, keys: &[(RecordKind, &str)]) -> Result<Vec<Option<LogEntry>>, StoreError> {
+        self.with(|c| c.log.get_many(keys))
+    }
 }
 
 /// [`GraphReader`] methods answered by the pair's [`FalkorGraph`].
@@ -231,5 +234,10 @@ impl GraphReader for ScaleOutRead<'_> {
         fn ann_list(&self, list: u32) -> Option<Vec<u8>>;
         fn is_archived(&self, key: &NodeKey) -> bool;
         fn archived(&self, after: Option<&NodeKey>, limit: usize) -> Vec<Archived>;
+        fn nodes(&self, keys: &[NodeKey]) -> Vec<Option<Node>>;
+        fn nodes_exist(&self, keys: &[NodeKey]) -> Vec<bool>;
+        fn edges_of_many(&self, keys: &[NodeKey], edge_type: Option<&str>, direction: Direction)
+            -> Vec<Vec<Edge>>;
+        fn existing_ids_by_label(&self, labels: &[&str], ids: &[String]) -> Vec<Vec<String>>;
     }
 }

@@ -512,6 +512,33 @@ impl GraphReader for FalkorGraph {
     ) -> Result<Vec<Archived>, StoreError> {
         Ok(Vec::new())
     }
+
+    // Reads of many keys, one query each (`many.rs`).
+
+    fn nodes(&self, keys: &[NodeKey]) -> Result<Vec<Option<Node>>, StoreError> {
+        self.nodes_many(keys)
+    }
+
+    fn nodes_exist(&self, keys: &[NodeKey]) -> Result<Vec<bool>, StoreError> {
+        self.nodes_exist_many(keys)
+    }
+
+    fn edges_of_many(
+        &self,
+        keys: &[NodeKey],
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Vec<Edge>>, StoreError> {
+        self.edges_of_many_keys(keys, edge_type, direction)
+    }
+
+    fn existing_ids_by_label(
+        &self,
+        labels: &[&str],
+        ids: &[String],
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        self.existing_ids_labels(labels, ids)
+    }
 }
 
 /// Groups whose items carry their edge type too (the heaviest edges are built from items of

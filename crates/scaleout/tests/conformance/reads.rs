@@ -494,3 +494,77 @@ fn a_scale_out_store_appends_to_its_log_and_reads_what_the_workers_folded() {
     let err = catch_up(&schema, redis.log(), &graph, usize::MAX).unwrap_err();
     assert!(err.to_string().contains("rule: graph.layout"), "{err}");
 }
+
+/// Keys for the batched reads: every node of the graph in an order no backend keeps (every
+/// label mixed, the last first), a key asked twice, and keys of nodes that do not exist (an id
+/// of another label's node, a label no node has).
+fn mixed_keys(nodes: &[Node]) -> Vec<NodeKey> {
+    let mut keys: Vec<NodeKey> = nodes.iter().rev().step_by(3).map(|n| n.key.clone()).collect();
+    keys.extend(nodes.iter().step_by(5).map(|n| n.key.clone()));
+    keys.push(keys[0].clone());
+    keys.push(NodeKey::new("Event", "no-such-event"));
+    keys.push(NodeKey::new("Entity", &nodes[0].key.id));
+    keys.push(NodeKey::new("Summary", "no-such-summary"));
+    keys
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn batched_reads_answer_as_the_single_reads_in_order() {
+    let schema = Schema::core().unwrap();
+    let records = log(&schema);
+    let dir = tempfile::TempDir::new().unwrap();
+    let embedded = embedded_fold(&dir, &schema, &records);
+    let mut redis = RedisBackend::new();
+    redis.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
+    catch_up(&schema, redis.log(), &graph, usize::MAX).unwrap();
+    let store = ScaleOutStore::connect(redis.url()).unwrap();
+    let read = store.begin_read().unwrap();
+    let e = embedded.begin_read().unwrap();
+    let f: &dyn StoreRead = &*read;
+
+    let keys = mixed_keys(&all_nodes(&schema, &e));
+    assert!(keys.len() > 200, "{}", keys.len());
+    let single: Vec<Option<Node>> = keys.iter().map(|k| f.node(k).unwrap()).collect();
+    assert_eq!(f.nodes(&keys).unwrap(), single);
+    assert_eq!(e.nodes(&keys).unwrap(), single, "the embedded store's answer");
+    let exist: Vec<bool> = keys.iter().map(|k| f.node_exists(k).unwrap()).collect();
+    assert_eq!(f.nodes_exist(&keys).unwrap(), exist);
+    assert!(exist.iter().any(|x| *x) && exist.iter().any(|x| !*x));
+    for edge_type in [None, Some("REFERENCES"), Some("FOLLOWS"), Some("NO_SUCH_TYPE")] {
+        for direction in [Direction::Out, Direction::In, Direction::Both] {
+            let single: Vec<Vec<Edge>> =
+                keys.iter().map(|k| f.edges_of(k, edge_type, direction).unwrap()).collect();
+            let batched = f.edges_of_many(&keys, edge_type, direction).unwrap();
+            assert_eq!(batched, single, "{edge_type:?} {direction:?}");
+            assert_eq!(e.edges_of_many(&keys, edge_type, direction).unwrap(), single);
+        }
+    }
+    assert!(f.edges_of_many(&keys, None, Direction::Both).unwrap().iter().any(|es| es.len() > 5));
+
+    // A stage-1 graph has no summaries: one label finds nothing.
+    let labels = ["Event", "Entity", "Summary", "Memory"];
+    let mut ids: Vec<String> = keys.iter().map(|k| k.id.clone()).collect();
+    ids.push("no-such-id".into());
+    let single: Vec<Vec<String>> =
+        labels.iter().map(|l| f.existing_ids(l, &ids).unwrap()).collect();
+    assert_eq!(f.existing_ids_by_label(&labels, &ids).unwrap(), single);
+    let found: Vec<bool> = single.iter().map(|ids| !ids.is_empty()).collect();
+    assert_eq!(found, [true, true, false, true]);
+    assert_eq!(f.existing_ids_by_label(&labels, &[]).unwrap(), vec![Vec::<String>::new(); 4]);
+
+    // Nothing asked, nothing read.
+    assert_eq!(f.nodes(&[]).unwrap(), []);
+    assert_eq!(f.edges_of_many(&[], None, Direction::Both).unwrap(), Vec::<Vec<Edge>>::new());
+
+    // The log: records of several kinds, one asked twice, ids that name none.
+    let mut asked: Vec<(ctxgraph_ontology::RecordKind, &str)> =
+        records.iter().rev().step_by(7).map(|r| (r.kind(), r.id())).collect();
+    asked.push(asked[0]);
+    asked.push((ctxgraph_ontology::RecordKind::Event, "no-such-event"));
+    asked.push((ctxgraph_ontology::RecordKind::Memory, records[0].id()));
+    let single: Vec<_> = asked.iter().map(|(k, id)| f.get(*k, id).unwrap()).collect();
+    assert_eq!(f.get_many(&asked).unwrap(), single);
+    assert!(single.iter().filter(|x| x.is_some()).count() > 40);
+}
