@@ -443,9 +443,34 @@ struct Lookups<'s, 'a> {
     session_refs: Option<BTreeMap<NodeKey, Vec<NodeKey>>>,
     /// Nodes an expansion step reached from an admitted event: that event is their witness.
     walked_from: BTreeSet<NodeKey>,
+    /// Nodes read ahead by [`Lookups::prefetch`] and not yet taken by
+    /// [`Lookups::admissible_shared`] (`None`: no such node).
+    fetched: BTreeMap<NodeKey, Option<Node>>,
 }
 
 impl Lookups<'_, '_> {
+    /// Read ahead, in one batched read, the nodes of `keys` that the caller is about to check
+    /// with [`Lookups::admissible`] (and not read yet): on a store whose reads are round trips
+    /// this is one instead of one per node. Callers pass only keys they will check, so the
+    /// embedded store, whose batched read is the loop of single reads, reads what it read
+    /// before; the checks themselves still run one by one, in the caller's order.
+    fn prefetch<'k>(&mut self, keys: impl IntoIterator<Item = &'k NodeKey>) -> Result<(), Error> {
+        let mut wanted: BTreeSet<&NodeKey> = BTreeSet::new();
+        let mut missing: Vec<NodeKey> = Vec::new();
+        for key in keys {
+            if !self.seen.contains_key(key) && !self.fetched.contains_key(key) && wanted.insert(key)
+            {
+                missing.push(key.clone());
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let nodes = self.snap.read.nodes(&missing)?;
+        self.fetched.extend(missing.into_iter().zip(nodes));
+        Ok(())
+    }
+
     /// The node if it exists and passes every constraint (borrowed from the cache: most
     /// callers only ask whether it does).
     fn admissible(&mut self, key: &NodeKey) -> Result<Option<&Node>, Error> {
@@ -456,7 +481,11 @@ impl Lookups<'_, '_> {
     fn admissible_shared(&mut self, key: &NodeKey) -> Result<Option<&Rc<Node>>, Error> {
         if !self.seen.contains_key(key) {
             // Unhydrated: payloads are read for the returned items only.
-            let node = match self.snap.read.node(key)? {
+            let read = match self.fetched.remove(key) {
+                Some(read) => read,
+                None => self.snap.read.node(key)?,
+            };
+            let node = match read {
                 Some(n) if self.admits(&n)? => Some(Rc::new(n)),
                 _ => None,
             };
@@ -578,9 +607,16 @@ impl Lookups<'_, '_> {
             if self.session_refs.is_none() {
                 let mut refs: BTreeMap<NodeKey, Vec<NodeKey>> = BTreeMap::new();
                 if let Some(session) = &self.query.session {
-                    for slot in self.snap.read.session_events(session, SCOPE_EVENTS)? {
-                        let key = NodeKey::new("Event", &slot.event_id);
-                        for edge in self.snap.edges(&key, Some("REFERENCES"), Direction::Out)? {
+                    let events: Vec<NodeKey> = self
+                        .snap
+                        .read
+                        .session_events(session, SCOPE_EVENTS)?
+                        .into_iter()
+                        .map(|slot| NodeKey::new("Event", slot.event_id))
+                        .collect();
+                    let read = self.snap.edges_many(&events, Some("REFERENCES"), Direction::Out)?;
+                    for (key, edges) in events.iter().zip(read) {
+                        for edge in edges {
                             refs.entry(edge.key.to).or_default().push(key.clone());
                         }
                     }
@@ -753,10 +789,12 @@ impl Snapshot<'_> {
             seen: BTreeMap::new(),
             session_refs: None,
             walked_from: BTreeSet::new(),
+            fetched: BTreeMap::new(),
         };
 
         // 1. Prefilter: ranked lists of admissible nodes.
         let mut anchor_list = Vec::new();
+        r.prefetch(&anchors.nodes)?;
         for key in &anchors.nodes {
             if r.admissible(key)?.is_some() {
                 anchor_list.push(key.clone());
@@ -764,7 +802,9 @@ impl Snapshot<'_> {
         }
         let mut vector_list = Vec::new();
         if !query_vector.is_empty() {
-            for (key, _) in self.nearest_keys(query_vector, p.prefilter, search)? {
+            let nearest = self.nearest_keys(query_vector, p.prefilter, search)?;
+            r.prefetch(nearest.iter().map(|(k, _)| k))?;
+            for (key, _) in nearest {
                 if r.admissible(&key)?.is_some() {
                     vector_list.push(key);
                 }
@@ -792,7 +832,9 @@ impl Snapshot<'_> {
         let mut dated_list = Vec::new();
         if !words.is_empty() {
             let limit = if periods.is_empty() { p.prefilter } else { p.prefilter * DATED_DEPTH };
-            for (key, score) in self.search_keys(&words.join(" "), limit)? {
+            let found = self.search_keys(&words.join(" "), limit)?;
+            r.prefetch(found.iter().map(|(k, _)| k))?;
+            for (key, score) in found {
                 let Some(node) = r.admissible(&key)? else { continue };
                 if dated_list.len() < p.prefilter && in_periods(node, &periods) {
                     dated_list.push(key.clone());
@@ -913,6 +955,7 @@ impl Snapshot<'_> {
         }
         let top = fused.first().map_or(1.0, |(_, s)| *s);
         let mut cands: BTreeMap<NodeKey, Cand> = BTreeMap::new();
+        r.prefetch(fused.iter().map(|(k, _)| k).chain(&named))?;
         for (key, score) in &fused {
             let Some(node) = r.admissible_shared(key)?.cloned() else { continue };
             let found_by = found.remove(key).unwrap_or_default();
@@ -1046,12 +1089,21 @@ impl Snapshot<'_> {
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::new();
         let mut ranked: Vec<Item> = Vec::new();
-        for (bound, key) in order {
-            if best.len() >= want && best.peek().is_some_and(|Reverse(Score(kth))| bound < *kth) {
+        for (at, (bound, key)) in order.iter().enumerate() {
+            if best.len() >= want && best.peek().is_some_and(|Reverse(Score(kth))| *bound < *kth) {
                 break;
             }
-            let Some(mut c) = cands.remove(&key) else { continue };
+            let Some(mut c) = cands.remove(key) else { continue };
             if c.node.is_none() {
+                // The next `want - best.len()` candidates are looked at whatever they score
+                // (the loop stops only once `want` are ranked): read the unread among them
+                // in one batch.
+                let sure = want.saturating_sub(best.len()).max(1);
+                let ahead = order.iter().skip(at).take(sure).map(|(_, k)| k);
+                let unread: Vec<&NodeKey> = ahead
+                    .filter(|k| *k == key || cands.get(*k).is_some_and(|c| c.node.is_none()))
+                    .collect();
+                r.prefetch(unread)?;
                 c.node = r.admissible_shared(&key)?.cloned();
             }
             let Some(node) = c.node else { continue };
@@ -1129,20 +1181,48 @@ impl Snapshot<'_> {
                 fits
             });
         }
-        let mut missing_parents = Vec::new();
+        // The events' records in one read, their parents' existence in another, the items'
+        // edges in a third: a store whose reads are round trips pays three, not three per item.
+        let asked: Vec<(RecordKind, &str)> = ranked
+            .iter()
+            .filter(|i| i.node.key.label == "Event")
+            .map(|i| (RecordKind::Event, i.node.key.id.as_str()))
+            .collect();
+        let mut records = self.read.get_many(&asked)?.into_iter();
+        let mut parents = Vec::new();
         for item in &mut ranked {
-            let (provenance, parent) = self.hydrate_with_provenance(&mut item.node)?;
+            let (provenance, parent) = if item.node.key.label == "Event" {
+                let entry = records.next().flatten();
+                self.hydrate_event(&mut item.node, entry)?
+            } else {
+                self.provenance(&item.node)?
+            };
             item.provenance = provenance;
-            if let Some(parent) = parent.filter(|p| !matches!(self.read.node_exists(p), Ok(true))) {
-                missing_parents.push((item.node.key.clone(), parent));
+            if let Some(parent) = parent {
+                parents.push((item.node.key.clone(), parent));
             }
         }
+        let keys: Vec<NodeKey> = parents.iter().map(|(_, p)| p.clone()).collect();
+        // A parent whose read failed counts as missing, as it did when read alone.
+        let exist = self.read.nodes_exist(&keys).unwrap_or_else(|_| vec![false; keys.len()]);
+        let missing_parents: Vec<(NodeKey, NodeKey)> =
+            parents.into_iter().zip(exist).filter(|(_, e)| !e).map(|(p, _)| p).collect();
         let positions: BTreeMap<&NodeKey, Option<u64>> =
             ranked.iter().map(|i| (&i.node.key, i.provenance.log_position)).collect();
         let mut edges = Vec::new();
         let mut unknowns = Vec::new();
-        for item in &ranked {
-            for edge in self.edges(&item.node.key, None, Direction::Out)? {
+        let keys: Vec<NodeKey> = ranked.iter().map(|i| i.node.key.clone()).collect();
+        let outgoing = self.edges_many(&keys, None, Direction::Out)?;
+        // The entities an unexplained reference may name are checked (hub or not) below.
+        r.prefetch(ranked.iter().zip(&outgoing).flat_map(|(item, edges)| {
+            edges
+                .iter()
+                .filter(|e| e.key.edge_type == "REFERENCES" && !positions.contains_key(&e.key.to))
+                .map(|e| &e.key.to)
+                .filter(|to| item.node.key.label == "Event" && named_in_query(to, &query.text))
+        }))?;
+        for (item, item_edges) in ranked.iter().zip(outgoing) {
+            for edge in item_edges {
                 if positions.contains_key(&edge.key.to) {
                     let provenance = edge_provenance(&edge);
                     let log_position = if provenance == "record" {
@@ -1157,9 +1237,10 @@ impl Snapshot<'_> {
                         edge,
                     });
                 } else if edge.key.edge_type == "REFERENCES"
-                    && !is_hub_key(&mut r, &edge.key.to, p.hub_mentions)?
                     && item.node.key.label == "Event"
                     && named_in_query(&edge.key.to, &query.text)
+                    // Last: the one test that reads the node.
+                    && !is_hub_key(&mut r, &edge.key.to, p.hub_mentions)?
                 {
                     unknowns.push(Unknown {
                         kind: "unexplained_entity",
@@ -1331,8 +1412,14 @@ impl Snapshot<'_> {
         }
         for trace in traces {
             let mut timed = Vec::new();
-            for id in self.read.trace_events(trace, SCOPE_EVENTS)? {
-                let key = NodeKey::new("Event", id);
+            let events: Vec<NodeKey> = self
+                .read
+                .trace_events(trace, SCOPE_EVENTS)?
+                .into_iter()
+                .map(|id| NodeKey::new("Event", id))
+                .collect();
+            r.prefetch(&events)?;
+            for key in events {
                 if let Some(at) = r.admissible(&key)?.and_then(occurred_at) {
                     timed.push((at, key));
                 }
@@ -1342,6 +1429,20 @@ impl Snapshot<'_> {
         }
         let asks_request = cues.request && !cues.failure;
         for run in runs {
+            // Every event of the run is checked below: read them at once, and the entities
+            // the admitted ones reference when the question names things.
+            r.prefetch(&run)?;
+            let mut admitted = Vec::new();
+            for key in &run {
+                if r.admissible(key)?.is_some() {
+                    admitted.push(key.clone());
+                }
+            }
+            let mut refs: BTreeMap<NodeKey, Vec<Edge>> = BTreeMap::new();
+            if !things.is_empty() {
+                let read = self.edges_many(&admitted, Some("REFERENCES"), Direction::Out)?;
+                refs.extend(admitted.into_iter().zip(read));
+            }
             // The request is the run's first input; a run with none was asked by the first event
             // that carries its user.
             let mut request: Option<NodeKey> = None;
@@ -1371,11 +1472,8 @@ impl Snapshot<'_> {
                 {
                     points += 1;
                 }
-                if !things.is_empty() {
-                    let refs = self.edges(&key, Some("REFERENCES"), Direction::Out)?;
-                    if refs.iter().any(|e| things.contains(&e.key.to)) {
-                        points += 1;
-                    }
+                if refs.get(&key).is_some_and(|r| r.iter().any(|e| things.contains(&e.key.to))) {
+                    points += 1;
                 }
                 order += 1;
                 scored.push((answer, points, order, key));
@@ -1445,18 +1543,29 @@ impl Snapshot<'_> {
         }
         // One lookup for every candidate id (most name no entity), then only the found read.
         let mut named = BTreeSet::new();
-        for id in self.read.existing_ids("Entity", &ids)? {
-            let key = NodeKey::new("Entity", id);
+        let found: Vec<NodeKey> = self
+            .read
+            .existing_ids("Entity", &ids)?
+            .into_iter()
+            .map(|id| NodeKey::new("Entity", id))
+            .collect();
+        r.prefetch(&found)?;
+        for key in found {
             if r.admissible(&key)?.is_some() {
                 named.insert(key);
             }
         }
         let mut hits: BTreeMap<NodeKey, (usize, bool, String)> = BTreeMap::new();
+        let mut specific = Vec::new();
         for entity in &named {
-            if is_hub_key(r, entity, p.hub_mentions)? {
-                continue;
+            if !is_hub_key(r, entity, p.hub_mentions)? {
+                specific.push(entity.clone());
             }
-            for edge in self.edges(entity, Some("REFERENCES"), Direction::In)? {
+        }
+        let referencing = self.edges_many(&specific, Some("REFERENCES"), Direction::In)?;
+        r.prefetch(referencing.iter().flatten().map(|e| &e.key.from))?;
+        for edges in referencing {
+            for edge in edges {
                 let Some(event) = r.admissible(&edge.key.from)? else { continue };
                 let prop = |p: &str| event.props.get(p).and_then(Value::as_str);
                 let failed = cues.failure && prop("status") == Some("failed");
@@ -1510,16 +1619,27 @@ impl Snapshot<'_> {
             .collect())
     }
 
-    /// [`Snapshot::hydrate`] then [`Snapshot::provenance`] of `node`, reading and decoding an
-    /// event's record once for both (a pack's items are mostly events).
-    fn hydrate_with_provenance(
+    /// [`ctxgraph_store::GraphReader::edges_of_many`]: the edges of many nodes in one batched
+    /// read (nothing read for no nodes).
+    fn edges_many(
+        &self,
+        keys: &[NodeKey],
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Vec<Edge>>, Error> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.read.edges_of_many(keys, edge_type, direction)?)
+    }
+
+    /// [`Snapshot::hydrate`] then [`Snapshot::provenance`] of the event `node`, given its log
+    /// record `entry` (read with the other items' records), decoding the record once for both.
+    fn hydrate_event(
         &self,
         node: &mut Node,
+        entry: Option<ctxgraph_store::LogEntry>,
     ) -> Result<(Provenance, Option<NodeKey>), Error> {
-        if node.key.label != "Event" {
-            return self.provenance(node);
-        }
-        let entry = self.read.get(RecordKind::Event, &node.key.id)?;
         let body: Option<Result<Value, serde_json::Error>> =
             entry.as_ref().map(|e| serde_json::from_str(&e.body));
         if !node.props.contains_key("payload")

@@ -90,15 +90,22 @@ impl Snapshot<'_> {
                 None => Ok(false),
             }
         };
-        for label in LABELS {
-            let existing: BTreeSet<String> =
-                self.read.existing_ids(label, &ids)?.into_iter().collect();
-            for token in &tokens {
-                let key = NodeKey::new(*label, *token);
-                if existing.contains(*token) && visible(&key)? {
-                    anchors.nodes.push(key);
-                    found.insert(token);
-                }
+        // Which tokens are ids of which labels, in one read, then the nodes found, in another
+        // (a store whose reads are round trips pays two, not one per label and node).
+        let mut existing: Vec<NodeKey> = Vec::new();
+        for (label, ids) in LABELS.iter().zip(self.read.existing_ids_by_label(LABELS, &ids)?) {
+            let ids: BTreeSet<String> = ids.into_iter().collect();
+            existing.extend(
+                tokens.iter().filter(|t| ids.contains(**t)).map(|t| NodeKey::new(*label, *t)),
+            );
+        }
+        let nodes = if existing.is_empty() { Vec::new() } else { self.read.nodes(&existing)? };
+        for (key, node) in existing.into_iter().zip(nodes) {
+            if let Some(n) = node
+                && who.may_see(&n)?
+            {
+                found.insert(tokens.iter().find(|t| **t == key.id).copied().unwrap_or_default());
+                anchors.nodes.push(key);
             }
         }
         let any_visible = |events: Vec<String>| -> Result<bool, Error> {
