@@ -446,9 +446,52 @@ struct Lookups<'s, 'a> {
     /// Nodes read ahead by [`Lookups::prefetch`] and not yet taken by
     /// [`Lookups::admissible_shared`] (`None`: no such node).
     fetched: BTreeMap<NodeKey, Option<Node>>,
+    /// The first `SCOPE_EVENTS` events of the sessions read so far (the session constraint's
+    /// witnesses and the scope list read the same session).
+    slots: BTreeMap<String, Rc<Vec<NodeKey>>>,
+    /// The REFERENCES out of events read so far (witnesses, the scope list and the session of
+    /// the best hit read the same events' references).
+    refs: BTreeMap<NodeKey, Vec<Edge>>,
 }
 
 impl Lookups<'_, '_> {
+    /// The first `SCOPE_EVENTS` events of `session` in time order, read once per recall.
+    fn session_slots(&mut self, session: &str) -> Result<Rc<Vec<NodeKey>>, Error> {
+        if let Some(events) = self.slots.get(session) {
+            return Ok(Rc::clone(events));
+        }
+        let events: Vec<NodeKey> = self
+            .snap
+            .read
+            .session_events(session, SCOPE_EVENTS)?
+            .into_iter()
+            .map(|slot| NodeKey::new("Event", slot.event_id))
+            .collect();
+        let events = Rc::new(events);
+        self.slots.insert(session.to_owned(), Rc::clone(&events));
+        Ok(events)
+    }
+
+    /// Read the REFERENCES out of the events of `keys` not read yet, in one batched read
+    /// (then [`Lookups::references_of`] answers).
+    fn read_references(&mut self, keys: &[NodeKey]) -> Result<(), Error> {
+        let unread: Vec<NodeKey> = keys
+            .iter()
+            .filter(|k| !self.refs.contains_key(*k))
+            .cloned()
+            .collect::<BTreeSet<NodeKey>>()
+            .into_iter()
+            .collect();
+        let read = self.snap.edges_many(&unread, Some("REFERENCES"), Direction::Out)?;
+        self.refs.extend(unread.into_iter().zip(read));
+        Ok(())
+    }
+
+    /// The REFERENCES out of `key`, read by [`Lookups::read_references`] (none when not read).
+    fn references_of(&self, key: &NodeKey) -> &[Edge] {
+        self.refs.get(key).map_or(&[], Vec::as_slice)
+    }
+
     /// Read ahead, in one batched read, the nodes of `keys` that the caller is about to check
     /// with [`Lookups::admissible`] (and not read yet): on a store whose reads are round trips
     /// this is one instead of one per node. Callers pass only keys they will check, so the
@@ -607,17 +650,11 @@ impl Lookups<'_, '_> {
             if self.session_refs.is_none() {
                 let mut refs: BTreeMap<NodeKey, Vec<NodeKey>> = BTreeMap::new();
                 if let Some(session) = &self.query.session {
-                    let events: Vec<NodeKey> = self
-                        .snap
-                        .read
-                        .session_events(session, SCOPE_EVENTS)?
-                        .into_iter()
-                        .map(|slot| NodeKey::new("Event", slot.event_id))
-                        .collect();
-                    let read = self.snap.edges_many(&events, Some("REFERENCES"), Direction::Out)?;
-                    for (key, edges) in events.iter().zip(read) {
-                        for edge in edges {
-                            refs.entry(edge.key.to).or_default().push(key.clone());
+                    let events = self.session_slots(session)?;
+                    self.read_references(&events)?;
+                    for key in events.iter() {
+                        for edge in self.references_of(key) {
+                            refs.entry(edge.key.to.clone()).or_default().push(key.clone());
                         }
                     }
                 }
@@ -790,6 +827,8 @@ impl Snapshot<'_> {
             session_refs: None,
             walked_from: BTreeSet::new(),
             fetched: BTreeMap::new(),
+            slots: BTreeMap::new(),
+            refs: BTreeMap::new(),
         };
 
         // 1. Prefilter: ranked lists of admissible nodes.
@@ -980,6 +1019,7 @@ impl Snapshot<'_> {
             cues.edge_weight(edge_type, out).unwrap_or_else(|| intent.edge_weight(edge_type, out))
         };
         let mut expanded = 0;
+        let speculate = self.read.batch_reads_pay();
         while expanded < p.expansions {
             let Some((Score(reach), from)) = open.pop_last() else { break };
             let Some(c) = cands.get_mut(&from) else { continue };
@@ -988,8 +1028,24 @@ impl Snapshot<'_> {
                 continue;
             }
             if c.node.is_none() {
+                if speculate {
+                    // The best of the queue are the likeliest next expansions: on a store
+                    // whose reads are round trips, read them with this one.
+                    let next = open.iter().rev().map(|(_, k)| k);
+                    let unread: Vec<&NodeKey> = std::iter::once(&from)
+                        .chain(next.filter(|k| {
+                            cands
+                                .get(*k)
+                                .is_some_and(|c| c.node.is_none() && c.path.len() < p.depth)
+                        }))
+                        .take(p.expansions - expanded)
+                        .collect();
+                    r.prefetch(unread)?;
+                }
+                let Some(c) = cands.get_mut(&from) else { continue };
                 c.node = r.admissible_shared(&from)?.cloned();
             }
+            let Some(c) = cands.get_mut(&from) else { continue };
             // Not admitted (never walked through, never returned), or a hub.
             let Some(node) = &c.node else { continue };
             if is_hub(node, p.hub_mentions) {
@@ -1307,7 +1363,15 @@ impl Snapshot<'_> {
         let is_actor =
             |k: &NodeKey| k.id.split_once(':').is_some_and(|(t, _)| ACTOR_TYPES.contains(&t));
         let mut by_thing = None;
-        for (rank, key) in bm25_list.iter().filter(|k| k.label == "Event").enumerate() {
+        let events: Vec<NodeKey> =
+            bm25_list.iter().filter(|k| k.label == "Event").cloned().collect();
+        if self.read.batch_reads_pay() {
+            // Most of the list is looked at unless an early hit answers: on a store whose reads
+            // are round trips, one read of all beats one per hit.
+            r.prefetch(&events)?;
+            r.read_references(&events)?;
+        }
+        for (rank, key) in events.iter().enumerate() {
             let Some(session) = r
                 .admissible(key)?
                 .and_then(|n| n.props.get("session_id"))
@@ -1316,9 +1380,13 @@ impl Snapshot<'_> {
             else {
                 continue;
             };
-            let refs = self.edges(key, Some("REFERENCES"), Direction::Out)?;
-            let hits: Vec<&NodeKey> =
-                refs.iter().map(|e| &e.key.to).filter(|to| named.contains(to)).collect();
+            r.read_references(std::slice::from_ref(key))?;
+            let hits: Vec<&NodeKey> = r
+                .references_of(key)
+                .iter()
+                .map(|e| &e.key.to)
+                .filter(|to| named.contains(to))
+                .collect();
             if hits.iter().any(|k| is_actor(k)) {
                 return Ok(Some(session));
             }
@@ -1407,8 +1475,7 @@ impl Snapshot<'_> {
         // sorted by their time.
         let mut runs: Vec<Vec<NodeKey>> = Vec::new();
         for session in sessions {
-            let slots = self.read.session_events(session, SCOPE_EVENTS)?;
-            runs.push(slots.iter().map(|s| NodeKey::new("Event", &s.event_id)).collect());
+            runs.push(r.session_slots(session)?.to_vec());
         }
         for trace in traces {
             let mut timed = Vec::new();
@@ -1438,10 +1505,8 @@ impl Snapshot<'_> {
                     admitted.push(key.clone());
                 }
             }
-            let mut refs: BTreeMap<NodeKey, Vec<Edge>> = BTreeMap::new();
             if !things.is_empty() {
-                let read = self.edges_many(&admitted, Some("REFERENCES"), Direction::Out)?;
-                refs.extend(admitted.into_iter().zip(read));
+                r.read_references(&admitted)?;
             }
             // The request is the run's first input; a run with none was asked by the first event
             // that carries its user.
@@ -1472,7 +1537,7 @@ impl Snapshot<'_> {
                 {
                     points += 1;
                 }
-                if refs.get(&key).is_some_and(|r| r.iter().any(|e| things.contains(&e.key.to))) {
+                if r.references_of(&key).iter().any(|e| things.contains(&e.key.to)) {
                     points += 1;
                 }
                 order += 1;

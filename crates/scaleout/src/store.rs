@@ -239,5 +239,11 @@ impl GraphReader for ScaleOutRead<'_> {
         fn edges_of_many(&self, keys: &[NodeKey], edge_type: Option<&str>, direction: Direction)
             -> Vec<Vec<Edge>>;
         fn existing_ids_by_label(&self, labels: &[&str], ids: &[String]) -> Vec<Vec<String>>;
+        fn session_events_many(&self, session_ids: &[String], limit: usize) -> Vec<Vec<SessionSlot>>;
+        fn trace_events_many(&self, trace_ids: &[String], limit: usize) -> Vec<Vec<String>>;
+    }
+
+    fn batch_reads_pay(&self) -> bool {
+        true
     }
 }

@@ -414,6 +414,28 @@ pub trait GraphReader {
     ) -> Result<Vec<Vec<String>>, StoreError> {
         labels.iter().map(|l| self.existing_ids(l, ids)).collect()
     }
+    /// [`GraphReader::session_events`] of each of `session_ids`.
+    fn session_events_many(
+        &self,
+        session_ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<SessionSlot>>, StoreError> {
+        session_ids.iter().map(|s| self.session_events(s, limit)).collect()
+    }
+    /// [`GraphReader::trace_events`] of each of `trace_ids`.
+    fn trace_events_many(
+        &self,
+        trace_ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        trace_ids.iter().map(|t| self.trace_events(t, limit)).collect()
+    }
+    /// Whether a read of many keys costs about what a read of one does (a store whose every
+    /// read is a round trip), so that a caller gains by reading ahead what it will probably
+    /// need; `false` (the default, the embedded store) when each read costs for its keys.
+    fn batch_reads_pay(&self) -> bool {
+        false
+    }
 }
 
 /// Write access to the projected graph. Every method is an upsert or an idempotent delete, so a

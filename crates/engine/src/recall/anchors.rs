@@ -7,9 +7,9 @@
 //! seeds the expansion with top relevance, and its tokens leave the BM25 words. Entities are
 //! found by name elsewhere (`entity_matches`), since people name them in words.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use ctxgraph_ontology::graph::NodeKey;
+use ctxgraph_ontology::graph::{Node, NodeKey};
 
 use crate::error::Error;
 use crate::view::Snapshot;
@@ -108,21 +108,49 @@ impl Snapshot<'_> {
                 anchors.nodes.push(key);
             }
         }
-        let any_visible = |events: Vec<String>| -> Result<bool, Error> {
+        // Each token's session and trace probes in one read each; the first event of every
+        // probe, which is always looked at, read with the others in one more.
+        let sessions: Vec<Vec<String>> = self
+            .read
+            .session_events_many(&ids, VISIBLE_PROBE)?
+            .into_iter()
+            .map(|slots| slots.into_iter().map(|slot| slot.event_id).collect())
+            .collect();
+        let traces = self.read.trace_events_many(&ids, VISIBLE_PROBE)?;
+        let firsts: Vec<NodeKey> = sessions
+            .iter()
+            .chain(&traces)
+            .filter_map(|events| events.first())
+            .map(|id| NodeKey::new("Event", id))
+            .collect::<BTreeSet<NodeKey>>()
+            .into_iter()
+            .collect();
+        let read: BTreeMap<NodeKey, Option<Node>> = if firsts.is_empty() {
+            BTreeMap::new()
+        } else {
+            let nodes = self.read.nodes(&firsts)?;
+            firsts.into_iter().zip(nodes).collect()
+        };
+        let any_visible = |events: &[String]| -> Result<bool, Error> {
             for id in events {
-                if visible(&NodeKey::new("Event", id))? {
+                let key = NodeKey::new("Event", id);
+                let seen = match read.get(&key) {
+                    Some(Some(n)) => who.may_see(n)?,
+                    Some(None) => false,
+                    None => visible(&key)?,
+                };
+                if seen {
                     return Ok(true);
                 }
             }
             Ok(false)
         };
-        for token in &tokens {
-            let session = self.read.session_events(token, VISIBLE_PROBE)?;
-            if any_visible(session.into_iter().map(|slot| slot.event_id).collect())? {
+        for ((token, session), trace) in tokens.iter().zip(&sessions).zip(&traces) {
+            if any_visible(session)? {
                 anchors.sessions.push((*token).to_owned());
                 found.insert(token);
             }
-            if any_visible(self.read.trace_events(token, VISIBLE_PROBE)?)? {
+            if any_visible(trace)? {
                 anchors.traces.push((*token).to_owned());
                 found.insert(token);
             }

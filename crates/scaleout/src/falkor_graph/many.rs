@@ -12,10 +12,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
-use ctxgraph_store::{StoreError, props_from};
+use ctxgraph_store::{SessionSlot, StoreError, props_from};
 use falkordb::FalkorValue;
 
-use super::{FalkorGraph, int, int_at, name, s, sort_side, text_at};
+use super::{FalkorGraph, SLOT, TRACED, count, int, int_at, name, s, sort_side, text_at};
 
 /// The most keys one query carries: bounds the size of a query's text.
 const KEYS_PER_QUERY: usize = 1_000;
@@ -191,5 +191,93 @@ impl FalkorGraph {
             .iter()
             .map(|f| ids.iter().filter(|id| f.contains(*id)).cloned().collect())
             .collect())
+    }
+
+    /// `ids` as `[place, id]` rows, for the reads by session or trace below.
+    fn placed(ids: &[String]) -> FalkorValue {
+        FalkorValue::Array(
+            ids.iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    FalkorValue::Array(vec![int(i64::try_from(i).unwrap_or(i64::MAX)), s(id)])
+                })
+                .collect(),
+        )
+    }
+
+    /// The list column of a row of the reads by session or trace.
+    fn list_at<'r>(
+        &self,
+        row: &'r [FalkorValue],
+        i: usize,
+    ) -> Result<&'r [FalkorValue], StoreError> {
+        match row.get(i) {
+            Some(FalkorValue::Array(items)) => Ok(items),
+            _ => Err(super::odd(&self.url, "a list where one was expected")),
+        }
+    }
+
+    /// [`GraphReader::session_events_many`](ctxgraph_store::GraphReader::session_events_many):
+    /// one query, each session's first `limit` slots in time order.
+    pub(crate) fn session_events_of(
+        &self,
+        ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<SessionSlot>>, StoreError> {
+        let mut out = vec![Vec::new(); ids.len()];
+        for (start, chunk) in ids.chunks(KEYS_PER_QUERY).enumerate() {
+            let rows = self.run_read(
+                &format!(
+                    "UNWIND $k AS k MATCH (x:{SLOT} {{session: k[1]}}) \
+                     WITH k[0] AS i, x ORDER BY i, x.at, x.event \
+                     WITH i, collect([x.at, x.event]) AS slots RETURN i, slots[0..$limit]"
+                ),
+                &[("k", Self::placed(chunk)), ("limit", int(count(limit)))],
+            )?;
+            for r in &rows {
+                let i = start * KEYS_PER_QUERY + place(r, chunk.len(), &self.url)?;
+                for slot in self.list_at(r, 1)? {
+                    let FalkorValue::Array(cols) = slot else {
+                        return Err(super::odd(&self.url, "a session slot"));
+                    };
+                    out[i].push(SessionSlot {
+                        at_ns: int_at(cols, 0, &self.url)?,
+                        event_id: text_at(cols, 1, &self.url)?,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`GraphReader::trace_events_many`](ctxgraph_store::GraphReader::trace_events_many): one
+    /// query, each trace's first `limit` events in creation order.
+    pub(crate) fn trace_events_of(
+        &self,
+        ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        let label = name(TRACED, "label")?;
+        let mut out = vec![Vec::new(); ids.len()];
+        for (start, chunk) in ids.chunks(KEYS_PER_QUERY).enumerate() {
+            let rows = self.run_read(
+                &format!(
+                    "UNWIND $k AS k MATCH (n:{label} {{trace: k[1]}}) \
+                     WITH k[0] AS i, n ORDER BY i, n.seq \
+                     WITH i, collect(n.id) AS ids RETURN i, ids[0..$limit]"
+                ),
+                &[("k", Self::placed(chunk)), ("limit", int(count(limit)))],
+            )?;
+            for r in &rows {
+                let i = start * KEYS_PER_QUERY + place(r, chunk.len(), &self.url)?;
+                for id in self.list_at(r, 1)? {
+                    let FalkorValue::String(id) = id else {
+                        return Err(super::odd(&self.url, "an event id"));
+                    };
+                    out[i].push(id.clone());
+                }
+            }
+        }
+        Ok(out)
     }
 }

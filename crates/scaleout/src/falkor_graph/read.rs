@@ -539,6 +539,26 @@ impl GraphReader for FalkorGraph {
     ) -> Result<Vec<Vec<String>>, StoreError> {
         self.existing_ids_labels(labels, ids)
     }
+
+    fn session_events_many(
+        &self,
+        session_ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<SessionSlot>>, StoreError> {
+        self.session_events_of(session_ids, limit)
+    }
+
+    fn trace_events_many(
+        &self,
+        trace_ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        self.trace_events_of(trace_ids, limit)
+    }
+
+    fn batch_reads_pay(&self) -> bool {
+        true
+    }
 }
 
 /// Groups whose items carry their edge type too (the heaviest edges are built from items of

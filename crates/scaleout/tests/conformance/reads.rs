@@ -554,6 +554,29 @@ fn batched_reads_answer_as_the_single_reads_in_order() {
     assert_eq!(found, [true, true, false, true]);
     assert_eq!(f.existing_ids_by_label(&labels, &[]).unwrap(), vec![Vec::<String>::new(); 4]);
 
+    // Sessions and traces: every one, in reverse, one asked twice, one that does not exist.
+    let mut sessions = f.sessions(None, usize::MAX).unwrap();
+    sessions.reverse();
+    let traces: BTreeSet<String> = all_nodes(&schema, &e)
+        .iter()
+        .filter_map(|n| n.props.get("trace_id").and_then(|t| t.as_str()).map(str::to_owned))
+        .collect();
+    let mut traces: Vec<String> = traces.into_iter().rev().collect();
+    assert!(sessions.len() >= 3 && traces.len() >= 3, "{sessions:?} {traces:?}");
+    for ids in [&mut sessions, &mut traces] {
+        ids.push(ids[0].clone());
+        ids.push("no-such-run".into());
+    }
+    for limit in [1, 4, usize::MAX] {
+        let single: Vec<_> = sessions.iter().map(|s| f.session_events(s, limit).unwrap()).collect();
+        assert_eq!(f.session_events_many(&sessions, limit).unwrap(), single, "{limit}");
+        assert_eq!(e.session_events_many(&sessions, limit).unwrap(), single, "{limit}");
+        let single: Vec<_> = traces.iter().map(|t| f.trace_events(t, limit).unwrap()).collect();
+        assert_eq!(f.trace_events_many(&traces, limit).unwrap(), single, "{limit}");
+        assert_eq!(e.trace_events_many(&traces, limit).unwrap(), single, "{limit}");
+    }
+    assert!(f.batch_reads_pay() && !e.batch_reads_pay());
+
     // Nothing asked, nothing read.
     assert_eq!(f.nodes(&[]).unwrap(), []);
     assert_eq!(f.edges_of_many(&[], None, Direction::Both).unwrap(), Vec::<Vec<Edge>>::new());
