@@ -49,6 +49,7 @@ use crate::url::StoreUrl;
 mod bulk;
 mod many;
 mod read;
+mod state;
 pub(crate) use bulk::{NetChanges, merged_writes};
 
 /// The largest `LIMIT` sent (see [`count`]).
@@ -86,6 +87,8 @@ pub struct FalkorGraph {
     raw: RefCell<redis::Connection>,
     /// Node labels that already have their index and constraint.
     indexed: BTreeSet<String>,
+    /// A read view's memo of the state keys (`state.rs`); `None` outside a view.
+    state: RefCell<Option<state::StateMemo>>,
 }
 
 impl std::fmt::Debug for FalkorGraph {
@@ -144,6 +147,7 @@ impl FalkorGraph {
             settings: format!("{prefix}settings"),
             enriched: format!("{prefix}enriched_through"),
             indexed: BTreeSet::new(),
+            state: RefCell::new(None),
         })
     }
 

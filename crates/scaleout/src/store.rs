@@ -92,6 +92,8 @@ impl ScaleOutStore {
 impl RemoteStore for ScaleOutStore {
     fn begin_read(&self) -> Result<Box<dyn StoreRead + '_>, StoreError> {
         let conn = self.take()?;
+        // The view's state keys are read once, on first use (see `falkor_graph/state.rs`).
+        conn.graph.hold_state();
         Ok(Box::new(ScaleOutRead { store: self, conn: Some(conn), broken: Cell::new(false) }))
     }
 
@@ -145,6 +147,7 @@ impl Drop for ScaleOutRead<'_> {
         if let Some(conn) = self.conn.take()
             && !self.broken.get()
         {
+            conn.graph.release_state();
             self.store.give_back(conn);
         }
     }

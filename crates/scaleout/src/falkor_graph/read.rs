@@ -126,15 +126,6 @@ impl FalkorGraph {
         }
         Ok(())
     }
-
-    /// A plain key's integer value; 0 when it is unset.
-    pub(crate) fn counter(&self, key: &str) -> Result<u64, StoreError> {
-        let value: Option<u64> = redis::cmd("GET")
-            .arg(key)
-            .query(&mut *self.raw.borrow_mut())
-            .map_err(|e| raw_remote(&self.url, &e))?;
-        Ok(value.unwrap_or(0))
-    }
 }
 
 /// An edge of a group read with [`Carry::EdgeProps`], as the edge of `key` it is.
@@ -345,11 +336,7 @@ impl GraphReader for FalkorGraph {
     }
 
     fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
-        redis::cmd("HGET")
-            .arg(&self.settings)
-            .arg(key)
-            .query(&mut *self.raw.borrow_mut())
-            .map_err(|e| raw_remote(&self.url, &e))
+        self.setting_value(key)
     }
 
     fn vector(&self, _key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
