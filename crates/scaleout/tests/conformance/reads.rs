@@ -591,3 +591,47 @@ fn batched_reads_answer_as_the_single_reads_in_order() {
     assert_eq!(f.get_many(&asked).unwrap(), single);
     assert!(single.iter().filter(|x| x.is_some()).count() > 40);
 }
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_read_view_answers_its_state_keys_as_of_its_first_read_of_them() {
+    let schema = Schema::core().unwrap();
+    let records = log(&schema);
+    let mut redis = RedisBackend::new();
+    redis.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
+    catch_up(&schema, redis.log(), &graph, 50).unwrap();
+    let store = ScaleOutStore::connect(redis.url()).unwrap();
+    let settings = format!("{}settings", redis.url().key_prefix());
+
+    let view = store.begin_read().unwrap();
+    let (generation, through) =
+        (view.graph_generation().unwrap(), view.projected_through().unwrap());
+    assert_eq!(view.setting("auto_link").unwrap(), None);
+    // The graph moves on and a setting is set: the view keeps its point in time.
+    catch_up(&schema, redis.log(), &graph, usize::MAX).unwrap();
+    redis::cmd("HSET")
+        .arg(&settings)
+        .arg("auto_link")
+        .arg("on")
+        .query::<i64>(redis.admin())
+        .unwrap();
+    assert_eq!(view.graph_generation().unwrap(), generation);
+    assert_eq!(view.projected_through().unwrap(), through);
+    assert_eq!(view.setting("auto_link").unwrap(), None);
+    assert_eq!(view.enriched_through().unwrap(), 0);
+    drop(view);
+
+    // A new view, on the same pooled connection, reads them anew.
+    let view = store.begin_read().unwrap();
+    assert_ne!(view.graph_generation().unwrap(), generation);
+    assert_eq!(view.projected_through().unwrap(), records.len() as u64);
+    assert_eq!(view.setting("auto_link").unwrap().as_deref(), Some("on"));
+    // A worker's graph reads its counters live.
+    let before = GraphReader::graph_generation(&graph).unwrap();
+    redis::cmd("INCR")
+        .arg(format!("{}graph_generation", redis.url().key_prefix()))
+        .query::<i64>(redis.admin())
+        .unwrap();
+    assert_eq!(GraphReader::graph_generation(&graph).unwrap(), before + 1);
+}
