@@ -793,7 +793,7 @@ impl Snapshot<'_> {
         let mut clock = std::time::Instant::now();
         // What the question names exactly; a session it names acts as the session constraint
         // unless the caller gave one.
-        let anchors = self.anchors(&query.text, who)?;
+        let mut anchors = self.anchors(&query.text, who)?;
         let mut cues = Cues::of(&query.text);
         if anchors.is_empty() {
             // "after" and "before" say which way to walk from something named.
@@ -826,7 +826,8 @@ impl Snapshot<'_> {
             seen: BTreeMap::new(),
             session_refs: None,
             walked_from: BTreeSet::new(),
-            fetched: BTreeMap::new(),
+            // What the anchors read is not read again.
+            fetched: std::mem::take(&mut anchors.read),
             slots: BTreeMap::new(),
             refs: BTreeMap::new(),
         };
@@ -1437,9 +1438,14 @@ impl Snapshot<'_> {
                 }
             }
         }
-        for role in ["SUBJECT", "OBJECT"] {
-            for entity in named {
-                for edge in self.read.edges_limited(entity, role, false, limit)? {
+        // Every (role, entity) read, in one batched read.
+        let reads: Vec<(NodeKey, &str)> = ["SUBJECT", "OBJECT"]
+            .into_iter()
+            .flat_map(|role| named.iter().map(move |entity| (entity.clone(), role)))
+            .collect();
+        if !reads.is_empty() {
+            for edges in self.read.edges_limited_many(&reads, false, limit)? {
+                for edge in edges {
                     push(r, edge.key.from, &mut out)?;
                 }
             }

@@ -244,6 +244,8 @@ impl GraphReader for ScaleOutRead<'_> {
         fn existing_ids_by_label(&self, labels: &[&str], ids: &[String]) -> Vec<Vec<String>>;
         fn session_events_many(&self, session_ids: &[String], limit: usize) -> Vec<Vec<SessionSlot>>;
         fn trace_events_many(&self, trace_ids: &[String], limit: usize) -> Vec<Vec<String>>;
+        fn edges_limited_many(&self, reads: &[(NodeKey, &str)], out: bool, limit: usize)
+            -> Vec<Vec<Edge>>;
     }
 
     fn batch_reads_pay(&self) -> bool {

@@ -430,6 +430,16 @@ pub trait GraphReader {
     ) -> Result<Vec<Vec<String>>, StoreError> {
         trace_ids.iter().map(|t| self.trace_events(t, limit)).collect()
     }
+    /// [`GraphReader::edges_limited`] of each `(node, edge type)` of `reads`, in one direction
+    /// and with one limit.
+    fn edges_limited_many(
+        &self,
+        reads: &[(NodeKey, &str)],
+        out: bool,
+        limit: usize,
+    ) -> Result<Vec<Vec<Edge>>, StoreError> {
+        reads.iter().map(|(key, t)| self.edges_limited(key, t, out, limit)).collect()
+    }
     /// Whether a read of many keys costs about what a read of one does (a store whose every
     /// read is a round trip), so that a caller gains by reading ahead what it will probably
     /// need; `false` (the default, the embedded store) when each read costs for its keys.

@@ -24,7 +24,7 @@ const VISIBLE_PROBE: usize = 64;
 const MAX_TOKENS: usize = 32;
 
 /// What a question names exactly.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Anchors {
     /// Nodes named by id, in the order the question names them.
     pub(crate) nodes: Vec<NodeKey>,
@@ -34,6 +34,9 @@ pub(crate) struct Anchors {
     pub(crate) traces: Vec<String>,
     /// The lower-case content words of the tokens found: not BM25 words.
     pub(crate) words: BTreeSet<String>,
+    /// The nodes read to find them (`None`: no such node), handed on so that recall does not
+    /// read them again.
+    pub(crate) read: BTreeMap<NodeKey, Option<Node>>,
 }
 
 impl Anchors {
@@ -101,12 +104,13 @@ impl Snapshot<'_> {
         }
         let nodes = if existing.is_empty() { Vec::new() } else { self.read.nodes(&existing)? };
         for (key, node) in existing.into_iter().zip(nodes) {
-            if let Some(n) = node
-                && who.may_see(&n)?
+            if let Some(n) = &node
+                && who.may_see(n)?
             {
                 found.insert(tokens.iter().find(|t| **t == key.id).copied().unwrap_or_default());
-                anchors.nodes.push(key);
+                anchors.nodes.push(key.clone());
             }
+            anchors.read.insert(key, node);
         }
         // Each token's session and trace probes in one read each; the first event of every
         // probe, which is always looked at, read with the others in one more.
@@ -155,6 +159,7 @@ impl Snapshot<'_> {
                 found.insert(token);
             }
         }
+        anchors.read.extend(read);
         // Keep the question's order of mention.
         anchors.nodes.sort_by_key(|k| tokens.iter().position(|t| *t == k.id));
         for token in found {

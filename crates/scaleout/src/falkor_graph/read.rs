@@ -23,7 +23,7 @@ use super::{FalkorGraph, TRACED, count, int, int_at, name, odd, raw_remote, s, t
 
 /// One item of a group as read: the far endpoint, the edge's qualifier and the properties
 /// carried (JSON text, of the edge or of the far endpoint).
-type Item = (NodeKey, String, String);
+pub(super) type Item = (NodeKey, String, String);
 
 /// What a group query returns of each far endpoint besides its key.
 #[derive(Clone, Copy)]
@@ -541,6 +541,21 @@ impl GraphReader for FalkorGraph {
         limit: usize,
     ) -> Result<Vec<Vec<String>>, StoreError> {
         self.trace_events_of(trace_ids, limit)
+    }
+
+    fn edges_limited_many(
+        &self,
+        reads: &[(NodeKey, &str)],
+        out: bool,
+        limit: usize,
+    ) -> Result<Vec<Vec<Edge>>, StoreError> {
+        let mut found = vec![Vec::new(); reads.len()];
+        for (i, (far, qualifier, props), edge_type) in self.edges_limited_of(reads, out, limit)? {
+            let (key, _) = &reads[i];
+            let item = (far, qualifier, props);
+            found[i].push(group_edge(key, edge_type, out, item)?);
+        }
+        Ok(found)
     }
 
     fn batch_reads_pay(&self) -> bool {

@@ -542,6 +542,20 @@ fn batched_reads_answer_as_the_single_reads_in_order() {
         }
     }
     assert!(f.edges_of_many(&keys, None, Direction::Both).unwrap().iter().any(|es| es.len() > 5));
+    let typed: Vec<(NodeKey, &str)> = keys
+        .iter()
+        .zip(["REFERENCES", "FOLLOWS", "CAUSED_BY", "NO_SUCH_TYPE"].iter().cycle())
+        .map(|(k, t)| (k.clone(), *t))
+        .collect();
+    for out in [true, false] {
+        for limit in [1, 3, usize::MAX] {
+            let single: Vec<Vec<Edge>> =
+                typed.iter().map(|(k, t)| f.edges_limited(k, t, out, limit).unwrap()).collect();
+            assert_eq!(f.edges_limited_many(&typed, out, limit).unwrap(), single, "{out} {limit}");
+            assert_eq!(e.edges_limited_many(&typed, out, limit).unwrap(), single, "{out} {limit}");
+            assert!(single.iter().any(|es| es.len() > 1) || limit == 1);
+        }
+    }
 
     // A stage-1 graph has no summaries: one label finds nothing.
     let labels = ["Event", "Entity", "Summary", "Memory"];
