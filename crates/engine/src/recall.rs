@@ -1161,7 +1161,7 @@ impl Snapshot<'_> {
                     .filter(|k| *k == key || cands.get(*k).is_some_and(|c| c.node.is_none()))
                     .collect();
                 r.prefetch(unread)?;
-                c.node = r.admissible_shared(&key)?.cloned();
+                c.node = r.admissible_shared(key)?.cloned();
             }
             let Some(node) = c.node else { continue };
             let sal = salience_factor(&node, as_of, p.salience_weight);
