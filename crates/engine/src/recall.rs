@@ -1259,11 +1259,23 @@ impl Snapshot<'_> {
                 parents.push((item.node.key.clone(), parent));
             }
         }
-        let keys: Vec<NodeKey> = parents.iter().map(|(_, p)| p.clone()).collect();
-        // A parent whose read failed counts as missing, as it did when read alone.
-        let exist = self.read.nodes_exist(&keys).unwrap_or_else(|_| vec![false; keys.len()]);
+        // A parent this recall read and admitted exists; the others are asked in one read. A
+        // parent whose read failed counts as missing, as it did when read alone.
+        let unknown: Vec<NodeKey> = parents
+            .iter()
+            .map(|(_, p)| p)
+            .filter(|p| !r.seen.get(*p).is_some_and(Option::is_some))
+            .cloned()
+            .collect();
+        let exist = if unknown.is_empty() {
+            Vec::new()
+        } else {
+            self.read.nodes_exist(&unknown).unwrap_or_else(|_| vec![false; unknown.len()])
+        };
+        let absent: BTreeSet<&NodeKey> =
+            unknown.iter().zip(exist).filter(|(_, e)| !e).map(|(p, _)| p).collect();
         let missing_parents: Vec<(NodeKey, NodeKey)> =
-            parents.into_iter().zip(exist).filter(|(_, e)| !e).map(|(p, _)| p).collect();
+            parents.into_iter().filter(|(_, p)| absent.contains(p)).collect();
         let positions: BTreeMap<&NodeKey, Option<u64>> =
             ranked.iter().map(|i| (&i.node.key, i.provenance.log_position)).collect();
         let mut edges = Vec::new();
