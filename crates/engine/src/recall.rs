@@ -443,9 +443,77 @@ struct Lookups<'s, 'a> {
     session_refs: Option<BTreeMap<NodeKey, Vec<NodeKey>>>,
     /// Nodes an expansion step reached from an admitted event: that event is their witness.
     walked_from: BTreeSet<NodeKey>,
+    /// Nodes read ahead by [`Lookups::prefetch`] and not yet taken by
+    /// [`Lookups::admissible_shared`] (`None`: no such node).
+    fetched: BTreeMap<NodeKey, Option<Node>>,
+    /// The first `SCOPE_EVENTS` events of the sessions read so far (the session constraint's
+    /// witnesses and the scope list read the same session).
+    slots: BTreeMap<String, Rc<Vec<NodeKey>>>,
+    /// The REFERENCES out of events read so far (witnesses, the scope list and the session of
+    /// the best hit read the same events' references).
+    refs: BTreeMap<NodeKey, Vec<Edge>>,
 }
 
 impl Lookups<'_, '_> {
+    /// The first `SCOPE_EVENTS` events of `session` in time order, read once per recall.
+    fn session_slots(&mut self, session: &str) -> Result<Rc<Vec<NodeKey>>, Error> {
+        if let Some(events) = self.slots.get(session) {
+            return Ok(Rc::clone(events));
+        }
+        let events: Vec<NodeKey> = self
+            .snap
+            .read
+            .session_events(session, SCOPE_EVENTS)?
+            .into_iter()
+            .map(|slot| NodeKey::new("Event", slot.event_id))
+            .collect();
+        let events = Rc::new(events);
+        self.slots.insert(session.to_owned(), Rc::clone(&events));
+        Ok(events)
+    }
+
+    /// Read the REFERENCES out of the events of `keys` not read yet, in one batched read
+    /// (then [`Lookups::references_of`] answers).
+    fn read_references(&mut self, keys: &[NodeKey]) -> Result<(), Error> {
+        let unread: Vec<NodeKey> = keys
+            .iter()
+            .filter(|k| !self.refs.contains_key(*k))
+            .cloned()
+            .collect::<BTreeSet<NodeKey>>()
+            .into_iter()
+            .collect();
+        let read = self.snap.edges_many(&unread, Some("REFERENCES"), Direction::Out)?;
+        self.refs.extend(unread.into_iter().zip(read));
+        Ok(())
+    }
+
+    /// The REFERENCES out of `key`, read by [`Lookups::read_references`] (none when not read).
+    fn references_of(&self, key: &NodeKey) -> &[Edge] {
+        self.refs.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// Read ahead, in one batched read, the nodes of `keys` that the caller is about to check
+    /// with [`Lookups::admissible`] (and not read yet): on a store whose reads are round trips
+    /// this is one instead of one per node. Callers pass only keys they will check, so the
+    /// embedded store, whose batched read is the loop of single reads, reads what it read
+    /// before; the checks themselves still run one by one, in the caller's order.
+    fn prefetch<'k>(&mut self, keys: impl IntoIterator<Item = &'k NodeKey>) -> Result<(), Error> {
+        let mut wanted: BTreeSet<&NodeKey> = BTreeSet::new();
+        let mut missing: Vec<NodeKey> = Vec::new();
+        for key in keys {
+            if !self.seen.contains_key(key) && !self.fetched.contains_key(key) && wanted.insert(key)
+            {
+                missing.push(key.clone());
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let nodes = self.snap.read.nodes(&missing)?;
+        self.fetched.extend(missing.into_iter().zip(nodes));
+        Ok(())
+    }
+
     /// The node if it exists and passes every constraint (borrowed from the cache: most
     /// callers only ask whether it does).
     fn admissible(&mut self, key: &NodeKey) -> Result<Option<&Node>, Error> {
@@ -456,7 +524,11 @@ impl Lookups<'_, '_> {
     fn admissible_shared(&mut self, key: &NodeKey) -> Result<Option<&Rc<Node>>, Error> {
         if !self.seen.contains_key(key) {
             // Unhydrated: payloads are read for the returned items only.
-            let node = match self.snap.read.node(key)? {
+            let read = match self.fetched.remove(key) {
+                Some(read) => read,
+                None => self.snap.read.node(key)?,
+            };
+            let node = match read {
                 Some(n) if self.admits(&n)? => Some(Rc::new(n)),
                 _ => None,
             };
@@ -578,10 +650,11 @@ impl Lookups<'_, '_> {
             if self.session_refs.is_none() {
                 let mut refs: BTreeMap<NodeKey, Vec<NodeKey>> = BTreeMap::new();
                 if let Some(session) = &self.query.session {
-                    for slot in self.snap.read.session_events(session, SCOPE_EVENTS)? {
-                        let key = NodeKey::new("Event", &slot.event_id);
-                        for edge in self.snap.edges(&key, Some("REFERENCES"), Direction::Out)? {
-                            refs.entry(edge.key.to).or_default().push(key.clone());
+                    let events = self.session_slots(session)?;
+                    self.read_references(&events)?;
+                    for key in events.iter() {
+                        for edge in self.references_of(key) {
+                            refs.entry(edge.key.to.clone()).or_default().push(key.clone());
                         }
                     }
                 }
@@ -720,7 +793,7 @@ impl Snapshot<'_> {
         let mut clock = std::time::Instant::now();
         // What the question names exactly; a session it names acts as the session constraint
         // unless the caller gave one.
-        let anchors = self.anchors(&query.text, who)?;
+        let mut anchors = self.anchors(&query.text, who)?;
         let mut cues = Cues::of(&query.text);
         if anchors.is_empty() {
             // "after" and "before" say which way to walk from something named.
@@ -753,10 +826,15 @@ impl Snapshot<'_> {
             seen: BTreeMap::new(),
             session_refs: None,
             walked_from: BTreeSet::new(),
+            // What the anchors read is not read again.
+            fetched: std::mem::take(&mut anchors.read),
+            slots: BTreeMap::new(),
+            refs: BTreeMap::new(),
         };
 
         // 1. Prefilter: ranked lists of admissible nodes.
         let mut anchor_list = Vec::new();
+        r.prefetch(&anchors.nodes)?;
         for key in &anchors.nodes {
             if r.admissible(key)?.is_some() {
                 anchor_list.push(key.clone());
@@ -764,7 +842,9 @@ impl Snapshot<'_> {
         }
         let mut vector_list = Vec::new();
         if !query_vector.is_empty() {
-            for (key, _) in self.nearest_keys(query_vector, p.prefilter, search)? {
+            let nearest = self.nearest_keys(query_vector, p.prefilter, search)?;
+            r.prefetch(nearest.iter().map(|(k, _)| k))?;
+            for (key, _) in nearest {
                 if r.admissible(&key)?.is_some() {
                     vector_list.push(key);
                 }
@@ -792,7 +872,9 @@ impl Snapshot<'_> {
         let mut dated_list = Vec::new();
         if !words.is_empty() {
             let limit = if periods.is_empty() { p.prefilter } else { p.prefilter * DATED_DEPTH };
-            for (key, score) in self.search_keys(&words.join(" "), limit)? {
+            let found = self.search_keys(&words.join(" "), limit)?;
+            r.prefetch(found.iter().map(|(k, _)| k))?;
+            for (key, score) in found {
                 let Some(node) = r.admissible(&key)? else { continue };
                 if dated_list.len() < p.prefilter && in_periods(node, &periods) {
                     dated_list.push(key.clone());
@@ -913,6 +995,7 @@ impl Snapshot<'_> {
         }
         let top = fused.first().map_or(1.0, |(_, s)| *s);
         let mut cands: BTreeMap<NodeKey, Cand> = BTreeMap::new();
+        r.prefetch(fused.iter().map(|(k, _)| k).chain(&named))?;
         for (key, score) in &fused {
             let Some(node) = r.admissible_shared(key)?.cloned() else { continue };
             let found_by = found.remove(key).unwrap_or_default();
@@ -937,6 +1020,7 @@ impl Snapshot<'_> {
             cues.edge_weight(edge_type, out).unwrap_or_else(|| intent.edge_weight(edge_type, out))
         };
         let mut expanded = 0;
+        let speculate = self.read.batch_reads_pay();
         while expanded < p.expansions {
             let Some((Score(reach), from)) = open.pop_last() else { break };
             let Some(c) = cands.get_mut(&from) else { continue };
@@ -945,8 +1029,24 @@ impl Snapshot<'_> {
                 continue;
             }
             if c.node.is_none() {
+                if speculate {
+                    // The best of the queue are the likeliest next expansions: on a store
+                    // whose reads are round trips, read them with this one.
+                    let next = open.iter().rev().map(|(_, k)| k);
+                    let unread: Vec<&NodeKey> = std::iter::once(&from)
+                        .chain(next.filter(|k| {
+                            cands
+                                .get(*k)
+                                .is_some_and(|c| c.node.is_none() && c.path.len() < p.depth)
+                        }))
+                        .take(p.expansions - expanded)
+                        .collect();
+                    r.prefetch(unread)?;
+                }
+                let Some(c) = cands.get_mut(&from) else { continue };
                 c.node = r.admissible_shared(&from)?.cloned();
             }
+            let Some(c) = cands.get_mut(&from) else { continue };
             // Not admitted (never walked through, never returned), or a hub.
             let Some(node) = &c.node else { continue };
             if is_hub(node, p.hub_mentions) {
@@ -1046,13 +1146,22 @@ impl Snapshot<'_> {
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::new();
         let mut ranked: Vec<Item> = Vec::new();
-        for (bound, key) in order {
-            if best.len() >= want && best.peek().is_some_and(|Reverse(Score(kth))| bound < *kth) {
+        for (at, (bound, key)) in order.iter().enumerate() {
+            if best.len() >= want && best.peek().is_some_and(|Reverse(Score(kth))| *bound < *kth) {
                 break;
             }
-            let Some(mut c) = cands.remove(&key) else { continue };
+            let Some(mut c) = cands.remove(key) else { continue };
             if c.node.is_none() {
-                c.node = r.admissible_shared(&key)?.cloned();
+                // The next `want - best.len()` candidates are looked at whatever they score
+                // (the loop stops only once `want` are ranked): read the unread among them
+                // in one batch.
+                let sure = want.saturating_sub(best.len()).max(1);
+                let ahead = order.iter().skip(at).take(sure).map(|(_, k)| k);
+                let unread: Vec<&NodeKey> = ahead
+                    .filter(|k| *k == key || cands.get(*k).is_some_and(|c| c.node.is_none()))
+                    .collect();
+                r.prefetch(unread)?;
+                c.node = r.admissible_shared(key)?.cloned();
             }
             let Some(node) = c.node else { continue };
             let sal = salience_factor(&node, as_of, p.salience_weight);
@@ -1129,20 +1238,60 @@ impl Snapshot<'_> {
                 fits
             });
         }
-        let mut missing_parents = Vec::new();
+        // The events' records in one read, their parents' existence in another, the items'
+        // edges in a third: a store whose reads are round trips pays three, not three per item.
+        let asked: Vec<(RecordKind, &str)> = ranked
+            .iter()
+            .filter(|i| i.node.key.label == "Event")
+            .map(|i| (RecordKind::Event, i.node.key.id.as_str()))
+            .collect();
+        let mut records = self.read.get_many(&asked)?.into_iter();
+        let mut parents = Vec::new();
         for item in &mut ranked {
-            let (provenance, parent) = self.hydrate_with_provenance(&mut item.node)?;
+            let (provenance, parent) = if item.node.key.label == "Event" {
+                let entry = records.next().flatten();
+                self.hydrate_event(&mut item.node, entry)?
+            } else {
+                self.provenance(&item.node)?
+            };
             item.provenance = provenance;
-            if let Some(parent) = parent.filter(|p| !matches!(self.read.node_exists(p), Ok(true))) {
-                missing_parents.push((item.node.key.clone(), parent));
+            if let Some(parent) = parent {
+                parents.push((item.node.key.clone(), parent));
             }
         }
+        // A parent this recall read and admitted exists; the others are asked in one read. A
+        // parent whose read failed counts as missing, as it did when read alone.
+        let unknown: Vec<NodeKey> = parents
+            .iter()
+            .map(|(_, p)| p)
+            .filter(|p| !r.seen.get(*p).is_some_and(Option::is_some))
+            .cloned()
+            .collect();
+        let exist = if unknown.is_empty() {
+            Vec::new()
+        } else {
+            self.read.nodes_exist(&unknown).unwrap_or_else(|_| vec![false; unknown.len()])
+        };
+        let absent: BTreeSet<&NodeKey> =
+            unknown.iter().zip(exist).filter(|(_, e)| !e).map(|(p, _)| p).collect();
+        let missing_parents: Vec<(NodeKey, NodeKey)> =
+            parents.into_iter().filter(|(_, p)| absent.contains(p)).collect();
         let positions: BTreeMap<&NodeKey, Option<u64>> =
             ranked.iter().map(|i| (&i.node.key, i.provenance.log_position)).collect();
         let mut edges = Vec::new();
         let mut unknowns = Vec::new();
-        for item in &ranked {
-            for edge in self.edges(&item.node.key, None, Direction::Out)? {
+        let keys: Vec<NodeKey> = ranked.iter().map(|i| i.node.key.clone()).collect();
+        let outgoing = self.edges_many(&keys, None, Direction::Out)?;
+        // The entities an unexplained reference may name are checked (hub or not) below.
+        r.prefetch(ranked.iter().zip(&outgoing).flat_map(|(item, edges)| {
+            edges
+                .iter()
+                .filter(|e| e.key.edge_type == "REFERENCES" && !positions.contains_key(&e.key.to))
+                .map(|e| &e.key.to)
+                .filter(|to| item.node.key.label == "Event" && named_in_query(to, &query.text))
+        }))?;
+        for (item, item_edges) in ranked.iter().zip(outgoing) {
+            for edge in item_edges {
                 if positions.contains_key(&edge.key.to) {
                     let provenance = edge_provenance(&edge);
                     let log_position = if provenance == "record" {
@@ -1157,9 +1306,10 @@ impl Snapshot<'_> {
                         edge,
                     });
                 } else if edge.key.edge_type == "REFERENCES"
-                    && !is_hub_key(&mut r, &edge.key.to, p.hub_mentions)?
                     && item.node.key.label == "Event"
                     && named_in_query(&edge.key.to, &query.text)
+                    // Last: the one test that reads the node.
+                    && !is_hub_key(&mut r, &edge.key.to, p.hub_mentions)?
                 {
                     unknowns.push(Unknown {
                         kind: "unexplained_entity",
@@ -1226,7 +1376,15 @@ impl Snapshot<'_> {
         let is_actor =
             |k: &NodeKey| k.id.split_once(':').is_some_and(|(t, _)| ACTOR_TYPES.contains(&t));
         let mut by_thing = None;
-        for (rank, key) in bm25_list.iter().filter(|k| k.label == "Event").enumerate() {
+        let events: Vec<NodeKey> =
+            bm25_list.iter().filter(|k| k.label == "Event").cloned().collect();
+        if self.read.batch_reads_pay() {
+            // Most of the list is looked at unless an early hit answers: on a store whose reads
+            // are round trips, one read of all beats one per hit.
+            r.prefetch(&events)?;
+            r.read_references(&events)?;
+        }
+        for (rank, key) in events.iter().enumerate() {
             let Some(session) = r
                 .admissible(key)?
                 .and_then(|n| n.props.get("session_id"))
@@ -1235,9 +1393,13 @@ impl Snapshot<'_> {
             else {
                 continue;
             };
-            let refs = self.edges(key, Some("REFERENCES"), Direction::Out)?;
-            let hits: Vec<&NodeKey> =
-                refs.iter().map(|e| &e.key.to).filter(|to| named.contains(to)).collect();
+            r.read_references(std::slice::from_ref(key))?;
+            let hits: Vec<&NodeKey> = r
+                .references_of(key)
+                .iter()
+                .map(|e| &e.key.to)
+                .filter(|to| named.contains(to))
+                .collect();
             if hits.iter().any(|k| is_actor(k)) {
                 return Ok(Some(session));
             }
@@ -1288,9 +1450,14 @@ impl Snapshot<'_> {
                 }
             }
         }
-        for role in ["SUBJECT", "OBJECT"] {
-            for entity in named {
-                for edge in self.read.edges_limited(entity, role, false, limit)? {
+        // Every (role, entity) read, in one batched read.
+        let reads: Vec<(NodeKey, &str)> = ["SUBJECT", "OBJECT"]
+            .into_iter()
+            .flat_map(|role| named.iter().map(move |entity| (entity.clone(), role)))
+            .collect();
+        if !reads.is_empty() {
+            for edges in self.read.edges_limited_many(&reads, false, limit)? {
+                for edge in edges {
                     push(r, edge.key.from, &mut out)?;
                 }
             }
@@ -1326,13 +1493,18 @@ impl Snapshot<'_> {
         // sorted by their time.
         let mut runs: Vec<Vec<NodeKey>> = Vec::new();
         for session in sessions {
-            let slots = self.read.session_events(session, SCOPE_EVENTS)?;
-            runs.push(slots.iter().map(|s| NodeKey::new("Event", &s.event_id)).collect());
+            runs.push(r.session_slots(session)?.to_vec());
         }
         for trace in traces {
             let mut timed = Vec::new();
-            for id in self.read.trace_events(trace, SCOPE_EVENTS)? {
-                let key = NodeKey::new("Event", id);
+            let events: Vec<NodeKey> = self
+                .read
+                .trace_events(trace, SCOPE_EVENTS)?
+                .into_iter()
+                .map(|id| NodeKey::new("Event", id))
+                .collect();
+            r.prefetch(&events)?;
+            for key in events {
                 if let Some(at) = r.admissible(&key)?.and_then(occurred_at) {
                     timed.push((at, key));
                 }
@@ -1342,6 +1514,18 @@ impl Snapshot<'_> {
         }
         let asks_request = cues.request && !cues.failure;
         for run in runs {
+            // Every event of the run is checked below: read them at once, and the entities
+            // the admitted ones reference when the question names things.
+            r.prefetch(&run)?;
+            let mut admitted = Vec::new();
+            for key in &run {
+                if r.admissible(key)?.is_some() {
+                    admitted.push(key.clone());
+                }
+            }
+            if !things.is_empty() {
+                r.read_references(&admitted)?;
+            }
             // The request is the run's first input; a run with none was asked by the first event
             // that carries its user.
             let mut request: Option<NodeKey> = None;
@@ -1371,11 +1555,8 @@ impl Snapshot<'_> {
                 {
                     points += 1;
                 }
-                if !things.is_empty() {
-                    let refs = self.edges(&key, Some("REFERENCES"), Direction::Out)?;
-                    if refs.iter().any(|e| things.contains(&e.key.to)) {
-                        points += 1;
-                    }
+                if r.references_of(&key).iter().any(|e| things.contains(&e.key.to)) {
+                    points += 1;
                 }
                 order += 1;
                 scored.push((answer, points, order, key));
@@ -1445,18 +1626,29 @@ impl Snapshot<'_> {
         }
         // One lookup for every candidate id (most name no entity), then only the found read.
         let mut named = BTreeSet::new();
-        for id in self.read.existing_ids("Entity", &ids)? {
-            let key = NodeKey::new("Entity", id);
+        let found: Vec<NodeKey> = self
+            .read
+            .existing_ids("Entity", &ids)?
+            .into_iter()
+            .map(|id| NodeKey::new("Entity", id))
+            .collect();
+        r.prefetch(&found)?;
+        for key in found {
             if r.admissible(&key)?.is_some() {
                 named.insert(key);
             }
         }
         let mut hits: BTreeMap<NodeKey, (usize, bool, String)> = BTreeMap::new();
+        let mut specific = Vec::new();
         for entity in &named {
-            if is_hub_key(r, entity, p.hub_mentions)? {
-                continue;
+            if !is_hub_key(r, entity, p.hub_mentions)? {
+                specific.push(entity.clone());
             }
-            for edge in self.edges(entity, Some("REFERENCES"), Direction::In)? {
+        }
+        let referencing = self.edges_many(&specific, Some("REFERENCES"), Direction::In)?;
+        r.prefetch(referencing.iter().flatten().map(|e| &e.key.from))?;
+        for edges in referencing {
+            for edge in edges {
                 let Some(event) = r.admissible(&edge.key.from)? else { continue };
                 let prop = |p: &str| event.props.get(p).and_then(Value::as_str);
                 let failed = cues.failure && prop("status") == Some("failed");
@@ -1510,16 +1702,27 @@ impl Snapshot<'_> {
             .collect())
     }
 
-    /// [`Snapshot::hydrate`] then [`Snapshot::provenance`] of `node`, reading and decoding an
-    /// event's record once for both (a pack's items are mostly events).
-    fn hydrate_with_provenance(
+    /// [`ctxgraph_store::GraphReader::edges_of_many`]: the edges of many nodes in one batched
+    /// read (nothing read for no nodes).
+    fn edges_many(
+        &self,
+        keys: &[NodeKey],
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Vec<Edge>>, Error> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.read.edges_of_many(keys, edge_type, direction)?)
+    }
+
+    /// [`Snapshot::hydrate`] then [`Snapshot::provenance`] of the event `node`, given its log
+    /// record `entry` (read with the other items' records), decoding the record once for both.
+    fn hydrate_event(
         &self,
         node: &mut Node,
+        entry: Option<ctxgraph_store::LogEntry>,
     ) -> Result<(Provenance, Option<NodeKey>), Error> {
-        if node.key.label != "Event" {
-            return self.provenance(node);
-        }
-        let entry = self.read.get(RecordKind::Event, &node.key.id)?;
         let body: Option<Result<Value, serde_json::Error>> =
             entry.as_ref().map(|e| serde_json::from_str(&e.body));
         if !node.props.contains_key("payload")

@@ -47,8 +47,10 @@ use crate::reply::{TIMEOUT, connect, failure};
 use crate::url::StoreUrl;
 
 mod bulk;
+mod many;
 mod read;
 mod stage2;
+mod state;
 pub(crate) use bulk::{NetChanges, merged_writes};
 pub use stage2::Stage2Write;
 
@@ -87,6 +89,8 @@ pub struct FalkorGraph {
     raw: RefCell<redis::Connection>,
     /// Node labels that already have their index and constraint.
     indexed: BTreeSet<String>,
+    /// A read view's memo of the state keys (`state.rs`); `None` outside a view.
+    state: RefCell<Option<state::StateMemo>>,
 }
 
 impl std::fmt::Debug for FalkorGraph {
@@ -145,6 +149,7 @@ impl FalkorGraph {
             settings: format!("{prefix}settings"),
             enriched: format!("{prefix}enriched_through"),
             indexed: BTreeSet::new(),
+            state: RefCell::new(None),
         })
     }
 

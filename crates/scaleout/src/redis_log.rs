@@ -74,6 +74,7 @@ struct Scripts {
     append: Script,
     read_from: Script,
     get: Script,
+    get_many: Script,
     read_kind: Script,
     redact: Script,
     import: Script,
@@ -90,6 +91,7 @@ impl Scripts {
             )),
             read_from: Script::new(include_str!("redis_log/read_from.lua")),
             get: Script::new(include_str!("redis_log/get.lua")),
+            get_many: Script::new(include_str!("redis_log/get_many.lua")),
             read_kind: Script::new(include_str!("redis_log/read_kind.lua")),
             redact: Script::new(include_str!("redis_log/redact.lua")),
             import: Script::new(concat!(
@@ -411,6 +413,38 @@ impl LogReader for RedisLog {
         let kind_text = Value::BulkString(kind.as_str().as_bytes().to_vec());
         let id_text = Value::BulkString(id.as_bytes().to_vec());
         self.entry(position_of(*p), [&kind_text, &id_text, at, body]).map(Some)
+    }
+
+    fn get_many(&self, keys: &[(RecordKind, &str)]) -> Result<Vec<Option<LogEntry>>, StoreError> {
+        let mut out = Vec::with_capacity(keys.len());
+        // A script blocks the server while it runs: a long list is read a page per call.
+        for page in keys.chunks(READ_PAGE) {
+            let mut call = self.scripts.get_many.prepare_invoke();
+            call.key(&self.keys.key).key(&self.keys.at).key(&self.keys.body);
+            for (kind, id) in page {
+                call.arg(format!("{}:{id}", kind.as_str()));
+            }
+            let reply: Value =
+                call.invoke(&mut *self.conn.borrow_mut()).map_err(|e| self.fail(&e))?;
+            let rows = self.array(reply, "get_many")?;
+            if rows.len() != page.len() {
+                return Err(self.odd("get_many", "one entry per record asked"));
+            }
+            for (row, (kind, id)) in rows.into_iter().zip(page) {
+                if row == Value::Nil {
+                    out.push(None);
+                    continue;
+                }
+                let row = self.array(row, "get_many")?;
+                let [Value::Int(p), at, body] = row.as_slice() else {
+                    return Err(self.odd("get_many", "{position, recorded_at, body}"));
+                };
+                let kind_text = Value::BulkString(kind.as_str().as_bytes().to_vec());
+                let id_text = Value::BulkString(id.as_bytes().to_vec());
+                out.push(Some(self.entry(position_of(*p), [&kind_text, &id_text, at, body])?));
+            }
+        }
+        Ok(out)
     }
 
     fn read_from(&self, from: u64, limit: usize) -> Result<Vec<LogEntry>, StoreError> {

@@ -96,6 +96,8 @@ impl ScaleOutStore {
 impl RemoteStore for ScaleOutStore {
     fn begin_read(&self) -> Result<Box<dyn StoreRead + '_>, StoreError> {
         let conn = self.take()?;
+        // The view's state keys are read once, on first use (see `falkor_graph/state.rs`).
+        conn.graph.hold_state();
         Ok(Box::new(ScaleOutRead { store: self, conn: Some(conn), broken: Cell::new(false) }))
     }
 
@@ -176,6 +178,7 @@ impl Drop for ScaleOutRead<'_> {
         if let Some(conn) = self.conn.take()
             && !self.broken.get()
         {
+            conn.graph.release_state();
             self.store.give_back(conn);
         }
     }
@@ -193,6 +196,9 @@ impl LogReader for ScaleOutRead<'_> {
     }
     fn read_kind(&self, kind: RecordKind) -> Result<Vec<LogEntry>, StoreError> {
         self.with(|c| c.log.read_kind(kind))
+    }
+    fn get_many(&self, keys: &[(RecordKind, &str)]) -> Result<Vec<Option<LogEntry>>, StoreError> {
+        self.with(|c| c.log.get_many(keys))
     }
 }
 
@@ -262,5 +268,18 @@ impl GraphReader for ScaleOutRead<'_> {
         fn ann_list(&self, list: u32) -> Option<Vec<u8>>;
         fn is_archived(&self, key: &NodeKey) -> bool;
         fn archived(&self, after: Option<&NodeKey>, limit: usize) -> Vec<Archived>;
+        fn nodes(&self, keys: &[NodeKey]) -> Vec<Option<Node>>;
+        fn nodes_exist(&self, keys: &[NodeKey]) -> Vec<bool>;
+        fn edges_of_many(&self, keys: &[NodeKey], edge_type: Option<&str>, direction: Direction)
+            -> Vec<Vec<Edge>>;
+        fn existing_ids_by_label(&self, labels: &[&str], ids: &[String]) -> Vec<Vec<String>>;
+        fn session_events_many(&self, session_ids: &[String], limit: usize) -> Vec<Vec<SessionSlot>>;
+        fn trace_events_many(&self, trace_ids: &[String], limit: usize) -> Vec<Vec<String>>;
+        fn edges_limited_many(&self, reads: &[(NodeKey, &str)], out: bool, limit: usize)
+            -> Vec<Vec<Edge>>;
+    }
+
+    fn batch_reads_pay(&self) -> bool {
+        true
     }
 }

@@ -130,6 +130,11 @@ pub trait LogReader {
     fn read_from(&self, from: u64, limit: usize) -> Result<Vec<LogEntry>, StoreError>;
     /// Every record of one kind, in position order (schema modules are read this way at open).
     fn read_kind(&self, kind: RecordKind) -> Result<Vec<LogEntry>, StoreError>;
+    /// [`LogReader::get`] of many `(kind, id)` at once, answers in the order given: a remote
+    /// log reads them in one round trip (a recall's returned items and their records).
+    fn get_many(&self, keys: &[(RecordKind, &str)]) -> Result<Vec<Option<LogEntry>>, StoreError> {
+        keys.iter().map(|(kind, id)| self.get(*kind, id)).collect()
+    }
 }
 
 /// The append-only log.
@@ -381,6 +386,68 @@ pub trait GraphReader {
     fn is_archived(&self, key: &NodeKey) -> Result<bool, StoreError>;
     /// Archived nodes in key order, after `after` (exclusive), at most `limit`.
     fn archived(&self, after: Option<&NodeKey>, limit: usize) -> Result<Vec<Archived>, StoreError>;
+
+    // Reads of many keys at once. Each answers exactly what the single-key read answers for
+    // every key, in the order given; the default bodies loop over it, and a backend whose
+    // reads are round trips (the scale-out graph) answers each in one query.
+
+    /// [`GraphReader::node`] of each of `keys`.
+    fn nodes(&self, keys: &[NodeKey]) -> Result<Vec<Option<Node>>, StoreError> {
+        keys.iter().map(|k| self.node(k)).collect()
+    }
+    /// [`GraphReader::node_exists`] of each of `keys`.
+    fn nodes_exist(&self, keys: &[NodeKey]) -> Result<Vec<bool>, StoreError> {
+        keys.iter().map(|k| self.node_exists(k)).collect()
+    }
+    /// [`GraphReader::edges_of`] of each of `keys`, with one edge type (or any) and direction.
+    fn edges_of_many(
+        &self,
+        keys: &[NodeKey],
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Vec<Edge>>, StoreError> {
+        keys.iter().map(|k| self.edges_of(k, edge_type, direction)).collect()
+    }
+    /// [`GraphReader::existing_ids`] of `ids` under each of `labels`.
+    fn existing_ids_by_label(
+        &self,
+        labels: &[&str],
+        ids: &[String],
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        labels.iter().map(|l| self.existing_ids(l, ids)).collect()
+    }
+    /// [`GraphReader::session_events`] of each of `session_ids`.
+    fn session_events_many(
+        &self,
+        session_ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<SessionSlot>>, StoreError> {
+        session_ids.iter().map(|s| self.session_events(s, limit)).collect()
+    }
+    /// [`GraphReader::trace_events`] of each of `trace_ids`.
+    fn trace_events_many(
+        &self,
+        trace_ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        trace_ids.iter().map(|t| self.trace_events(t, limit)).collect()
+    }
+    /// [`GraphReader::edges_limited`] of each `(node, edge type)` of `reads`, in one direction
+    /// and with one limit.
+    fn edges_limited_many(
+        &self,
+        reads: &[(NodeKey, &str)],
+        out: bool,
+        limit: usize,
+    ) -> Result<Vec<Vec<Edge>>, StoreError> {
+        reads.iter().map(|(key, t)| self.edges_limited(key, t, out, limit)).collect()
+    }
+    /// Whether a read of many keys costs about what a read of one does (a store whose every
+    /// read is a round trip), so that a caller gains by reading ahead what it will probably
+    /// need; `false` (the default, the embedded store) when each read costs for its keys.
+    fn batch_reads_pay(&self) -> bool {
+        false
+    }
 }
 
 /// Write access to the projected graph. Every method is an upsert or an idempotent delete, so a

@@ -7,9 +7,9 @@
 //! seeds the expansion with top relevance, and its tokens leave the BM25 words. Entities are
 //! found by name elsewhere (`entity_matches`), since people name them in words.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use ctxgraph_ontology::graph::NodeKey;
+use ctxgraph_ontology::graph::{Node, NodeKey};
 
 use crate::error::Error;
 use crate::view::Snapshot;
@@ -24,7 +24,7 @@ const VISIBLE_PROBE: usize = 64;
 const MAX_TOKENS: usize = 32;
 
 /// What a question names exactly.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Anchors {
     /// Nodes named by id, in the order the question names them.
     pub(crate) nodes: Vec<NodeKey>,
@@ -34,6 +34,9 @@ pub(crate) struct Anchors {
     pub(crate) traces: Vec<String>,
     /// The lower-case content words of the tokens found: not BM25 words.
     pub(crate) words: BTreeSet<String>,
+    /// The nodes read to find them (`None`: no such node), handed on so that recall does not
+    /// read them again.
+    pub(crate) read: BTreeMap<NodeKey, Option<Node>>,
 }
 
 impl Anchors {
@@ -90,36 +93,73 @@ impl Snapshot<'_> {
                 None => Ok(false),
             }
         };
-        for label in LABELS {
-            let existing: BTreeSet<String> =
-                self.read.existing_ids(label, &ids)?.into_iter().collect();
-            for token in &tokens {
-                let key = NodeKey::new(*label, *token);
-                if existing.contains(*token) && visible(&key)? {
-                    anchors.nodes.push(key);
-                    found.insert(token);
-                }
-            }
+        // Which tokens are ids of which labels, in one read, then the nodes found, in another
+        // (a store whose reads are round trips pays two, not one per label and node).
+        let mut existing: Vec<NodeKey> = Vec::new();
+        for (label, ids) in LABELS.iter().zip(self.read.existing_ids_by_label(LABELS, &ids)?) {
+            let ids: BTreeSet<String> = ids.into_iter().collect();
+            existing.extend(
+                tokens.iter().filter(|t| ids.contains(**t)).map(|t| NodeKey::new(*label, *t)),
+            );
         }
-        let any_visible = |events: Vec<String>| -> Result<bool, Error> {
+        let nodes = if existing.is_empty() { Vec::new() } else { self.read.nodes(&existing)? };
+        for (key, node) in existing.into_iter().zip(nodes) {
+            if let Some(n) = &node
+                && who.may_see(n)?
+            {
+                found.insert(tokens.iter().find(|t| **t == key.id).copied().unwrap_or_default());
+                anchors.nodes.push(key.clone());
+            }
+            anchors.read.insert(key, node);
+        }
+        // Each token's session and trace probes in one read each; the first event of every
+        // probe, which is always looked at, read with the others in one more.
+        let sessions: Vec<Vec<String>> = self
+            .read
+            .session_events_many(&ids, VISIBLE_PROBE)?
+            .into_iter()
+            .map(|slots| slots.into_iter().map(|slot| slot.event_id).collect())
+            .collect();
+        let traces = self.read.trace_events_many(&ids, VISIBLE_PROBE)?;
+        let firsts: Vec<NodeKey> = sessions
+            .iter()
+            .chain(&traces)
+            .filter_map(|events| events.first())
+            .map(|id| NodeKey::new("Event", id))
+            .collect::<BTreeSet<NodeKey>>()
+            .into_iter()
+            .collect();
+        let read: BTreeMap<NodeKey, Option<Node>> = if firsts.is_empty() {
+            BTreeMap::new()
+        } else {
+            let nodes = self.read.nodes(&firsts)?;
+            firsts.into_iter().zip(nodes).collect()
+        };
+        let any_visible = |events: &[String]| -> Result<bool, Error> {
             for id in events {
-                if visible(&NodeKey::new("Event", id))? {
+                let key = NodeKey::new("Event", id);
+                let seen = match read.get(&key) {
+                    Some(Some(n)) => who.may_see(n)?,
+                    Some(None) => false,
+                    None => visible(&key)?,
+                };
+                if seen {
                     return Ok(true);
                 }
             }
             Ok(false)
         };
-        for token in &tokens {
-            let session = self.read.session_events(token, VISIBLE_PROBE)?;
-            if any_visible(session.into_iter().map(|slot| slot.event_id).collect())? {
+        for ((token, session), trace) in tokens.iter().zip(&sessions).zip(&traces) {
+            if any_visible(session)? {
                 anchors.sessions.push((*token).to_owned());
                 found.insert(token);
             }
-            if any_visible(self.read.trace_events(token, VISIBLE_PROBE)?)? {
+            if any_visible(trace)? {
                 anchors.traces.push((*token).to_owned());
                 found.insert(token);
             }
         }
+        anchors.read.extend(read);
         // Keep the question's order of mention.
         anchors.nodes.sort_by_key(|k| tokens.iter().position(|t| *t == k.id));
         for token in found {

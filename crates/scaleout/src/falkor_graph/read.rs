@@ -23,7 +23,7 @@ use super::{FalkorGraph, TRACED, count, int, int_at, name, odd, raw_remote, s, t
 
 /// One item of a group as read: the far endpoint, the edge's qualifier and the properties
 /// carried (JSON text, of the edge or of the far endpoint).
-type Item = (NodeKey, String, String);
+pub(super) type Item = (NodeKey, String, String);
 
 /// What a group query returns of each far endpoint besides its key.
 #[derive(Clone, Copy)]
@@ -125,15 +125,6 @@ impl FalkorGraph {
             )));
         }
         Ok(())
-    }
-
-    /// A plain key's integer value; 0 when it is unset.
-    pub(crate) fn counter(&self, key: &str) -> Result<u64, StoreError> {
-        let value: Option<u64> = redis::cmd("GET")
-            .arg(key)
-            .query(&mut *self.raw.borrow_mut())
-            .map_err(|e| raw_remote(&self.url, &e))?;
-        Ok(value.unwrap_or(0))
     }
 }
 
@@ -344,11 +335,7 @@ impl GraphReader for FalkorGraph {
     }
 
     fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
-        redis::cmd("HGET")
-            .arg(&self.settings)
-            .arg(key)
-            .query(&mut *self.raw.borrow_mut())
-            .map_err(|e| raw_remote(&self.url, &e))
+        self.setting_value(key)
     }
 
     fn vector(&self, key: &NodeKey) -> Result<Option<Vec<f32>>, StoreError> {
@@ -492,6 +479,68 @@ impl GraphReader for FalkorGraph {
         _limit: usize,
     ) -> Result<Vec<Archived>, StoreError> {
         Ok(Vec::new())
+    }
+
+    // Reads of many keys, one query each (`many.rs`).
+
+    fn nodes(&self, keys: &[NodeKey]) -> Result<Vec<Option<Node>>, StoreError> {
+        self.nodes_many(keys)
+    }
+
+    fn nodes_exist(&self, keys: &[NodeKey]) -> Result<Vec<bool>, StoreError> {
+        self.nodes_exist_many(keys)
+    }
+
+    fn edges_of_many(
+        &self,
+        keys: &[NodeKey],
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Vec<Edge>>, StoreError> {
+        self.edges_of_many_keys(keys, edge_type, direction)
+    }
+
+    fn existing_ids_by_label(
+        &self,
+        labels: &[&str],
+        ids: &[String],
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        self.existing_ids_labels(labels, ids)
+    }
+
+    fn session_events_many(
+        &self,
+        session_ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<SessionSlot>>, StoreError> {
+        self.session_events_of(session_ids, limit)
+    }
+
+    fn trace_events_many(
+        &self,
+        trace_ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        self.trace_events_of(trace_ids, limit)
+    }
+
+    fn edges_limited_many(
+        &self,
+        reads: &[(NodeKey, &str)],
+        out: bool,
+        limit: usize,
+    ) -> Result<Vec<Vec<Edge>>, StoreError> {
+        let mut found = vec![Vec::new(); reads.len()];
+        for (i, (far, qualifier, props), edge_type) in self.edges_limited_of(reads, out, limit)? {
+            let (key, _) = &reads[i];
+            let item = (far, qualifier, props);
+            found[i].push(group_edge(key, edge_type, out, item)?);
+        }
+        Ok(found)
+    }
+
+    fn batch_reads_pay(&self) -> bool {
+        true
     }
 }
 

@@ -494,3 +494,158 @@ fn a_scale_out_store_appends_to_its_log_and_reads_what_the_workers_folded() {
     let err = catch_up(&schema, redis.log(), &graph, usize::MAX).unwrap_err();
     assert!(err.to_string().contains("rule: graph.layout"), "{err}");
 }
+
+/// Keys for the batched reads: every node of the graph in an order no backend keeps (every
+/// label mixed, the last first), a key asked twice, and keys of nodes that do not exist (an id
+/// of another label's node, a label no node has).
+fn mixed_keys(nodes: &[Node]) -> Vec<NodeKey> {
+    let mut keys: Vec<NodeKey> = nodes.iter().rev().step_by(3).map(|n| n.key.clone()).collect();
+    keys.extend(nodes.iter().step_by(5).map(|n| n.key.clone()));
+    keys.push(keys[0].clone());
+    keys.push(NodeKey::new("Event", "no-such-event"));
+    keys.push(NodeKey::new("Entity", &nodes[0].key.id));
+    keys.push(NodeKey::new("Summary", "no-such-summary"));
+    keys
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn batched_reads_answer_as_the_single_reads_in_order() {
+    let schema = Schema::core().unwrap();
+    let records = log(&schema);
+    let dir = tempfile::TempDir::new().unwrap();
+    let embedded = embedded_fold(&dir, &schema, &records);
+    let mut redis = RedisBackend::new();
+    redis.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
+    catch_up(&schema, redis.log(), &graph, usize::MAX).unwrap();
+    let store = ScaleOutStore::connect(redis.url()).unwrap();
+    let read = store.begin_read().unwrap();
+    let e = embedded.begin_read().unwrap();
+    let f: &dyn StoreRead = &*read;
+
+    let keys = mixed_keys(&all_nodes(&schema, &e));
+    assert!(keys.len() > 200, "{}", keys.len());
+    let single: Vec<Option<Node>> = keys.iter().map(|k| f.node(k).unwrap()).collect();
+    assert_eq!(f.nodes(&keys).unwrap(), single);
+    assert_eq!(e.nodes(&keys).unwrap(), single, "the embedded store's answer");
+    let exist: Vec<bool> = keys.iter().map(|k| f.node_exists(k).unwrap()).collect();
+    assert_eq!(f.nodes_exist(&keys).unwrap(), exist);
+    assert!(exist.iter().any(|x| *x) && exist.iter().any(|x| !*x));
+    for edge_type in [None, Some("REFERENCES"), Some("FOLLOWS"), Some("NO_SUCH_TYPE")] {
+        for direction in [Direction::Out, Direction::In, Direction::Both] {
+            let single: Vec<Vec<Edge>> =
+                keys.iter().map(|k| f.edges_of(k, edge_type, direction).unwrap()).collect();
+            let batched = f.edges_of_many(&keys, edge_type, direction).unwrap();
+            assert_eq!(batched, single, "{edge_type:?} {direction:?}");
+            assert_eq!(e.edges_of_many(&keys, edge_type, direction).unwrap(), single);
+        }
+    }
+    assert!(f.edges_of_many(&keys, None, Direction::Both).unwrap().iter().any(|es| es.len() > 5));
+    let typed: Vec<(NodeKey, &str)> = keys
+        .iter()
+        .zip(["REFERENCES", "FOLLOWS", "CAUSED_BY", "NO_SUCH_TYPE"].iter().cycle())
+        .map(|(k, t)| (k.clone(), *t))
+        .collect();
+    for out in [true, false] {
+        for limit in [1, 3, usize::MAX] {
+            let single: Vec<Vec<Edge>> =
+                typed.iter().map(|(k, t)| f.edges_limited(k, t, out, limit).unwrap()).collect();
+            assert_eq!(f.edges_limited_many(&typed, out, limit).unwrap(), single, "{out} {limit}");
+            assert_eq!(e.edges_limited_many(&typed, out, limit).unwrap(), single, "{out} {limit}");
+            assert!(single.iter().any(|es| es.len() > 1) || limit == 1);
+        }
+    }
+
+    // A stage-1 graph has no summaries: one label finds nothing.
+    let labels = ["Event", "Entity", "Summary", "Memory"];
+    let mut ids: Vec<String> = keys.iter().map(|k| k.id.clone()).collect();
+    ids.push("no-such-id".into());
+    let single: Vec<Vec<String>> =
+        labels.iter().map(|l| f.existing_ids(l, &ids).unwrap()).collect();
+    assert_eq!(f.existing_ids_by_label(&labels, &ids).unwrap(), single);
+    let found: Vec<bool> = single.iter().map(|ids| !ids.is_empty()).collect();
+    assert_eq!(found, [true, true, false, true]);
+    assert_eq!(f.existing_ids_by_label(&labels, &[]).unwrap(), vec![Vec::<String>::new(); 4]);
+
+    // Sessions and traces: every one, in reverse, one asked twice, one that does not exist.
+    let mut sessions = f.sessions(None, usize::MAX).unwrap();
+    sessions.reverse();
+    let traces: BTreeSet<String> = all_nodes(&schema, &e)
+        .iter()
+        .filter_map(|n| n.props.get("trace_id").and_then(|t| t.as_str()).map(str::to_owned))
+        .collect();
+    let mut traces: Vec<String> = traces.into_iter().rev().collect();
+    assert!(sessions.len() >= 3 && traces.len() >= 3, "{sessions:?} {traces:?}");
+    for ids in [&mut sessions, &mut traces] {
+        ids.push(ids[0].clone());
+        ids.push("no-such-run".into());
+    }
+    for limit in [1, 4, usize::MAX] {
+        let single: Vec<_> = sessions.iter().map(|s| f.session_events(s, limit).unwrap()).collect();
+        assert_eq!(f.session_events_many(&sessions, limit).unwrap(), single, "{limit}");
+        assert_eq!(e.session_events_many(&sessions, limit).unwrap(), single, "{limit}");
+        let single: Vec<_> = traces.iter().map(|t| f.trace_events(t, limit).unwrap()).collect();
+        assert_eq!(f.trace_events_many(&traces, limit).unwrap(), single, "{limit}");
+        assert_eq!(e.trace_events_many(&traces, limit).unwrap(), single, "{limit}");
+    }
+    assert!(f.batch_reads_pay() && !e.batch_reads_pay());
+
+    // Nothing asked, nothing read.
+    assert_eq!(f.nodes(&[]).unwrap(), []);
+    assert_eq!(f.edges_of_many(&[], None, Direction::Both).unwrap(), Vec::<Vec<Edge>>::new());
+
+    // The log: records of several kinds, one asked twice, ids that name none.
+    let mut asked: Vec<(ctxgraph_ontology::RecordKind, &str)> =
+        records.iter().rev().step_by(7).map(|r| (r.kind(), r.id())).collect();
+    asked.push(asked[0]);
+    asked.push((ctxgraph_ontology::RecordKind::Event, "no-such-event"));
+    asked.push((ctxgraph_ontology::RecordKind::Memory, records[0].id()));
+    let single: Vec<_> = asked.iter().map(|(k, id)| f.get(*k, id).unwrap()).collect();
+    assert_eq!(f.get_many(&asked).unwrap(), single);
+    assert!(single.iter().filter(|x| x.is_some()).count() > 40);
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_read_view_answers_its_state_keys_as_of_its_first_read_of_them() {
+    let schema = Schema::core().unwrap();
+    let records = log(&schema);
+    let mut redis = RedisBackend::new();
+    redis.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
+    catch_up(&schema, redis.log(), &graph, 50).unwrap();
+    let store = ScaleOutStore::connect(redis.url()).unwrap();
+    let settings = format!("{}settings", redis.url().key_prefix());
+
+    let view = store.begin_read().unwrap();
+    let (generation, through) =
+        (view.graph_generation().unwrap(), view.projected_through().unwrap());
+    assert_eq!(view.setting("auto_link").unwrap(), None);
+    // The graph moves on and a setting is set: the view keeps its point in time.
+    catch_up(&schema, redis.log(), &graph, usize::MAX).unwrap();
+    redis::cmd("HSET")
+        .arg(&settings)
+        .arg("auto_link")
+        .arg("on")
+        .query::<i64>(redis.admin())
+        .unwrap();
+    assert_eq!(view.graph_generation().unwrap(), generation);
+    assert_eq!(view.projected_through().unwrap(), through);
+    assert_eq!(view.setting("auto_link").unwrap(), None);
+    assert_eq!(view.enriched_through().unwrap(), 0);
+    drop(view);
+
+    // A new view, on the same pooled connection, reads them anew.
+    let view = store.begin_read().unwrap();
+    assert_ne!(view.graph_generation().unwrap(), generation);
+    assert_eq!(view.projected_through().unwrap(), records.len() as u64);
+    assert_eq!(view.setting("auto_link").unwrap().as_deref(), Some("on"));
+    // A worker's graph reads its counters live.
+    let before = GraphReader::graph_generation(&graph).unwrap();
+    redis::cmd("INCR")
+        .arg(format!("{}graph_generation", redis.url().key_prefix()))
+        .query::<i64>(redis.admin())
+        .unwrap();
+    assert_eq!(GraphReader::graph_generation(&graph).unwrap(), before + 1);
+}

@@ -1,0 +1,343 @@
+//! The engine's reads of many keys at once ([`GraphReader::nodes`] and its neighbours) as one
+//! query each: a recall reads a few dozen nodes, and each read on its own is a round trip.
+//!
+//! Keys of several labels go in one query of `UNION ALL` parts, one part per label (Cypher
+//! takes no label as a parameter): `UNWIND $k0 AS k MATCH (n:Label {id: k[1]}) …`, where `k[0]`
+//! is the key's place in the caller's list, so every answer goes back to its place whatever
+//! order the server returns rows in, and a key given twice gets its answer twice. Each answer
+//! equals the single-key read's (the conformance suite compares them).
+//!
+//! [`GraphReader::nodes`]: ctxgraph_store::GraphReader::nodes
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
+use ctxgraph_store::{SessionSlot, StoreError, props_from};
+use falkordb::FalkorValue;
+
+use super::{FalkorGraph, SLOT, TRACED, count, int, int_at, name, s, sort_side, text_at};
+
+/// The most keys one query carries: bounds the size of a query's text.
+const KEYS_PER_QUERY: usize = 1_000;
+
+/// Keys grouped by label, each as `[place, id]`, in label order.
+fn by_label(keys: &[NodeKey]) -> BTreeMap<&str, Vec<FalkorValue>> {
+    let mut groups: BTreeMap<&str, Vec<FalkorValue>> = BTreeMap::new();
+    for (i, key) in keys.iter().enumerate() {
+        let place = int(i64::try_from(i).unwrap_or(i64::MAX));
+        groups.entry(&key.label).or_default().push(FalkorValue::Array(vec![place, s(&key.id)]));
+    }
+    groups
+}
+
+/// A row's place column as an index into the caller's list.
+fn place(row: &[FalkorValue], len: usize, url: &crate::url::StoreUrl) -> Result<usize, StoreError> {
+    usize::try_from(int_at(row, 0, url)?).ok().filter(|i| *i < len).ok_or_else(|| {
+        StoreError::Corruption(format!("{url}: a batched read answered for a key it was not asked"))
+    })
+}
+
+impl FalkorGraph {
+    /// Run `part(label, param)` (a query over the keys of one label, bound to `$param`) for
+    /// every label of `keys` as one `UNION ALL` query per chunk of keys; the rows of all.
+    fn per_label(
+        &self,
+        keys: &[NodeKey],
+        part: &dyn Fn(&str, &str) -> String,
+    ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
+        let mut rows = Vec::new();
+        for (start, chunk) in (0..keys.len())
+            .step_by(KEYS_PER_QUERY)
+            .map(|s| (s, &keys[s..(s + KEYS_PER_QUERY).min(keys.len())]))
+        {
+            let groups = by_label(chunk);
+            let mut parts = Vec::with_capacity(groups.len());
+            let mut names = Vec::with_capacity(groups.len());
+            for (i, label) in groups.keys().enumerate() {
+                let param = format!("k{i}");
+                parts.push(part(&name(label, "label")?, &param));
+                names.push(param);
+            }
+            let params: Vec<(&str, FalkorValue)> = names
+                .iter()
+                .map(String::as_str)
+                .zip(groups.into_values().map(FalkorValue::Array))
+                .collect();
+            for mut row in self.run_read(&parts.join(" UNION ALL "), &params)? {
+                // Places within the chunk, made places within `keys`.
+                if let Some(FalkorValue::I64(p)) = row.first_mut() {
+                    *p += i64::try_from(start).unwrap_or(i64::MAX);
+                }
+                rows.push(row);
+            }
+        }
+        Ok(rows)
+    }
+
+    /// [`GraphReader::nodes`](ctxgraph_store::GraphReader::nodes): one query.
+    pub(crate) fn nodes_many(&self, keys: &[NodeKey]) -> Result<Vec<Option<Node>>, StoreError> {
+        let mut out: Vec<Option<Node>> = vec![None; keys.len()];
+        let rows = self.per_label(keys, &|label, k| {
+            format!(
+                "UNWIND ${k} AS k MATCH (n:{label} {{id: k[1]}}) RETURN k[0] AS i, n.props AS p"
+            )
+        })?;
+        for r in &rows {
+            let i = place(r, keys.len(), &self.url)?;
+            let props = props_from(&text_at(r, 1, &self.url)?)?;
+            out[i] = Some(Node { key: keys[i].clone(), props });
+        }
+        Ok(out)
+    }
+
+    /// [`GraphReader::nodes_exist`](ctxgraph_store::GraphReader::nodes_exist): one query.
+    pub(crate) fn nodes_exist_many(&self, keys: &[NodeKey]) -> Result<Vec<bool>, StoreError> {
+        let mut out = vec![false; keys.len()];
+        let rows = self.per_label(keys, &|label, k| {
+            format!("UNWIND ${k} AS k MATCH (n:{label} {{id: k[1]}}) RETURN k[0] AS i")
+        })?;
+        for r in &rows {
+            out[place(r, keys.len(), &self.url)?] = true;
+        }
+        Ok(out)
+    }
+
+    /// [`GraphReader::edges_of_many`](ctxgraph_store::GraphReader::edges_of_many): one query,
+    /// each key's edges put in the single read's order (outgoing, then incoming, each side by
+    /// type, far endpoint and qualifier).
+    pub(crate) fn edges_of_many_keys(
+        &self,
+        keys: &[NodeKey],
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<Vec<Edge>>, StoreError> {
+        let rel = match edge_type {
+            Some(t) => format!("[r:{}]", name(t, "edge type")?),
+            None => "[r]".to_owned(),
+        };
+        let side = |label: &str, k: &str, out: bool| {
+            let pattern = if out { format!("-{rel}->") } else { format!("<-{rel}-") };
+            format!(
+                "UNWIND ${k} AS k MATCH (n:{label} {{id: k[1]}}){pattern}(m) \
+                 RETURN k[0] AS i, {out} AS out, type(r) AS t, labels(m)[0] AS l, m.id AS m, \
+                 r.q AS q, r.props AS props"
+            )
+        };
+        let rows = self.per_label(keys, &|label, k| match direction {
+            Direction::Out => side(label, k, true),
+            Direction::In => side(label, k, false),
+            Direction::Both => {
+                format!("{} UNION ALL {}", side(label, k, true), side(label, k, false))
+            }
+        })?;
+        let mut sides: Vec<(Vec<Edge>, Vec<Edge>)> = vec![(Vec::new(), Vec::new()); keys.len()];
+        for r in &rows {
+            let i = place(r, keys.len(), &self.url)?;
+            let out = matches!(r.get(1), Some(FalkorValue::Bool(true)));
+            let other = NodeKey { label: text_at(r, 3, &self.url)?, id: text_at(r, 4, &self.url)? };
+            let key = keys[i].clone();
+            let (from, to) = if out { (key, other) } else { (other, key) };
+            let edge = Edge {
+                key: EdgeKey {
+                    edge_type: text_at(r, 2, &self.url)?,
+                    from,
+                    to,
+                    qualifier: text_at(r, 5, &self.url)?,
+                },
+                props: props_from(&text_at(r, 6, &self.url)?)?,
+            };
+            if out { sides[i].0.push(edge) } else { sides[i].1.push(edge) }
+        }
+        Ok(sides
+            .into_iter()
+            .map(|(mut outgoing, mut incoming)| {
+                sort_side(&mut outgoing, true);
+                sort_side(&mut incoming, false);
+                outgoing.extend(incoming);
+                outgoing
+            })
+            .collect())
+    }
+
+    /// [`GraphReader::existing_ids_by_label`](ctxgraph_store::GraphReader::existing_ids_by_label):
+    /// one query, a `UNION ALL` part per label.
+    pub(crate) fn existing_ids_labels(
+        &self,
+        labels: &[&str],
+        ids: &[String],
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        if ids.is_empty() || labels.is_empty() {
+            return Ok(vec![Vec::new(); labels.len()]);
+        }
+        let parts = labels
+            .iter()
+            .enumerate()
+            .map(|(i, label)| {
+                Ok(format!(
+                    "MATCH (n:{}) WHERE n.id IN $ids RETURN {i} AS i, n.id AS id",
+                    name(label, "label")?
+                ))
+            })
+            .collect::<Result<Vec<String>, StoreError>>()?;
+        let list = FalkorValue::Array(ids.iter().map(|i| s(i)).collect());
+        let rows = self.run_read(&parts.join(" UNION ALL "), &[("ids", list)])?;
+        let mut found: Vec<BTreeSet<String>> = vec![BTreeSet::new(); labels.len()];
+        for r in &rows {
+            let i = place(r, labels.len(), &self.url)?;
+            found[i].insert(text_at(r, 1, &self.url)?);
+        }
+        // As the single read answers: the ids given, in their order, that exist.
+        Ok(found
+            .iter()
+            .map(|f| ids.iter().filter(|id| f.contains(*id)).cloned().collect())
+            .collect())
+    }
+
+    /// `ids` as `[place, id]` rows, for the reads by session or trace below.
+    fn placed(ids: &[String]) -> FalkorValue {
+        FalkorValue::Array(
+            ids.iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    FalkorValue::Array(vec![int(i64::try_from(i).unwrap_or(i64::MAX)), s(id)])
+                })
+                .collect(),
+        )
+    }
+
+    /// The list column of a row of the reads by session or trace.
+    fn list_at<'r>(
+        &self,
+        row: &'r [FalkorValue],
+        i: usize,
+    ) -> Result<&'r [FalkorValue], StoreError> {
+        match row.get(i) {
+            Some(FalkorValue::Array(items)) => Ok(items),
+            _ => Err(super::odd(&self.url, "a list where one was expected")),
+        }
+    }
+
+    /// [`GraphReader::session_events_many`](ctxgraph_store::GraphReader::session_events_many):
+    /// one query, each session's first `limit` slots in time order.
+    pub(crate) fn session_events_of(
+        &self,
+        ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<SessionSlot>>, StoreError> {
+        let mut out = vec![Vec::new(); ids.len()];
+        for (start, chunk) in ids.chunks(KEYS_PER_QUERY).enumerate() {
+            let rows = self.run_read(
+                &format!(
+                    "UNWIND $k AS k MATCH (x:{SLOT} {{session: k[1]}}) \
+                     WITH k[0] AS i, x ORDER BY i, x.at, x.event \
+                     WITH i, collect([x.at, x.event]) AS slots RETURN i, slots[0..$limit]"
+                ),
+                &[("k", Self::placed(chunk)), ("limit", int(count(limit)))],
+            )?;
+            for r in &rows {
+                let i = start * KEYS_PER_QUERY + place(r, chunk.len(), &self.url)?;
+                for slot in self.list_at(r, 1)? {
+                    let FalkorValue::Array(cols) = slot else {
+                        return Err(super::odd(&self.url, "a session slot"));
+                    };
+                    out[i].push(SessionSlot {
+                        at_ns: int_at(cols, 0, &self.url)?,
+                        event_id: text_at(cols, 1, &self.url)?,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`GraphReader::trace_events_many`](ctxgraph_store::GraphReader::trace_events_many): one
+    /// query, each trace's first `limit` events in creation order.
+    pub(crate) fn trace_events_of(
+        &self,
+        ids: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        let label = name(TRACED, "label")?;
+        let mut out = vec![Vec::new(); ids.len()];
+        for (start, chunk) in ids.chunks(KEYS_PER_QUERY).enumerate() {
+            let rows = self.run_read(
+                &format!(
+                    "UNWIND $k AS k MATCH (n:{label} {{trace: k[1]}}) \
+                     WITH k[0] AS i, n ORDER BY i, n.seq \
+                     WITH i, collect(n.id) AS ids RETURN i, ids[0..$limit]"
+                ),
+                &[("k", Self::placed(chunk)), ("limit", int(count(limit)))],
+            )?;
+            for r in &rows {
+                let i = start * KEYS_PER_QUERY + place(r, chunk.len(), &self.url)?;
+                for id in self.list_at(r, 1)? {
+                    let FalkorValue::String(id) = id else {
+                        return Err(super::odd(&self.url, "an event id"));
+                    };
+                    out[i].push(id.clone());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The first `limit` edges of each `(node, edge type)` of `reads` in one direction, in
+    /// index order (far endpoint's creation number, then qualifier), as `(place in reads, item,
+    /// edge type)`, places ascending: one query, a `UNION ALL` part per label and edge type.
+    pub(crate) fn edges_limited_of<'r>(
+        &self,
+        reads: &'r [(NodeKey, &'r str)],
+        out: bool,
+        limit: usize,
+    ) -> Result<Vec<(usize, super::read::Item, &'r str)>, StoreError> {
+        let mut groups: BTreeMap<(&str, &str), Vec<FalkorValue>> = BTreeMap::new();
+        for (i, (key, edge_type)) in reads.iter().enumerate() {
+            let place = int(i64::try_from(i).unwrap_or(i64::MAX));
+            groups
+                .entry((&key.label, edge_type))
+                .or_default()
+                .push(FalkorValue::Array(vec![place, s(&key.id)]));
+        }
+        if groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut parts = Vec::with_capacity(groups.len());
+        let mut names = Vec::with_capacity(groups.len());
+        for (n, (label, edge_type)) in groups.keys().enumerate() {
+            let (label, ty) = (name(label, "label")?, name(edge_type, "edge type")?);
+            let pattern = if out { format!("-[r:{ty}]->") } else { format!("<-[r:{ty}]-") };
+            let param = format!("k{n}");
+            parts.push(format!(
+                "UNWIND ${param} AS k MATCH (n:{label} {{id: k[1]}}){pattern}(m) \
+                 WITH k[0] AS i, r, m ORDER BY i, m.seq, r.q \
+                 WITH i, collect([labels(m)[0], m.id, r.q, r.props]) AS es \
+                 RETURN i, es[0..$limit] AS es"
+            ));
+            names.push(param);
+        }
+        let mut params: Vec<(&str, FalkorValue)> = names
+            .iter()
+            .map(String::as_str)
+            .zip(groups.into_values().map(FalkorValue::Array))
+            .collect();
+        params.push(("limit", int(count(limit))));
+        let rows = self.run_read(&parts.join(" UNION ALL "), &params)?;
+        let mut found = Vec::new();
+        for r in &rows {
+            let i = place(r, reads.len(), &self.url)?;
+            for item in self.list_at(r, 1)? {
+                let FalkorValue::Array(cols) = item else {
+                    return Err(super::odd(&self.url, "an edge of a limited read"));
+                };
+                let far = NodeKey {
+                    label: text_at(cols, 0, &self.url)?,
+                    id: text_at(cols, 1, &self.url)?,
+                };
+                let item = (far, text_at(cols, 2, &self.url)?, text_at(cols, 3, &self.url)?);
+                found.push((i, item, reads[i].1));
+            }
+        }
+        found.sort_by_key(|(i, ..)| *i);
+        Ok(found)
+    }
+}
