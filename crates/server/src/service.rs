@@ -634,6 +634,12 @@ fn embed(e: &Engine, text: &str) -> Result<Vec<f32>, ServiceError> {
     Ok(e.embed_query(text)?)
 }
 
+/// Create `dir` and its parents if missing.
+fn create_dir(dir: &Path) -> Result<(), ServiceError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| ServiceError::internal("store.io", format!("creating {}: {e}", dir.display())))
+}
+
 fn schema_record(r: &ValidRecord) -> bool {
     r.kind() == RecordKind::Schema
 }
@@ -641,46 +647,17 @@ fn schema_record(r: &ValidRecord) -> bool {
 impl Service {
     /// The service over `data` (created if missing): its registry and its tenants' stores.
     pub fn open(data: &Path, options: EngineOptions) -> Result<Service, ServiceError> {
-        std::fs::create_dir_all(data.join("tenants")).map_err(|e| {
-            ServiceError::internal("store.io", format!("creating {}: {e}", data.display()))
-        })?;
-        let path = data.join("principals.json");
-        let principals = Principals::open(&path)?;
+        create_dir(&data.join("tenants"))?;
         ctxgraph::set_store_heap_limit(SQLITE_HEAP_BUDGET);
-        Ok(Service {
-            inner: Arc::new(Inner {
-                data: data.to_owned(),
-                registry: Mutex::new(Registry { principals, modified: modified(&path) }),
-                tenants: Mutex::new(BTreeMap::new()),
-                metrics: Metrics::new(),
-                stores: remote::Stores::Files,
-                session_keys: Mutex::new(BTreeMap::new()),
-                options,
-                limits: Mutex::new(RequestLimits::default()),
-            }),
-        })
+        Service::with_registry(data, remote::Stores::Files, options)
     }
 
     /// A service over one store file, for a principal acting on it directly (`ctxgraph mcp
     /// --store FILE`): no registry, every principal reads and writes that file.
     pub fn single_store(store: &Path, options: EngineOptions) -> Result<Service, ServiceError> {
-        let dir = store.parent().unwrap_or(Path::new(".")).to_owned();
+        let dir = store.parent().unwrap_or(Path::new("."));
         ctxgraph::set_store_heap_limit(SQLITE_HEAP_BUDGET);
-        Ok(Service {
-            inner: Arc::new(Inner {
-                registry: Mutex::new(Registry {
-                    principals: Principals::open(&dir.join("principals.json"))?,
-                    modified: None,
-                }),
-                data: dir,
-                tenants: Mutex::new(BTreeMap::new()),
-                metrics: Metrics::new(),
-                stores: remote::Stores::File(store.to_owned()),
-                session_keys: Mutex::new(BTreeMap::new()),
-                options,
-                limits: Mutex::new(RequestLimits::default()),
-            }),
-        })
+        Service::with_registry(dir, remote::Stores::File(store.to_owned()), options)
     }
 
     /// The service over a scale-out server (`ctxgraph --db redis://HOST:PORT/NAME serve`): the
@@ -692,23 +669,8 @@ impl Service {
         url: &ctxgraph_scaleout::StoreUrl,
         options: EngineOptions,
     ) -> Result<Service, ServiceError> {
-        std::fs::create_dir_all(data).map_err(|e| {
-            ServiceError::internal("store.io", format!("creating {}: {e}", data.display()))
-        })?;
-        let path = data.join("principals.json");
-        let principals = Principals::open(&path)?;
-        Ok(Service {
-            inner: Arc::new(Inner {
-                data: data.to_owned(),
-                registry: Mutex::new(Registry { principals, modified: modified(&path) }),
-                tenants: Mutex::new(BTreeMap::new()),
-                metrics: Metrics::new(),
-                stores: remote::Stores::ScaleOut(url.clone()),
-                session_keys: Mutex::new(BTreeMap::new()),
-                options,
-                limits: Mutex::new(RequestLimits::default()),
-            }),
-        })
+        create_dir(data)?;
+        Service::with_registry(data, remote::Stores::ScaleOut(url.clone()), options)
     }
 
     /// A service over one scale-out store for a principal acting on it directly (`ctxgraph
@@ -719,17 +681,25 @@ impl Service {
         url: &ctxgraph_scaleout::StoreUrl,
         options: EngineOptions,
     ) -> Result<Service, ServiceError> {
-        let dir = PathBuf::from(".");
+        Service::with_registry(Path::new("."), remote::Stores::OneScaleOut(url.clone()), options)
+    }
+
+    /// The service over the registry `dir/principals.json` (read again when the file changes,
+    /// unless every principal uses one store: see `refresh`) and `stores`.
+    fn with_registry(
+        dir: &Path,
+        stores: remote::Stores,
+        options: EngineOptions,
+    ) -> Result<Service, ServiceError> {
+        let path = dir.join("principals.json");
+        let principals = Principals::open(&path)?;
         Ok(Service {
             inner: Arc::new(Inner {
-                registry: Mutex::new(Registry {
-                    principals: Principals::open(&dir.join("principals.json"))?,
-                    modified: None,
-                }),
-                data: dir,
+                data: dir.to_owned(),
+                registry: Mutex::new(Registry { principals, modified: modified(&path) }),
                 tenants: Mutex::new(BTreeMap::new()),
                 metrics: Metrics::new(),
-                stores: remote::Stores::OneScaleOut(url.clone()),
+                stores,
                 session_keys: Mutex::new(BTreeMap::new()),
                 options,
                 limits: Mutex::new(RequestLimits::default()),
