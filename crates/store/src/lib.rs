@@ -31,7 +31,7 @@ pub use embedded::{
     props_to, set_heap_limit,
 };
 pub use error::StoreError;
-pub use remote::{EnrichCommit, EnrichWrite, RemoteStore, StoreRead};
+pub use remote::{ConsolidateCommit, EnrichCommit, EnrichWrite, RemoteStore, StoreRead};
 pub use tokenizer::TextTokenizer;
 
 /// A node's edges of one type in one direction (see [`GraphReader::edge_groups`]): the first
