@@ -1,5 +1,5 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
-//! store the read commands, `ingest`, `stats`, `worker`, `bench ingest` and `bench recall` run
+//! store the read commands, `ingest`, `consolidate`, `stats`, `worker`, `bench ingest` and `bench recall` run
 //! (`migrate` takes its stores as arguments); every other command, which would write the graph
 //! in place, refuses the URL with what is true rather than take it for a file path or pretend
 //! to run there (docs/scale-out.md says what exists).
@@ -34,7 +34,7 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     }
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
-         on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
+         on which only `ingest`, `consolidate`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
          `log`, `recall`, `search`), `stats`, `worker`, `bench ingest` and `bench recall` run yet \
          (docs/scale-out.md says what exists); pass a store file to --db \
          (rule: db.backend_unsupported)",
@@ -53,6 +53,7 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Bench(BenchCommand::Ingest { .. })
             | Command::Bench(BenchCommand::Recall { .. })
             | Command::Ingest(_)
+            | Command::Consolidate(_)
             | Command::Get { .. }
             | Command::Neighbors { .. }
             | Command::Session { .. }

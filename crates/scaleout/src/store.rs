@@ -12,11 +12,12 @@ use std::sync::{Mutex, PoisonError};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
-    Appended, Archived, EdgeGroup, EnrichCommit, GraphCounts, GraphReader, LogEntry, LogReader,
-    RemoteStore, SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
+    Appended, Archived, ConsolidateCommit, EdgeGroup, EnrichCommit, GraphCounts, GraphReader,
+    LogEntry, LogReader, RemoteStore, SessionSlot, StoreError, StoreRead, StoredVector,
+    TextIndexBuild,
 };
 
-use crate::falkor_graph::{FalkorGraph, Stage2Write};
+use crate::falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};
 use crate::redis_log::RedisLog;
 use crate::url::StoreUrl;
 
@@ -116,6 +117,13 @@ impl RemoteStore for ScaleOutStore {
     fn begin_enrich(&self) -> Result<Option<Box<dyn EnrichCommit + '_>>, StoreError> {
         // A connection of its own: the transaction's watch lives on it.
         Ok(Some(Box::new(Stage2Write::begin(FalkorGraph::connect_read(&self.url)?)?)))
+    }
+
+    fn begin_consolidate(&self) -> Result<Option<Box<dyn ConsolidateCommit + '_>>, StoreError> {
+        // Connections of its own: the transaction's watch lives on the graph's.
+        let graph = FalkorGraph::connect_read(&self.url)?;
+        let log = RedisLog::connect(&self.url)?;
+        Ok(Some(Box::new(ConsolidateWrite::begin(graph, log)?)))
     }
 }
 
