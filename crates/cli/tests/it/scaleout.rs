@@ -31,7 +31,7 @@ fn a_scale_out_url_is_refused_naming_the_command_and_nothing_is_created() {
         &["serve"],
         &["mcp"],
         &["enrich"],
-        &["consolidate"],
+        &["reembed"],
         &["reproject"],
         &["forget", "event", "x", "--yes"],
         &["backup", "copy.ctxg"],

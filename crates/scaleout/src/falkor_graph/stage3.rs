@@ -253,14 +253,10 @@ impl ConsolidateWrite {
         })
     }
 
-    /// The numbers of the nodes deleted with their labels.
+    /// The numbers of the nodes deleted with their labels (a node written again under the
+    /// same key is a new node, with a new number).
     fn deleted_nids(&self) -> BTreeSet<i64> {
-        self.cleared
-            .values()
-            .flatten()
-            .filter(|(k, _)| !self.nodes.contains_key(k))
-            .map(|(_, nid)| *nid)
-            .collect()
+        self.cleared.values().flatten().map(|(_, nid)| *nid).collect()
     }
 
     /// Every full-text document's terms, with this transaction's documents.

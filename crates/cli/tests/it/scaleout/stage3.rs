@@ -107,6 +107,15 @@ fn a_consolidation_worker_gives_the_derived_graph_and_recall_of_a_consolidated_s
         assert_eq!(code, 0, "{err}");
     }
     assert!(found > 0, "the questions found something");
+    // Consolidated again and again: the summaries replaced, not added (a summary written
+    // again is a new node, with a new number, on both backends).
+    let file = Embedded::open(&dir.path().join("file.ctxg"), OpenMode::MustExist).unwrap();
+    let (want, got) = (
+        file.begin_read().unwrap().text_index_build().unwrap().unwrap(),
+        GraphReader::text_index_build(&remote).unwrap().unwrap(),
+    );
+    assert_eq!((got.docs, got.avg_len), (want.docs, want.avg_len));
+    assert_eq!(GraphReader::counts(&remote).unwrap(), file.begin_read().unwrap().counts().unwrap());
 }
 
 #[test]
