@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};
 use ctxgraph_scaleout::{ScaleOutStore, StoreUrl};
 
-use crate::args::{BenchCommand, Cli, Command};
+use crate::args::{BenchCommand, Cli, Command, EvalCommand};
 
 /// Refuse a `--db` that names a scale-out store for a command that cannot run on one, naming
 /// the command; a malformed URL is refused with its field, value and rule.
@@ -34,7 +34,7 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     }
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
-         on which only `ingest`, `consolidate`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
+         on which only `ingest`, `consolidate`, `eval locomo`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
          `log`, `recall`, `search`), `stats`, `worker`, `bench ingest` and `bench recall` run yet \
          (docs/scale-out.md says what exists); pass a store file to --db \
          (rule: db.backend_unsupported)",
@@ -54,6 +54,7 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Bench(BenchCommand::Recall { .. })
             | Command::Ingest(_)
             | Command::Consolidate(_)
+            | Command::Eval(EvalCommand::Locomo { .. })
             | Command::Get { .. }
             | Command::Neighbors { .. }
             | Command::Session { .. }

@@ -173,3 +173,25 @@ fn a_stage_three_transaction_is_applied_whole_or_not_at_all() {
     assert_eq!(similar(&store), 0);
     assert_eq!(store.begin_read().unwrap().ann_centroids().unwrap(), Some(vec![1, 2, 3]));
 }
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn eval_locomo_on_scale_out_stores_scores_what_store_files_score() {
+    let dir = TempDir::new().unwrap();
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../engine/tests/fixtures/locomo-mini.json");
+    let rankings = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let file =
+        json_of(&dir, "unused.ctxg", &["eval", "locomo", data, "--rankings", &rankings("f")]);
+    let to = fresh_store();
+    let remote = json_of(&dir, &to, &["eval", "locomo", data, "--rankings", &rankings("r")]);
+    assert_eq!(file["backend"], "file");
+    assert_eq!(remote["backend"], "redis");
+    assert_eq!(remote["systems"], file["systems"], "{remote}");
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert!(!read("f").is_empty());
+    assert_eq!(read("r"), read("f"), "every question's ranking");
+    // Each conversation went to its own new store: a second run under the name is refused.
+    let (code, err) = ctxgraph(&dir, &to, &["eval", "locomo", data]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("eval.target_not_empty"), "{err}");
+}
