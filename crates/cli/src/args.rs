@@ -1270,7 +1270,8 @@ pub(crate) struct MigrateArgs {
 #[derive(Debug, Args)]
 pub(crate) struct WorkerArgs {
     /// This worker's name in the projection group [default: HOST-PID]: 1 to 64 characters of
-    /// `A-Z a-z 0-9 _ -`, unique among the workers running.
+    /// `A-Z a-z 0-9 _ -`, unique among the workers running (with `--stage enrich`, which joins
+    /// no group, the name its messages give).
     #[arg(long)]
     pub(crate) name: Option<String>,
     /// Fold until the graph reaches the log's head, then exit (for scripts).

@@ -251,6 +251,12 @@ fn write_into<W: EnrichWrite + ?Sized>(
     if w.embedding_model()?.is_none() {
         w.set_embedding_model(embedder.model_id(), embedder.dimension())?;
     }
+    // The nodes read below, in a few reads where each read is a round trip (a no-op on a
+    // store file, whose reads are local).
+    w.prefetch(&mut done.events.iter().flat_map(|(event, _, _)| {
+        std::iter::once(NodeKey::new("Event", &event.event_id))
+            .chain(event.mentions.iter().map(|m| NodeKey::new("Entity", &m.entity_id)))
+    }))?;
     // Full-text entries are written last: the full-text index flushes what it holds in
     // memory whenever another statement of the transaction starts, so interleaving them
     // with node and vector writes turned each event into a flush of its own.

@@ -41,9 +41,9 @@ impl Conn {
 ///
 /// Each [`RemoteStore::begin_read`] takes a connection pair from the pool (or opens one) and
 /// gives it back when the read is dropped; a pair that failed on the network is closed rather
-/// than given back. The graph has what stage 1 (the projection) folds: stages 2 and 3 do not
-/// run on this backend yet, so reads of vectors, full-text documents and index blobs find
-/// none (see [`FalkorGraph`]'s `GraphReader`).
+/// than given back. The graph has what stage 1 (the projection) folds, and what stages 2 and 3
+/// write through [`RemoteStore::begin_enrich`] and [`RemoteStore::begin_consolidate`]
+/// (see [`FalkorGraph`]'s `GraphReader`).
 pub struct ScaleOutStore {
     url: StoreUrl,
     idle: Mutex<Vec<Conn>>,

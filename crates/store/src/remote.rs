@@ -70,6 +70,13 @@ pub trait EnrichWrite {
     fn set_enriched_through(&mut self, position: u64) -> Result<(), StoreError>;
     /// [`GraphStore::set_embedding_model`].
     fn set_embedding_model(&mut self, model_id: &str, dimension: usize) -> Result<(), StoreError>;
+    /// Read ahead the nodes `keys` names, which the transaction is about to read one by one: a
+    /// store whose reads are round trips reads them in a few; the default (a local store) does
+    /// nothing and does not walk `keys`.
+    fn prefetch(&mut self, keys: &mut dyn Iterator<Item = NodeKey>) -> Result<(), StoreError> {
+        let _ = keys;
+        Ok(())
+    }
 }
 
 impl<T: GraphStore + ?Sized> EnrichWrite for T {

@@ -29,7 +29,7 @@
 //! docs/scale-out.md for the limit this sets).
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use ctxgraph_lexical::Builder;
 use ctxgraph_ontology::graph::{Node, NodeKey};
@@ -363,14 +363,25 @@ impl FalkorGraph {
 
 /// Every `(term, document)` occurrence of `docs`, grouped by term in term order, documents
 /// ascending within a term (the full-text index's vocabulary order, which the lexical index's
-/// builder takes).
+/// builder takes). Grouped through a hash map, then only the distinct terms sorted: sorting
+/// every occurrence compared strings a hundred times more often.
 pub(super) fn occurrences(docs: &BTreeMap<i64, String>) -> Vec<(&str, i64)> {
-    let mut all: Vec<(&str, i64)> = docs
-        .iter()
-        .flat_map(|(doc, terms)| terms.split(' ').filter(|t| !t.is_empty()).map(|t| (t, *doc)))
-        .collect();
-    all.sort_unstable();
-    all
+    let mut by_term: HashMap<&str, Vec<i64>> = HashMap::new();
+    let mut total = 0;
+    // Documents in ascending order, so each term's list comes out ascending.
+    for (doc, terms) in docs {
+        for term in terms.split(' ').filter(|t| !t.is_empty()) {
+            by_term.entry(term).or_default().push(*doc);
+            total += 1;
+        }
+    }
+    let mut terms: Vec<(&str, Vec<i64>)> = by_term.into_iter().collect();
+    terms.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut out = Vec::with_capacity(total);
+    for (term, docs) in terms {
+        out.extend(docs.into_iter().map(|d| (term, d)));
+    }
+    out
 }
 
 /// A stage-2 write transaction on a scale-out store: reads answered from its own writes over
@@ -385,6 +396,8 @@ pub struct Stage2Write {
     /// The stage-2 checkpoint when the transaction began.
     start: u64,
     nodes: BTreeMap<NodeKey, Node>,
+    /// Nodes read ahead from the graph (`None`: absent).
+    read: BTreeMap<NodeKey, Option<Node>>,
     vectors: BTreeMap<NodeKey, Vec<f32>>,
     texts: BTreeMap<NodeKey, String>,
     through: Option<u64>,
@@ -407,6 +420,7 @@ impl Stage2Write {
             graph,
             start: start.unwrap_or(0),
             nodes: BTreeMap::new(),
+            read: BTreeMap::new(),
             vectors: BTreeMap::new(),
             texts: BTreeMap::new(),
             through: None,
@@ -451,10 +465,38 @@ impl EnrichWrite for Stage2Write {
     }
 
     fn node(&self, key: &NodeKey) -> Result<Option<Node>, StoreError> {
-        match self.nodes.get(key) {
-            Some(node) => Ok(Some(node.clone())),
+        if let Some(node) = self.nodes.get(key) {
+            return Ok(Some(node.clone()));
+        }
+        match self.read.get(key) {
+            Some(node) => Ok(node.clone()),
             None => ProjectionGraph::node(&self.graph, key),
         }
+    }
+
+    fn prefetch(&mut self, keys: &mut dyn Iterator<Item = NodeKey>) -> Result<(), StoreError> {
+        let mut by_label: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for key in keys {
+            if !self.nodes.contains_key(&key) && !self.read.contains_key(&key) {
+                by_label.entry(key.label).or_default().push(key.id);
+            }
+        }
+        for (label, mut ids) in by_label {
+            ids.sort_unstable();
+            ids.dedup();
+            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let mut found: BTreeMap<String, Node> = self
+                .graph
+                .nodes_of(&label, &refs)?
+                .into_iter()
+                .map(|n| (n.key.id.clone(), n))
+                .collect();
+            for id in ids {
+                let node = found.remove(&id);
+                self.read.insert(NodeKey { label: label.clone(), id }, node);
+            }
+        }
+        Ok(())
     }
 
     fn put_node_owned(&mut self, node: Node) -> Result<(), StoreError> {

@@ -9,7 +9,45 @@ use ctxgraph_store::{Embedded, EnrichWrite, GraphReader, RemoteStore};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use super::{ctxgraph, fresh_store, json_of, normalised};
+use super::{
+    ctxgraph, fresh_store, json_of, normalised, running_worker, stop_after_folding, wait_for,
+};
+
+/// The demo trace.
+const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo-trace.jsonl");
+
+/// A store file `file.ctxg` in `dir` holding the demo trace, projected and enriched by `ingest`,
+/// its lexical index built (the scale-out store's enrichment keeps one over every document).
+fn enriched_file(dir: &TempDir) -> std::path::PathBuf {
+    let (code, err) = ctxgraph(dir, "file.ctxg", &["ingest", TRACE]);
+    assert_eq!(code, 0, "{err}");
+    let path = dir.path().join("file.ctxg");
+    Engine::open(&path, OpenMode::MustExist, EngineOptions::default())
+        .unwrap()
+        .index_text()
+        .unwrap();
+    path
+}
+
+/// Every event's and entity's node and vector on the scale-out store `to` equal the store
+/// file's at `path`; how many vectors.
+fn assert_nodes_and_vectors_equal(path: &std::path::Path, to: &str) -> usize {
+    let remote = FalkorGraph::connect_read(&StoreUrl::parse(to).unwrap()).unwrap();
+    let file = Embedded::open(path, OpenMode::MustExist).unwrap();
+    let file = file.begin_read().unwrap();
+    let mut vectors = 0;
+    for label in ["Event", "Entity"] {
+        let nodes = file.nodes_by_label(label, None, 10_000).unwrap();
+        assert_eq!(remote.nodes_by_label(label, None, 10_000).unwrap(), nodes, "{label}");
+        for node in &nodes {
+            let want = file.vector(&node.key).unwrap();
+            assert_eq!(GraphReader::vector(&remote, &node.key).unwrap(), want, "{:?}", node.key);
+            vectors += usize::from(want.is_some());
+        }
+    }
+    assert_eq!(GraphReader::embedding_model(&remote).unwrap(), file.embedding_model().unwrap());
+    vectors
+}
 
 /// Both stages folded by their workers, each to its head.
 fn fold_both(dir: &TempDir, to: &str) {
@@ -40,19 +78,9 @@ fn without_access_times((code, mut v): (i32, Value)) -> (i32, Value) {
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn an_enrichment_worker_gives_the_nodes_vectors_and_recall_of_an_enriched_store_file() {
     let dir = TempDir::new().unwrap();
-    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo-trace.jsonl");
-    // The store file: projected and enriched by `ingest`, its lexical index built (the
-    // scale-out store's enrichment keeps one over every document).
-    let (code, err) = ctxgraph(&dir, "file.ctxg", &["ingest", trace]);
-    assert_eq!(code, 0, "{err}");
-    let path = dir.path().join("file.ctxg");
-    Engine::open(&path, OpenMode::MustExist, EngineOptions::default())
-        .unwrap()
-        .index_text()
-        .unwrap();
-
+    let path = enriched_file(&dir);
     let to = fresh_store();
-    let report = json_of(&dir, &to, &["ingest", trace]);
+    let report = json_of(&dir, &to, &["ingest", TRACE]);
     assert_eq!(report["accepted"].as_u64(), Some(400), "{report}");
     let (code, err) = ctxgraph(&dir, &to, &["worker", "--once"]);
     assert_eq!(code, 0, "{err}");
@@ -73,25 +101,11 @@ fn an_enrichment_worker_gives_the_nodes_vectors_and_recall_of_an_enriched_store_
 
     // Every event's and entity's properties (keywords, summary, importance) and vector, bit
     // for bit.
-    let url = StoreUrl::parse(&to).unwrap();
-    let remote = FalkorGraph::connect_read(&url).unwrap();
+    assert_eq!(assert_nodes_and_vectors_equal(&path, &to), 400);
     let file = Embedded::open(&path, OpenMode::MustExist).unwrap();
-    let file = file.begin_read().unwrap();
-    let mut vectors = 0;
-    for label in ["Event", "Entity"] {
-        let nodes = file.nodes_by_label(label, None, 10_000).unwrap();
-        assert_eq!(remote.nodes_by_label(label, None, 10_000).unwrap(), nodes, "{label}");
-        for node in &nodes {
-            let want = file.vector(&node.key).unwrap();
-            assert_eq!(GraphReader::vector(&remote, &node.key).unwrap(), want, "{:?}", node.key);
-            vectors += usize::from(want.is_some());
-        }
-    }
-    assert_eq!(vectors, 400);
     let event = NodeKey::new("Event", "evt-000002");
-    let props = &file.node(&event).unwrap().unwrap().props;
+    let props = &file.begin_read().unwrap().node(&event).unwrap().unwrap().props;
     assert!(props.contains_key("keywords") && props.contains_key("summary"), "{props:?}");
-    assert_eq!(GraphReader::embedding_model(&remote).unwrap(), file.embedding_model().unwrap());
 
     // Searches and recall packs, which now use the vectors and the lexical index.
     let mut found = 0;
@@ -116,9 +130,8 @@ fn an_enrichment_worker_gives_the_nodes_vectors_and_recall_of_an_enriched_store_
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn a_stage_two_transaction_is_applied_whole_or_not_at_all() {
     let dir = TempDir::new().unwrap();
-    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo-trace.jsonl");
     let to = fresh_store();
-    json_of(&dir, &to, &["ingest", trace]);
+    json_of(&dir, &to, &["ingest", TRACE]);
     let (code, err) = ctxgraph(&dir, &to, &["worker", "--once"]);
     assert_eq!(code, 0, "{err}");
     let url = StoreUrl::parse(&to).unwrap();
@@ -207,4 +220,49 @@ fn bench_recall_takes_enrich_on_a_scale_out_store_only() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--enrich") && err.contains("bench.backend"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was built");
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn both_stages_running_at_once_fold_and_enrich_records_as_they_arrive() {
+    let dir = TempDir::new().unwrap();
+    let path = enriched_file(&dir);
+    let to = fresh_store();
+    let projector = running_worker(&dir, &to);
+    let enricher = std::process::Command::new(assert_cmd::cargo::cargo_bin("ctxgraph"))
+        .current_dir(dir.path())
+        .args(["--db", &to, "--json", "worker", "--stage", "enrich", "--name", "live-e"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The trace in four writes, so the fold commits pages while enrichment commits chunks,
+    // each voiding the other's watch now and then.
+    let text = std::fs::read_to_string(TRACE).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for part in lines.chunks(100) {
+        let out = assert_cmd::Command::cargo_bin("ctxgraph")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(["--db", &to, "ingest", "-"])
+            .write_stdin(format!("{}\n", part.join("\n")))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let enriched =
+        wait_for(|| json_of(&dir, &to, &["stats"])["enriched_through"].as_u64() == Some(400));
+    assert!(enriched, "the enrichment worker did not reach the log's head");
+    let run = stop_after_folding(&dir, &to, projector, 400);
+    assert_eq!(run["records_folded"].as_u64(), Some(400), "{run}");
+    let pid = enricher.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let out = enricher.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["stopped_by_signal"], true, "{run}");
+    assert_eq!(run["records_enriched"].as_u64(), Some(400), "each record enriched once: {run}");
+    assert_eq!(assert_nodes_and_vectors_equal(&path, &to), 400);
+    let question = ["recall", "why did the deploy fail"];
+    assert_eq!(normalised(&dir, &to, &question), normalised(&dir, "file.ctxg", &question));
 }
