@@ -89,6 +89,15 @@ fn a_consolidation_worker_gives_the_derived_graph_and_recall_of_a_consolidated_s
         assert_eq!(GraphReader::ann_list(&remote, list).unwrap(), file.ann_list(list).unwrap());
     }
     assert_eq!(GraphReader::text_index_build(&remote).unwrap(), file.text_index_build().unwrap());
+    // Every vector filed under the same list, none left for the exact scan.
+    for node in file.nodes_by_label("Event", None, 10_000).unwrap() {
+        let want = file.vector_list(&node.key).unwrap();
+        assert!(want.is_some_and(|(_, list)| list.is_some()), "{:?}", node.key);
+        assert_eq!(GraphReader::vector_list(&remote, &node.key).unwrap(), want, "{:?}", node.key);
+    }
+    let mut unindexed = 0;
+    GraphReader::scan_unindexed_vectors(&remote, &mut |_, _| unindexed += 1).unwrap();
+    assert_eq!(unindexed, 0);
 
     let mut found = 0;
     for args in [
