@@ -476,6 +476,10 @@ impl ConsolidateCommit for ConsolidateWrite {
         let mut pipe = redis::pipe();
         pipe.atomic();
         pipe.cmd("SET").arg(&g.seq).arg(self.last_seq);
+        // Written again unchanged: a stage-2 commit or a fold page begun before this commit
+        // watches it, so it applies nothing and reads again (its lexical index would otherwise
+        // be built from the documents this commit replaces).
+        pipe.cmd("SET").arg(&g.enriched).arg(self.enriched);
         if self.graph_changed {
             pipe.cmd("INCR").arg(&g.generation);
         }

@@ -5,7 +5,7 @@
 
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_scaleout::{FalkorGraph, ScaleOutStore, StoreUrl};
-use ctxgraph_store::{Embedded, GraphReader, GraphStore, OpenMode, RemoteStore};
+use ctxgraph_store::{Embedded, EnrichWrite, GraphReader, GraphStore, OpenMode, RemoteStore};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -181,6 +181,16 @@ fn a_stage_three_transaction_is_applied_whole_or_not_at_all() {
     assert!(tx.commit().unwrap());
     assert_eq!(similar(&store), 0);
     assert_eq!(store.begin_read().unwrap().ann_centroids().unwrap(), Some(vec![1, 2, 3]));
+
+    // A stage-2 commit begun before a consolidation's commit applies nothing (it would build
+    // its lexical index from documents the consolidation replaced).
+    let mut enrich = store.begin_enrich().unwrap().unwrap();
+    let mut tx = store.begin_consolidate().unwrap().unwrap();
+    write(&mut *tx);
+    assert!(tx.commit().unwrap());
+    EnrichWrite::set_enriched_through(&mut *enrich, 10_000).unwrap();
+    assert!(!enrich.commit().unwrap(), "the consolidation moved the stage-2 watch");
+    assert_eq!(store.begin_read().unwrap().enriched_through().unwrap(), 400);
 }
 
 #[test]
