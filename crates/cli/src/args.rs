@@ -1284,7 +1284,9 @@ pub(crate) struct WorkerArgs {
     /// The stage this worker runs: `project` folds the log into the graph (in the consumer
     /// group `projection`); `enrich` enriches what the graph holds (keywords, summaries,
     /// importance, embeddings, full-text and lexical indexes) behind its own checkpoint, and
-    /// with `--once` exits when it reaches the graph's checkpoint.
+    /// with `--once` exits when it reaches the graph's checkpoint; `consolidate` runs stage 3
+    /// (summaries, vector index, SIMILAR_TO, entity resolution) whenever stage 2 has moved
+    /// since the last consolidation, and with `--once` looks once.
     #[arg(long, value_enum, default_value_t = WorkerStage::Project)]
     pub(crate) stage: WorkerStage,
 }
@@ -1296,6 +1298,8 @@ pub(crate) enum WorkerStage {
     Project,
     /// Stage 2: enrich the folded graph.
     Enrich,
+    /// Stage 3: consolidate the enriched graph.
+    Consolidate,
 }
 
 #[derive(Debug, Args)]

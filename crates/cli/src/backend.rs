@@ -1,14 +1,15 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
 //! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
-//! `stats`, `worker`, `serve`, `mcp`, `bench ingest` and `bench recall` run (`migrate` takes its
-//! stores as arguments); every other command, which would write the graph in place, refuses the URL with what is true rather than take it for a file path or pretend
-//! to run there (docs/scale-out.md says what exists).
+//! `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, `bench ingest` and
+//! `bench recall` run (`migrate` takes its stores as arguments); every other command, which
+//! would write the graph in place, refuses the URL with what is true rather than take it for a
+//! file path or pretend to run there (docs/scale-out.md says what exists).
 
 use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};
 use ctxgraph_scaleout::{ScaleOutStore, StoreUrl};
 
-use crate::args::{BenchCommand, Cli, Command};
+use crate::args::{BenchCommand, Cli, Command, EvalCommand};
 
 /// Refuse a `--db` that names a scale-out store for a command that cannot run on one, naming
 /// the command; a malformed URL is refused with its field, value and rule.
@@ -42,8 +43,8 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
-         `log`, `recall`, `search`), `forget`, `forgotten`, `stats`, `worker`, `serve`, `mcp`, \
-         `bench ingest` and `bench recall` run yet \
+         `log`, `recall`, `search`), `forget`, `forgotten`, `consolidate`, `eval locomo`, \
+         `stats`, `worker`, `serve`, `mcp`, `bench ingest` and `bench recall` run yet \
          (docs/scale-out.md says what exists); pass a store file to --db \
          (rule: db.backend_unsupported)",
         command_name()
@@ -53,8 +54,9 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
 /// The commands that run on a scale-out store: its own (`stats`, `worker`, `bench ingest`,
 /// `bench recall`), `ingest` (appended; the workers fold), `forget` (the forget record and its
 /// tombstones appended together, the graph folded through it, the append-only file rewritten),
-/// the reads, which see what the workers folded, and the servers (`serve`, `mcp`), which do
-/// both.
+/// `consolidate` (stage 3 in one watched transaction), `eval locomo` (a new store per
+/// conversation), the reads, which see what the workers folded, and the servers (`serve`,
+/// `mcp`), which do both.
 fn runs_on_scale_out(command: &Command) -> bool {
     matches!(
         command,
@@ -64,6 +66,8 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Mcp(_)
             | Command::Bench(BenchCommand::Ingest { .. })
             | Command::Bench(BenchCommand::Recall { .. })
+            | Command::Consolidate(_)
+            | Command::Eval(EvalCommand::Locomo { .. })
     ) || takes_principal(command)
 }
 

@@ -13,6 +13,7 @@ use ctxgraph::{Node, Reader};
 use serde_json::{Value, json};
 
 pub(crate) mod locomo;
+mod scale_out;
 pub(crate) mod traces;
 
 /// Cut-offs reported.

@@ -178,6 +178,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 sample: sample.as_deref(),
                 json: cli.json,
                 options: with_embedder(&cli, EngineOptions::default())?,
+                scale_out: crate::scale_out::store_url(&cli)?.as_ref(),
             })
         }
         Command::Eval(EvalCommand::Traces { seed, events, per_family, store, rankings }) => {

@@ -1,8 +1,11 @@
 //! The commands that run on the scale-out backend (`redis://HOST:PORT/NAME`, docs/scale-out.md):
 //! `migrate` copies a store file's log there and folds it into the graph (or a scale-out
 //! store's log into a new store file), `worker` folds new records as they arrive (or, with
-//! `--stage enrich`, enriches what was folded), and `stats` reports the log head, the graph and
-//! the lag of both stages.
+//! `--stage enrich`, enriches what was folded; `--stage consolidate`, `consolidate.rs`, runs
+//! stage 3 when stage 2 moved), and `stats` reports the log head, the graph and the lag of the
+//! stages.
+
+mod consolidate;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -223,6 +226,9 @@ pub(crate) fn worker(cli: &Cli, args: &WorkerArgs) -> anyhow::Result<Outcome> {
     if args.stage == WorkerStage::Enrich {
         return enrich_worker(cli, args, &url, &name);
     }
+    if args.stage == WorkerStage::Consolidate {
+        return consolidate::consolidate_worker(cli, args, &url, &name);
+    }
     let consumer_name = ConsumerName::parse(&name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
     let group = ConsumerName::parse(PROJECTION_GROUP)?;
     // Before any connection: the threads started from here on keep the signals off too.
@@ -360,6 +366,7 @@ pub(crate) fn stats(cli: &Cli, url: &StoreUrl) -> anyhow::Result<Outcome> {
     let graph = FalkorGraph::connect(url, &schema)?;
     let through = graph.projected_through()?;
     let enriched = GraphReader::enriched_through(&graph)?;
+    let consolidated = graph.consolidated_through()?;
     let (vectors, _) = graph.vector_counts()?;
     let counts = graph.counts()?;
     let group = LogConsumer::group_state(url, &ConsumerName::parse(PROJECTION_GROUP)?)?;
@@ -369,7 +376,7 @@ pub(crate) fn stats(cli: &Cli, url: &StoreUrl) -> anyhow::Result<Outcome> {
             "backend": "redis", "store": url.to_string(), "log_length": head,
             "projected_through": through, "projection_lag": lag,
             "enriched_through": enriched, "enrichment_lag": through.saturating_sub(enriched),
-            "vectors": vectors,
+            "consolidated_through": consolidated, "vectors": vectors,
             "nodes": count_map(&counts.nodes), "edges": count_map(&counts.edges),
             "pending_edges": counts.pending_edges,
             "projection_group": group.map(group_json),
@@ -382,6 +389,7 @@ pub(crate) fn stats(cli: &Cli, url: &StoreUrl) -> anyhow::Result<Outcome> {
     t.add_row(vec!["projection lag".to_owned(), lag.to_string()]);
     t.add_row(vec!["graph enriched through".to_owned(), enriched.to_string()]);
     t.add_row(vec!["enrichment lag".to_owned(), through.saturating_sub(enriched).to_string()]);
+    t.add_row(vec!["graph consolidated through".to_owned(), consolidated.to_string()]);
     t.add_row(vec!["vectors".to_owned(), vectors.to_string()]);
     match group {
         Some(g) => {

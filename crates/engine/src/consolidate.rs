@@ -17,11 +17,12 @@ use std::collections::BTreeMap;
 
 use ctxgraph_ontology::Schema;
 use ctxgraph_ontology::graph::{Edge, Node, NodeKey, Properties};
-use ctxgraph_store::{GraphReader, GraphStore};
+use ctxgraph_store::{ConsolidateCommit, GraphReader, GraphStore, LogReader};
 use serde_json::Value;
 
 use ctxgraph_ann::JoinConfig;
 
+use crate::backend::Backend;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::resolve::{ResolveConfig, ResolveReport, resolve_entities};
@@ -34,6 +35,38 @@ const PAGE: usize = 1_000;
 const MAX_SESSION_EVENTS: usize = 100_000;
 /// Highlights quoted in a summary.
 const HIGHLIGHTS: usize = 3;
+
+/// Consolidations of a remote store tried before giving up while its graph keeps moving (a
+/// worker folding or enriching meanwhile makes a commit apply nothing).
+const REMOTE_ATTEMPTS: usize = 8;
+
+/// The write side of stage 3: a graph write transaction that also reads the log (a receipt's
+/// indexed text is its record's). The embedded write transaction is one; so is a remote
+/// store's stage-3 transaction ([`ConsolidateCommit`]).
+pub(crate) trait Stage3Write: GraphStore + LogReader {
+    /// This transaction as a graph read, for the reads shared with the read path.
+    fn graph(&self) -> &dyn GraphReader;
+    /// This transaction as a log read.
+    fn log(&self) -> &dyn LogReader;
+}
+
+impl<T: GraphStore + LogReader> Stage3Write for T {
+    fn graph(&self) -> &dyn GraphReader {
+        self
+    }
+    fn log(&self) -> &dyn LogReader {
+        self
+    }
+}
+
+impl Stage3Write for dyn ConsolidateCommit + '_ {
+    fn graph(&self) -> &dyn GraphReader {
+        self
+    }
+    fn log(&self) -> &dyn LogReader {
+        self
+    }
+}
 
 /// Settings of stage 3.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -116,51 +149,86 @@ impl Engine {
         &mut self,
         options: &ConsolidateOptions,
     ) -> Result<ConsolidateReport, Error> {
-        self.backend.embedded("consolidate")?;
-        let mut report = ConsolidateReport::default();
         let embedder = self.embedder()?;
         let memory = self.options().memory.clone();
         let schema = &self.schema;
-        let mut w = self.backend.embedded_mut("consolidate")?.begin_write()?;
-        let started = std::time::Instant::now();
-        summarize(schema, &mut w, &mut report)?;
-        report.seconds.push(("summaries", started.elapsed().as_secs_f64()));
-        let started = std::time::Instant::now();
-        // Memory vectors first, so the vector index holds them too.
-        report.memory_links =
-            crate::memory::relink_all(&mut w, schema, embedder.as_ref(), &memory)?;
-        report.seconds.push(("memory links", started.elapsed().as_secs_f64()));
-        // Facts, sentences, slot values and receipts still without a vector (a store written
-        // before they were indexed), before the index is built.
-        crate::indexed::index_missing(&mut w, schema, embedder.as_ref())?;
-        let started = std::time::Instant::now();
-        let built = vector_index::rebuild(&mut w, options.threads.max(1))?;
-        report.indexed_vectors = built.as_ref().map_or(0, |b| b.assignment.len() as u64);
-        report.index_lists = built.as_ref().map_or(0, |b| b.centroids.len() as u64);
-        report.seconds.push(("vector index", started.elapsed().as_secs_f64()));
-        let started = std::time::Instant::now();
-        w.delete_edges_of_type("SIMILAR_TO")?;
-        if let Some(built) = &built {
-            // The join compares f32 rows of every event with every other: it needs them all.
-            let all = AllVectors::load(&w)?;
-            report.similar_edges = link_similar(schema, &mut w, &all, built, options)?;
+        match &mut self.backend {
+            Backend::Embedded(store) => {
+                let mut w = store.begin_write()?;
+                let report = rebuild_all(&mut w, schema, embedder.as_ref(), &memory, options)?;
+                w.commit()?;
+                Ok(report)
+            }
+            Backend::Remote(store) => {
+                for _ in 0..REMOTE_ATTEMPTS {
+                    let Some(mut tx) = store.begin_consolidate()? else {
+                        return Err(Backend::unsupported_by("consolidate", store.as_ref()));
+                    };
+                    let report =
+                        rebuild_all(&mut *tx, schema, embedder.as_ref(), &memory, options)?;
+                    if tx.commit()? {
+                        return Ok(report);
+                    }
+                }
+                Err(Error::Store(ctxgraph_store::StoreError::Remote {
+                    backend: "remote",
+                    detail: format!(
+                        "{}: the graph moved under {REMOTE_ATTEMPTS} consolidations in a row; \
+                         run it again once the workers have caught up \
+                         (rule: consolidate.graph_moved)",
+                        store.location()
+                    ),
+                }))
+            }
         }
-        report.seconds.push(("similar", started.elapsed().as_secs_f64()));
-        let started = std::time::Instant::now();
-        report.text_index = crate::text_index::rebuild(&mut w)?;
-        report.seconds.push(("lexical index", started.elapsed().as_secs_f64()));
-        let started = std::time::Instant::now();
-        report.resolve = resolve_entities(&mut w, schema, embedder.as_ref(), &options.resolve)?;
-        report.seconds.push(("entity resolution", started.elapsed().as_secs_f64()));
-        w.commit()?;
-        Ok(report)
     }
 }
 
-/// SIMILAR_TO among events: each event's nearest events above the threshold, through the index.
-fn link_similar(
+/// Every stage-3 rebuild, in `w` (the caller commits).
+fn rebuild_all<W: Stage3Write + ?Sized>(
+    w: &mut W,
     schema: &Schema,
-    w: &mut ctxgraph_store::EmbeddedWrite<'_>,
+    embedder: &dyn ctxgraph_embed::Embedder,
+    memory: &crate::memory::MemoryOptions,
+    options: &ConsolidateOptions,
+) -> Result<ConsolidateReport, Error> {
+    let mut report = ConsolidateReport::default();
+    let started = std::time::Instant::now();
+    summarize(schema, w, &mut report)?;
+    report.seconds.push(("summaries", started.elapsed().as_secs_f64()));
+    let started = std::time::Instant::now();
+    // Memory vectors first, so the vector index holds them too.
+    report.memory_links = crate::memory::relink_all(w, schema, embedder, memory)?;
+    report.seconds.push(("memory links", started.elapsed().as_secs_f64()));
+    // Facts, sentences, slot values and receipts still without a vector (a store written
+    // before they were indexed), before the index is built.
+    crate::indexed::index_missing(w, schema, embedder)?;
+    let started = std::time::Instant::now();
+    let built = vector_index::rebuild(w, options.threads.max(1))?;
+    report.indexed_vectors = built.as_ref().map_or(0, |b| b.assignment.len() as u64);
+    report.index_lists = built.as_ref().map_or(0, |b| b.centroids.len() as u64);
+    report.seconds.push(("vector index", started.elapsed().as_secs_f64()));
+    let started = std::time::Instant::now();
+    w.delete_edges_of_type("SIMILAR_TO")?;
+    if let Some(built) = &built {
+        // The join compares f32 rows of every event with every other: it needs them all.
+        let all = AllVectors::load(&*w)?;
+        report.similar_edges = link_similar(schema, w, &all, built, options)?;
+    }
+    report.seconds.push(("similar", started.elapsed().as_secs_f64()));
+    let started = std::time::Instant::now();
+    report.text_index = crate::text_index::rebuild(w)?;
+    report.seconds.push(("lexical index", started.elapsed().as_secs_f64()));
+    let started = std::time::Instant::now();
+    report.resolve = resolve_entities(w, schema, embedder, &options.resolve)?;
+    report.seconds.push(("entity resolution", started.elapsed().as_secs_f64()));
+    Ok(report)
+}
+
+/// SIMILAR_TO among events: each event's nearest events above the threshold, through the index.
+fn link_similar<W: GraphStore + ?Sized>(
+    schema: &Schema,
+    w: &mut W,
     all: &AllVectors,
     built: &vector_index::Built,
     options: &ConsolidateOptions,
@@ -212,9 +280,9 @@ fn link_similar(
 }
 
 /// Rebuild every session and day summary and their SUMMARIZES edges.
-fn summarize(
+fn summarize<W: GraphStore + ?Sized>(
     schema: &Schema,
-    w: &mut ctxgraph_store::EmbeddedWrite<'_>,
+    w: &mut W,
     report: &mut ConsolidateReport,
 ) -> Result<(), Error> {
     w.delete_label("Summary")?;
@@ -330,9 +398,9 @@ fn indexed_words<S: AsRef<str>>(agents: &str, highlights: &[S]) -> String {
 
 /// Write a summary node: `content` is what it says, `indexed` what the full-text index finds
 /// it by.
-fn write_summary(
+fn write_summary<W: GraphStore + ?Sized>(
     schema: &Schema,
-    w: &mut ctxgraph_store::EmbeddedWrite<'_>,
+    w: &mut W,
     key: &NodeKey,
     (scope, scope_id): (&str, &str),
     (content, indexed): (&str, &str),
@@ -358,9 +426,9 @@ fn write_summary(
     Ok(())
 }
 
-fn write_summarizes(
+fn write_summarizes<W: GraphStore + ?Sized>(
     schema: &Schema,
-    w: &mut ctxgraph_store::EmbeddedWrite<'_>,
+    w: &mut W,
     from: &NodeKey,
     to: &NodeKey,
 ) -> Result<(), Error> {

@@ -19,9 +19,10 @@ use ctxgraph_embed::Embedder;
 use ctxgraph_ontology::graph::{Direction, Node, NodeKey};
 use ctxgraph_ontology::{RecordBody, RecordKind, Schema, SlotsRecord, part_id};
 use ctxgraph_projection::{RECEIPT, slot_value_id};
-use ctxgraph_store::{EmbeddedWrite, EnrichWrite, GraphReader, LogReader};
+use ctxgraph_store::{EnrichWrite, GraphReader, GraphStore, LogReader};
 use serde_json::Value;
 
+use crate::consolidate::Stage3Write;
 use crate::engine::{Engine, decode};
 use crate::error::Error;
 use crate::memory::MemoryView;
@@ -176,8 +177,8 @@ pub(crate) fn texts_of(
 
 /// Embed `items` and write their vectors and full-text entries; how many. The first vectors of
 /// a store record the embedding model, as stage 2 does.
-pub(crate) fn put(
-    w: &mut EmbeddedWrite<'_>,
+pub(crate) fn put<W: GraphStore + ?Sized>(
+    w: &mut W,
     embedder: &dyn Embedder,
     items: &[(NodeKey, String)],
 ) -> Result<u64, Error> {
@@ -230,8 +231,8 @@ pub(crate) fn indexed_text(
 }
 
 /// Index every fact, sentence, slot value and receipt that has no vector; how many.
-pub(crate) fn index_missing(
-    w: &mut EmbeddedWrite<'_>,
+pub(crate) fn index_missing<W: Stage3Write + ?Sized>(
+    w: &mut W,
     schema: &Schema,
     embedder: &dyn Embedder,
 ) -> Result<u64, Error> {
@@ -246,7 +247,7 @@ pub(crate) fn index_missing(
                 if w.vector(&node.key)?.is_some() {
                     continue;
                 }
-                if let Some(text) = indexed_text(schema, &*w, &*w, &node)? {
+                if let Some(text) = indexed_text(schema, w.graph(), w.log(), &node)? {
                     todo.push((node.key, text));
                 }
             }

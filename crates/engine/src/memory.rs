@@ -49,6 +49,7 @@ use ctxgraph_projection::{LINK_VOTE, MEMORY, MEMORY_SESSION, TOPIC, topic_id};
 use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore};
 use serde_json::Value;
 
+use crate::consolidate::Stage3Write;
 use crate::engine::{Engine, Projection};
 use crate::error::Error;
 use crate::ingest::IngestOutcome;
@@ -599,8 +600,8 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Embed memories and write their vectors and full-text entries.
-fn index(
-    w: &mut EmbeddedWrite<'_>,
+fn index<W: GraphStore + ?Sized>(
+    w: &mut W,
     embedder: &dyn Embedder,
     memories: &[MemoryView],
 ) -> Result<Vec<Vec<f32>>, Error> {
@@ -758,13 +759,13 @@ fn link_one(
 }
 
 /// Delete every automatic link, then write each memory's top lists computed from scratch.
-pub(crate) fn relink_all(
-    w: &mut EmbeddedWrite<'_>,
+pub(crate) fn relink_all<W: Stage3Write + ?Sized>(
+    w: &mut W,
     schema: &Schema,
     embedder: &dyn Embedder,
     o: &MemoryOptions,
 ) -> Result<LinkReport, Error> {
-    let memories = all_memories(&*w)?;
+    let memories = all_memories(w.graph())?;
     let vectors = index(w, embedder, &memories)?;
     for edge_type in ["TEMPORAL", "RELATES_TO"] {
         let mut doomed = Vec::new();
@@ -796,7 +797,7 @@ pub(crate) fn relink_all(
             topics.entry(topic_id(t)).or_default().push(i);
         }
     }
-    let mut write = |w: &mut EmbeddedWrite<'_>, rule: Rule, mut list: Vec<Candidate>| {
+    let mut write = |w: &mut W, rule: Rule, mut list: Vec<Candidate>| {
         list.sort_by(|a, b| a.rank.cmp(&b.rank));
         list.truncate(rule.max(o));
         let n = list.len() as u64;

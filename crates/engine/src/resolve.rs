@@ -47,7 +47,7 @@ use ctxgraph_ontology::graph::{Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{
     EntityDecision, EntityDecisionRecord, RecordBody, RecordKind, Schema, Violation,
 };
-use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore};
+use ctxgraph_store::{GraphReader, GraphStore};
 use serde_json::Value;
 
 use crate::engine::{Engine, Projection, decode};
@@ -182,8 +182,8 @@ struct Found {
 /// Recompute tiers 2 and 3 over every Entity node in `w`: delete the inferred `SAME_AS` and
 /// `RELATED_TO` edges, derive them again, keep decided `SAME_AS` edges and edges written by
 /// records. The caller commits.
-pub(crate) fn resolve_entities(
-    w: &mut EmbeddedWrite<'_>,
+pub(crate) fn resolve_entities<W: GraphStore + ?Sized>(
+    w: &mut W,
     schema: &Schema,
     embedder: &dyn Embedder,
     cfg: &ResolveConfig,
@@ -313,7 +313,7 @@ pub(crate) fn resolve_entities(
 }
 
 /// Every Entity node, in id order.
-fn load_entities(w: &EmbeddedWrite<'_>) -> Result<Vec<Entity>, Error> {
+fn load_entities<W: GraphReader + ?Sized>(w: &W) -> Result<Vec<Entity>, Error> {
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     loop {
@@ -333,7 +333,7 @@ fn load_entities(w: &EmbeddedWrite<'_>) -> Result<Vec<Entity>, Error> {
 }
 
 /// Every edge of one type.
-fn edges_of_type(w: &EmbeddedWrite<'_>, edge_type: &str) -> Result<Vec<Edge>, Error> {
+fn edges_of_type<W: GraphReader + ?Sized>(w: &W, edge_type: &str) -> Result<Vec<Edge>, Error> {
     let mut out = Vec::new();
     let mut after: Option<EdgeKey> = None;
     loop {

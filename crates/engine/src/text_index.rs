@@ -158,7 +158,7 @@ pub struct TextIndexReport {
 }
 
 /// Rebuild the lexical index from the full-text index, in the caller's transaction.
-pub(crate) fn rebuild(w: &mut dyn GraphStore) -> Result<TextIndexReport, Error> {
+pub(crate) fn rebuild<W: GraphStore + ?Sized>(w: &mut W) -> Result<TextIndexReport, Error> {
     w.clear_text_index()?;
     let (_, Some(max)) = w.text_docs_after(-1)? else { return Ok(TextIndexReport::default()) };
     let mut builder = Builder::new(max)?;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use ctxgraph_ann::{Centroids, CheckedList, ListView, ListsBuilder, SearchParams, TrainConfig};
 use ctxgraph_ontology::graph::NodeKey;
-use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore, StoredVector};
+use ctxgraph_store::{GraphReader, GraphStore, StoredVector};
 
 use crate::error::Error;
 
@@ -30,7 +30,7 @@ pub(crate) struct AllVectors {
 
 impl AllVectors {
     /// Read every stored vector.
-    pub(crate) fn load(w: &EmbeddedWrite<'_>) -> Result<AllVectors, Error> {
+    pub(crate) fn load<W: GraphReader + ?Sized>(w: &W) -> Result<AllVectors, Error> {
         let dim = w.embedding_model()?.map_or(0, |(_, d)| d);
         let mut all = AllVectors { nids: Vec::new(), keys: Vec::new(), data: Vec::new(), dim };
         let mut after = i64::MIN;
@@ -83,13 +83,16 @@ pub(crate) struct Built {
 /// int8 codes to the lists. What the build holds is the sample, one page, and the lists' codes
 /// (a quarter of the vectors' f32 size), not every vector: the server rebuilds while it
 /// serves, and a copy of every vector was its largest use of memory.
-pub(crate) fn rebuild(w: &mut EmbeddedWrite<'_>, threads: usize) -> Result<Option<Built>, Error> {
+pub(crate) fn rebuild<W: GraphStore + ?Sized>(
+    w: &mut W,
+    threads: usize,
+) -> Result<Option<Built>, Error> {
     rebuild_paged(w, threads, BUILD_PAGE)
 }
 
 /// [`rebuild`], reading `page` vectors at a time.
-fn rebuild_paged(
-    w: &mut EmbeddedWrite<'_>,
+fn rebuild_paged<W: GraphStore + ?Sized>(
+    w: &mut W,
     threads: usize,
     page: usize,
 ) -> Result<Option<Built>, Error> {
@@ -146,8 +149,8 @@ fn rebuild_paged(
 }
 
 /// Run `visit` over every stored vector, `page` at a time in nid order.
-fn for_each_page(
-    w: &EmbeddedWrite<'_>,
+fn for_each_page<W: GraphReader + ?Sized>(
+    w: &W,
     dim: usize,
     page: usize,
     mut visit: impl FnMut(Vec<StoredVector>) -> Result<(), Error>,
@@ -162,8 +165,8 @@ fn for_each_page(
 }
 
 /// The `page` stored vectors after nid `after`, each checked to have `dim` dimensions.
-fn checked_page(
-    w: &EmbeddedWrite<'_>,
+fn checked_page<W: GraphReader + ?Sized>(
+    w: &W,
     after: i64,
     dim: usize,
     page: usize,

@@ -50,9 +50,11 @@ mod bulk;
 mod many;
 mod read;
 mod stage2;
+mod stage3;
 mod state;
 pub(crate) use bulk::{NetChanges, merged_writes};
 pub use stage2::Stage2Write;
+pub use stage3::ConsolidateWrite;
 
 /// The largest `LIMIT` sent (see [`count`]).
 const MAX_LIMIT: usize = i32::MAX as usize;

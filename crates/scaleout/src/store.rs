@@ -12,12 +12,13 @@ use std::sync::{Mutex, PoisonError};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
-    Appended, Archived, EdgeGroup, EnrichCommit, ForgetAppend, GraphCounts, GraphReader, LogEntry,
-    LogReader, Redaction, RemoteStore, SessionSlot, StoreError, StoreRead, StoredVector,
+    Appended, Archived, ConsolidateCommit, EdgeGroup, EnrichCommit, ForgetAppend, GraphCounts,
+    GraphReader, LogEntry, LogReader, Redaction, RemoteStore, SessionSlot, StoreError, StoreRead,
+    StoredVector,
     TextIndexBuild,
 };
 
-use crate::falkor_graph::{FalkorGraph, Stage2Write};
+use crate::falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};
 use crate::redis_log::RedisLog;
 use crate::url::StoreUrl;
 
@@ -44,9 +45,9 @@ impl Conn {
 ///
 /// Each [`RemoteStore::begin_read`] takes a connection pair from the pool (or opens one) and
 /// gives it back when the read is dropped; a pair that failed on the network is closed rather
-/// than given back. The graph has what stage 1 (the projection) folds: stages 2 and 3 do not
-/// run on this backend yet, so reads of vectors, full-text documents and index blobs find
-/// none (see [`FalkorGraph`]'s `GraphReader`).
+/// than given back. The graph has what stage 1 (the projection) folds, and what stages 2 and 3
+/// write through [`RemoteStore::begin_enrich`] and [`RemoteStore::begin_consolidate`]
+/// (see [`FalkorGraph`]'s `GraphReader`).
 pub struct ScaleOutStore {
     url: StoreUrl,
     idle: Mutex<Vec<Conn>>,
@@ -144,6 +145,13 @@ impl RemoteStore for ScaleOutStore {
     fn begin_enrich(&self) -> Result<Option<Box<dyn EnrichCommit + '_>>, StoreError> {
         // A connection of its own: the transaction's watch lives on it.
         Ok(Some(Box::new(Stage2Write::begin(FalkorGraph::connect_read(&self.url)?)?)))
+    }
+
+    fn begin_consolidate(&self) -> Result<Option<Box<dyn ConsolidateCommit + '_>>, StoreError> {
+        // Connections of its own: the transaction's watch lives on the graph's.
+        let graph = FalkorGraph::connect_read(&self.url)?;
+        let log = RedisLog::connect(&self.url)?;
+        Ok(Some(Box::new(ConsolidateWrite::begin(graph, log)?)))
     }
 }
 

@@ -31,7 +31,9 @@ pub use embedded::{
     props_to, set_heap_limit,
 };
 pub use error::StoreError;
-pub use remote::{EnrichCommit, EnrichWrite, ForgetAppend, Redaction, RemoteStore, StoreRead};
+pub use remote::{
+    ConsolidateCommit, EnrichCommit, EnrichWrite, ForgetAppend, Redaction, RemoteStore, StoreRead,
+};
 pub use tokenizer::TextTokenizer;
 
 /// A node's edges of one type in one direction (see [`GraphReader::edge_groups`]): the first

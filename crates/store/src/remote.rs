@@ -81,6 +81,13 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
     fn begin_enrich(&self) -> Result<Option<Box<dyn EnrichCommit + '_>>, StoreError> {
         Ok(None)
     }
+
+    /// A stage-3 write transaction (consolidation: every derived node, edge, vector index and
+    /// lexical index rebuilt), applied whole or not at all by [`ConsolidateCommit::commit`];
+    /// `None` from a store on which stage 3 does not run (the default).
+    fn begin_consolidate(&self) -> Result<Option<Box<dyn ConsolidateCommit + '_>>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// One record a forget replaces with a tombstone ([`RemoteStore::forget_append`]).
@@ -177,5 +184,14 @@ pub trait EnrichCommit: EnrichWrite {
     /// Apply every write at once if neither the stage-2 checkpoint nor the graph's projection
     /// checkpoint moved since the transaction began; whether it was applied (`false`: nothing
     /// was, read again and retry).
+    fn commit(self: Box<Self>) -> Result<bool, StoreError>;
+}
+
+/// A remote store's stage-3 transaction ([`RemoteStore::begin_consolidate`]): the graph and the
+/// log as they were when it began, with its own writes over them, held back until `commit`.
+pub trait ConsolidateCommit: GraphStore + LogReader {
+    /// Apply every write at once if neither the projection's nor stage 2's checkpoint moved
+    /// since the transaction began; whether it was applied (`false`: nothing was, consolidate
+    /// again).
     fn commit(self: Box<Self>) -> Result<bool, StoreError>;
 }

@@ -33,6 +33,9 @@ pub(crate) struct EvalArgs<'a> {
     pub(crate) json: bool,
     /// Engine options for every conversation's store (the embedder chosen on the command line).
     pub(crate) options: EngineOptions,
+    /// A scale-out store (`--db redis://…`): conversation `i` goes to the new store `NAME-i`
+    /// there instead of a temporary store file.
+    pub(crate) scale_out: Option<&'a ctxgraph_scaleout::StoreUrl>,
 }
 
 /// Run `eval locomo` and print its table (or JSON).
@@ -48,7 +51,8 @@ pub(crate) fn run(args: &EvalArgs<'_>) -> anyhow::Result<Outcome> {
     let mut totals: BTreeMap<(&'static str, u8), Totals> = BTreeMap::new();
     let mut latency = Latency::default();
     let started = Instant::now();
-    for conv in conversations.iter().filter(|c| args.sample.is_none_or(|s| c.sample_id == s)) {
+    let chosen = conversations.iter().filter(|c| args.sample.is_none_or(|s| c.sample_id == s));
+    for (index, conv) in chosen.enumerate() {
         eprintln!(
             "{}: {} turns, {} questions ...",
             conv.sample_id,
@@ -56,15 +60,26 @@ pub(crate) fn run(args: &EvalArgs<'_>) -> anyhow::Result<Outcome> {
             conv.questions.len()
         );
         let path = tmp.path().join(format!("{}.ctxg", conv.sample_id));
-        let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, args.options.clone())?;
+        let (remote, mut engine) = match args.scale_out {
+            Some(base) => {
+                let (url, engine) = super::scale_out::fresh(base, index, args.options.clone())?;
+                (Some(url), engine)
+            }
+            None => (None, Engine::open(&path, OpenMode::CreateIfMissing, args.options.clone())?),
+        };
         let jsonl: String = conv.records.iter().map(|r| format!("{r}\n")).collect();
         let report =
             engine.ingest_jsonl(jsonl.as_bytes(), &IngestOptions::default(), &mut |_| {})?;
         if report.progress.rejected > 0 {
             anyhow::bail!("{}: {} turns were rejected", conv.sample_id, report.progress.rejected);
         }
-        engine.enrich(&mut |_, _| {})?;
-        engine.consolidate()?;
+        match &remote {
+            Some(url) => super::scale_out::settle(url, &mut engine)?,
+            None => {
+                engine.enrich(&mut |_, _| {})?;
+                engine.consolidate()?;
+            }
+        }
         let prefix = format!("{}:", conv.sample_id);
         let dia = |id: &str| id.strip_prefix(&prefix).unwrap_or(id).to_owned();
         for (qa_index, q) in conv.questions.iter().enumerate() {
@@ -117,6 +132,7 @@ pub(crate) fn run(args: &EvalArgs<'_>) -> anyhow::Result<Outcome> {
         }
         print_json(
             &json!({"file": args.file, "k": k, "include_adversarial": args.include_adversarial,
+            "backend": if args.scale_out.is_some() { "redis" } else { "file" },
             "systems": systems, "recall_latency_ms": latency.json(),
             "seconds": secs}),
         )?;

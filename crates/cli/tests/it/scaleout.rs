@@ -32,7 +32,7 @@ fn a_scale_out_url_is_refused_naming_the_command_and_nothing_is_created() {
         &["init"][..],
         &["ui"],
         &["enrich"],
-        &["consolidate"],
+        &["reembed"],
         &["reproject"],
         &["backup", "copy.ctxg"],
     ];
@@ -550,3 +550,4 @@ fn reads_on_a_scale_out_store_equal_a_store_file_without_stages_two_and_three() 
 mod forget;
 mod principals;
 mod stage2;
+mod stage3;

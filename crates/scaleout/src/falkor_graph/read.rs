@@ -7,10 +7,9 @@
 //! see the module above), which the fold gives in the embedded store's order, so a query that
 //! sorts by it returns the same list.
 //!
-//! Stage 2's vectors, full-text documents and lexical index are read in `stage2.rs`. Stage 3
-//! (consolidation) does not run on this backend yet: there is no vector index (every vector
-//! reads as unindexed) and no archive mark, and those methods answer as the embedded store
-//! answers for a store without them (nothing, none, zero).
+//! Stage 2's vectors, full-text documents and lexical index are read in `stage2.rs`, stage 3's
+//! vector index in `stage3.rs`. Retention does not run on this backend yet: there is no archive
+//! mark, and those methods answer as the embedded store answers for a store without them.
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_store::{
@@ -343,7 +342,7 @@ impl GraphReader for FalkorGraph {
     }
 
     fn vector_list(&self, key: &NodeKey) -> Result<Option<(i64, Option<u32>)>, StoreError> {
-        self.stage2_vector_list(key)
+        self.stage3_vector_list(key)
     }
 
     fn heaviest_edges(
@@ -437,11 +436,11 @@ impl GraphReader for FalkorGraph {
     }
 
     fn scan_unindexed_vectors(&self, visit: &mut dyn FnMut(i64, &[f32])) -> Result<(), StoreError> {
-        self.stage2_scan_vectors(visit)
+        self.stage3_scan_unindexed(visit)
     }
 
     fn vector_counts(&self) -> Result<(u64, u64), StoreError> {
-        self.stage2_vector_counts()
+        self.stage3_vector_counts()
     }
 
     fn scan_vectors_of(
@@ -453,7 +452,7 @@ impl GraphReader for FalkorGraph {
     }
 
     fn ann_generation(&self) -> Result<u64, StoreError> {
-        Ok(0)
+        self.stage3_ann_generation()
     }
 
     fn vector_generation(&self) -> Result<u64, StoreError> {
@@ -461,11 +460,11 @@ impl GraphReader for FalkorGraph {
     }
 
     fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(None)
+        self.stage3_ann_centroids()
     }
 
-    fn ann_list(&self, _list: u32) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(None)
+    fn ann_list(&self, list: u32) -> Result<Option<Vec<u8>>, StoreError> {
+        self.stage3_ann_list(list)
     }
 
     fn is_archived(&self, _key: &NodeKey) -> Result<bool, StoreError> {

@@ -50,7 +50,7 @@ thread_local! {
 }
 
 /// Run `f` with this thread's tokenizer.
-fn with_tokenizer<T>(
+pub(super) fn with_tokenizer<T>(
     f: impl FnOnce(&TextTokenizer) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     TOKENIZER.with_borrow_mut(|slot| {
@@ -65,7 +65,7 @@ fn with_tokenizer<T>(
 }
 
 /// A vector as stored: its floats, little-endian.
-fn vector_bytes(vector: &[f32]) -> Vec<u8> {
+pub(super) fn vector_bytes(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
@@ -79,18 +79,21 @@ fn vector_of(bytes: &[u8]) -> Option<Vec<f32>> {
 
 impl FalkorGraph {
     /// The key `suffix` of this store.
-    fn stage2_key(&self, suffix: &str) -> String {
+    pub(super) fn stage2_key(&self, suffix: &str) -> String {
         format!("{}{suffix}", self.url.key_prefix())
     }
 
     /// Run one plain Redis command on the graph's connection.
-    fn raw_query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, StoreError> {
+    pub(super) fn raw_query<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+    ) -> Result<T, StoreError> {
         cmd.query(&mut *self.raw.borrow_mut()).map_err(|e| raw_remote(&self.url, &e))
     }
 
     /// The creation numbers of `keys` (nodes missing from the graph left out): one query per
     /// label.
-    fn seqs_of<'k>(
+    pub(super) fn seqs_of<'k>(
         &self,
         keys: impl Iterator<Item = &'k NodeKey>,
     ) -> Result<BTreeMap<NodeKey, i64>, StoreError> {
@@ -170,7 +173,7 @@ impl FalkorGraph {
     }
 
     /// A stored vector's floats, or the corruption naming the store.
-    fn decoded(&self, bytes: &[u8]) -> Result<Vec<f32>, StoreError> {
+    pub(super) fn decoded(&self, bytes: &[u8]) -> Result<Vec<f32>, StoreError> {
         vector_of(bytes).ok_or_else(|| {
             StoreError::Corruption(format!(
                 "{}: a stored vector of {} bytes is not whole floats",
@@ -192,7 +195,12 @@ impl FalkorGraph {
     }
 
     /// The numbers in the sorted set `set` above `after`, in order, at most `limit`.
-    fn ids_after(&self, set: &str, after: i64, limit: usize) -> Result<Vec<i64>, StoreError> {
+    pub(super) fn ids_after(
+        &self,
+        set: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<i64>, StoreError> {
         self.raw_query(
             redis::cmd("ZRANGEBYSCORE")
                 .arg(self.stage2_key(set))
@@ -296,7 +304,7 @@ impl FalkorGraph {
     }
 
     /// Every document's terms (one per occurrence), by document.
-    fn doc_terms(&self) -> Result<BTreeMap<i64, String>, StoreError> {
+    pub(super) fn doc_terms(&self) -> Result<BTreeMap<i64, String>, StoreError> {
         let all: BTreeMap<i64, String> =
             self.raw_query(redis::cmd("HGETALL").arg(self.stage2_key("doc_terms")))?;
         Ok(all)
@@ -357,7 +365,7 @@ impl FalkorGraph {
 /// ascending within a term (the full-text index's vocabulary order, which the lexical index's
 /// builder takes). Grouped through a hash map, then only the distinct terms sorted: sorting
 /// every occurrence compared strings a hundred times more often.
-fn occurrences(docs: &BTreeMap<i64, String>) -> Vec<(&str, i64)> {
+pub(super) fn occurrences(docs: &BTreeMap<i64, String>) -> Vec<(&str, i64)> {
     let mut by_term: HashMap<&str, Vec<i64>> = HashMap::new();
     let mut total = 0;
     // Documents in ascending order, so each term's list comes out ascending.
@@ -600,6 +608,14 @@ impl EnrichCommit for Stage2Write {
                 zadd.arg(*nid).arg(*nid);
             }
             pipe.add_command(hset).add_command(zadd);
+            // A vector written again leaves the vector index until the next consolidation,
+            // as on the embedded store.
+            let mut hdel = redis::cmd("HDEL");
+            hdel.arg(g.stage2_key(super::stage3::VECTOR_LISTS));
+            for (nid, _) in &vectors {
+                hdel.arg(*nid);
+            }
+            pipe.add_command(hdel);
             pipe.cmd("INCR").arg(g.stage2_key("vector_generation"));
         }
         if let Some((through, built)) = built.filter(|_| !new_docs.is_empty()) {
@@ -654,7 +670,7 @@ impl EnrichCommit for Stage2Write {
 }
 
 /// A lexical index build's failure, as the store's error.
-fn lexical(e: ctxgraph_lexical::Error) -> StoreError {
+pub(super) fn lexical(e: ctxgraph_lexical::Error) -> StoreError {
     StoreError::Corruption(format!("the lexical index does not build: {e}"))
 }
 
