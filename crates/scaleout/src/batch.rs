@@ -179,6 +179,11 @@ impl<'g> BatchFold<'g> {
     /// no other fold moved the checkpoint since the batch began; whether it was applied (when
     /// not, nothing was: fold again from the new checkpoint).
     pub fn commit(mut self, through: u64) -> Result<bool, StoreError> {
+        // The stage-2 data (vectors, document terms, postings) of the nodes the graph loses,
+        // dropped in the same transaction: read before the graph changes, while it still
+        // holds their creation numbers.
+        let deleted: Vec<&NodeKey> = self.detached.iter().collect();
+        let drops = self.base.stage2_drops(&deleted)?;
         // The transaction ends the watch: nothing is left for `drop` to undo.
         self.finished = true;
         let changes = NetChanges {
@@ -208,7 +213,7 @@ impl<'g> BatchFold<'g> {
                 .collect(),
         };
         let writes = merged_writes(&changes)?;
-        self.base.commit_watched(&writes, through, self.last_seq)
+        self.base.commit_watched(&writes, drops, through, self.last_seq)
     }
 
     fn session(&mut self, session_id: &str) -> Result<&mut BTreeSet<SessionSlot>, StoreError> {

@@ -319,7 +319,8 @@ impl FalkorGraph {
         }
     }
 
-    /// Run `writes`, move the checkpoint to `through`, the node creation counter to `last_seq`
+    /// Run `writes` and then the plain commands `extra` (the stage-2 data of deleted nodes
+    /// dropped), move the checkpoint to `through`, the node creation counter to `last_seq`
     /// and the graph generation on, as one Redis transaction (`MULTI` … `EXEC`) if neither the
     /// checkpoint nor the counter has moved since [`FalkorGraph::watch_checkpoint`]; whether
     /// it ran. The server applies the block with no other command between its commands and
@@ -330,6 +331,7 @@ impl FalkorGraph {
     pub(crate) fn commit_watched(
         &self,
         writes: &[Write],
+        extra: Vec<redis::Cmd>,
         through: u64,
         last_seq: i64,
     ) -> Result<bool, StoreError> {
@@ -340,6 +342,9 @@ impl FalkorGraph {
         pipe.cmd("INCR").arg(&self.generation);
         for w in writes {
             pipe.cmd("GRAPH.QUERY").arg(&self.name).arg(w.with_preamble()?);
+        }
+        for cmd in extra {
+            pipe.add_command(cmd);
         }
         let mut raw = self.raw.borrow_mut();
         let reply: redis::Value = pipe.query(&mut *raw).map_err(|e| raw_remote(&self.url, &e))?;

@@ -26,7 +26,8 @@
 //! vector reads as unindexed and is scanned exactly, as the embedded store does before its
 //! first consolidation. The lexical index is rebuilt by every stage-2 commit, so it always
 //! covers every document (a full rebuild costs a pass over all documents' terms: see
-//! docs/scale-out.md for the limit this sets).
+//! docs/scale-out.md for the limit this sets). A node the fold deletes takes its stage-2 data
+//! with it, in the fold's transaction (`dropped.rs`).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -40,6 +41,8 @@ use ctxgraph_store::{
 use falkordb::FalkorValue;
 
 use super::{FalkorGraph, Write, int, int_at, name, raw_remote, s, text_at};
+
+mod dropped;
 
 /// Vectors read per round trip by the scans.
 const SCAN_PAGE: usize = 1_024;

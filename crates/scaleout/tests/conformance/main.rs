@@ -48,4 +48,5 @@ mod log;
 mod projection;
 mod reads;
 mod redis_layout;
+mod stage2_drop;
 mod stream;

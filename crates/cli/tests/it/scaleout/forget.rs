@@ -2,9 +2,15 @@
 //! hashes, the stream, the FalkorDB graph) and, after the rewrite, the append-only file; reads
 //! stop returning it; and the same forgets on a store file give the same reports and graph.
 
+use std::collections::BTreeMap;
+
+use ctxgraph::{Engine, EngineOptions, OpenMode};
+use ctxgraph_scaleout::{FalkorGraph, StoreUrl};
+use ctxgraph_store::{Embedded, GraphReader, TextIndexBuild};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use super::stage2::{fold_both, without_access_times};
 use super::{ctxgraph, fresh_store, json_of, normalised};
 
 /// A plain connection to the server of `store` (`redis://HOST:PORT/NAME`).
@@ -225,4 +231,122 @@ fn forget_leaves_no_bytes_on_the_server_and_equals_the_store_file() {
     let (code, err) = ctxgraph(&dir, &to, &["forget", "entity", "concept:started", "--yes"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("db.backend_unsupported") && err.contains("entity"), "{err}");
+}
+
+/// Every term of the lexical index of `read` with its posting list, and its build.
+fn lexical_index(read: &dyn GraphReader) -> (BTreeMap<String, Vec<u8>>, Option<TextIndexBuild>) {
+    let mut terms = std::collections::BTreeSet::new();
+    read.scan_text_index(&mut |term, _| {
+        terms.insert(term.to_owned());
+        true
+    })
+    .unwrap();
+    let lists = terms
+        .into_iter()
+        .filter_map(|t| Some((t.clone(), read.text_postings(&t).unwrap()?)))
+        .collect();
+    (lists, read.text_index_build().unwrap())
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn forget_after_enrichment_leaves_no_vector_term_or_posting_and_equals_the_store_file() {
+    let dir = TempDir::new().unwrap();
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let event_secret = format!("heron{nanos}vortex");
+    let session_secret = format!("lynx{nanos}nebula");
+    let file = dir.path().join("trace.jsonl");
+    std::fs::write(&file, trace(&event_secret, &session_secret)).unwrap();
+    let file = file.to_str().unwrap();
+    // The store file enriched by its ingest, its lexical index built (the scale-out store's
+    // enrichment keeps one over every document).
+    let (code, err) = ctxgraph(&dir, "plain.ctxg", &["ingest", file]);
+    assert_eq!(code, 0, "{err}");
+    let path = dir.path().join("plain.ctxg");
+    Engine::open(&path, OpenMode::MustExist, EngineOptions::default())
+        .unwrap()
+        .index_text()
+        .unwrap();
+    let to = fresh_store();
+    assert_eq!(json_of(&dir, &to, &["ingest", file])["accepted"].as_u64(), Some(6));
+    fold_both(&dir, &to);
+    let remote = FalkorGraph::connect_read(&StoreUrl::parse(&to).unwrap()).unwrap();
+    let (vectors_before, _) = GraphReader::vector_counts(&remote).unwrap();
+    assert!(vectors_before >= 6, "every event has a vector: {vectors_before}");
+
+    // Each secret as the lexical index stores it: its terms (the tokenizer's, lowercased).
+    let mut needles = vec![event_secret.clone(), session_secret.clone()];
+    for secret in [&event_secret, &session_secret] {
+        let terms = GraphReader::text_terms(&remote, &secret.to_uppercase()).unwrap();
+        assert!(!terms.is_empty(), "{secret} has terms");
+        needles.extend(terms);
+    }
+    let mut conn = admin(&to);
+    for needle in &needles {
+        let key = key_holding(&mut conn, needle);
+        assert!(key.is_some(), "the probe finds {needle} first");
+    }
+    let name = to.rsplit('/').next().unwrap();
+    let doc_terms: Vec<String> =
+        redis::cmd("HVALS").arg(format!("ctxgraph:{{{name}}}:doc_terms")).query(&mut conn).unwrap();
+    assert!(
+        doc_terms.iter().any(|t| t.split(' ').any(|w| w == event_secret)),
+        "the documents hold the secret's term: {doc_terms:?}"
+    );
+
+    for (kind, id) in [("event", "e3"), ("session", "s-gone")] {
+        assert_eq!(report(&dir, &to, kind, id), report(&dir, "plain.ctxg", kind, id), "{id}");
+    }
+
+    // No key holds a secret or its term, nor does the append-only file after the rewrite.
+    for needle in &needles {
+        assert_eq!(key_holding(&mut conn, needle), None, "{needle} is still in a key");
+        let mut tries = 0;
+        while on_disk(&mut conn, needle) {
+            tries += 1;
+            assert!(tries < 500, "{needle} is still in the append-only file");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    // The stage-2 data left equals the store file's: vectors, the lexical index's lists and
+    // statistics.
+    let store = Embedded::open(&path, OpenMode::MustExist).unwrap();
+    let read = store.begin_read().unwrap();
+    let (vectors, _) = GraphReader::vector_counts(&remote).unwrap();
+    assert_eq!(vectors, read.vector_counts().unwrap().0);
+    assert!(vectors < vectors_before, "{vectors} of {vectors_before}");
+    let want = lexical_index(&read);
+    assert!(!want.0.is_empty() && want.1.is_some(), "{:?}", want.1);
+    assert_eq!(lexical_index(&remote), want);
+
+    // Searches and recalls: nothing for the secrets, the same as the store file for the rest.
+    for args in [
+        &["search", &event_secret][..],
+        &["search", &session_secret],
+        &["recall", &event_secret],
+        &["search", "token"],
+        &["search", "ledger"],
+        &["recall", "what happened after the token"],
+    ] {
+        let want = without_access_times(normalised(&dir, "plain.ctxg", args));
+        let got = without_access_times(normalised(&dir, &to, args));
+        assert_eq!(got, want, "{args:?}");
+        // What was found, not the question echoed back.
+        let mut found = got.1;
+        if let Some(map) = found.as_object_mut() {
+            map.remove("query");
+        }
+        let text = found.to_string();
+        assert!(!text.contains(&event_secret) && !text.contains(&session_secret), "{text}");
+        // A recall counts its reads (an access record): folded here as the store file folds it.
+        fold_both(&dir, &to);
+    }
+    for secret in [&event_secret, &session_secret] {
+        // A search that finds nothing exits 1.
+        let (code, found) = normalised(&dir, &to, &["search", secret]);
+        let hits = found["items"].as_array().or(found.as_array()).map_or(0, Vec::len);
+        assert_eq!((code, hits), (1, 0), "{found}");
+    }
 }

@@ -50,7 +50,7 @@ fn assert_nodes_and_vectors_equal(path: &std::path::Path, to: &str) -> usize {
 }
 
 /// Both stages folded by their workers, each to its head.
-fn fold_both(dir: &TempDir, to: &str) {
+pub(super) fn fold_both(dir: &TempDir, to: &str) {
     for args in [&["worker", "--once"][..], &["worker", "--stage", "enrich", "--once"]] {
         let (code, err) = ctxgraph(dir, to, args);
         assert_eq!(code, 0, "{args:?}: {err}");
@@ -59,7 +59,7 @@ fn fold_both(dir: &TempDir, to: &str) {
 
 /// A command's output without the times of its events' last reads: each store's recalls read
 /// them at their own wall-clock times (the counts still compare).
-fn without_access_times((code, mut v): (i32, Value)) -> (i32, Value) {
+pub(super) fn without_access_times((code, mut v): (i32, Value)) -> (i32, Value) {
     fn strip(v: &mut Value) {
         match v {
             Value::Object(map) => {
