@@ -114,10 +114,9 @@ impl Metrics {
             .set(i64::try_from(enrichment).unwrap_or(i64::MAX));
     }
 
-    /// A scale-out tenant's projection lag and its projection group's pending entries (`None`
-    /// before a worker joined the group: the gauge is left out), read when the metrics are.
-    pub fn scale_out_lag(&self, tenant: &str, records: u64, pending: Option<u64>) {
-        self.lag.with_label_values(&[tenant]).set(i64::try_from(records).unwrap_or(i64::MAX));
+    /// A scale-out tenant's projection group's pending entries (`None` before a worker joined
+    /// the group: the gauge is left out), read when the metrics are.
+    pub fn pending(&self, tenant: &str, pending: Option<u64>) {
         if let Some(pending) = pending {
             self.pending
                 .with_label_values(&[tenant])

@@ -860,8 +860,9 @@ impl Service {
             .blocking(move || {
                 for t in &tenants {
                     let Some(url) = t.scale_out() else { continue };
-                    if let Ok((records, pending)) = t.read(|e| remote::lag(e, url)) {
-                        metrics.scale_out_lag(&t.name, records, pending);
+                    if let Ok(lag) = t.read(|e| remote::lag(e, url)) {
+                        metrics.lags(&t.name, (lag.projection, lag.enrichment));
+                        metrics.pending(&t.name, lag.pending);
                     }
                 }
                 Ok(())

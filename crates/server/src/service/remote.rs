@@ -117,17 +117,31 @@ impl RemoteStore for Shared {
     }
 }
 
-/// The projection's lag on the store `url` that `engine` runs on: records in the log not yet
-/// folded into the graph, and the entries of the projection group delivered to a worker and
-/// not acknowledged (`None` before a worker has joined). What `ctxgraph stats` reports.
-pub(super) fn lag(engine: &Engine, url: &StoreUrl) -> Result<(u64, Option<u64>), ServiceError> {
+/// The workers' lags on the store `url` that `engine` runs on, as `ctxgraph stats` reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Lag {
+    /// Records in the log not yet folded into the graph.
+    pub(super) projection: u64,
+    /// Records folded and not yet enriched (stage 2).
+    pub(super) enrichment: u64,
+    /// Entries of the projection group delivered to a worker and not acknowledged (`None`
+    /// before a worker has joined).
+    pub(super) pending: Option<u64>,
+}
+
+/// The workers' lags on the store `url` that `engine` runs on (see [`Lag`]).
+pub(super) fn lag(engine: &Engine, url: &StoreUrl) -> Result<Lag, ServiceError> {
     // The service's bookkeeping, not a caller's read: the owner's reader.
-    let records = engine.owner_reader()?.checkpoints()?.projection_lag();
+    let checkpoints = engine.owner_reader()?.checkpoints()?;
     let group = ConsumerName::parse(PROJECTION_GROUP).map_err(|e| {
         ServiceError::internal("server.group_name", format!("{PROJECTION_GROUP}: {e}"))
     })?;
     let state = LogConsumer::group_state(url, &group).map_err(ctxgraph::Error::from)?;
-    Ok((records, state.map(|g| g.pending)))
+    Ok(Lag {
+        projection: checkpoints.projection_lag(),
+        enrichment: checkpoints.enrichment_lag(),
+        pending: state.map(|g| g.pending),
+    })
 }
 
 /// Whether the scale-out server of `url` answers (readiness; not ready is a 500, as for a
