@@ -89,7 +89,9 @@ mod tests;
 pub use centroids::Centroids;
 pub use error::Error;
 pub use join::{JoinConfig, similarity_join};
-pub use list::{CheckedList, ListView, ListsBuilder, append_to_list, encode_list, encode_lists};
+pub use list::{
+    CheckedList, ListView, ListsBuilder, append_to_list, encode_list, encode_lists, without_members,
+};
 pub use parallel::map_items;
 pub use quant::{dot_f32, dot_i8, dot_i8_bytes, quantize};
 pub use search::{RECALL_TIE_EPSILON, SearchParams, exact_top_k, recall_at_k, scan};

@@ -89,6 +89,25 @@ pub fn append_to_list(
     Ok(group_records(dim, &records))
 }
 
+/// An encoded list without the members `gone` names: the same bytes as encoding the members
+/// kept (a forget takes a node's codes out of the list it is filed in).
+///
+/// # Errors
+///
+/// [`Error::Corrupt`] if `blob` does not parse as a list of `dim`.
+pub fn without_members(
+    dim: usize,
+    blob: &[u8],
+    gone: impl Fn(i64) -> bool,
+) -> Result<Vec<u8>, Error> {
+    let view = ListView::parse(dim, blob)?;
+    let mut records = Vec::with_capacity(view.len() * (RECORD_HEAD + dim));
+    for (id, scale, codes) in view.iter().filter(|(id, _, _)| !gone(*id)) {
+        push_record(&mut records, dim, id, scale, codes.iter().copied());
+    }
+    Ok(group_records(dim, &records))
+}
+
 /// Quantizes `vectors` (row `i` has id `ids[i]` and goes to list `assignment[i]`) and encodes
 /// every list of `centroids` as one blob: `result[l]` is list `l`'s blob, empty lists included.
 /// Quantization runs on `threads` threads; the blobs do not depend on it.
@@ -586,6 +605,19 @@ mod tests {
         let first = encode_list(3, &refs[..1]);
         assert_eq!(append_to_list(3, &first, &refs[1..]).unwrap(), blob());
         assert!(matches!(append_to_list(4, &first, &refs[1..]), Err(Error::Corrupt { .. })));
+    }
+
+    #[test]
+    fn without_members_equals_encoding_the_members_kept() {
+        let m = members();
+        let refs: Vec<(i64, f32, &[i8])> =
+            m.iter().map(|(i, s, c)| (*i, *s, c.as_slice())).collect();
+        let gone = refs[1].0;
+        let kept: Vec<(i64, f32, &[i8])> = refs.iter().copied().filter(|r| r.0 != gone).collect();
+        assert_eq!(without_members(3, &blob(), |id| id == gone).unwrap(), encode_list(3, &kept));
+        assert_eq!(without_members(3, &blob(), |_| false).unwrap(), blob());
+        assert_eq!(without_members(3, &blob(), |_| true).unwrap(), encode_list(3, &[]));
+        assert!(matches!(without_members(4, &blob(), |_| true), Err(Error::Corrupt { .. })));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use ctxgraph_embed::Embedder;
 
-use ctxgraph_ann::{ListView, encode_list};
+use ctxgraph_ann::without_members;
 use ctxgraph_ontology::graph::{Direction, NodeKey};
 use ctxgraph_ontology::{
     ForgetKind, ForgetRecord, RecordBody, RecordKind, Schema, Tombstone, entity_digest,
@@ -599,17 +599,7 @@ fn drop_from_lists(
     let lists: BTreeSet<u32> = gone.iter().map(|(l, _)| *l).collect();
     for list in lists {
         let Some(blob) = w.ann_list(list)? else { continue };
-        let view = ListView::parse(dim, &blob)?;
-        let kept: Vec<(i64, f32, Vec<i8>)> = view
-            .iter()
-            .filter(|(nid, _, _)| !gone.contains(&(list, *nid)))
-            .map(|(nid, scale, codes)| {
-                (nid, scale, codes.iter().map(|&b| i8::from_le_bytes([b])).collect())
-            })
-            .collect();
-        let members: Vec<(i64, f32, &[i8])> =
-            kept.iter().map(|(nid, scale, codes)| (*nid, *scale, codes.as_slice())).collect();
-        w.put_ann_list(list, &encode_list(dim, &members))?;
+        w.put_ann_list(list, &without_members(dim, &blob, |nid| gone.contains(&(list, nid)))?)?;
     }
     Ok(())
 }

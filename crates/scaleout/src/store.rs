@@ -14,8 +14,7 @@ use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
     Appended, Archived, ConsolidateCommit, EdgeGroup, EnrichCommit, ForgetAppend, GraphCounts,
     GraphReader, LogEntry, LogReader, Redaction, RemoteStore, SessionSlot, StoreError, StoreRead,
-    StoredVector,
-    TextIndexBuild,
+    StoredVector, TextIndexBuild,
 };
 
 use crate::falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};

@@ -36,9 +36,9 @@ pub(super) const VECTOR_LISTS: &str = "vector_lists";
 /// The centroids blob.
 const ANN_CENTROIDS: &str = "ann_centroids";
 /// The hash of the inverted lists' blobs.
-const ANN_LISTS: &str = "ann_lists";
+pub(super) const ANN_LISTS: &str = "ann_lists";
 /// The vector index's generation counter.
-const ANN_GENERATION: &str = "ann_generation";
+pub(super) const ANN_GENERATION: &str = "ann_generation";
 /// The stage-2 checkpoint the last consolidation covered.
 pub(super) const CONSOLIDATED: &str = "consolidated_through";
 /// Vectors read per round trip by the scans.

@@ -350,3 +350,55 @@ fn forget_after_enrichment_leaves_no_vector_term_or_posting_and_equals_the_store
         assert_eq!((code, hits), (1, 0), "{found}");
     }
 }
+
+/// The vector index as a store keeps it: its centroids and every list's blob.
+fn vector_index(read: &dyn GraphReader) -> (Option<Vec<u8>>, Vec<Option<Vec<u8>>>) {
+    let centroids = read.ann_centroids().unwrap();
+    // More lists than a few hundred vectors are given; an absent list reads `None` on both.
+    let lists = (0..64).map(|l| read.ann_list(l).unwrap()).collect();
+    (centroids, lists)
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn forget_after_consolidation_takes_the_vectors_out_of_the_index_as_a_store_file_does() {
+    let dir = TempDir::new().unwrap();
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let file = dir.path().join("trace.jsonl");
+    let trace = trace(&format!("ibis{nanos}corona"), &format!("wren{nanos}fjord"));
+    std::fs::write(&file, trace).unwrap();
+    let file = file.to_str().unwrap();
+    for args in [&["ingest", file][..], &["consolidate"]] {
+        let (code, err) = ctxgraph(&dir, "plain.ctxg", args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    let to = fresh_store();
+    assert_eq!(json_of(&dir, &to, &["ingest", file])["accepted"].as_u64(), Some(6));
+    fold_both(&dir, &to);
+    let (code, err) = ctxgraph(&dir, &to, &["worker", "--stage", "consolidate", "--once"]);
+    assert_eq!(code, 0, "{err}");
+    let remote = FalkorGraph::connect_read(&StoreUrl::parse(&to).unwrap()).unwrap();
+    let path = dir.path().join("plain.ctxg");
+    let before = {
+        let store = Embedded::open(&path, OpenMode::MustExist).unwrap();
+        let read = store.begin_read().unwrap();
+        let want = vector_index(&read);
+        assert!(want.0.is_some() && want.1.iter().any(Option::is_some), "an index was built");
+        assert_eq!(vector_index(&remote), want, "both consolidations built the same index");
+        read.vector_counts().unwrap()
+    };
+    assert_eq!(GraphReader::vector_counts(&remote).unwrap(), before);
+
+    for (kind, id) in [("event", "e3"), ("session", "s-gone")] {
+        assert_eq!(report(&dir, &to, kind, id), report(&dir, "plain.ctxg", kind, id), "{id}");
+    }
+
+    // The forgotten events' codes left the lists they were filed in, on both alike.
+    let store = Embedded::open(&path, OpenMode::MustExist).unwrap();
+    let read = store.begin_read().unwrap();
+    let after = read.vector_counts().unwrap();
+    assert!(after.0 < before.0, "{after:?} of {before:?}");
+    assert_eq!(GraphReader::vector_counts(&remote).unwrap(), after);
+    assert_eq!(vector_index(&remote), vector_index(&read));
+}

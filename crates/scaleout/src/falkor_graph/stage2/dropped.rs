@@ -2,6 +2,10 @@
 //! document terms, postings and key entry out of the stage-2 keys, sent in the fold's own
 //! transaction so no state of the store has the node gone and its stage-2 data left.
 //!
+//! The vector index's lists (stage 3's) lose the deleted nodes' codes as the embedded store's
+//! forget takes them out (`ctxgraph_ann::without_members`), so no list blob keeps them until
+//! the next consolidation.
+//!
 //! The lexical index loses the documents as the embedded store's forget takes them out
 //! (`ctxgraph-lexical`'s `without`): only the lists of their terms are rewritten, a term left
 //! with no document goes, the build's document count drops by the documents found in some list
@@ -14,6 +18,7 @@ use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::StoreError;
 
 use super::super::FalkorGraph;
+use super::super::stage3::{ANN_GENERATION, ANN_LISTS, VECTOR_LISTS};
 use super::lexical;
 
 impl FalkorGraph {
@@ -32,8 +37,15 @@ impl FalkorGraph {
             self.stage2_key("text_build"),
         );
         let (vectors, vector_ids) = (self.stage2_key("vectors"), self.stage2_key("vector_ids"));
+        let (vector_lists, ann_lists) = (self.stage2_key(VECTOR_LISTS), self.stage2_key(ANN_LISTS));
         self.raw_query::<()>(
-            redis::cmd("WATCH").arg(&doc_terms).arg(&postings).arg(&build_key).arg(&vector_ids),
+            redis::cmd("WATCH")
+                .arg(&doc_terms)
+                .arg(&postings)
+                .arg(&build_key)
+                .arg(&vector_ids)
+                .arg(&vector_lists)
+                .arg(&ann_lists),
         )?;
         let nids: Vec<i64> = self.seqs_of(deleted.iter().copied())?.into_values().collect();
         if nids.is_empty() {
@@ -56,6 +68,7 @@ impl FalkorGraph {
             out.push(redis::cmd("INCR").arg(self.stage2_key("text_generation")).clone());
         }
         if had_vector {
+            out.extend(self.ann_drops(&nids, &vector_lists, &ann_lists)?);
             out.push(redis::cmd("HDEL").arg(&vectors).arg(&nids).clone());
             out.push(redis::cmd("ZREM").arg(&vector_ids).arg(&nids).clone());
             out.push(redis::cmd("INCR").arg(self.stage2_key("vector_generation")).clone());
@@ -63,6 +76,48 @@ impl FalkorGraph {
         if !out.is_empty() {
             out.push(redis::cmd("HDEL").arg(self.stage2_key("node_keys")).arg(&nids).clone());
         }
+        Ok(out)
+    }
+
+    /// The commands that take the vectors of `nids` out of the vector index's lists they are
+    /// filed in (`vector_lists`), rewriting those lists' blobs.
+    fn ann_drops(
+        &self,
+        nids: &[i64],
+        vector_lists: &str,
+        ann_lists: &str,
+    ) -> Result<Vec<redis::Cmd>, StoreError> {
+        let filed: Vec<Option<u32>> =
+            self.raw_query(redis::cmd("HMGET").arg(vector_lists).arg(nids))?;
+        let gone: BTreeSet<(u32, i64)> =
+            nids.iter().zip(filed).filter_map(|(nid, list)| Some((list?, *nid))).collect();
+        if gone.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some((_, dim)) = self.stage2_embedding_model()? else { return Ok(Vec::new()) };
+        let lists: Vec<u32> =
+            gone.iter().map(|(list, _)| *list).collect::<BTreeSet<_>>().into_iter().collect();
+        let blobs: Vec<Option<Vec<u8>>> =
+            self.raw_query(redis::cmd("HMGET").arg(ann_lists).arg(&lists))?;
+        let mut hset = redis::cmd("HSET");
+        hset.arg(ann_lists);
+        let mut rewritten = 0;
+        for (list, blob) in lists.iter().zip(blobs) {
+            let Some(blob) = blob else { continue };
+            let kept =
+                ctxgraph_ann::without_members(dim, &blob, |nid| gone.contains(&(*list, nid)))
+                    .map_err(|e| {
+                        StoreError::Corruption(format!("the vector index's list {list}: {e}"))
+                    })?;
+            hset.arg(*list).arg(kept);
+            rewritten += 1;
+        }
+        let filed: Vec<i64> = gone.iter().map(|(_, nid)| *nid).collect();
+        let mut out = vec![redis::cmd("HDEL").arg(vector_lists).arg(&filed).clone()];
+        if rewritten > 0 {
+            out.push(hset);
+        }
+        out.push(redis::cmd("INCR").arg(self.stage2_key(ANN_GENERATION)).clone());
         Ok(out)
     }
 
