@@ -166,8 +166,10 @@ fn two_servers_on_one_store_read_each_others_writes_once_folded() {
                 && s.gauge(&key, "ctxgraph_projection_pending_entries") == Some(0)
         });
         assert!(level, "the lag never reached 0 in /metrics");
-        // No enrichment worker runs here: both folded records wait for stage 2.
-        assert_eq!(s.gauge(&key, "ctxgraph_enrichment_lag_records"), Some(2));
+        // No enrichment worker runs here: the folded records (both events, and the access
+        // record a recall may have written) wait for stage 2.
+        let enrichment = s.gauge(&key, "ctxgraph_enrichment_lag_records");
+        assert!(enrichment.is_some_and(|n| n >= 2), "{enrichment:?}");
     }
 
     // What a scale-out store cannot do is a client error naming the rule, never a 500.
