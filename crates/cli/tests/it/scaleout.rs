@@ -120,6 +120,15 @@ fn migrate_refuses_two_scale_out_stores_a_taken_file_and_a_malformed_target() {
 }
 
 /// `redis://HOST:PORT/NAME` of a store no other test uses, on the test server.
+/// Held by the tests that forget on the server, one at a time: a forget rewrites the server's
+/// append-only file (a fork of the server) and reads its files, which another test's forget
+/// running at once disturbs (a probe of the files between a rewrite's steps, a fork during
+/// another forget's deletions).
+fn one_forget_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn fresh_store() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let server = std::env::var("CTXGRAPH_TEST_REDIS").unwrap_or_else(|_| {

@@ -135,6 +135,7 @@ fn report(dir: &TempDir, db: &str, kind: &str, id: &str) -> Value {
 #[test]
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn forget_leaves_no_bytes_on_the_server_and_equals_the_store_file() {
+    let _serial = super::one_forget_at_a_time();
     let dir = TempDir::new().unwrap();
     let nanos =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
@@ -251,6 +252,7 @@ fn lexical_index(read: &dyn GraphReader) -> (BTreeMap<String, Vec<u8>>, Option<T
 #[test]
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn forget_after_enrichment_leaves_no_vector_term_or_posting_and_equals_the_store_file() {
+    let _serial = super::one_forget_at_a_time();
     let dir = TempDir::new().unwrap();
     let nanos =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
@@ -362,6 +364,7 @@ fn vector_index(read: &dyn GraphReader) -> (Option<Vec<u8>>, Vec<Option<Vec<u8>>
 #[test]
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn forget_after_consolidation_takes_the_vectors_out_of_the_index_as_a_store_file_does() {
+    let _serial = super::one_forget_at_a_time();
     let dir = TempDir::new().unwrap();
     let nanos =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();

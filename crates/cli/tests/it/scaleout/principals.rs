@@ -34,6 +34,7 @@ fn add_principal(dir: &TempDir, name: &str, tenant: &str, roles: &[&str]) {
 #[test]
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn a_principal_reads_a_scale_out_store_as_it_reads_a_store_file() {
+    let _serial = super::one_forget_at_a_time();
     let dir = TempDir::new().unwrap();
     let event = |id: &str, at: &str, scope: serde_json::Value| {
         let mut e = json!({"event_id": id, "event_type": "tool.execute", "occurred_at": at,
