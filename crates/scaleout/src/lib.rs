@@ -28,5 +28,5 @@ pub use consumer::{ConsumerName, GroupState, LogConsumer, MAX_CONSUMER_NAME_BYTE
 pub use falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};
 pub use fold::{FoldError, PROJECTION_GROUP, Worker, catch_up, fold_one, load_schema};
 pub use redis_log::RedisLog;
-pub use store::ScaleOutStore;
+pub use store::{ScaleOutStore, drop_telemetry};
 pub use url::{DEFAULT_PORT, MAX_NAME_BYTES, StoreUrl, UrlError};

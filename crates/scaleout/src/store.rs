@@ -24,6 +24,8 @@ use crate::url::StoreUrl;
 mod forget;
 mod telemetry;
 
+pub use telemetry::drop_telemetry;
+
 /// The most idle connection pairs a store keeps; reads beyond it open their own, closed after.
 const POOL_MAX: usize = 8;
 

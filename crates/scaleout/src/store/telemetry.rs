@@ -16,7 +16,7 @@ use crate::url::StoreUrl;
 /// a marker query is run, and the stream is read until the marker shows (the server drains
 /// its record of queries in order). A server that keeps no telemetry (`MAX_INFO_QUERIES` 0, or
 /// a build without the setting) is left alone.
-pub(super) fn drop_telemetry(url: &StoreUrl, graph: &str) -> Result<(), StoreError> {
+pub fn drop_telemetry(url: &StoreUrl, graph: &str) -> Result<(), StoreError> {
     let fail = |e: redis::RedisError| failure("redis", url, &e);
     let mut conn = connect(url).map_err(fail)?;
     let config = redis::cmd("GRAPH.CONFIG").arg("GET").arg("MAX_INFO_QUERIES").query(&mut conn);

@@ -96,6 +96,9 @@ fn a_deleted_or_rewritten_node_leaves_no_bytes_in_the_graph() {
         crate::redis_layout::on_disk(&mut conn, &secret),
         "the probe finds the queries on disk"
     );
+    // The server's record of past queries (its telemetry stream) holds them too: a forget
+    // drops it before the rewrite, as `ScaleOutStore`'s does.
+    ctxgraph_scaleout::drop_telemetry(b.url(), b.graph.graph_name()).unwrap();
     ctxgraph_scaleout::RedisLog::connect(b.url()).unwrap().rewrite_persistence().unwrap();
     let mut tries = 0;
     while crate::redis_layout::on_disk(&mut conn, &secret) {
