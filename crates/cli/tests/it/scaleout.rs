@@ -298,7 +298,32 @@ fn migrate_back_to_a_store_file_gives_the_same_log_and_the_same_graph() {
 
 /// A worker started on `to` (an empty store) with `--json`, once it has joined the projection
 /// group: records written after this are the worker's to fold.
-fn running_worker(dir: &TempDir, to: &str) -> std::process::Child {
+/// A running `worker` process, killed when dropped unless it was taken out to be stopped: a
+/// failing test must not leave it folding.
+struct LiveWorker(Option<std::process::Child>);
+
+impl LiveWorker {
+    /// The process, to stop and wait for; no longer killed on drop.
+    fn into_child(mut self) -> std::process::Child {
+        self.0.take().expect("a live worker holds its process until taken")
+    }
+
+    /// The process's id.
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
+}
+
+impl Drop for LiveWorker {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn running_worker(dir: &TempDir, to: &str) -> LiveWorker {
     let worker = std::process::Command::new(assert_cmd::cargo::cargo_bin("ctxgraph"))
         .current_dir(dir.path())
         .args(["--db", to, "--json", "worker", "--name", "live"])
@@ -306,6 +331,7 @@ fn running_worker(dir: &TempDir, to: &str) -> std::process::Child {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let worker = LiveWorker(Some(worker));
     let joined = wait_for(|| !json_of(dir, to, &["stats"])["projection_group"].is_null());
     assert!(joined, "the worker never joined the projection group");
     worker
@@ -313,7 +339,7 @@ fn running_worker(dir: &TempDir, to: &str) -> std::process::Child {
 
 /// Wait until the worker has folded and acknowledged `records`, then stop it with SIGTERM and
 /// return what it printed, asserting it stopped cleanly.
-fn stop_after_folding(dir: &TempDir, to: &str, worker: std::process::Child, records: u64) -> Value {
+fn stop_after_folding(dir: &TempDir, to: &str, worker: LiveWorker, records: u64) -> Value {
     let folded = wait_for(|| {
         let s = json_of(dir, to, &["stats"]);
         s["projected_through"].as_u64() == Some(records)
@@ -322,7 +348,7 @@ fn stop_after_folding(dir: &TempDir, to: &str, worker: std::process::Child, reco
     assert!(folded, "the worker did not fold the {records} records it was sent");
     let pid = worker.id().to_string();
     assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    let out = worker.wait_with_output().unwrap();
+    let out = worker.into_child().wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the worker did not stop cleanly: {err}");
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -132,7 +132,7 @@ fn two_servers_on_one_store_read_each_others_writes_once_folded() {
     assert_eq!(b.call("/v1/events/a1", &key, None).0, 404);
     assert_eq!(a.gauge(&key, "ctxgraph_projection_lag_records"), Some(1));
 
-    let mut worker = running_worker(&dir, &store);
+    let worker = running_worker(&dir, &store);
     assert!(b.finds(&key, "a1"), "server B never found what server A wrote");
     b.ingest(&key, json!([event("b1", "s1", 1, json!({})), event("b2", "s2", 2, json!({}))]));
     assert!(a.finds(&key, "b2"), "server A never found what server B wrote");
@@ -184,7 +184,7 @@ fn two_servers_on_one_store_read_each_others_writes_once_folded() {
 
     let pid = worker.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    assert!(worker.wait().unwrap().success());
+    assert!(worker.into_child().wait().unwrap().success());
 }
 
 #[test]
@@ -193,7 +193,7 @@ fn mcp_over_stdio_writes_and_reads_a_scale_out_store_as_its_owner_or_a_tenant() 
     use crate::mcp::{err, ok, runtime};
     let dir = TempDir::new().unwrap();
     let store = fresh_store();
-    let mut worker = running_worker(&dir, &store);
+    let worker = running_worker(&dir, &store);
     runtime().block_on(async {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ctxgraph"));
         cmd.args(["--db", &store, "mcp"]).current_dir(dir.path());
@@ -241,5 +241,5 @@ fn mcp_over_stdio_writes_and_reads_a_scale_out_store_as_its_owner_or_a_tenant() 
     assert_eq!(tenant["log_length"].as_u64(), Some(1), "{tenant}");
     let pid = worker.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    assert!(worker.wait().unwrap().success());
+    assert!(worker.into_child().wait().unwrap().success());
 }
