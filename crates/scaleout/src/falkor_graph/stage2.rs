@@ -42,6 +42,9 @@ use falkordb::FalkorValue;
 
 use super::{FalkorGraph, Write, int, int_at, name, raw_remote, s, text_at};
 
+/// The hash of stage 2's embedding model and dimension.
+pub(super) const EMBEDDING: &str = "embedding";
+
 mod dropped;
 
 /// Vectors read per round trip by the scans.
@@ -161,8 +164,11 @@ impl FalkorGraph {
 
     /// [`ctxgraph_store::GraphReader::embedding_model`].
     pub(crate) fn stage2_embedding_model(&self) -> Result<Option<(String, usize)>, StoreError> {
+        if let Some((model, dimension)) = self.held_embedding()? {
+            return Ok(model.zip(dimension));
+        }
         let (model, dimension): (Option<String>, Option<usize>) = self.raw_query(
-            redis::cmd("HMGET").arg(self.stage2_key("embedding")).arg("model").arg("dimension"),
+            redis::cmd("HMGET").arg(self.stage2_key(EMBEDDING)).arg("model").arg("dimension"),
         )?;
         Ok(model.zip(dimension))
     }
@@ -586,7 +592,7 @@ impl EnrichCommit for Stage2Write {
         }
         if let Some((model, dimension)) = &self.model {
             pipe.cmd("HSET")
-                .arg(g.stage2_key("embedding"))
+                .arg(g.stage2_key(EMBEDDING))
                 .arg("model")
                 .arg(model)
                 .arg("dimension")

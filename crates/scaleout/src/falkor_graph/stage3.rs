@@ -362,7 +362,7 @@ impl ConsolidateWrite {
         }
         if let Some((model, dimension)) = &self.model {
             pipe.cmd("HSET")
-                .arg(key("embedding"))
+                .arg(key(super::stage2::EMBEDDING))
                 .arg("model")
                 .arg(model)
                 .arg("dimension")

@@ -21,12 +21,21 @@ pub(crate) struct StateMemo {
     counters: Option<BTreeMap<String, Option<u64>>>,
     /// The settings hash, read with the counters.
     settings: BTreeMap<String, String>,
+    /// Stage 2's embedding model and dimension, read with the counters.
+    embedding: (Option<String>, Option<usize>),
 }
 
 impl FalkorGraph {
-    /// Every counter key a read view may ask for.
-    fn state_keys(&self) -> [&str; 3] {
-        [&self.checkpoint, &self.generation, &self.enriched]
+    /// Every counter key a read view may ask for: the graph's, and the generations of stage 2's
+    /// and stage 3's indexes, which recall's vector and lexical phases read first.
+    fn state_keys(&self) -> Vec<String> {
+        let mut keys =
+            vec![self.checkpoint.clone(), self.generation.clone(), self.enriched.clone()];
+        keys.extend(
+            ["text_generation", "vector_generation", super::stage3::ANN_GENERATION]
+                .map(|suffix| self.stage2_key(suffix)),
+        );
+        keys
     }
 
     /// Start a read view: state keys are read once, on first use, until
@@ -47,19 +56,33 @@ impl FalkorGraph {
             return Ok(());
         }
         let keys = self.state_keys();
-        let (values, settings): (Vec<Option<u64>>, BTreeMap<String, String>) = redis::pipe()
+        type State = (Vec<Option<u64>>, BTreeMap<String, String>, (Option<String>, Option<usize>));
+        let (values, settings, embedding): State = redis::pipe()
             .cmd("MGET")
             .arg(&keys[..])
             .cmd("HGETALL")
             .arg(&self.settings)
+            .cmd("HMGET")
+            .arg(self.stage2_key(super::stage2::EMBEDDING))
+            .arg("model")
+            .arg("dimension")
             .query(&mut *self.raw.borrow_mut())
             .map_err(|e| raw_remote(&self.url, &e))?;
         if let Some(memo) = self.state.borrow_mut().as_mut() {
-            memo.counters =
-                Some(keys.iter().map(|k| (*k).to_owned()).zip(values).collect::<BTreeMap<_, _>>());
+            memo.counters = Some(keys.into_iter().zip(values).collect::<BTreeMap<_, _>>());
             memo.settings = settings;
+            memo.embedding = embedding;
         }
         Ok(())
+    }
+
+    /// Stage 2's embedding model and dimension as the held memo read them; `None` outside a
+    /// read view.
+    pub(crate) fn held_embedding(
+        &self,
+    ) -> Result<Option<(Option<String>, Option<usize>)>, StoreError> {
+        self.load_state()?;
+        Ok(self.state.borrow().as_ref().map(|m| m.embedding.clone()))
     }
 
     /// A plain key's integer value; 0 when it is unset. Within a read view, from its memo.
