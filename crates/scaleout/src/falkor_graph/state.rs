@@ -22,8 +22,11 @@ pub(crate) struct StateMemo {
     /// The settings hash, read with the counters.
     settings: BTreeMap<String, String>,
     /// Stage 2's embedding model and dimension, read with the counters.
-    embedding: (Option<String>, Option<usize>),
+    embedding: Embedding,
 }
+
+/// Stage 2's embedding model and dimension as the store holds them (either may be unset).
+type Embedding = (Option<String>, Option<usize>);
 
 impl FalkorGraph {
     /// Every counter key a read view may ask for: the graph's, and the generations of stage 2's
@@ -56,7 +59,7 @@ impl FalkorGraph {
             return Ok(());
         }
         let keys = self.state_keys();
-        type State = (Vec<Option<u64>>, BTreeMap<String, String>, (Option<String>, Option<usize>));
+        type State = (Vec<Option<u64>>, BTreeMap<String, String>, Embedding);
         let (values, settings, embedding): State = redis::pipe()
             .cmd("MGET")
             .arg(&keys[..])
