@@ -81,9 +81,7 @@ impl FalkorGraph {
 
     /// Stage 2's embedding model and dimension as the held memo read them; `None` outside a
     /// read view.
-    pub(crate) fn held_embedding(
-        &self,
-    ) -> Result<Option<(Option<String>, Option<usize>)>, StoreError> {
+    pub(crate) fn held_embedding(&self) -> Result<Option<Embedding>, StoreError> {
         self.load_state()?;
         Ok(self.state.borrow().as_ref().map(|m| m.embedding.clone()))
     }
