@@ -346,9 +346,20 @@ impl FalkorGraph {
         for cmd in extra {
             pipe.add_command(cmd);
         }
-        let mut raw = self.raw.borrow_mut();
-        let reply: redis::Value = pipe.query(&mut *raw).map_err(|e| raw_remote(&self.url, &e))?;
-        // Nil: the watched checkpoint moved and nothing ran.
+        self.exec_watched(&pipe, "a query of a batch")
+    }
+
+    /// Send a watched `MULTI`/`EXEC` pipeline: `false` when a watched key moved and nothing
+    /// ran; an error naming `what` when one of its commands failed (Redis does not roll the
+    /// others back).
+    pub(crate) fn exec_watched(
+        &self,
+        pipe: &redis::Pipeline,
+        what: &str,
+    ) -> Result<bool, StoreError> {
+        let reply: redis::Value =
+            pipe.query(&mut *self.raw.borrow_mut()).map_err(|e| raw_remote(&self.url, &e))?;
+        // Nil: a watched key moved and nothing ran.
         if reply == redis::Value::Nil {
             return Ok(false);
         }
@@ -362,7 +373,7 @@ impl FalkorGraph {
             if let redis::Value::ServerError(e) = reply {
                 return Err(StoreError::Remote {
                     backend: "falkordb",
-                    detail: format!("{}: a query of a batch failed: {e:?}", self.url),
+                    detail: format!("{}: {what} failed: {e:?}", self.url),
                 });
             }
         }

@@ -658,23 +658,7 @@ impl EnrichCommit for Stage2Write {
                 .arg(built.avg_len.to_string());
             pipe.cmd("INCR").arg(g.stage2_key("text_generation"));
         }
-        let reply: redis::Value =
-            pipe.query(&mut *g.raw.borrow_mut()).map_err(|e| raw_remote(&g.url, &e))?;
-        // Nil: a watched checkpoint moved and nothing ran.
-        if reply == redis::Value::Nil {
-            return Ok(false);
-        }
-        if let redis::Value::Array(replies) = reply {
-            for reply in replies {
-                if let redis::Value::ServerError(e) = reply {
-                    return Err(StoreError::Remote {
-                        backend: "falkordb",
-                        detail: format!("{}: a write of an enrichment commit failed: {e:?}", g.url),
-                    });
-                }
-            }
-        }
-        Ok(true)
+        g.exec_watched(&pipe, "a write of an enrichment commit")
     }
 }
 

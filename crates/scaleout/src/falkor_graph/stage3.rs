@@ -28,7 +28,7 @@ use ctxgraph_store::{
 };
 
 use super::stage2::{occurrences, vector_bytes, with_tokenizer};
-use super::{FalkorGraph, NetChanges, Write, int_at, merged_writes, name, raw_remote, text_at};
+use super::{FalkorGraph, NetChanges, Write, int_at, merged_writes, name, text_at};
 use crate::redis_log::RedisLog;
 
 /// The hash of each vector's inverted list (by node creation number).
@@ -487,23 +487,7 @@ impl ConsolidateCommit for ConsolidateWrite {
         for w in self.graph_writes()? {
             pipe.cmd("GRAPH.QUERY").arg(&g.name).arg(w.with_preamble()?);
         }
-        let reply: redis::Value =
-            pipe.query(&mut *g.raw.borrow_mut()).map_err(|e| raw_remote(&g.url, &e))?;
-        // Nil: a watched key moved and nothing ran.
-        if reply == redis::Value::Nil {
-            return Ok(false);
-        }
-        if let redis::Value::Array(replies) = reply {
-            for reply in replies {
-                if let redis::Value::ServerError(e) = reply {
-                    return Err(StoreError::Remote {
-                        backend: "falkordb",
-                        detail: format!("{}: a write of a consolidation failed: {e:?}", g.url),
-                    });
-                }
-            }
-        }
-        Ok(true)
+        g.exec_watched(&pipe, "a write of a consolidation")
     }
 }
 

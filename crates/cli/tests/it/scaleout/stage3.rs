@@ -6,38 +6,16 @@
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_scaleout::{FalkorGraph, ScaleOutStore, StoreUrl};
 use ctxgraph_store::{Embedded, EnrichWrite, GraphReader, GraphStore, OpenMode, RemoteStore};
-use serde_json::Value;
 use tempfile::TempDir;
 
+use super::stage2::{fold_both, without_access_times};
 use super::{ctxgraph, fresh_store, json_of, normalised};
 
 /// Every stage folded by its worker, each to its head.
 fn run_all(dir: &TempDir, to: &str) {
-    for args in [
-        &["worker", "--once"][..],
-        &["worker", "--stage", "enrich", "--once"],
-        &["worker", "--stage", "consolidate", "--once"],
-    ] {
-        let (code, err) = ctxgraph(dir, to, args);
-        assert_eq!(code, 0, "{args:?}: {err}");
-    }
-}
-
-/// A command's output without the times of its events' last reads (each store's recalls read
-/// them at their own wall-clock times).
-fn without_access_times((code, mut v): (i32, Value)) -> (i32, Value) {
-    fn strip(v: &mut Value) {
-        match v {
-            Value::Object(map) => {
-                map.remove("last_accessed_at");
-                map.values_mut().for_each(strip);
-            }
-            Value::Array(list) => list.iter_mut().for_each(strip),
-            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
-        }
-    }
-    strip(&mut v);
-    (code, v)
+    fold_both(dir, to);
+    let (code, err) = ctxgraph(dir, to, &["worker", "--stage", "consolidate", "--once"]);
+    assert_eq!(code, 0, "{err}");
 }
 
 #[test]
