@@ -1336,6 +1336,13 @@ pub(crate) struct ServeArgs {
     /// The configuration file's `no_auto_link = true` does the same.
     #[arg(long)]
     pub(crate) no_auto_link: bool,
+    /// Niceness (0-19) the threads running reads add to their own, so that under load the
+    /// writer, which acknowledges every queued ingest at once, gets the CPU before the reads;
+    /// the cores stay busy either way. 0 runs reads and writes at one priority. Linux only
+    /// [default: 5].
+    #[arg(long, env = "CTXGRAPH_READ_NICE", value_name = "N",
+          value_parser = clap::value_parser!(u8).range(0..=19))]
+    pub(crate) read_nice: Option<u8>,
 }
 
 #[derive(Debug, Args)]

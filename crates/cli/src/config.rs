@@ -38,6 +38,7 @@ pub(crate) struct ServeConfig {
     pub(crate) max_question_words: Option<usize>,
     pub(crate) request_timeout: Option<u64>,
     pub(crate) no_auto_link: Option<bool>,
+    pub(crate) read_nice: Option<u8>,
 }
 
 impl Config {
@@ -68,6 +69,9 @@ impl Config {
                 path.display()
             );
         }
+        if let Some(nice) = config.serve.read_nice.filter(|n| *n > 19) {
+            anyhow::bail!("{}: serve.read_nice must be 0 to 19 (value: {nice})", path.display());
+        }
         Ok(config)
     }
 }
@@ -90,6 +94,12 @@ mod tests {
         assert!(err.contains("unknown field `adress`"), "{err}");
         std::fs::write(&path, "[serve]\nrequest_timeout = 0\n").unwrap_or_else(|e| panic!("{e}"));
         assert!(Config::load(Some(&path)).is_err());
+        std::fs::write(&path, "[serve]\nread_nice = 0\n").unwrap_or_else(|e| panic!("{e}"));
+        let c = Config::load(Some(&path)).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(c.serve.read_nice, Some(0));
+        std::fs::write(&path, "[serve]\nread_nice = 20\n").unwrap_or_else(|e| panic!("{e}"));
+        let err = format!("{:#}", Config::load(Some(&path)).err().unwrap_or_else(|| panic!()));
+        assert!(err.contains("serve.read_nice must be 0 to 19 (value: 20)"), "{err}");
         assert!(Config::load(Some(&dir.path().join("missing.toml"))).is_err());
     }
 }

@@ -78,6 +78,8 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
             .map_or(ctxgraph_server::DEFAULT_DEADLINE, Duration::from_secs),
     };
     service.set_limits(limits);
+    let read_nice = args.read_nice.or(file.read_nice).unwrap_or(ctxgraph_server::DEFAULT_READ_NICE);
+    service.set_read_nice(read_nice);
     run(service, &addr, |addr| format!("listening on http://{addr}"))
 }
 

@@ -30,7 +30,9 @@ pub use error::{ErrorBody, ErrorClass, ServiceError, ViolationDto};
 #[cfg(feature = "net")]
 pub use metrics::Metrics;
 #[cfg(feature = "net")]
-pub use service::{DEFAULT_DEADLINE, MAX_BATCH, RequestLimits, SQLITE_HEAP_BUDGET, Service};
+pub use service::{
+    DEFAULT_DEADLINE, DEFAULT_READ_NICE, MAX_BATCH, RequestLimits, SQLITE_HEAP_BUDGET, Service,
+};
 
 #[cfg(feature = "net")]
 /// Serve the HTTP API (and `/mcp`) on `listener` until `shutdown` completes, then stop accepting

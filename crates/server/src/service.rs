@@ -49,7 +49,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -64,7 +64,10 @@ use crate::error::ServiceError;
 use crate::metrics::Metrics;
 use crate::wire::*;
 
+pub use priority::DEFAULT_READ_NICE;
+
 mod explore;
+mod priority;
 mod queue;
 mod remote;
 mod tools;
@@ -137,6 +140,8 @@ struct Inner {
     options: EngineOptions,
     /// Bounds on one request's work.
     limits: Mutex<RequestLimits>,
+    /// The niceness reading threads add to their own ([`priority`]).
+    read_nice: AtomicU8,
 }
 
 struct Registry {
@@ -703,6 +708,7 @@ impl Service {
                 session_keys: Mutex::new(BTreeMap::new()),
                 options,
                 limits: Mutex::new(RequestLimits::default()),
+                read_nice: AtomicU8::new(priority::DEFAULT_READ_NICE),
             }),
         })
     }
@@ -715,6 +721,13 @@ impl Service {
     /// Bounds on one request's work.
     pub fn limits(&self) -> RequestLimits {
         *lock(&self.inner.limits)
+    }
+
+    /// The niceness (0 to 19) the threads running reads add to their own, so that under load
+    /// the tenants' writers get the CPU first (see [`priority`]; Linux only); 0 leaves every
+    /// thread at the process's priority. A thread lowered stays lowered.
+    pub fn set_read_nice(&self, nice: u8) {
+        self.inner.read_nice.store(nice.min(19), Ordering::Relaxed);
     }
 
     /// Change the bounds on one request's work (`ctxgraph serve`'s options); requests that
@@ -879,7 +892,13 @@ impl Service {
         let tenant = self.tenant(who)?;
         let who = who.clone();
         let reader = Arc::clone(&tenant);
-        let out = self.blocking(move || reader.read(|e| f(e, &who))).await;
+        let nice = self.inner.read_nice.load(Ordering::Relaxed);
+        let out = self
+            .blocking(move || {
+                priority::lower_for_reads(nice);
+                reader.read(|e| f(e, &who))
+            })
+            .await;
         // The accesses this read noted are flushed off its response path.
         if tenant.access.pending() >= FLUSH_ACCESS_AT {
             tokio::task::spawn_blocking(move || tenant.flush_access_if_due());

@@ -87,7 +87,8 @@ impl Tenant {
             q.draining = true;
             let tenant = Arc::clone(self);
             let metrics = metrics.clone();
-            tokio::task::spawn_blocking(move || tenant.drain(&metrics));
+            let name = tenant.name.clone();
+            super::priority::spawn_writer(&name, move || tenant.drain(&metrics));
         }
     }
 
