@@ -1,15 +1,16 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
 //! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
-//! `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, `bench ingest` and
-//! `bench recall` run (`migrate` takes its stores as arguments); every other command, which
-//! would write the graph in place, refuses the URL with what is true rather than take it for a
-//! file path or pretend to run there (docs/scale-out.md says what exists).
+//! `reproject`, `enrich`, `reembed`, `consolidate`, `eval locomo`, `stats`, `worker`, `serve`,
+//! `mcp`, `bench ingest` and `bench recall` run (`migrate` takes its stores as arguments);
+//! every other command, which would write the graph in place, refuses the URL with what is true
+//! rather than take it for a file path or pretend to run there (docs/scale-out.md says what
+//! exists).
 
 use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};
 use ctxgraph_scaleout::{ScaleOutStore, StoreUrl};
 
-use crate::args::{BenchCommand, Cli, Command, EvalCommand};
+use crate::args::{BenchCommand, Cli, Command, EvalCommand, ImportCommand};
 
 /// Refuse a `--db` that names a scale-out store for a command that cannot run on one, naming
 /// the command; a malformed URL is refused with its field, value and rule.
@@ -43,8 +44,9 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
-         `log`, `recall`, `search`), `forget`, `forgotten`, `consolidate`, `eval locomo`, \
-         `stats`, `worker`, `serve`, `mcp`, `bench ingest` and `bench recall` run yet \
+         `log`, `recall`, `search`), `forget`, `forgotten`, `reproject`, `enrich`, `reembed`, \
+         `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, `bench ingest` and \
+         `bench recall` run yet \
          (docs/scale-out.md says what exists); pass a store file to --db \
          (rule: db.backend_unsupported)",
         command_name()
@@ -69,6 +71,25 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Consolidate(_)
             | Command::Eval(EvalCommand::Locomo { .. })
     ) || takes_principal(command)
+        || runs_admin_on_scale_out(command)
+}
+
+/// The store-wide commands that run on a scale-out store: `reproject` (the graph and stages 2
+/// and 3 reset in one transaction, then folded, enriched and consolidated again in this
+/// process), `enrich` (stage 2 in watched transactions), `reembed` (stage 2's data dropped in
+/// one transaction, then enriched again), `export` (through the `Reader`, so with `--as` too)
+/// and the imports that only append (`import conversation|locomo|otlp`; the workers fold).
+fn runs_admin_on_scale_out(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Reproject { .. }
+            | Command::Enrich
+            | Command::Reembed
+            | Command::Export(_)
+            | Command::Import(
+                ImportCommand::Conversation(_) | ImportCommand::Locomo(_) | ImportCommand::Otlp(_)
+            )
+    )
 }
 
 /// The commands that take `--as` on a scale-out store: those that go through the engine, whose
@@ -88,7 +109,7 @@ fn takes_principal(command: &Command) -> bool {
             | Command::Log { .. }
             | Command::Recall(_)
             | Command::Search { .. }
-    )
+    ) || matches!(command, Command::Export(_))
 }
 
 /// The engine on the scale-out store at `url`: reads see the graph as its projection workers
