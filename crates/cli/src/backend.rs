@@ -45,6 +45,7 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
          `log`, `recall`, `search`), `forget`, `forgotten`, `reproject`, `enrich`, `reembed`, \
+         `export`, `import conversation|locomo|otlp`, `init`, `backup`, `restore`, \
          `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, `bench ingest` and \
          `bench recall` run yet \
          (docs/scale-out.md says what exists); pass a store file to --db \
@@ -77,8 +78,10 @@ fn runs_on_scale_out(command: &Command) -> bool {
 /// The store-wide commands that run on a scale-out store: `reproject` (the graph and stages 2
 /// and 3 reset in one transaction, then folded, enriched and consolidated again in this
 /// process), `enrich` (stage 2 in watched transactions), `reembed` (stage 2's data dropped in
-/// one transaction, then enriched again), `export` (through the `Reader`, so with `--as` too)
-/// and the imports that only append (`import conversation|locomo|otlp`; the workers fold).
+/// one transaction, then enriched again), `export` (through the `Reader`, so with `--as` too),
+/// the imports that only append (`import conversation|locomo|otlp`; the workers fold), `init`
+/// (the server answers; nothing is created), `backup` (the log into a new store file) and
+/// `restore` (a backup or an exported log into an empty scale-out store).
 fn runs_admin_on_scale_out(command: &Command) -> bool {
     matches!(
         command,
@@ -86,6 +89,9 @@ fn runs_admin_on_scale_out(command: &Command) -> bool {
             | Command::Enrich
             | Command::Reembed
             | Command::Export(_)
+            | Command::Init
+            | Command::Backup { .. }
+            | Command::Restore { .. }
             | Command::Import(
                 ImportCommand::Conversation(_) | ImportCommand::Locomo(_) | ImportCommand::Otlp(_)
             )

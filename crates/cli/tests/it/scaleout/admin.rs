@@ -10,7 +10,7 @@ use ctxgraph_store::{Embedded, GraphCounts, GraphReader, OpenMode, SessionSlot};
 use tempfile::TempDir;
 
 use super::forget::{lexical_index, vector_index};
-use super::stage2::without_access_times;
+use super::stage2::{fold_both, without_access_times};
 use super::{
     ctxgraph, fresh_store, json_of, normalised, running_worker, stop_after_folding, wait_for,
 };
@@ -238,4 +238,108 @@ fn enrich_and_reembed_on_a_scale_out_store_give_a_store_files_stage_two() {
     let want = by_key(&file(&dir, "file.ctxg").begin_read().unwrap());
     let got = by_key(&again);
     assert_eq!((&got.nodes, &got.vectors, &got.model), (&want.nodes, &want.vectors, &want.model));
+}
+
+/// A command's standard output, asserting it succeeded.
+fn stdout_of(dir: &TempDir, db: &str, args: &[&str]) -> String {
+    let out = assert_cmd::Command::cargo_bin("ctxgraph")
+        .unwrap()
+        .current_dir(dir.path())
+        .env_remove("CTXGRAPH_DB")
+        .args(["--db", db])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// How many keys the store `to` has on its server.
+fn keys_of(to: &str) -> usize {
+    let url = StoreUrl::parse(to).unwrap();
+    let server = to.rsplit_once('/').unwrap().0;
+    let mut conn = redis::Client::open(server).unwrap().get_connection().unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}*", url.key_prefix().replace('{', "\\{").replace('}', "\\}")))
+        .query(&mut conn)
+        .unwrap();
+    keys.len()
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn init_export_backup_and_restore_on_a_scale_out_store_give_what_a_store_file_gives() {
+    let dir = TempDir::new().unwrap();
+    let to = fresh_store();
+    // `init`: the server answers; nothing is created.
+    let init = json_of(&dir, &to, &["init"]);
+    assert_eq!((init["created"].as_bool(), init["records"].as_u64()), (Some(false), Some(0)));
+    assert_eq!(keys_of(&to), 0, "init made no key");
+
+    json_of(&dir, &to, &["ingest", TRACE]);
+    workers_once(&dir, &to);
+    let (code, err) = ctxgraph(&dir, "file.ctxg", &["ingest", TRACE]);
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = ctxgraph(&dir, "file.ctxg", &["consolidate"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json_of(&dir, &to, &["init"])["records"].as_u64(), Some(400));
+
+    // `export`: the log and the graph as the store file exports them.
+    for format in ["jsonl", "cypher", "graphml"] {
+        let want = stdout_of(&dir, "file.ctxg", &["export", "--format", format]);
+        assert!(want.len() > 1_000, "{format}");
+        assert_eq!(stdout_of(&dir, &to, &["export", "--format", format]), want, "{format}");
+    }
+    std::fs::write(
+        dir.path().join("log.jsonl"),
+        stdout_of(&dir, &to, &["export", "--format", "jsonl"]),
+    )
+    .unwrap();
+
+    // `backup`: a store file with the log, and the graph the log makes.
+    let made = json_of(&dir, &to, &["backup", "copy.ctxg"]);
+    assert_eq!(made["records"].as_u64(), Some(400), "{made}");
+    let (code, err) = ctxgraph(&dir, &to, &["backup", "copy.ctxg"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("backup.target_exists"), "{err}");
+    let want = by_key(&file(&dir, "file.ctxg").begin_read().unwrap());
+    assert_eq!(by_key(&file(&dir, "copy.ctxg").begin_read().unwrap()), want);
+    let log = ["log", "--limit", "1000"];
+    assert_eq!(normalised(&dir, "copy.ctxg", &log), normalised(&dir, &to, &log));
+
+    // `restore`: from the backup, then from the exported log, each into an empty store.
+    let rebuilt = by_key(&remote(&to));
+    for from in ["copy.ctxg", "log.jsonl"] {
+        let into = fresh_store();
+        let run = json_of(&dir, &into, &["restore", "--from", from]);
+        assert_eq!(run["projected_through"].as_u64(), Some(400), "{from}: {run}");
+        assert_eq!(by_key(&remote(&into)), rebuilt, "{from}");
+        let q = ["recall", "why did the deploy fail"];
+        let want = without_access_times(normalised(&dir, &to, &q));
+        assert_eq!(without_access_times(normalised(&dir, &into, &q)), want, "{from}");
+    }
+    let (code, err) = ctxgraph(&dir, &to, &["restore", "--from", "copy.ctxg"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("restore.target_not_empty"), "{err}");
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn import_conversation_appends_to_a_scale_out_store_for_its_workers_to_fold() {
+    let dir = TempDir::new().unwrap();
+    let conversation =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../engine/tests/fixtures/conversation.jsonl");
+    let to = fresh_store();
+    let run = json_of(&dir, &to, &["import", "conversation", conversation]);
+    assert_eq!(run["accepted"].as_u64(), Some(5), "{run}");
+    let (code, err) = ctxgraph(&dir, "file.ctxg", &["import", "conversation", conversation]);
+    assert_eq!(code, 0, "{err}");
+    // Folded and enriched, as the store file's import does.
+    fold_both(&dir, &to);
+    let log = ["log", "--limit", "100"];
+    assert_eq!(normalised(&dir, &to, &log), normalised(&dir, "file.ctxg", &log));
+    assert_eq!(
+        by_key(&remote(&to)).nodes,
+        by_key(&file(&dir, "file.ctxg").begin_read().unwrap()).nodes
+    );
 }
