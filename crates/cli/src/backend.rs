@@ -1,6 +1,7 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
 //! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
-//! `reproject`, `enrich`, `reembed`, `consolidate`, `eval locomo`, `stats`, `worker`, `serve`,
+//! `reproject`, `enrich`, `reembed`, `export`, `import conversation|locomo|otlp`, `init`,
+//! `backup`, `restore`, `ui`, `demo`, `consolidate`, `eval locomo`, `stats`, `worker`, `serve`,
 //! `mcp`, `bench ingest` and `bench recall` run (`migrate` takes its stores as arguments);
 //! every other command, which would write the graph in place, refuses the URL with what is true
 //! rather than take it for a file path or pretend to run there (docs/scale-out.md says what
@@ -45,11 +46,10 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
          `log`, `recall`, `search`), `forget`, `forgotten`, `reproject`, `enrich`, `reembed`, \
-         `export`, `import conversation|locomo|otlp`, `init`, `backup`, `restore`, \
-         `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, `bench ingest` and \
-         `bench recall` run yet \
-         (docs/scale-out.md says what exists); pass a store file to --db \
-         (rule: db.backend_unsupported)",
+         `export`, `import conversation|locomo|otlp`, `init`, `backup`, `restore`, `ui`, \
+         `demo`, `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, \
+         `bench ingest` and `bench recall` run yet (docs/scale-out.md says what exists); pass \
+         a store file to --db (rule: db.backend_unsupported)",
         command_name()
     )
 }
@@ -80,8 +80,10 @@ fn runs_on_scale_out(command: &Command) -> bool {
 /// process), `enrich` (stage 2 in watched transactions), `reembed` (stage 2's data dropped in
 /// one transaction, then enriched again), `export` (through the `Reader`, so with `--as` too),
 /// the imports that only append (`import conversation|locomo|otlp`; the workers fold), `init`
-/// (the server answers; nothing is created), `backup` (the log into a new store file) and
-/// `restore` (a backup or an exported log into an empty scale-out store).
+/// (the server answers; nothing is created), `backup` (the log into a new store file),
+/// `restore` (a backup or an exported log into an empty scale-out store), `ui` (the explorer,
+/// as the store's owner) and `demo` (the bundled trace appended, then folded, enriched and
+/// consolidated in this process).
 fn runs_admin_on_scale_out(command: &Command) -> bool {
     matches!(
         command,
@@ -90,6 +92,8 @@ fn runs_admin_on_scale_out(command: &Command) -> bool {
             | Command::Reembed
             | Command::Export(_)
             | Command::Init
+            | Command::Ui(_)
+            | Command::Demo
             | Command::Backup { .. }
             | Command::Restore { .. }
             | Command::Import(

@@ -28,7 +28,7 @@ fn ctxgraph(dir: &TempDir, db: &str, args: &[&str]) -> (i32, String) {
 #[test]
 fn a_scale_out_url_is_refused_naming_the_command_and_nothing_is_created() {
     let dir = TempDir::new().unwrap();
-    let refused = [&["ui"][..], &["retention"]];
+    let refused = [&["retention"][..]];
     for args in refused {
         let (code, err) = ctxgraph(&dir, "redis://127.0.0.1:6379/team-a", args);
         assert_eq!(code, 2, "{args:?}: {err}");

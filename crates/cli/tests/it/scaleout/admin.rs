@@ -343,3 +343,44 @@ fn import_conversation_appends_to_a_scale_out_store_for_its_workers_to_fold() {
         by_key(&file(&dir, "file.ctxg").begin_read().unwrap()).nodes
     );
 }
+
+/// GET `url` with the bearer `key`: status and body.
+fn fetch(url: &str, key: &str) -> (u16, String) {
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let mut resp = agent.get(url).header("Authorization", &format!("Bearer {key}")).call().unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.body_mut().read_to_string().unwrap())
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn demo_and_the_explorer_run_on_a_scale_out_store() {
+    let dir = TempDir::new().unwrap();
+    let to = fresh_store();
+    let demo = json_of(&dir, &to, &["demo"]);
+    assert_eq!(demo["ingest"]["accepted"].as_u64(), Some(400), "{demo}");
+    assert!(demo["failure"].is_object(), "a failure explained: {demo}");
+    let want = json_of(&dir, "file.ctxg", &["demo"]);
+    assert_eq!((&demo["nodes"], &demo["edges"]), (&want["nodes"], &want["edges"]));
+    assert_eq!(demo["failure"], want["failure"]);
+
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ctxgraph"))
+        .current_dir(dir.path())
+        .args(["--db", &to, "ui", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let line = crate::first_line(&mut child);
+    let url = line.trim().strip_prefix("explorer at ").unwrap_or_else(|| panic!("{line:?}"));
+    let (base, key) = url.split_once("/#key=").unwrap_or_else(|| panic!("{url}"));
+    let (status, stats) = fetch(&format!("{base}/v1/stats"), key);
+    assert_eq!(status, 200, "{stats}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&stats).unwrap()["events"], 400);
+    let (status, node) = fetch(&format!("{base}/v1/nodes/service:ci-runner"), key);
+    assert_eq!(status, 200, "{node}");
+    assert_eq!(fetch(&format!("{base}/v1/stats"), "cgk_0000").0, 401);
+    let _ = child.kill();
+    let _ = child.wait();
+}
