@@ -42,6 +42,13 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    if let Some((bench, why)) = embedded_only_bench(&cli.command) {
+        bail!(
+            "`bench {bench}` measures the embedded store only: {why}; it takes no scale-out \
+             store ({url}); `bench ingest` and `bench recall` measure one (rule: \
+             db.backend_unsupported)"
+        );
+    }
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
@@ -134,4 +141,39 @@ fn command_name() -> String {
     let command = <Cli as clap::CommandFactory>::command();
     let names: Vec<String> = command.get_subcommands().map(|c| c.get_name().to_owned()).collect();
     std::env::args().skip(1).find(|a| names.contains(a)).unwrap_or_else(|| "this command".into())
+}
+
+/// The benchmarks that measure the embedded store only, each with why: its name and the reason
+/// a scale-out store is refused (`bench ingest` and `bench recall` take one).
+fn embedded_only_bench(command: &Command) -> Option<(&'static str, &'static str)> {
+    let Command::Bench(bench) = command else { return None };
+    Some(match bench {
+        BenchCommand::Semantic { .. } => (
+            "semantic",
+            "it builds a store file of its own in --dir and times stage 2 and 3 and the vector \
+             index there (on a scale-out store, `bench recall --enrich` runs stage 2 and \
+             compares the packs)",
+        ),
+        BenchCommand::Forget { .. } => (
+            "forget",
+            "it times forgets on a store file of its own, whose phases (the file rewritten by \
+             VACUUM) a scale-out store does not have",
+        ),
+        BenchCommand::Memory { .. } => {
+            ("memory", "it builds a store file of memories of its own in --dir")
+        }
+        BenchCommand::Crash { .. } => (
+            "crash",
+            "it kills a writer again and again over one store file, whose graph commits with \
+             its log; a scale-out store's writer only appends, and the tests of killed workers \
+             cover its fold",
+        ),
+        BenchCommand::Serve { .. } | BenchCommand::Soak { .. } => (
+            if matches!(bench, BenchCommand::Serve { .. }) { "serve" } else { "soak" },
+            "the server it starts runs on a store file it builds; to load a server on a \
+             scale-out store, start `ctxgraph --db redis://HOST:PORT/NAME serve` with its \
+             workers and give its address to --url, with a store file (or none) as --db",
+        ),
+        _ => return None,
+    })
 }

@@ -384,3 +384,15 @@ fn demo_and_the_explorer_run_on_a_scale_out_store() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn the_benchmarks_of_the_embedded_store_refuse_a_scale_out_store_saying_why() {
+    let dir = TempDir::new().unwrap();
+    for bench in ["semantic", "forget", "memory", "serve", "crash", "soak"] {
+        let (code, err) = ctxgraph(&dir, "redis://127.0.0.1:6379/team", &["bench", bench]);
+        assert_eq!(code, 2, "{bench}: {err}");
+        let said = format!("`bench {bench}` measures the embedded store only");
+        assert!(err.contains(&said) && err.contains("db.backend_unsupported"), "{err}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was made");
+}
