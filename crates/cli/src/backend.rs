@@ -174,6 +174,6 @@ fn embedded_only_bench(command: &Command) -> Option<(&'static str, &'static str)
              scale-out store, start `ctxgraph --db redis://HOST:PORT/NAME serve` with its \
              workers and give its address to --url, with a store file (or none) as --db",
         ),
-        _ => return None,
+        BenchCommand::Ingest { .. } | BenchCommand::Recall { .. } => return None,
     })
 }
