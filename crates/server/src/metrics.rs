@@ -1,6 +1,6 @@
 //! Prometheus metrics: records ingested, projection lag per tenant (and, on a scale-out store,
-//! the projection group's pending entries and the consolidation lag), recall latency, records per group commit, requests
-//! by route and status. Exposed as text at `/metrics`.
+//! the projection group's pending entries and the consolidation lag), recall latency, records
+//! per group commit, requests by route and status. Exposed as text at `/metrics`.
 
 use prometheus::{Encoder, Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
 
