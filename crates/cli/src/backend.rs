@@ -1,15 +1,17 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
 //! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
-//! `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, `bench ingest` and
-//! `bench recall` run (`migrate` takes its stores as arguments); every other command, which
-//! would write the graph in place, refuses the URL with what is true rather than take it for a
-//! file path or pretend to run there (docs/scale-out.md says what exists).
+//! `reproject`, `enrich`, `reembed`, `export`, `import conversation|locomo|otlp`, `init`,
+//! `backup`, `restore`, `ui`, `demo`, `consolidate`, `eval locomo`, `stats`, `worker`, `serve`,
+//! `mcp`, `bench ingest` and `bench recall` run (`migrate` takes its stores as arguments);
+//! every other command, which would write the graph in place, refuses the URL with what is true
+//! rather than take it for a file path or pretend to run there (docs/scale-out.md says what
+//! exists).
 
 use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};
 use ctxgraph_scaleout::{ScaleOutStore, StoreUrl};
 
-use crate::args::{BenchCommand, Cli, Command, EvalCommand};
+use crate::args::{BenchCommand, Cli, Command, EvalCommand, ImportCommand};
 
 /// Refuse a `--db` that names a scale-out store for a command that cannot run on one, naming
 /// the command; a malformed URL is refused with its field, value and rule.
@@ -40,13 +42,21 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    if let Some((bench, why)) = embedded_only_bench(&cli.command) {
+        bail!(
+            "`bench {bench}` measures the embedded store only: {why}; it takes no scale-out \
+             store ({url}); `bench ingest` and `bench recall` measure one (rule: \
+             db.backend_unsupported)"
+        );
+    }
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
-         `log`, `recall`, `search`), `forget`, `forgotten`, `consolidate`, `eval locomo`, \
-         `stats`, `worker`, `serve`, `mcp`, `bench ingest` and `bench recall` run yet \
-         (docs/scale-out.md says what exists); pass a store file to --db \
-         (rule: db.backend_unsupported)",
+         `log`, `recall`, `search`), `forget`, `forgotten`, `reproject`, `enrich`, `reembed`, \
+         `export`, `import conversation|locomo|otlp`, `init`, `backup`, `restore`, `ui`, \
+         `demo`, `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, \
+         `bench ingest` and `bench recall` run yet (docs/scale-out.md says what exists); pass \
+         a store file to --db (rule: db.backend_unsupported)",
         command_name()
     )
 }
@@ -69,6 +79,34 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Consolidate(_)
             | Command::Eval(EvalCommand::Locomo { .. })
     ) || takes_principal(command)
+        || runs_admin_on_scale_out(command)
+}
+
+/// The store-wide commands that run on a scale-out store: `reproject` (the graph and stages 2
+/// and 3 reset in one transaction, then folded, enriched and consolidated again in this
+/// process), `enrich` (stage 2 in watched transactions), `reembed` (stage 2's data dropped in
+/// one transaction, then enriched again), `export` (through the `Reader`, so with `--as` too),
+/// the imports that only append (`import conversation|locomo|otlp`; the workers fold), `init`
+/// (the server answers; nothing is created), `backup` (the log into a new store file),
+/// `restore` (a backup or an exported log into an empty scale-out store), `ui` (the explorer,
+/// as the store's owner) and `demo` (the bundled trace appended, then folded, enriched and
+/// consolidated in this process).
+fn runs_admin_on_scale_out(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Reproject { .. }
+            | Command::Enrich
+            | Command::Reembed
+            | Command::Export(_)
+            | Command::Init
+            | Command::Ui(_)
+            | Command::Demo
+            | Command::Backup { .. }
+            | Command::Restore { .. }
+            | Command::Import(
+                ImportCommand::Conversation(_) | ImportCommand::Locomo(_) | ImportCommand::Otlp(_)
+            )
+    )
 }
 
 /// The commands that take `--as` on a scale-out store: those that go through the engine, whose
@@ -88,7 +126,7 @@ fn takes_principal(command: &Command) -> bool {
             | Command::Log { .. }
             | Command::Recall(_)
             | Command::Search { .. }
-    )
+    ) || matches!(command, Command::Export(_))
 }
 
 /// The engine on the scale-out store at `url`: reads see the graph as its projection workers
@@ -103,4 +141,39 @@ fn command_name() -> String {
     let command = <Cli as clap::CommandFactory>::command();
     let names: Vec<String> = command.get_subcommands().map(|c| c.get_name().to_owned()).collect();
     std::env::args().skip(1).find(|a| names.contains(a)).unwrap_or_else(|| "this command".into())
+}
+
+/// The benchmarks that measure the embedded store only, each with why: its name and the reason
+/// a scale-out store is refused (`bench ingest` and `bench recall` take one).
+fn embedded_only_bench(command: &Command) -> Option<(&'static str, &'static str)> {
+    let Command::Bench(bench) = command else { return None };
+    Some(match bench {
+        BenchCommand::Semantic { .. } => (
+            "semantic",
+            "it builds a store file of its own in --dir and times stage 2 and 3 and the vector \
+             index there (on a scale-out store, `bench recall --enrich` runs stage 2 and \
+             compares the packs)",
+        ),
+        BenchCommand::Forget { .. } => (
+            "forget",
+            "it times forgets on a store file of its own, whose phases (the file rewritten by \
+             VACUUM) a scale-out store does not have",
+        ),
+        BenchCommand::Memory { .. } => {
+            ("memory", "it builds a store file of memories of its own in --dir")
+        }
+        BenchCommand::Crash { .. } => (
+            "crash",
+            "it kills a writer again and again over one store file, whose graph commits with \
+             its log; a scale-out store's writer only appends, and the tests of killed workers \
+             cover its fold",
+        ),
+        BenchCommand::Serve { .. } | BenchCommand::Soak { .. } => (
+            if matches!(bench, BenchCommand::Serve { .. }) { "serve" } else { "soak" },
+            "the server it starts runs on a store file it builds; to load a server on a \
+             scale-out store, start `ctxgraph --db redis://HOST:PORT/NAME serve` with its \
+             workers and give its address to --url, with a store file (or none) as --db",
+        ),
+        BenchCommand::Ingest { .. } | BenchCommand::Recall { .. } => return None,
+    })
 }

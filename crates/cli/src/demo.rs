@@ -19,6 +19,10 @@ pub(crate) fn run(cli: &Cli) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     let report =
         engine.ingest_jsonl(DEMO_TRACE.as_bytes(), &IngestOptions::default(), &mut |_| {})?;
+    if crate::scale_out::store_url(cli)?.is_some() {
+        // Appended only: fold it here, as the store's workers would, before stages 2 and 3.
+        engine.catch_up(&mut |_, _| {})?;
+    }
     crate::enrich::with_progress(&mut engine, cli.json)?;
     let summaries = engine.consolidate()?;
     let secs = started.elapsed().as_secs_f64();

@@ -135,6 +135,9 @@ fn format_name(f: ExportFormat) -> &'static str {
 }
 
 pub(crate) fn backup(cli: &Cli, file: &Path) -> anyhow::Result<Outcome> {
+    if let Some(url) = crate::scale_out::store_url(cli)? {
+        return crate::scale_out::admin::backup(cli, &url, file);
+    }
     let engine = crate::open(cli, OpenMode::MustExist, EngineOptions::default())?;
     let started = Instant::now();
     engine
@@ -155,6 +158,9 @@ pub(crate) fn backup(cli: &Cli, file: &Path) -> anyhow::Result<Outcome> {
 }
 
 pub(crate) fn restore(cli: &Cli, from: &Path) -> anyhow::Result<Outcome> {
+    if let Some(url) = crate::scale_out::store_url(cli)? {
+        return crate::scale_out::admin::restore(cli, &url, from);
+    }
     if cli.db.exists() {
         bail!(
             "{} exists: restore builds a new store; pass --db with a path that does not exist",

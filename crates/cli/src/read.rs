@@ -14,6 +14,9 @@ use crate::output::{
 };
 
 pub(crate) fn init(cli: &Cli) -> anyhow::Result<Outcome> {
+    if let Some(url) = crate::scale_out::store_url(cli)? {
+        return crate::scale_out::admin::init(cli, &url);
+    }
     let existed = cli.db.exists();
     let engine = crate::open(cli, OpenMode::CreateIfMissing, EngineOptions::default())?;
     let records = engine.owner_reader()?.checkpoints()?.log_length;

@@ -5,6 +5,7 @@
 //! stage 3 when stage 2 moved), and `stats` reports the log head, the graph and the lag of the
 //! stages.
 
+pub(crate) mod admin;
 mod consolidate;
 
 use std::path::Path;
@@ -51,38 +52,17 @@ pub(crate) fn migrate(cli: &Cli, args: &MigrateArgs) -> anyhow::Result<Outcome> 
     let from = Path::new(&args.from);
     let engine = ctxgraph::Engine::open(from, OpenMode::MustExist, EngineOptions::default())
         .with_context(|| format!("opening store {}", from.display()))?;
-    let reader = engine.owner_reader()?;
-    let records = reader.checkpoints()?.log_length;
-
     let mut log = RedisLog::connect(&to)?;
-    let head = log.head()?;
-    let graph_through =
-        FalkorGraph::connect(&to, &ctxgraph_ontology::Schema::core()?)?.projected_through()?;
-    if head > 0 || graph_through > 0 {
-        bail!(
-            "migrate: TO `{to}` is not empty (its log holds {head} records, its graph is \
-             projected through position {graph_through}): migrate copies a store into an \
-             empty scale-out store only; choose another NAME (rule: migrate.target_not_empty)"
-        );
-    }
-
+    refuse_taken(
+        &to,
+        &log,
+        "migrate: TO",
+        "migrate copies a store into an empty scale-out store only; choose another NAME \
+         (rule: migrate.target_not_empty)",
+    )?;
     let started = Instant::now();
-    if !cli.json {
-        eprintln!("copying {records} log records from {} to {to}", from.display());
-    }
-    let bar = crate::ingest::progress_bar(records, "records", cli.json);
-    let mut copied = 0u64;
-    loop {
-        let page = reader.log(copied + 1, COPY_PAGE)?;
-        if page.is_empty() {
-            break;
-        }
-        copied += log.import(&page)?;
-        bar.set_position(copied);
-    }
-    bar.finish_and_clear();
+    let copied = copy_log_to(cli, &engine, from, &mut log)?;
     let copy_secs = started.elapsed().as_secs_f64();
-    drop(reader);
     drop(engine);
 
     let schema = load_schema(&log)?;
@@ -130,6 +110,53 @@ pub(crate) fn migrate(cli: &Cli, args: &MigrateArgs) -> anyhow::Result<Outcome> 
     Ok(Outcome::Done)
 }
 
+/// Refuse a scale-out store whose log or graph is not empty: `what` names the argument, `then`
+/// says what the command copies into, with its rule.
+pub(crate) fn refuse_taken(
+    to: &StoreUrl,
+    log: &RedisLog,
+    what: &str,
+    then: &str,
+) -> anyhow::Result<()> {
+    let head = log.head()?;
+    let graph_through =
+        FalkorGraph::connect(to, &ctxgraph_ontology::Schema::core()?)?.projected_through()?;
+    if head > 0 || graph_through > 0 {
+        bail!(
+            "{what} `{to}` is not empty (its log holds {head} records, its graph is projected through \
+             position {graph_through}): {then}"
+        );
+    }
+    Ok(())
+}
+
+/// Copy the log of the store file `engine` (opened from `from`) into `log` at the same
+/// positions, ids, times and bodies, with a progress bar; how many records.
+pub(crate) fn copy_log_to(
+    cli: &Cli,
+    engine: &ctxgraph::Engine,
+    from: &Path,
+    log: &mut RedisLog,
+) -> anyhow::Result<u64> {
+    let reader = engine.owner_reader()?;
+    let records = reader.checkpoints()?.log_length;
+    if !cli.json {
+        eprintln!("copying {records} log records from {} to {}", from.display(), log.url());
+    }
+    let bar = crate::ingest::progress_bar(records, "records", cli.json);
+    let mut copied = 0u64;
+    loop {
+        let page = reader.log(copied + 1, COPY_PAGE)?;
+        if page.is_empty() {
+            break;
+        }
+        copied += log.import(&page)?;
+        bar.set_position(copied);
+    }
+    bar.finish_and_clear();
+    Ok(copied)
+}
+
 /// `ctxgraph migrate redis://… FILE`: a scale-out store's log copied into a new store file at
 /// the same positions, ids, times and bodies, then projected, enriched and consolidated by the
 /// embedded engine (the store file then holds what a store built from that log holds).
@@ -149,9 +176,41 @@ fn migrate_back(cli: &Cli, args: &MigrateArgs) -> anyhow::Result<Outcome> {
             to.display()
         );
     }
-    let log = RedisLog::connect(&from)?;
-    let records = log.head()?;
     let started = Instant::now();
+    let (copied, report, copy_secs, engine) = copy_back(cli, &from, to)?;
+    let secs = started.elapsed().as_secs_f64();
+    let stats = engine.owner_reader()?.store_stats()?;
+    if cli.json {
+        print_json(&json!({
+            "from": from.to_string(), "to": to, "records_copied": copied,
+            "records_folded": report.records, "projected_through": stats.projected_through,
+            "copy_seconds": copy_secs, "seconds": secs,
+            "nodes": count_map(&stats.nodes), "edges": count_map(&stats.edges),
+            "pending_edges": stats.pending_edges,
+        }))?;
+    } else {
+        println!(
+            "migrated {copied} records from {from} to {} ({}/s); projected, enriched and \
+             consolidated in {secs:.1} s",
+            to.display(),
+            rate(copied, copy_secs)
+        );
+    }
+    Ok(Outcome::Done)
+}
+
+/// A scale-out store's log copied into the new store file `to` at the same positions, ids,
+/// times and bodies, then projected, enriched and consolidated by the embedded engine: the
+/// records copied, the fold's report, the copy's seconds and the store file's engine. A copy
+/// that fails leaves no file.
+pub(crate) fn copy_back(
+    cli: &Cli,
+    from: &StoreUrl,
+    to: &Path,
+) -> anyhow::Result<(u64, ctxgraph::ReprojectReport, f64, ctxgraph::Engine)> {
+    let started = Instant::now();
+    let log = RedisLog::connect(from)?;
+    let records = log.head()?;
     if !cli.json {
         eprintln!("copying {records} log records from {from} to {}", to.display());
     }
@@ -187,25 +246,7 @@ fn migrate_back(cli: &Cli, args: &MigrateArgs) -> anyhow::Result<Outcome> {
     bar.finish_and_clear();
     crate::enrich::with_progress(&mut engine, cli.json)?;
     engine.consolidate()?;
-    let secs = started.elapsed().as_secs_f64();
-    let stats = engine.owner_reader()?.store_stats()?;
-    if cli.json {
-        print_json(&json!({
-            "from": from.to_string(), "to": to, "records_copied": copied,
-            "records_folded": report.records, "projected_through": stats.projected_through,
-            "copy_seconds": copy_secs, "seconds": secs,
-            "nodes": count_map(&stats.nodes), "edges": count_map(&stats.edges),
-            "pending_edges": stats.pending_edges,
-        }))?;
-    } else {
-        println!(
-            "migrated {copied} records from {from} to {} ({}/s); projected, enriched and \
-             consolidated in {secs:.1} s",
-            to.display(),
-            rate(copied, copy_secs)
-        );
-    }
-    Ok(Outcome::Done)
+    Ok((copied, report, copy_secs, engine))
 }
 
 /// `ctxgraph worker`: fold the log of a scale-out store into its graph as records arrive, until

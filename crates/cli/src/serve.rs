@@ -126,6 +126,17 @@ fn run(
 /// URL's fragment, which browsers never send to the server.
 pub(crate) fn ui(cli: &Cli, args: &UiArgs) -> anyhow::Result<Outcome> {
     cap_malloc_arenas();
+    if let Some(url) = crate::scale_out::store_url(cli)? {
+        // The store the URL names, read as its owner (a URL has no registry beside it).
+        let options = crate::with_embedder(cli, EngineOptions::default())?;
+        let service = Service::single_scale_out(&url, options)
+            .with_context(|| format!("opening the store {url}"))?;
+        let key = ctxgraph::access::new_key()?;
+        service.add_session_key(&key, ctxgraph::Principal::local());
+        return run(service, &format!("127.0.0.1:{}", args.port), |addr| {
+            format!("explorer at http://{addr}/#key={key}")
+        });
+    }
     if !cli.db.exists() {
         anyhow::bail!(
             "no store at {}: create one first (ctxgraph demo, ctxgraph ingest FILE) or give --db",

@@ -337,6 +337,9 @@ impl Engine {
         &mut self,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ReprojectReport, Error> {
+        if let Backend::Remote(store) = &self.backend {
+            return remote_fold(store.as_ref(), "catching up the graph", progress);
+        }
         let mut report = ReprojectReport::default();
         let store = self.backend.embedded_mut("catching up the graph")?;
         loop {
@@ -373,6 +376,15 @@ impl Engine {
         include_archive: bool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ReprojectReport, Error> {
+        if let Backend::Remote(store) = &self.backend {
+            // A remote store keeps no archive marks: there is nothing to bring back or keep out.
+            let _ = include_archive;
+            if !store.resets() {
+                return Err(Backend::unsupported_by("reproject", store.as_ref()));
+            }
+            store.reset_projection()?;
+            return remote_fold(store.as_ref(), "reproject", progress);
+        }
         let mut w = self.backend.embedded_mut("reproject")?.begin_write()?;
         w.clear_graph()?;
         if include_archive {
@@ -521,4 +533,25 @@ pub(crate) fn schema_source(text: &str) -> Option<String> {
         return None;
     }
     value.get("source")?.as_str().map(str::to_owned)
+}
+
+/// Fold a remote store's graph to its log's head in this process, with the fold its workers
+/// run (a worker folding at the same time commits each page once with it): what
+/// [`Engine::catch_up`] and [`Engine::reproject`] do there. `operation` names the refusal on a
+/// store that does not fold in the caller.
+fn remote_fold(
+    store: &dyn RemoteStore,
+    operation: &str,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ReprojectReport, Error> {
+    if !store.resets() {
+        return Err(Backend::unsupported_by(operation, store));
+    }
+    let (head, from) = {
+        let read = store.begin_read()?;
+        (read.head()?, read.projected_through()?)
+    };
+    let position = if from < head { store.fold_through(head)? } else { from };
+    progress(position, head);
+    Ok(ReprojectReport { records: position.saturating_sub(from), position })
 }

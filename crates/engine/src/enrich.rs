@@ -201,6 +201,13 @@ impl Engine {
     /// Drop every vector and index entry and enrich again with the configured model (after the
     /// model changed; open the store with `accept_new_embedder`).
     pub fn reembed(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<EnrichReport, Error> {
+        if let Backend::Remote(store) = &self.backend {
+            if !store.resets() || store.begin_enrich()?.is_none() {
+                return Err(Backend::unsupported_by("reembed", store.as_ref()));
+            }
+            store.reset_enrichment()?;
+            return self.enrich(progress);
+        }
         let mut w = self.backend.embedded_mut("reembed")?.begin_write()?;
         w.clear_enrichment()?;
         w.commit()?;

@@ -49,6 +49,7 @@ use crate::url::StoreUrl;
 mod bulk;
 mod many;
 mod read;
+mod reset;
 mod stage2;
 mod stage3;
 mod state;

@@ -154,6 +154,19 @@ impl RemoteStore for ScaleOutStore {
         let log = RedisLog::connect(&self.url)?;
         Ok(Some(Box::new(ConsolidateWrite::begin(graph, log)?)))
     }
+
+    fn resets(&self) -> bool {
+        true
+    }
+
+    fn reset_projection(&self) -> Result<(), StoreError> {
+        // A connection of its own: the reset's transaction must not meet a read's watch.
+        FalkorGraph::connect_read(&self.url)?.reset_projection()
+    }
+
+    fn reset_enrichment(&self) -> Result<(), StoreError> {
+        FalkorGraph::connect_read(&self.url)?.reset_enrichment()
+    }
 }
 
 /// One read of a [`ScaleOutStore`]: the log and the graph over one connection pair, given back

@@ -1,6 +1,6 @@
 //! Prometheus metrics: records ingested, projection lag per tenant (and, on a scale-out store,
-//! the projection group's pending entries), recall latency, records per group commit, requests
-//! by route and status. Exposed as text at `/metrics`.
+//! the projection group's pending entries and the consolidation lag), recall latency, records
+//! per group commit, requests by route and status. Exposed as text at `/metrics`.
 
 use prometheus::{Encoder, Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
 
@@ -13,6 +13,7 @@ pub struct Metrics {
     records: IntCounterVec,
     lag: IntGaugeVec,
     enrich_lag: IntGaugeVec,
+    consolidate_lag: IntGaugeVec,
     pending: IntGaugeVec,
     recall: Histogram,
     groups: Histogram,
@@ -54,6 +55,14 @@ impl Metrics {
             &["tenant"],
         )
         .expect("constant metric options are valid");
+        let consolidate_lag = IntGaugeVec::new(
+            Opts::new(
+                "ctxgraph_consolidation_lag_records",
+                "Records enriched and not yet consolidated (summaries, vector index, similarity edges), by tenant (scale-out stores).",
+            ),
+            &["tenant"],
+        )
+        .expect("constant metric options are valid");
         let pending = IntGaugeVec::new(
             Opts::new(
                 "ctxgraph_projection_pending_entries",
@@ -87,6 +96,7 @@ impl Metrics {
             Box::new(records.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(lag.clone()),
             Box::new(enrich_lag.clone()),
+            Box::new(consolidate_lag.clone()),
             Box::new(pending.clone()),
             Box::new(recall.clone()),
             Box::new(groups.clone()),
@@ -94,7 +104,17 @@ impl Metrics {
         ] {
             let _ = registry.register(c);
         }
-        Metrics { registry, records, lag, enrich_lag, pending, recall, groups, requests }
+        Metrics {
+            registry,
+            records,
+            lag,
+            enrich_lag,
+            consolidate_lag,
+            pending,
+            recall,
+            groups,
+            requests,
+        }
     }
 
     /// Count the records of an ingest by result.
@@ -112,6 +132,14 @@ impl Metrics {
         self.enrich_lag
             .with_label_values(&[tenant])
             .set(i64::try_from(enrichment).unwrap_or(i64::MAX));
+    }
+
+    /// A scale-out tenant's consolidation lag: stage 2's checkpoint less the one the last
+    /// consolidation covered, read when the metrics are.
+    pub fn consolidation_lag(&self, tenant: &str, lag: u64) {
+        self.consolidate_lag
+            .with_label_values(&[tenant])
+            .set(i64::try_from(lag).unwrap_or(i64::MAX));
     }
 
     /// A scale-out tenant's projection group's pending entries (`None` before a worker joined

@@ -876,6 +876,7 @@ impl Service {
                     if let Ok(lag) = t.read(|e| remote::lag(e, url)) {
                         metrics.lags(&t.name, (lag.projection, lag.enrichment));
                         metrics.pending(&t.name, lag.pending);
+                        metrics.consolidation_lag(&t.name, lag.consolidation);
                     }
                 }
                 Ok(())

@@ -88,6 +88,35 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
     fn begin_consolidate(&self) -> Result<Option<Box<dyn ConsolidateCommit + '_>>, StoreError> {
         Ok(None)
     }
+
+    /// Whether the store starts its derived data over ([`RemoteStore::reset_projection`] and
+    /// [`RemoteStore::reset_enrichment`]). The engine asks before it writes anything, and
+    /// refuses a reprojection or a re-embedding on a store that says no.
+    fn resets(&self) -> bool {
+        false
+    }
+
+    /// Empty the graph and every stage-2 and stage-3 datum and set every checkpoint to 0 (the
+    /// log is untouched), as one atomic step that makes any worker's transaction begun before
+    /// it apply nothing: the start of a rebuild from the log ([`RemoteStore::fold_through`]
+    /// then folds it again).
+    fn reset_projection(&self) -> Result<(), StoreError> {
+        Err(no_reset(&self.location()))
+    }
+
+    /// Drop every vector, full-text entry and index of stages 2 and 3 and set their checkpoints
+    /// to 0, as one atomic step: enrichment then starts again from the first record.
+    fn reset_enrichment(&self) -> Result<(), StoreError> {
+        Err(no_reset(&self.location()))
+    }
+}
+
+/// The answer of a remote store that does not start its derived data over.
+fn no_reset(location: &str) -> StoreError {
+    StoreError::Remote {
+        backend: "remote",
+        detail: format!("{location}: this store does not start its derived data over"),
+    }
 }
 
 /// One record a forget replaces with a tombstone ([`RemoteStore::forget_append`]).

@@ -34,7 +34,7 @@ use crate::redis_log::RedisLog;
 /// The hash of each vector's inverted list (by node creation number).
 pub(super) const VECTOR_LISTS: &str = "vector_lists";
 /// The centroids blob.
-const ANN_CENTROIDS: &str = "ann_centroids";
+pub(super) const ANN_CENTROIDS: &str = "ann_centroids";
 /// The hash of the inverted lists' blobs.
 pub(super) const ANN_LISTS: &str = "ann_lists";
 /// The vector index's generation counter.

@@ -48,5 +48,6 @@ mod log;
 mod projection;
 mod reads;
 mod redis_layout;
+mod reset;
 mod stage2_drop;
 mod stream;

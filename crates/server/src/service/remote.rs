@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use ctxgraph::{Engine, EngineOptions, RecordKind, ValidRecord};
 use ctxgraph_scaleout::{
-    ConsumerName, LogConsumer, PROJECTION_GROUP, RedisLog, ScaleOutStore, StoreUrl,
+    ConsumerName, FalkorGraph, LogConsumer, PROJECTION_GROUP, RedisLog, ScaleOutStore, StoreUrl,
 };
 use ctxgraph_store::{Appended, LogReader, RemoteStore, StoreError, StoreRead};
 
@@ -124,6 +124,9 @@ pub(super) struct Lag {
     pub(super) projection: u64,
     /// Records folded and not yet enriched (stage 2).
     pub(super) enrichment: u64,
+    /// Records enriched and not yet consolidated (stage 3): stage 2's checkpoint less the one
+    /// the last consolidation covered.
+    pub(super) consolidation: u64,
     /// Entries of the projection group delivered to a worker and not acknowledged (`None`
     /// before a worker has joined).
     pub(super) pending: Option<u64>,
@@ -137,9 +140,13 @@ pub(super) fn lag(engine: &Engine, url: &StoreUrl) -> Result<Lag, ServiceError> 
         ServiceError::internal("server.group_name", format!("{PROJECTION_GROUP}: {e}"))
     })?;
     let state = LogConsumer::group_state(url, &group).map_err(ctxgraph::Error::from)?;
+    let consolidated = FalkorGraph::connect_read(url)
+        .and_then(|g| g.consolidated_through())
+        .map_err(ctxgraph::Error::from)?;
     Ok(Lag {
         projection: checkpoints.projection_lag(),
         enrichment: checkpoints.enrichment_lag(),
+        consolidation: checkpoints.enriched_through.saturating_sub(consolidated),
         pending: state.map(|g| g.pending),
     })
 }

@@ -235,7 +235,9 @@ fn forget_leaves_no_bytes_on_the_server_and_equals_the_store_file() {
 }
 
 /// Every term of the lexical index of `read` with its posting list, and its build.
-fn lexical_index(read: &dyn GraphReader) -> (BTreeMap<String, Vec<u8>>, Option<TextIndexBuild>) {
+pub(super) fn lexical_index(
+    read: &dyn GraphReader,
+) -> (BTreeMap<String, Vec<u8>>, Option<TextIndexBuild>) {
     let mut terms = std::collections::BTreeSet::new();
     read.scan_text_index(&mut |term, _| {
         terms.insert(term.to_owned());
@@ -354,7 +356,7 @@ fn forget_after_enrichment_leaves_no_vector_term_or_posting_and_equals_the_store
 }
 
 /// The vector index as a store keeps it: its centroids and every list's blob.
-fn vector_index(read: &dyn GraphReader) -> (Option<Vec<u8>>, Vec<Option<Vec<u8>>>) {
+pub(super) fn vector_index(read: &dyn GraphReader) -> (Option<Vec<u8>>, Vec<Option<Vec<u8>>>) {
     let centroids = read.ann_centroids().unwrap();
     // More lists than a few hundred vectors are given; an absent list reads `None` on both.
     let lists = (0..64).map(|l| read.ann_list(l).unwrap()).collect();

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::{fresh_store, running_worker, wait_for};
+use super::{ctxgraph, fresh_store, running_worker, wait_for};
 use crate::server::{add_principal, event};
 
 /// A `ctxgraph --db URL serve` on a free port of 127.0.0.1 with the registry in `data`,
@@ -170,7 +170,18 @@ fn two_servers_on_one_store_read_each_others_writes_once_folded() {
         // record a recall may have written) wait for stage 2.
         let enrichment = s.gauge(&key, "ctxgraph_enrichment_lag_records");
         assert!(enrichment.is_some_and(|n| n >= 2), "{enrichment:?}");
+        // Nothing enriched, so nothing waits for stage 3.
+        assert_eq!(s.gauge(&key, "ctxgraph_consolidation_lag_records"), Some(0));
     }
+    // Enriched: what stage 2 covers waits for stage 3 until a consolidation covers it.
+    let (code, err) = ctxgraph(&dir, &store, &["worker", "--stage", "enrich", "--once"]);
+    assert_eq!(code, 0, "{err}");
+    let enriched = a.gauge(&key, "ctxgraph_consolidation_lag_records");
+    assert!(enriched.is_some_and(|n| n >= 3), "{enriched:?}");
+    assert_eq!(b.gauge(&key, "ctxgraph_consolidation_lag_records"), enriched);
+    let (code, err) = ctxgraph(&dir, &store, &["worker", "--stage", "consolidate", "--once"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(a.gauge(&key, "ctxgraph_consolidation_lag_records"), Some(0));
 
     // What a scale-out store cannot do is a client error naming the rule, never a 500.
     let fact = json!({"subject": "orders-db", "predicate": "runs_on", "object": "postgres"});
