@@ -1,6 +1,8 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
 //! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
-//! `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, `bench ingest` and
+//! the knowledge and decision-memory commands (`fact`, `doc`, `receipt`, `memory`, `evolution`,
+//! `impact`, `rollup`, `entities`, `type`, `slot`, `checklist`, `goal`, `schema`),
+//! `consolidate`, `eval locomo`, `eval traces`, `stats`, `worker`, `serve`, `mcp`, `bench ingest` and
 //! `bench recall` run (`migrate` takes its stores as arguments); every other command, which
 //! would write the graph in place, refuses the URL with what is true rather than take it for a
 //! file path or pretend to run there (docs/scale-out.md says what exists).
@@ -32,8 +34,8 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
         if let Some(who) = cli.as_principal.as_ref().filter(|_| refused) {
             bail!(
                 "--as `{who}`: command `{}` runs on {url} as the store's owner only, without \
-                 --as; `ingest`, `forget`, `forgotten` and the reads take --as with the \
-                 registry --principals names, and `mcp --data DIR --as NAME` reads the data \
+                 --as; `ingest`, `forget`, `forgotten`, the knowledge commands and the reads take --as \
+                 with the registry --principals names, and `mcp --data DIR --as NAME` reads the data \
                  directory's registry (rule: db.backend_unsupported)",
                 command_name()
             );
@@ -43,7 +45,9 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
-         `log`, `recall`, `search`), `forget`, `forgotten`, `consolidate`, `eval locomo`, \
+         `log`, `recall`, `search`), `forget`, `forgotten`, the knowledge and memory commands \
+         (`fact`, `doc`, `receipt`, `memory`, `evolution`, `impact`, `rollup`, `entities`, \
+         `type`, `slot`, `checklist`, `goal`, `schema`), `consolidate`, `eval locomo`, `eval traces`, \
          `stats`, `worker`, `serve`, `mcp`, `bench ingest` and `bench recall` run yet \
          (docs/scale-out.md says what exists); pass a store file to --db \
          (rule: db.backend_unsupported)",
@@ -54,8 +58,8 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
 /// The commands that run on a scale-out store: its own (`stats`, `worker`, `bench ingest`,
 /// `bench recall`), `ingest` (appended; the workers fold), `forget` (the forget record and its
 /// tombstones appended together, the graph folded through it, the append-only file rewritten),
-/// `consolidate` (stage 3 in one watched transaction), `eval locomo` (a new store per
-/// conversation), the reads, which see what the workers folded, and the servers (`serve`,
+/// `consolidate` (stage 3 in one watched transaction), `eval locomo` and `eval traces` (new
+/// stores, their stages run in process), the reads, which see what the workers folded, and the servers (`serve`,
 /// `mcp`), which do both.
 fn runs_on_scale_out(command: &Command) -> bool {
     matches!(
@@ -68,6 +72,7 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Bench(BenchCommand::Recall { .. })
             | Command::Consolidate(_)
             | Command::Eval(EvalCommand::Locomo { .. })
+            | Command::Eval(EvalCommand::Traces { .. })
     ) || takes_principal(command)
 }
 
@@ -88,6 +93,29 @@ fn takes_principal(command: &Command) -> bool {
             | Command::Log { .. }
             | Command::Recall(_)
             | Command::Search { .. }
+    ) || knowledge_command(command)
+}
+
+/// The knowledge and decision-memory commands: on a scale-out store their writes are checked as
+/// on a file, appended and waited for until the workers fold them (the workers index them and
+/// derive links and entity candidates), and their reads go through the `Reader`, so they take
+/// `--as` as the reads do.
+fn knowledge_command(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Fact(_)
+            | Command::Doc(_)
+            | Command::Receipt(_)
+            | Command::Memory(_)
+            | Command::Evolution { .. }
+            | Command::Impact { .. }
+            | Command::Rollup { .. }
+            | Command::Entities(_)
+            | Command::Type(_)
+            | Command::Slot(_)
+            | Command::Checklist(_)
+            | Command::Goal(_)
+            | Command::Schema(_)
     )
 }
 
