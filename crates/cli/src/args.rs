@@ -1067,6 +1067,10 @@ pub(crate) enum EvalCommand {
     /// the trace (session_failure, user_request, after_failure, who_involved, outage, when_did,
     /// agent_activity, decision, fact), each phrased several ways, through `recall` with the
     /// question alone and k = 10.
+    ///
+    /// With --db redis://HOST:PORT/NAME the trace goes to the new scale-out store NAME-0 (a used
+    /// one is refused), its later stages run in this process as the workers run them, and the
+    /// report says `backend`: run it once on each backend to compare the scores side by side.
     Traces {
         /// Seed of the trace and of the questions asked.
         #[arg(long, default_value_t = 7)]

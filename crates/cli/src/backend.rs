@@ -1,7 +1,9 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
 //! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
+//! the knowledge and decision-memory commands (`fact`, `doc`, `receipt`, `memory`, `evolution`,
+//! `impact`, `rollup`, `entities`, `type`, `slot`, `checklist`, `goal`, `schema`),
 //! `reproject`, `enrich`, `reembed`, `export`, `import conversation|locomo|otlp`, `init`,
-//! `backup`, `restore`, `ui`, `demo`, `consolidate`, `eval locomo`, `stats`, `worker`, `serve`,
+//! `backup`, `restore`, `ui`, `demo`, `consolidate`, `eval locomo`, `eval traces`, `stats`, `worker`, `serve`,
 //! `mcp`, `bench ingest` and `bench recall` run (`migrate` takes its stores as arguments);
 //! every other command, which would write the graph in place, refuses the URL with what is true
 //! rather than take it for a file path or pretend to run there (docs/scale-out.md says what
@@ -34,8 +36,8 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
         if let Some(who) = cli.as_principal.as_ref().filter(|_| refused) {
             bail!(
                 "--as `{who}`: command `{}` runs on {url} as the store's owner only, without \
-                 --as; `ingest`, `forget`, `forgotten` and the reads take --as with the \
-                 registry --principals names, and `mcp --data DIR --as NAME` reads the data \
+                 --as; `ingest`, `forget`, `forgotten`, the knowledge commands and the reads \
+                 take --as with the registry --principals names, and `mcp --data DIR --as NAME` reads the data \
                  directory's registry (rule: db.backend_unsupported)",
                 command_name()
             );
@@ -52,9 +54,11 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     bail!(
         "backend redis:// is not yet supported by command `{}`: {url} names a scale-out store, \
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
-         `log`, `recall`, `search`), `forget`, `forgotten`, `reproject`, `enrich`, `reembed`, \
+         `log`, `recall`, `search`), `forget`, `forgotten`, the knowledge and memory commands \
+         (`fact`, `doc`, `receipt`, `memory`, `evolution`, `impact`, `rollup`, `entities`, \
+         `type`, `slot`, `checklist`, `goal`, `schema`), `reproject`, `enrich`, `reembed`, \
          `export`, `import conversation|locomo|otlp`, `init`, `backup`, `restore`, `ui`, \
-         `demo`, `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, \
+         `demo`, `consolidate`, `eval locomo`, `eval traces`, `stats`, `worker`, `serve`, `mcp`, \
          `bench ingest` and `bench recall` run yet (docs/scale-out.md says what exists); pass \
          a store file to --db (rule: db.backend_unsupported)",
         command_name()
@@ -78,6 +82,7 @@ fn runs_on_scale_out(command: &Command) -> bool {
             | Command::Bench(BenchCommand::Recall { .. })
             | Command::Consolidate(_)
             | Command::Eval(EvalCommand::Locomo { .. })
+            | Command::Eval(EvalCommand::Traces { .. })
     ) || takes_principal(command)
         || runs_admin_on_scale_out(command)
 }
@@ -127,6 +132,30 @@ fn takes_principal(command: &Command) -> bool {
             | Command::Recall(_)
             | Command::Search { .. }
     ) || matches!(command, Command::Export(_))
+        || knowledge_command(command)
+}
+
+/// The knowledge and decision-memory commands: on a scale-out store their writes are checked as
+/// on a file, appended and waited for until the workers fold them (the workers index them and
+/// derive links and entity candidates), and their reads go through the `Reader`, so they take
+/// `--as` as the reads do.
+fn knowledge_command(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Fact(_)
+            | Command::Doc(_)
+            | Command::Receipt(_)
+            | Command::Memory(_)
+            | Command::Evolution { .. }
+            | Command::Impact { .. }
+            | Command::Rollup { .. }
+            | Command::Entities(_)
+            | Command::Type(_)
+            | Command::Slot(_)
+            | Command::Checklist(_)
+            | Command::Goal(_)
+            | Command::Schema(_)
+    )
 }
 
 /// The engine on the scale-out store at `url`: reads see the graph as its projection workers

@@ -190,6 +190,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 rankings: rankings.as_deref(),
                 json: cli.json,
                 options: with_embedder(&cli, EngineOptions::default())?,
+                scale_out: crate::scale_out::store_url(&cli)?.as_ref(),
             })
         }
         Command::Search { query, limit, semantic } => {

@@ -261,7 +261,8 @@ impl Engine {
     /// appended and projected) wrote, in one transaction; how many nodes. The write calls
     /// (`record_fact`, `add_document`, `set_slot`, `add_receipts`) run it after their commit, so
     /// `search` and `recall` find what they wrote at once; stage 2 indexes the same nodes again
-    /// when it reaches the records, with the same text.
+    /// when it reaches the records, with the same text. On a remote store it is refused
+    /// (`db.backend_unsupported`): the write calls skip it there, and stage 2 indexes.
     pub fn index_records(&mut self, records: &[&RecordBody]) -> Result<u64, Error> {
         let mut items: BTreeMap<NodeKey, String> = BTreeMap::new();
         {

@@ -356,6 +356,11 @@ impl Engine {
     /// sentence (`fact.unknown_sentence`). The same claim again (same subject, predicate, object,
     /// source, validity and citation) is a duplicate and changes nothing.
     ///
+    /// On a remote store the checks read the graph its workers have folded; the record is
+    /// appended and waited for until folded (at most [`crate::REMOTE_FOLD_WAIT`]), and the
+    /// derived writes are the workers': stage 2 indexes the fact, stage 3's entity resolution
+    /// proposes the `SAME_AS` candidates a store file writes here for a near name.
+    ///
     /// ```
     /// use ctxgraph::{Engine, EngineOptions, EntityInput, FactInput, FactQuery, ObjectInput, OpenMode};
     /// # fn main() -> Result<(), ctxgraph::Error> {
@@ -379,7 +384,6 @@ impl Engine {
     /// # }
     /// ```
     pub fn record_fact(&mut self, input: &FactInput) -> Result<FactOutcome, Error> {
-        self.backend.embedded("recording a fact")?;
         let embedder = self.embedder()?;
         let max = self.options().limits.max_name_bytes;
         let mut violations = Vec::new();
@@ -594,7 +598,8 @@ impl Engine {
             Some(entry) => IngestOutcome::Duplicate(entry.position),
             None => self.append_one(&record)?,
         };
-        if matches!(outcome, IngestOutcome::New(_)) && !proposals.is_empty() {
+        // On a remote store the candidates are stage 3's: its entity resolution proposes them.
+        if matches!(outcome, IngestOutcome::New(_)) && !proposals.is_empty() && !self.is_remote() {
             self.propose_same_as(&proposals)?;
         }
         Ok(FactOutcome {
@@ -607,14 +612,15 @@ impl Engine {
     }
 
     /// Retract a fact (a `fact_retraction` record): it is not true from `at` (now when `None`)
-    /// on. An unknown fact id is refused (`fact.unknown_fact`) and nothing is written.
+    /// on. An unknown fact id is refused (`fact.unknown_fact`) and nothing is written. On a
+    /// remote store the fact must be folded already; the retraction is waited for as
+    /// [`Engine::record_fact`]'s record is.
     pub fn retract_fact(
         &mut self,
         fact_id: &str,
         reason: Option<&str>,
         at: Option<&str>,
     ) -> Result<IngestOutcome, Error> {
-        self.backend.embedded("retracting a fact")?;
         let mut record = Map::new();
         record.insert("record_type".into(), "fact_retraction".into());
         record.insert("fact_id".into(), fact_id.into());
@@ -643,9 +649,11 @@ impl Engine {
     /// mention, and append a `document` record holding the text verbatim.
     ///
     /// The same URL and content again is a no-op ([`IngestOutcome::Duplicate`]); a changed text
-    /// under a known URL becomes the next version, linked to the one it replaces.
+    /// under a known URL becomes the next version, linked to the one it replaces. On a remote
+    /// store the previous version and the mentioned entities are read from the folded graph,
+    /// the record is waited for as [`Engine::record_fact`]'s is, and stage 2 indexes its
+    /// sentences.
     pub fn add_document(&mut self, input: &DocumentInput) -> Result<DocumentOutcome, Error> {
-        self.backend.embedded("adding a document")?;
         let hash = content_hash(&input.text);
         let id = document_id(&input.url, &hash);
         let tree = split_document(input.format, &input.text);
@@ -723,14 +731,19 @@ impl Engine {
     }
 
     /// Append one record (projected inline) and report its outcome; a new one's facts,
-    /// sentences or slot value are indexed at once ([`Engine::index_records`]).
+    /// sentences or slot value are indexed at once ([`Engine::index_records`]). On a remote
+    /// store, the record is appended and waited for until the workers fold it (at most
+    /// [`crate::REMOTE_FOLD_WAIT`]); stage 2 indexes it there.
     pub(crate) fn append_one(
         &mut self,
         record: &ctxgraph_ontology::ValidRecord,
     ) -> Result<IngestOutcome, Error> {
-        // Its callers read back what they wrote and index it at once: inline projection.
-        self.backend.embedded(&format!("writing a {} record", record.kind().as_str()))?;
         let outcome = self.ingest_one(record)?;
+        if self.is_remote() {
+            // Its callers read back what they wrote: read-your-writes once folded.
+            self.await_fold([&outcome])?;
+            return Ok(outcome);
+        }
         if matches!(outcome, IngestOutcome::New(_)) && crate::indexed::indexes(record.kind()) {
             self.index_records(&[record.body()])?;
         }

@@ -65,6 +65,7 @@ mod memory;
 mod recall;
 mod receipt;
 mod remote_ingest;
+mod remote_write;
 mod resolve;
 mod retention;
 mod slots;
@@ -117,6 +118,7 @@ pub use recall::{
     RecallParams, RecallQuery, Step, Timings, Unknown, classify, content_words,
 };
 pub use receipt::{ReceiptQuery, ReceiptView, policy_filter};
+pub use remote_write::REMOTE_FOLD_WAIT;
 pub use resolve::{Candidate, CandidateEntity, CandidateStatus, ResolveConfig, ResolveReport};
 pub use retention::{RetentionOptions, RetentionReport, Tier, TierCounts, salience};
 pub use slots::{

@@ -643,13 +643,20 @@ impl Engine {
     /// memory is then embedded, put in the full-text index and offered to the automatic link
     /// rules against every stored memory (see the module docs), in a second transaction: if that
     /// fails, the memory is saved and [`Engine::link_memories`] rebuilds its links.
+    ///
+    /// On a remote store the records are checked against the folded graph and its unfolded log
+    /// tail, appended in one batch and waited for until folded (at most
+    /// [`crate::REMOTE_FOLD_WAIT`]); indexing is stage 2's and the automatic links stage 3's
+    /// (`worker --stage enrich`, `worker --stage consolidate`).
     pub fn save_memories(
         &mut self,
         records: &[ValidRecord],
     ) -> Result<Vec<Result<IngestOutcome, Error>>, Error> {
-        // New memories are linked in the graph as they are saved.
-        self.backend.embedded("saving memories")?;
         let outcomes = self.ingest_batch(records, Projection::Inline, false)?;
+        if self.is_remote() {
+            self.await_fold(outcomes.iter().flatten())?;
+            return Ok(outcomes);
+        }
         let new: Vec<&str> = records
             .iter()
             .zip(&outcomes)
@@ -705,7 +712,13 @@ impl Engine {
     /// memory's top lists (see the module docs). Deterministic for a given log, model and
     /// [`MemoryOptions`]; running it again changes nothing. Run after `reproject`, after a bulk
     /// `ingest` of memory records, or after changing the options; `consolidate` runs it too.
+    ///
+    /// On a remote store the links are stage 3's, rebuilt with everything else it derives in
+    /// one watched transaction: this runs [`Engine::consolidate`] and reports its links.
     pub fn link_memories(&mut self) -> Result<LinkReport, Error> {
+        if self.is_remote() {
+            return Ok(self.consolidate()?.memory_links);
+        }
         let embedder = self.embedder()?;
         let options = self.options().memory.clone();
         let mut w = self.backend.embedded_mut("linking memories")?.begin_write()?;

@@ -100,13 +100,19 @@ impl Engine {
     ///
     /// A receipt citing an event or entity that does not exist is refused (a validation error
     /// naming the field, rule `receipt.unknown_input`) and nothing of it is written.
+    ///
+    /// On a remote store the cited events and entities may be folded or still in the log's
+    /// unfolded tail; the receipts are appended in one batch and waited for until folded (at
+    /// most [`crate::REMOTE_FOLD_WAIT`]), and stage 2 indexes them.
     pub fn add_receipts(
         &mut self,
         records: &[ValidRecord],
     ) -> Result<Vec<Result<IngestOutcome, Error>>, Error> {
-        // Receipts are indexed as they are written: that needs the graph in place.
-        self.backend.embedded("adding receipts")?;
         let outcomes = self.ingest_batch(records, crate::Projection::Inline, false)?;
+        if self.is_remote() {
+            self.await_fold(outcomes.iter().flatten())?;
+            return Ok(outcomes);
+        }
         let new: Vec<&RecordBody> = records
             .iter()
             .zip(&outcomes)

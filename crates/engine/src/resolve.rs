@@ -460,8 +460,15 @@ impl Engine {
     ///
     /// Deterministic for a given graph, embedding model and `cfg`; running it again changes
     /// nothing. Names are embedded with the engine's embedder inside the transaction.
+    ///
+    /// On a remote store entity resolution is stage 3's, rebuilt with everything else it
+    /// derives in one watched transaction: this runs [`Engine::consolidate_with`] with `cfg`
+    /// and reports its resolution.
     pub fn resolve_entities(&mut self, cfg: &ResolveConfig) -> Result<ResolveReport, Error> {
-        self.backend.embedded("entity resolution")?;
+        if self.is_remote() {
+            let options = crate::ConsolidateOptions { resolve: *cfg, ..self.options().consolidate };
+            return Ok(self.consolidate_with(&options)?.resolve);
+        }
         let embedder = self.embedder()?;
         let mut w = self.backend.embedded_mut("entity resolution")?.begin_write()?;
         let report = resolve_entities(&mut w, &self.schema, embedder.as_ref(), cfg)?;
@@ -522,10 +529,13 @@ impl Engine {
         let mut outcomes =
             self.ingest_batch(std::slice::from_ref(&record), Projection::Inline, true)?;
         // One record in, one outcome out: ingest_batch reports every record it was given.
-        outcomes.pop().ok_or_else(|| Error::Corruption {
+        let outcome = outcomes.pop().ok_or_else(|| Error::Corruption {
             position: 0,
             reason: "appending a decision reported no outcome".into(),
-        })?
+        })??;
+        // On a remote store, read-your-writes once the workers fold it.
+        self.await_fold([&outcome])?;
+        Ok(outcome)
     }
 }
 

@@ -14,8 +14,11 @@
 //! no state of its own: its engines read the graph that projection workers fold and append to
 //! the log, so several servers may serve one store. Ingests still go through the queue (a group
 //! is one append), and after the answer wait a bounded time for the workers to fold them
-//! ([`remote::PROJECTION_WAIT`]); nothing is enriched and no file is maintained; an operation
-//! the engine refuses there is the client error `db.backend_unsupported` (400).
+//! ([`remote::PROJECTION_WAIT`]); nothing is enriched and no file is maintained. The knowledge
+//! and memory writes (facts, documents, receipts, memories, types, slots, goals) call the same
+//! engine functions, which wait in the writer for their fold (at most
+//! [`ctxgraph::REMOTE_FOLD_WAIT`]); an operation the engine refuses there is the client error
+//! `db.backend_unsupported` (400).
 //!
 //! # Concurrency
 //! Engines are blocking and not `Sync` (one SQLite connection each; a snapshot borrows its

@@ -1,6 +1,10 @@
-//! `eval locomo --db redis://HOST:PORT/NAME`: each conversation in a new scale-out store
-//! `NAME-i`, its later stages run in this process as the workers run them (fold to the log's
-//! head, enrich, consolidate), so the scores compare with a store file's.
+//! `eval locomo --db redis://HOST:PORT/NAME` and `eval traces --db redis://HOST:PORT/NAME`:
+//! each conversation (or the trace) in a new scale-out store `NAME-i`, its later stages run in
+//! this process as the workers run them (fold to the log's head, enrich, consolidate), so the
+//! scores compare with a store file's.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};
@@ -30,11 +34,47 @@ pub(crate) fn fresh(
 /// Every stage after ingest, as the workers run them: fold the log into the graph to its head,
 /// enrich, consolidate.
 pub(crate) fn settle(url: &StoreUrl, engine: &mut Engine) -> anyhow::Result<()> {
+    fold(url)?;
+    engine.enrich(&mut |_, _| {})?;
+    engine.consolidate()?;
+    Ok(())
+}
+
+/// Fold the log into the graph to its head, as a projection worker does.
+pub(crate) fn fold(url: &StoreUrl) -> anyhow::Result<()> {
     let log = RedisLog::connect(url)?;
     let schema = load_schema(&log)?;
     let graph = FalkorGraph::connect(url, &schema)?;
     catch_up(&schema, &log, &graph, usize::MAX)?;
-    engine.enrich(&mut |_, _| {})?;
-    engine.consolidate()?;
     Ok(())
+}
+
+/// Run `write` while a projection worker folds `url` on another thread of this process, as
+/// a worker beside the writer would: the engine's knowledge writes wait for the fold of what
+/// they append, and their checks read what the writes before them made.
+pub(crate) fn with_folding<T>(
+    url: &StoreUrl,
+    write: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let worker = s.spawn(|| -> anyhow::Result<()> {
+            let log = RedisLog::connect(url)?;
+            let schema = load_schema(&log)?;
+            let graph = FalkorGraph::connect(url, &schema)?;
+            while !stop.load(Ordering::SeqCst) {
+                if catch_up(&schema, &log, &graph, usize::MAX)? == 0 {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            Ok(())
+        });
+        let written = write();
+        stop.store(true, Ordering::SeqCst);
+        let folded = worker.join().map_err(|_| anyhow::anyhow!("the folding thread panicked"))?;
+        // The writes' own error first: a fold that failed made them wait, not fail.
+        let written = written?;
+        folded?;
+        Ok(written)
+    })
 }

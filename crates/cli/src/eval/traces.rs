@@ -52,6 +52,9 @@ pub(crate) struct TracesArgs<'a> {
     pub(crate) json: bool,
     /// Engine options of the store (the embedder chosen on the command line).
     pub(crate) options: EngineOptions,
+    /// A scale-out store (`--db redis://…`): the trace goes to the new store `NAME-0` there,
+    /// its later stages run in this process as the workers run them.
+    pub(crate) scale_out: Option<&'a ctxgraph_scaleout::StoreUrl>,
 }
 
 /// Counts of what went into the store.
@@ -118,9 +121,23 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
     let knowledge = knowledge::plan(&trace, args.seed, args.per_family)?;
     let questions = questions::questions(&trace, &knowledge, args.seed, args.per_family);
 
-    let mut engine = Engine::open(&path, OpenMode::CreateIfMissing, args.options.clone())
-        .with_context(|| format!("opening store {}", path.display()))?;
-    eprintln!("ingesting {sent} lines into {} ...", path.display());
+    let (remote, mut engine) = match args.scale_out {
+        Some(_) if args.store.is_some() => anyhow::bail!(
+            "eval traces: --store names a store file and --db a scale-out store: give one \
+             (rule: eval.one_store)"
+        ),
+        Some(base) => {
+            let (url, engine) = super::scale_out::fresh(base, 0, args.options.clone())?;
+            (Some(url), engine)
+        }
+        None => {
+            let engine = Engine::open(&path, OpenMode::CreateIfMissing, args.options.clone())
+                .with_context(|| format!("opening store {}", path.display()))?;
+            (None, engine)
+        }
+    };
+    let at = remote.as_ref().map_or_else(|| path.display().to_string(), ToString::to_string);
+    eprintln!("ingesting {sent} lines into {at} ...");
     let file =
         std::fs::File::open(&jsonl).with_context(|| format!("reading {}", jsonl.display()))?;
     let mut next = 1;
@@ -145,6 +162,10 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
             report.progress.rejected
         );
     }
+    if let Some(url) = &remote {
+        // The workers' fold, before the count below and the writes that read the events.
+        super::scale_out::fold(url)?;
+    }
     // A kept store must hold this trace and nothing else, or the ground truth would not be its.
     let stored = {
         let stats = engine.owner_reader()?.store_stats()?;
@@ -152,8 +173,7 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
     };
     if stored != args.events as u64 {
         anyhow::bail!(
-            "the store {} holds {stored} events, not the {} of this trace: give a fresh --store, or the --seed and --events it was built with",
-            path.display(),
+            "the store {at} holds {stored} events, not the {} of this trace: give a fresh --store, or the --seed and --events it was built with",
             args.events
         );
     }
@@ -162,7 +182,13 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
         knowledge.decisions.len(),
         knowledge.facts.values().map(Vec::len).sum::<usize>()
     );
-    let written = knowledge::write(&mut engine, &knowledge)?;
+    let written = match &remote {
+        // Each write waits for its fold: a projection worker folds beside the writer.
+        Some(url) => {
+            super::scale_out::with_folding(url, || knowledge::write(&mut engine, &knowledge))?
+        }
+        None => knowledge::write(&mut engine, &knowledge)?,
+    };
     let loaded = Loaded {
         lines: report.progress.lines,
         accepted: report.progress.accepted,
@@ -174,7 +200,10 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
     drop(trace);
     // A store kept from an earlier run of the same seed and size has nothing new: it is already
     // enriched and consolidated.
-    if report.progress.accepted > 0 || written > 0 {
+    if let Some(url) = &remote {
+        eprintln!("folding, enriching and consolidating ...");
+        super::scale_out::settle(url, &mut engine)?;
+    } else if report.progress.accepted > 0 || written > 0 {
         eprintln!("enriching ...");
         let mut next = 1;
         engine.enrich(&mut |done, total| {
@@ -273,6 +302,7 @@ fn report_results(
         print_json(&json!({
             "seed": args.seed, "events": args.events, "per_family": args.per_family, "k": K,
             "store": args.store,
+            "backend": if args.scale_out.is_some() { "redis" } else { "file" },
             "ingest": {"lines": loaded.lines, "accepted": loaded.accepted, "duplicates": loaded.duplicates},
             "sessions": loaded.sessions, "decisions": loaded.decisions, "facts": loaded.facts,
             "questions": questions.len(), "families": FAMILIES, "systems": systems,

@@ -452,20 +452,6 @@ fn writes_that_change_the_graph_in_place_are_refused_on_a_remote_store() {
     p.fold();
     let head = log(&p.remote).len();
     let event = p.remote.owner_reader().unwrap().nodes("Event", None, 1).unwrap().remove(0).key;
-    let fact = FactInput::new(
-        EntityInput::named("alice"),
-        "depends_on",
-        ObjectInput::Entity(EntityInput::named("postgres")),
-    );
-    let memory = p
-        .remote
-        .validate(
-            &json!({"record_type": "memory", "memory_id": "m1", "kind": "decision",
-                          "topic": "storage", "content": "use the embedded store",
-                          "session_id": "s", "created_at": "2026-11-20T09:00:00Z"})
-            .to_string(),
-        )
-        .unwrap();
     let dir = TempDir::new().unwrap();
     let refusals: Vec<(&str, Error)> = vec![
         ("enrich", p.remote.enrich(&mut |_, _| {}).unwrap_err()),
@@ -482,7 +468,6 @@ fn writes_that_change_the_graph_in_place_are_refused_on_a_remote_store() {
         ("retention", p.remote.apply_retention(&RetentionOptions::default()).unwrap_err()),
         ("resolution", p.remote.resolve_entities(&ResolveConfig::default()).unwrap_err()),
         ("linking", p.remote.link_memories().unwrap_err()),
-        ("fact", p.remote.record_fact(&fact).unwrap_err()),
         ("lexical index", p.remote.index_text().unwrap_err()),
         ("backup", p.remote.backup(&dir.path().join("copy.ctxg")).unwrap_err()),
     ];
@@ -491,10 +476,82 @@ fn writes_that_change_the_graph_in_place_are_refused_on_a_remote_store() {
         assert!(e.to_string().contains("test-remote://"), "{what} names the store: {e}");
         assert!(e.is_user_error());
     }
-    let e = p.remote.save_memories(&[memory]).unwrap_err();
-    assert_eq!(e.code(), "db.backend_unsupported");
     assert_eq!(log(&p.remote).len(), head, "nothing was written");
     assert_eq!(p.remote.owner_reader().unwrap().node(&event).unwrap().map(|n| n.key), Some(event));
+}
+
+#[test]
+fn facts_and_memories_written_on_a_remote_store_read_back_as_on_a_store_file() {
+    let mut p = pair();
+    let claim = |subject: &str, object: &str, confidence: f64, source: &str| {
+        let mut f = FactInput::new(
+            EntityInput::typed(subject, "person"),
+            "reports_to",
+            ObjectInput::Entity(EntityInput::typed(object, "person")),
+        );
+        f.confidence = Some(confidence);
+        f.source = Some(source.into());
+        f.asserted_at = Some("2026-11-20T09:00:00Z".into());
+        f
+    };
+    let memory = json!({"record_type": "memory", "memory_id": "m1", "kind": "decision",
+        "topic": "storage", "content": "use the embedded store",
+        "session_id": "s", "created_at": "2026-11-20T09:00:00Z"})
+    .to_string();
+    // The second claim names the entities the first created: on the remote store its checks
+    // see them only once the worker (a thread folding as it goes) has folded the first.
+    let claims = [claim("Alice", "Bob", 0.6, "org chart"), claim("alice", "bob", 0.5, "hr")];
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (remote, worker) = (&mut p.remote, &mut p.worker);
+    let written = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                worker.catch_up(&mut |_, _| {}).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        let mut out = Vec::new();
+        for c in &claims {
+            out.push(remote.record_fact(c).map(|o| (o.outcome, o.fact_id)).map_err(|e| e.code()));
+        }
+        let record = remote.validate(&memory).unwrap();
+        out.extend(
+            remote
+                .save_memories(&[record])
+                .unwrap()
+                .into_iter()
+                .map(|o| o.map(|o| (o, String::new())).map_err(|e| e.code())),
+        );
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        out
+    });
+    let mut expected = Vec::new();
+    for c in &claims {
+        expected
+            .push(p.embedded.record_fact(c).map(|o| (o.outcome, o.fact_id)).map_err(|e| e.code()));
+    }
+    let record = p.embedded.validate(&memory).unwrap();
+    expected.extend(
+        p.embedded
+            .save_memories(&[record])
+            .unwrap()
+            .into_iter()
+            .map(|o| o.map(|o| (o, String::new())).map_err(|e| e.code())),
+    );
+    assert_eq!(written, expected);
+    p.fold();
+    let facts = |e: &Engine| e.owner_reader().unwrap().facts(&Default::default()).unwrap();
+    let (a, b) = (facts(&p.embedded), facts(&p.remote));
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert!((b[0].confidence - 0.8).abs() < 1e-9, "noisy-or of both claims: {b:?}");
+    assert_eq!(a, b);
+    assert_eq!(log(&p.embedded), log(&p.remote));
+    // An unknown fact is refused the same way on both, and nothing is written.
+    let head = log(&p.remote).len();
+    let refused =
+        |e: &mut Engine| e.retract_fact("user:x|reports_to|user:y", None, None).unwrap_err();
+    assert_eq!(refused(&mut p.remote).to_string(), refused(&mut p.embedded).to_string());
+    assert_eq!(log(&p.remote).len(), head);
 }
 
 mod forget;

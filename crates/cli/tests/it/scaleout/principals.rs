@@ -77,6 +77,29 @@ fn a_principal_reads_a_scale_out_store_as_it_reads_a_store_file() {
     assert_eq!(as_who(&dir, &to, "ops", &["get", "e2"]).0, 0);
     let (_, session, _) = as_who(&dir, &to, "viewer", &["session", "s1"]);
     assert!(session.contains("e1") && !session.contains("e2"), "{session}");
+    // The knowledge commands take the principal too: a writer records a fact, a viewer may
+    // not, and both read it as on the store file.
+    let fact = ["fact", "add", "deploy", "depends_on", "registry", "--subject-type", "concept"];
+    let fact = [&fact[..], &["--object-type", "concept"]].concat();
+    let worker = super::running_worker(&dir, &to);
+    for db in ["plain.ctxg", to.as_str()] {
+        let (code, _, err) = as_who(&dir, db, "ops", &fact);
+        assert_eq!(code, 0, "{db}: {err}");
+        let (code, _, err) = as_who(&dir, db, "viewer", &fact);
+        assert_eq!(code, 2, "{db}: {err}");
+        assert!(err.contains("access.forbidden"), "{db}: {err}");
+    }
+    drop(worker);
+    for who in ["viewer", "ops"] {
+        let ids = |db: &str| {
+            let (code, out, err) = as_who(&dir, db, who, &["fact", "list"]);
+            assert_eq!(code, 0, "{who} {db}: {err}");
+            let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+            list.as_array().unwrap().iter().map(|f| f["fact_id"].clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&to), ids("plain.ctxg"), "{who}");
+        assert_eq!(ids(&to), [json!("concept:deploy|depends_on|concept:registry")]);
+    }
     // The owner's reads and forgetting stay the owner's and admins'.
     let (code, _, err) = as_who(&dir, &to, "viewer", &["log"]);
     assert_eq!(code, 2, "{err}");

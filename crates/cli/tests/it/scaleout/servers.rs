@@ -183,15 +183,25 @@ fn two_servers_on_one_store_read_each_others_writes_once_folded() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(a.gauge(&key, "ctxgraph_consolidation_lag_records"), Some(0));
 
-    // What a scale-out store cannot do is a client error naming the rule, never a 500.
-    let fact = json!({"subject": "orders-db", "predicate": "runs_on", "object": "postgres"});
+    // A fact written through one server is read back, once folded, through the other: the
+    // second claim names the entities the first created, and its answer merges both claims.
+    let fact = json!({"subject": "orders-db", "subject_type": "service", "predicate": "depends_on",
+        "object": "postgres", "object_type": "service", "confidence": 0.6, "source": "runbook"});
     let (status, body) = a.call("/v1/facts", &key, Some(&fact));
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("db.backend_unsupported")),
-        "{body}"
-    );
-    assert!(body["error"]["message"].as_str().unwrap().contains(&store), "{body}");
+    assert_eq!((status, body["status"].as_str()), (200, Some("accepted")), "{body}");
+    assert_eq!(body["fact"]["sources"], json!(["runbook"]), "read back once folded: {body}");
+    let again = json!({"subject": "orders-db", "predicate": "depends_on", "object": "postgres",
+        "confidence": 0.5, "source": "on-call notes"});
+    let (status, body) = b.call("/v1/facts", &key, Some(&again));
+    assert_eq!((status, body["status"].as_str()), (200, Some("accepted")), "{body}");
+    assert_eq!(body["fact_id"], "service:orders-db|depends_on|service:postgres", "{body}");
+    assert_eq!(body["fact"]["claims"], 2, "{body}");
+    assert!((body["fact"]["confidence"].as_f64().unwrap() - 0.8).abs() < 1e-9, "{body}");
+    // A fact naming an unknown entity is a client error naming the rule, as on a store file.
+    let unknown = json!({"subject": "nobody-db", "predicate": "depends_on", "object": "postgres"});
+    let (status, body) = b.call("/v1/facts", &key, Some(&unknown));
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["violations"][0]["rule"], "fact.unknown_entity", "{body}");
 
     let pid = worker.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
@@ -225,13 +235,23 @@ fn mcp_over_stdio_writes_and_reads_a_scale_out_store_as_its_owner_or_a_tenant() 
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
         assert!(found, "recall over MCP never found the event once the worker folded it");
+        // Knowledge writes run there too: the fact is read back once the worker folded it.
+        let fact = ok(
+            &client,
+            "record_fact",
+            json!({"subject": "orders-db", "subject_type": "service", "predicate": "depends_on",
+                "object": "postgres", "object_type": "service", "source": "runbook"}),
+        )
+        .await;
+        assert_eq!(fact["status"], "accepted", "{fact}");
+        assert_eq!(fact["fact"]["sources"], json!(["runbook"]), "{fact}");
         let refused = err(
             &client,
             "record_fact",
-            json!({"subject": "orders-db", "predicate": "runs_on", "object": "postgres"}),
+            json!({"subject": "nobody-db", "predicate": "depends_on", "object": "postgres"}),
         )
         .await;
-        assert_eq!(refused["code"], "db.backend_unsupported", "{refused}");
+        assert_eq!(refused["violations"][0]["rule"], "fact.unknown_entity", "{refused}");
         client.cancel().await.unwrap();
 
         // As a principal of the registry in --data: its tenant's store, NAME-TENANT.
