@@ -2,7 +2,7 @@
 //! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
 //! the knowledge and decision-memory commands (`fact`, `doc`, `receipt`, `memory`, `evolution`,
 //! `impact`, `rollup`, `entities`, `type`, `slot`, `checklist`, `goal`, `schema`),
-//! `reproject`, `enrich`, `reembed`, `export`, `import conversation|locomo|otlp`, `init`,
+//! `reproject`, `enrich`, `reembed`, `export`, `import`, `init`,
 //! `backup`, `restore`, `ui`, `demo`, `consolidate`, `eval locomo`, `eval traces`, `stats`, `worker`, `serve`,
 //! `mcp`, `bench ingest` and `bench recall` run (`migrate` takes its stores as arguments);
 //! every other command, which would write the graph in place, refuses the URL with what is true
@@ -13,7 +13,7 @@ use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};
 use ctxgraph_scaleout::{ScaleOutStore, StoreUrl};
 
-use crate::args::{BenchCommand, Cli, Command, EvalCommand, ImportCommand};
+use crate::args::{BenchCommand, Cli, Command, EvalCommand};
 
 /// Refuse a `--db` that names a scale-out store for a command that cannot run on one, naming
 /// the command; a malformed URL is refused with its field, value and rule.
@@ -57,7 +57,7 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
          `log`, `recall`, `search`), `forget`, `forgotten`, the knowledge and memory commands \
          (`fact`, `doc`, `receipt`, `memory`, `evolution`, `impact`, `rollup`, `entities`, \
          `type`, `slot`, `checklist`, `goal`, `schema`), `reproject`, `enrich`, `reembed`, \
-         `export`, `import conversation|locomo|otlp`, `init`, `backup`, `restore`, `ui`, \
+         `export`, `import`, `init`, `backup`, `restore`, `ui`, \
          `demo`, `consolidate`, `eval locomo`, `eval traces`, `stats`, `worker`, `serve`, `mcp`, \
          `bench ingest` and `bench recall` run yet (docs/scale-out.md says what exists); pass \
          a store file to --db (rule: db.backend_unsupported)",
@@ -91,7 +91,9 @@ fn runs_on_scale_out(command: &Command) -> bool {
 /// and 3 reset in one transaction, then folded, enriched and consolidated again in this
 /// process), `enrich` (stage 2 in watched transactions), `reembed` (stage 2's data dropped in
 /// one transaction, then enriched again), `export` (through the `Reader`, so with `--as` too),
-/// the imports that only append (`import conversation|locomo|otlp`; the workers fold), `init`
+/// the imports (`import conversation|locomo|otlp` append for the workers to fold; `import
+/// mcp-memory|episodes|mem0|markdown` write their facts, memories and documents as the knowledge
+/// commands do, each waited for until folded), `init`
 /// (the server answers; nothing is created), `backup` (the log into a new store file),
 /// `restore` (a backup or an exported log into an empty scale-out store), `ui` (the explorer,
 /// as the store's owner) and `demo` (the bundled trace appended, then folded, enriched and
@@ -108,9 +110,7 @@ fn runs_admin_on_scale_out(command: &Command) -> bool {
             | Command::Demo
             | Command::Backup { .. }
             | Command::Restore { .. }
-            | Command::Import(
-                ImportCommand::Conversation(_) | ImportCommand::Locomo(_) | ImportCommand::Otlp(_)
-            )
+            | Command::Import(_)
     )
 }
 

@@ -12,7 +12,7 @@ use super::{LiveWorker, fresh_store, running_worker};
 /// A command's exit code, JSON output (`Null` when it printed none) and error text, with what
 /// differs between two runs taken out: times written "now" (today's date), acknowledgement
 /// times and timings, decimals past the sixth, and the store's name.
-fn run(dir: &TempDir, db: &str, args: &[&str]) -> (i32, Value, String) {
+pub(super) fn run(dir: &TempDir, db: &str, args: &[&str]) -> (i32, Value, String) {
     fn strip(v: &mut Value, today: &str) {
         match v {
             Value::Object(map) => {

@@ -1,0 +1,66 @@
+//! The imports that write facts, memories and documents (`import mcp-memory`, `episodes`,
+//! `mem0`, `markdown`) on the scale-out backend: run on a store file and on a scale-out store
+//! (a live worker folding, then stages 2 and 3 by their workers), they report the same counts
+//! and leave the same facts, memories, documents and timelines.
+
+use tempfile::TempDir;
+
+use super::knowledge::run;
+use super::{LiveWorker, fresh_store, running_worker};
+
+fn fixture(name: &str) -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/interop/").to_owned() + name
+}
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn imports_of_facts_memories_and_notes_give_a_store_file_s_answers() {
+    let dir = TempDir::new().unwrap();
+    let to = fresh_store();
+    let worker: LiveWorker = running_worker(&dir, &to);
+    let imports: [Vec<String>; 4] = [
+        vec![
+            "mcp-memory".into(),
+            fixture("memory.jsonl"),
+            "--at".into(),
+            "2025-03-12T08:00:00Z".into(),
+        ],
+        vec!["episodes".into(), fixture("episodes.json")],
+        vec!["mem0".into(), fixture("mem0.json")],
+        vec!["markdown".into(), fixture("notes")],
+    ];
+    let mut accepted = 0;
+    for args in &imports {
+        let mut all = vec!["import"];
+        all.extend(args.iter().map(String::as_str));
+        let file = run(&dir, "file.ctxg", &all);
+        assert_eq!(file.0, 0, "{all:?}: {}", file.2);
+        assert_eq!(run(&dir, &to, &all), file, "{all:?}");
+        for part in ["events", "facts", "memories", "documents"] {
+            accepted += file.1[part]["accepted"].as_u64().unwrap_or(0);
+        }
+    }
+    assert!(accepted > 10, "the imports wrote records: {accepted}");
+    drop(worker);
+    for args in [
+        &["worker", "--once"][..],
+        &["worker", "--stage", "enrich", "--once"],
+        &["worker", "--stage", "consolidate", "--once"],
+    ] {
+        let (code, _, err) = run(&dir, &to, args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    let (code, _, err) = run(&dir, "file.ctxg", &["consolidate"]);
+    assert_eq!(code, 0, "{err}");
+    for args in [
+        &["fact", "list", "--all"][..],
+        &["memory", "list"],
+        &["doc", "list"],
+        &["session", "incident-4711"],
+        &["memory", "search", "peanut allergy"],
+    ] {
+        let want = run(&dir, "file.ctxg", args);
+        assert_eq!(want.0, 0, "{args:?}: {}", want.2);
+        assert_eq!(run(&dir, &to, args), want, "{args:?}");
+    }
+}
