@@ -692,7 +692,10 @@ impl Engine {
     /// removes every automatic link and writes none, on writes them again; explicit links stay
     /// either way. A memory saved with `auto_link: false` stays unlinked in both.
     pub fn set_auto_link(&mut self, on: bool) -> Result<LinkReport, Error> {
-        {
+        if let crate::backend::Backend::Remote(store) = &self.backend {
+            // The setting in the store's settings; the links are stage 3's (`link_memories`).
+            store.set_setting(AUTO_LINK_SETTING, (!on).then_some("off"))?;
+        } else {
             let mut w =
                 self.backend.embedded_mut("setting automatic memory links")?.begin_write()?;
             w.set_setting(AUTO_LINK_SETTING, (!on).then_some("off"))?;

@@ -167,6 +167,10 @@ impl RemoteStore for ScaleOutStore {
     fn reset_enrichment(&self) -> Result<(), StoreError> {
         FalkorGraph::connect_read(&self.url)?.reset_enrichment()
     }
+
+    fn set_setting(&self, name: &str, value: Option<&str>) -> Result<(), StoreError> {
+        FalkorGraph::connect_read(&self.url)?.set_setting(name, value)
+    }
 }
 
 /// One read of a [`ScaleOutStore`]: the log and the graph over one connection pair, given back

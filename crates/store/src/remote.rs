@@ -109,6 +109,17 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
     fn reset_enrichment(&self) -> Result<(), StoreError> {
         Err(no_reset(&self.location()))
     }
+
+    /// Set the store setting `name` (`None` removes it), as [`GraphStore::set_setting`] does in
+    /// a write transaction; the next read sees it. A setting is the store's, not the log's: no
+    /// record is appended.
+    fn set_setting(&self, name: &str, value: Option<&str>) -> Result<(), StoreError> {
+        let _ = (name, value);
+        Err(StoreError::Remote {
+            backend: "remote",
+            detail: format!("{}: this store keeps no settings", self.location()),
+        })
+    }
 }
 
 /// The answer of a remote store that does not start its derived data over.

@@ -104,6 +104,24 @@ impl FalkorGraph {
         Ok(value.unwrap_or(0))
     }
 
+    /// Set the store setting `name`, or remove it (`None`): one `HSET` or `HDEL` of the
+    /// settings hash, seen by every read view begun after it.
+    pub(crate) fn set_setting(&self, name: &str, value: Option<&str>) -> Result<(), StoreError> {
+        let cmd = match value {
+            Some(value) => {
+                let mut c = redis::cmd("HSET");
+                c.arg(&self.settings).arg(name).arg(value);
+                c
+            }
+            None => {
+                let mut c = redis::cmd("HDEL");
+                c.arg(&self.settings).arg(name);
+                c
+            }
+        };
+        cmd.query::<()>(&mut *self.raw.borrow_mut()).map_err(|e| raw_remote(&self.url, &e))
+    }
+
     /// A store setting. Within a read view, from its memo.
     pub(crate) fn setting_value(&self, key: &str) -> Result<Option<String>, StoreError> {
         self.load_state()?;

@@ -64,3 +64,55 @@ fn imports_of_facts_memories_and_notes_give_a_store_file_s_answers() {
         assert_eq!(run(&dir, &to, args), want, "{args:?}");
     }
 }
+
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn the_automatic_link_setting_switches_on_a_scale_out_store_as_on_a_store_file() {
+    let dir = TempDir::new().unwrap();
+    let to = fresh_store();
+    let worker: LiveWorker = running_worker(&dir, &to);
+    for (id, content, at) in [
+        ("m1", "Use redis for the atlas cache", "2026-11-20T09:30:00Z"),
+        ("m2", "Keep redis for the atlas cache sessions", "2026-11-20T09:40:00Z"),
+    ] {
+        let args = [
+            "memory",
+            "save",
+            "--id",
+            id,
+            "--kind",
+            "decision",
+            "--topic",
+            "cache",
+            "--content",
+            content,
+            "--session",
+            "s1",
+            "--at",
+            at,
+        ];
+        for db in ["file.ctxg", to.as_str()] {
+            let (code, _, err) = run(&dir, db, &args);
+            assert_eq!(code, 0, "{args:?} on {db}: {err}");
+        }
+    }
+    drop(worker);
+    let links = |db: &str| {
+        let (code, shown, err) = run(&dir, db, &["memory", "show", "m2"]);
+        assert_eq!(code, 0, "{err}");
+        shown
+    };
+    let mut seen = Vec::new();
+    for (switch, want) in [("off", false), ("on", true)] {
+        for db in ["file.ctxg", to.as_str()] {
+            let (code, _, err) = run(&dir, db, &["memory", "auto-link", switch]);
+            assert_eq!(code, 0, "auto-link {switch} on {db}: {err}");
+            let (code, status, err) = run(&dir, db, &["memory", "auto-link"]);
+            assert_eq!(code, 0, "{err}");
+            assert_eq!(status["auto_link"].as_bool(), Some(want), "{db}: {status}");
+        }
+        assert_eq!(links(&to), links("file.ctxg"), "the links after auto-link {switch}");
+        seen.push(links("file.ctxg"));
+    }
+    assert_ne!(seen[0], seen[1], "switching automatic links on links the memories again");
+}
