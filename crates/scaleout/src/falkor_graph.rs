@@ -48,6 +48,7 @@ use crate::url::StoreUrl;
 
 mod bulk;
 mod many;
+mod native_index;
 mod read;
 mod stage2;
 mod stage3;

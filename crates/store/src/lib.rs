@@ -450,6 +450,15 @@ pub trait GraphReader {
     fn batch_reads_pay(&self) -> bool {
         false
     }
+    /// The node ids of at least `want` stored vectors near `query` (cosine), found by a vector
+    /// index the store keeps over every stored vector itself (all of them when fewer are
+    /// stored), in no particular order and unscored: candidates a search re-ranks exactly with
+    /// [`GraphReader::scan_vectors_of`], instead of scanning the vectors outside the vector
+    /// index. `None` (the default) when the store keeps no such index.
+    fn native_nearest(&self, query: &[f32], want: usize) -> Result<Option<Vec<i64>>, StoreError> {
+        let _ = (query, want);
+        Ok(None)
+    }
 }
 
 /// Write access to the projected graph. Every method is an upsert or an idempotent delete, so a

@@ -541,6 +541,10 @@ impl GraphReader for FalkorGraph {
     fn batch_reads_pay(&self) -> bool {
         true
     }
+
+    fn native_nearest(&self, query: &[f32], want: usize) -> Result<Option<Vec<i64>>, StoreError> {
+        FalkorGraph::native_nearest(self, query, want)
+    }
 }
 
 /// Groups whose items carry their edge type too (the heaviest edges are built from items of

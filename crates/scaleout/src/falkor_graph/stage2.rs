@@ -626,6 +626,14 @@ impl EnrichCommit for Stage2Write {
             }
             pipe.add_command(hdel);
             pipe.cmd("INCR").arg(g.stage2_key("vector_generation"));
+            let copies: Vec<(i64, &[f32])> = self
+                .vectors
+                .iter()
+                .filter_map(|(key, v)| seqs.get(key).map(|&nid| (nid, v.as_slice())))
+                .collect();
+            for cmd in g.vector_copy_writes(&copies)? {
+                pipe.add_command(cmd);
+            }
         }
         if let Some((through, built)) = built.filter(|_| !new_docs.is_empty()) {
             let mut hset = redis::cmd("HSET");

@@ -323,6 +323,9 @@ impl ConsolidateWrite {
             for set in ["vector_ids", "text_ids"] {
                 pipe.cmd("ZREM").arg(key(set)).arg(&deleted);
             }
+            if let Some(cmd) = g.vector_copy_drops(&deleted)? {
+                pipe.add_command(cmd);
+            }
         }
         let mut node_keys: BTreeMap<i64, &NodeKey> = BTreeMap::new();
         if !self.vectors.is_empty() {
@@ -335,6 +338,11 @@ impl ConsolidateWrite {
                 node_keys.insert(*nid, k);
             }
             pipe.add_command(hset).add_command(zadd);
+            let copies: Vec<(i64, &[f32])> =
+                self.vectors.iter().map(|(nid, (_, v))| (*nid, v.as_slice())).collect();
+            for cmd in g.vector_copy_writes(&copies)? {
+                pipe.add_command(cmd);
+            }
         }
         if !self.texts.is_empty() {
             let docs = self.docs()?;

@@ -45,6 +45,7 @@ mod graph;
 mod graph_harness;
 mod harness;
 mod log;
+mod native_index;
 mod projection;
 mod reads;
 mod redis_layout;

@@ -72,6 +72,7 @@ impl FalkorGraph {
             out.push(redis::cmd("HDEL").arg(&vectors).arg(&nids).clone());
             out.push(redis::cmd("ZREM").arg(&vector_ids).arg(&nids).clone());
             out.push(redis::cmd("INCR").arg(self.stage2_key("vector_generation")).clone());
+            out.extend(self.vector_copy_drops(&nids)?);
         }
         if !out.is_empty() {
             out.push(redis::cmd("HDEL").arg(self.stage2_key("node_keys")).arg(&nids).clone());
