@@ -49,6 +49,7 @@ use crate::url::StoreUrl;
 mod bulk;
 mod many;
 mod native_index;
+mod native_text;
 mod read;
 mod stage2;
 mod stage3;

@@ -398,11 +398,11 @@ impl GraphReader for FalkorGraph {
 
     fn search_text(
         &self,
-        _words: &[String],
+        words: &[String],
         after: i64,
-        _limit: usize,
+        limit: usize,
     ) -> Result<Vec<(i64, f64)>, StoreError> {
-        self.stage2_search_text(after)
+        self.stage2_search_text(words, after, limit)
     }
 
     fn text_docs_after(&self, after: i64) -> Result<(u64, Option<i64>), StoreError> {

@@ -332,10 +332,21 @@ impl FalkorGraph {
         Ok(())
     }
 
-    /// [`ctxgraph_store::GraphReader::search_text`]: every stage-2 commit rebuilds the lexical
-    /// index over every document, so no document lies above its build for this to rank; one
-    /// that does means the store was written by something else.
-    pub(crate) fn stage2_search_text(&self, after: i64) -> Result<Vec<(i64, f64)>, StoreError> {
+    /// [`ctxgraph_store::GraphReader::search_text`]: FalkorDB's full-text index and the stored
+    /// terms (`native_text.rs`). Every stage-2 commit rebuilds the lexical index over every
+    /// document, so a store whose documents have no copies there (written before the index
+    /// existed) has none above its build for this to rank; one that does was written by
+    /// something else.
+    pub(crate) fn stage2_search_text(
+        &self,
+        words: &[String],
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
+        // FalkorDB's full-text index answers when every document has its copy there.
+        if let Some(hits) = self.native_search_text(words, after, limit)? {
+            return Ok(hits);
+        }
         let (outside, _) = self.stage2_text_docs_after(after)?;
         if outside == 0 {
             return Ok(Vec::new());
@@ -645,6 +656,11 @@ impl EnrichCommit for Stage2Write {
                 zadd.arg(*nid).arg(*nid);
             }
             pipe.add_command(hset).add_command(zadd);
+            let copies: Vec<(i64, &str)> =
+                new_docs.iter().map(|(nid, terms)| (*nid, terms.as_str())).collect();
+            for cmd in g.text_copy_writes(&copies)? {
+                pipe.add_command(cmd);
+            }
             let postings = g.stage2_key("postings");
             pipe.cmd("DEL").arg(&postings);
             if !built.lists.is_empty() {

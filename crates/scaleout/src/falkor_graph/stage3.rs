@@ -326,6 +326,9 @@ impl ConsolidateWrite {
             if let Some(cmd) = g.vector_copy_drops(&deleted)? {
                 pipe.add_command(cmd);
             }
+            for cmd in g.text_copy_drops(&deleted)? {
+                pipe.add_command(cmd);
+            }
         }
         let mut node_keys: BTreeMap<i64, &NodeKey> = BTreeMap::new();
         if !self.vectors.is_empty() {
@@ -355,6 +358,14 @@ impl ConsolidateWrite {
                 node_keys.insert(*nid, k);
             }
             pipe.add_command(hset).add_command(zadd);
+            let copies: Vec<(i64, &str)> = self
+                .texts
+                .keys()
+                .map(|nid| (*nid, docs.get(nid).map_or("", String::as_str)))
+                .collect();
+            for cmd in g.text_copy_writes(&copies)? {
+                pipe.add_command(cmd);
+            }
             pipe.cmd("INCR").arg(key("text_generation"));
         }
         if !node_keys.is_empty() {

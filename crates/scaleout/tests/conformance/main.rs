@@ -46,6 +46,7 @@ mod graph_harness;
 mod harness;
 mod log;
 mod native_index;
+mod native_text;
 mod projection;
 mod reads;
 mod redis_layout;
