@@ -22,9 +22,10 @@
 //!
 //! Every value is what the embedded store keeps (vectors byte for byte, posting lists built by
 //! `ctxgraph-lexical` from the same terms), so the engine's own exact vector scan and BM25
-//! merge run over them and give the embedded store's answers. There is no vector index: every
-//! vector reads as unindexed and is scanned exactly, as the embedded store does before its
-//! first consolidation. The lexical index is rebuilt by every stage-2 commit, so it always
+//! merge run over them and give the embedded store's answers. Until a consolidation files them
+//! in the vector index, vectors read as unindexed, as on the embedded store before its first
+//! consolidation; FalkorDB's own vector and full-text indexes (`native_index.rs`,
+//! `native_text.rs`) give the candidates a search then scores from these keys. The lexical index is rebuilt by every stage-2 commit, so it always
 //! covers every document (a full rebuild costs a pass over all documents' terms: see
 //! docs/scale-out.md for the limit this sets). A node the fold deletes takes its stage-2 data
 //! with it, in the fold's transaction (`dropped.rs`).
