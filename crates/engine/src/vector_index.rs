@@ -344,8 +344,10 @@ pub(crate) fn nearest(
     // A store with its own index over every vector (the scale-out graph's) gives candidates
     // for the vectors written since the build too, re-ranked exactly like the probe's, so it
     // need not send every such vector; the probe's candidates stay, so no vector the embedded
-    // store would rank is missed.
-    if let Some(ids) = read.native_nearest(query, options.candidates.max(k))? {
+    // store would rank is missed. Not while those vectors are few enough to keep in memory:
+    // then the exact scan reads them once per vector generation and costs no round trip after.
+    let scan_up_to = MAX_CACHED_UNINDEXED as u64;
+    if let Some(ids) = read.native_nearest(query, options.candidates.max(k), scan_up_to)? {
         let ids: Vec<i64> = ids.into_iter().filter(|nid| !scored.contains_key(nid)).collect();
         read.scan_vectors_of(&ids, &mut |nid, vector| {
             scored.insert(nid, ctxgraph_ann::dot_f32(query, vector));

@@ -122,20 +122,27 @@ impl FalkorGraph {
 
     /// [`ctxgraph_store::GraphReader::native_nearest`]: the numbers of at least `want` vectors
     /// near `query` by the vector index ([`OVERFETCH`] times as many; every vector when fewer
-    /// are stored), or `None` when the store's vectors have no copies to search.
+    /// are stored), or `None` when the store's vectors have no copies to search or at most
+    /// `scan_up_to` lie outside the IVF index.
     pub(crate) fn native_nearest(
         &self,
         query: &[f32],
         want: usize,
+        scan_up_to: u64,
     ) -> Result<Option<Vec<i64>>, StoreError> {
-        let (marker, stored): (Option<usize>, u64) = redis::pipe()
+        let (marker, stored, filed): (Option<usize>, u64, u64) = redis::pipe()
             .cmd("GET")
             .arg(self.stage2_key(NATIVE_VECTORS))
             .cmd("ZCARD")
             .arg(self.stage2_key("vector_ids"))
+            .cmd("HLEN")
+            .arg(self.stage2_key(super::stage3::VECTOR_LISTS))
             .query(&mut *self.raw.borrow_mut())
             .map_err(|e| super::raw_remote(&self.url, &e))?;
         let Some(dimension) = marker else { return Ok(None) };
+        if stored.saturating_sub(filed) <= scan_up_to {
+            return Ok(None);
+        }
         if query.len() != dimension {
             return Err(StoreError::Corruption(format!(
                 "{}: a vector search of {} dimensions on a vector index of {dimension} \

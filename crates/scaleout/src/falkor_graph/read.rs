@@ -542,8 +542,13 @@ impl GraphReader for FalkorGraph {
         true
     }
 
-    fn native_nearest(&self, query: &[f32], want: usize) -> Result<Option<Vec<i64>>, StoreError> {
-        FalkorGraph::native_nearest(self, query, want)
+    fn native_nearest(
+        &self,
+        query: &[f32],
+        want: usize,
+        scan_up_to: u64,
+    ) -> Result<Option<Vec<i64>>, StoreError> {
+        FalkorGraph::native_nearest(self, query, want, scan_up_to)
     }
 }
 

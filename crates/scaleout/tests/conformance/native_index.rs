@@ -49,7 +49,7 @@ fn exact(read: &FalkorGraph, query: &[f32], k: usize) -> Vec<i64> {
 
 /// The native index's candidates re-ranked with the stored vectors, as the engine does.
 fn prefiltered(read: &FalkorGraph, query: &[f32], want: usize, k: usize) -> Vec<i64> {
-    let ids = GraphReader::native_nearest(read, query, want).unwrap().expect("a native index");
+    let ids = GraphReader::native_nearest(read, query, want, 0).unwrap().expect("a native index");
     assert!(ids.len() >= want.min(GraphReader::vector_counts(read).unwrap().0 as usize));
     let mut scored = Vec::new();
     GraphReader::scan_vectors_of(read, &ids, &mut |nid, v| scored.push((nid, dot(query, v))))
@@ -70,7 +70,7 @@ fn the_vector_index_prefilter_gives_the_exact_nearest_neighbours() {
     }
     assert!(batch.commit(1).unwrap());
     // No vector yet: no index to search, the search scans.
-    assert_eq!(GraphReader::native_nearest(&read, &unit(1), 10).unwrap(), None);
+    assert_eq!(GraphReader::native_nearest(&read, &unit(1), 10, 0).unwrap(), None);
 
     // Two commits: the second adds to an index the first created.
     for part in [0..n / 2, n / 2..n] {
@@ -83,6 +83,10 @@ fn the_vector_index_prefilter_gives_the_exact_nearest_neighbours() {
         assert!(Box::new(tx).commit().unwrap());
     }
     assert_eq!(GraphReader::vector_counts(&read).unwrap().0, n as u64);
+    // As few vectors outside the IVF index as the caller would rather scan: no candidates.
+    let few = GraphReader::native_nearest(&read, &unit(1), 10, n as u64).unwrap();
+    assert_eq!(few, None);
+    assert!(GraphReader::native_nearest(&read, &unit(1), 10, n as u64 - 1).unwrap().is_some());
     for q in 0..20u64 {
         let query = unit(10_000 + q);
         assert_eq!(prefiltered(&read, &query, 100, 10), exact(&read, &query, 10), "query {q}");
@@ -110,7 +114,7 @@ fn the_vector_index_prefilter_gives_the_exact_nearest_neighbours() {
     let gone: Vec<i64> = (0..60).map(|i| nids[&key(i)]).collect();
     for q in 0..20u64 {
         let query = unit(20_000 + q);
-        let found = GraphReader::native_nearest(&read, &query, 50).unwrap().unwrap();
+        let found = GraphReader::native_nearest(&read, &query, 50, 0).unwrap().unwrap();
         assert!(found.iter().all(|nid| !gone.contains(nid)), "query {q}: a deleted vector");
         assert_eq!(prefiltered(&read, &query, 50, 10), exact(&read, &query, 10), "query {q}");
     }
