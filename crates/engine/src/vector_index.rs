@@ -341,6 +341,19 @@ pub(crate) fn nearest(
             scored.insert(nid, ctxgraph_ann::dot_f32(query, vector));
         })?;
     }
+    // A store with its own index over every vector (the scale-out graph's) gives candidates
+    // for the vectors written since the build too, re-ranked exactly like the probe's, so it
+    // need not send every such vector; the probe's candidates stay, so no vector the embedded
+    // store would rank is missed. Not while those vectors are few enough to keep in memory:
+    // then the exact scan reads them once per vector generation and costs no round trip after.
+    let scan_up_to = MAX_CACHED_UNINDEXED as u64;
+    if let Some(ids) = read.native_nearest(query, options.candidates.max(k), scan_up_to)? {
+        let ids: Vec<i64> = ids.into_iter().filter(|nid| !scored.contains_key(nid)).collect();
+        read.scan_vectors_of(&ids, &mut |nid, vector| {
+            scored.insert(nid, ctxgraph_ann::dot_f32(query, vector));
+        })?;
+        return ranked_keys(read, scored, k);
+    }
     // Vectors written since the build are scored as they are read, keeping only the best `k`:
     // every reader runs this on every search, so holding them all cost the server a copy of
     // them per search in flight.
@@ -353,6 +366,15 @@ pub(crate) fn nearest(
         }
     })?;
     scored.extend(unindexed);
+    ranked_keys(read, scored, k)
+}
+
+/// The best `k` of `scored` (by nid) as node keys, best first.
+fn ranked_keys(
+    read: &dyn GraphReader,
+    scored: BTreeMap<i64, f32>,
+    k: usize,
+) -> Result<Vec<(NodeKey, f32)>, Error> {
     let mut ranked: Vec<(i64, f32)> = scored.into_iter().collect();
     best_scores(&mut ranked, k);
     // A vector is deleted with its node, in one transaction, so every nid here has a key.

@@ -48,6 +48,8 @@ use crate::url::StoreUrl;
 
 mod bulk;
 mod many;
+mod native_index;
+mod native_text;
 mod read;
 mod reset;
 mod stage2;

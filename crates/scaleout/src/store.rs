@@ -303,6 +303,7 @@ impl GraphReader for ScaleOutRead<'_> {
         fn trace_events_many(&self, trace_ids: &[String], limit: usize) -> Vec<Vec<String>>;
         fn edges_limited_many(&self, reads: &[(NodeKey, &str)], out: bool, limit: usize)
             -> Vec<Vec<Edge>>;
+        fn native_nearest(&self, query: &[f32], want: usize, scan_up_to: u64) -> Option<Vec<i64>>;
     }
 
     fn batch_reads_pay(&self) -> bool {

@@ -450,6 +450,21 @@ pub trait GraphReader {
     fn batch_reads_pay(&self) -> bool {
         false
     }
+    /// The node ids of at least `want` stored vectors near `query` (cosine), found by a vector
+    /// index the store keeps over every stored vector itself (all of them when fewer are
+    /// stored), in no particular order and unscored: candidates a search re-ranks exactly with
+    /// [`GraphReader::scan_vectors_of`], instead of scanning the vectors outside the vector
+    /// index. `None` (the default) when the store keeps no such index, or when at most
+    /// `scan_up_to` vectors lie outside the vector index (few enough for the caller to scan).
+    fn native_nearest(
+        &self,
+        query: &[f32],
+        want: usize,
+        scan_up_to: u64,
+    ) -> Result<Option<Vec<i64>>, StoreError> {
+        let _ = (query, want, scan_up_to);
+        Ok(None)
+    }
 }
 
 /// Write access to the projected graph. Every method is an upsert or an idempotent delete, so a

@@ -398,11 +398,11 @@ impl GraphReader for FalkorGraph {
 
     fn search_text(
         &self,
-        _words: &[String],
+        words: &[String],
         after: i64,
-        _limit: usize,
+        limit: usize,
     ) -> Result<Vec<(i64, f64)>, StoreError> {
-        self.stage2_search_text(after)
+        self.stage2_search_text(words, after, limit)
     }
 
     fn text_docs_after(&self, after: i64) -> Result<(u64, Option<i64>), StoreError> {
@@ -540,6 +540,15 @@ impl GraphReader for FalkorGraph {
 
     fn batch_reads_pay(&self) -> bool {
         true
+    }
+
+    fn native_nearest(
+        &self,
+        query: &[f32],
+        want: usize,
+        scan_up_to: u64,
+    ) -> Result<Option<Vec<i64>>, StoreError> {
+        FalkorGraph::native_nearest(self, query, want, scan_up_to)
     }
 }
 

@@ -22,9 +22,10 @@
 //!
 //! Every value is what the embedded store keeps (vectors byte for byte, posting lists built by
 //! `ctxgraph-lexical` from the same terms), so the engine's own exact vector scan and BM25
-//! merge run over them and give the embedded store's answers. There is no vector index: every
-//! vector reads as unindexed and is scanned exactly, as the embedded store does before its
-//! first consolidation. The lexical index is rebuilt by every stage-2 commit, so it always
+//! merge run over them and give the embedded store's answers. Until a consolidation files them
+//! in the vector index, vectors read as unindexed, as on the embedded store before its first
+//! consolidation; FalkorDB's own vector and full-text indexes (`native_index.rs`,
+//! `native_text.rs`) give the candidates a search then scores from these keys. The lexical index is rebuilt by every stage-2 commit, so it always
 //! covers every document (a full rebuild costs a pass over all documents' terms: see
 //! docs/scale-out.md for the limit this sets). A node the fold deletes takes its stage-2 data
 //! with it, in the fold's transaction (`dropped.rs`).
@@ -332,10 +333,21 @@ impl FalkorGraph {
         Ok(())
     }
 
-    /// [`ctxgraph_store::GraphReader::search_text`]: every stage-2 commit rebuilds the lexical
-    /// index over every document, so no document lies above its build for this to rank; one
-    /// that does means the store was written by something else.
-    pub(crate) fn stage2_search_text(&self, after: i64) -> Result<Vec<(i64, f64)>, StoreError> {
+    /// [`ctxgraph_store::GraphReader::search_text`]: FalkorDB's full-text index and the stored
+    /// terms (`native_text.rs`). Every stage-2 commit rebuilds the lexical index over every
+    /// document, so a store whose documents have no copies there (written before the index
+    /// existed) has none above its build for this to rank; one that does was written by
+    /// something else.
+    pub(crate) fn stage2_search_text(
+        &self,
+        words: &[String],
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
+        // FalkorDB's full-text index answers when every document has its copy there.
+        if let Some(hits) = self.native_search_text(words, after, limit)? {
+            return Ok(hits);
+        }
         let (outside, _) = self.stage2_text_docs_after(after)?;
         if outside == 0 {
             return Ok(Vec::new());
@@ -626,6 +638,14 @@ impl EnrichCommit for Stage2Write {
             }
             pipe.add_command(hdel);
             pipe.cmd("INCR").arg(g.stage2_key("vector_generation"));
+            let copies: Vec<(i64, &[f32])> = self
+                .vectors
+                .iter()
+                .filter_map(|(key, v)| seqs.get(key).map(|&nid| (nid, v.as_slice())))
+                .collect();
+            for cmd in g.vector_copy_writes(&copies)? {
+                pipe.add_command(cmd);
+            }
         }
         if let Some((through, built)) = built.filter(|_| !new_docs.is_empty()) {
             let mut hset = redis::cmd("HSET");
@@ -637,6 +657,11 @@ impl EnrichCommit for Stage2Write {
                 zadd.arg(*nid).arg(*nid);
             }
             pipe.add_command(hset).add_command(zadd);
+            let copies: Vec<(i64, &str)> =
+                new_docs.iter().map(|(nid, terms)| (*nid, terms.as_str())).collect();
+            for cmd in g.text_copy_writes(&copies)? {
+                pipe.add_command(cmd);
+            }
             let postings = g.stage2_key("postings");
             pipe.cmd("DEL").arg(&postings);
             if !built.lists.is_empty() {

@@ -323,6 +323,12 @@ impl ConsolidateWrite {
             for set in ["vector_ids", "text_ids"] {
                 pipe.cmd("ZREM").arg(key(set)).arg(&deleted);
             }
+            if let Some(cmd) = g.vector_copy_drops(&deleted)? {
+                pipe.add_command(cmd);
+            }
+            for cmd in g.text_copy_drops(&deleted)? {
+                pipe.add_command(cmd);
+            }
         }
         let mut node_keys: BTreeMap<i64, &NodeKey> = BTreeMap::new();
         if !self.vectors.is_empty() {
@@ -335,6 +341,11 @@ impl ConsolidateWrite {
                 node_keys.insert(*nid, k);
             }
             pipe.add_command(hset).add_command(zadd);
+            let copies: Vec<(i64, &[f32])> =
+                self.vectors.iter().map(|(nid, (_, v))| (*nid, v.as_slice())).collect();
+            for cmd in g.vector_copy_writes(&copies)? {
+                pipe.add_command(cmd);
+            }
         }
         if !self.texts.is_empty() {
             let docs = self.docs()?;
@@ -347,6 +358,14 @@ impl ConsolidateWrite {
                 node_keys.insert(*nid, k);
             }
             pipe.add_command(hset).add_command(zadd);
+            let copies: Vec<(i64, &str)> = self
+                .texts
+                .keys()
+                .map(|nid| (*nid, docs.get(nid).map_or("", String::as_str)))
+                .collect();
+            for cmd in g.text_copy_writes(&copies)? {
+                pipe.add_command(cmd);
+            }
             pipe.cmd("INCR").arg(key("text_generation"));
         }
         if !node_keys.is_empty() {

@@ -45,6 +45,8 @@ mod graph;
 mod graph_harness;
 mod harness;
 mod log;
+mod native_index;
+mod native_text;
 mod projection;
 mod reads;
 mod redis_layout;

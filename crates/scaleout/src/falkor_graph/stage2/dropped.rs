@@ -63,6 +63,7 @@ impl FalkorGraph {
         if !docs.is_empty() {
             out.extend(self.lexical_drops(&docs)?);
             let doc_nids: Vec<i64> = docs.keys().copied().collect();
+            out.extend(self.text_copy_drops(&doc_nids)?);
             out.push(redis::cmd("HDEL").arg(&doc_terms).arg(&doc_nids).clone());
             out.push(redis::cmd("ZREM").arg(self.stage2_key("text_ids")).arg(&doc_nids).clone());
             out.push(redis::cmd("INCR").arg(self.stage2_key("text_generation")).clone());
@@ -72,6 +73,7 @@ impl FalkorGraph {
             out.push(redis::cmd("HDEL").arg(&vectors).arg(&nids).clone());
             out.push(redis::cmd("ZREM").arg(&vector_ids).arg(&nids).clone());
             out.push(redis::cmd("INCR").arg(self.stage2_key("vector_generation")).clone());
+            out.extend(self.vector_copy_drops(&nids)?);
         }
         if !out.is_empty() {
             out.push(redis::cmd("HDEL").arg(self.stage2_key("node_keys")).arg(&nids).clone());
