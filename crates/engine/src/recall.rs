@@ -793,7 +793,9 @@ impl Snapshot<'_> {
         let mut clock = std::time::Instant::now();
         // What the question names exactly; a session it names acts as the session constraint
         // unless the caller gave one.
-        let mut anchors = self.anchors(&query.text, who)?;
+        let entity_ids = self.named_entity_ids(&query.text);
+        let mut anchors = self.anchors(&query.text, who, &entity_ids, SCOPE_EVENTS)?;
+        drop(entity_ids);
         let mut cues = Cues::of(&query.text);
         if anchors.is_empty() {
             // "after" and "before" say which way to walk from something named.
@@ -828,7 +830,11 @@ impl Snapshot<'_> {
             walked_from: BTreeSet::new(),
             // What the anchors read is not read again.
             fetched: std::mem::take(&mut anchors.read),
-            slots: BTreeMap::new(),
+            // A session's events the anchors read as deep as the scope list reads them.
+            slots: std::mem::take(&mut anchors.runs)
+                .into_iter()
+                .map(|(session, run)| (session, Rc::new(run)))
+                .collect(),
             refs: BTreeMap::new(),
         };
 
@@ -851,7 +857,8 @@ impl Snapshot<'_> {
             }
         }
         timings.vector_us = lap(&mut clock);
-        let (entity_list, named) = self.entity_matches(&mut r, &query.text, p, cues)?;
+        let entities = std::mem::take(&mut anchors.entities);
+        let (entity_list, named) = self.entity_matches(&mut r, entities, p, cues)?;
         // The actors the question names: their events are in focus, and their names, which
         // occur in nearly every turn they speak, are no evidence for BM25.
         let actors: BTreeSet<String> = named
@@ -1579,24 +1586,17 @@ impl Snapshot<'_> {
         Ok(scored.into_iter().map(|(.., k)| k).collect())
     }
 
-    /// Entities named in the question (word n-grams looked up as `{type}:{name}` ids), and the
-    /// events that reference the specific ones (mentioned by at most `hub_mentions` events),
-    /// ranked by how many named entities they reference, then (with the failure cue) failed
-    /// first, then by recency.
-    fn entity_matches(
-        &self,
-        r: &mut Lookups<'_, '_>,
-        text: &str,
-        p: RecallParams,
-        cues: Cues,
-    ) -> Result<(Vec<NodeKey>, Vec<NodeKey>), Error> {
+    /// The ids an entity named in the question would have: its word n-grams (up to
+    /// `MAX_NAME_WORDS`, single stop words left out) and its id-like tokens, each as
+    /// `{type}:{name}` of every declared entity type (extensions' included). Most name no
+    /// entity; [`Snapshot::anchors`] looks them all up in one read.
+    fn named_entity_ids(&self, text: &str) -> Vec<String> {
         let words: Vec<&str> = text
             .split(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '\'')))
             .map(|w| w.trim_matches(|c: char| matches!(c, '.' | '\'')))
             .map(|w| w.strip_suffix("'s").unwrap_or(w))
             .filter(|w| !w.is_empty())
             .collect();
-        // Every declared entity type, extensions' included.
         let entity_types: Vec<&str> = self
             .schema
             .enum_def("entity_type")
@@ -1624,14 +1624,22 @@ impl Snapshot<'_> {
                 ids.push(entity_id(entity_type, token));
             }
         }
-        // One lookup for every candidate id (most name no entity), then only the found read.
+        ids
+    }
+
+    /// Entities named in the question (`found`: the ids of [`Snapshot::named_entity_ids`]
+    /// that exist), and the events that reference the specific ones (mentioned by at most
+    /// `hub_mentions` events), ranked by how many named entities they reference, then (with
+    /// the failure cue) failed first, then by recency.
+    fn entity_matches(
+        &self,
+        r: &mut Lookups<'_, '_>,
+        found: Vec<String>,
+        p: RecallParams,
+        cues: Cues,
+    ) -> Result<(Vec<NodeKey>, Vec<NodeKey>), Error> {
         let mut named = BTreeSet::new();
-        let found: Vec<NodeKey> = self
-            .read
-            .existing_ids("Entity", &ids)?
-            .into_iter()
-            .map(|id| NodeKey::new("Entity", id))
-            .collect();
+        let found: Vec<NodeKey> = found.into_iter().map(|id| NodeKey::new("Entity", id)).collect();
         r.prefetch(&found)?;
         for key in found {
             if r.admissible(&key)?.is_some() {

@@ -13,8 +13,8 @@ use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properti
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
     Appended, Archived, ConsolidateCommit, EdgeGroup, EnrichCommit, ForgetAppend, GraphCounts,
-    GraphReader, LogEntry, LogReader, Redaction, RemoteStore, SessionSlot, StoreError, StoreRead,
-    StoredVector, TextIndexBuild,
+    GraphReader, LogEntry, LogReader, ManyAnswer, ManyRead, Redaction, RemoteStore, SessionSlot,
+    StoreError, StoreRead, StoredVector, TextIndexBuild,
 };
 
 use crate::falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};
@@ -286,6 +286,7 @@ impl GraphReader for ScaleOutRead<'_> {
         fn trace_events_many(&self, trace_ids: &[String], limit: usize) -> Vec<Vec<String>>;
         fn edges_limited_many(&self, reads: &[(NodeKey, &str)], out: bool, limit: usize)
             -> Vec<Vec<Edge>>;
+        fn read_together(&self, reads: &[ManyRead<'_>]) -> Vec<ManyAnswer>;
     }
 
     fn batch_reads_pay(&self) -> bool {

@@ -21,6 +21,7 @@
 mod embedded;
 mod error;
 mod remote;
+mod together;
 mod tokenizer;
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
@@ -34,6 +35,7 @@ pub use error::StoreError;
 pub use remote::{
     ConsolidateCommit, EnrichCommit, EnrichWrite, ForgetAppend, Redaction, RemoteStore, StoreRead,
 };
+pub use together::{ManyAnswer, ManyRead, read_one};
 pub use tokenizer::TextTokenizer;
 
 /// A node's edges of one type in one direction (see [`GraphReader::edge_groups`]): the first
@@ -449,6 +451,12 @@ pub trait GraphReader {
     /// need; `false` (the default, the embedded store) when each read costs for its keys.
     fn batch_reads_pay(&self) -> bool {
         false
+    }
+    /// Several reads of many keys that do not depend on each other, each answered as the
+    /// method it names answers ([`read_one`]), in the order given. The default runs them one
+    /// after the other; a backend whose reads are round trips sends them in one.
+    fn read_together(&self, reads: &[ManyRead<'_>]) -> Result<Vec<ManyAnswer>, StoreError> {
+        reads.iter().map(|r| read_one(self, r)).collect()
     }
 }
 

@@ -13,8 +13,8 @@
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_store::{
-    Archived, EdgeGroup, GraphCounts, GraphReader, ProjectionGraph, SessionSlot, StoreError,
-    StoredVector, TextIndexBuild, heaviest_of, props_from,
+    Archived, EdgeGroup, GraphCounts, GraphReader, ManyAnswer, ManyRead, ProjectionGraph,
+    SessionSlot, StoreError, StoredVector, TextIndexBuild, heaviest_of, props_from,
 };
 use falkordb::FalkorValue;
 
@@ -540,6 +540,10 @@ impl GraphReader for FalkorGraph {
 
     fn batch_reads_pay(&self) -> bool {
         true
+    }
+
+    fn read_together(&self, reads: &[ManyRead<'_>]) -> Result<Vec<ManyAnswer>, StoreError> {
+        self.read_many_together(reads)
     }
 }
 
