@@ -52,6 +52,15 @@ pub enum ManyRead<'a> {
         /// The most events per trace.
         limit: usize,
     },
+    /// [`GraphReader::edges_limited_many`] (answered as [`ManyAnswer::Edges`]).
+    EdgesLimited {
+        /// Each `(node, edge type)`.
+        reads: &'a [(NodeKey, &'a str)],
+        /// Outgoing (`true`) or incoming.
+        out: bool,
+        /// The most edges per read.
+        limit: usize,
+    },
 }
 
 /// The answer to one [`ManyRead`], the answer of the method it names.
@@ -61,7 +70,7 @@ pub enum ManyAnswer {
     Nodes(Vec<Option<Node>>),
     /// Of [`ManyRead::NodesExist`].
     Exist(Vec<bool>),
-    /// Of [`ManyRead::EdgesOf`].
+    /// Of [`ManyRead::EdgesOf`] and [`ManyRead::EdgesLimited`].
     Edges(Vec<Vec<Edge>>),
     /// Of [`ManyRead::ExistingIds`].
     Ids(Vec<String>),
@@ -95,7 +104,7 @@ impl ManyAnswer {
             other => Err(mismatch("nodes_exist", &other)),
         }
     }
-    /// The answer of a [`ManyRead::EdgesOf`].
+    /// The answer of a [`ManyRead::EdgesOf`] or [`ManyRead::EdgesLimited`].
     pub fn into_edges(self) -> Result<Vec<Vec<Edge>>, StoreError> {
         match self {
             ManyAnswer::Edges(v) => Ok(v),
@@ -153,6 +162,9 @@ pub fn read_one<G: GraphReader + ?Sized>(
         }
         ManyRead::TraceEvents { ids, limit } => {
             ManyAnswer::TraceEvents(graph.trace_events_many(ids, limit)?)
+        }
+        ManyRead::EdgesLimited { reads, out, limit } => {
+            ManyAnswer::Edges(graph.edges_limited_many(reads, out, limit)?)
         }
     })
 }

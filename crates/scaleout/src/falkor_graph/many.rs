@@ -373,15 +373,15 @@ impl FalkorGraph {
         }))
     }
 
-    /// The first `limit` edges of each `(node, edge type)` of `reads` in one direction, in
-    /// index order (far endpoint's creation number, then qualifier), as `(place in reads, item,
-    /// edge type)`, places ascending: one query, a `UNION ALL` part per label and edge type.
-    pub(crate) fn edges_limited_of<'r>(
-        &self,
-        reads: &'r [(NodeKey, &'r str)],
+    /// [`GraphReader::edges_limited_many`](ctxgraph_store::GraphReader::edges_limited_many) as
+    /// a plan: the first `limit` edges of each `(node, edge type)` of `reads` in one
+    /// direction, in index order (far endpoint's creation number, then qualifier); one query,
+    /// a `UNION ALL` part per label and edge type.
+    pub(super) fn plan_edges_limited<'a>(
+        reads: &'a [(NodeKey, &'a str)],
         out: bool,
         limit: usize,
-    ) -> Result<Vec<(usize, super::read::Item, &'r str)>, StoreError> {
+    ) -> Result<Plan<'a>, StoreError> {
         let mut groups: BTreeMap<(&str, &str), Vec<FalkorValue>> = BTreeMap::new();
         for (i, (key, edge_type)) in reads.iter().enumerate() {
             let place = int(i64::try_from(i).unwrap_or(i64::MAX));
@@ -390,46 +390,41 @@ impl FalkorGraph {
                 .or_default()
                 .push(FalkorValue::Array(vec![place, s(&key.id)]));
         }
-        if groups.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut parts = Vec::with_capacity(groups.len());
-        let mut names = Vec::with_capacity(groups.len());
-        for (n, (label, edge_type)) in groups.keys().enumerate() {
-            let (label, ty) = (name(label, "label")?, name(edge_type, "edge type")?);
-            let pattern = if out { format!("-[r:{ty}]->") } else { format!("<-[r:{ty}]-") };
-            let param = format!("k{n}");
-            parts.push(format!(
-                "UNWIND ${param} AS k MATCH (n:{label} {{id: k[1]}}){pattern}(m) \
-                 WITH k[0] AS i, r, m ORDER BY i, m.seq, r.q \
-                 WITH i, collect([labels(m)[0], m.id, r.q, r.props]) AS es \
-                 RETURN i, es[0..$limit] AS es"
-            ));
-            names.push(param);
-        }
-        let mut params: Vec<(&str, FalkorValue)> = names
-            .iter()
-            .map(String::as_str)
-            .zip(groups.into_values().map(FalkorValue::Array))
-            .collect();
-        params.push(("limit", int(count(limit))));
-        let rows = self.run_read(&parts.join(" UNION ALL "), &params)?;
-        let mut found = Vec::new();
-        for r in &rows {
-            let i = place(r, reads.len(), &self.url)?;
-            for item in self.list_at(r, 1)? {
-                let FalkorValue::Array(cols) = item else {
-                    return Err(super::odd(&self.url, "an edge of a limited read"));
-                };
-                let far = NodeKey {
-                    label: text_at(cols, 0, &self.url)?,
-                    id: text_at(cols, 1, &self.url)?,
-                };
-                let item = (far, text_at(cols, 2, &self.url)?, text_at(cols, 3, &self.url)?);
-                found.push((i, item, reads[i].1));
+        let mut queries = Vec::new();
+        if !groups.is_empty() {
+            let mut parts = Vec::with_capacity(groups.len());
+            let mut params = Vec::with_capacity(groups.len() + 1);
+            for (n, ((label, edge_type), group)) in groups.into_iter().enumerate() {
+                let (label, ty) = (name(label, "label")?, name(edge_type, "edge type")?);
+                let pattern = if out { format!("-[r:{ty}]->") } else { format!("<-[r:{ty}]-") };
+                let param = format!("k{n}");
+                parts.push(format!(
+                    "UNWIND ${param} AS k MATCH (n:{label} {{id: k[1]}}){pattern}(m) \
+                     WITH k[0] AS i, r, m ORDER BY i, m.seq, r.q \
+                     WITH i, collect([labels(m)[0], m.id, r.q, r.props]) AS es \
+                     RETURN i, es[0..$limit] AS es"
+                ));
+                params.push((param, FalkorValue::Array(group)));
             }
+            params.push(("limit".to_owned(), int(count(limit))));
+            queries.push(Query { text: parts.join(" UNION ALL "), params });
         }
-        found.sort_by_key(|(i, ..)| *i);
-        Ok(found)
+        Ok(Plan::new(queries, move |g, replies| {
+            let mut found = vec![Vec::new(); reads.len()];
+            for r in replies.iter().flatten() {
+                let i = place(r, reads.len(), &g.url)?;
+                let (key, edge_type) = &reads[i];
+                for item in g.list_at(r, 1)? {
+                    let FalkorValue::Array(cols) = item else {
+                        return Err(super::odd(&g.url, "an edge of a limited read"));
+                    };
+                    let far =
+                        NodeKey { label: text_at(cols, 0, &g.url)?, id: text_at(cols, 1, &g.url)? };
+                    let item = (far, text_at(cols, 2, &g.url)?, text_at(cols, 3, &g.url)?);
+                    found[i].push(super::read::group_edge(key, edge_type, out, item)?);
+                }
+            }
+            Ok(ManyAnswer::Edges(found))
+        }))
     }
 }

@@ -128,7 +128,7 @@ impl FalkorGraph {
 }
 
 /// An edge of a group read with [`Carry::EdgeProps`], as the edge of `key` it is.
-fn group_edge(
+pub(super) fn group_edge(
     key: &NodeKey,
     edge_type: &str,
     out: bool,
@@ -529,13 +529,7 @@ impl GraphReader for FalkorGraph {
         out: bool,
         limit: usize,
     ) -> Result<Vec<Vec<Edge>>, StoreError> {
-        let mut found = vec![Vec::new(); reads.len()];
-        for (i, (far, qualifier, props), edge_type) in self.edges_limited_of(reads, out, limit)? {
-            let (key, _) = &reads[i];
-            let item = (far, qualifier, props);
-            found[i].push(group_edge(key, edge_type, out, item)?);
-        }
-        Ok(found)
+        self.run_plan(Self::plan_edges_limited(reads, out, limit)?)?.into_edges()
     }
 
     fn batch_reads_pay(&self) -> bool {

@@ -72,6 +72,9 @@ impl FalkorGraph {
             }
             ManyRead::SessionEvents { ids, limit } => Ok(Self::plan_session_events(ids, limit)),
             ManyRead::TraceEvents { ids, limit } => Self::plan_trace_events(ids, limit),
+            ManyRead::EdgesLimited { reads, out, limit } => {
+                Self::plan_edges_limited(reads, out, limit)
+            }
         }
     }
 
