@@ -678,6 +678,11 @@ fn reads_sent_together_answer_as_each_read_alone() {
         .chain(["no-such-run".into()])
         .collect();
     let labels = ["Event", "Entity", "Summary", "Memory"];
+    let typed: Vec<(NodeKey, &str)> = keys
+        .iter()
+        .zip(["REFERENCES", "FOLLOWS", "CAUSED_BY", "NO_SUCH_TYPE"].iter().cycle())
+        .map(|(k, t)| (k.clone(), *t))
+        .collect();
     let reads = [
         ManyRead::Nodes(&keys),
         ManyRead::Nodes(&many),
@@ -692,6 +697,9 @@ fn reads_sent_together_answer_as_each_read_alone() {
         ManyRead::SessionEvents { ids: &sessions, limit: 4 },
         ManyRead::SessionEvents { ids: &sessions, limit: usize::MAX },
         ManyRead::TraceEvents { ids: &traces, limit: 64 },
+        ManyRead::EdgesLimited { reads: &typed, out: false, limit: 3 },
+        ManyRead::EdgesLimited { reads: &typed, out: true, limit: usize::MAX },
+        ManyRead::EdgesLimited { reads: &[], out: true, limit: 1 },
     ];
     // A fresh view: its state keys' read goes out with the graph's reads.
     let read = store.begin_read().unwrap();
