@@ -83,61 +83,71 @@ pub enum ManyAnswer {
 }
 
 /// The error of an answer taken as another kind than the read's (a backend's bug).
-fn mismatch(wanted: &str, got: &ManyAnswer) -> StoreError {
+fn mismatch(wanted: &str, got: &str) -> StoreError {
     StoreError::Corruption(format!(
-        "a read answered together is {got:?}-shaped where {wanted} was asked (rule: read_together.kind)"
+        "a read answered together is the answer of {got} where {wanted} was asked (rule: read_together.kind)"
     ))
 }
 
 impl ManyAnswer {
+    /// The name of the method whose answer this is.
+    fn kind(&self) -> &'static str {
+        match self {
+            ManyAnswer::Nodes(_) => "nodes",
+            ManyAnswer::Exist(_) => "nodes_exist",
+            ManyAnswer::Edges(_) => "edges_of_many",
+            ManyAnswer::Ids(_) => "existing_ids",
+            ManyAnswer::IdsByLabel(_) => "existing_ids_by_label",
+            ManyAnswer::Slots(_) => "session_events_many",
+            ManyAnswer::TraceEvents(_) => "trace_events_many",
+        }
+    }
+
     /// The answer of a [`ManyRead::Nodes`].
     pub fn into_nodes(self) -> Result<Vec<Option<Node>>, StoreError> {
-        match self {
-            ManyAnswer::Nodes(v) => Ok(v),
-            other => Err(mismatch("nodes", &other)),
-        }
+        let kind = self.kind();
+        let ManyAnswer::Nodes(v) = self else { return Err(mismatch("nodes", kind)) };
+        Ok(v)
     }
     /// The answer of a [`ManyRead::NodesExist`].
     pub fn into_exist(self) -> Result<Vec<bool>, StoreError> {
-        match self {
-            ManyAnswer::Exist(v) => Ok(v),
-            other => Err(mismatch("nodes_exist", &other)),
-        }
+        let kind = self.kind();
+        let ManyAnswer::Exist(v) = self else { return Err(mismatch("nodes_exist", kind)) };
+        Ok(v)
     }
     /// The answer of a [`ManyRead::EdgesOf`] or [`ManyRead::EdgesLimited`].
     pub fn into_edges(self) -> Result<Vec<Vec<Edge>>, StoreError> {
-        match self {
-            ManyAnswer::Edges(v) => Ok(v),
-            other => Err(mismatch("edges_of_many", &other)),
-        }
+        let kind = self.kind();
+        let ManyAnswer::Edges(v) = self else { return Err(mismatch("edges_of_many", kind)) };
+        Ok(v)
     }
     /// The answer of a [`ManyRead::ExistingIds`].
     pub fn into_ids(self) -> Result<Vec<String>, StoreError> {
-        match self {
-            ManyAnswer::Ids(v) => Ok(v),
-            other => Err(mismatch("existing_ids", &other)),
-        }
+        let kind = self.kind();
+        let ManyAnswer::Ids(v) = self else { return Err(mismatch("existing_ids", kind)) };
+        Ok(v)
     }
     /// The answer of a [`ManyRead::ExistingIdsByLabel`].
     pub fn into_ids_by_label(self) -> Result<Vec<Vec<String>>, StoreError> {
-        match self {
-            ManyAnswer::IdsByLabel(v) => Ok(v),
-            other => Err(mismatch("existing_ids_by_label", &other)),
-        }
+        let kind = self.kind();
+        let ManyAnswer::IdsByLabel(v) = self else {
+            return Err(mismatch("existing_ids_by_label", kind));
+        };
+        Ok(v)
     }
     /// The answer of a [`ManyRead::SessionEvents`].
     pub fn into_slots(self) -> Result<Vec<Vec<SessionSlot>>, StoreError> {
-        match self {
-            ManyAnswer::Slots(v) => Ok(v),
-            other => Err(mismatch("session_events_many", &other)),
-        }
+        let kind = self.kind();
+        let ManyAnswer::Slots(v) = self else { return Err(mismatch("session_events_many", kind)) };
+        Ok(v)
     }
     /// The answer of a [`ManyRead::TraceEvents`].
     pub fn into_trace_events(self) -> Result<Vec<Vec<String>>, StoreError> {
-        match self {
-            ManyAnswer::TraceEvents(v) => Ok(v),
-            other => Err(mismatch("trace_events_many", &other)),
-        }
+        let kind = self.kind();
+        let ManyAnswer::TraceEvents(v) = self else {
+            return Err(mismatch("trace_events_many", kind));
+        };
+        Ok(v)
     }
 }
 
@@ -167,4 +177,39 @@ pub fn read_one<G: GraphReader + ?Sized>(
             ManyAnswer::Edges(graph.edges_limited_many(reads, out, limit)?)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use ctxgraph_ontology::graph::{Direction, Node, NodeKey, Properties};
+
+    use super::{ManyAnswer, ManyRead};
+    use crate::{Embedded, GraphReader, GraphStore, OpenMode};
+
+    #[test]
+    fn reads_together_answer_as_each_method_in_order_and_an_answer_keeps_its_kind() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut store =
+            Embedded::open(&dir.path().join("t.ctxg"), OpenMode::CreateIfMissing).unwrap();
+        let mut w = store.begin_write().unwrap();
+        let here = NodeKey::new("Event", "e1");
+        w.put_node(&Node { key: here.clone(), props: Properties::new() }).unwrap();
+        w.commit().unwrap();
+        let read = store.begin_read().unwrap();
+        let keys = [NodeKey::new("Event", "gone"), here.clone(), here];
+        let ids = ["e1".to_owned(), "gone".to_owned()];
+        let answers = read
+            .read_together(&[
+                ManyRead::NodesExist(&keys),
+                ManyRead::ExistingIds { label: "Event", ids: &ids },
+                ManyRead::EdgesOf { keys: &keys, edge_type: None, direction: Direction::Both },
+            ])
+            .unwrap();
+        assert_eq!(answers[0], ManyAnswer::Exist(vec![false, true, true]));
+        assert_eq!(answers[1], ManyAnswer::Ids(vec!["e1".to_owned()]));
+        assert_eq!(answers[2], ManyAnswer::Edges(vec![Vec::new(); 3]));
+        let err = answers[1].clone().into_nodes().unwrap_err().to_string();
+        assert!(err.contains("existing_ids") && err.contains("read_together.kind"), "{err}");
+        assert_eq!(answers[1].clone().into_ids().unwrap(), ["e1"]);
+    }
 }
