@@ -48,6 +48,7 @@ use chrono::{DateTime, FixedOffset};
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
 use ctxgraph_ontology::{RecordKind, entity_id, normalize_name};
 use ctxgraph_projection::is_stop_word;
+use ctxgraph_store::{ManyAnswer, ManyRead};
 
 use serde_json::Value;
 
@@ -70,6 +71,8 @@ const MAX_NAME_WORDS: usize = 4;
 const INFER_HITS: usize = 10;
 /// Most events of a scope session read for the scope list (bounded work on a huge session).
 const SCOPE_EVENTS: usize = 500;
+/// The roles of a fact's entities whose facts the knowledge list reads (in-edges of an entity).
+const KNOWLEDGE_ROLES: [&str; 2] = ["SUBJECT", "OBJECT"];
 /// Most edges of a node read to find an admitted event it is connected to (see `witnessed`).
 const WITNESS_EDGES: usize = 64;
 /// Focus of a summary when the question does not ask for an overview: a summary is context
@@ -452,6 +455,21 @@ struct Lookups<'s, 'a> {
     /// The REFERENCES out of events read so far (witnesses, the scope list and the session of
     /// the best hit read the same events' references).
     refs: BTreeMap<NodeKey, Vec<Edge>>,
+    /// The knowledge list's read (each `(entity, role)`, the limit, the edges), made with the
+    /// entity list's reads.
+    knowledge: Option<KnowledgeRead>,
+}
+
+/// A read of the in-edges of entities in fact roles: each `(entity, role)` asked, the limit,
+/// and each one's edges.
+type KnowledgeRead = (Vec<(NodeKey, &'static str)>, usize, Vec<Vec<Edge>>);
+
+/// The answer of a read sent together, or the corruption of one left unanswered.
+fn answered(answer: Option<ManyAnswer>) -> Result<ManyAnswer, Error> {
+    answer.ok_or_else(|| Error::Corruption {
+        position: 0,
+        reason: "a read sent together went unanswered".into(),
+    })
 }
 
 impl Lookups<'_, '_> {
@@ -793,7 +811,9 @@ impl Snapshot<'_> {
         let mut clock = std::time::Instant::now();
         // What the question names exactly; a session it names acts as the session constraint
         // unless the caller gave one.
-        let mut anchors = self.anchors(&query.text, who)?;
+        let entity_ids = self.named_entity_ids(&query.text);
+        let mut anchors = self.anchors(&query.text, who, &entity_ids, SCOPE_EVENTS)?;
+        drop(entity_ids);
         let mut cues = Cues::of(&query.text);
         if anchors.is_empty() {
             // "after" and "before" say which way to walk from something named.
@@ -828,8 +848,13 @@ impl Snapshot<'_> {
             walked_from: BTreeSet::new(),
             // What the anchors read is not read again.
             fetched: std::mem::take(&mut anchors.read),
-            slots: BTreeMap::new(),
+            // A session's events the anchors read as deep as the scope list reads them.
+            slots: std::mem::take(&mut anchors.runs)
+                .into_iter()
+                .map(|(session, run)| (session, Rc::new(run)))
+                .collect(),
             refs: BTreeMap::new(),
+            knowledge: None,
         };
 
         // 1. Prefilter: ranked lists of admissible nodes.
@@ -851,7 +876,8 @@ impl Snapshot<'_> {
             }
         }
         timings.vector_us = lap(&mut clock);
-        let (entity_list, named) = self.entity_matches(&mut r, &query.text, p, cues)?;
+        let entities = std::mem::take(&mut anchors.entities);
+        let (entity_list, named) = self.entity_matches(&mut r, entities, p, cues)?;
         // The actors the question names: their events are in focus, and their names, which
         // occur in nearly every turn they speak, are no evidence for BM25.
         let actors: BTreeSet<String> = named
@@ -1450,13 +1476,18 @@ impl Snapshot<'_> {
                 }
             }
         }
-        // Every (role, entity) read, in one batched read.
-        let reads: Vec<(NodeKey, &str)> = ["SUBJECT", "OBJECT"]
+        // Every (role, entity) read, in one batched read (made with the entity list's when it
+        // had these entities and this limit).
+        let reads: Vec<(NodeKey, &str)> = KNOWLEDGE_ROLES
             .into_iter()
             .flat_map(|role| named.iter().map(move |entity| (entity.clone(), role)))
             .collect();
         if !reads.is_empty() {
-            for edges in self.read.edges_limited_many(&reads, false, limit)? {
+            let read = match r.knowledge.take() {
+                Some((asked, read_limit, edges)) if read_limit == limit && asked == reads => edges,
+                _ => self.read.edges_limited_many(&reads, false, limit)?,
+            };
+            for edges in read {
                 for edge in edges {
                     push(r, edge.key.from, &mut out)?;
                 }
@@ -1579,24 +1610,17 @@ impl Snapshot<'_> {
         Ok(scored.into_iter().map(|(.., k)| k).collect())
     }
 
-    /// Entities named in the question (word n-grams looked up as `{type}:{name}` ids), and the
-    /// events that reference the specific ones (mentioned by at most `hub_mentions` events),
-    /// ranked by how many named entities they reference, then (with the failure cue) failed
-    /// first, then by recency.
-    fn entity_matches(
-        &self,
-        r: &mut Lookups<'_, '_>,
-        text: &str,
-        p: RecallParams,
-        cues: Cues,
-    ) -> Result<(Vec<NodeKey>, Vec<NodeKey>), Error> {
+    /// The ids an entity named in the question would have: its word n-grams (up to
+    /// `MAX_NAME_WORDS`, single stop words left out) and its id-like tokens, each as
+    /// `{type}:{name}` of every declared entity type (extensions' included). Most name no
+    /// entity; [`Snapshot::anchors`] looks them all up in one read.
+    fn named_entity_ids(&self, text: &str) -> Vec<String> {
         let words: Vec<&str> = text
             .split(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '\'')))
             .map(|w| w.trim_matches(|c: char| matches!(c, '.' | '\'')))
             .map(|w| w.strip_suffix("'s").unwrap_or(w))
             .filter(|w| !w.is_empty())
             .collect();
-        // Every declared entity type, extensions' included.
         let entity_types: Vec<&str> = self
             .schema
             .enum_def("entity_type")
@@ -1624,14 +1648,22 @@ impl Snapshot<'_> {
                 ids.push(entity_id(entity_type, token));
             }
         }
-        // One lookup for every candidate id (most name no entity), then only the found read.
+        ids
+    }
+
+    /// Entities named in the question (`found`: the ids of [`Snapshot::named_entity_ids`]
+    /// that exist), and the events that reference the specific ones (mentioned by at most
+    /// `hub_mentions` events), ranked by how many named entities they reference, then (with
+    /// the failure cue) failed first, then by recency.
+    fn entity_matches(
+        &self,
+        r: &mut Lookups<'_, '_>,
+        found: Vec<String>,
+        p: RecallParams,
+        cues: Cues,
+    ) -> Result<(Vec<NodeKey>, Vec<NodeKey>), Error> {
         let mut named = BTreeSet::new();
-        let found: Vec<NodeKey> = self
-            .read
-            .existing_ids("Entity", &ids)?
-            .into_iter()
-            .map(|id| NodeKey::new("Entity", id))
-            .collect();
+        let found: Vec<NodeKey> = found.into_iter().map(|id| NodeKey::new("Entity", id)).collect();
         r.prefetch(&found)?;
         for key in found {
             if r.admissible(&key)?.is_some() {
@@ -1645,7 +1677,34 @@ impl Snapshot<'_> {
                 specific.push(entity.clone());
             }
         }
-        let referencing = self.edges_many(&specific, Some("REFERENCES"), Direction::In)?;
+        // The events that reference the specific entities, and the knowledge list's facts
+        // about every named one (`knowledge_list` reads nothing else of the entities): reads
+        // that depend only on the entities, sent together.
+        let roles: Vec<(NodeKey, &'static str)> = KNOWLEDGE_ROLES
+            .into_iter()
+            .flat_map(|role| named.iter().map(move |entity| (entity.clone(), role)))
+            .collect();
+        let mut reads = Vec::new();
+        if !specific.is_empty() {
+            reads.push(ManyRead::EdgesOf {
+                keys: &specific,
+                edge_type: Some("REFERENCES"),
+                direction: Direction::In,
+            });
+        }
+        if !roles.is_empty() {
+            reads.push(ManyRead::EdgesLimited { reads: &roles, out: false, limit: p.prefilter });
+        }
+        let mut answers = self.read.read_together(&reads)?.into_iter();
+        let referencing = if specific.is_empty() {
+            Vec::new()
+        } else {
+            answered(answers.next())?.into_edges()?
+        };
+        if !roles.is_empty() {
+            let edges = answered(answers.next())?.into_edges()?;
+            r.knowledge = Some((roles, p.prefilter, edges));
+        }
         r.prefetch(referencing.iter().flatten().map(|e| &e.key.from))?;
         for edges in referencing {
             for edge in edges {

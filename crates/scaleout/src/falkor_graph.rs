@@ -55,6 +55,7 @@ mod reset;
 mod stage2;
 mod stage3;
 mod state;
+mod together;
 pub(crate) use bulk::{NetChanges, merged_writes};
 pub use stage2::Stage2Write;
 pub use stage3::ConsolidateWrite;
@@ -406,18 +407,7 @@ impl FalkorGraph {
 
     /// Which of `ids` are ids of nodes of `label`, in the order given.
     pub fn existing_ids(&self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let quoted = name(label, "label")?;
-        let list = FalkorValue::Array(ids.iter().map(|i| s(i)).collect());
-        let rows = self.run_read(
-            &format!("MATCH (n:{quoted}) WHERE n.id IN $ids RETURN n.id"),
-            &[("ids", list)],
-        )?;
-        let found: BTreeSet<String> =
-            rows.iter().map(|r| text_at(r, 0, &self.url)).collect::<Result<_, _>>()?;
-        Ok(ids.iter().filter(|id| found.contains(*id)).cloned().collect())
+        self.run_plan(Self::plan_existing_ids(label, ids)?)?.into_ids()
     }
 
     /// Nodes of a label in id order, after `after` (exclusive), at most `limit`.

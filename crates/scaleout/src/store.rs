@@ -13,8 +13,8 @@ use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properti
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
     Appended, Archived, ConsolidateCommit, EdgeGroup, EnrichCommit, ForgetAppend, GraphCounts,
-    GraphReader, LogEntry, LogReader, Redaction, RemoteStore, SessionSlot, StoreError, StoreRead,
-    StoredVector, TextIndexBuild,
+    GraphReader, LogEntry, LogReader, ManyAnswer, ManyRead, Redaction, RemoteStore, SessionSlot,
+    StoreError, StoreRead, StoredVector, TextIndexBuild,
 };
 
 use crate::falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};
@@ -304,6 +304,7 @@ impl GraphReader for ScaleOutRead<'_> {
         fn edges_limited_many(&self, reads: &[(NodeKey, &str)], out: bool, limit: usize)
             -> Vec<Vec<Edge>>;
         fn native_nearest(&self, query: &[f32], want: usize, scan_up_to: u64) -> Option<Vec<i64>>;
+        fn read_together(&self, reads: &[ManyRead<'_>]) -> Vec<ManyAnswer>;
     }
 
     fn batch_reads_pay(&self) -> bool {

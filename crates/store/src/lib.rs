@@ -21,6 +21,7 @@
 mod embedded;
 mod error;
 mod remote;
+mod together;
 mod tokenizer;
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
@@ -34,6 +35,7 @@ pub use error::StoreError;
 pub use remote::{
     ConsolidateCommit, EnrichCommit, EnrichWrite, ForgetAppend, Redaction, RemoteStore, StoreRead,
 };
+pub use together::{ManyAnswer, ManyRead, read_one};
 pub use tokenizer::TextTokenizer;
 
 /// A node's edges of one type in one direction (see [`GraphReader::edge_groups`]): the first
@@ -464,6 +466,13 @@ pub trait GraphReader {
     ) -> Result<Option<Vec<i64>>, StoreError> {
         let _ = (query, want, scan_up_to);
         Ok(None)
+    }
+
+    /// Several reads of many keys that do not depend on each other, each answered as the
+    /// method it names answers ([`read_one`]), in the order given. The default runs them one
+    /// after the other; a backend whose reads are round trips sends them in one.
+    fn read_together(&self, reads: &[ManyRead<'_>]) -> Result<Vec<ManyAnswer>, StoreError> {
+        reads.iter().map(|r| read_one(self, r)).collect()
     }
 }
 

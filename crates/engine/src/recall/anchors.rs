@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ctxgraph_ontology::graph::{Node, NodeKey};
+use ctxgraph_store::ManyRead;
 
 use crate::error::Error;
 use crate::view::Snapshot;
@@ -34,9 +35,15 @@ pub(crate) struct Anchors {
     pub(crate) traces: Vec<String>,
     /// The lower-case content words of the tokens found: not BM25 words.
     pub(crate) words: BTreeSet<String>,
-    /// The nodes read to find them (`None`: no such node), handed on so that recall does not
-    /// read them again.
+    /// The nodes read to find them and the entities found (`None`: no such node), handed on
+    /// so that recall does not read them again.
     pub(crate) read: BTreeMap<NodeKey, Option<Node>>,
+    /// Which of the candidate entity ids given exist, in the order given (read with the
+    /// anchors, for recall's entity list).
+    pub(crate) entities: Vec<String>,
+    /// Sessions named by a token, with their first events as deep as recall's scope list
+    /// reads them (on a store whose reads are round trips only), in session order.
+    pub(crate) runs: BTreeMap<String, Vec<NodeKey>>,
 }
 
 impl Anchors {
@@ -79,13 +86,66 @@ impl Snapshot<'_> {
         &self,
         text: &str,
         who: &crate::view::Reader<'_>,
+        entity_ids: &[String],
+        scope_events: usize,
     ) -> Result<Anchors, Error> {
         let tokens = id_tokens(text);
+        let ids: Vec<String> = tokens.iter().map(|t| (*t).to_owned()).collect();
         let mut anchors = Anchors::default();
+        // Which candidate entity ids exist, which tokens are ids of which labels, and each
+        // token's session and trace probes: reads that do not depend on each other, sent
+        // together (a store whose reads are round trips pays one, not one each).
+        // On a store whose reads are round trips, a named session's events are read as deep
+        // as recall's scope list reads them, and with the anchors' nodes (the scope list then
+        // reads neither); the embedded store reads what it read before.
+        let speculate = self.read.batch_reads_pay();
+        let probe = if speculate { scope_events.max(VISIBLE_PROBE) } else { VISIBLE_PROBE };
+        let mut reads = vec![ManyRead::ExistingIds { label: "Entity", ids: entity_ids }];
+        if !tokens.is_empty() {
+            reads.extend([
+                ManyRead::ExistingIdsByLabel { labels: LABELS, ids: &ids },
+                ManyRead::SessionEvents { ids: &ids, limit: probe },
+                ManyRead::TraceEvents { ids: &ids, limit: VISIBLE_PROBE },
+            ]);
+        }
+        let mut answers = self.read.read_together(&reads)?.into_iter();
+        let mut answer = || {
+            answers.next().ok_or_else(|| Error::Corruption {
+                position: 0,
+                reason: "a read sent together went unanswered".into(),
+            })
+        };
+        anchors.entities = answer()?.into_ids()?;
+        let entities: Vec<NodeKey> =
+            anchors.entities.iter().map(|id| NodeKey::new("Entity", id)).collect();
         if tokens.is_empty() {
+            if !entities.is_empty() {
+                let nodes = self.read.nodes(&entities)?;
+                anchors.read.extend(entities.into_iter().zip(nodes));
+            }
             return Ok(anchors);
         }
-        let ids: Vec<String> = tokens.iter().map(|t| (*t).to_owned()).collect();
+        let by_label = answer()?.into_ids_by_label()?;
+        let mut sessions: Vec<Vec<String>> = answer()?
+            .into_slots()?
+            .into_iter()
+            .map(|slots| slots.into_iter().map(|slot| slot.event_id).collect())
+            .collect();
+        // The sessions read deeper than the probe: kept whole for the scope list, cut to the
+        // probe here.
+        let mut runs: Vec<NodeKey> = Vec::new();
+        if probe > VISIBLE_PROBE {
+            for (token, events) in tokens.iter().zip(&mut sessions) {
+                if !events.is_empty() {
+                    let run: Vec<NodeKey> =
+                        events.iter().map(|id| NodeKey::new("Event", id)).collect();
+                    runs.extend(run.iter().cloned());
+                    anchors.runs.insert((*token).to_owned(), run);
+                    events.truncate(VISIBLE_PROBE);
+                }
+            }
+        }
+        let traces = answer()?.into_trace_events()?;
         let mut found: BTreeSet<&str> = BTreeSet::new();
         let visible = |key: &NodeKey| -> Result<bool, Error> {
             match self.read.node(key)? {
@@ -93,34 +153,14 @@ impl Snapshot<'_> {
                 None => Ok(false),
             }
         };
-        // Which tokens are ids of which labels, in one read, then the nodes found, in another
-        // (a store whose reads are round trips pays two, not one per label and node).
         let mut existing: Vec<NodeKey> = Vec::new();
-        for (label, ids) in LABELS.iter().zip(self.read.existing_ids_by_label(LABELS, &ids)?) {
+        for (label, ids) in LABELS.iter().zip(by_label) {
             let ids: BTreeSet<String> = ids.into_iter().collect();
             existing.extend(
                 tokens.iter().filter(|t| ids.contains(**t)).map(|t| NodeKey::new(*label, *t)),
             );
         }
-        let nodes = if existing.is_empty() { Vec::new() } else { self.read.nodes(&existing)? };
-        for (key, node) in existing.into_iter().zip(nodes) {
-            if let Some(n) = &node
-                && who.may_see(n)?
-            {
-                found.insert(tokens.iter().find(|t| **t == key.id).copied().unwrap_or_default());
-                anchors.nodes.push(key.clone());
-            }
-            anchors.read.insert(key, node);
-        }
-        // Each token's session and trace probes in one read each; the first event of every
-        // probe, which is always looked at, read with the others in one more.
-        let sessions: Vec<Vec<String>> = self
-            .read
-            .session_events_many(&ids, VISIBLE_PROBE)?
-            .into_iter()
-            .map(|slots| slots.into_iter().map(|slot| slot.event_id).collect())
-            .collect();
-        let traces = self.read.trace_events_many(&ids, VISIBLE_PROBE)?;
+        // The first event of every probe, which is always looked at.
         let firsts: Vec<NodeKey> = sessions
             .iter()
             .chain(&traces)
@@ -129,12 +169,26 @@ impl Snapshot<'_> {
             .collect::<BTreeSet<NodeKey>>()
             .into_iter()
             .collect();
-        let read: BTreeMap<NodeKey, Option<Node>> = if firsts.is_empty() {
-            BTreeMap::new()
-        } else {
-            let nodes = self.read.nodes(&firsts)?;
-            firsts.into_iter().zip(nodes).collect()
-        };
+        // The nodes found, the probes' first events, the entities found and the events of the
+        // runs read whole, in one read.
+        let wanted: Vec<NodeKey> =
+            existing.iter().chain(&firsts).chain(&entities).chain(&runs).cloned().collect();
+        let mut nodes =
+            if wanted.is_empty() { Vec::new() } else { self.read.nodes(&wanted)? }.into_iter();
+        for key in existing {
+            let node = nodes.next().flatten();
+            if let Some(n) = &node
+                && who.may_see(n)?
+            {
+                found.insert(tokens.iter().find(|t| **t == key.id).copied().unwrap_or_default());
+                anchors.nodes.push(key.clone());
+            }
+            anchors.read.insert(key, node);
+        }
+        let read: BTreeMap<NodeKey, Option<Node>> =
+            firsts.into_iter().map(|key| (key, nodes.next().flatten())).collect();
+        let entity_nodes: Vec<(NodeKey, Option<Node>)> =
+            entities.into_iter().chain(runs).map(|key| (key, nodes.next().flatten())).collect();
         let any_visible = |events: &[String]| -> Result<bool, Error> {
             for id in events {
                 let key = NodeKey::new("Event", id);
@@ -160,6 +214,7 @@ impl Snapshot<'_> {
             }
         }
         anchors.read.extend(read);
+        anchors.read.extend(entity_nodes);
         // Keep the question's order of mention.
         anchors.nodes.sort_by_key(|k| tokens.iter().position(|t| *t == k.id));
         for token in found {

@@ -12,9 +12,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
-use ctxgraph_store::{SessionSlot, StoreError, props_from};
+use ctxgraph_store::{ManyAnswer, SessionSlot, StoreError, props_from};
 use falkordb::FalkorValue;
 
+use super::together::{Plan, Query, placed_rows};
 use super::{FalkorGraph, SLOT, TRACED, count, int, int_at, name, s, sort_side, text_at};
 
 /// The most keys one query carries: bounds the size of a query's text.
@@ -38,68 +39,73 @@ fn place(row: &[FalkorValue], len: usize, url: &crate::url::StoreUrl) -> Result<
 }
 
 impl FalkorGraph {
-    /// Run `part(label, param)` (a query over the keys of one label, bound to `$param`) for
-    /// every label of `keys` as one `UNION ALL` query per chunk of keys; the rows of all.
+    /// `part(label, param)` (a query over the keys of one label, bound to `$param`) for every
+    /// label of `keys`, as one `UNION ALL` query per chunk of keys, with the place in `keys` of
+    /// each chunk's first key.
     fn per_label(
-        &self,
         keys: &[NodeKey],
         part: &dyn Fn(&str, &str) -> String,
-    ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
-        let mut rows = Vec::new();
+    ) -> Result<(Vec<Query>, Vec<usize>), StoreError> {
+        let mut queries = Vec::new();
+        let mut starts = Vec::new();
         for (start, chunk) in (0..keys.len())
             .step_by(KEYS_PER_QUERY)
             .map(|s| (s, &keys[s..(s + KEYS_PER_QUERY).min(keys.len())]))
         {
             let groups = by_label(chunk);
             let mut parts = Vec::with_capacity(groups.len());
-            let mut names = Vec::with_capacity(groups.len());
-            for (i, label) in groups.keys().enumerate() {
+            let mut params = Vec::with_capacity(groups.len());
+            for (i, (label, group)) in groups.into_iter().enumerate() {
                 let param = format!("k{i}");
                 parts.push(part(&name(label, "label")?, &param));
-                names.push(param);
+                params.push((param, FalkorValue::Array(group)));
             }
-            let params: Vec<(&str, FalkorValue)> = names
-                .iter()
-                .map(String::as_str)
-                .zip(groups.into_values().map(FalkorValue::Array))
-                .collect();
-            for mut row in self.run_read(&parts.join(" UNION ALL "), &params)? {
-                // Places within the chunk, made places within `keys`.
-                if let Some(FalkorValue::I64(p)) = row.first_mut() {
-                    *p += i64::try_from(start).unwrap_or(i64::MAX);
-                }
-                rows.push(row);
-            }
+            queries.push(Query { text: parts.join(" UNION ALL "), params });
+            starts.push(start);
         }
-        Ok(rows)
+        Ok((queries, starts))
     }
 
     /// [`GraphReader::nodes`](ctxgraph_store::GraphReader::nodes): one query.
     pub(crate) fn nodes_many(&self, keys: &[NodeKey]) -> Result<Vec<Option<Node>>, StoreError> {
-        let mut out: Vec<Option<Node>> = vec![None; keys.len()];
-        let rows = self.per_label(keys, &|label, k| {
+        self.run_plan(Self::plan_nodes(keys)?)?.into_nodes()
+    }
+
+    /// [`FalkorGraph::nodes_many`] as a plan.
+    pub(super) fn plan_nodes(keys: &[NodeKey]) -> Result<Plan<'_>, StoreError> {
+        let (queries, starts) = Self::per_label(keys, &|label, k| {
             format!(
                 "UNWIND ${k} AS k MATCH (n:{label} {{id: k[1]}}) RETURN k[0] AS i, n.props AS p"
             )
         })?;
-        for r in &rows {
-            let i = place(r, keys.len(), &self.url)?;
-            let props = props_from(&text_at(r, 1, &self.url)?)?;
-            out[i] = Some(Node { key: keys[i].clone(), props });
-        }
-        Ok(out)
+        Ok(Plan::new(queries, move |g, replies| {
+            let mut out: Vec<Option<Node>> = vec![None; keys.len()];
+            for r in &placed_rows(replies, &starts) {
+                let i = place(r, keys.len(), &g.url)?;
+                let props = props_from(&text_at(r, 1, &g.url)?)?;
+                out[i] = Some(Node { key: keys[i].clone(), props });
+            }
+            Ok(ManyAnswer::Nodes(out))
+        }))
     }
 
     /// [`GraphReader::nodes_exist`](ctxgraph_store::GraphReader::nodes_exist): one query.
     pub(crate) fn nodes_exist_many(&self, keys: &[NodeKey]) -> Result<Vec<bool>, StoreError> {
-        let mut out = vec![false; keys.len()];
-        let rows = self.per_label(keys, &|label, k| {
+        self.run_plan(Self::plan_nodes_exist(keys)?)?.into_exist()
+    }
+
+    /// [`FalkorGraph::nodes_exist_many`] as a plan.
+    pub(super) fn plan_nodes_exist(keys: &[NodeKey]) -> Result<Plan<'_>, StoreError> {
+        let (queries, starts) = Self::per_label(keys, &|label, k| {
             format!("UNWIND ${k} AS k MATCH (n:{label} {{id: k[1]}}) RETURN k[0] AS i")
         })?;
-        for r in &rows {
-            out[place(r, keys.len(), &self.url)?] = true;
-        }
-        Ok(out)
+        Ok(Plan::new(queries, move |g, replies| {
+            let mut out = vec![false; keys.len()];
+            for r in &placed_rows(replies, &starts) {
+                out[place(r, keys.len(), &g.url)?] = true;
+            }
+            Ok(ManyAnswer::Exist(out))
+        }))
     }
 
     /// [`GraphReader::edges_of_many`](ctxgraph_store::GraphReader::edges_of_many): one query,
@@ -111,6 +117,15 @@ impl FalkorGraph {
         edge_type: Option<&str>,
         direction: Direction,
     ) -> Result<Vec<Vec<Edge>>, StoreError> {
+        self.run_plan(Self::plan_edges_of(keys, edge_type, direction)?)?.into_edges()
+    }
+
+    /// [`FalkorGraph::edges_of_many_keys`] as a plan.
+    pub(super) fn plan_edges_of<'a>(
+        keys: &'a [NodeKey],
+        edge_type: Option<&str>,
+        direction: Direction,
+    ) -> Result<Plan<'a>, StoreError> {
         let rel = match edge_type {
             Some(t) => format!("[r:{}]", name(t, "edge type")?),
             None => "[r]".to_owned(),
@@ -123,40 +138,70 @@ impl FalkorGraph {
                  r.q AS q, r.props AS props"
             )
         };
-        let rows = self.per_label(keys, &|label, k| match direction {
+        let (queries, starts) = Self::per_label(keys, &|label, k| match direction {
             Direction::Out => side(label, k, true),
             Direction::In => side(label, k, false),
             Direction::Both => {
                 format!("{} UNION ALL {}", side(label, k, true), side(label, k, false))
             }
         })?;
-        let mut sides: Vec<(Vec<Edge>, Vec<Edge>)> = vec![(Vec::new(), Vec::new()); keys.len()];
-        for r in &rows {
-            let i = place(r, keys.len(), &self.url)?;
-            let out = matches!(r.get(1), Some(FalkorValue::Bool(true)));
-            let other = NodeKey { label: text_at(r, 3, &self.url)?, id: text_at(r, 4, &self.url)? };
-            let key = keys[i].clone();
-            let (from, to) = if out { (key, other) } else { (other, key) };
-            let edge = Edge {
-                key: EdgeKey {
-                    edge_type: text_at(r, 2, &self.url)?,
-                    from,
-                    to,
-                    qualifier: text_at(r, 5, &self.url)?,
-                },
-                props: props_from(&text_at(r, 6, &self.url)?)?,
-            };
-            if out { sides[i].0.push(edge) } else { sides[i].1.push(edge) }
+        Ok(Plan::new(queries, move |g, replies| {
+            let url = &g.url;
+            let mut sides: Vec<(Vec<Edge>, Vec<Edge>)> = vec![(Vec::new(), Vec::new()); keys.len()];
+            for r in &placed_rows(replies, &starts) {
+                let i = place(r, keys.len(), url)?;
+                let out = matches!(r.get(1), Some(FalkorValue::Bool(true)));
+                let other = NodeKey { label: text_at(r, 3, url)?, id: text_at(r, 4, url)? };
+                let key = keys[i].clone();
+                let (from, to) = if out { (key, other) } else { (other, key) };
+                let edge = Edge {
+                    key: EdgeKey {
+                        edge_type: text_at(r, 2, url)?,
+                        from,
+                        to,
+                        qualifier: text_at(r, 5, url)?,
+                    },
+                    props: props_from(&text_at(r, 6, url)?)?,
+                };
+                if out { sides[i].0.push(edge) } else { sides[i].1.push(edge) }
+            }
+            Ok(ManyAnswer::Edges(
+                sides
+                    .into_iter()
+                    .map(|(mut outgoing, mut incoming)| {
+                        sort_side(&mut outgoing, true);
+                        sort_side(&mut incoming, false);
+                        outgoing.extend(incoming);
+                        outgoing
+                    })
+                    .collect(),
+            ))
+        }))
+    }
+
+    /// [`GraphReader::existing_ids`](ctxgraph_store::GraphReader::existing_ids) as a plan: one
+    /// query.
+    pub(super) fn plan_existing_ids<'a>(
+        label: &str,
+        ids: &'a [String],
+    ) -> Result<Plan<'a>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Plan::new(Vec::new(), |_, _| Ok(ManyAnswer::Ids(Vec::new()))));
         }
-        Ok(sides
-            .into_iter()
-            .map(|(mut outgoing, mut incoming)| {
-                sort_side(&mut outgoing, true);
-                sort_side(&mut incoming, false);
-                outgoing.extend(incoming);
-                outgoing
-            })
-            .collect())
+        let quoted = name(label, "label")?;
+        let list = FalkorValue::Array(ids.iter().map(|i| s(i)).collect());
+        let query = Query {
+            text: format!("MATCH (n:{quoted}) WHERE n.id IN $ids RETURN n.id"),
+            params: vec![("ids".to_owned(), list)],
+        };
+        Ok(Plan::new(vec![query], move |g, replies| {
+            let found: BTreeSet<String> = replies
+                .iter()
+                .flatten()
+                .map(|r| text_at(r, 0, &g.url))
+                .collect::<Result<_, _>>()?;
+            Ok(ManyAnswer::Ids(ids.iter().filter(|id| found.contains(*id)).cloned().collect()))
+        }))
     }
 
     /// [`GraphReader::existing_ids_by_label`](ctxgraph_store::GraphReader::existing_ids_by_label):
@@ -166,8 +211,19 @@ impl FalkorGraph {
         labels: &[&str],
         ids: &[String],
     ) -> Result<Vec<Vec<String>>, StoreError> {
+        self.run_plan(Self::plan_existing_ids_by_label(labels, ids)?)?.into_ids_by_label()
+    }
+
+    /// [`FalkorGraph::existing_ids_labels`] as a plan.
+    pub(super) fn plan_existing_ids_by_label<'a>(
+        labels: &[&str],
+        ids: &'a [String],
+    ) -> Result<Plan<'a>, StoreError> {
+        let count = labels.len();
         if ids.is_empty() || labels.is_empty() {
-            return Ok(vec![Vec::new(); labels.len()]);
+            return Ok(Plan::new(Vec::new(), move |_, _| {
+                Ok(ManyAnswer::IdsByLabel(vec![Vec::new(); count]))
+            }));
         }
         let parts = labels
             .iter()
@@ -180,17 +236,22 @@ impl FalkorGraph {
             })
             .collect::<Result<Vec<String>, StoreError>>()?;
         let list = FalkorValue::Array(ids.iter().map(|i| s(i)).collect());
-        let rows = self.run_read(&parts.join(" UNION ALL "), &[("ids", list)])?;
-        let mut found: Vec<BTreeSet<String>> = vec![BTreeSet::new(); labels.len()];
-        for r in &rows {
-            let i = place(r, labels.len(), &self.url)?;
-            found[i].insert(text_at(r, 1, &self.url)?);
-        }
-        // As the single read answers: the ids given, in their order, that exist.
-        Ok(found
-            .iter()
-            .map(|f| ids.iter().filter(|id| f.contains(*id)).cloned().collect())
-            .collect())
+        let query =
+            Query { text: parts.join(" UNION ALL "), params: vec![("ids".to_owned(), list)] };
+        Ok(Plan::new(vec![query], move |g, replies| {
+            let mut found: Vec<BTreeSet<String>> = vec![BTreeSet::new(); count];
+            for r in replies.iter().flatten() {
+                let i = place(r, count, &g.url)?;
+                found[i].insert(text_at(r, 1, &g.url)?);
+            }
+            // As the single read answers: the ids given, in their order, that exist.
+            Ok(ManyAnswer::IdsByLabel(
+                found
+                    .iter()
+                    .map(|f| ids.iter().filter(|id| f.contains(*id)).cloned().collect())
+                    .collect(),
+            ))
+        }))
     }
 
     /// `ids` as `[place, id]` rows, for the reads by session or trace below.
@@ -217,6 +278,20 @@ impl FalkorGraph {
         }
     }
 
+    /// One query per chunk of `ids` as `[place, id]` rows in `$k`, with `$limit`.
+    fn per_chunk(ids: &[String], limit: usize, text: &str) -> (Vec<Query>, Vec<usize>) {
+        ids.chunks(KEYS_PER_QUERY)
+            .enumerate()
+            .map(|(n, chunk)| {
+                let params = vec![
+                    ("k".to_owned(), Self::placed(chunk)),
+                    ("limit".to_owned(), int(count(limit))),
+                ];
+                (Query { text: text.to_owned(), params }, n * KEYS_PER_QUERY)
+            })
+            .unzip()
+    }
+
     /// [`GraphReader::session_events_many`](ctxgraph_store::GraphReader::session_events_many):
     /// one query, each session's first `limit` slots in time order.
     pub(crate) fn session_events_of(
@@ -224,30 +299,37 @@ impl FalkorGraph {
         ids: &[String],
         limit: usize,
     ) -> Result<Vec<Vec<SessionSlot>>, StoreError> {
-        let mut out = vec![Vec::new(); ids.len()];
-        for (start, chunk) in ids.chunks(KEYS_PER_QUERY).enumerate() {
-            let rows = self.run_read(
-                &format!(
-                    "UNWIND $k AS k MATCH (x:{SLOT} {{session: k[1]}}) \
-                     WITH k[0] AS i, x ORDER BY i, x.at, x.event \
-                     WITH i, collect([x.at, x.event]) AS slots RETURN i, slots[0..$limit]"
-                ),
-                &[("k", Self::placed(chunk)), ("limit", int(count(limit)))],
-            )?;
-            for r in &rows {
-                let i = start * KEYS_PER_QUERY + place(r, chunk.len(), &self.url)?;
-                for slot in self.list_at(r, 1)? {
+        self.run_plan(Self::plan_session_events(ids, limit))?.into_slots()
+    }
+
+    /// [`FalkorGraph::session_events_of`] as a plan.
+    pub(super) fn plan_session_events(ids: &[String], limit: usize) -> Plan<'static> {
+        let (queries, starts) = Self::per_chunk(
+            ids,
+            limit,
+            &format!(
+                "UNWIND $k AS k MATCH (x:{SLOT} {{session: k[1]}}) \
+                 WITH k[0] AS i, x ORDER BY i, x.at, x.event \
+                 WITH i, collect([x.at, x.event]) AS slots RETURN i, slots[0..$limit]"
+            ),
+        );
+        let len = ids.len();
+        Plan::new(queries, move |g, replies| {
+            let mut out = vec![Vec::new(); len];
+            for r in &placed_rows(replies, &starts) {
+                let i = place(r, len, &g.url)?;
+                for slot in g.list_at(r, 1)? {
                     let FalkorValue::Array(cols) = slot else {
-                        return Err(super::odd(&self.url, "a session slot"));
+                        return Err(super::odd(&g.url, "a session slot"));
                     };
                     out[i].push(SessionSlot {
-                        at_ns: int_at(cols, 0, &self.url)?,
-                        event_id: text_at(cols, 1, &self.url)?,
+                        at_ns: int_at(cols, 0, &g.url)?,
+                        event_id: text_at(cols, 1, &g.url)?,
                     });
                 }
             }
-        }
-        Ok(out)
+            Ok(ManyAnswer::Slots(out))
+        })
     }
 
     /// [`GraphReader::trace_events_many`](ctxgraph_store::GraphReader::trace_events_many): one
@@ -257,39 +339,49 @@ impl FalkorGraph {
         ids: &[String],
         limit: usize,
     ) -> Result<Vec<Vec<String>>, StoreError> {
+        self.run_plan(Self::plan_trace_events(ids, limit)?)?.into_trace_events()
+    }
+
+    /// [`FalkorGraph::trace_events_of`] as a plan.
+    pub(super) fn plan_trace_events(
+        ids: &[String],
+        limit: usize,
+    ) -> Result<Plan<'static>, StoreError> {
         let label = name(TRACED, "label")?;
-        let mut out = vec![Vec::new(); ids.len()];
-        for (start, chunk) in ids.chunks(KEYS_PER_QUERY).enumerate() {
-            let rows = self.run_read(
-                &format!(
-                    "UNWIND $k AS k MATCH (n:{label} {{trace: k[1]}}) \
-                     WITH k[0] AS i, n ORDER BY i, n.seq \
-                     WITH i, collect(n.id) AS ids RETURN i, ids[0..$limit]"
-                ),
-                &[("k", Self::placed(chunk)), ("limit", int(count(limit)))],
-            )?;
-            for r in &rows {
-                let i = start * KEYS_PER_QUERY + place(r, chunk.len(), &self.url)?;
-                for id in self.list_at(r, 1)? {
+        let (queries, starts) = Self::per_chunk(
+            ids,
+            limit,
+            &format!(
+                "UNWIND $k AS k MATCH (n:{label} {{trace: k[1]}}) \
+                 WITH k[0] AS i, n ORDER BY i, n.seq \
+                 WITH i, collect(n.id) AS ids RETURN i, ids[0..$limit]"
+            ),
+        );
+        let len = ids.len();
+        Ok(Plan::new(queries, move |g, replies| {
+            let mut out = vec![Vec::new(); len];
+            for r in &placed_rows(replies, &starts) {
+                let i = place(r, len, &g.url)?;
+                for id in g.list_at(r, 1)? {
                     let FalkorValue::String(id) = id else {
-                        return Err(super::odd(&self.url, "an event id"));
+                        return Err(super::odd(&g.url, "an event id"));
                     };
                     out[i].push(id.clone());
                 }
             }
-        }
-        Ok(out)
+            Ok(ManyAnswer::TraceEvents(out))
+        }))
     }
 
-    /// The first `limit` edges of each `(node, edge type)` of `reads` in one direction, in
-    /// index order (far endpoint's creation number, then qualifier), as `(place in reads, item,
-    /// edge type)`, places ascending: one query, a `UNION ALL` part per label and edge type.
-    pub(crate) fn edges_limited_of<'r>(
-        &self,
-        reads: &'r [(NodeKey, &'r str)],
+    /// [`GraphReader::edges_limited_many`](ctxgraph_store::GraphReader::edges_limited_many) as
+    /// a plan: the first `limit` edges of each `(node, edge type)` of `reads` in one
+    /// direction, in index order (far endpoint's creation number, then qualifier); one query,
+    /// a `UNION ALL` part per label and edge type.
+    pub(super) fn plan_edges_limited<'a>(
+        reads: &'a [(NodeKey, &'a str)],
         out: bool,
         limit: usize,
-    ) -> Result<Vec<(usize, super::read::Item, &'r str)>, StoreError> {
+    ) -> Result<Plan<'a>, StoreError> {
         let mut groups: BTreeMap<(&str, &str), Vec<FalkorValue>> = BTreeMap::new();
         for (i, (key, edge_type)) in reads.iter().enumerate() {
             let place = int(i64::try_from(i).unwrap_or(i64::MAX));
@@ -298,46 +390,41 @@ impl FalkorGraph {
                 .or_default()
                 .push(FalkorValue::Array(vec![place, s(&key.id)]));
         }
-        if groups.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut parts = Vec::with_capacity(groups.len());
-        let mut names = Vec::with_capacity(groups.len());
-        for (n, (label, edge_type)) in groups.keys().enumerate() {
-            let (label, ty) = (name(label, "label")?, name(edge_type, "edge type")?);
-            let pattern = if out { format!("-[r:{ty}]->") } else { format!("<-[r:{ty}]-") };
-            let param = format!("k{n}");
-            parts.push(format!(
-                "UNWIND ${param} AS k MATCH (n:{label} {{id: k[1]}}){pattern}(m) \
-                 WITH k[0] AS i, r, m ORDER BY i, m.seq, r.q \
-                 WITH i, collect([labels(m)[0], m.id, r.q, r.props]) AS es \
-                 RETURN i, es[0..$limit] AS es"
-            ));
-            names.push(param);
-        }
-        let mut params: Vec<(&str, FalkorValue)> = names
-            .iter()
-            .map(String::as_str)
-            .zip(groups.into_values().map(FalkorValue::Array))
-            .collect();
-        params.push(("limit", int(count(limit))));
-        let rows = self.run_read(&parts.join(" UNION ALL "), &params)?;
-        let mut found = Vec::new();
-        for r in &rows {
-            let i = place(r, reads.len(), &self.url)?;
-            for item in self.list_at(r, 1)? {
-                let FalkorValue::Array(cols) = item else {
-                    return Err(super::odd(&self.url, "an edge of a limited read"));
-                };
-                let far = NodeKey {
-                    label: text_at(cols, 0, &self.url)?,
-                    id: text_at(cols, 1, &self.url)?,
-                };
-                let item = (far, text_at(cols, 2, &self.url)?, text_at(cols, 3, &self.url)?);
-                found.push((i, item, reads[i].1));
+        let mut queries = Vec::new();
+        if !groups.is_empty() {
+            let mut parts = Vec::with_capacity(groups.len());
+            let mut params = Vec::with_capacity(groups.len() + 1);
+            for (n, ((label, edge_type), group)) in groups.into_iter().enumerate() {
+                let (label, ty) = (name(label, "label")?, name(edge_type, "edge type")?);
+                let pattern = if out { format!("-[r:{ty}]->") } else { format!("<-[r:{ty}]-") };
+                let param = format!("k{n}");
+                parts.push(format!(
+                    "UNWIND ${param} AS k MATCH (n:{label} {{id: k[1]}}){pattern}(m) \
+                     WITH k[0] AS i, r, m ORDER BY i, m.seq, r.q \
+                     WITH i, collect([labels(m)[0], m.id, r.q, r.props]) AS es \
+                     RETURN i, es[0..$limit] AS es"
+                ));
+                params.push((param, FalkorValue::Array(group)));
             }
+            params.push(("limit".to_owned(), int(count(limit))));
+            queries.push(Query { text: parts.join(" UNION ALL "), params });
         }
-        found.sort_by_key(|(i, ..)| *i);
-        Ok(found)
+        Ok(Plan::new(queries, move |g, replies| {
+            let mut found = vec![Vec::new(); reads.len()];
+            for r in replies.iter().flatten() {
+                let i = place(r, reads.len(), &g.url)?;
+                let (key, edge_type) = &reads[i];
+                for item in g.list_at(r, 1)? {
+                    let FalkorValue::Array(cols) = item else {
+                        return Err(super::odd(&g.url, "an edge of a limited read"));
+                    };
+                    let far =
+                        NodeKey { label: text_at(cols, 0, &g.url)?, id: text_at(cols, 1, &g.url)? };
+                    let item = (far, text_at(cols, 2, &g.url)?, text_at(cols, 3, &g.url)?);
+                    found[i].push(super::read::group_edge(key, edge_type, out, item)?);
+                }
+            }
+            Ok(ManyAnswer::Edges(found))
+        }))
     }
 }

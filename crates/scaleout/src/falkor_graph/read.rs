@@ -13,8 +13,8 @@
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_store::{
-    Archived, EdgeGroup, GraphCounts, GraphReader, ProjectionGraph, SessionSlot, StoreError,
-    StoredVector, TextIndexBuild, heaviest_of, props_from,
+    Archived, EdgeGroup, GraphCounts, GraphReader, ManyAnswer, ManyRead, ProjectionGraph,
+    SessionSlot, StoreError, StoredVector, TextIndexBuild, heaviest_of, props_from,
 };
 use falkordb::FalkorValue;
 
@@ -128,7 +128,7 @@ impl FalkorGraph {
 }
 
 /// An edge of a group read with [`Carry::EdgeProps`], as the edge of `key` it is.
-fn group_edge(
+pub(super) fn group_edge(
     key: &NodeKey,
     edge_type: &str,
     out: bool,
@@ -529,13 +529,7 @@ impl GraphReader for FalkorGraph {
         out: bool,
         limit: usize,
     ) -> Result<Vec<Vec<Edge>>, StoreError> {
-        let mut found = vec![Vec::new(); reads.len()];
-        for (i, (far, qualifier, props), edge_type) in self.edges_limited_of(reads, out, limit)? {
-            let (key, _) = &reads[i];
-            let item = (far, qualifier, props);
-            found[i].push(group_edge(key, edge_type, out, item)?);
-        }
-        Ok(found)
+        self.run_plan(Self::plan_edges_limited(reads, out, limit)?)?.into_edges()
     }
 
     fn batch_reads_pay(&self) -> bool {
@@ -549,6 +543,10 @@ impl GraphReader for FalkorGraph {
         scan_up_to: u64,
     ) -> Result<Option<Vec<i64>>, StoreError> {
         FalkorGraph::native_nearest(self, query, want, scan_up_to)
+    }
+
+    fn read_together(&self, reads: &[ManyRead<'_>]) -> Result<Vec<ManyAnswer>, StoreError> {
+        self.read_many_together(reads)
     }
 }
 

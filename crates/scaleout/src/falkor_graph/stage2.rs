@@ -306,6 +306,11 @@ impl FalkorGraph {
         &self,
         after: i64,
     ) -> Result<(u64, Option<i64>), StoreError> {
+        if let Some(text) = self.held_text()?
+            && let Some(n) = text.docs_after(after)
+        {
+            return Ok((n, text.last));
+        }
         let set = self.stage2_key("text_ids");
         let n: u64 =
             self.raw_query(redis::cmd("ZCOUNT").arg(&set).arg(format!("({after}")).arg("+inf"))?;
@@ -361,13 +366,17 @@ impl FalkorGraph {
 
     /// [`ctxgraph_store::GraphReader::text_index_build`].
     pub(crate) fn stage2_text_index_build(&self) -> Result<Option<TextIndexBuild>, StoreError> {
-        let (through, docs, avg_len): (Option<i64>, Option<u64>, Option<f64>) = self.raw_query(
-            redis::cmd("HMGET")
-                .arg(self.stage2_key("text_build"))
-                .arg("through")
-                .arg("docs")
-                .arg("avg_len"),
-        )?;
+        let (through, docs, avg_len): (Option<i64>, Option<u64>, Option<f64>) =
+            match self.held_text()? {
+                Some(text) => text.build,
+                None => self.raw_query(
+                    redis::cmd("HMGET")
+                        .arg(self.stage2_key("text_build"))
+                        .arg("through")
+                        .arg("docs")
+                        .arg("avg_len"),
+                )?,
+            };
         Ok(match (through, docs, avg_len) {
             (Some(through), Some(docs), Some(avg_len)) => {
                 Some(TextIndexBuild { through, docs, avg_len })

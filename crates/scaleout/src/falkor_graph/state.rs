@@ -1,6 +1,7 @@
-//! A read view's state keys (the graph's counters and the settings) read once: the first
-//! read of any of them in a view reads them all, in one round trip (an `MGET` of every known
-//! counter and an `HGETALL` of the settings, pipelined), and the view answers from that memo
+//! A read view's state keys (the graph's counters, the settings, the embedding model and what
+//! the full-text documents' keys say without a scan) read once: the first read of any of them
+//! in a view reads them all, in one round trip (an `MGET` of every known counter, an `HGETALL`
+//! of the settings and a few small reads, pipelined), and the view answers from that memo
 //! until it ends. A view is a point in time anyway; the recall pipeline asks for several of
 //! these keys (generations, checkpoints, settings) and each was a round trip of its own.
 //!
@@ -13,6 +14,7 @@ use std::collections::BTreeMap;
 use ctxgraph_store::StoreError;
 
 use super::{FalkorGraph, raw_remote};
+use crate::reply::failure;
 
 /// What a view has read of the state keys.
 #[derive(Debug, Default)]
@@ -23,6 +25,41 @@ pub(crate) struct StateMemo {
     settings: BTreeMap<String, String>,
     /// Stage 2's embedding model and dimension, read with the counters.
     embedding: Embedding,
+    /// The full-text documents and the lexical index's build, read with the counters.
+    text: TextState,
+}
+
+/// What a view knows of the full-text documents without a further read: the lexical index's
+/// build (`through`, `docs`, `avg_len`, each unset before the first), how many documents
+/// there are, and the least and greatest document numbers.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TextState {
+    /// The build's `through`, `docs` and `avg_len` fields.
+    pub(crate) build: (Option<i64>, Option<u64>, Option<f64>),
+    /// How many documents (`text_ids`) there are.
+    pub(crate) count: u64,
+    /// The least document number, if any.
+    pub(crate) first: Option<i64>,
+    /// The greatest document number, if any.
+    pub(crate) last: Option<i64>,
+}
+
+impl TextState {
+    /// How many documents lie above `after`, when the state alone answers: none past the
+    /// last, all below the first.
+    pub(crate) fn docs_after(&self, after: i64) -> Option<u64> {
+        match (self.first, self.last) {
+            (_, None) => Some(0),
+            (_, Some(last)) if last <= after => Some(0),
+            (Some(first), _) if first > after => Some(self.count),
+            _ => None,
+        }
+    }
+}
+
+/// A read of the state keys sent and not answered yet: the counters' keys, in the order asked.
+pub(super) struct PendingState {
+    keys: Vec<String>,
 }
 
 /// Stage 2's embedding model and dimension as the store holds them (either may be unset).
@@ -54,14 +91,23 @@ impl FalkorGraph {
 
     /// Read every known counter and the settings into the held memo, if it has not been.
     fn load_state(&self) -> Result<(), StoreError> {
+        match self.send_state()? {
+            Some(pending) => self.receive_state(pending),
+            None => Ok(()),
+        }
+    }
+
+    /// Send the read of every known counter and the settings, if the view holds a memo not
+    /// read yet, without waiting for the reply: [`FalkorGraph::receive_state`] takes it, so a
+    /// caller can wait for another connection's reply in between.
+    pub(super) fn send_state(&self) -> Result<Option<PendingState>, StoreError> {
         let loaded = self.state.borrow().as_ref().is_none_or(|m| m.counters.is_some());
         if loaded {
-            return Ok(());
+            return Ok(None);
         }
         let keys = self.state_keys();
-        type State = (Vec<Option<u64>>, BTreeMap<String, String>, Embedding);
-        let (values, settings, embedding): State = redis::pipe()
-            .cmd("MGET")
+        let mut pipe = redis::pipe();
+        pipe.cmd("MGET")
             .arg(&keys[..])
             .cmd("HGETALL")
             .arg(&self.settings)
@@ -69,12 +115,52 @@ impl FalkorGraph {
             .arg(self.stage2_key(super::stage2::EMBEDDING))
             .arg("model")
             .arg("dimension")
-            .query(&mut *self.raw.borrow_mut())
+            .cmd("HMGET")
+            .arg(self.stage2_key("text_build"))
+            .arg("through")
+            .arg("docs")
+            .arg("avg_len");
+        let text_ids = self.stage2_key("text_ids");
+        pipe.cmd("ZCARD").arg(&text_ids);
+        pipe.cmd("ZRANGE").arg(&text_ids).arg(0).arg(0);
+        pipe.cmd("ZRANGE").arg(&text_ids).arg(-1).arg(-1);
+        self.raw
+            .borrow_mut()
+            .send_packed_command(&pipe.get_packed_pipeline())
             .map_err(|e| raw_remote(&self.url, &e))?;
+        Ok(Some(PendingState { keys }))
+    }
+
+    /// Take the reply of [`FalkorGraph::send_state`] into the memo.
+    pub(super) fn receive_state(&self, pending: PendingState) -> Result<(), StoreError> {
+        let mut raw = self.raw.borrow_mut();
+        // All three replies are read before any is judged, so the connection stays in step.
+        let mut next = || {
+            raw.recv_response()
+                .and_then(redis::Value::extract_error)
+                .map_err(|e| raw_remote(&self.url, &e))
+        };
+        let (values, settings, embedding) = (next(), next(), next());
+        let (build, count, first, last) = (next(), next(), next(), next());
+        drop(raw);
+        let decode = |e: redis::ParsingError| failure("falkordb", &self.url, &e);
+        let values: Vec<Option<u64>> = redis::from_redis_value(values?).map_err(decode)?;
+        let settings: BTreeMap<String, String> =
+            redis::from_redis_value(settings?).map_err(decode)?;
+        let embedding: Embedding = redis::from_redis_value(embedding?).map_err(decode)?;
+        let first: Vec<i64> = redis::from_redis_value(first?).map_err(decode)?;
+        let last: Vec<i64> = redis::from_redis_value(last?).map_err(decode)?;
+        let text = TextState {
+            build: redis::from_redis_value(build?).map_err(decode)?,
+            count: redis::from_redis_value(count?).map_err(decode)?,
+            first: first.first().copied(),
+            last: last.first().copied(),
+        };
         if let Some(memo) = self.state.borrow_mut().as_mut() {
-            memo.counters = Some(keys.into_iter().zip(values).collect::<BTreeMap<_, _>>());
+            memo.counters = Some(pending.keys.into_iter().zip(values).collect::<BTreeMap<_, _>>());
             memo.settings = settings;
             memo.embedding = embedding;
+            memo.text = text;
         }
         Ok(())
     }
@@ -84,6 +170,12 @@ impl FalkorGraph {
     pub(crate) fn held_embedding(&self) -> Result<Option<Embedding>, StoreError> {
         self.load_state()?;
         Ok(self.state.borrow().as_ref().map(|m| m.embedding.clone()))
+    }
+
+    /// The full-text state as the held memo read it; `None` outside a read view.
+    pub(crate) fn held_text(&self) -> Result<Option<TextState>, StoreError> {
+        self.load_state()?;
+        Ok(self.state.borrow().as_ref().map(|m| m.text.clone()))
     }
 
     /// A plain key's integer value; 0 when it is unset. Within a read view, from its memo.

@@ -10,8 +10,8 @@ use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properti
 use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
 use ctxgraph_scaleout::{FalkorGraph, ScaleOutStore, catch_up};
 use ctxgraph_store::{
-    Appended, Embedded, GraphReader, LogReader, OpenMode, ProjectionGraph, RemoteStore,
-    SessionSlot, StoreRead,
+    Appended, Embedded, GraphReader, LogReader, ManyAnswer, ManyRead, OpenMode, ProjectionGraph,
+    RemoteStore, SessionSlot, StoreRead, read_one,
 };
 use ctxgraph_synth::{TraceConfig, trace};
 use serde_json::json;
@@ -648,4 +648,81 @@ fn a_read_view_answers_its_state_keys_as_of_its_first_read_of_them() {
         .query::<i64>(redis.admin())
         .unwrap();
     assert_eq!(GraphReader::graph_generation(&graph).unwrap(), before + 1);
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn reads_sent_together_answer_as_each_read_alone() {
+    let schema = Schema::core().unwrap();
+    let records = log(&schema);
+    let dir = tempfile::TempDir::new().unwrap();
+    let embedded = embedded_fold(&dir, &schema, &records);
+    let mut redis = RedisBackend::new();
+    redis.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
+    catch_up(&schema, redis.log(), &graph, usize::MAX).unwrap();
+    let store = ScaleOutStore::connect(redis.url()).unwrap();
+    let e = embedded.begin_read().unwrap();
+
+    let keys = mixed_keys(&all_nodes(&schema, &e));
+    // More keys than one query carries: the answer is put together from several.
+    let many: Vec<NodeKey> = keys.iter().cycle().take(2_300).cloned().collect();
+    let ids: Vec<String> = keys.iter().map(|k| k.id.clone()).chain(["no-such-id".into()]).collect();
+    let mut sessions = GraphReader::sessions(&e, None, usize::MAX).unwrap();
+    sessions.push("no-such-run".into());
+    let traces: Vec<String> = all_nodes(&schema, &e)
+        .iter()
+        .filter_map(|n| n.props.get("trace_id").and_then(|t| t.as_str()).map(str::to_owned))
+        .collect::<BTreeSet<String>>()
+        .into_iter()
+        .chain(["no-such-run".into()])
+        .collect();
+    let labels = ["Event", "Entity", "Summary", "Memory"];
+    let typed: Vec<(NodeKey, &str)> = keys
+        .iter()
+        .zip(["REFERENCES", "FOLLOWS", "CAUSED_BY", "NO_SUCH_TYPE"].iter().cycle())
+        .map(|(k, t)| (k.clone(), *t))
+        .collect();
+    let reads = [
+        ManyRead::Nodes(&keys),
+        ManyRead::Nodes(&many),
+        ManyRead::Nodes(&[]),
+        ManyRead::NodesExist(&keys),
+        ManyRead::EdgesOf { keys: &keys, edge_type: None, direction: Direction::Both },
+        ManyRead::EdgesOf { keys: &keys, edge_type: Some("REFERENCES"), direction: Direction::In },
+        ManyRead::ExistingIds { label: "Entity", ids: &ids },
+        ManyRead::ExistingIds { label: "Event", ids: &[] },
+        ManyRead::ExistingIdsByLabel { labels: &labels, ids: &ids },
+        ManyRead::ExistingIdsByLabel { labels: &labels, ids: &[] },
+        ManyRead::SessionEvents { ids: &sessions, limit: 4 },
+        ManyRead::SessionEvents { ids: &sessions, limit: usize::MAX },
+        ManyRead::TraceEvents { ids: &traces, limit: 64 },
+        ManyRead::EdgesLimited { reads: &typed, out: false, limit: 3 },
+        ManyRead::EdgesLimited { reads: &typed, out: true, limit: usize::MAX },
+        ManyRead::EdgesLimited { reads: &[], out: true, limit: 1 },
+    ];
+    // A fresh view: its state keys' read goes out with the graph's reads.
+    let read = store.begin_read().unwrap();
+    let f: &dyn StoreRead = &*read;
+    let together = f.read_together(&reads).unwrap();
+    let alone: Vec<ManyAnswer> = reads.iter().map(|r| read_one(f, r).unwrap()).collect();
+    assert_eq!(together, alone);
+    assert_eq!(e.read_together(&reads).unwrap(), alone, "the embedded store's answer");
+    assert_eq!(together[1].clone().into_nodes().unwrap().len(), 2_300);
+    assert!(together[0].clone().into_nodes().unwrap().iter().any(Option::is_some));
+    assert!(together[0].clone().into_edges().is_err(), "an answer taken as another kind");
+    // The state keys read beside them answer as a live read does.
+    assert_eq!(f.projected_through().unwrap(), records.len() as u64);
+    assert_eq!(f.graph_generation().unwrap(), GraphReader::graph_generation(&graph).unwrap());
+    assert_eq!(f.embedding_model().unwrap(), None);
+    assert_eq!(f.text_index_build().unwrap(), GraphReader::text_index_build(&graph).unwrap());
+    for after in [-1, 0, 5, i64::MAX] {
+        assert_eq!(
+            f.text_docs_after(after).unwrap(),
+            GraphReader::text_docs_after(&graph, after).unwrap(),
+            "{after}"
+        );
+    }
+    // Nothing to read: no round trip, nothing answered.
+    assert_eq!(f.read_together(&[]).unwrap(), Vec::<ManyAnswer>::new());
 }
