@@ -1,11 +1,10 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
 //! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
 //! `reproject`, `enrich`, `reembed`, `export`, `import conversation|locomo|otlp`, `init`,
-//! `backup`, `restore`, `ui`, `demo`, `consolidate`, `eval locomo`, `stats`, `worker`, `serve`,
-//! `mcp`, `bench ingest` and `bench recall` run (`migrate` takes its stores as arguments);
-//! every other command, which would write the graph in place, refuses the URL with what is true
-//! rather than take it for a file path or pretend to run there (docs/scale-out.md says what
-//! exists).
+//! `backup`, `restore`, `ui`, `demo`, `consolidate`, `retention`, `eval locomo`, `stats`,
+//! `worker`, `serve`, `mcp`, `bench ingest` and `bench recall` run (`migrate` takes its stores
+//! as arguments); every other command refuses the URL with what is true rather than take it for
+//! a file path or pretend to run there (docs/scale-out.md says what exists).
 
 use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};
@@ -54,7 +53,7 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
          on which only `ingest`, the reads (`get`, `neighbors`, `session`, `chain`, `view`, \
          `log`, `recall`, `search`), `forget`, `forgotten`, `reproject`, `enrich`, `reembed`, \
          `export`, `import conversation|locomo|otlp`, `init`, `backup`, `restore`, `ui`, \
-         `demo`, `consolidate`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, \
+         `demo`, `consolidate`, `retention`, `eval locomo`, `stats`, `worker`, `serve`, `mcp`, \
          `bench ingest` and `bench recall` run yet (docs/scale-out.md says what exists); pass \
          a store file to --db (rule: db.backend_unsupported)",
         command_name()
@@ -90,7 +89,8 @@ fn runs_on_scale_out(command: &Command) -> bool {
 /// (the server answers; nothing is created), `backup` (the log into a new store file),
 /// `restore` (a backup or an exported log into an empty scale-out store), `ui` (the explorer,
 /// as the store's owner) and `demo` (the bundled trace appended, then folded, enriched and
-/// consolidated in this process).
+/// consolidated in this process) and `retention` (one watched transaction: archived events
+/// leave the graph, their marks stay beside it).
 fn runs_admin_on_scale_out(command: &Command) -> bool {
     matches!(
         command,
@@ -101,6 +101,7 @@ fn runs_admin_on_scale_out(command: &Command) -> bool {
             | Command::Init
             | Command::Ui(_)
             | Command::Demo
+            | Command::Retention(_)
             | Command::Backup { .. }
             | Command::Restore { .. }
             | Command::Import(

@@ -32,7 +32,8 @@ pub use embedded::{
 };
 pub use error::StoreError;
 pub use remote::{
-    ConsolidateCommit, EnrichCommit, EnrichWrite, ForgetAppend, Redaction, RemoteStore, StoreRead,
+    ConsolidateCommit, EnrichCommit, EnrichWrite, ForgetAppend, Redaction, RemoteStore,
+    RetentionBody, RetentionWrite, StoreRead,
 };
 pub use tokenizer::TextTokenizer;
 

@@ -28,7 +28,7 @@ fn ctxgraph(dir: &TempDir, db: &str, args: &[&str]) -> (i32, String) {
 #[test]
 fn a_scale_out_url_is_refused_naming_the_command_and_nothing_is_created() {
     let dir = TempDir::new().unwrap();
-    let refused = [&["retention"][..]];
+    let refused = [&["rollup"][..]];
     for args in refused {
         let (code, err) = ctxgraph(&dir, "redis://127.0.0.1:6379/team-a", args);
         assert_eq!(code, 2, "{args:?}: {err}");
@@ -578,5 +578,6 @@ fn reads_on_a_scale_out_store_equal_a_store_file_without_stages_two_and_three() 
 mod admin;
 mod forget;
 mod principals;
+mod retention;
 mod stage2;
 mod stage3;
