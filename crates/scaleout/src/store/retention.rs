@@ -150,7 +150,9 @@ impl ScaleOutStore {
         let conn = self.take()?;
         let schema = load_schema(&conn.log).map_err(|e| match e {
             FoldError::Store(e) | FoldError::Projection(ProjectionError::Store(e)) => e,
-            other => StoreError::Corruption(format!("{}: reading the schema: {other}", self.url)),
+            other @ (FoldError::Projection(_) | FoldError::Corruption { .. }) => {
+                StoreError::Corruption(format!("{}: reading the schema: {other}", self.url))
+            }
         })?;
         self.give_back(conn);
         let graph = FalkorGraph::connect(&self.url, &schema)?;
