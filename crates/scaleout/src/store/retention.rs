@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
-use ctxgraph_projection::ProjectionError;
 use ctxgraph_store::{
     Archived, ProjectionGraph, RetentionBody, RetentionWrite, SessionSlot, StoreError,
 };
@@ -15,7 +14,6 @@ use ctxgraph_store::{
 use super::ScaleOutStore;
 use crate::batch::BatchFold;
 use crate::falkor_graph::FalkorGraph;
-use crate::fold::{FoldError, load_schema};
 
 /// A retention transaction: the graph's writes held in `fold`, the archive marks in `marks`.
 struct RetentionBatch<'g> {
@@ -144,18 +142,12 @@ impl RetentionWrite for RetentionBatch<'_> {
 }
 
 impl ScaleOutStore {
-    /// [`ctxgraph_store::RemoteStore::retain`]: `body` over a retention transaction on a
-    /// writer's connection to the graph.
+    /// [`ctxgraph_store::RemoteStore::retain`]: `body` over a retention transaction.
     pub(super) fn retain_in_batch(&self, body: &mut RetentionBody<'_>) -> Result<bool, StoreError> {
-        let conn = self.take()?;
-        let schema = load_schema(&conn.log).map_err(|e| match e {
-            FoldError::Store(e) | FoldError::Projection(ProjectionError::Store(e)) => e,
-            other @ (FoldError::Projection(_) | FoldError::Corruption { .. }) => {
-                StoreError::Corruption(format!("{}: reading the schema: {other}", self.url))
-            }
-        })?;
-        self.give_back(conn);
-        let graph = FalkorGraph::connect(&self.url, &schema)?;
+        // A connection of its own, which holds the batch's watch. Retention deletes nodes and
+        // links existing ones: it needs no label the schema adds, so none is ensured (a plan
+        // creates nothing on the server).
+        let graph = FalkorGraph::connect_read(&self.url)?;
         let fold = BatchFold::new(&graph)?;
         let mut batch = RetentionBatch { graph: &graph, fold, marks: BTreeMap::new() };
         if !body(&mut batch)? {

@@ -99,7 +99,7 @@ fn archive_marks_read_back_as_the_embedded_stores() {
     );
     assert_eq!(paged(&graph), want);
     for i in 0..6 {
-        let key = NodeKey::new("Event", &format!("ev-{i}"));
+        let key = NodeKey::new("Event", format!("ev-{i}"));
         assert_eq!(GraphReader::is_archived(&graph, &key).unwrap(), e.is_archived(&key).unwrap());
         assert_eq!(GraphReader::node(&graph, &key).unwrap(), GraphReader::node(&e, &key).unwrap());
     }
