@@ -1,7 +1,8 @@
 //! `retention` on a scale-out store: the same report and the same graph after as a store file
 //! given the same log and the same pass (nodes, edges, session orders, vectors and archive
 //! marks); a worker folding new records leaves archived events out; `reproject` keeps them out
-//! on both and `reproject --include-archive` brings them back on both.
+//! on both and `reproject --include-archive` brings them back on both; `consolidate --retention`
+//! archives on both alike.
 
 use std::collections::BTreeMap;
 
@@ -199,4 +200,12 @@ fn retention_on_a_scale_out_store_equals_a_store_files_and_reproject_keeps_it() 
     assert_eq!(remote, file, "the same graph after reproject --include-archive");
     assert_eq!(file.events(), all_events + 1);
     assert!(file.archived.is_empty());
+
+    // `consolidate --retention` archives them again, the same way on both.
+    let (file_run, remote_run) = on_both(&dir, &to, &["consolidate", "--retention"]);
+    assert_eq!(remote_run["retention"], file_run["retention"]);
+    assert!(file_run["retention"]["archived"].as_u64().unwrap() > 0, "{file_run}");
+    let (file, remote) = both(&dir, &to);
+    assert_eq!(remote, file, "the same graph after consolidate --retention");
+    assert!(!file.archived.is_empty());
 }
