@@ -3,9 +3,9 @@
 //! the knowledge and decision-memory commands (`fact`, `doc`, `receipt`, `memory`, `evolution`,
 //! `impact`, `rollup`, `entities`, `type`, `slot`, `checklist`, `goal`, `schema`),
 //! `reproject`, `enrich`, `reembed`, `export`, `import`, `init`,
-//! `backup`, `restore`, `ui`, `demo`, `consolidate`, `eval locomo`, `eval traces`, `stats`, `worker`, `serve`,
+//! `backup`, `restore`, `ui`, `demo`, `consolidate`, `retention`, `eval locomo`, `eval traces`, `stats`, `worker`, `serve`,
 //! `mcp`, `bench ingest` and `bench recall` run (`migrate` takes its stores as arguments);
-//! every other command, which would write the graph in place, refuses the URL with what is true
+//! every other command refuses the URL with what is true
 //! rather than take it for a file path or pretend to run there (docs/scale-out.md says what
 //! exists).
 
@@ -19,7 +19,13 @@ use crate::args::{BenchCommand, Cli, Command, EvalCommand};
 /// the command; a malformed URL is refused with its field, value and rule.
 pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
     // These take no store from --db.
-    if matches!(cli.command, Command::Completions { .. } | Command::Migrate(_)) {
+    if matches!(
+        cli.command,
+        Command::Completions { .. }
+            | Command::Migrate(_)
+            | Command::Generate { .. }
+            | Command::Principal(_)
+    ) {
         return Ok(());
     }
     let Some(text) = cli.db.to_str() else { return Ok(()) };
@@ -58,7 +64,7 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
          (`fact`, `doc`, `receipt`, `memory`, `evolution`, `impact`, `rollup`, `entities`, \
          `type`, `slot`, `checklist`, `goal`, `schema`), `reproject`, `enrich`, `reembed`, \
          `export`, `import`, `init`, `backup`, `restore`, `ui`, \
-         `demo`, `consolidate`, `eval locomo`, `eval traces`, `stats`, `worker`, `serve`, `mcp`, \
+         `demo`, `consolidate`, `retention`, `eval locomo`, `eval traces`, `stats`, `worker`, `serve`, `mcp`, \
          `bench ingest` and `bench recall` run yet (docs/scale-out.md says what exists); pass \
          a store file to --db (rule: db.backend_unsupported)",
         command_name()
@@ -97,7 +103,8 @@ fn runs_on_scale_out(command: &Command) -> bool {
 /// (the server answers; nothing is created), `backup` (the log into a new store file),
 /// `restore` (a backup or an exported log into an empty scale-out store), `ui` (the explorer,
 /// as the store's owner) and `demo` (the bundled trace appended, then folded, enriched and
-/// consolidated in this process).
+/// consolidated in this process) and `retention` (one watched transaction: archived events
+/// leave the graph, their marks stay beside it).
 fn runs_admin_on_scale_out(command: &Command) -> bool {
     matches!(
         command,
@@ -108,6 +115,7 @@ fn runs_admin_on_scale_out(command: &Command) -> bool {
             | Command::Init
             | Command::Ui(_)
             | Command::Demo
+            | Command::Retention(_)
             | Command::Backup { .. }
             | Command::Restore { .. }
             | Command::Import(_)

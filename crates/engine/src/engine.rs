@@ -377,13 +377,25 @@ impl Engine {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ReprojectReport, Error> {
         if let Backend::Remote(store) = &self.backend {
-            // A remote store keeps no archive marks: there is nothing to bring back or keep out.
-            let _ = include_archive;
             if !store.resets() {
                 return Err(Backend::unsupported_by("reproject", store.as_ref()));
             }
+            // A store without retention keeps no archive marks: nothing to bring back or keep
+            // out. The reset leaves the marks, as the store file's `clear_graph` leaves its
+            // `archived` table.
+            if include_archive && store.retains() {
+                store.drop_archive_marks()?;
+            }
             store.reset_projection()?;
-            return remote_fold(store.as_ref(), "reproject", progress);
+            let report = remote_fold(store.as_ref(), "reproject", progress)?;
+            if store.retains() {
+                let schema = &self.schema;
+                let run = &mut |w: &mut dyn ctxgraph_store::RetentionWrite| {
+                    crate::retention::reapply_archive(schema, w)
+                };
+                crate::retention::in_retention(store.as_ref(), "reproject", true, run)?;
+            }
+            return Ok(report);
         }
         let mut w = self.backend.embedded_mut("reproject")?.begin_write()?;
         w.clear_graph()?;

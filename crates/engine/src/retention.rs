@@ -15,17 +15,23 @@
 //!
 //! "As of" defaults to the newest event's time, not the clock, so applying retention is a
 //! function of the log and the options: the same store gives the same result whenever it runs.
-//! Archived events are remembered in the store's `archived` table; reprojection leaves them out
-//! again, unless it is asked to bring them back (`reproject --include-archive`).
+//! Archived events are remembered in the store's `archived` table (a scale-out store's archive
+//! marks); reprojection leaves them out again, unless it is asked to bring them back
+//! (`reproject --include-archive`).
+//!
+//! The pass runs in one write transaction: the store file's, or on a scale-out store a
+//! retention transaction ([`RemoteStore::retain`]) applied as one watched commit, run again if
+//! a worker moved the graph meanwhile.
 
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, FixedOffset, SecondsFormat};
 use ctxgraph_ontology::graph::{Direction, EdgeKey, Node, NodeKey};
 use ctxgraph_projection::remove_event;
-use ctxgraph_store::{EmbeddedWrite, GraphReader, GraphStore};
+use ctxgraph_store::{GraphReader, RemoteStore, RetentionWrite, StoreError};
 use serde_json::Value;
 
+use crate::backend::Backend;
 use crate::engine::Engine;
 use crate::error::Error;
 
@@ -33,6 +39,9 @@ use crate::error::Error;
 const PAGE: usize = 10_000;
 const NANOS_PER_HOUR: i64 = 3_600 * 1_000_000_000;
 const NANOS_PER_DAY: i64 = 24 * NANOS_PER_HOUR;
+/// Retention transactions tried on a scale-out store before giving up (each attempt that finds
+/// the graph moved by a worker applies nothing).
+const REMOTE_ATTEMPTS: usize = 8;
 
 /// A retention tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -139,9 +148,7 @@ struct Aged {
 impl Engine {
     /// What retention would do now, without doing it.
     pub fn retention_plan(&mut self, options: &RetentionOptions) -> Result<RetentionReport, Error> {
-        let mut w = self.backend.embedded_mut("retention")?.begin_write()?;
-        // The write transaction is dropped, not committed: nothing changes.
-        retain(&self.schema, &mut w, options, false)
+        self.retention_pass(options, false)
     }
 
     /// Apply the retention tiers in one transaction: archive old and cold unimportant events,
@@ -150,20 +157,83 @@ impl Engine {
         &mut self,
         options: &RetentionOptions,
     ) -> Result<RetentionReport, Error> {
-        let mut w = self.backend.embedded_mut("retention")?.begin_write()?;
-        let report = retain(&self.schema, &mut w, options, true)?;
-        w.commit()?;
-        Ok(report)
+        self.retention_pass(options, true)
     }
+
+    /// One retention pass, committed when `apply` (a plan's transaction is dropped: nothing
+    /// changes).
+    fn retention_pass(
+        &mut self,
+        options: &RetentionOptions,
+        apply: bool,
+    ) -> Result<RetentionReport, Error> {
+        let schema = &self.schema;
+        match &mut self.backend {
+            Backend::Embedded(store) => {
+                let mut w = store.begin_write()?;
+                let report = retain(schema, &mut w, options, apply)?;
+                if apply {
+                    w.commit()?;
+                }
+                Ok(report)
+            }
+            Backend::Remote(store) => {
+                let run = &mut |w: &mut dyn RetentionWrite| retain(schema, w, options, apply);
+                in_retention(store.as_ref(), "retention", apply, run)
+            }
+        }
+    }
+}
+
+/// Run `run` in a retention transaction of a scale-out store, applied when `apply` (and `run`
+/// succeeded); run again while a worker moved the graph under it.
+pub(crate) fn in_retention<T>(
+    store: &dyn RemoteStore,
+    operation: &str,
+    apply: bool,
+    run: &mut dyn FnMut(&mut dyn RetentionWrite) -> Result<T, Error>,
+) -> Result<T, Error> {
+    if !store.retains() {
+        return Err(Backend::unsupported_by(operation, store));
+    }
+    for _ in 0..REMOTE_ATTEMPTS {
+        let mut outcome = None;
+        let applied = store.retain(&mut |w| {
+            let result = run(w);
+            let commit = apply && result.is_ok();
+            outcome = Some(result);
+            Ok(commit)
+        })?;
+        match outcome {
+            Some(Ok(value)) if applied || !apply => return Ok(value),
+            Some(Err(e)) => return Err(e),
+            // The graph moved: nothing was applied; read it again.
+            Some(Ok(_)) => {}
+            None => {
+                return Err(Error::Store(StoreError::Corruption(format!(
+                    "{}: the {operation} transaction did not run",
+                    store.location()
+                ))));
+            }
+        }
+    }
+    Err(Error::Store(StoreError::Remote {
+        backend: "remote",
+        detail: format!(
+            "{}: the graph moved under {REMOTE_ATTEMPTS} {operation} transactions in a row; run \
+             it again once the workers have caught up (rule: retention.graph_moved)",
+            store.location()
+        ),
+    }))
 }
 
 pub(crate) fn retain(
     schema: &ctxgraph_ontology::Schema,
-    w: &mut EmbeddedWrite<'_>,
+    w: &mut dyn RetentionWrite,
     options: &RetentionOptions,
     apply: bool,
 ) -> Result<RetentionReport, Error> {
-    let events = aged_events(w)?;
+    let events = aged_events(&|after, limit| w.nodes_of_label("Event", after, limit))?;
     let mut report = RetentionReport::default();
     let mut seen = BTreeSet::new();
     let Some((as_of_ns, as_of)) = measured_at(&events, options) else { return Ok(report) };
@@ -193,7 +263,7 @@ pub(crate) fn retain(
             report.archived += 1;
             if apply {
                 remove_event(schema, w, &e.key.id, &e.session_id, e.at_ns)?;
-                w.put_archived(&e.key, &as_of)?;
+                w.mark_archived(&e.key, &as_of)?;
             }
         }
     }
@@ -226,7 +296,7 @@ pub(crate) fn tier_counts(
     read: &(impl GraphReader + ?Sized),
     options: &RetentionOptions,
 ) -> Result<TierCounts, Error> {
-    let events = aged_events(read)?;
+    let events = aged_events(&|after, limit| read.nodes_by_label("Event", after, limit))?;
     let mut counts = TierCounts::default();
     if let Some((ns, as_of)) = measured_at(&events, options) {
         for e in &events {
@@ -258,7 +328,7 @@ pub struct TierCounts {
 /// Delete the SIMILAR_TO edges touching an event; how many went that had not gone already in
 /// this pass (`seen`: the edges a plan has counted, since a plan deletes nothing).
 fn prune_similar(
-    w: &mut EmbeddedWrite<'_>,
+    w: &mut dyn RetentionWrite,
     key: &NodeKey,
     apply: bool,
     seen: &mut BTreeSet<EdgeKey>,
@@ -275,12 +345,15 @@ fn prune_similar(
     Ok(pruned)
 }
 
-/// Every event with what retention needs, in key order.
-fn aged_events(w: &(impl GraphReader + ?Sized)) -> Result<Vec<Aged>, Error> {
+/// A page of the graph's events after an id, at most a number of them.
+type EventPages<'a> = dyn Fn(Option<&str>, usize) -> Result<Vec<Node>, StoreError> + 'a;
+
+/// Every event with what retention needs, in key order, read page by page from `pages`.
+fn aged_events(pages: &EventPages<'_>) -> Result<Vec<Aged>, Error> {
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let page = w.nodes_by_label("Event", after.as_deref(), PAGE)?;
+        let page = pages(after.as_deref(), PAGE)?;
         let Some(last) = page.last().map(|n| n.key.id.clone()) else { break };
         for node in page {
             let text = |p: &str| node.props.get(p).and_then(Value::as_str).unwrap_or_default();
@@ -314,12 +387,12 @@ pub(crate) fn occurred_at(node: &Node) -> Option<DateTime<FixedOffset>> {
 /// Re-apply the archive marks after a reprojection: archived events leave the graph again.
 pub(crate) fn reapply_archive(
     schema: &ctxgraph_ontology::Schema,
-    w: &mut EmbeddedWrite<'_>,
+    w: &mut dyn RetentionWrite,
 ) -> Result<u64, Error> {
     let mut removed = 0;
     let mut after: Option<NodeKey> = None;
     loop {
-        let page = w.archived(after.as_ref(), PAGE)?;
+        let page = w.archive_marks(after.as_ref(), PAGE)?;
         let Some(last) = page.last().map(|a| a.key.clone()) else { break };
         for archived in page {
             let Some(node) = w.node(&archived.key)? else { continue };

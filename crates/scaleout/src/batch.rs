@@ -178,12 +178,23 @@ impl<'g> BatchFold<'g> {
     /// Apply every write and move the graph's checkpoint to `through`, in one transaction, if
     /// no other fold moved the checkpoint since the batch began; whether it was applied (when
     /// not, nothing was: fold again from the new checkpoint).
-    pub fn commit(mut self, through: u64) -> Result<bool, StoreError> {
+    pub fn commit(self, through: u64) -> Result<bool, StoreError> {
+        self.commit_with(through, Vec::new())
+    }
+
+    /// [`BatchFold::commit`], with the plain commands `extra` run in the same transaction after
+    /// the batch's writes (retention's archive marks).
+    pub(crate) fn commit_with(
+        mut self,
+        through: u64,
+        extra: Vec<redis::Cmd>,
+    ) -> Result<bool, StoreError> {
         // The stage-2 data (vectors, document terms, postings) of the nodes the graph loses,
         // dropped in the same transaction: read before the graph changes, while it still
         // holds their creation numbers.
         let deleted: Vec<&NodeKey> = self.detached.iter().collect();
-        let drops = self.base.stage2_drops(&deleted)?;
+        let mut drops = self.base.stage2_drops(&deleted)?;
+        drops.extend(extra);
         // The transaction ends the watch: nothing is left for `drop` to undo.
         self.finished = true;
         let changes = NetChanges {

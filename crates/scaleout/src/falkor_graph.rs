@@ -46,6 +46,7 @@ use falkordb::{
 use crate::reply::{TIMEOUT, connect, failure};
 use crate::url::StoreUrl;
 
+mod archive;
 mod bulk;
 mod many;
 mod native_index;

@@ -13,8 +13,8 @@ use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properti
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
     Appended, Archived, ConsolidateCommit, EdgeGroup, EnrichCommit, ForgetAppend, GraphCounts,
-    GraphReader, LogEntry, LogReader, ManyAnswer, ManyRead, Redaction, RemoteStore, SessionSlot,
-    StoreError, StoreRead, StoredVector, TextIndexBuild,
+    GraphReader, LogEntry, LogReader, ManyAnswer, ManyRead, Redaction, RemoteStore, RetentionBody,
+    SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
 };
 
 use crate::falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};
@@ -22,6 +22,7 @@ use crate::redis_log::RedisLog;
 use crate::url::StoreUrl;
 
 mod forget;
+mod retention;
 mod telemetry;
 
 pub use telemetry::drop_telemetry;
@@ -170,6 +171,18 @@ impl RemoteStore for ScaleOutStore {
 
     fn set_setting(&self, name: &str, value: Option<&str>) -> Result<(), StoreError> {
         FalkorGraph::connect_read(&self.url)?.set_setting(name, value)
+    }
+
+    fn retains(&self) -> bool {
+        true
+    }
+
+    fn retain(&self, body: &mut RetentionBody<'_>) -> Result<bool, StoreError> {
+        self.retain_in_batch(body)
+    }
+
+    fn drop_archive_marks(&self) -> Result<(), StoreError> {
+        self.drop_marks()
     }
 }
 

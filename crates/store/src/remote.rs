@@ -5,7 +5,7 @@
 use ctxgraph_ontology::ValidRecord;
 use ctxgraph_ontology::graph::{Node, NodeKey};
 
-use crate::{Appended, GraphReader, GraphStore, LogReader, StoreError};
+use crate::{Appended, Archived, GraphReader, GraphStore, LogReader, ProjectionGraph, StoreError};
 
 /// Everything a read needs, the log and the graph, in one view: the engine's snapshots read
 /// through it, whatever the backend.
@@ -119,6 +119,84 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
             backend: "remote",
             detail: format!("{}: this store keeps no settings", self.location()),
         })
+    }
+
+    /// Whether the store runs retention ([`RemoteStore::retain`] and
+    /// [`RemoteStore::drop_archive_marks`]). The engine asks before it reads anything, and
+    /// refuses retention on a store that says no.
+    fn retains(&self) -> bool {
+        false
+    }
+
+    /// Run `body` in a retention transaction (the graph as it was when the transaction began,
+    /// with the transaction's own writes over it, and the archive marks) and, if `body`
+    /// returns `true`, apply every write at once unless the graph moved meanwhile; whether
+    /// the writes were applied (`false`: nothing was; when `body` asked for it, read again and
+    /// retry).
+    fn retain(&self, body: &mut RetentionBody<'_>) -> Result<bool, StoreError> {
+        let _ = body;
+        Err(no_retention(&self.location()))
+    }
+
+    /// Drop every archive mark (a reprojection that brings archived events back).
+    fn drop_archive_marks(&self) -> Result<(), StoreError> {
+        Err(no_retention(&self.location()))
+    }
+}
+
+/// What [`RemoteStore::retain`] runs: the retention pass over the transaction, answering
+/// whether to apply its writes.
+pub type RetentionBody<'a> = dyn FnMut(&mut dyn RetentionWrite) -> Result<bool, StoreError> + 'a;
+
+/// The answer of a remote store that does not run retention.
+fn no_retention(location: &str) -> StoreError {
+    StoreError::Remote {
+        backend: "remote",
+        detail: format!("{location}: this store does not run retention"),
+    }
+}
+
+/// The reads and writes retention makes in its transaction: the projection's graph operations
+/// (an archived event leaves the graph as a forgotten one does) and the archive marks. Every
+/// [`GraphStore`] (the embedded write transaction) has them, and a remote store's retention
+/// transaction implements them alone.
+pub trait RetentionWrite: ProjectionGraph {
+    /// [`GraphReader::nodes_by_label`]: the graph as the transaction began (retention reads
+    /// the events before it writes).
+    fn nodes_of_label(
+        &self,
+        label: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Node>, StoreError>;
+    /// [`GraphReader::archived`], with this transaction's marks.
+    fn archive_marks(
+        &self,
+        after: Option<&NodeKey>,
+        limit: usize,
+    ) -> Result<Vec<Archived>, StoreError>;
+    /// [`GraphStore::put_archived`].
+    fn mark_archived(&mut self, key: &NodeKey, archived_at: &str) -> Result<(), StoreError>;
+}
+
+impl<T: GraphStore + ?Sized> RetentionWrite for T {
+    fn nodes_of_label(
+        &self,
+        label: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Node>, StoreError> {
+        GraphReader::nodes_by_label(self, label, after, limit)
+    }
+    fn archive_marks(
+        &self,
+        after: Option<&NodeKey>,
+        limit: usize,
+    ) -> Result<Vec<Archived>, StoreError> {
+        GraphReader::archived(self, after, limit)
+    }
+    fn mark_archived(&mut self, key: &NodeKey, archived_at: &str) -> Result<(), StoreError> {
+        GraphStore::put_archived(self, key, archived_at)
     }
 }
 

@@ -467,17 +467,12 @@ impl GraphReader for FalkorGraph {
         self.stage3_ann_list(list)
     }
 
-    fn is_archived(&self, _key: &NodeKey) -> Result<bool, StoreError> {
-        // Retention does not run on this backend yet: nothing is archived.
-        Ok(false)
+    fn is_archived(&self, key: &NodeKey) -> Result<bool, StoreError> {
+        self.archive_mark_exists(key)
     }
 
-    fn archived(
-        &self,
-        _after: Option<&NodeKey>,
-        _limit: usize,
-    ) -> Result<Vec<Archived>, StoreError> {
-        Ok(Vec::new())
+    fn archived(&self, after: Option<&NodeKey>, limit: usize) -> Result<Vec<Archived>, StoreError> {
+        self.archive_marks_after(after, limit)
     }
 
     // Reads of many keys, one query each (`many.rs`).

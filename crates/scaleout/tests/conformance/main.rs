@@ -38,6 +38,7 @@ macro_rules! conformance {
     };
 }
 
+mod archive;
 mod batch;
 mod falkor_layout;
 mod forget_append;
