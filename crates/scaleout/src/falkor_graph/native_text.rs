@@ -35,9 +35,9 @@ use super::{FalkorGraph, Write, int, int_at, odd, raw_remote, s, text_at};
 /// The label of the documents' copies.
 pub(super) const TEXT_LABEL: &str = "_Text";
 /// The key marking that every document has its copy and is counted.
-const NATIVE_TEXTS: &str = "native_texts";
+pub(super) const NATIVE_TEXTS: &str = "native_texts";
 /// The key counting every document's terms.
-const TEXT_TOKENS: &str = "text_tokens";
+pub(super) const TEXT_TOKENS: &str = "text_tokens";
 /// Documents written per query.
 const WRITE_PAGE: usize = 512;
 /// Documents the words of a search may match together before the commonest words are left

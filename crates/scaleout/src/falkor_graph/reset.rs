@@ -26,6 +26,11 @@ const DATA_KEYS: &[&str] = &[
     VECTOR_LISTS,
     ANN_CENTROIDS,
     ANN_LISTS,
+    // FalkorDB's own indexes' markers and the documents' term count: the copies they describe
+    // go with the vectors and documents (the `_Vector` and `_Text` nodes, below).
+    super::native_index::NATIVE_VECTORS,
+    super::native_text::NATIVE_TEXTS,
+    super::native_text::TEXT_TOKENS,
 ];
 
 /// The generations the readers' caches are tagged with: moved on by every reset.
@@ -50,7 +55,12 @@ impl FalkorGraph {
     /// enrichment then starts again from the first record (the nodes' enriched properties are
     /// written again by it, as on the embedded store).
     pub fn reset_enrichment(&self) -> Result<(), StoreError> {
-        let pipe = self.reset_pipe();
+        let mut pipe = self.reset_pipe();
+        // The copies of the vectors and documents under FalkorDB's own indexes go with them
+        // (a reset of the projection empties the whole graph).
+        for label in [super::native_index::VECTOR_LABEL, super::native_text::TEXT_LABEL] {
+            pipe.cmd("GRAPH.QUERY").arg(&self.name).arg(format!("MATCH (n:{label}) DELETE n"));
+        }
         self.run_reset(&pipe, "a reset of the enrichment")
     }
 

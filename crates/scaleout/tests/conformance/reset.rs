@@ -21,7 +21,7 @@ fn node(id: &str) -> Node {
 }
 
 /// Stage 2's and stage 3's keys that hold data.
-const DATA: [&str; 11] = [
+const DATA: [&str; 14] = [
     "vectors",
     "vector_ids",
     "doc_terms",
@@ -33,7 +33,23 @@ const DATA: [&str; 11] = [
     "vector_lists",
     "ann_centroids",
     "ann_lists",
+    "native_vectors",
+    "native_texts",
+    "text_tokens",
 ];
+
+/// How many copies of vectors and documents FalkorDB's own indexes hold (`_Vector`, `_Text`).
+fn copies(b: &FalkorBackend) -> [String; 2] {
+    let mut conn = admin(b.url());
+    ["_Vector", "_Text"].map(|label| {
+        let rows: redis::Value = redis::cmd("GRAPH.QUERY")
+            .arg(b.graph.graph_name())
+            .arg(format!("MATCH (n:{label}) RETURN count(n)"))
+            .query(&mut conn)
+            .unwrap();
+        format!("{rows:?}")
+    })
+}
 
 /// Two nodes folded through position 2, each with a vector and a document, enriched through 2.
 fn folded_and_enriched(b: &FalkorBackend) {
@@ -123,8 +139,10 @@ fn a_reset_of_the_enrichment_drops_stage_two_and_keeps_the_graph() {
     enrich.set_enriched_through(3).unwrap();
     let read = FalkorGraph::connect_read(b.url()).unwrap();
     let counts = GraphReader::counts(&read).unwrap();
+    assert!(copies(&b).iter().all(|c| c.contains("int(2)")), "{:?}", copies(&b));
 
     read.reset_enrichment().unwrap();
+    assert!(copies(&b).iter().all(|c| c.contains("int(0)")), "{:?}", copies(&b));
     assert!(!Box::new(enrich).commit().unwrap(), "the enrichment saw the reset");
     assert_eq!(GraphReader::counts(&read).unwrap(), counts);
     assert_eq!(ProjectionGraph::node(&read, &key("a")).unwrap(), Some(node("a")));
