@@ -25,6 +25,36 @@ fn ctxgraph(dir: &TempDir, db: &str, args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
+/// Every node (label by label), edge (type by type) and session order of a graph, for the
+/// comparisons of two backends' graphs.
+fn graph_parts(
+    read: &dyn ctxgraph_store::GraphReader,
+) -> (
+    Vec<ctxgraph_ontology::graph::Node>,
+    Vec<ctxgraph_ontology::graph::Edge>,
+    BTreeMap<String, Vec<ctxgraph_store::SessionSlot>>,
+) {
+    let counts = read.counts().unwrap();
+    let mut nodes = Vec::new();
+    for (label, _) in &counts.nodes {
+        nodes.extend(read.nodes_by_label(label, None, 100_000).unwrap());
+    }
+    let mut edges = Vec::new();
+    for (edge_type, _) in &counts.edges {
+        edges.extend(read.edges_by_type(edge_type, None, 100_000).unwrap());
+    }
+    let sessions = read
+        .sessions(None, 100_000)
+        .unwrap()
+        .into_iter()
+        .map(|s| {
+            let order = read.session_events(&s, 100_000).unwrap();
+            (s, order)
+        })
+        .collect();
+    (nodes, edges, sessions)
+}
+
 #[test]
 fn a_scale_out_url_is_refused_naming_the_command_and_nothing_is_created() {
     let dir = TempDir::new().unwrap();

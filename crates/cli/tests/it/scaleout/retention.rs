@@ -75,24 +75,7 @@ struct Graph {
 
 impl Graph {
     fn of(read: &dyn GraphReader) -> Graph {
-        let counts = read.counts().unwrap();
-        let mut nodes = Vec::new();
-        for (label, _) in &counts.nodes {
-            nodes.extend(read.nodes_by_label(label, None, 100_000).unwrap());
-        }
-        let mut edges = Vec::new();
-        for (edge_type, _) in &counts.edges {
-            edges.extend(read.edges_by_type(edge_type, None, 100_000).unwrap());
-        }
-        let sessions = read
-            .sessions(None, 100_000)
-            .unwrap()
-            .into_iter()
-            .map(|s| {
-                let order = read.session_events(&s, 100_000).unwrap();
-                (s, order)
-            })
-            .collect();
+        let (nodes, edges, sessions) = super::graph_parts(read);
         let with_vectors =
             nodes.iter().filter(|n| read.vector(&n.key).unwrap().is_some()).map(|n| n.key.clone());
         Graph {
