@@ -228,17 +228,29 @@ impl FalkorGraph {
             kept.iter().map(|t| bm25.idf(docs, matches.get(*t).map_or(0, |m| m.0))).collect();
         let mut hits: Vec<(i64, f64)> = Vec::with_capacity(candidates.len());
         let candidates: Vec<i64> = candidates.into_iter().collect();
+        // Every page's read in one round trip.
+        let doc_terms = self.stage2_key("doc_terms");
+        let mut pipe = redis::pipe();
         for page in candidates.chunks(READ_PAGE) {
-            let bodies: Vec<Option<String>> =
-                self.raw_query(redis::cmd("HMGET").arg(self.stage2_key("doc_terms")).arg(page))?;
+            pipe.cmd("HMGET").arg(&doc_terms).arg(page);
+        }
+        let pages: Vec<Vec<Option<String>>> = if candidates.is_empty() {
+            Vec::new()
+        } else {
+            pipe.query(&mut *self.raw.borrow_mut()).map_err(|e| raw_remote(&self.url, &e))?
+        };
+        for (page, bodies) in candidates.chunks(READ_PAGE).zip(pages) {
             for (nid, body) in page.iter().zip(bodies) {
                 // A document deleted since the index answered has no terms and drops out.
                 let Some(body) = body else { continue };
+                // Only the question's terms are counted; every term counts in the length.
                 let mut tf: BTreeMap<&str, u32> = BTreeMap::new();
                 let mut len = 0_u32;
                 for term in body.split(' ').filter(|t| !t.is_empty()) {
                     len = len.saturating_add(1);
-                    *tf.entry(term).or_default() += 1;
+                    if kept.contains(&term) {
+                        *tf.entry(term).or_default() += 1;
+                    }
                 }
                 let score = fts5_score(bm25, &kept, &idf, &tf, len, avg_len);
                 if score > 0.0 {
