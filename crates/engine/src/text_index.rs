@@ -28,7 +28,7 @@ thread_local! {
 }
 
 /// Documents outside the lexical index at which a load rebuilds it.
-pub const REBUILD_AFTER: u64 = 20_000;
+pub const REBUILD_AFTER: u64 = ctxgraph_lexical::REBUILD_AFTER;
 
 /// Postings a search reads at most, best first (see `ctxgraph_lexical::top_k`): exact for
 /// questions whose words' lists are shorter, the least valuable postings left out beyond, so

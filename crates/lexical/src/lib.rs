@@ -43,3 +43,7 @@ pub use decoded::Decoded;
 pub use error::Error;
 pub use postings::{Posting, Pruned, count, decode, encode, impact_of, level, without};
 pub use rank::{Bm25, QueryTerm, Scratch, top_k, top_k_decoded};
+
+/// Documents outside the lexical index at which a store rebuilds it: below this, searching
+/// them in the full-text index costs less than rebuilding every list.
+pub const REBUILD_AFTER: u64 = 20_000;

@@ -3,8 +3,10 @@
 //!
 //! The scale-out graph is stage 1's (projection workers fold the log), so the embedded store is
 //! built the same way, without stages 2 and 3: both answer from the same graph. With `--enrich`
-//! both run stage 2 as well (the store file enriched and its lexical index built, the scale-out
-//! store enriched through its stage-2 transactions), so the packs use vectors and BM25 too;
+//! both run stage 2 as well (the store file enriched, the scale-out store through its stage-2
+//! transactions; each builds its lexical index only once the documents outside it reach
+//! `ctxgraph::TEXT_INDEX_REBUILD_AFTER`, as a load does, and searches the others in its
+//! full-text index: FTS5 there, FalkorDB's here), so the packs use vectors and BM25 too;
 //! consolidation does not run on the scale-out backend yet. The questions are those of the trace's own
 //! families in `eval traces` (why a session or request failed, what happened after a failure,
 //! who was involved, …), which name sessions, events, agents and tools and which a stage-1 graph
@@ -85,9 +87,16 @@ pub(crate) fn recall(
     let mut embedded = Engine::open(&path, OpenMode::CreateIfMissing, EngineOptions::default())?;
     load_projected(&mut embedded, &jsonl)?;
     if enrich {
-        eprintln!("embedded store: enrich and build the lexical index ...");
+        eprintln!("embedded store: enrich ...");
         embedded.enrich(&mut |_, _| {})?;
-        embedded.index_text()?;
+        // The lexical index as a load leaves it (and as the scale-out store's stage-2 commits
+        // do): built once the documents outside it reach the threshold, else left to the
+        // full-text index.
+        if embedded.owner_reader()?.text_docs_outside_index()? >= ctxgraph::TEXT_INDEX_REBUILD_AFTER
+        {
+            eprintln!("embedded store: build the lexical index ...");
+            embedded.index_text()?;
+        }
     }
 
     eprintln!("scale-out store {url}: append {events} events ...");
@@ -191,7 +200,7 @@ fn report(
     }
     let mut out = std::io::stdout().lock();
     let stages = if enrich_secs.is_some() {
-        "stages 1 and 2 on both (vectors and lexical index; no summaries)"
+        "stages 1 and 2 on both (vectors and full-text search; no summaries)"
     } else {
         "stage 1 on both (no vectors, lexical index or summaries)"
     };

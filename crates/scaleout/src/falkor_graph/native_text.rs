@@ -158,13 +158,14 @@ impl FalkorGraph {
     /// the order the store file sends them; the statistics those of every document), best
     /// first, ties by number, at most `limit`. Over every document (`after` < 0) the commonest
     /// words are left out once their documents together pass [`MAX_MATCHING_DOCS`], rarest
-    /// first, as on a store file. `None` when the documents have no copies to search.
+    /// first, as on a store file. A store whose documents have no copies (written before the
+    /// index was kept) is searched by reading every document's terms instead.
     pub(crate) fn native_search_text(
         &self,
         words: &[String],
         after: i64,
         limit: usize,
-    ) -> Result<Option<Vec<(i64, f64)>>, StoreError> {
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
         let (marker, docs, tokens): (Option<String>, u64, Option<i64>) = redis::pipe()
             .cmd("GET")
             .arg(self.stage2_key(NATIVE_TEXTS))
@@ -174,9 +175,15 @@ impl FalkorGraph {
             .arg(self.stage2_key(TEXT_TOKENS))
             .query(&mut *self.raw.borrow_mut())
             .map_err(|e| raw_remote(&self.url, &e))?;
-        if marker.is_none() {
-            return Ok(None);
-        }
+        // Without copies, every document's terms read once: the statistics and matches too.
+        let scanned = match marker {
+            Some(_) => None,
+            None => Some(self.doc_terms()?),
+        };
+        let (docs, tokens) = match &scanned {
+            Some(all) => (all.len() as u64, Some(all.values().map(|t| length(t)).sum::<i64>())),
+            None => (docs, tokens),
+        };
         // Each word's terms, as the store file's full-text index reads the word.
         let mut word_terms: Vec<(usize, String)> = Vec::new();
         for (i, word) in words.iter().enumerate() {
@@ -185,7 +192,11 @@ impl FalkorGraph {
             }
         }
         let distinct: BTreeSet<&str> = word_terms.iter().map(|(_, t)| t.as_str()).collect();
-        let matches = self.term_matches(&distinct.into_iter().collect::<Vec<_>>(), after)?;
+        let distinct: Vec<&str> = distinct.into_iter().collect();
+        let matches = match &scanned {
+            Some(all) => scanned_matches(all, &distinct, after),
+            None => self.term_matches(&distinct, after)?,
+        };
         // (documents holding the term, the word): rarest first when capped, else by word.
         let capped = after < 0;
         let mut counted: Vec<(u64, &str, &str)> = word_terms
@@ -217,17 +228,29 @@ impl FalkorGraph {
             kept.iter().map(|t| bm25.idf(docs, matches.get(*t).map_or(0, |m| m.0))).collect();
         let mut hits: Vec<(i64, f64)> = Vec::with_capacity(candidates.len());
         let candidates: Vec<i64> = candidates.into_iter().collect();
+        // Every page's read in one round trip.
+        let doc_terms = self.stage2_key("doc_terms");
+        let mut pipe = redis::pipe();
         for page in candidates.chunks(READ_PAGE) {
-            let bodies: Vec<Option<String>> =
-                self.raw_query(redis::cmd("HMGET").arg(self.stage2_key("doc_terms")).arg(page))?;
+            pipe.cmd("HMGET").arg(&doc_terms).arg(page);
+        }
+        let pages: Vec<Vec<Option<String>>> = if candidates.is_empty() {
+            Vec::new()
+        } else {
+            pipe.query(&mut *self.raw.borrow_mut()).map_err(|e| raw_remote(&self.url, &e))?
+        };
+        for (page, bodies) in candidates.chunks(READ_PAGE).zip(pages) {
             for (nid, body) in page.iter().zip(bodies) {
                 // A document deleted since the index answered has no terms and drops out.
                 let Some(body) = body else { continue };
+                // Only the question's terms are counted; every term counts in the length.
                 let mut tf: BTreeMap<&str, u32> = BTreeMap::new();
                 let mut len = 0_u32;
                 for term in body.split(' ').filter(|t| !t.is_empty()) {
                     len = len.saturating_add(1);
-                    *tf.entry(term).or_default() += 1;
+                    if kept.contains(&term) {
+                        *tf.entry(term).or_default() += 1;
+                    }
                 }
                 let score = fts5_score(bm25, &kept, &idf, &tf, len, avg_len);
                 if score > 0.0 {
@@ -237,7 +260,7 @@ impl FalkorGraph {
         }
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(limit);
-        Ok(Some(hits))
+        Ok(hits)
     }
 
     /// For each of `terms`: how many documents hold it, and those above `after`; one query.
@@ -276,9 +299,30 @@ impl FalkorGraph {
     }
 }
 
+/// [`FalkorGraph::term_matches`] over the documents `all` (number → terms) read from the
+/// store: for each of `terms`, how many documents hold it, and those above `after`.
+fn scanned_matches(
+    all: &BTreeMap<i64, String>,
+    terms: &[&str],
+    after: i64,
+) -> BTreeMap<String, (u64, Vec<i64>)> {
+    let mut out: BTreeMap<String, (u64, Vec<i64>)> = BTreeMap::new();
+    for (nid, body) in all {
+        let held: BTreeSet<&str> = body.split(' ').filter(|t| !t.is_empty()).collect();
+        for term in terms.iter().filter(|t| held.contains(**t)) {
+            let entry = out.entry((*term).to_owned()).or_default();
+            entry.0 += 1;
+            if *nid > after {
+                entry.1.push(*nid);
+            }
+        }
+    }
+    out
+}
+
 /// A document's score for the phrases `kept` (one term each, with their `idf`), in FTS5's
 /// `bm25()` order of operations, so the store file's scores come out bit for bit:
-/// `Σ idf·(tf·(k1 + 1)) / (tf + k1·(1 − b + b·len / avg_len))`.
+/// `Σ idf·((tf·(k1 + 1)) / (tf + k1·(1 − b + b·len / avg_len)))`.
 fn fts5_score(
     bm25: Bm25,
     kept: &[&str],
@@ -290,8 +334,11 @@ fn fts5_score(
     let mut score = 0.0;
     for (term, idf) in kept.iter().zip(idf) {
         let f = f64::from(tf.get(term).copied().unwrap_or(0));
-        score += idf * (f * (bm25.k1 + 1.0))
-            / (f + bm25.k1 * (1.0 - bm25.b + bm25.b * f64::from(len) / avg_len));
+        // `idf × (tf·(k1 + 1) / (…))`: the quotient first, as FTS5 groups it (multiplying by
+        // the idf before dividing rounds differently in the last bit).
+        score += idf
+            * ((f * (bm25.k1 + 1.0))
+                / (f + bm25.k1 * (1.0 - bm25.b + bm25.b * f64::from(len) / avg_len)));
     }
     score
 }
@@ -307,6 +354,25 @@ mod tests {
         assert_eq!(escaped("@terms:x"), "\\@terms\\:x");
         assert_eq!(escaped("a|b -c *\"{}"), "a\\|b\\ \\-c\\ \\*\\\"\\{\\}");
         assert_eq!(escaped("\\"), "\\\\");
+    }
+
+    #[test]
+    fn scanned_matches_count_every_holder_and_list_those_above() {
+        let all: BTreeMap<i64, String> =
+            [(1, "run fail".to_owned()), (4, "run run".to_owned()), (7, "deploy".to_owned())]
+                .into();
+        let m = scanned_matches(&all, &["run", "deploy", "absent"], 1);
+        assert_eq!(m.get("run"), Some(&(2, vec![4])));
+        assert_eq!(m.get("deploy"), Some(&(1, vec![7])));
+        assert_eq!(m.get("absent"), None);
+    }
+
+    #[test]
+    fn the_score_divides_before_it_multiplies_by_the_idf_as_fts5_does() {
+        // Values where the two groupings round apart: FTS5's is the quotient first.
+        let tf: BTreeMap<&str, u32> = [("run", 1)].into();
+        let score = fts5_score(Bm25::FTS5, &["run"], &[0.15000000000000002], &tf, 1, 7.3);
+        assert_eq!(score, 0.23185755534167474);
     }
 
     #[test]

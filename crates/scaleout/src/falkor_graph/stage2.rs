@@ -25,9 +25,9 @@
 //! merge run over them and give the embedded store's answers. Until a consolidation files them
 //! in the vector index, vectors read as unindexed, as on the embedded store before its first
 //! consolidation; FalkorDB's own vector and full-text indexes (`native_index.rs`,
-//! `native_text.rs`) give the candidates a search then scores from these keys. The lexical index is rebuilt by every stage-2 commit, so it always
-//! covers every document (a full rebuild costs a pass over all documents' terms: see
-//! docs/scale-out.md for the limit this sets). A node the fold deletes takes its stage-2 data
+//! `native_text.rs`) give the candidates a search then scores from these keys. A stage-2
+//! commit leaves the lexical index as it is unless the documents outside its build reach
+//! `ctxgraph_lexical::REBUILD_AFTER`, as a store file's load does; stage 3 rebuilds it. A node the fold deletes takes its stage-2 data
 //! with it, in the fold's transaction (`dropped.rs`).
 
 use std::cell::RefCell;
@@ -318,6 +318,45 @@ impl FalkorGraph {
         Ok((n, last.first().copied()))
     }
 
+    /// Whether a stage-2 commit writing `docs` (number, terms) rebuilds the lexical index, as
+    /// a store file's load does: when the documents outside its build reach
+    /// [`ctxgraph_lexical::REBUILD_AFTER`] with them. Below that, the documents above the build
+    /// are searched through FalkorDB's full-text index (`native_text.rs`), as a store file
+    /// searches them through FTS5. A store whose documents were written before that index was
+    /// kept (documents and no `native_texts` marker) has no copies to search, so every commit
+    /// rebuilds it there, as before.
+    fn rebuilds_lexical_index(&self, docs: &[(i64, String)]) -> Result<bool, StoreError> {
+        if docs.is_empty() {
+            return Ok(false);
+        }
+        let set = self.stage2_key("text_ids");
+        let (marker, stored): (Option<String>, u64) = redis::pipe()
+            .cmd("GET")
+            .arg(self.stage2_key(super::native_text::NATIVE_TEXTS))
+            .cmd("ZCARD")
+            .arg(&set)
+            .query(&mut *self.raw.borrow_mut())
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        if marker.is_none() && stored > 0 {
+            return Ok(true);
+        }
+        let through = self.stage2_text_index_build()?.map_or(-1, |b| b.through);
+        let nids: Vec<i64> = docs.iter().map(|(nid, _)| *nid).collect();
+        let (above, known): (u64, Vec<Option<f64>>) = redis::pipe()
+            .cmd("ZCOUNT")
+            .arg(&set)
+            .arg(format!("({through}"))
+            .arg("+inf")
+            .cmd("ZMSCORE")
+            .arg(&set)
+            .arg(&nids)
+            .query(&mut *self.raw.borrow_mut())
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        let added = nids.iter().zip(known).filter(|(nid, k)| **nid > through && k.is_none());
+        let outside = above + added.count() as u64;
+        Ok(outside >= ctxgraph_lexical::REBUILD_AFTER)
+    }
+
     /// Every document's terms (one per occurrence), by document.
     pub(super) fn doc_terms(&self) -> Result<BTreeMap<i64, String>, StoreError> {
         let all: BTreeMap<i64, String> =
@@ -338,30 +377,17 @@ impl FalkorGraph {
         Ok(())
     }
 
-    /// [`ctxgraph_store::GraphReader::search_text`]: FalkorDB's full-text index and the stored
-    /// terms (`native_text.rs`). Every stage-2 commit rebuilds the lexical index over every
-    /// document, so a store whose documents have no copies there (written before the index
-    /// existed) has none above its build for this to rank; one that does was written by
-    /// something else.
+    /// [`ctxgraph_store::GraphReader::search_text`]: the documents above `after` (those the
+    /// lexical index's build does not cover, when the engine asks), through FalkorDB's
+    /// full-text index and scored over the stored terms (`native_text.rs`), as a store file
+    /// answers them from FTS5.
     pub(crate) fn stage2_search_text(
         &self,
         words: &[String],
         after: i64,
         limit: usize,
     ) -> Result<Vec<(i64, f64)>, StoreError> {
-        // FalkorDB's full-text index answers when every document has its copy there.
-        if let Some(hits) = self.native_search_text(words, after, limit)? {
-            return Ok(hits);
-        }
-        let (outside, _) = self.stage2_text_docs_after(after)?;
-        if outside == 0 {
-            return Ok(Vec::new());
-        }
-        Err(StoreError::Corruption(format!(
-            "{}: {outside} full-text documents above {after} lie outside the lexical index, \
-             which every enrichment commit rebuilds (rule: text.index_covers_all)",
-            self.url
-        )))
+        self.native_search_text(words, after, limit)
     }
 
     /// [`ctxgraph_store::GraphReader::text_index_build`].
@@ -432,6 +458,8 @@ pub struct Stage2Write {
     texts: BTreeMap<NodeKey, String>,
     through: Option<u64>,
     model: Option<(String, usize)>,
+    /// Whether the commit rebuilds the lexical index whatever lies outside it.
+    rebuild_text: bool,
 }
 
 impl std::fmt::Debug for Stage2Write {
@@ -455,7 +483,15 @@ impl Stage2Write {
             texts: BTreeMap::new(),
             through: None,
             model: None,
+            rebuild_text: false,
         })
+    }
+
+    /// Have the commit rebuild the lexical index over every document (with this
+    /// transaction's), as `index_text` or a consolidation does on a store file, even when
+    /// fewer than `ctxgraph_lexical::REBUILD_AFTER` lie outside it.
+    pub fn rebuild_lexical_index(&mut self) {
+        self.rebuild_text = true;
     }
 
     /// The queries writing the held-back nodes' properties: one `UNWIND` per label.
@@ -561,9 +597,6 @@ impl EnrichCommit for Stage2Write {
     fn commit(self: Box<Self>) -> Result<bool, StoreError> {
         let g = &self.graph;
         let seqs = g.seqs_of(self.vectors.keys().chain(self.texts.keys()))?;
-        // The lexical index over every document: those stored, with this chunk's replacing
-        // theirs (a node indexed again keeps its last text, as in the full-text index).
-        let mut docs = g.doc_terms()?;
         let mut new_docs: Vec<(i64, String)> = Vec::new();
         let texts: Vec<(i64, &str)> = self
             .texts
@@ -578,21 +611,25 @@ impl EnrichCommit for Stage2Write {
             }
         }
         for ((nid, _), list) in texts.iter().zip(terms) {
-            let joined = list.join(" ");
-            docs.insert(*nid, joined.clone());
-            new_docs.push((*nid, joined));
+            new_docs.push((*nid, list.join(" ")));
         }
-        let (_, stored_max) = g.stage2_text_docs_after(-1)?;
-        let max = new_docs.iter().map(|(d, _)| *d).chain(stored_max).max();
-        let built = match max {
-            Some(max) => {
-                let mut builder = Builder::new(max).map_err(lexical)?;
-                for (term, doc) in occurrences(&docs) {
-                    builder.add(term, doc).map_err(lexical)?;
+        let built = if self.rebuild_text || g.rebuilds_lexical_index(&new_docs)? {
+            // Over every document: those stored, with this chunk's replacing theirs (a node
+            // indexed again keeps its last text, as in the full-text index).
+            let mut docs = g.doc_terms()?;
+            docs.extend(new_docs.iter().cloned());
+            match docs.keys().next_back().copied() {
+                Some(max) => {
+                    let mut builder = Builder::new(max).map_err(lexical)?;
+                    for (term, doc) in occurrences(&docs) {
+                        builder.add(term, doc).map_err(lexical)?;
+                    }
+                    Some((max, builder.finish().map_err(lexical)?))
                 }
-                Some((max, builder.finish().map_err(lexical)?))
+                None => None,
             }
-            None => None,
+        } else {
+            None
         };
 
         let mut pipe = redis::pipe();
@@ -656,7 +693,7 @@ impl EnrichCommit for Stage2Write {
                 pipe.add_command(cmd);
             }
         }
-        if let Some((through, built)) = built.filter(|_| !new_docs.is_empty()) {
+        if !new_docs.is_empty() {
             let mut hset = redis::cmd("HSET");
             hset.arg(g.stage2_key("doc_terms"));
             let mut zadd = redis::cmd("ZADD");
@@ -671,6 +708,9 @@ impl EnrichCommit for Stage2Write {
             for cmd in g.text_copy_writes(&copies)? {
                 pipe.add_command(cmd);
             }
+            pipe.cmd("INCR").arg(g.stage2_key("text_generation"));
+        }
+        if let Some((through, built)) = built {
             let postings = g.stage2_key("postings");
             pipe.cmd("DEL").arg(&postings);
             if !built.lists.is_empty() {

@@ -66,6 +66,8 @@ fn folded_and_enriched(b: &FalkorBackend) {
         .unwrap();
     tx.set_embedding_model("m", 2).unwrap();
     tx.set_enriched_through(2).unwrap();
+    // The lexical index too, so the reset has its lists and build to drop.
+    tx.rebuild_lexical_index();
     assert!(Box::new(tx).commit().unwrap());
 }
 

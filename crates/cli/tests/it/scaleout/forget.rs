@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use ctxgraph::{Engine, EngineOptions, OpenMode};
+use ctxgraph::OpenMode;
 use ctxgraph_scaleout::{FalkorGraph, StoreUrl};
 use ctxgraph_store::{Embedded, GraphReader, TextIndexBuild};
 use serde_json::{Value, json};
@@ -263,18 +263,15 @@ fn forget_after_enrichment_leaves_no_vector_term_or_posting_and_equals_the_store
     let file = dir.path().join("trace.jsonl");
     std::fs::write(&file, trace(&event_secret, &session_secret)).unwrap();
     let file = file.to_str().unwrap();
-    // The store file enriched by its ingest, its lexical index built (the scale-out store's
-    // enrichment keeps one over every document).
+    // Both stores enriched, their lexical indexes built (so the forget has posting lists to
+    // take the documents out of).
     let (code, err) = ctxgraph(&dir, "plain.ctxg", &["ingest", file]);
     assert_eq!(code, 0, "{err}");
     let path = dir.path().join("plain.ctxg");
-    Engine::open(&path, OpenMode::MustExist, EngineOptions::default())
-        .unwrap()
-        .index_text()
-        .unwrap();
     let to = fresh_store();
     assert_eq!(json_of(&dir, &to, &["ingest", file])["accepted"].as_u64(), Some(6));
     fold_both(&dir, &to);
+    super::stage2::build_lexical_index_on_both(&path, &to);
     let remote = FalkorGraph::connect_read(&StoreUrl::parse(&to).unwrap()).unwrap();
     let (vectors_before, _) = GraphReader::vector_counts(&remote).unwrap();
     assert!(vectors_before >= 6, "every event has a vector: {vectors_before}");
