@@ -29,7 +29,11 @@ pub(crate) fn with_progress(engine: &mut Engine, quiet: bool) -> anyhow::Result<
 const INDEX_AFTER_LOAD: u64 = 20_000;
 
 /// After `ingest` or `import`: enrich, then index the new vectors if there are many.
+/// On a scale-out store nothing: its workers enrich and consolidate what they fold.
 pub(crate) fn after_load(engine: &mut Engine, quiet: bool) -> anyhow::Result<()> {
+    if engine.remote_location().is_some() {
+        return Ok(());
+    }
     with_progress(engine, quiet)?;
     // Vectors not in the index are searched exactly: after a bulk load, index them.
     let (_, unindexed) = engine.owner_reader()?.stats_vectors()?;

@@ -150,10 +150,8 @@ fn import_into(
     })?;
     bar.finish_and_clear();
     crate::ingest::print_report(cli, &report, started.elapsed().as_secs_f64())?;
-    // Behind the acknowledgement: messages are durable before enrichment starts. On a
-    // scale-out store the workers fold what was appended, and enrich it after.
-    let remote = crate::scale_out::store_url(cli)?.is_some();
-    if !args.no_enrich && !remote {
+    // Behind the acknowledgement: messages are durable before enrichment starts.
+    if !args.no_enrich {
         crate::enrich::after_load(&mut engine, quiet)?;
     }
     Ok(if report.progress.rejected == 0 { Outcome::Done } else { Outcome::Failed })

@@ -196,8 +196,7 @@ fn apply(
     }
     let counts = Counts { facts, memories, docs };
     print_summary(cli, &report, &counts, &errors, started.elapsed().as_secs_f64())?;
-    // On a scale-out store the workers enrich what they fold.
-    if !args.no_enrich && crate::scale_out::store_url(cli)?.is_none() {
+    if !args.no_enrich {
         crate::enrich::after_load(&mut engine, cli.json || args.quiet)?;
     }
     let failed = report.progress.rejected > 0 || !errors.is_empty();

@@ -98,8 +98,7 @@ pub(crate) fn run(cli: &Cli, args: &IngestArgs) -> anyhow::Result<Outcome> {
     }
     print_report(cli, &report, secs)?;
     if remote {
-        // The store's projection workers fold what was appended; stages 2 and 3 do not run
-        // there yet.
+        // The store's workers fold what was appended, then enrich and consolidate it.
         if !(cli.json || args.quiet || acks) && report.accepted > 0 {
             eprintln!(
                 "appended to {}: its workers fold the records (`ctxgraph worker`), and reads \

@@ -170,7 +170,11 @@ impl RemoteStore for ScaleOutStore {
     }
 
     fn set_setting(&self, name: &str, value: Option<&str>) -> Result<(), StoreError> {
-        FalkorGraph::connect_read(&self.url)?.set_setting(name, value)
+        // One command, no watch: a pooled pair serves it.
+        let conn = self.take()?;
+        conn.graph.set_setting(name, value)?;
+        self.give_back(conn);
+        Ok(())
     }
 
     fn retains(&self) -> bool {

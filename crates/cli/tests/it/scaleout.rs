@@ -25,6 +25,18 @@ fn ctxgraph(dir: &TempDir, db: &str, args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
+/// Fold, enrich and consolidate the scale-out store `to` to its head, each stage's worker once.
+fn workers_once(dir: &TempDir, to: &str) {
+    for args in [
+        &["worker", "--once"][..],
+        &["worker", "--stage", "enrich", "--once"],
+        &["worker", "--stage", "consolidate", "--once"],
+    ] {
+        let (code, err) = ctxgraph(dir, to, args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+}
+
 /// Every node (label by label), edge (type by type) and session order of a graph, for the
 /// comparisons of two backends' graphs.
 fn graph_parts(

@@ -109,12 +109,7 @@ impl Snapshot<'_> {
             ]);
         }
         let mut answers = self.read.read_together(&reads)?.into_iter();
-        let mut answer = || {
-            answers.next().ok_or_else(|| Error::Corruption {
-                position: 0,
-                reason: "a read sent together went unanswered".into(),
-            })
-        };
+        let mut answer = || super::answered(answers.next());
         anchors.entities = answer()?.into_ids()?;
         let entities: Vec<NodeKey> =
             anchors.entities.iter().map(|id| NodeKey::new("Entity", id)).collect();

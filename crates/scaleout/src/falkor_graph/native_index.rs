@@ -57,17 +57,11 @@ impl FalkorGraph {
             "CREATE VECTOR INDEX FOR (n:{VECTOR_LABEL}) ON (n.v) \
              OPTIONS {{dimension: {dimension}, similarityFunction: 'cosine', {HNSW_OPTIONS}}}"
         );
-        match self.run(&query, &[]) {
-            Ok(_) => {}
-            Err(e) if e.to_string().contains("already indexed") => {}
-            Err(e) => return Err(e),
-        }
+        super::unless_raced(self.run(&query, &[]))?;
         // Deletions find a vector's copy by its number.
-        match self.run(&format!("CREATE INDEX FOR (n:{VECTOR_LABEL}) ON (n.nid)"), &[]) {
-            Ok(_) => Ok(()),
-            Err(e) if e.to_string().contains("already indexed") => Ok(()),
-            Err(e) => Err(e),
-        }
+        super::unless_raced(
+            self.run(&format!("CREATE INDEX FOR (n:{VECTOR_LABEL}) ON (n.nid)"), &[]),
+        )
     }
 
     /// The commands of a commit writing `vectors` (node number, floats) that keep their copies:
@@ -82,8 +76,18 @@ impl FalkorGraph {
         let Some(dimension) = vectors.first().map(|(_, v)| v.len()) else {
             return Ok(Vec::new());
         };
-        let stored: u64 = self.raw_query(redis::cmd("ZCARD").arg(self.stage2_key("vector_ids")))?;
-        self.ensure_vector_index(dimension)?;
+        let (marker, stored): (Option<String>, u64) = redis::pipe()
+            .cmd("GET")
+            .arg(self.stage2_key(NATIVE_VECTORS))
+            .cmd("ZCARD")
+            .arg(self.stage2_key("vector_ids"))
+            .query(&mut *self.raw.borrow_mut())
+            .map_err(|e| super::raw_remote(&self.url, &e))?;
+        // The marker is set by the commit after the one that created the index, and a reset
+        // drops both: while it is there, the index is.
+        if marker.is_none() {
+            self.ensure_vector_index(dimension)?;
+        }
         let mut out = Vec::new();
         for page in vectors.chunks(WRITE_PAGE) {
             let rows = page

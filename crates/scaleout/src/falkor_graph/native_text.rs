@@ -47,7 +47,7 @@ const MAX_MATCHING_DOCS: u64 = 5_000;
 const READ_PAGE: usize = 1_024;
 
 /// How many terms a document's space-separated terms hold.
-fn length(terms: &str) -> i64 {
+pub(super) fn length(terms: &str) -> i64 {
     i64::try_from(terms.split(' ').filter(|t| !t.is_empty()).count()).unwrap_or(i64::MAX)
 }
 
@@ -67,27 +67,18 @@ pub(crate) fn escaped(term: &str) -> String {
 impl FalkorGraph {
     /// Create the full-text index unless it exists (outside any transaction).
     fn ensure_text_index(&self) -> Result<(), StoreError> {
-        let created = self.run(
+        super::unless_raced(self.run(
             &format!(
                 "CALL db.idx.fulltext.createNodeIndex({{label: '{TEXT_LABEL}', stopwords: []}}, \
                  {{field: 'terms', nostem: true}})"
             ),
             &[],
-        );
-        match created {
-            Ok(_) => {}
-            Err(e) if e.to_string().contains("already indexed") => {}
-            Err(e) => return Err(e),
-        }
-        match self.run(&format!("CREATE INDEX FOR (n:{TEXT_LABEL}) ON (n.nid)"), &[]) {
-            Ok(_) => Ok(()),
-            Err(e) if e.to_string().contains("already indexed") => Ok(()),
-            Err(e) => Err(e),
-        }
+        ))?;
+        super::unless_raced(self.run(&format!("CREATE INDEX FOR (n:{TEXT_LABEL}) ON (n.nid)"), &[]))
     }
 
     /// The terms' lengths stored for `nids` (0 where there is no document).
-    fn stored_lengths(&self, nids: &[i64]) -> Result<i64, StoreError> {
+    pub(super) fn stored_lengths(&self, nids: &[i64]) -> Result<i64, StoreError> {
         if nids.is_empty() {
             return Ok(0);
         }
@@ -107,10 +98,19 @@ impl FalkorGraph {
         if docs.is_empty() {
             return Ok(Vec::new());
         }
-        let stored: u64 = self.raw_query(redis::cmd("ZCARD").arg(self.stage2_key("text_ids")))?;
+        let (marker, stored): (Option<String>, u64) = redis::pipe()
+            .cmd("GET")
+            .arg(self.stage2_key(NATIVE_TEXTS))
+            .cmd("ZCARD")
+            .arg(self.stage2_key("text_ids"))
+            .query(&mut *self.raw.borrow_mut())
+            .map_err(|e| raw_remote(&self.url, &e))?;
         let nids: Vec<i64> = docs.iter().map(|(nid, _)| *nid).collect();
         let replaced = self.stored_lengths(&nids)?;
-        self.ensure_text_index()?;
+        // While the marker is there the index is (a reset drops both).
+        if marker.is_none() {
+            self.ensure_text_index()?;
+        }
         let mut out = Vec::new();
         for page in docs.chunks(WRITE_PAGE) {
             let rows = page
@@ -135,13 +135,17 @@ impl FalkorGraph {
         Ok(out)
     }
 
-    /// The commands deleting the copies of the documents of `nids` and taking their terms out
-    /// of the count (none when none of them has a document).
-    pub(super) fn text_copy_drops(&self, nids: &[i64]) -> Result<Vec<redis::Cmd>, StoreError> {
+    /// The commands deleting the copies of the documents of `nids`, whose stored terms number
+    /// `gone` ([`FalkorGraph::stored_lengths`]), and taking those out of the count (none when
+    /// `nids` is empty).
+    pub(super) fn text_copy_drops(
+        &self,
+        nids: &[i64],
+        gone: i64,
+    ) -> Result<Vec<redis::Cmd>, StoreError> {
         if nids.is_empty() {
             return Ok(Vec::new());
         }
-        let gone = self.stored_lengths(nids)?;
         let write = Write {
             query: format!("UNWIND $nids AS i MATCH (n:{TEXT_LABEL} {{nid: i}}) DELETE n"),
             params: vec![("nids", FalkorValue::Array(nids.iter().map(|n| int(*n)).collect()))],

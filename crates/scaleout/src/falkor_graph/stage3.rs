@@ -326,7 +326,7 @@ impl ConsolidateWrite {
             if let Some(cmd) = g.vector_copy_drops(&deleted)? {
                 pipe.add_command(cmd);
             }
-            for cmd in g.text_copy_drops(&deleted)? {
+            for cmd in g.text_copy_drops(&deleted, g.stored_lengths(&deleted)?)? {
                 pipe.add_command(cmd);
             }
         }

@@ -13,6 +13,7 @@ use super::forget::{lexical_index, vector_index};
 use super::stage2::{fold_both, without_access_times};
 use super::{
     ctxgraph, fresh_store, json_of, normalised, running_worker, stop_after_folding, wait_for,
+    workers_once,
 };
 
 /// The demo trace.
@@ -100,18 +101,6 @@ fn remote(to: &str) -> FalkorGraph {
 
 fn file(dir: &TempDir, name: &str) -> Embedded {
     Embedded::open(&dir.path().join(name), OpenMode::MustExist).unwrap()
-}
-
-/// Every stage's worker, once each, to its head.
-fn workers_once(dir: &TempDir, to: &str) {
-    for args in [
-        &["worker", "--once"][..],
-        &["worker", "--stage", "enrich", "--once"],
-        &["worker", "--stage", "consolidate", "--once"],
-    ] {
-        let (code, err) = ctxgraph(dir, to, args);
-        assert_eq!(code, 0, "{args:?}: {err}");
-    }
 }
 
 #[test]

@@ -12,7 +12,7 @@ use ctxgraph_store::{Archived, Embedded, GraphReader, OpenMode, SessionSlot};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::{ctxgraph, fresh_store, json_of};
+use super::{ctxgraph, fresh_store, json_of, workers_once};
 
 /// Days the trace spans.
 const DAYS: i64 = 60;
@@ -106,18 +106,6 @@ fn both(dir: &TempDir, to: &str) -> (Graph, Graph) {
 /// Run `args` on both stores; their JSON outputs, asserting both succeeded.
 fn on_both(dir: &TempDir, to: &str, args: &[&str]) -> (Value, Value) {
     (json_of(dir, "file.ctxg", args), json_of(dir, to, args))
-}
-
-/// Fold, enrich and consolidate the scale-out store to its head, each stage's worker once.
-fn workers_once(dir: &TempDir, to: &str) {
-    for args in [
-        &["worker", "--once"][..],
-        &["worker", "--stage", "enrich", "--once"],
-        &["worker", "--stage", "consolidate", "--once"],
-    ] {
-        let (code, err) = ctxgraph(dir, to, args);
-        assert_eq!(code, 0, "{args:?}: {err}");
-    }
 }
 
 #[test]

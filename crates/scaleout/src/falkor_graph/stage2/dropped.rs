@@ -63,7 +63,8 @@ impl FalkorGraph {
         if !docs.is_empty() {
             out.extend(self.lexical_drops(&docs)?);
             let doc_nids: Vec<i64> = docs.keys().copied().collect();
-            out.extend(self.text_copy_drops(&doc_nids)?);
+            let gone = docs.values().map(|d| super::super::native_text::length(d)).sum();
+            out.extend(self.text_copy_drops(&doc_nids, gone)?);
             out.push(redis::cmd("HDEL").arg(&doc_terms).arg(&doc_nids).clone());
             out.push(redis::cmd("ZREM").arg(self.stage2_key("text_ids")).arg(&doc_nids).clone());
             out.push(redis::cmd("INCR").arg(self.stage2_key("text_generation")).clone());
