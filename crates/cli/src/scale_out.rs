@@ -55,7 +55,6 @@ pub(crate) fn migrate(cli: &Cli, args: &MigrateArgs) -> anyhow::Result<Outcome> 
     let mut log = RedisLog::connect(&to)?;
     refuse_taken(
         &to,
-        &log,
         "migrate: TO",
         "migrate copies a store into an empty scale-out store only; choose another NAME \
          (rule: migrate.target_not_empty)",
@@ -110,17 +109,13 @@ pub(crate) fn migrate(cli: &Cli, args: &MigrateArgs) -> anyhow::Result<Outcome> 
     Ok(Outcome::Done)
 }
 
-/// Refuse a scale-out store whose log or graph is not empty: `what` names the argument, `then`
-/// says what the command copies into, with its rule.
-pub(crate) fn refuse_taken(
-    to: &StoreUrl,
-    log: &RedisLog,
-    what: &str,
-    then: &str,
-) -> anyhow::Result<()> {
-    let head = log.head()?;
-    let graph_through =
-        FalkorGraph::connect(to, &ctxgraph_ontology::Schema::core()?)?.projected_through()?;
+/// Refuse a scale-out store whose log or graph is not empty (the commands that write only to
+/// new stores: migrate, restore, the benches, the evaluations): `what` names the argument,
+/// `then` says what the command writes to, with its rule. Reads only: the graph's indexes are
+/// created by the command that writes it, not by this check.
+pub(crate) fn refuse_taken(to: &StoreUrl, what: &str, then: &str) -> anyhow::Result<()> {
+    let head = RedisLog::connect(to).with_context(|| format!("connecting to {to}"))?.head()?;
+    let graph_through = FalkorGraph::connect_read(to)?.projected_through()?;
     if head > 0 || graph_through > 0 {
         bail!(
             "{what} `{to}` is not empty (its log holds {head} records, its graph is projected through \

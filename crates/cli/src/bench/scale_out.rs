@@ -76,7 +76,7 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
     let staged = workload(url, "", args)?;
     let live = workload(url, "e2e-", args)?;
     for u in staged.urls.iter().chain(&live.urls) {
-        refuse_used("bench ingest", u, &schema)?;
+        refuse_used("bench ingest", u)?;
     }
     let probe = RedisLog::connect(url)?;
     let load_before = load_average();
@@ -235,17 +235,13 @@ fn workload(url: &StoreUrl, prefix: &str, args: Args) -> anyhow::Result<Workload
 }
 
 /// Refuse a store whose log or graph is not empty: `command` writes only to new stores.
-pub(super) fn refuse_used(command: &str, url: &StoreUrl, schema: &Schema) -> anyhow::Result<()> {
-    let head = RedisLog::connect(url)?.head()?;
-    let through = FalkorGraph::connect(url, schema)?.projected_through()?;
-    if head > 0 || through > 0 {
-        bail!(
-            "{command}: store `{url}` is not empty (its log holds {head} records, its graph is \
-             projected through position {through}): the bench writes to new stores named \
-             after --db; choose another NAME (rule: bench.target_not_empty)"
-        );
-    }
-    Ok(())
+pub(super) fn refuse_used(command: &str, url: &StoreUrl) -> anyhow::Result<()> {
+    crate::scale_out::refuse_taken(
+        url,
+        &format!("{command}: store"),
+        "the bench writes to new stores named after --db; choose another NAME \
+         (rule: bench.target_not_empty)",
+    )
 }
 
 fn connect_logs(urls: &[StoreUrl]) -> anyhow::Result<Vec<RedisLog>> {

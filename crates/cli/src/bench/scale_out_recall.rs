@@ -19,7 +19,6 @@ use std::time::Instant;
 
 use anyhow::Context;
 use ctxgraph::{Engine, EngineOptions, IngestOptions, OpenMode, RecallQuery};
-use ctxgraph_ontology::Schema;
 use ctxgraph_scaleout::{FalkorGraph, RedisLog, StoreUrl, catch_up, load_schema};
 use serde_json::{Value, json};
 
@@ -77,8 +76,7 @@ pub(crate) fn recall(
     dir: Option<&std::path::Path>,
     json: bool,
 ) -> anyhow::Result<Outcome> {
-    let schema = Schema::core()?;
-    super::scale_out::refuse_used("bench recall", url, &schema)?;
+    super::scale_out::refuse_used("bench recall", url)?;
     let jsonl = synthetic_jsonl(events);
 
     eprintln!("embedded store: ingest and project {events} events ...");

@@ -60,12 +60,9 @@ pub(crate) fn run(args: &EvalArgs<'_>) -> anyhow::Result<Outcome> {
             conv.questions.len()
         );
         let path = tmp.path().join(format!("{}.ctxg", conv.sample_id));
-        let (remote, mut engine) = match args.scale_out {
-            Some(base) => {
-                let (url, engine) = super::scale_out::fresh(base, index, args.options.clone())?;
-                (Some(url), engine)
-            }
-            None => (None, Engine::open(&path, OpenMode::CreateIfMissing, args.options.clone())?),
+        let mut engine = match args.scale_out {
+            Some(base) => super::scale_out::fresh(base, index, args.options.clone())?.1,
+            None => Engine::open(&path, OpenMode::CreateIfMissing, args.options.clone())?,
         };
         let jsonl: String = conv.records.iter().map(|r| format!("{r}\n")).collect();
         let report =
@@ -73,13 +70,8 @@ pub(crate) fn run(args: &EvalArgs<'_>) -> anyhow::Result<Outcome> {
         if report.progress.rejected > 0 {
             anyhow::bail!("{}: {} turns were rejected", conv.sample_id, report.progress.rejected);
         }
-        match &remote {
-            Some(url) => super::scale_out::settle(url, &mut engine)?,
-            None => {
-                engine.enrich(&mut |_, _| {})?;
-                engine.consolidate()?;
-            }
-        }
+        // A store file folded each record as it was ingested; a scale-out store folds here.
+        super::scale_out::settle(&mut engine)?;
         let prefix = format!("{}:", conv.sample_id);
         let dia = |id: &str| id.strip_prefix(&prefix).unwrap_or(id).to_owned();
         for (qa_index, q) in conv.questions.iter().enumerate() {

@@ -6,10 +6,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use ctxgraph::{Engine, EngineOptions};
 use ctxgraph_scaleout::{FalkorGraph, RedisLog, StoreUrl, catch_up, load_schema};
-use ctxgraph_store::LogReader;
 
 /// The engine on the new store `NAME-index` named after `base`; a store whose log is not empty
 /// is refused (the evaluation writes to new stores only).
@@ -20,32 +18,21 @@ pub(crate) fn fresh(
 ) -> anyhow::Result<(StoreUrl, Engine)> {
     let name = format!("{}-{index}", base.name());
     let url = base.with_name(&name).map_err(|e| anyhow::anyhow!("eval: --db: {e}"))?;
-    let head = RedisLog::connect(&url).with_context(|| format!("connecting to {url}"))?.head()?;
-    if head > 0 {
-        bail!(
-            "eval: store `{url}` is not empty (its log holds {head} records): the evaluation \
-             writes each conversation to a new store named after --db; choose another NAME \
-             (rule: eval.target_not_empty)"
-        );
-    }
+    crate::scale_out::refuse_taken(
+        &url,
+        "eval: store",
+        "the evaluation writes each conversation to a new store named after --db; choose \
+         another NAME (rule: eval.target_not_empty)",
+    )?;
     Ok((url.clone(), crate::backend::open_remote(&url, options)?))
 }
 
 /// Every stage after ingest, as the workers run them: fold the log into the graph to its head,
 /// enrich, consolidate.
-pub(crate) fn settle(url: &StoreUrl, engine: &mut Engine) -> anyhow::Result<()> {
-    fold(url)?;
+pub(crate) fn settle(engine: &mut Engine) -> anyhow::Result<()> {
+    engine.catch_up(&mut |_, _| {})?;
     engine.enrich(&mut |_, _| {})?;
     engine.consolidate()?;
-    Ok(())
-}
-
-/// Fold the log into the graph to its head, as a projection worker does.
-pub(crate) fn fold(url: &StoreUrl) -> anyhow::Result<()> {
-    let log = RedisLog::connect(url)?;
-    let schema = load_schema(&log)?;
-    let graph = FalkorGraph::connect(url, &schema)?;
-    catch_up(&schema, &log, &graph, usize::MAX)?;
     Ok(())
 }
 

@@ -98,6 +98,12 @@ pub(crate) fn ranked_keys(pack: &ctxgraph::ContextPack) -> Vec<String> {
 
 /// Run `eval traces` and print its table (or JSON).
 pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
+    if args.scale_out.is_some() && args.store.is_some() {
+        anyhow::bail!(
+            "eval traces: --store names a store file and --db a scale-out store: give one \
+             (rule: eval.one_store)"
+        );
+    }
     let started = Instant::now();
     let tmp = tempfile::Builder::new().prefix("ctxgraph-eval-traces").tempdir()?;
     let path = args.store.map_or_else(|| tmp.path().join("traces.ctxg"), Path::to_path_buf);
@@ -122,10 +128,6 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
     let questions = questions::questions(&trace, &knowledge, args.seed, args.per_family);
 
     let (remote, mut engine) = match args.scale_out {
-        Some(_) if args.store.is_some() => anyhow::bail!(
-            "eval traces: --store names a store file and --db a scale-out store: give one \
-             (rule: eval.one_store)"
-        ),
         Some(base) => {
             let (url, engine) = super::scale_out::fresh(base, 0, args.options.clone())?;
             (Some(url), engine)
@@ -162,9 +164,9 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
             report.progress.rejected
         );
     }
-    if let Some(url) = &remote {
+    if remote.is_some() {
         // The workers' fold, before the count below and the writes that read the events.
-        super::scale_out::fold(url)?;
+        engine.catch_up(&mut |_, _| {})?;
     }
     // A kept store must hold this trace and nothing else, or the ground truth would not be its.
     let stored = {
@@ -200,9 +202,9 @@ pub(crate) fn run(args: &TracesArgs<'_>) -> anyhow::Result<Outcome> {
     drop(trace);
     // A store kept from an earlier run of the same seed and size has nothing new: it is already
     // enriched and consolidated.
-    if let Some(url) = &remote {
+    if remote.is_some() {
         eprintln!("folding, enriching and consolidating ...");
-        super::scale_out::settle(url, &mut engine)?;
+        super::scale_out::settle(&mut engine)?;
     } else if report.progress.accepted > 0 || written > 0 {
         eprintln!("enriching ...");
         let mut next = 1;

@@ -84,7 +84,6 @@ pub(crate) fn restore(cli: &Cli, url: &StoreUrl, from: &Path) -> anyhow::Result<
     let mut log = RedisLog::connect(url).with_context(|| format!("connecting to {url}"))?;
     super::refuse_taken(
         url,
-        &log,
         "restore: --db",
         "restore builds a new store; pass --db naming an empty scale-out store \
          (rule: restore.target_not_empty)",
