@@ -257,38 +257,97 @@ impl RedisLog {
         Ok(field("used_cpu_user")? + field("used_cpu_sys")?)
     }
 
-    /// Have the server rewrite its append-only file (`BGREWRITEAOF`) and wait until the rewrite
-    /// has finished, so that the commands that wrote a redacted body or id leave the disk too:
-    /// run after a forget. The old files are deleted by the server just after; RDB snapshots
-    /// taken before are not touched (delete them, or take a new one).
+    /// Have the server rewrite what it keeps on disk, and wait until it has, so that the
+    /// commands that wrote a redacted body or id leave the disk too: run after a forget.
+    /// - With the append-only file on (`aof_enabled`), it is rewritten (`BGREWRITEAOF`); the
+    ///   server deletes the old files just after.
+    /// - With RDB snapshots scheduled (`CONFIG GET save` not empty) or taken since the server
+    ///   started (`rdb_saves`), a new snapshot replaces the last (`BGSAVE`).
+    /// - A server that keeps neither writes nothing: a rewrite there would put a copy of every
+    ///   store on a disk that held none.
+    ///
+    /// A snapshot a server loaded at its start and never replaced is not touched (delete it,
+    /// or take a new one).
     pub fn rewrite_persistence(&mut self) -> Result<(), StoreError> {
-        let conn = &mut *self.conn.borrow_mut();
+        let info = self.persistence_info()?;
+        if info_field(&info, "aof_enabled") != Some("0") {
+            self.rewrite_in_background(
+                "BGREWRITEAOF",
+                &["aof_rewrite_in_progress", "aof_rewrite_scheduled"],
+                "aof_last_bgrewrite_status",
+                "append-only file rewrite",
+            )?;
+        }
+        let saves = info_field(&info, "rdb_saves").and_then(|n| n.parse::<u64>().ok());
+        if saves.is_some_and(|n| n > 0) || self.snapshots_scheduled()? {
+            self.rewrite_in_background(
+                "BGSAVE",
+                &["rdb_bgsave_in_progress"],
+                "rdb_last_bgsave_status",
+                "snapshot",
+            )?;
+        }
+        Ok(())
+    }
+
+    fn persistence_info(&mut self) -> Result<String, StoreError> {
+        redis::cmd("INFO")
+            .arg("persistence")
+            .query(&mut *self.conn.borrow_mut())
+            .map_err(|e| remote(&self.url, &e))
+    }
+
+    /// Whether the server takes RDB snapshots on a schedule (`CONFIG GET save`). A server that
+    /// does not answer `CONFIG` (renamed or refused) is taken to: a snapshot too many costs
+    /// time, one too few leaves the forgotten bytes on its disk.
+    fn snapshots_scheduled(&mut self) -> Result<bool, StoreError> {
+        let reply = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("save")
+            .query::<Vec<String>>(&mut *self.conn.borrow_mut());
+        Ok(match reply {
+            Ok(pair) => pair.get(1).is_some_and(|schedule| !schedule.trim().is_empty()),
+            Err(_) => true,
+        })
+    }
+
+    /// Start the background rewrite `command` and wait until the `busy` fields of
+    /// `INFO persistence` are 0, then check its `status` field. A rewrite already running
+    /// (another forget's) may have copied the data before this caller's changes: it is waited
+    /// for, then one is started.
+    fn rewrite_in_background(
+        &mut self,
+        command: &str,
+        busy: &[&str],
+        status: &str,
+        what: &str,
+    ) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
-        // A rewrite already running (another forget's) may have copied the data before this
-        // caller's changes: wait for it to end, then start one.
-        while let Err(e) = redis::cmd("BGREWRITEAOF").query::<Value>(conn) {
-            if !e.to_string().contains("already in progress") || started.elapsed() > TIMEOUT {
-                return Err(remote(&self.url, &e));
+        loop {
+            let reply = redis::cmd(command).query::<Value>(&mut *self.conn.borrow_mut());
+            match reply {
+                Ok(_) => break,
+                Err(e) => {
+                    // "already in progress", or a save refused while the other kind runs.
+                    let running = e.to_string().contains("in progress");
+                    if !running || started.elapsed() > TIMEOUT {
+                        return Err(remote(&self.url, &e));
+                    }
+                }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         loop {
-            let info: String = redis::cmd("INFO")
-                .arg("persistence")
-                .query(conn)
-                .map_err(|e| remote(&self.url, &e))?;
-            let field = |name: &str| info_field(&info, name);
-            let busy = field("aof_rewrite_in_progress") != Some("0")
-                || field("aof_rewrite_scheduled") != Some("0");
-            if !busy {
-                return match field("aof_last_bgrewrite_status") {
+            let info = self.persistence_info()?;
+            if busy.iter().all(|field| info_field(&info, field) == Some("0")) {
+                return match info_field(&info, status) {
                     Some("ok") => Ok(()),
-                    status => Err(StoreError::Remote {
+                    found => Err(StoreError::Remote {
                         backend: "redis",
                         detail: format!(
-                            "{}: the append-only file rewrite failed (status {})",
+                            "{}: the {what} failed (status {})",
                             self.url,
-                            status.unwrap_or("unknown")
+                            found.unwrap_or("unknown")
                         ),
                     }),
                 };
@@ -297,7 +356,7 @@ impl RedisLog {
                 return Err(StoreError::Remote {
                     backend: "redis",
                     detail: format!(
-                        "{}: the append-only file rewrite did not finish within {}s",
+                        "{}: the {what} did not finish within {}s",
                         self.url,
                         TIMEOUT.as_secs()
                     ),

@@ -979,20 +979,7 @@ pub(crate) const TOKENIZER: &str = "porter unicode61 remove_diacritics 2";
 /// The index terms of each word of `words` (a word may give none, e.g. punctuation), through
 /// the scratch table with the index's tokenizer: `(word position, term)`.
 fn index_terms(c: &Connection, words: &[&str]) -> Result<Vec<(usize, String)>, StoreError> {
-    c.prepare_cached("DELETE FROM temp.query_text")?.execute([])?;
-    let mut insert =
-        c.prepare_cached("INSERT INTO temp.query_text (rowid, body) VALUES (?1, ?2)")?;
-    for (i, w) in words.iter().enumerate() {
-        insert.execute(params![i as i64, w])?;
-    }
-    let mut st = c.prepare_cached("SELECT doc, term FROM temp.query_instance")?;
-    let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (doc, term) = row?;
-        out.push((usize::try_from(doc).unwrap_or(usize::MAX), term));
-    }
-    Ok(out)
+    crate::tokenizer::scratch_occurrences(c, "temp.query_text", "temp.query_instance", words)
 }
 
 /// Documents containing `term` in the full-text index. Costs a pass over the term's documents

@@ -30,20 +30,7 @@ impl TextTokenizer {
     /// in term order, texts ascending within a term (the order of the full-text index's
     /// vocabulary): a term occurring twice in a text is listed twice.
     pub fn occurrences(&self, texts: &[&str]) -> Result<Vec<(usize, String)>, StoreError> {
-        self.conn.prepare_cached("DELETE FROM scratch")?.execute([])?;
-        let mut insert =
-            self.conn.prepare_cached("INSERT INTO scratch (rowid, body) VALUES (?1, ?2)")?;
-        for (i, text) in texts.iter().enumerate() {
-            insert.execute(params![i as i64, text])?;
-        }
-        let mut st = self.conn.prepare_cached("SELECT doc, term FROM scratch_instance")?;
-        let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (doc, term) = row?;
-            out.push((usize::try_from(doc).unwrap_or(usize::MAX), term));
-        }
-        Ok(out)
+        scratch_occurrences(&self.conn, "scratch", "scratch_instance", texts)
     }
 
     /// The distinct index terms of `text`, in term order (as [`crate::GraphReader::text_terms`]).
@@ -53,6 +40,31 @@ impl TextTokenizer {
         terms.dedup();
         Ok(terms)
     }
+}
+
+/// Every index term occurrence of each text as `(index in texts, term)`, through the scratch
+/// full-text table `table` (emptied first) and its `fts5vocab` instance table `instance`: the
+/// one way both backends turn texts into index terms.
+pub(crate) fn scratch_occurrences(
+    c: &Connection,
+    table: &str,
+    instance: &str,
+    texts: &[&str],
+) -> Result<Vec<(usize, String)>, StoreError> {
+    c.prepare_cached(&format!("DELETE FROM {table}"))?.execute([])?;
+    let mut insert =
+        c.prepare_cached(&format!("INSERT INTO {table} (rowid, body) VALUES (?1, ?2)"))?;
+    for (i, text) in texts.iter().enumerate() {
+        insert.execute(params![i as i64, text])?;
+    }
+    let mut st = c.prepare_cached(&format!("SELECT doc, term FROM {instance}"))?;
+    let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (doc, term) = row?;
+        out.push((usize::try_from(doc).unwrap_or(usize::MAX), term));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

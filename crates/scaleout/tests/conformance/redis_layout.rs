@@ -161,3 +161,66 @@ fn after_a_redaction_a_persistence_rewrite_leaves_no_old_bytes_on_disk() {
     }
     assert!(!b.holds(&secret));
 }
+
+/// `INFO persistence`'s count of append-only file rewrites and of snapshots since the start.
+fn rewrites_and_saves(conn: &mut redis::Connection) -> (u64, u64) {
+    let info: String = redis::cmd("INFO").arg("persistence").query(conn).unwrap();
+    let field = |name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {info}"))
+    };
+    (field("aof_rewrites"), field("rdb_saves"))
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_persistence_rewrite_rewrites_the_append_only_file_the_server_keeps() {
+    let mut b = RedisBackend::new();
+    b.write(|l| l.append(&event("e1", "agent", "x"), "t").unwrap());
+    let appendonly: Vec<String> =
+        redis::cmd("CONFIG").arg("GET").arg("appendonly").query(b.admin()).unwrap();
+    assert_eq!(appendonly[1], "yes", "the test server must keep an append-only file");
+    let (rewrites, _) = rewrites_and_saves(b.admin());
+    b.log().rewrite_persistence().unwrap();
+    // Another test's rewrite may run at the same time: at least one more.
+    assert!(rewrites_and_saves(b.admin()).0 > rewrites);
+}
+
+/// A server that keeps nothing on disk (`CTXGRAPH_TEST_REDIS_VOLATILE`: no append-only file,
+/// no snapshots) is left so: a forget's rewrite there would write every store to its disk.
+#[test]
+#[ignore = "needs a Redis server without persistence: run by .ci/scaleout.sh"]
+fn a_persistence_rewrite_writes_nothing_on_a_server_that_keeps_nothing() {
+    let server = std::env::var("CTXGRAPH_TEST_REDIS_VOLATILE").unwrap_or_else(|_| {
+        panic!(
+            "CTXGRAPH_TEST_REDIS_VOLATILE is not set: set it to redis://HOST:PORT of a Redis \
+             server started with --appendonly no --save '' (.ci/scaleout.sh starts one)"
+        )
+    });
+    let url = StoreUrl::parse(&format!(
+        "{}/{}",
+        server.trim_end_matches('/'),
+        crate::harness::fresh_name()
+    ))
+    .unwrap();
+    let mut admin = crate::harness::admin(&url);
+    let config = |admin: &mut redis::Connection, name: &str| -> String {
+        let pair: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(name).query(admin).unwrap();
+        pair[1].clone()
+    };
+    assert_eq!(config(&mut admin, "appendonly"), "no", "{server} keeps an append-only file");
+    assert_eq!(config(&mut admin, "save"), "", "{server} takes snapshots");
+    let mut log = RedisLog::connect(&url).unwrap();
+    ctxgraph_store::Log::append(&mut log, &event("e1", "agent", "x"), "t").unwrap();
+    let before = rewrites_and_saves(&mut admin);
+    log.rewrite_persistence().unwrap();
+    assert_eq!(rewrites_and_saves(&mut admin), before, "nothing rewritten, nothing saved");
+    let keys = crate::harness::all_keys(&mut admin);
+    let prefix = url.key_prefix();
+    let mine: Vec<&Vec<u8>> = keys.iter().filter(|k| k.starts_with(prefix.as_bytes())).collect();
+    for key in mine {
+        let _: () = redis::cmd("DEL").arg(key).query(&mut admin).unwrap();
+    }
+}
