@@ -203,24 +203,22 @@ pub(crate) fn remove(w: &mut dyn GraphStore, docs: &BTreeMap<i64, String>) -> Re
             terms.extend(w.text_terms(text)?);
         }
     }
-    // The documents found in some list: only they were counted by the build.
-    let found = RefCell::new(std::collections::BTreeSet::new());
-    let gone = |doc: i64| {
-        let hit = covered.contains(&doc);
-        if hit {
-            found.borrow_mut().insert(doc);
-        }
-        hit
-    };
+    let mut lists = Vec::new();
     for term in terms {
-        let Some(list) = w.text_postings(&term)? else { continue };
-        match ctxgraph_lexical::without(&list, &gone)? {
+        if let Some(list) = w.text_postings(&term)? {
+            lists.push((term, list));
+        }
+    }
+    let (pruned, found) = ctxgraph_lexical::without_docs(lists, &covered)?;
+    for (term, left) in pruned {
+        match left {
             Pruned::Unchanged => {}
             Pruned::Empty => w.delete_text_postings(&term)?,
             Pruned::List(blob) => w.put_text_postings(&term, &blob)?,
         }
     }
-    build.docs = build.docs.saturating_sub(found.borrow().len() as u64);
+    // Only the documents found in some list were counted by the build.
+    build.docs = build.docs.saturating_sub(found);
     // Recording the build bumps the index generation, so engines drop their cached lists.
     w.set_text_index_build(&build)?;
     Ok(())

@@ -41,7 +41,9 @@ mod rank;
 pub use build::{Builder, Built};
 pub use decoded::Decoded;
 pub use error::Error;
-pub use postings::{Posting, Pruned, count, decode, encode, impact_of, level, without};
+pub use postings::{
+    Posting, Pruned, count, decode, encode, impact_of, level, without, without_docs,
+};
 pub use rank::{Bm25, QueryTerm, Scratch, top_k, top_k_decoded};
 
 /// Documents outside the lexical index at which a store rebuilds it: below this, searching

@@ -75,6 +75,30 @@ pub enum Pruned {
     List(Vec<u8>),
 }
 
+/// What taking the documents `docs` out of an index does to the lists `lists` of their terms:
+/// each term with what [`without`] leaves of its list, and how many of `docs` were found in
+/// some list (a build counts only those, so its document count drops by as many). A store
+/// writes each result back (or removes the term) and the count into its build.
+pub fn without_docs<T>(
+    lists: impl IntoIterator<Item = (T, Vec<u8>)>,
+    docs: &std::collections::BTreeSet<i64>,
+) -> Result<(Vec<(T, Pruned)>, u64), Error> {
+    let found = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    let gone = |doc: i64| {
+        let hit = docs.contains(&doc);
+        if hit {
+            found.borrow_mut().insert(doc);
+        }
+        hit
+    };
+    let mut pruned = Vec::new();
+    for (term, list) in lists {
+        pruned.push((term, without(&list, &gone)?));
+    }
+    let found = found.borrow().len() as u64;
+    Ok((pruned, found))
+}
+
 /// A blob without the documents for which `gone` holds: each remaining posting keeps its
 /// impact level and the blob its `avg_len`, so the list equals one built with the same
 /// statistics over the remaining documents. Costs a decode and an encode of the one list.
@@ -309,6 +333,20 @@ mod tests {
         let mut extra = blob.clone();
         extra.push(0);
         assert!(matches!(decode(&extra), Err(Error::Corrupt(_))));
+    }
+
+    #[test]
+    fn without_docs_prunes_each_list_and_counts_the_documents_found() {
+        let p = |doc| Posting { doc, tf: 1, len: 3 };
+        let a = encode(&[p(1), p(2), p(3)], B, 3.0).unwrap();
+        let b = encode(&[p(2)], B, 3.0).unwrap();
+        let c = encode(&[p(4)], B, 3.0).unwrap();
+        // Document 9 is in no list: a build never counted it.
+        let docs: std::collections::BTreeSet<i64> = [2, 9].into();
+        let (pruned, found) = without_docs([("a", a.clone()), ("b", b), ("c", c)], &docs).unwrap();
+        assert_eq!(found, 1);
+        let want_a = without(&a, &|d| d == 2).unwrap();
+        assert_eq!(pruned, [("a", want_a), ("b", Pruned::Empty), ("c", Pruned::Unchanged)]);
     }
 
     proptest! {

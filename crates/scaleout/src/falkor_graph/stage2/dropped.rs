@@ -142,21 +142,14 @@ impl FalkorGraph {
         let postings = self.stage2_key("postings");
         let lists: Vec<Option<Vec<u8>>> =
             self.raw_query(redis::cmd("HMGET").arg(&postings).arg(&terms))?;
-        let found = std::cell::RefCell::new(BTreeSet::new());
-        let gone = |doc: i64| {
-            let hit = covered.contains(&doc);
-            if hit {
-                found.borrow_mut().insert(doc);
-            }
-            hit
-        };
+        let listed = terms.iter().zip(lists).filter_map(|(term, list)| Some((*term, list?)));
+        let (pruned, found) = ctxgraph_lexical::without_docs(listed, &covered).map_err(lexical)?;
         let (mut emptied, mut rewritten) = (Vec::new(), Vec::new());
-        for (term, list) in terms.iter().zip(lists) {
-            let Some(list) = list else { continue };
-            match ctxgraph_lexical::without(&list, &gone).map_err(lexical)? {
+        for (term, left) in pruned {
+            match left {
                 Pruned::Unchanged => {}
-                Pruned::Empty => emptied.push(*term),
-                Pruned::List(blob) => rewritten.push((*term, blob)),
+                Pruned::Empty => emptied.push(term),
+                Pruned::List(blob) => rewritten.push((term, blob)),
             }
         }
         let mut out = Vec::new();
@@ -167,11 +160,11 @@ impl FalkorGraph {
             let mut hset = redis::cmd("HSET");
             hset.arg(&postings);
             for (term, blob) in &rewritten {
-                hset.arg(*term).arg(blob.as_slice());
+                hset.arg(term).arg(blob.as_slice());
             }
             out.push(hset);
         }
-        build.docs = build.docs.saturating_sub(found.borrow().len() as u64);
+        build.docs = build.docs.saturating_sub(found);
         out.push(
             redis::cmd("HSET")
                 .arg(self.stage2_key("text_build"))
