@@ -78,7 +78,7 @@ impl Engine {
     /// previous chunk; the thread count changes no result.
     pub fn enrich(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<EnrichReport, Error> {
         if let Backend::Remote(store) = &self.backend
-            && store.begin_enrich()?.is_none()
+            && !store.enriches()
         {
             return Err(Backend::unsupported_by("enrich", store.as_ref()));
         }
@@ -202,7 +202,7 @@ impl Engine {
     /// model changed; open the store with `accept_new_embedder`).
     pub fn reembed(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<EnrichReport, Error> {
         if let Backend::Remote(store) = &self.backend {
-            if !store.resets() || store.begin_enrich()?.is_none() {
+            if !store.resets() || !store.enriches() {
                 return Err(Backend::unsupported_by("reembed", store.as_ref()));
             }
             store.reset_enrichment()?;

@@ -149,6 +149,10 @@ impl RemoteStore for ScaleOutStore {
         Ok(Some(Box::new(Stage2Write::begin(FalkorGraph::connect_read(&self.url)?)?)))
     }
 
+    fn enriches(&self) -> bool {
+        true
+    }
+
     fn begin_consolidate(&self) -> Result<Option<Box<dyn ConsolidateCommit + '_>>, StoreError> {
         // Connections of its own: the transaction's watch lives on the graph's.
         let graph = FalkorGraph::connect_read(&self.url)?;

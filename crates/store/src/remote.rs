@@ -82,6 +82,12 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
         Ok(None)
     }
 
+    /// Whether stage 2 runs on the store ([`RemoteStore::begin_enrich`] gives transactions).
+    /// The engine asks before it enriches or re-embeds, without opening a transaction.
+    fn enriches(&self) -> bool {
+        false
+    }
+
     /// A stage-3 write transaction (consolidation: every derived node, edge, vector index and
     /// lexical index rebuilt), applied whole or not at all by [`ConsolidateCommit::commit`];
     /// `None` from a store on which stage 3 does not run (the default).

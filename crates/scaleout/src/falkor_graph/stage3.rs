@@ -18,7 +18,9 @@
 //! late) go to stage 2's keys (`stage2.rs`), and the lexical index it rebuilds replaces stage
 //! 2's: every value is what the embedded store keeps, so recall reads the same index.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use ctxgraph_ontology::RecordKind;
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
@@ -184,6 +186,10 @@ pub struct ConsolidateWrite {
     text_index: Option<TextIndexWrite>,
     /// Whether anything changed the graph (nodes or edges).
     graph_changed: bool,
+    /// Every document's terms with this transaction's ([`ConsolidateWrite::docs`]), read once
+    /// and kept until a write changes the documents: a consolidation asks for them several
+    /// times (counting, building the lexical index, committing).
+    docs: RefCell<Option<Rc<BTreeMap<i64, String>>>>,
 }
 
 impl std::fmt::Debug for ConsolidateWrite {
@@ -223,6 +229,7 @@ impl ConsolidateWrite {
             ann: None,
             text_index: None,
             graph_changed: false,
+            docs: RefCell::new(None),
         })
     }
 
@@ -260,7 +267,10 @@ impl ConsolidateWrite {
     }
 
     /// Every full-text document's terms, with this transaction's documents.
-    fn docs(&self) -> Result<BTreeMap<i64, String>, StoreError> {
+    fn docs(&self) -> Result<Rc<BTreeMap<i64, String>>, StoreError> {
+        if let Some(docs) = &*self.docs.borrow() {
+            return Ok(Rc::clone(docs));
+        }
         let mut docs = self.graph.doc_terms()?;
         for nid in self.deleted_nids() {
             docs.remove(&nid);
@@ -275,6 +285,8 @@ impl ConsolidateWrite {
         for (nid, list) in self.texts.keys().zip(terms) {
             docs.insert(*nid, list.join(" "));
         }
+        let docs = Rc::new(docs);
+        *self.docs.borrow_mut() = Some(Rc::clone(&docs));
         Ok(docs)
     }
 
@@ -829,6 +841,7 @@ impl GraphStore for ConsolidateWrite {
         }
         self.edges.retain(|k, _| k.from.label != label && k.to.label != label);
         self.cleared.entry(label.to_owned()).or_insert(members);
+        *self.docs.get_mut() = None;
         Ok(count as u64)
     }
 
@@ -854,6 +867,7 @@ impl GraphStore for ConsolidateWrite {
     fn put_text(&mut self, key: &NodeKey, text: &str) -> Result<(), StoreError> {
         let nid = self.nid_required(key)?;
         self.texts.insert(nid, (key.clone(), text.to_owned()));
+        *self.docs.get_mut() = None;
         Ok(())
     }
 
