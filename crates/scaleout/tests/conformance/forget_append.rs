@@ -18,7 +18,7 @@ fn forget(forget_id: &str, by: &str) -> ValidRecord {
 
 fn redaction(b: &RedisBackend, position: u64, tombstone: &str) -> Redaction {
     let read = b.read(|l| l.read_from(position, 1).unwrap().remove(0).body);
-    Redaction { position, read, tombstone: tombstone.to_owned() }
+    Redaction { position, read, tombstone: tombstone.to_owned(), id: None }
 }
 
 fn bodies(b: &RedisBackend) -> Vec<String> {
