@@ -12,9 +12,9 @@ use std::sync::{Mutex, PoisonError};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
-    Appended, Archived, ConsolidateCommit, EdgeGroup, EnrichCommit, ForgetAppend, ForgetGraphBody, GraphCounts,
-    GraphReader, LogEntry, LogReader, ManyAnswer, ManyRead, Redaction, RemoteStore, RetentionBody,
-    SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
+    Appended, Archived, ConsolidateCommit, EdgeGroup, EnrichCommit, ForgetAppend, ForgetGraphBody,
+    GraphCounts, GraphReader, LogEntry, LogReader, ManyAnswer, ManyRead, Redaction, RemoteStore,
+    RetentionBody, SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
 };
 
 use crate::falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};

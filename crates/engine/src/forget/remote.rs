@@ -17,7 +17,9 @@
 //!    stage 2 had indexed (an enriched event whose tool it was, a slot value it shared), the
 //!    same transaction starts stages 2 and 3 over, so that no vector, document or index made
 //!    from the old text survives, and the workers (`worker --stage enrich`, then
-//!    `--stage consolidate`) rebuild them from the rewritten log;
+//!    `--stage consolidate`) rebuild them from the rewritten log; so it does when stage 2 has
+//!    run but not yet through the rewritten records (a chunk in flight may hold the old ones:
+//!    the reset makes its commit write nothing);
 //! 5. the server rewrites its persistence ([`RemoteStore::rewrite_persistence`]), so the
 //!    commands that carried the content leave the disk.
 //!
@@ -214,8 +216,7 @@ fn forget_entity_one(
         store.fold_through(head)?;
         let plan = entity_plan(schema, &*store.begin_read()?, &target.id)?;
         let redacted = plan.about.len() + plan.names.len();
-        let (record, forget_id) =
-            forget_record(schema, limits, target, by, reason, at, redacted)?;
+        let (record, forget_id) = forget_record(schema, limits, target, by, reason, at, redacted)?;
         let mut redactions = Vec::with_capacity(redacted);
         // Records about the entity often spell it in their ids (a claim's id holds its
         // subject): their tombstones take a digest for an id, as on the embedded store.
@@ -269,13 +270,30 @@ fn out_of_graph(
     entity: &NodeKey,
     plan: &EntityPlan,
 ) -> Result<(), Error> {
+    // An enrichment chunk in flight may have read the old records: one that starts after
+    // stage 2's checkpoint and covers a rewritten record must not commit after this.
+    let last = plan.names.iter().map(|(e, _)| e.position).max().unwrap_or(0);
     for _ in 0..ATTEMPTS {
         let mut failed = None;
-        let applied = store.forget_in_graph(&mut |w| match graph_part(schema, w, entity, plan) {
-            Ok(end) => Ok(end),
-            Err(e) => {
-                failed = Some(e);
-                Ok(GraphForget::Abort)
+        let applied = store.forget_in_graph(&mut |w| {
+            // Read once the transaction watches stage 2's checkpoint: a chunk committed after
+            // this read makes the transaction apply nothing.
+            let enriched = match store.begin_read().and_then(|r| r.enriched_through()) {
+                Ok(enriched) => enriched,
+                Err(e) => {
+                    failed = Some(e.into());
+                    return Ok(GraphForget::Abort);
+                }
+            };
+            match graph_part(schema, w, entity, plan) {
+                Ok(GraphForget::Apply) if enriched > 0 && enriched < last => {
+                    Ok(GraphForget::ApplyAndResetEnrichment)
+                }
+                Ok(end) => Ok(end),
+                Err(e) => {
+                    failed = Some(e);
+                    Ok(GraphForget::Abort)
+                }
             }
         })?;
         if let Some(e) = failed {
