@@ -63,6 +63,10 @@ const READS: &[&[&str]] = &[
     &["neighbors", "t2"],
     &["neighbors", "t3"],
     &["get", "concept:ledger"],
+    &["neighbors", "concept:ledger"],
+    &["fact", "list", "--all"],
+    &["receipt", "list"],
+    &["entities", "candidates", "--status", "all"],
     &["search", "ledger"],
     &["search", "totals"],
     &["recall", "what did the planner fetch from the ledger"],
@@ -99,10 +103,26 @@ fn forget_of_an_entity_rewrites_its_records_and_leaves_no_byte_of_its_name() {
     let file = dir.path().join("trace.jsonl");
     std::fs::write(&file, trace(&secret, &concept)).unwrap();
     let file = file.to_str().unwrap();
-    ok(&dir, "plain.ctxg", &["ingest", file]);
-    ok(&dir, "plain.ctxg", &["consolidate"]);
     let to = fresh_store();
+    ok(&dir, "plain.ctxg", &["ingest", file]);
     assert_eq!(json_of(&dir, &to, &["ingest", file])["accepted"].as_u64(), Some(4));
+    ok(&dir, &to, &["worker", "--once"]);
+    // The concept in a fact and a person's decision (records about it: tombstoned, their ids
+    // digested) and among a receipt's inputs (rewritten without it).
+    let concept_id = format!("concept:{concept}");
+    let receipt = dir.path().join("receipt.json");
+    let body = json!([{"id": "r1", "task": "reconcile", "actor": "user/ops1",
+        "referenced_inputs": {"events": ["t2"], "entities": [&concept_id, "concept:ledger"]},
+        "policies_checked": [{"id": "policy/review", "result": "allow"}],
+        "action": "reconcile", "outcome": {"status": "success"},
+        "timestamps": {"committed": "2026-11-20T11:00:00Z"}}]);
+    std::fs::write(&receipt, body.to_string()).unwrap();
+    for db in ["plain.ctxg", to.as_str()] {
+        ok(&dir, db, &["fact", "add", &concept, "depends_on", "ledger"]);
+        ok(&dir, db, &["entities", "reject", &concept_id, "concept:ledger", "--reason", "two"]);
+        ok(&dir, db, &["receipt", "add", receipt.to_str().unwrap()]);
+    }
+    ok(&dir, "plain.ctxg", &["consolidate"]);
     enrich_and_consolidate(&dir, &to);
     let mut conn = admin(&to);
     for name in [&secret, &concept] {
@@ -111,13 +131,13 @@ fn forget_of_an_entity_rewrites_its_records_and_leaves_no_byte_of_its_name() {
     let entity = format!("tool:{secret}");
     assert_eq!(normalised(&dir, &to, &["get", &entity]).0, 0);
 
-    // The concept first: two events rewritten without it, their indexed text unchanged, so
-    // stages 2 and 3 stand and the reads equal the store file's at once.
+    // The concept first: two events and the receipt rewritten without it, the fact and the
+    // decision tombstoned; the events' indexed text is unchanged, so stages 2 and 3 stand and
+    // the reads equal the store file's at once.
     let enriched = json_of(&dir, &to, &["stats"])["enriched_through"].clone();
-    let concept_id = format!("concept:{concept}");
     let want = report(&dir, "plain.ctxg", "entity", &concept_id);
     assert_eq!(report(&dir, &to, "entity", &concept_id), want);
-    assert_eq!(want["redacted"], json!(2), "{want}");
+    assert_eq!(want["redacted"], json!(5), "{want}");
     assert_eq!(json_of(&dir, &to, &["stats"])["enriched_through"], enriched);
     assert_eq!(key_holding(&mut conn, &concept), None, "the concept is still in a key");
     same_reads(&dir, &to, &concept);
