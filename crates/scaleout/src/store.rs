@@ -189,6 +189,10 @@ impl RemoteStore for ScaleOutStore {
         self.drop_marks()
     }
 
+    fn forgets_entities(&self) -> bool {
+        true
+    }
+
     fn forget_in_graph(&self, body: &mut ForgetGraphBody<'_>) -> Result<bool, StoreError> {
         self.forget_graph(body)
     }

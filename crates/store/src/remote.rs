@@ -143,6 +143,14 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
         Err(no_retention(&self.location()))
     }
 
+    /// Whether the store runs a forget of an entity: [`RemoteStore::forgets`], redactions that
+    /// replace ids ([`Redaction::id`]) and [`RemoteStore::forget_in_graph`]. The engine asks
+    /// before it reads or writes anything, and refuses the forget of an entity on a store that
+    /// says no.
+    fn forgets_entities(&self) -> bool {
+        false
+    }
+
     /// Run `body` over a transaction of the graph (as [`RemoteStore::retain`] does, without
     /// archive marks) and apply every write at once as it answers, with what a deleted node had
     /// of stages 2 and 3, unless the graph or stage 2 moved meanwhile;

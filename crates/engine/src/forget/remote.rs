@@ -75,6 +75,9 @@ pub(super) fn forget_many(
     if !store.forgets() {
         return Err(unsupported("forget"));
     }
+    if targets.iter().any(|t| t.kind == ForgetKind::Entity) && !store.forgets_entities() {
+        return Err(unsupported("forget of an entity"));
+    }
     let mut timings = ForgetTimings::default();
     let started = Instant::now();
     let at = crate::knowledge::now();
@@ -86,7 +89,9 @@ pub(super) fn forget_many(
         for target in targets {
             let exists = match target.kind {
                 ForgetKind::Entity => read.node_exists(&entity_key(target))?,
-                _ => !find(schema, &*read, target)?.is_empty(),
+                ForgetKind::Event | ForgetKind::Session | ForgetKind::Memory => {
+                    !find(schema, &*read, target)?.is_empty()
+                }
             };
             if !exists {
                 return Err(Error::UnknownForgetTarget {
