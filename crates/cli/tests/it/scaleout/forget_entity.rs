@@ -13,7 +13,8 @@ use super::{ctxgraph, fresh_store, json_of, normalised};
 /// Two sessions of a planner agent. The tool `secret` runs in `t1` and `t3` (the entity is
 /// their tool: their indexed text changes when it goes); `t2` names it among other entities
 /// (rewritten without it); `t4` never names it. The concept `concept` is named among other
-/// entities by `t2` and `t4` (their indexed text stays). No payload text spells either.
+/// entities by `t2` and `t4` (their indexed text stays), and is the source of an explicit
+/// edge. No payload text spells either.
 fn trace(secret: &str, concept: &str) -> String {
     let event = |id: &str, session: &str, at: &str, tool: &str, text: &str| {
         json!({"event_id": id, "event_type": "tool.execute", "occurred_at": at,
@@ -30,7 +31,12 @@ fn trace(secret: &str, concept: &str) -> String {
     t3["parent_event_id"] = json!("t2");
     let mut t4 = event("t4", "s2", "2026-11-20T10:00:01Z", "sql_query", "summed the totals");
     t4["entities"] = json!([{"name": concept, "entity_type": "concept"}]);
-    [event("t1", "s1", "2026-11-20T09:00:00Z", secret, "fetched the ledger"), t2, t3, t4]
+    // An explicit edge from the concept (a record about it: tombstoned).
+    let edge = json!({"record_type": "edge", "edge_id": "rel-1", "edge_type": "RELATED_TO",
+        "from": {"label": "Entity", "id": format!("concept:{concept}")},
+        "to": {"label": "Entity", "id": "concept:ledger"},
+        "properties": {"confidence": 0.6, "justification": "kept together"}});
+    [event("t1", "s1", "2026-11-20T09:00:00Z", secret, "fetched the ledger"), t2, t3, t4, edge]
         .iter()
         .map(|v| format!("{v}\n"))
         .collect()
@@ -105,7 +111,7 @@ fn forget_of_an_entity_rewrites_its_records_and_leaves_no_byte_of_its_name() {
     let file = file.to_str().unwrap();
     let to = fresh_store();
     ok(&dir, "plain.ctxg", &["ingest", file]);
-    assert_eq!(json_of(&dir, &to, &["ingest", file])["accepted"].as_u64(), Some(4));
+    assert_eq!(json_of(&dir, &to, &["ingest", file])["accepted"].as_u64(), Some(5));
     ok(&dir, &to, &["worker", "--once"]);
     // The concept in a fact and a person's decision (records about it: tombstoned, their ids
     // digested) and among a receipt's inputs (rewritten without it).
@@ -131,13 +137,13 @@ fn forget_of_an_entity_rewrites_its_records_and_leaves_no_byte_of_its_name() {
     let entity = format!("tool:{secret}");
     assert_eq!(normalised(&dir, &to, &["get", &entity]).0, 0);
 
-    // The concept first: two events and the receipt rewritten without it, the fact and the
-    // decision tombstoned; the events' indexed text is unchanged, so stages 2 and 3 stand and
+    // The concept first: two events and the receipt rewritten without it, the fact, the
+    // decision and the edge tombstoned; the events' indexed text is unchanged, so stages 2 and 3 stand and
     // the reads equal the store file's at once.
     let enriched = json_of(&dir, &to, &["stats"])["enriched_through"].clone();
     let want = report(&dir, "plain.ctxg", "entity", &concept_id);
     assert_eq!(report(&dir, &to, "entity", &concept_id), want);
-    assert_eq!(want["redacted"], json!(5), "{want}");
+    assert_eq!(want["redacted"], json!(6), "{want}");
     assert_eq!(json_of(&dir, &to, &["stats"])["enriched_through"], enriched);
     assert_eq!(key_holding(&mut conn, &concept), None, "the concept is still in a key");
     same_reads(&dir, &to, &concept);
