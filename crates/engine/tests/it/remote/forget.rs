@@ -9,6 +9,7 @@ use ctxgraph::{
     Engine, EngineOptions, ForgetKind, ForgetReport, ForgetTarget, IngestOptions, OpenMode,
     Projection,
 };
+use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
     Appended, ForgetAppend, ForgetGraphBody, GraphForget, Log, LogReader, Redaction, RemoteStore,
@@ -276,4 +277,36 @@ fn forget_of_an_entity_on_a_remote_store_equals_the_embedded_forget() {
     assert!(forgotten >= 3, "{forgotten} entities forgotten");
     let tombstones = shape(&remote).into_iter().filter(|s| s.3).count();
     assert!(tombstones > 0 || log(&remote).iter().any(|e| e.1 == RecordKind::Forget));
+}
+
+#[test]
+fn a_forget_of_an_entity_whose_log_moved_under_it_reads_again_and_rewrites_every_record() {
+    let dir = TempDir::new().unwrap();
+    let event = |id: &str, at: &str| {
+        json!({"event_id": id, "event_type": "tool.execute", "occurred_at": at,
+            "session_id": "ms-light", "agent_id": "planner", "trace_id": "t-light",
+            "entities": [{"name": "lantern", "entity_type": "concept"},
+                         {"name": "harbour", "entity_type": "concept"}],
+            "payload": {"text": "checked the light"}})
+    };
+    // Another writer names the entity between the forget's read and its append.
+    let (_, mut remote) = pair_of(&dir, Some(event("late-1", "2026-11-30T09:00:00Z")), true);
+    let record = validate_all(&remote, &[event("early-1", "2026-11-30T08:00:00Z")]);
+    remote.ingest_batch(&record, Projection::Inline, true).unwrap().remove(0).unwrap();
+    let entity = ForgetTarget { kind: ForgetKind::Entity, id: "concept:lantern".into() };
+    let report = remote.forget(&entity, "ops", None).unwrap();
+    // The first append was refused unchanged; the second read found both events.
+    assert_eq!(report.redacted, 2, "{report:?}");
+    let entries = log(&remote);
+    let rewritten: Vec<&str> = entries
+        .iter()
+        .filter(|(_, kind, _, body)| *kind == RecordKind::Event && body.contains("harbour"))
+        .map(|(_, _, id, _)| id.as_str())
+        .collect();
+    assert_eq!(rewritten, ["early-1", "late-1"]);
+    assert!(entries.iter().all(|(_, _, _, body)| !body.contains("lantern")), "{entries:?}");
+    assert_eq!(entries.iter().filter(|e| e.1 == RecordKind::Forget).count(), 1);
+    let reader = remote.owner_reader().unwrap();
+    assert!(reader.node(&NodeKey::new("Entity", "concept:lantern")).unwrap().is_none());
+    assert!(reader.node(&NodeKey::new("Entity", "concept:harbour")).unwrap().is_some());
 }
