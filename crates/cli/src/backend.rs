@@ -1,5 +1,5 @@
 //! `--db` names a store file or a scale-out store (`redis://HOST:PORT/NAME`). On a scale-out
-//! store the read commands, `ingest`, `forget` (events, sessions, memories) and `forgotten`,
+//! store the read commands, `ingest`, `forget` and `forgotten`,
 //! the knowledge and decision-memory commands (`fact`, `doc`, `receipt`, `memory`, `evolution`,
 //! `impact`, `rollup`, `entities`, `type`, `slot`, `checklist`, `goal`, `schema`),
 //! `reproject`, `enrich`, `reembed`, `export`, `import`, `init`,

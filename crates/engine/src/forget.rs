@@ -133,8 +133,10 @@ impl Engine {
     /// On a remote store that runs it ([`ctxgraph_store::RemoteStore::forgets`]) there is no
     /// transaction: each target's forget record and tombstones are appended together, the graph
     /// is folded through them in this call and the server rewrites its persistence (see
-    /// `forget/remote.rs`); an entity is refused there ([`Error::BackendUnsupported`]), and so is
-    /// any forget on a remote store that does not run it.
+    /// `forget/remote.rs`); an entity then leaves the graph in one more transaction of the
+    /// store, which starts stages 2 and 3 over when a rewrite changed text they indexed. A
+    /// forget on a remote store that does not run it is refused ([`Error::BackendUnsupported`]),
+    /// and so is an entity's on one that does not run that.
     pub fn forget_many(
         &mut self,
         targets: &[ForgetTarget],

@@ -12,9 +12,9 @@ use std::sync::{Mutex, PoisonError};
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
-    Appended, Archived, ConsolidateCommit, EdgeGroup, EnrichCommit, ForgetAppend, GraphCounts,
-    GraphReader, LogEntry, LogReader, ManyAnswer, ManyRead, Redaction, RemoteStore, RetentionBody,
-    SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
+    Appended, Archived, ConsolidateCommit, EdgeGroup, EnrichCommit, ForgetAppend, ForgetGraphBody,
+    GraphCounts, GraphReader, LogEntry, LogReader, ManyAnswer, ManyRead, Redaction, RemoteStore,
+    RetentionBody, SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
 };
 
 use crate::falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};
@@ -191,6 +191,14 @@ impl RemoteStore for ScaleOutStore {
 
     fn drop_archive_marks(&self) -> Result<(), StoreError> {
         self.drop_marks()
+    }
+
+    fn forgets_entities(&self) -> bool {
+        true
+    }
+
+    fn forget_in_graph(&self, body: &mut ForgetGraphBody<'_>) -> Result<bool, StoreError> {
+        self.forget_graph(body)
     }
 }
 

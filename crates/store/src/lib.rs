@@ -33,8 +33,8 @@ pub use embedded::{
 };
 pub use error::StoreError;
 pub use remote::{
-    ConsolidateCommit, EnrichCommit, EnrichWrite, ForgetAppend, Redaction, RemoteStore,
-    RetentionBody, RetentionWrite, StoreRead,
+    ConsolidateCommit, EnrichCommit, EnrichWrite, ForgetAppend, ForgetGraphBody, GraphForget,
+    Redaction, RemoteStore, RetentionBody, RetentionWrite, StoreRead,
 };
 pub use together::{ManyAnswer, ManyRead, read_one};
 pub use tokenizer::TextTokenizer;

@@ -148,6 +148,42 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
     fn drop_archive_marks(&self) -> Result<(), StoreError> {
         Err(no_retention(&self.location()))
     }
+
+    /// Whether the store runs a forget of an entity: [`RemoteStore::forgets`], redactions that
+    /// replace ids ([`Redaction::id`]) and [`RemoteStore::forget_in_graph`]. The engine asks
+    /// before it reads or writes anything, and refuses the forget of an entity on a store that
+    /// says no.
+    fn forgets_entities(&self) -> bool {
+        false
+    }
+
+    /// Run `body` over a transaction of the graph (as [`RemoteStore::retain`] does, without
+    /// archive marks) and apply every write at once as it answers, with what a deleted node had
+    /// of stages 2 and 3, unless the graph or stage 2 moved meanwhile;
+    /// whether the writes were applied (`false`: nothing was, run it again). A forget of an
+    /// entity takes it out of the graph so, its record naming only a digest of it.
+    fn forget_in_graph(&self, body: &mut ForgetGraphBody<'_>) -> Result<bool, StoreError> {
+        let _ = body;
+        Err(no_forget(&self.location()))
+    }
+}
+
+/// What [`RemoteStore::forget_in_graph`] runs: a forget's writes over the graph, answering
+/// whether and how to apply them.
+pub type ForgetGraphBody<'a> =
+    dyn FnMut(&mut dyn ProjectionGraph) -> Result<GraphForget, StoreError> + 'a;
+
+/// How a forget's graph transaction ends ([`RemoteStore::forget_in_graph`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphForget {
+    /// Apply nothing.
+    Abort,
+    /// Apply the writes.
+    Apply,
+    /// Apply the writes and, in the same step, start stages 2 and 3 over as
+    /// [`RemoteStore::reset_enrichment`] does: a rewrite changed the text of a node that stage 2
+    /// indexed, and every vector, document and index made from the old text must go.
+    ApplyAndResetEnrichment,
 }
 
 /// What [`RemoteStore::retain`] runs: the retention pass over the transaction, answering
@@ -221,8 +257,12 @@ pub struct Redaction {
     pub position: u64,
     /// Its body as the forget read it: the redaction is refused if the body changed since.
     pub read: String,
-    /// The tombstone that replaces it.
+    /// The body that replaces it: a tombstone, or the record rewritten without what a forget
+    /// takes out of it (an entity it names among other things).
     pub tombstone: String,
+    /// The id that replaces its id (a tombstone of a record whose id spells a forgotten
+    /// entity), or `None` to keep it.
+    pub id: Option<String>,
 }
 
 /// What [`RemoteStore::forget_append`] did.

@@ -633,6 +633,7 @@ fn reads_on_a_scale_out_store_equal_a_store_file_without_stages_two_and_three() 
 
 mod admin;
 mod forget;
+mod forget_entity;
 mod imports;
 mod knowledge;
 mod principals;

@@ -2,30 +2,55 @@
 //! log and the graph:
 //! 1. the graph is folded to the log's head ([`RemoteStore::fold_through`]), since a session's
 //!    events are found in its session order, as on the embedded store;
-//! 2. per target, its records are found as on the embedded store, and the forget record is
-//!    appended with their tombstones in one atomic step ([`RemoteStore::forget_append`]),
-//!    refused unchanged if the log moved since the records were read (they are read again);
+//! 2. per target, its records are found as on the embedded store (an entity's by
+//!    `entity_plan`: tombstones for the records about it, with digests for ids, and rewrites of
+//!    the records naming it among other things), and the forget record is appended with their
+//!    new bodies in one atomic step ([`RemoteStore::forget_append`]), refused unchanged if the
+//!    log moved since the records were read (they are read again);
 //! 3. the graph is folded through the last forget record: its projection deletes the nodes, as
 //!    the embedded store's does in its transaction (the workers would fold it too; folding here
 //!    means the call returns only once the graph no longer holds them);
-//! 4. the server rewrites its persistence ([`RemoteStore::rewrite_persistence`]), so the
+//! 4. an entity, which its forget record names only by a digest, leaves the graph in one more
+//!    transaction ([`RemoteStore::forget_in_graph`]): `forget_entity` as on the embedded store,
+//!    the rewritten events' stage-2 properties recomputed from their new records, the deleted
+//!    nodes' stage-2 data dropped with them; when a rewrite changed the indexed text of a node
+//!    stage 2 had indexed (an enriched event whose tool it was, a slot value it shared), the
+//!    same transaction starts stages 2 and 3 over, so that no vector, document or index made
+//!    from the old text survives, and the workers (`worker --stage enrich`, then
+//!    `--stage consolidate`) rebuild them from the rewritten log; so it does when stage 2 has
+//!    run but not yet through the rewritten records (a chunk in flight may hold the old ones:
+//!    the reset makes its commit write nothing);
+//! 5. the server rewrites its persistence ([`RemoteStore::rewrite_persistence`]), so the
 //!    commands that carried the content leave the disk.
 //!
-//! Until step 2 returns, the log holds the content; until step 3, the graph; until step 4, the
+//! Until step 2 returns, the log holds the content; until step 4, the graph; until step 5, the
 //! server's append-only file. A crash between steps leaves the forget record with its
-//! tombstones (never one without the other); the workers fold it, and the next forget's
-//! rewrite clears the file. Entities are refused: their forget rewrites records naming them
-//! and re-enriches events, which only the embedded store does.
+//! tombstones and rewrites (never one without the other); the workers fold it, and the next
+//! forget's rewrite clears the file. A crash before step 4 leaves the entity node in the
+//! graph: forgetting the entity again (it still exists there) redacts nothing more and runs
+//! step 4.
 
 use std::time::Instant;
 
-use ctxgraph_ontology::{ForgetKind, Limits, RecordKind, Schema, Tombstone};
-use ctxgraph_store::{Appended, ForgetAppend, Redaction, RemoteStore, StoreError, StoreRead};
+use std::collections::BTreeSet;
 
+use ctxgraph_ontology::graph::{Direction, NodeKey};
+use ctxgraph_ontology::{
+    ForgetKind, Limits, RecordBody, RecordKind, Schema, Tombstone, redacted_id,
+};
+use ctxgraph_projection::{enrich_event, forget_entity};
+use ctxgraph_store::{
+    Appended, ForgetAppend, GraphForget, ProjectionGraph, Redaction, RemoteStore, StoreError,
+    StoreRead,
+};
+use serde_json::Value;
+
+use super::entity::{EntityPlan, entity_plan};
 use super::{
     ForgetReport, ForgetTarget, ForgetTimings, forget_record, live, memory_records, micros,
     session_records,
 };
+use crate::engine::decode;
 use crate::error::Error;
 
 /// How many times one target's records are read again when another writer moved the log
@@ -50,7 +75,7 @@ pub(super) fn forget_many(
     if !store.forgets() {
         return Err(unsupported("forget"));
     }
-    if targets.iter().any(|t| t.kind == ForgetKind::Entity) {
+    if targets.iter().any(|t| t.kind == ForgetKind::Entity) && !store.forgets_entities() {
         return Err(unsupported("forget of an entity"));
     }
     let mut timings = ForgetTimings::default();
@@ -62,7 +87,13 @@ pub(super) fn forget_many(
     {
         let read = store.begin_read()?;
         for target in targets {
-            if find(schema, &*read, target)?.is_empty() {
+            let exists = match target.kind {
+                ForgetKind::Entity => read.node_exists(&entity_key(target))?,
+                ForgetKind::Event | ForgetKind::Session | ForgetKind::Memory => {
+                    !find(schema, &*read, target)?.is_empty()
+                }
+            };
+            if !exists {
                 return Err(Error::UnknownForgetTarget {
                     kind: target.kind.as_str(),
                     id: target.id.clone(),
@@ -96,7 +127,7 @@ fn find(
         ForgetKind::Event => live(read.get(RecordKind::Event, &target.id)?).into_iter().collect(),
         ForgetKind::Session => session_records(read, &target.id)?.0,
         ForgetKind::Memory => memory_records(schema, read, &target.id)?.0,
-        // Refused before anything is read.
+        // Planned by `forget_entity_one`.
         ForgetKind::Entity => Vec::new(),
     })
 }
@@ -110,6 +141,9 @@ fn forget_one(
     reason: Option<&str>,
     at: &str,
 ) -> Result<ForgetReport, Error> {
+    if target.kind == ForgetKind::Entity {
+        return forget_entity_one(store, schema, limits, target, by, reason, at);
+    }
     for _ in 0..ATTEMPTS {
         // The records are found in the graph as of `head`: the append is refused if the log
         // has moved past it.
@@ -129,6 +163,7 @@ fn forget_one(
                     forget_id: forget_id.clone(),
                 }
                 .to_json(),
+                id: None,
             })
             .collect();
         match store.forget_append(&record, at, head, &redactions)? {
@@ -149,7 +184,12 @@ fn forget_one(
             ForgetAppend::Changed { .. } => {}
         }
     }
-    Err(Error::Store(StoreError::Remote {
+    Err(log_moved(store, target))
+}
+
+/// The error of a forget whose records other writers kept changing.
+fn log_moved(store: &dyn RemoteStore, target: &ForgetTarget) -> Error {
+    Error::Store(StoreError::Remote {
         backend: "remote",
         detail: format!(
             "{}: forgetting {} `{}`: other writers changed the log each of the {ATTEMPTS} times \
@@ -158,5 +198,169 @@ fn forget_one(
             target.kind.as_str(),
             target.id
         ),
+    })
+}
+
+fn entity_key(target: &ForgetTarget) -> NodeKey {
+    NodeKey::new("Entity", &target.id)
+}
+
+/// Forget one entity: its records tombstoned or rewritten with the forget record in one
+/// append, the graph folded through it, then the entity taken out of the graph.
+fn forget_entity_one(
+    store: &dyn RemoteStore,
+    schema: &Schema,
+    limits: &Limits,
+    target: &ForgetTarget,
+    by: &str,
+    reason: Option<&str>,
+    at: &str,
+) -> Result<ForgetReport, Error> {
+    for _ in 0..ATTEMPTS {
+        let head = store.begin_read()?.head()?;
+        store.fold_through(head)?;
+        let plan = entity_plan(schema, &*store.begin_read()?, &target.id)?;
+        let redacted = plan.about.len() + plan.names.len();
+        let (record, forget_id) = forget_record(schema, limits, target, by, reason, at, redacted)?;
+        let mut redactions = Vec::with_capacity(redacted);
+        // Records about the entity often spell it in their ids (a claim's id holds its
+        // subject): their tombstones take a digest for an id, as on the embedded store.
+        for entry in &plan.about {
+            let id = redacted_id(entry.kind, &entry.id);
+            let tombstone =
+                Tombstone { kind: entry.kind, id: id.clone(), forget_id: forget_id.clone() };
+            redactions.push(Redaction {
+                position: entry.position,
+                read: entry.body.clone(),
+                tombstone: tombstone.to_json(),
+                id: Some(id),
+            });
+        }
+        for (entry, rewritten) in &plan.names {
+            redactions.push(Redaction {
+                position: entry.position,
+                read: entry.body.clone(),
+                tombstone: rewritten.canonical().to_owned(),
+                id: None,
+            });
+        }
+        match store.forget_append(&record, at, head, &redactions)? {
+            ForgetAppend::Done(Appended::New(position)) => {
+                store.fold_through(position)?;
+                out_of_graph(store, schema, &entity_key(target), &plan)?;
+                return Ok(ForgetReport {
+                    target: target.clone(),
+                    forget_id,
+                    position,
+                    redacted: redacted as u64,
+                });
+            }
+            ForgetAppend::Done(Appended::Duplicate(_)) => {
+                return Err(Error::UnknownForgetTarget {
+                    kind: target.kind.as_str(),
+                    id: target.id.clone(),
+                });
+            }
+            ForgetAppend::Changed { .. } => {}
+        }
+    }
+    Err(log_moved(store, target))
+}
+
+/// Step 4 of the module docs: the entity out of the graph, run again while a worker moved the
+/// graph or stage 2 under it.
+fn out_of_graph(
+    store: &dyn RemoteStore,
+    schema: &Schema,
+    entity: &NodeKey,
+    plan: &EntityPlan,
+) -> Result<(), Error> {
+    // An enrichment chunk in flight may have read the old records: one that starts after
+    // stage 2's checkpoint and covers a rewritten record must not commit after this.
+    let last = plan.names.iter().map(|(e, _)| e.position).max().unwrap_or(0);
+    for _ in 0..ATTEMPTS {
+        let mut failed = None;
+        let applied = store.forget_in_graph(&mut |w| {
+            // Read once the transaction watches stage 2's checkpoint: a chunk committed after
+            // this read makes the transaction apply nothing.
+            let enriched = match store.begin_read().and_then(|r| r.enriched_through()) {
+                Ok(enriched) => enriched,
+                Err(e) => {
+                    failed = Some(e.into());
+                    return Ok(GraphForget::Abort);
+                }
+            };
+            match graph_part(schema, w, entity, plan) {
+                Ok(GraphForget::Apply) if enriched > 0 && enriched < last => {
+                    Ok(GraphForget::ApplyAndResetEnrichment)
+                }
+                Ok(end) => Ok(end),
+                Err(e) => {
+                    failed = Some(e);
+                    Ok(GraphForget::Abort)
+                }
+            }
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if applied {
+            return Ok(());
+        }
+    }
+    Err(Error::Store(StoreError::Remote {
+        backend: "remote",
+        detail: format!(
+            "{}: the graph moved under {ATTEMPTS} forgets of an entity in a row; its records \
+             are rewritten already: forget it again once the workers have caught up (rule: \
+             forget.graph_moved)",
+            store.location()
+        ),
     }))
+}
+
+/// The graph's part of an entity's forget, over the transaction `w`: `forget_entity`, then
+/// the rewritten events' stage-2 properties from their new records (as the embedded store's
+/// re-enrichment writes them); whether stages 2 and 3 must start over, because an indexed
+/// text changed.
+fn graph_part(
+    schema: &Schema,
+    w: &mut dyn ProjectionGraph,
+    entity: &NodeKey,
+    plan: &EntityPlan,
+) -> Result<GraphForget, Error> {
+    // A slot value the entity shares with others stays, and its indexed text names its
+    // holders: it loses this one.
+    let shared: BTreeSet<NodeKey> = w
+        .edges_of(entity, Some("HAS_SLOT"), Direction::Out)?
+        .into_iter()
+        .map(|e| e.key.to)
+        .collect();
+    forget_entity(schema, w, entity, &plan.events)?;
+    let mut reset = false;
+    for value in &shared {
+        reset |= w.node_exists(value)?;
+    }
+    for (old, new) in &plan.names {
+        let (RecordBody::Event(new), Ok(old)) = (new.body(), decode(schema, old)) else {
+            continue;
+        };
+        let RecordBody::Event(old) = old.body() else { continue };
+        let key = NodeKey::new("Event", &new.event_id);
+        // Only an enriched event has anything to redo; a later enrichment reads the rewrite.
+        let Some(mut node) = w.node(&key)? else { continue };
+        if !node.props.contains_key("summary") {
+            continue;
+        }
+        let x = enrich_event(new);
+        node.props.insert(
+            "keywords".into(),
+            Value::Array(x.keywords.iter().cloned().map(Value::String).collect()),
+        );
+        node.props.insert("summary".into(), x.summary.clone().into());
+        node.props.insert("importance_score".into(), x.importance.into());
+        w.put_node_owned(node)?;
+        reset |= enrich_event(old).text != x.text;
+    }
+    Ok(if reset { GraphForget::ApplyAndResetEnrichment } else { GraphForget::Apply })
 }

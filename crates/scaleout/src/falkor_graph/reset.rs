@@ -55,13 +55,26 @@ impl FalkorGraph {
     /// enrichment then starts again from the first record (the nodes' enriched properties are
     /// written again by it, as on the embedded store).
     pub fn reset_enrichment(&self) -> Result<(), StoreError> {
-        let mut pipe = self.reset_pipe();
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for cmd in self.reset_enrichment_cmds() {
+            pipe.add_command(cmd);
+        }
+        self.run_reset(&pipe, "a reset of the enrichment")
+    }
+
+    /// The commands of [`FalkorGraph::reset_enrichment`], for a transaction of the caller's
+    /// (a forget of an entity whose rewrites changed indexed text).
+    pub(crate) fn reset_enrichment_cmds(&self) -> Vec<redis::Cmd> {
+        let mut out = self.reset_cmds();
         // The copies of the vectors and documents under FalkorDB's own indexes go with them
         // (a reset of the projection empties the whole graph).
         for label in [super::native_index::VECTOR_LABEL, super::native_text::TEXT_LABEL] {
-            pipe.cmd("GRAPH.QUERY").arg(&self.name).arg(format!("MATCH (n:{label}) DELETE n"));
+            let mut cmd = redis::cmd("GRAPH.QUERY");
+            cmd.arg(&self.name).arg(format!("MATCH (n:{label}) DELETE n"));
+            out.push(cmd);
         }
-        self.run_reset(&pipe, "a reset of the enrichment")
+        out
     }
 
     /// The part both resets share: stage 2's and stage 3's data dropped, their checkpoints at
@@ -69,18 +82,26 @@ impl FalkorGraph {
     fn reset_pipe(&self) -> redis::Pipeline {
         let mut pipe = redis::pipe();
         pipe.atomic();
+        for cmd in self.reset_cmds() {
+            pipe.add_command(cmd);
+        }
+        pipe
+    }
+
+    /// [`FalkorGraph::reset_pipe`]'s commands.
+    fn reset_cmds(&self) -> Vec<redis::Cmd> {
         let mut del = redis::cmd("DEL");
         for suffix in DATA_KEYS {
             del.arg(self.stage2_key(suffix));
         }
-        pipe.add_command(del);
+        let mut out = vec![del];
         // A SET, not a DEL: a DEL of a key that is not there touches nothing a watch sees.
-        pipe.cmd("SET").arg(&self.enriched).arg(0);
-        pipe.cmd("SET").arg(self.stage2_key(CONSOLIDATED)).arg(0);
+        out.push(redis::cmd("SET").arg(&self.enriched).arg(0).clone());
+        out.push(redis::cmd("SET").arg(self.stage2_key(CONSOLIDATED)).arg(0).clone());
         for suffix in GENERATIONS {
-            pipe.cmd("INCR").arg(self.stage2_key(suffix));
+            out.push(redis::cmd("INCR").arg(self.stage2_key(suffix)).clone());
         }
-        pipe
+        out
     }
 
     /// Send a reset: it watches nothing, so it always runs.

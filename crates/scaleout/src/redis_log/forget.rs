@@ -8,8 +8,9 @@ use redis::Value;
 use super::{RedisLog, position_of};
 
 impl RedisLog {
-    /// Append the forget `record` and replace each redaction's body with its tombstone, in one
-    /// script: all of it is written or none. Nothing is written, and the answer is
+    /// Append the forget `record` and replace each redaction's body with its tombstone or
+    /// rewrite (and its id, when the redaction gives a new one), in one script: all of it is
+    /// written or none. Nothing is written, and the answer is
     /// [`ForgetAppend::Changed`], when the head is no longer `head` or a record's body is not
     /// the one read (another writer came first: read again). A forget record already stored is
     /// a duplicate and redacts nothing; one whose id holds other content is
@@ -32,7 +33,10 @@ impl RedisLog {
             .arg(record.id())
             .arg(record.canonical());
         for r in redactions {
-            call.arg(r.position.to_string()).arg(&r.read).arg(&r.tombstone);
+            call.arg(r.position.to_string())
+                .arg(&r.read)
+                .arg(&r.tombstone)
+                .arg(r.id.as_deref().unwrap_or(""));
         }
         let reply: Value = call.invoke(&mut *self.conn.borrow_mut()).map_err(|e| self.fail(&e))?;
         let pair = self.array(reply, "forget")?;
@@ -49,7 +53,11 @@ impl RedisLog {
                 position,
             }),
             3 => Ok(ForgetAppend::Changed { position }),
-            _ => Err(self.odd("forget", "an outcome from 0 to 3")),
+            4 => Err(StoreError::Corruption(format!(
+                "the new id of the record at log position {position} is taken by another \
+                 record of its kind; nothing was written"
+            ))),
+            _ => Err(self.odd("forget", "an outcome from 0 to 4")),
         }
     }
 }

@@ -6,9 +6,10 @@
 
 use ctxgraph_ontology::ValidRecord;
 use ctxgraph_projection::ProjectionError;
-use ctxgraph_store::{ForgetAppend, Redaction, StoreError};
+use ctxgraph_store::{ForgetAppend, ForgetGraphBody, GraphForget, Redaction, StoreError};
 
 use super::ScaleOutStore;
+use crate::batch::BatchFold;
 use crate::falkor_graph::FalkorGraph;
 use crate::fold::{FoldError, catch_up, load_schema};
 
@@ -66,6 +67,25 @@ impl ScaleOutStore {
         conn.log.rewrite_persistence()?;
         self.give_back(conn);
         Ok(())
+    }
+
+    /// [`ctxgraph_store::RemoteStore::forget_in_graph`]: `body` over a [`BatchFold`] committed
+    /// with the projection checkpoint where it was (as retention's pass is), so a worker that
+    /// folds, enriches or consolidates meanwhile makes it apply nothing; a reset of stages 2
+    /// and 3, when asked, rides in the same transaction.
+    pub(super) fn forget_graph(&self, body: &mut ForgetGraphBody<'_>) -> Result<bool, StoreError> {
+        // A connection of its own, which holds the batch's watch. The forget deletes nodes and
+        // rewrites existing ones: it needs no label the schema adds.
+        let graph = FalkorGraph::connect_read(&self.url)?;
+        let mut fold = BatchFold::new(&graph)?;
+        let extra = match body(&mut fold)? {
+            // Dropped: the batch ends its watch, nothing is written.
+            GraphForget::Abort => return Ok(false),
+            GraphForget::Apply => Vec::new(),
+            GraphForget::ApplyAndResetEnrichment => graph.reset_enrichment_cmds(),
+        };
+        let through = fold.start();
+        fold.commit_with(through, extra)
     }
 
     fn fold_failed(&self, e: FoldError) -> StoreError {

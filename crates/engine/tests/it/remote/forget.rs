@@ -9,9 +9,11 @@ use ctxgraph::{
     Engine, EngineOptions, ForgetKind, ForgetReport, ForgetTarget, IngestOptions, OpenMode,
     Projection,
 };
+use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 use ctxgraph_store::{
-    Appended, ForgetAppend, Log, LogReader, Redaction, RemoteStore, StoreError, StoreRead,
+    Appended, ForgetAppend, ForgetGraphBody, GraphForget, Log, LogReader, Redaction, RemoteStore,
+    StoreError, StoreRead,
 };
 use serde_json::json;
 use tempfile::TempDir;
@@ -26,6 +28,8 @@ struct Forgetful {
     worker: Mutex<Engine>,
     /// A record another writer appends just before the next forget append.
     interloper: Mutex<Option<ValidRecord>>,
+    /// Whether it runs the forget of an entity.
+    entities: bool,
 }
 
 impl RemoteStore for Forgetful {
@@ -76,7 +80,10 @@ impl RemoteStore for Forgetful {
         let appended = w.append(record, recorded_at)?;
         if let Appended::New(_) = appended {
             for r in redactions {
-                w.redact(r.position, &r.tombstone)?;
+                match &r.id {
+                    Some(id) => w.redact_as(r.position, id, &r.tombstone)?,
+                    None => w.redact(r.position, &r.tombstone)?,
+                };
             }
         }
         w.commit()?;
@@ -94,11 +101,37 @@ impl RemoteStore for Forgetful {
     fn rewrite_persistence(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    fn forgets_entities(&self) -> bool {
+        self.entities
+    }
+
+    fn forget_in_graph(&self, body: &mut ForgetGraphBody<'_>) -> Result<bool, StoreError> {
+        let mut store = self.file.writes.lock().unwrap();
+        let mut w = store.begin_write()?;
+        match body(&mut w)? {
+            GraphForget::Abort => Ok(false),
+            // Nothing here has stage 2: the reset has nothing to drop.
+            GraphForget::Apply | GraphForget::ApplyAndResetEnrichment => {
+                w.commit()?;
+                Ok(true)
+            }
+        }
+    }
 }
 
 /// An embedded engine and a remote one over a [`Forgetful`] store, given the same records;
 /// `interloper` is appended to the remote store just before its first forget append.
 fn pair(dir: &TempDir, interloper: Option<serde_json::Value>) -> (Engine, Engine) {
+    pair_of(dir, interloper, false)
+}
+
+/// [`pair`], the remote store running the forget of an entity when `entities`.
+fn pair_of(
+    dir: &TempDir,
+    interloper: Option<serde_json::Value>,
+    entities: bool,
+) -> (Engine, Engine) {
     let open = |name: &str| {
         Engine::open(&dir.path().join(name), OpenMode::CreateIfMissing, EngineOptions::default())
             .unwrap()
@@ -108,6 +141,7 @@ fn pair(dir: &TempDir, interloper: Option<serde_json::Value>) -> (Engine, Engine
         file: FileRemote::open(&dir.path().join("remote.ctxg")),
         worker: Mutex::new(open("remote.ctxg")),
         interloper: Mutex::new(interloper.map(|v| embedded.validate(&v.to_string()).unwrap())),
+        entities,
     };
     let mut remote = Engine::open_remote(Box::new(store), EngineOptions::default()).unwrap();
     let jsonl = trace(120);
@@ -168,7 +202,8 @@ fn forget_on_a_remote_store_equals_the_embedded_forget() {
     assert!(shape(&remote).iter().any(|s| s.3), "tombstones are recognised");
     assert_eq!(dump(&remote), dump(&embedded), "the same graph");
 
-    // Forgotten already: unknown, nothing written; an entity is refused on this backend.
+    // Forgotten already: unknown, nothing written; an entity is refused on a store that does
+    // not run its forget.
     let head = log(&remote).len();
     let e = remote.forget(&targets[0], "ops", None).unwrap_err();
     assert_eq!(e.code(), "forget.unknown_target");
@@ -208,4 +243,70 @@ fn a_forget_whose_log_moved_under_it_reads_again_and_misses_nothing() {
     assert_eq!(entries.iter().filter(|e| e.1 == RecordKind::Forget).count(), 1);
     let reader = remote.owner_reader().unwrap();
     assert!(reader.timeline("ms-late", 10).unwrap().is_empty());
+}
+
+#[test]
+fn forget_of_an_entity_on_a_remote_store_equals_the_embedded_forget() {
+    let dir = TempDir::new().unwrap();
+    let (mut embedded, mut remote) = pair_of(&dir, None, true);
+    let reader = embedded.owner_reader().unwrap();
+    let entities: Vec<String> =
+        reader.nodes("Entity", None, 500).unwrap().into_iter().map(|n| n.key.id).collect();
+    drop(reader);
+    // Every entity the trace names but its agents (every event of an agent names it: refused
+    // alike on both), forgotten one at a time on both.
+    let mut forgotten = 0;
+    for id in entities {
+        let target = ForgetTarget { kind: ForgetKind::Entity, id };
+        let want = embedded.forget(&target, "ops", None).map(|r| strip(vec![r]));
+        let got = remote.forget(&target, "ops", None).map(|r| strip(vec![r]));
+        match (got, want) {
+            (Ok(got), Ok(want)) => {
+                assert_eq!(got, want);
+                forgotten += 1;
+            }
+            (Err(got), Err(want)) => assert_eq!(got.code(), want.code(), "{target:?}"),
+            (got, want) => panic!("{target:?}: {got:?} against {want:?}"),
+        }
+        assert_eq!(shape(&remote), shape(&embedded), "{target:?}: the same records changed");
+        assert_eq!(dump(&remote), dump(&embedded), "{target:?}: the same graph");
+        if forgotten >= 6 {
+            break;
+        }
+    }
+    assert!(forgotten >= 3, "{forgotten} entities forgotten");
+    let tombstones = shape(&remote).into_iter().filter(|s| s.3).count();
+    assert!(tombstones > 0 || log(&remote).iter().any(|e| e.1 == RecordKind::Forget));
+}
+
+#[test]
+fn a_forget_of_an_entity_whose_log_moved_under_it_reads_again_and_rewrites_every_record() {
+    let dir = TempDir::new().unwrap();
+    let event = |id: &str, at: &str| {
+        json!({"event_id": id, "event_type": "tool.execute", "occurred_at": at,
+            "session_id": "ms-light", "agent_id": "planner", "trace_id": "t-light",
+            "entities": [{"name": "lantern", "entity_type": "concept"},
+                         {"name": "harbour", "entity_type": "concept"}],
+            "payload": {"text": "checked the light"}})
+    };
+    // Another writer names the entity between the forget's read and its append.
+    let (_, mut remote) = pair_of(&dir, Some(event("late-1", "2026-11-30T09:00:00Z")), true);
+    let record = validate_all(&remote, &[event("early-1", "2026-11-30T08:00:00Z")]);
+    remote.ingest_batch(&record, Projection::Inline, true).unwrap().remove(0).unwrap();
+    let entity = ForgetTarget { kind: ForgetKind::Entity, id: "concept:lantern".into() };
+    let report = remote.forget(&entity, "ops", None).unwrap();
+    // The first append was refused unchanged; the second read found both events.
+    assert_eq!(report.redacted, 2, "{report:?}");
+    let entries = log(&remote);
+    let rewritten: Vec<&str> = entries
+        .iter()
+        .filter(|(_, kind, _, body)| *kind == RecordKind::Event && body.contains("harbour"))
+        .map(|(_, _, id, _)| id.as_str())
+        .collect();
+    assert_eq!(rewritten, ["early-1", "late-1"]);
+    assert!(entries.iter().all(|(_, _, _, body)| !body.contains("lantern")), "{entries:?}");
+    assert_eq!(entries.iter().filter(|e| e.1 == RecordKind::Forget).count(), 1);
+    let reader = remote.owner_reader().unwrap();
+    assert!(reader.node(&NodeKey::new("Entity", "concept:lantern")).unwrap().is_none());
+    assert!(reader.node(&NodeKey::new("Entity", "concept:harbour")).unwrap().is_some());
 }
