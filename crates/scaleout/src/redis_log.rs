@@ -35,6 +35,9 @@ mod forget;
 /// pages join up).
 const READ_PAGE: usize = 1_000;
 
+/// What a page read answers: the head, then each position's kind, id, time and body.
+type PageReply = (Option<u64>, Vec<Value>, Vec<Value>, Vec<Value>, Vec<Value>);
+
 /// Records appended per script call by [`RedisLog::append_batch`]: a batch larger than this is
 /// split, each part atomic.
 const APPEND_PAGE: usize = 1_000;
@@ -402,13 +405,8 @@ impl RedisLog {
         for hash in [&self.keys.kind, &self.keys.id, &self.keys.at, &self.keys.body] {
             pipe.cmd("HMGET").arg(hash).arg(&positions);
         }
-        let (head, kinds, ids, ats, bodies): (
-            Option<u64>,
-            Vec<Value>,
-            Vec<Value>,
-            Vec<Value>,
-            Vec<Value>,
-        ) = pipe.query(&mut *self.conn.borrow_mut()).map_err(|e| self.fail(&e))?;
+        let (head, kinds, ids, ats, bodies): PageReply =
+            pipe.query(&mut *self.conn.borrow_mut()).map_err(|e| self.fail(&e))?;
         // Records past the head are not there (or are being written by an append after this
         // view): the page ends at the head.
         let head = head.unwrap_or(0);
