@@ -6,7 +6,7 @@
 //! pays them once for the list. Every value is still a parameter (the rows are one list
 //! parameter of lists); labels and edge types are checked identifiers, as in single queries.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ctxgraph_ontology::graph::{Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_store::{SessionSlot, StoreError, props_from, props_to};
@@ -144,18 +144,26 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
     type Side<'k> = (&'k str, &'k str, &'k str);
     let mut deleted: BTreeMap<Side<'_>, Vec<FalkorValue>> = BTreeMap::new();
     // Edges merged (false) or created (true): by side, then by whether the edge is new.
-    let mut written: BTreeMap<(Side<'_>, bool), Vec<FalkorValue>> = BTreeMap::new();
+    let mut written: BTreeMap<(Side<'_>, bool), Vec<EdgeRow<'_>>> = BTreeMap::new();
     for (k, edge, new) in &changes.edges {
         let side = (k.from.label.as_str(), k.edge_type.as_str(), k.to.label.as_str());
-        let mut row = vec![s(&k.from.id), s(&k.to.id), s(&k.qualifier)];
         match edge {
             Some(e) => {
-                row.push(s(&props_to(&e.props)?));
-                written.entry((side, *new)).or_default().push(list(row));
+                let row = EdgeRow {
+                    from: &k.from.id,
+                    to: &k.to.id,
+                    q: &k.qualifier,
+                    props: props_to(&e.props)?,
+                };
+                written.entry((side, *new)).or_default().push(row);
             }
             // An edge of a node the graph lacks is not in the graph either.
             None if *new => {}
-            None => deleted.entry(side).or_default().push(list(row)),
+            None => deleted.entry(side).or_default().push(list(vec![
+                s(&k.from.id),
+                s(&k.to.id),
+                s(&k.qualifier),
+            ])),
         }
     }
     for ((from, ty, to), rows) in deleted {
@@ -197,14 +205,7 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
     }
 
     for (((from, ty, to), new), rows) in written {
-        let (from, ty, to) = (name(from, "label")?, name(ty, "edge type")?, name(to, "label")?);
-        let ends = format!("MATCH (a:{from} {{id: r[0]}}), (b:{to} {{id: r[1]}})");
-        let body = if new {
-            format!("{ends} CREATE (a)-[:{ty} {{q: r[2], props: r[3]}}]->(b)")
-        } else {
-            format!("{ends} MERGE (a)-[e:{ty} {{q: r[2]}}]->(b) SET e.props = r[3]")
-        };
-        unwind(&mut out, &body, rows);
+        edge_upserts(&mut out, (from, ty, to), new, rows)?;
     }
 
     let (mut added, mut removed) = (Vec::new(), Vec::new());
@@ -248,4 +249,143 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
         parked,
     );
     Ok(out)
+}
+
+/// An edge a batch writes, as its query rows carry it.
+struct EdgeRow<'a> {
+    from: &'a str,
+    to: &'a str,
+    q: &'a str,
+    props: String,
+}
+
+/// Which end of its edges a group of rows is grouped by, when grouping pays.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Grouped {
+    /// One row per edge: both ends looked up per edge.
+    Not,
+    /// One row per source node, with its edges: the source looked up once.
+    BySource,
+    /// One row per target node, with its edges: the target looked up once.
+    ByTarget,
+}
+
+/// How to send a group of edges. Each end of a row is one index lookup on the server, about
+/// half of what an edge costs it; an end shared by at least two edges a row on average is
+/// looked up once for all of them (an event's references share their event, a page's
+/// references to one busy entity share the entity), the end with fewer distinct nodes first.
+fn grouping(rows: &[EdgeRow<'_>]) -> Grouped {
+    let sources: BTreeSet<&str> = rows.iter().map(|r| r.from).collect();
+    let targets: BTreeSet<&str> = rows.iter().map(|r| r.to).collect();
+    let (by, fewest) = if targets.len() < sources.len() {
+        (Grouped::ByTarget, targets.len())
+    } else {
+        (Grouped::BySource, sources.len())
+    };
+    if rows.len() >= 2 * fewest { by } else { Grouped::Not }
+}
+
+/// The upserts of one group of edges (source label, type, target label), created (`new`) or
+/// merged: one row per edge, or one per shared end with its edges ([`grouping`]). Edges of
+/// one source keep their order either way; grouped by target, the edges are created in
+/// another order, which no read sees (every read orders a node's edges by their keys).
+fn edge_upserts(
+    out: &mut Vec<Write>,
+    (from, ty, to): (&str, &str, &str),
+    new: bool,
+    rows: Vec<EdgeRow<'_>>,
+) -> Result<(), StoreError> {
+    let (from, ty, to) = (name(from, "label")?, name(ty, "edge type")?, name(to, "label")?);
+    let write = |q: &str, props: &str| {
+        if new {
+            format!("CREATE (a)-[:{ty} {{q: {q}, props: {props}}}]->(b)")
+        } else {
+            format!("MERGE (a)-[e:{ty} {{q: {q}}}]->(b) SET e.props = {props}")
+        }
+    };
+    let grouped = grouping(&rows);
+    if grouped == Grouped::Not {
+        let rows = rows
+            .into_iter()
+            .map(|r| list(vec![s(r.from), s(r.to), s(r.q), FalkorValue::String(r.props)]))
+            .collect();
+        let ends = format!("MATCH (a:{from} {{id: r[0]}}), (b:{to} {{id: r[1]}})");
+        unwind(out, &format!("{ends} {}", write("r[2]", "r[3]")), rows);
+        return Ok(());
+    }
+    let by_source = grouped == Grouped::BySource;
+    // Rows of one shared end, in the order their first edge comes.
+    let mut order: Vec<&str> = Vec::new();
+    let mut groups: BTreeMap<&str, Vec<FalkorValue>> = BTreeMap::new();
+    for r in rows {
+        let (shared, other) = if by_source { (r.from, r.to) } else { (r.to, r.from) };
+        let group = groups.entry(shared).or_insert_with(|| {
+            order.push(shared);
+            Vec::new()
+        });
+        group.push(list(vec![s(other), s(r.q), FalkorValue::String(r.props)]));
+    }
+    let rows = order
+        .into_iter()
+        .map(|shared| list(vec![s(shared), list(groups.remove(shared).unwrap_or_default())]))
+        .collect();
+    let (first, second) = if by_source {
+        (format!("a:{from}"), format!("b:{to}"))
+    } else {
+        (format!("b:{to}"), format!("a:{from}"))
+    };
+    let body = format!(
+        "MATCH ({first} {{id: r[0]}}) UNWIND r[1] AS x MATCH ({second} {{id: x[0]}}) {}",
+        write("x[1]", "x[2]")
+    );
+    unwind(out, &body, rows);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row<'a>(from: &'a str, to: &'a str) -> EdgeRow<'a> {
+        EdgeRow { from, to, q: "", props: "{}".to_owned() }
+    }
+
+    #[test]
+    fn edges_are_grouped_by_the_end_they_share_only_when_it_saves_lookups() {
+        // An event's references: one source, three targets.
+        let fan_out = [row("e1", "a"), row("e1", "b"), row("e1", "c")];
+        assert!(grouping(&fan_out) == Grouped::BySource);
+        // A page's references to one busy entity: the target is shared.
+        let fan_in = [row("e1", "a"), row("e2", "a"), row("e3", "a"), row("e3", "b")];
+        assert!(grouping(&fan_in) == Grouped::ByTarget);
+        // A session's order: every edge its own source and target.
+        let chain = [row("e2", "e1"), row("e3", "e2"), row("e4", "e3")];
+        assert!(grouping(&chain) == Grouped::Not);
+        assert!(grouping(&[row("e1", "a")]) == Grouped::Not);
+    }
+
+    #[test]
+    fn grouped_rows_carry_every_edge_once_under_its_shared_end() {
+        let mut out = Vec::new();
+        let rows = vec![row("e1", "a"), row("e2", "a"), row("e3", "a"), row("e3", "b")];
+        edge_upserts(&mut out, ("Event", "REFERENCES", "Entity"), true, rows).unwrap();
+        assert_eq!(out.len(), 1);
+        assert!(out[0].query.starts_with("UNWIND $rows AS r MATCH (b:`Entity` {id: r[0]})"));
+        let FalkorValue::Array(groups) = &out[0].params[0].1 else { panic!("rows are a list") };
+        let edges: Vec<String> = groups
+            .iter()
+            .flat_map(|g| {
+                let FalkorValue::Array(g) = g else { panic!("a group is a list") };
+                let (FalkorValue::String(to), FalkorValue::Array(edges)) = (&g[0], &g[1]) else {
+                    panic!("a group is its end and its edges")
+                };
+                edges.iter().map(move |e| {
+                    let FalkorValue::Array(e) = e else { panic!("an edge is a list") };
+                    let FalkorValue::String(from) = &e[0] else { panic!("an id is a string") };
+                    format!("{from}->{to}")
+                })
+            })
+            .collect();
+        assert_eq!(edges, ["e1->a", "e2->a", "e3->a", "e3->b"]);
+    }
 }

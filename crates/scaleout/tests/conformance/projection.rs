@@ -210,6 +210,58 @@ fn folding_the_redis_log_in_steps_equals_the_embedded_fold_and_a_rebuild() {
 
 #[test]
 #[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn edges_between_nodes_the_graph_has_are_merged_grouped_by_a_shared_end_as_the_embedded_fold() {
+    let schema = Schema::core().unwrap();
+    let mut records = records(&schema);
+    let sessions = sessions_of(&records);
+    let events = records.len();
+    let ids: Vec<String> = records
+        .iter()
+        .filter_map(|r| {
+            let v: serde_json::Value = serde_json::from_str(r.canonical()).ok()?;
+            v.get("event_id")?.as_str().map(str::to_owned)
+        })
+        .collect();
+    // Edges whose ends the graph has when their page folds, so the commit merges them: one
+    // event's edges to several (one source shared), several events' edges to one (one target
+    // shared), and one edge alone, with properties to tell the copies apart.
+    let mut edge = |id: String, from: &str, to: &str| {
+        let text = json!({"record_type": "edge", "edge_id": id, "edge_type": "CAUSED_BY",
+            "from": {"label": "Event", "id": from}, "to": {"label": "Event", "id": to},
+            "properties": {"mechanism": "inferred"}})
+        .to_string();
+        records.push(validate(&schema, &Limits::default(), &text).unwrap());
+    };
+    for (i, to) in ids[10..16].iter().enumerate() {
+        edge(format!("fan-out-{i}"), &ids[90], to);
+    }
+    for (i, from) in ids[60..66].iter().enumerate() {
+        edge(format!("fan-in-{i}"), from, &ids[5]);
+    }
+    edge("alone".into(), &ids[70], &ids[71]);
+
+    let mut log = RedisBackend::new();
+    log.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let falkor = FalkorBackend::new();
+    // The events first, then the edges in a page of their own.
+    assert_eq!(catch_up(&schema, log.log(), &falkor.graph, events).unwrap(), events as u64);
+    assert_eq!(
+        catch_up(&schema, log.log(), &falkor.graph, usize::MAX).unwrap(),
+        (records.len() - events) as u64
+    );
+    let (embedded, embedded_counts) = embedded_fold(&schema, &records, 1, &sessions);
+    let fan_out = embedded
+        .edges
+        .iter()
+        .filter(|e| e.key.edge_type == "CAUSED_BY" && e.key.from.id == ids[90])
+        .count();
+    assert!(fan_out >= 6, "the fan-out edges are in the graph ({fan_out})");
+    same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
+    assert_eq!(falkor.graph.counts().unwrap(), embedded_counts);
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
 fn a_worker_killed_before_its_batch_commits_leaves_nothing_and_each_record_is_folded_once() {
     let schema = Schema::core().unwrap();
     let records = records(&schema);
