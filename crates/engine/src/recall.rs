@@ -863,7 +863,7 @@ impl Snapshot<'_> {
                 .into_iter()
                 .map(|(session, run)| (session, Rc::new(run)))
                 .collect(),
-            refs: BTreeMap::new(),
+            refs: std::mem::take(&mut anchors.refs),
             knowledge: None,
         };
 
