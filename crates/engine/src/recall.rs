@@ -75,6 +75,9 @@ const SCOPE_EVENTS: usize = 500;
 const KNOWLEDGE_ROLES: [&str; 2] = ["SUBJECT", "OBJECT"];
 /// Most edges of a node read to find an admitted event it is connected to (see `witnessed`).
 const WITNESS_EDGES: usize = 64;
+/// Most candidates the re-rank reads ahead in one batch, on a store whose reads are round trips,
+/// beyond those it will certainly look at.
+const READ_AHEAD: usize = 32;
 /// Focus of a summary when the question does not ask for an overview: a summary is context
 /// for the events it summarises, not an answer that outranks them.
 const SUMMARY_FOCUS: f64 = 0.5;
@@ -516,6 +519,18 @@ impl Lookups<'_, '_> {
     /// embedded store, whose batched read is the loop of single reads, reads what it read
     /// before; the checks themselves still run one by one, in the caller's order.
     fn prefetch<'k>(&mut self, keys: impl IntoIterator<Item = &'k NodeKey>) -> Result<(), Error> {
+        let missing = self.unread(keys);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let nodes = self.snap.read.nodes(&missing)?;
+        self.fetched.extend(missing.into_iter().zip(nodes));
+        Ok(())
+    }
+
+    /// The keys of `keys` neither read nor read ahead yet, each once, in order: what
+    /// [`Lookups::prefetch`] would read.
+    fn unread<'k>(&self, keys: impl IntoIterator<Item = &'k NodeKey>) -> Vec<NodeKey> {
         let mut wanted: BTreeSet<&NodeKey> = BTreeSet::new();
         let mut missing: Vec<NodeKey> = Vec::new();
         for key in keys {
@@ -524,12 +539,7 @@ impl Lookups<'_, '_> {
                 missing.push(key.clone());
             }
         }
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let nodes = self.snap.read.nodes(&missing)?;
-        self.fetched.extend(missing.into_iter().zip(nodes));
-        Ok(())
+        missing
     }
 
     /// The node if it exists and passes every constraint (borrowed from the cache: most
@@ -853,7 +863,7 @@ impl Snapshot<'_> {
                 .into_iter()
                 .map(|(session, run)| (session, Rc::new(run)))
                 .collect(),
-            refs: BTreeMap::new(),
+            refs: std::mem::take(&mut anchors.refs),
             knowledge: None,
         };
 
@@ -1180,10 +1190,21 @@ impl Snapshot<'_> {
             if c.node.is_none() {
                 // The next `want - best.len()` candidates are looked at whatever they score
                 // (the loop stops only once `want` are ranked): read the unread among them
-                // in one batch.
+                // in one batch. On a store whose reads are round trips, once `want` are ranked
+                // the candidates that can still be looked at are those whose bound reaches the
+                // k-th score so far (it only rises): read those too, at most `READ_AHEAD`,
+                // rather than one round trip each.
                 let sure = want.saturating_sub(best.len()).max(1);
-                let ahead = order.iter().skip(at).take(sure).map(|(_, k)| k);
+                let kth = best.peek().map(|Reverse(Score(kth))| *kth);
+                let ahead = order.iter().skip(at).enumerate().take_while(|(i, (bound, _))| {
+                    *i < sure
+                        || (speculate
+                            && *i < READ_AHEAD
+                            && best.len() >= want
+                            && kth.is_some_and(|kth| *bound >= kth))
+                });
                 let unread: Vec<&NodeKey> = ahead
+                    .map(|(_, (_, k))| k)
                     .filter(|k| *k == key || cands.get(*k).is_some_and(|c| c.node.is_none()))
                     .collect();
                 r.prefetch(unread)?;
@@ -1264,14 +1285,22 @@ impl Snapshot<'_> {
                 fits
             });
         }
-        // The events' records in one read, their parents' existence in another, the items'
-        // edges in a third: a store whose reads are round trips pays three, not three per item.
+        // The events' records and the items' edges in one read each, sent together (a store
+        // whose log and graph are two connections overlaps them), then the parents not read
+        // yet and the entities an unexplained reference may name, together: a store whose
+        // reads are round trips pays two, not four, nor four per item.
         let asked: Vec<(RecordKind, &str)> = ranked
             .iter()
             .filter(|i| i.node.key.label == "Event")
             .map(|i| (RecordKind::Event, i.node.key.id.as_str()))
             .collect();
-        let mut records = self.read.get_many(&asked)?.into_iter();
+        let keys: Vec<NodeKey> = ranked.iter().map(|i| i.node.key.clone()).collect();
+        let mut outgoing = Ok(Vec::new());
+        let records = self.read.get_many_meanwhile(&asked, &mut || {
+            outgoing = self.edges_many(&keys, None, Direction::Out);
+        });
+        let outgoing = outgoing?;
+        let mut records = records?.into_iter();
         let mut parents = Vec::new();
         for item in &mut ranked {
             let (provenance, parent) = if item.node.key.label == "Event" {
@@ -1293,29 +1322,23 @@ impl Snapshot<'_> {
             .filter(|p| !r.seen.get(*p).is_some_and(Option::is_some))
             .cloned()
             .collect();
-        let exist = if unknown.is_empty() {
-            Vec::new()
-        } else {
-            self.read.nodes_exist(&unknown).unwrap_or_else(|_| vec![false; unknown.len()])
-        };
-        let absent: BTreeSet<&NodeKey> =
-            unknown.iter().zip(exist).filter(|(_, e)| !e).map(|(p, _)| p).collect();
-        let missing_parents: Vec<(NodeKey, NodeKey)> =
-            parents.into_iter().filter(|(_, p)| absent.contains(p)).collect();
         let positions: BTreeMap<&NodeKey, Option<u64>> =
             ranked.iter().map(|i| (&i.node.key, i.provenance.log_position)).collect();
-        let mut edges = Vec::new();
-        let mut unknowns = Vec::new();
-        let keys: Vec<NodeKey> = ranked.iter().map(|i| i.node.key.clone()).collect();
-        let outgoing = self.edges_many(&keys, None, Direction::Out)?;
         // The entities an unexplained reference may name are checked (hub or not) below.
-        r.prefetch(ranked.iter().zip(&outgoing).flat_map(|(item, edges)| {
+        let named_refs = r.unread(ranked.iter().zip(&outgoing).flat_map(|(item, edges)| {
             edges
                 .iter()
                 .filter(|e| e.key.edge_type == "REFERENCES" && !positions.contains_key(&e.key.to))
                 .map(|e| &e.key.to)
                 .filter(|to| item.node.key.label == "Event" && named_in_query(to, &query.text))
-        }))?;
+        }));
+        let exist = self.parents_and_refs(&mut r, &unknown, named_refs)?;
+        let absent: BTreeSet<&NodeKey> =
+            unknown.iter().zip(exist).filter(|(_, e)| !e).map(|(p, _)| p).collect();
+        let missing_parents: Vec<(NodeKey, NodeKey)> =
+            parents.into_iter().filter(|(_, p)| absent.contains(p)).collect();
+        let mut edges = Vec::new();
+        let mut unknowns = Vec::new();
         for (item, item_edges) in ranked.iter().zip(outgoing) {
             for edge in item_edges {
                 if positions.contains_key(&edge.key.to) {
@@ -1759,6 +1782,55 @@ impl Snapshot<'_> {
                 item
             })
             .collect())
+    }
+
+    /// Whether each of the parents `unknown` exists (a parent whose read failed counts as
+    /// missing), and the nodes `refs` read ahead into `r`: two reads sent together, or, when
+    /// that fails, made apart as they were before they went together.
+    fn parents_and_refs(
+        &self,
+        r: &mut Lookups<'_, '_>,
+        unknown: &[NodeKey],
+        refs: Vec<NodeKey>,
+    ) -> Result<Vec<bool>, Error> {
+        let mut reads = Vec::new();
+        if !unknown.is_empty() {
+            reads.push(ManyRead::NodesExist(unknown));
+        }
+        if !refs.is_empty() {
+            reads.push(ManyRead::Nodes(&refs));
+        }
+        if reads.is_empty() {
+            return Ok(Vec::new());
+        }
+        let together = self.read.read_together(&reads).and_then(|answers| {
+            let mut answers = answers.into_iter();
+            let mut next = || {
+                answers.next().ok_or_else(|| {
+                    ctxgraph_store::StoreError::Corruption(
+                        "a read sent together went unanswered".into(),
+                    )
+                })
+            };
+            let exist = if unknown.is_empty() { Vec::new() } else { next()?.into_exist()? };
+            let nodes = if refs.is_empty() { Vec::new() } else { next()?.into_nodes()? };
+            Ok((exist, nodes))
+        });
+        match together {
+            Ok((exist, nodes)) => {
+                r.fetched.extend(refs.into_iter().zip(nodes));
+                Ok(exist)
+            }
+            Err(_) => {
+                let exist = if unknown.is_empty() {
+                    Vec::new()
+                } else {
+                    self.read.nodes_exist(unknown).unwrap_or_else(|_| vec![false; unknown.len()])
+                };
+                r.prefetch(&refs)?;
+                Ok(exist)
+            }
+        }
     }
 
     /// [`ctxgraph_store::GraphReader::edges_of_many`]: the edges of many nodes in one batched

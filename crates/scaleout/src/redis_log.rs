@@ -397,6 +397,77 @@ impl RedisLog {
         }
     }
 
+    /// The entries of one page of the `get_many` script's reply, pushed onto `out` in the
+    /// order of `page`.
+    fn page_entries(
+        &self,
+        reply: Value,
+        page: &[(RecordKind, &str)],
+        out: &mut Vec<Option<LogEntry>>,
+    ) -> Result<(), StoreError> {
+        let rows = self.array(reply, "get_many")?;
+        if rows.len() != page.len() {
+            return Err(self.odd("get_many", "one entry per record asked"));
+        }
+        for (row, (kind, id)) in rows.into_iter().zip(page) {
+            if row == Value::Nil {
+                out.push(None);
+                continue;
+            }
+            let row = self.array(row, "get_many")?;
+            let [Value::Int(p), at, body] = row.as_slice() else {
+                return Err(self.odd("get_many", "{position, recorded_at, body}"));
+            };
+            let kind_text = Value::BulkString(kind.as_str().as_bytes().to_vec());
+            let id_text = Value::BulkString(id.as_bytes().to_vec());
+            out.push(Some(self.entry(position_of(*p), [&kind_text, &id_text, at, body])?));
+        }
+        Ok(())
+    }
+
+    /// Send [`LogReader::get_many`] of `keys` without waiting for the reply, which
+    /// [`RedisLog::receive_get_many`] takes: a caller can wait for another connection's reply
+    /// in between. Whether it was sent: not for no keys, nor for more than one page.
+    pub(crate) fn send_get_many(&self, keys: &[(RecordKind, &str)]) -> Result<bool, StoreError> {
+        if keys.is_empty() || keys.len() > READ_PAGE {
+            return Ok(false);
+        }
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.scripts.get_many.get_hash())
+            .arg(3)
+            .arg(&self.keys.key)
+            .arg(&self.keys.at)
+            .arg(&self.keys.body);
+        for (kind, id) in keys {
+            cmd.arg(format!("{}:{id}", kind.as_str()));
+        }
+        self.conn
+            .borrow_mut()
+            .send_packed_command(&cmd.get_packed_command())
+            .map_err(|e| self.fail(&e))?;
+        Ok(true)
+    }
+
+    /// The answer to the [`RedisLog::send_get_many`] of `keys`. A server that does not know
+    /// the script (restarted, or its scripts flushed) is asked again through the script, which
+    /// loads it.
+    pub(crate) fn receive_get_many(
+        &self,
+        keys: &[(RecordKind, &str)],
+    ) -> Result<Vec<Option<LogEntry>>, StoreError> {
+        let reply = self.conn.borrow_mut().recv_response().and_then(Value::extract_error);
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                return self.get_many(keys);
+            }
+            Err(e) => return Err(self.fail(&e)),
+        };
+        let mut out = Vec::with_capacity(keys.len());
+        self.page_entries(reply, keys, &mut out)?;
+        Ok(out)
+    }
+
     fn fail(&self, e: &redis::RedisError) -> StoreError {
         remote(&self.url, e)
     }
@@ -531,23 +602,7 @@ impl LogReader for RedisLog {
             }
             let reply: Value =
                 call.invoke(&mut *self.conn.borrow_mut()).map_err(|e| self.fail(&e))?;
-            let rows = self.array(reply, "get_many")?;
-            if rows.len() != page.len() {
-                return Err(self.odd("get_many", "one entry per record asked"));
-            }
-            for (row, (kind, id)) in rows.into_iter().zip(page) {
-                if row == Value::Nil {
-                    out.push(None);
-                    continue;
-                }
-                let row = self.array(row, "get_many")?;
-                let [Value::Int(p), at, body] = row.as_slice() else {
-                    return Err(self.odd("get_many", "{position, recorded_at, body}"));
-                };
-                let kind_text = Value::BulkString(kind.as_str().as_bytes().to_vec());
-                let id_text = Value::BulkString(id.as_bytes().to_vec());
-                out.push(Some(self.entry(position_of(*p), [&kind_text, &id_text, at, body])?));
-            }
+            self.page_entries(reply, page, &mut out)?;
         }
         Ok(out)
     }

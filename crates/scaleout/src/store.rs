@@ -255,6 +255,21 @@ impl LogReader for ScaleOutRead<'_> {
     fn get_many(&self, keys: &[(RecordKind, &str)]) -> Result<Vec<Option<LogEntry>>, StoreError> {
         self.with(|c| c.log.get_many(keys))
     }
+    fn get_many_meanwhile(
+        &self,
+        keys: &[(RecordKind, &str)],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<Vec<Option<LogEntry>>, StoreError> {
+        // The script is sent on the log's connection, `meanwhile` reads the graph on the
+        // other, then the script's reply is taken: the two round trips overlap.
+        if !self.with(|c| c.log.send_get_many(keys))? {
+            let records = self.get_many(keys);
+            meanwhile();
+            return records;
+        }
+        meanwhile();
+        self.with(|c| c.log.receive_get_many(keys))
+    }
 }
 
 /// [`GraphReader`] methods answered by the pair's [`FalkorGraph`].

@@ -140,6 +140,20 @@ pub trait LogReader {
     fn get_many(&self, keys: &[(RecordKind, &str)]) -> Result<Vec<Option<LogEntry>>, StoreError> {
         keys.iter().map(|(kind, id)| self.get(*kind, id)).collect()
     }
+    /// [`LogReader::get_many`] with `meanwhile` run while the records are on their way (a
+    /// read of something else, which must not read this log): a store whose log and graph
+    /// are two connections overlaps the two round trips. The default reads the records, then
+    /// runs `meanwhile`; the records are answered even when `meanwhile` fails (its error is
+    /// the caller's to keep).
+    fn get_many_meanwhile(
+        &self,
+        keys: &[(RecordKind, &str)],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<Vec<Option<LogEntry>>, StoreError> {
+        let records = self.get_many(keys);
+        meanwhile();
+        records
+    }
 }
 
 /// The append-only log.

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ctxgraph_ontology::graph::{Node, NodeKey};
+use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
 use ctxgraph_store::ManyRead;
 
 use crate::error::Error;
@@ -44,6 +44,10 @@ pub(crate) struct Anchors {
     /// Sessions named by a token, with their first events as deep as recall's scope list
     /// reads them (on a store whose reads are round trips only), in session order.
     pub(crate) runs: BTreeMap<String, Vec<NodeKey>>,
+    /// The REFERENCES out of the events of `runs`, read with them when the question names an
+    /// entity too (recall then reads them to place the entity in the session, or for the scope
+    /// list's named things), on a store whose reads are round trips only.
+    pub(crate) refs: BTreeMap<NodeKey, Vec<Edge>>,
 }
 
 impl Anchors {
@@ -168,8 +172,29 @@ impl Snapshot<'_> {
         // runs read whole, in one read.
         let wanted: Vec<NodeKey> =
             existing.iter().chain(&firsts).chain(&entities).chain(&runs).cloned().collect();
-        let mut nodes =
-            if wanted.is_empty() { Vec::new() } else { self.read.nodes(&wanted)? }.into_iter();
+        // With a named entity, the runs' references too, in the same round trip.
+        let mut reads = Vec::new();
+        if !wanted.is_empty() {
+            reads.push(ManyRead::Nodes(&wanted));
+        }
+        if !runs.is_empty() && !entities.is_empty() {
+            reads.push(ManyRead::EdgesOf {
+                keys: &runs,
+                edge_type: Some("REFERENCES"),
+                direction: Direction::Out,
+            });
+        }
+        let mut answers = self.read.read_together(&reads)?.into_iter();
+        let mut nodes = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            super::answered(answers.next())?.into_nodes()?
+        }
+        .into_iter();
+        if !runs.is_empty() && !entities.is_empty() {
+            let edges = super::answered(answers.next())?.into_edges()?;
+            anchors.refs = runs.iter().cloned().zip(edges).collect();
+        }
         for key in existing {
             let node = nodes.next().flatten();
             if let Some(n) = &node

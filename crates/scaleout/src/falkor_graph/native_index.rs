@@ -134,15 +134,19 @@ impl FalkorGraph {
         want: usize,
         scan_up_to: u64,
     ) -> Result<Option<Vec<i64>>, StoreError> {
-        let (marker, stored, filed): (Option<usize>, u64, u64) = redis::pipe()
-            .cmd("GET")
-            .arg(self.stage2_key(NATIVE_VECTORS))
-            .cmd("ZCARD")
-            .arg(self.stage2_key("vector_ids"))
-            .cmd("HLEN")
-            .arg(self.stage2_key(super::stage3::VECTOR_LISTS))
-            .query(&mut *self.raw.borrow_mut())
-            .map_err(|e| super::raw_remote(&self.url, &e))?;
+        // Within a read view, from its memo (read once with the other state keys).
+        let (marker, stored, filed): (Option<usize>, u64, u64) = match self.held_native()? {
+            Some(n) => (n.vector_dimension, n.vectors, n.vectors_filed),
+            None => redis::pipe()
+                .cmd("GET")
+                .arg(self.stage2_key(NATIVE_VECTORS))
+                .cmd("ZCARD")
+                .arg(self.stage2_key("vector_ids"))
+                .cmd("HLEN")
+                .arg(self.stage2_key(super::stage3::VECTOR_LISTS))
+                .query(&mut *self.raw.borrow_mut())
+                .map_err(|e| super::raw_remote(&self.url, &e))?,
+        };
         let Some(dimension) = marker else { return Ok(None) };
         if stored.saturating_sub(filed) <= scan_up_to {
             return Ok(None);

@@ -170,20 +170,32 @@ impl FalkorGraph {
         after: i64,
         limit: usize,
     ) -> Result<Vec<(i64, f64)>, StoreError> {
-        let (marker, docs, tokens): (Option<String>, u64, Option<i64>) = redis::pipe()
-            .cmd("GET")
-            .arg(self.stage2_key(NATIVE_TEXTS))
-            .cmd("ZCARD")
-            .arg(self.stage2_key("text_ids"))
-            .cmd("GET")
-            .arg(self.stage2_key(TEXT_TOKENS))
-            .query(&mut *self.raw.borrow_mut())
-            .map_err(|e| raw_remote(&self.url, &e))?;
+        // Within a read view, from its memo (read once with the other state keys), which also
+        // knows when no document lies above `after`: then nothing is read at all (a store
+        // whose graph is stage 1's has no document).
+        let (marker, docs, tokens): (bool, u64, Option<i64>) =
+            match (self.held_native()?, self.held_text()?) {
+                (Some(native), Some(text)) => {
+                    if text.docs_after(after) == Some(0) {
+                        return Ok(Vec::new());
+                    }
+                    (native.texts, text.count, native.tokens)
+                }
+                _ => {
+                    let (marker, docs, tokens): (Option<String>, u64, Option<i64>) = redis::pipe()
+                        .cmd("GET")
+                        .arg(self.stage2_key(NATIVE_TEXTS))
+                        .cmd("ZCARD")
+                        .arg(self.stage2_key("text_ids"))
+                        .cmd("GET")
+                        .arg(self.stage2_key(TEXT_TOKENS))
+                        .query(&mut *self.raw.borrow_mut())
+                        .map_err(|e| raw_remote(&self.url, &e))?;
+                    (marker.is_some(), docs, tokens)
+                }
+            };
         // Without copies, every document's terms read once: the statistics and matches too.
-        let scanned = match marker {
-            Some(_) => None,
-            None => Some(self.doc_terms()?),
-        };
+        let scanned = if marker { None } else { Some(self.doc_terms()?) };
         let (docs, tokens) = match &scanned {
             Some(all) => (all.len() as u64, Some(all.values().map(|t| length(t)).sum::<i64>())),
             None => (docs, tokens),

@@ -1,5 +1,6 @@
-//! A read view's state keys (the graph's counters, the settings, the embedding model and what
-//! the full-text documents' keys say without a scan) read once: the first read of any of them
+//! A read view's state keys (the graph's counters, the settings, the embedding model, what
+//! the full-text documents' keys say without a scan and the state of FalkorDB's own vector and
+//! full-text indexes) read once: the first read of any of them
 //! in a view reads them all, in one round trip (an `MGET` of every known counter, an `HGETALL`
 //! of the settings and a few small reads, pipelined), and the view answers from that memo
 //! until it ends. A view is a point in time anyway; the recall pipeline asks for several of
@@ -27,6 +28,26 @@ pub(crate) struct StateMemo {
     embedding: Embedding,
     /// The full-text documents and the lexical index's build, read with the counters.
     text: TextState,
+    /// FalkorDB's own indexes' markers and the counts a search over them starts from, read
+    /// with the counters.
+    native: NativeState,
+}
+
+/// What a view knows of FalkorDB's own vector and full-text indexes (`native_index.rs`,
+/// `native_text.rs`) without a further read: every vector search and full-text search
+/// starts from these, and each was a round trip per search.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct NativeState {
+    /// The vector index's dimension (its marker), once every vector has its copy.
+    pub(crate) vector_dimension: Option<usize>,
+    /// How many vectors are stored (`vector_ids`).
+    pub(crate) vectors: u64,
+    /// How many of them the IVF index has filed (`vector_lists`).
+    pub(crate) vectors_filed: u64,
+    /// Whether every full-text document has its copy (the `native_texts` marker).
+    pub(crate) texts: bool,
+    /// The terms of every document (`text_tokens`), when counted.
+    pub(crate) tokens: Option<i64>,
 }
 
 /// What a view knows of the full-text documents without a further read: the lexical index's
@@ -124,6 +145,11 @@ impl FalkorGraph {
         pipe.cmd("ZCARD").arg(&text_ids);
         pipe.cmd("ZRANGE").arg(&text_ids).arg(0).arg(0);
         pipe.cmd("ZRANGE").arg(&text_ids).arg(-1).arg(-1);
+        pipe.cmd("GET").arg(self.stage2_key(super::native_index::NATIVE_VECTORS));
+        pipe.cmd("ZCARD").arg(self.stage2_key("vector_ids"));
+        pipe.cmd("HLEN").arg(self.stage2_key(super::stage3::VECTOR_LISTS));
+        pipe.cmd("GET").arg(self.stage2_key(super::native_text::NATIVE_TEXTS));
+        pipe.cmd("GET").arg(self.stage2_key(super::native_text::TEXT_TOKENS));
         self.raw
             .borrow_mut()
             .send_packed_command(&pipe.get_packed_pipeline())
@@ -134,7 +160,7 @@ impl FalkorGraph {
     /// Take the reply of [`FalkorGraph::send_state`] into the memo.
     pub(super) fn receive_state(&self, pending: PendingState) -> Result<(), StoreError> {
         let mut raw = self.raw.borrow_mut();
-        // All three replies are read before any is judged, so the connection stays in step.
+        // Every reply is read before any is judged, so the connection stays in step.
         let mut next = || {
             raw.recv_response()
                 .and_then(redis::Value::extract_error)
@@ -142,6 +168,8 @@ impl FalkorGraph {
         };
         let (values, settings, embedding) = (next(), next(), next());
         let (build, count, first, last) = (next(), next(), next(), next());
+        let (vector_dimension, vectors, filed) = (next(), next(), next());
+        let (texts, tokens) = (next(), next());
         drop(raw);
         let decode = |e: redis::ParsingError| failure("falkordb", &self.url, &e);
         let values: Vec<Option<u64>> = redis::from_redis_value(values?).map_err(decode)?;
@@ -156,11 +184,20 @@ impl FalkorGraph {
             first: first.first().copied(),
             last: last.first().copied(),
         };
+        let texts: Option<String> = redis::from_redis_value(texts?).map_err(decode)?;
+        let native = NativeState {
+            vector_dimension: redis::from_redis_value(vector_dimension?).map_err(decode)?,
+            vectors: redis::from_redis_value(vectors?).map_err(decode)?,
+            vectors_filed: redis::from_redis_value(filed?).map_err(decode)?,
+            texts: texts.is_some(),
+            tokens: redis::from_redis_value(tokens?).map_err(decode)?,
+        };
         if let Some(memo) = self.state.borrow_mut().as_mut() {
             memo.counters = Some(pending.keys.into_iter().zip(values).collect::<BTreeMap<_, _>>());
             memo.settings = settings;
             memo.embedding = embedding;
             memo.text = text;
+            memo.native = native;
         }
         Ok(())
     }
@@ -176,6 +213,12 @@ impl FalkorGraph {
     pub(crate) fn held_text(&self) -> Result<Option<TextState>, StoreError> {
         self.load_state()?;
         Ok(self.state.borrow().as_ref().map(|m| m.text.clone()))
+    }
+
+    /// FalkorDB's own indexes' state as the held memo read it; `None` outside a read view.
+    pub(crate) fn held_native(&self) -> Result<Option<NativeState>, StoreError> {
+        self.load_state()?;
+        Ok(self.state.borrow().as_ref().map(|m| m.native))
     }
 
     /// A plain key's integer value; 0 when it is unset. Within a read view, from its memo.

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use ctxgraph_ontology::graph::{Node, NodeKey};
-use ctxgraph_scaleout::{BatchFold, FalkorGraph, Stage2Write};
-use ctxgraph_store::{EnrichCommit, EnrichWrite, GraphReader, ProjectionGraph};
+use ctxgraph_scaleout::{BatchFold, FalkorGraph, ScaleOutStore, Stage2Write};
+use ctxgraph_store::{EnrichCommit, EnrichWrite, GraphReader, ProjectionGraph, RemoteStore};
 
 use crate::graph_harness::FalkorBackend;
 use crate::harness::admin;
@@ -71,6 +71,9 @@ fn the_vector_index_prefilter_gives_the_exact_nearest_neighbours() {
     assert!(batch.commit(1).unwrap());
     // No vector yet: no index to search, the search scans.
     assert_eq!(GraphReader::native_nearest(&read, &unit(1), 10, 0).unwrap(), None);
+    let store = ScaleOutStore::connect(b.url()).unwrap();
+    let before = store.begin_read().unwrap();
+    assert_eq!(before.native_nearest(&unit(1), 10, 0).unwrap(), None);
 
     // Two commits: the second adds to an index the first created.
     for part in [0..n / 2, n / 2..n] {
@@ -87,6 +90,20 @@ fn the_vector_index_prefilter_gives_the_exact_nearest_neighbours() {
     let few = GraphReader::native_nearest(&read, &unit(1), 10, n as u64).unwrap();
     assert_eq!(few, None);
     assert!(GraphReader::native_nearest(&read, &unit(1), 10, n as u64 - 1).unwrap().is_some());
+    // A read view answers from its memo of the index's state (read once, with its other state
+    // keys) as a live read does; one begun before the vectors keeps its point in time.
+    let view = store.begin_read().unwrap();
+    for scan_up_to in [0, n as u64 - 1, n as u64] {
+        for q in [1, 77] {
+            assert_eq!(
+                view.native_nearest(&unit(q), 10, scan_up_to).unwrap(),
+                GraphReader::native_nearest(&read, &unit(q), 10, scan_up_to).unwrap(),
+                "{scan_up_to} {q}"
+            );
+        }
+    }
+    assert_eq!(before.native_nearest(&unit(1), 10, 0).unwrap(), None);
+    drop((view, before));
     for q in 0..20u64 {
         let query = unit(10_000 + q);
         assert_eq!(prefiltered(&read, &query, 100, 10), exact(&read, &query, 10), "query {q}");

@@ -4,9 +4,10 @@
 
 use ctxgraph_ontology::graph::{Node, NodeKey, Properties};
 use ctxgraph_ontology::{Limits, RecordBody, Schema, validate};
-use ctxgraph_scaleout::{BatchFold, FalkorGraph, Stage2Write};
+use ctxgraph_scaleout::{BatchFold, FalkorGraph, ScaleOutStore, Stage2Write};
 use ctxgraph_store::{
     Embedded, EnrichCommit, EnrichWrite, GraphReader, GraphStore, OpenMode, ProjectionGraph,
+    RemoteStore,
 };
 use ctxgraph_synth::{TraceConfig, trace};
 
@@ -72,6 +73,11 @@ fn full_text_candidates_scored_with_bm25_equal_a_store_files_search() {
         batch.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
     }
     assert!(batch.commit(1).unwrap());
+    // A read view of the graph without documents finds none, and keeps its point in time.
+    let store = ScaleOutStore::connect(b.url()).unwrap();
+    let before = store.begin_read().unwrap();
+    let deploy = words("deploy failed");
+    assert_eq!(before.search_text(&deploy, -1, 10).unwrap(), []);
     // Two commits, the second re-indexing some documents with other texts.
     let (first, second) = texts.split_at(texts.len() / 2);
     let again: Vec<(NodeKey, String)> =
@@ -120,6 +126,21 @@ fn full_text_candidates_scored_with_bm25_equal_a_store_files_search() {
     }
     assert!(compared > 100, "the questions found too little to compare: {compared}");
     drop(read_file);
+    // A read view answers from its memo of the documents' state (read once, with its other
+    // state keys) as a live read does, above every point, past the last document too.
+    let view = store.begin_read().unwrap();
+    for query in &queries {
+        let w = words(query);
+        for after in [-1, last - 150, last - 1, last] {
+            assert_eq!(
+                view.search_text(&w, after, 40).unwrap(),
+                GraphReader::search_text(&falkor, &w, after, 40).unwrap(),
+                "{query} above {after}"
+            );
+        }
+    }
+    assert_eq!(before.search_text(&deploy, -1, 10).unwrap(), []);
+    drop((view, before));
 
     // Forgetting a document takes it out of the index and the statistics.
     let (gone, text) = &texts[7];

@@ -608,6 +608,54 @@ fn batched_reads_answer_as_the_single_reads_in_order() {
 
 #[test]
 #[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn records_read_while_the_graph_is_read_answer_as_each_read_alone() {
+    let schema = Schema::core().unwrap();
+    let records = log(&schema);
+    let dir = tempfile::TempDir::new().unwrap();
+    let embedded = embedded_fold(&dir, &schema, &records);
+    let mut redis = RedisBackend::new();
+    redis.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
+    catch_up(&schema, redis.log(), &graph, usize::MAX).unwrap();
+    let store = ScaleOutStore::connect(redis.url()).unwrap();
+    let e = embedded.begin_read().unwrap();
+    let keys = mixed_keys(&all_nodes(&schema, &e));
+
+    let mut asked: Vec<(ctxgraph_ontology::RecordKind, &str)> =
+        records.iter().rev().step_by(5).map(|r| (r.kind(), r.id())).collect();
+    asked.push(asked[0]);
+    asked.push((ctxgraph_ontology::RecordKind::Event, "no-such-event"));
+    // More than one script call carries: the records are read after the graph.
+    let many: Vec<_> = asked.iter().cycle().take(2_100).copied().collect();
+    let view = store.begin_read().unwrap();
+    for store_read in [&*view, &e as &dyn StoreRead] {
+        for asked in [&asked[..], &many[..], &[][..]] {
+            let mut edges = None;
+            let records = store_read
+                .get_many_meanwhile(asked, &mut || {
+                    edges = Some(store_read.edges_of_many(&keys, None, Direction::Both));
+                })
+                .unwrap();
+            assert_eq!(records, store_read.get_many(asked).unwrap());
+            let edges = edges.expect("the graph read ran").unwrap();
+            assert_eq!(edges, store_read.edges_of_many(&keys, None, Direction::Both).unwrap());
+        }
+    }
+    let f = store.begin_read().unwrap();
+    let expected = f.get_many(&asked).unwrap();
+    assert_eq!(f.get_many_meanwhile(&asked, &mut || {}).unwrap(), expected);
+    // A server that lost its scripts (restarted) is asked again through the script.
+    redis::cmd("SCRIPT").arg("FLUSH").query::<()>(redis.admin()).unwrap();
+    let mut ran = false;
+    assert_eq!(f.get_many_meanwhile(&asked, &mut || ran = true).unwrap(), expected);
+    assert!(ran);
+    // The view is still in step: its next reads answer.
+    assert_eq!(f.get_many(&asked[..3]).unwrap(), expected[..3]);
+    assert_eq!(f.nodes(&keys).unwrap(), GraphReader::nodes(&e, &keys).unwrap());
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
 fn a_read_view_answers_its_state_keys_as_of_its_first_read_of_them() {
     let schema = Schema::core().unwrap();
     let records = log(&schema);
