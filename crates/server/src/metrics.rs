@@ -104,6 +104,10 @@ impl Metrics {
             &["outcome"],
         )
         .expect("constant metric options are valid");
+        // Every outcome from the start, so a scrape tells "none yet" from "not reported".
+        for outcome in ["installed", "stale", "in_place", "failed"] {
+            index_upkeep.with_label_values(&[outcome]);
+        }
         for c in [
             Box::new(records.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(lag.clone()),
