@@ -126,7 +126,9 @@ impl Engine {
             if removed || w.ann_generation()? != generation {
                 report.stale.vectors = true;
             } else {
-                vector_index::store(&mut w, built.as_ref())?;
+                // Every vector the stored index files was in the snapshot (no removal, no
+                // other build since), so the build files each again.
+                vector_index::store_refiled(&mut w, built.as_ref())?;
                 report.vectors = Some(built.map_or(0, |b| b.nids.len() as u64));
             }
         }

@@ -177,6 +177,25 @@ pub(crate) fn store<W: GraphStore + ?Sized>(
     built: Option<&BuiltVectors>,
 ) -> Result<(), Error> {
     w.clear_ann_index()?;
+    file(w, built)
+}
+
+/// [`store`] over an index that files only vectors `built` files again (see
+/// [`GraphStore::clear_ann_index_refiled`]): built from a snapshot that no removal and no other
+/// build followed, since every vector filed then was in the snapshot.
+pub(crate) fn store_refiled<W: GraphStore + ?Sized>(
+    w: &mut W,
+    built: Option<&BuiltVectors>,
+) -> Result<(), Error> {
+    match built {
+        Some(_) => w.clear_ann_index_refiled()?,
+        None => w.clear_ann_index()?,
+    }
+    file(w, built)
+}
+
+/// Write `built` into an index just cleared.
+fn file<W: GraphStore + ?Sized>(w: &mut W, built: Option<&BuiltVectors>) -> Result<(), Error> {
     let Some(built) = built else { return Ok(()) };
     for (nid, list) in built.nids.iter().zip(&built.assignment) {
         w.set_vector_list(*nid, *list)?;

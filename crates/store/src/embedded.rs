@@ -2174,6 +2174,17 @@ impl GraphStore for EmbeddedWrite<'_> {
         Ok(())
     }
 
+    fn clear_ann_index_refiled(&mut self) -> Result<(), StoreError> {
+        // Each vector's `list` is rewritten by the caller: clearing it first would rewrite
+        // every vector's row twice in one transaction.
+        self.tx.execute_batch(
+            "DELETE FROM ann_lists; DELETE FROM meta WHERE key = 'ann_centroids';",
+        )?;
+        self.vectors_changed.set(true);
+        bump_counter(&self.tx, "ann_generation")?;
+        Ok(())
+    }
+
     fn put_ann_centroids(&mut self, blob: &[u8]) -> Result<(), StoreError> {
         self.tx
             .prepare_cached(

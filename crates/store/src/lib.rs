@@ -574,6 +574,15 @@ pub trait GraphStore: GraphReader {
     fn put_archived(&mut self, key: &NodeKey, archived_at: &str) -> Result<(), StoreError>;
     /// Forget every archive mark (reprojection that brings archived nodes back).
     fn clear_archived(&mut self) -> Result<(), StoreError>;
+
+    /// [`GraphStore::clear_ann_index`] for a caller that files again, with
+    /// [`GraphStore::set_vector_list`], every vector the index holds now (an index built from
+    /// a snapshot that no removal or other build followed): the lists and centroids go, and a
+    /// store may leave each vector's list to be overwritten rather than clear it first. The
+    /// default clears everything.
+    fn clear_ann_index_refiled(&mut self) -> Result<(), StoreError> {
+        self.clear_ann_index()
+    }
 }
 
 /// The graph operations the projection calls: what a backend must offer for the log to be folded
