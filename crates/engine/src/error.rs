@@ -112,6 +112,17 @@ pub enum Error {
         /// The store, as a URL without credentials.
         location: String,
     },
+    /// Indexes prepared from one store were given to the writer of another: they name that
+    /// store's nodes. Nothing was changed.
+    #[error(
+        "the indexes were built from the store {built}, not from {store}: build them from a snapshot of this store (rule: index.other_store)"
+    )]
+    IndexBuildElsewhere {
+        /// The store file the build read.
+        built: String,
+        /// The store file of the writer asked to install it.
+        store: String,
+    },
     /// A request is over a bound on the work it may ask for (user error): a question too long
     /// or with too many words. Nothing was done.
     #[error("{message} ({code})")]
@@ -148,6 +159,7 @@ impl Error {
             Error::ForgetEntityRequired { .. } => "forget.entity_required",
             Error::ForgetRewrite { .. } => "forget.rewrite_failed",
             Error::BackendUnsupported { .. } => "db.backend_unsupported",
+            Error::IndexBuildElsewhere { .. } => "index.other_store",
         }
     }
 
@@ -168,6 +180,7 @@ impl Error {
             | Error::Corruption { .. }
             | Error::Embed(_)
             | Error::Index(_)
+            | Error::IndexBuildElsewhere { .. }
             | Error::TextIndex(_) => false,
         }
     }

@@ -57,6 +57,7 @@ mod enrich;
 mod error;
 mod forget;
 mod graph_checks;
+mod index_build;
 mod indexed;
 mod ingest;
 mod knowledge;
@@ -99,6 +100,7 @@ pub use engine::{Engine, EngineOptions, IndexCaches, Projection, ReprojectReport
 pub use enrich::{EmbedderChoice, EnrichReport};
 pub use error::Error;
 pub use forget::{ForgetReport, ForgetTarget, ForgetTimings, Forgotten};
+pub use index_build::{IndexParts, InstallReport, PreparedIndexes};
 pub use indexed::{fact_object, fact_text};
 pub use ingest::{IngestOptions, IngestOutcome, IngestProgress, IngestReport, Rejection};
 pub use knowledge::{

@@ -159,11 +159,32 @@ pub struct TextIndexReport {
 
 /// Rebuild the lexical index from the full-text index, in the caller's transaction.
 pub(crate) fn rebuild<W: GraphStore + ?Sized>(w: &mut W) -> Result<TextIndexReport, Error> {
-    w.clear_text_index()?;
-    let (_, Some(max)) = w.text_docs_after(-1)? else { return Ok(TextIndexReport::default()) };
+    let built = build(w)?;
+    store(w, built.as_ref())?;
+    Ok(built.map_or_else(TextIndexReport::default, |b| b.report()))
+}
+
+/// A lexical index built from what one read saw, not stored yet: what [`store`] writes.
+pub(crate) struct BuiltText {
+    /// `(term, blob)` in term order.
+    pub(crate) lists: Vec<(String, Vec<u8>)>,
+    pub(crate) build: TextIndexBuild,
+}
+
+impl BuiltText {
+    /// What it indexes.
+    pub(crate) fn report(&self) -> TextIndexReport {
+        TextIndexReport { docs: self.build.docs, terms: self.lists.len() as u64 }
+    }
+}
+
+/// Build the lexical index over every document of `r`'s full-text index without writing it;
+/// `None` when there is none. Only reads: a build may run over a snapshot, off the writer.
+pub(crate) fn build<R: GraphReader + ?Sized>(r: &R) -> Result<Option<BuiltText>, Error> {
+    let (_, Some(max)) = r.text_docs_after(-1)? else { return Ok(None) };
     let mut builder = Builder::new(max)?;
     let mut failed = None;
-    w.scan_text_index(&mut |term, doc| match builder.add(term, doc) {
+    r.scan_text_index(&mut |term, doc| match builder.add(term, doc) {
         Ok(()) => true,
         Err(e) => {
             failed = Some(e);
@@ -174,15 +195,22 @@ pub(crate) fn rebuild<W: GraphStore + ?Sized>(w: &mut W) -> Result<TextIndexRepo
         return Err(e.into());
     }
     let built = builder.finish()?;
+    let build = TextIndexBuild { through: max, docs: built.docs, avg_len: built.avg_len };
+    Ok(Some(BuiltText { lists: built.lists, build }))
+}
+
+/// Replace the stored lexical index with `built` (or none).
+pub(crate) fn store<W: GraphStore + ?Sized>(
+    w: &mut W,
+    built: Option<&BuiltText>,
+) -> Result<(), Error> {
+    w.clear_text_index()?;
+    let Some(built) = built else { return Ok(()) };
     for (term, blob) in &built.lists {
         w.put_text_postings(term, blob)?;
     }
-    w.set_text_index_build(&TextIndexBuild {
-        through: max,
-        docs: built.docs,
-        avg_len: built.avg_len,
-    })?;
-    Ok(TextIndexReport { docs: built.docs, terms: built.lists.len() as u64 })
+    w.set_text_index_build(&built.build)?;
+    Ok(())
 }
 
 /// Take documents out of the lexical index (forgetting): `docs` are their node ids with the

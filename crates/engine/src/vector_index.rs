@@ -96,9 +96,38 @@ fn rebuild_paged<W: GraphStore + ?Sized>(
     threads: usize,
     page: usize,
 ) -> Result<Option<Built>, Error> {
-    w.clear_ann_index()?;
-    let dim = w.embedding_model()?.map_or(0, |(_, d)| d);
-    let (count, _) = w.vector_counts()?;
+    let built = build_paged(w, threads, page)?;
+    store(w, built.as_ref())?;
+    Ok(built.map(|b| Built { centroids: b.centroids, assignment: b.assignment }))
+}
+
+/// A vector index built from what one read saw, not stored yet: what [`store`] writes.
+pub(crate) struct BuiltVectors {
+    pub(crate) centroids: Centroids,
+    /// Every list's blob, in list order.
+    pub(crate) blobs: Vec<Vec<u8>>,
+    /// The vectors indexed, in nid order, and the list of each.
+    pub(crate) nids: Vec<i64>,
+    pub(crate) assignment: Vec<u32>,
+}
+
+/// Build an index over every vector `r` holds (see [`rebuild`]) without writing it; `None`
+/// when there is nothing to index. Only reads: a build may run over a snapshot, off the writer.
+pub(crate) fn build<R: GraphReader + ?Sized>(
+    r: &R,
+    threads: usize,
+) -> Result<Option<BuiltVectors>, Error> {
+    build_paged(r, threads, BUILD_PAGE)
+}
+
+/// [`build`], reading `page` vectors at a time.
+fn build_paged<R: GraphReader + ?Sized>(
+    r: &R,
+    threads: usize,
+    page: usize,
+) -> Result<Option<BuiltVectors>, Error> {
+    let dim = r.embedding_model()?.map_or(0, |(_, d)| d);
+    let (count, _) = r.vector_counts()?;
     let n = usize::try_from(count).unwrap_or(usize::MAX);
     if n == 0 {
         return Ok(None);
@@ -110,7 +139,7 @@ fn rebuild_paged<W: GraphStore + ?Sized>(
     // Sized once: growing by doubling would copy it, and hold both copies, as it grew.
     let mut sample = Vec::with_capacity(ctxgraph_ann::sample_rows(n, &train).count() * dim);
     let mut row = 0usize;
-    for_each_page(w, dim, page, |vectors| {
+    for_each_page(r, dim, page, |vectors| {
         for v in vectors {
             if wanted.next_if_eq(&row).is_some() {
                 sample.extend_from_slice(&v.vector);
@@ -127,7 +156,7 @@ fn rebuild_paged<W: GraphStore + ?Sized>(
     let mut lists = ListsBuilder::new(&centroids);
     let mut assigned_nids = Vec::with_capacity(n);
     let mut assignment = Vec::with_capacity(n);
-    for_each_page(w, dim, page, |vectors| {
+    for_each_page(r, dim, page, |vectors| {
         let nids: Vec<i64> = vectors.iter().map(|v| v.nid).collect();
         let mut data = Vec::with_capacity(vectors.len() * dim);
         for v in vectors {
@@ -137,15 +166,45 @@ fn rebuild_paged<W: GraphStore + ?Sized>(
         assigned_nids.extend(nids);
         Ok(())
     })?;
-    // Written after the pass, which reads the vectors through `w`.
-    for (nid, list) in assigned_nids.iter().zip(&assignment) {
+    let blobs = lists.finish();
+    Ok(Some(BuiltVectors { centroids, blobs, nids: assigned_nids, assignment }))
+}
+
+/// Replace the stored index with `built` (or none): the lists, each indexed vector's list, and
+/// the centroids, last. A vector not in `built` stays outside the index (searched exactly).
+pub(crate) fn store<W: GraphStore + ?Sized>(
+    w: &mut W,
+    built: Option<&BuiltVectors>,
+) -> Result<(), Error> {
+    w.clear_ann_index()?;
+    file(w, built)
+}
+
+/// [`store`] over an index that files only vectors `built` files again (see
+/// [`GraphStore::clear_ann_index_refiled`]): built from a snapshot that no removal and no other
+/// build followed, since every vector filed then was in the snapshot.
+pub(crate) fn store_refiled<W: GraphStore + ?Sized>(
+    w: &mut W,
+    built: Option<&BuiltVectors>,
+) -> Result<(), Error> {
+    match built {
+        Some(_) => w.clear_ann_index_refiled()?,
+        None => w.clear_ann_index()?,
+    }
+    file(w, built)
+}
+
+/// Write `built` into an index just cleared.
+fn file<W: GraphStore + ?Sized>(w: &mut W, built: Option<&BuiltVectors>) -> Result<(), Error> {
+    let Some(built) = built else { return Ok(()) };
+    for (nid, list) in built.nids.iter().zip(&built.assignment) {
         w.set_vector_list(*nid, *list)?;
     }
-    for (list, blob) in (0u32..).zip(lists.finish()) {
-        w.put_ann_list(list, &blob)?;
+    for (list, blob) in (0u32..).zip(&built.blobs) {
+        w.put_ann_list(list, blob)?;
     }
-    w.put_ann_centroids(&centroids.to_bytes())?;
-    Ok(Some(Built { centroids, assignment }))
+    w.put_ann_centroids(&built.centroids.to_bytes())?;
+    Ok(())
 }
 
 /// Run `visit` over every stored vector, `page` at a time in nid order.

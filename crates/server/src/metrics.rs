@@ -2,7 +2,9 @@
 //! the projection group's pending entries and the consolidation lag), recall latency, records
 //! per group commit, requests by route and status. Exposed as text at `/metrics`.
 
-use prometheus::{Encoder, Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+};
 
 use crate::wire::IngestResponse;
 
@@ -18,6 +20,7 @@ pub struct Metrics {
     recall: Histogram,
     groups: Histogram,
     requests: IntCounterVec,
+    index_upkeep: HistogramVec,
 }
 
 impl Default for Metrics {
@@ -92,6 +95,19 @@ impl Metrics {
             &["route", "status"],
         )
         .expect("constant metric options are valid");
+        let index_upkeep = HistogramVec::new(
+            HistogramOpts::new(
+                "ctxgraph_index_writer_seconds",
+                "Time the writer spent on index upkeep, by outcome: installing a build made off the writer (installed), dropping one a removal overtook (stale), rebuilding in place (in_place), or failing (failed).",
+            )
+            .buckets(vec![0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0]),
+            &["outcome"],
+        )
+        .expect("constant metric options are valid");
+        // Every outcome from the start, so a scrape tells "none yet" from "not reported".
+        for outcome in ["installed", "stale", "in_place", "failed"] {
+            index_upkeep.with_label_values(&[outcome]);
+        }
         for c in [
             Box::new(records.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(lag.clone()),
@@ -101,6 +117,7 @@ impl Metrics {
             Box::new(recall.clone()),
             Box::new(groups.clone()),
             Box::new(requests.clone()),
+            Box::new(index_upkeep.clone()),
         ] {
             let _ = registry.register(c);
         }
@@ -114,7 +131,13 @@ impl Metrics {
             recall,
             groups,
             requests,
+            index_upkeep,
         }
+    }
+
+    /// One index upkeep step on the writer (see the `outcome` labels) and how long it held it.
+    pub fn index_upkeep(&self, outcome: &str, held: std::time::Duration) {
+        self.index_upkeep.with_label_values(&[outcome]).observe(held.as_secs_f64());
     }
 
     /// Count the records of an ingest by result.

@@ -70,6 +70,7 @@ use crate::wire::*;
 pub use priority::DEFAULT_READ_NICE;
 
 mod explore;
+mod index_upkeep;
 mod priority;
 mod queue;
 mod remote;
@@ -188,6 +189,10 @@ struct Tenant {
     generation: AtomicU64,
     /// The events recalls returned, shared by the writer and every reader.
     access: Arc<AccessTracker>,
+    /// Index rebuilds, built off the writer ([`index_upkeep`]).
+    indexes: index_upkeep::IndexUpkeep,
+    /// The niceness the index builds add to their threads, the readers' ([`priority`]).
+    build_nice: AtomicU8,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -254,6 +259,8 @@ impl Tenant {
             reader_freed: std::sync::Condvar::new(),
             generation: AtomicU64::new(0),
             access,
+            indexes: index_upkeep::IndexUpkeep::default(),
+            build_nice: AtomicU8::new(priority::DEFAULT_READ_NICE),
         }
     }
 
@@ -384,19 +391,22 @@ impl Tenant {
         out
     }
 
-    /// The writer's upkeep after a write, once its callers were answered: rebuild an index
-    /// that lags far behind, checkpoint a large write-ahead log, report the lags, and now and
-    /// then give freed memory back to the system.
-    fn maintain(&self, metrics: &Metrics) {
+    /// The writer's upkeep after a write, once its callers were answered: start a rebuild of
+    /// an index that lags far behind (built off the writer, see [`index_upkeep`]), checkpoint
+    /// a large write-ahead log, report the lags, and now and then give freed memory back to
+    /// the system.
+    fn maintain(self: &Arc<Self>, metrics: &Metrics) {
         // A scale-out store has no index, file or lag of this server's to look after: the
         // workers fold, and `/metrics` reads the lag when scraped.
         if self.scale_out().is_some() {
             return;
         }
-        let w = lock(&self.writer);
-        let mut w = w;
-        let rebuilt = rebuild_lagging_indexes(&mut w);
-        if w.wal_size() > WAL_TRUNCATE_AT {
+        let mut w = lock(&self.writer);
+        let nice = self.build_nice.load(Ordering::Relaxed);
+        let rebuilt = self.upkeep_indexes(&mut w, nice, metrics);
+        // Not while a build holds its snapshot: the truncating checkpoint would wait for it
+        // (up to the busy timeout) on the writer; the next write after it checkpoints.
+        if w.wal_size() > WAL_TRUNCATE_AT && !self.indexes.building() {
             // Waits (up to the store's busy timeout) for the reads in flight to finish; new
             // reads are not blocked. A checkpoint that cannot finish now is retried after the
             // next write; the acknowledged write is committed either way.
@@ -452,43 +462,6 @@ impl Drop for Tenant {
         let w = self.writer.get_mut().unwrap_or_else(PoisonError::into_inner);
         let _ = w.flush_access();
     }
-}
-
-/// Vectors outside the vector index (searched exactly until indexed) that make a rebuild worth
-/// its cost after a write: at least this many, and at least 1/[`INDEX_FRACTION`] of those
-/// indexed up to the searches' shared copy (see [`rebuild_vectors_at`]).
-const INDEX_AFTER: u64 = 2_000;
-/// Every recall scores every vector outside the index. Searches share one copy of them per
-/// change of the vectors (up to [`ctxgraph::MAX_CACHED_UNINDEXED`]), so they cost a recall a
-/// scan of memory, not a read of the store: a quarter of the index may wait outside it, within
-/// that bound, and the writer rebuilds a quarter as often as at a sixteenth (the rebuilds run
-/// on the writer, and ingests queue behind them).
-const INDEX_FRACTION: u64 = 4;
-
-/// Vectors outside the index that make the writer rebuild it, for `indexed` vectors inside.
-fn rebuild_vectors_at(indexed: u64) -> u64 {
-    let shared = ctxgraph::MAX_CACHED_UNINDEXED as u64;
-    INDEX_AFTER.max(indexed / INDEX_FRACTION).min(shared.max(INDEX_AFTER))
-}
-
-/// Rebuild the vector or lexical index when enough was written outside it; whether one was
-/// rebuilt. A failure leaves the index as it was (searches still find the rest exactly) and is
-/// retried after the next write.
-fn rebuild_lagging_indexes(w: &mut Engine) -> bool {
-    let ((total, unindexed), texts) = match w.owner_reader() {
-        Ok(s) => (s.stats_vectors().unwrap_or((0, 0)), s.text_docs_outside_index().unwrap_or(0)),
-        Err(_) => return false,
-    };
-    let mut rebuilt = false;
-    if unindexed >= rebuild_vectors_at(total.saturating_sub(unindexed)) {
-        let _ = w.index_vectors();
-        rebuilt = true;
-    }
-    if texts >= ctxgraph::TEXT_INDEX_REBUILD_AFTER {
-        let _ = w.index_text();
-        rebuilt = true;
-    }
-    rebuilt
 }
 
 thread_local! {
@@ -843,6 +816,7 @@ impl Service {
             }
             remote::Stores::OneScaleOut(url) => Tenant::open_scale_out(name, url.clone(), options)?,
         });
+        t.build_nice.store(self.inner.read_nice.load(Ordering::Relaxed), Ordering::Relaxed);
         tenants.insert(name.to_owned(), Arc::clone(&t));
         Ok(t)
     }
@@ -1523,23 +1497,6 @@ mod tests {
         let w = lock(&t.writer);
         let log = w.owner_reader().unwrap().log(1, 1_000).unwrap();
         log.iter().filter(|e| e.kind == RecordKind::Access).count()
-    }
-
-    #[test]
-    fn the_vector_index_is_rebuilt_at_a_quarter_outside_it_within_the_shared_copy() {
-        let shared = ctxgraph::MAX_CACHED_UNINDEXED as u64;
-        // A small store waits for INDEX_AFTER vectors, a mid-sized one for a quarter of its
-        // index, a large one no longer than the searches' shared copy holds.
-        assert_eq!(rebuild_vectors_at(0), INDEX_AFTER);
-        assert_eq!(rebuild_vectors_at(4 * INDEX_AFTER), INDEX_AFTER);
-        assert_eq!(rebuild_vectors_at(40_000), 10_000);
-        assert_eq!(rebuild_vectors_at(10_000_000), shared);
-        let mut last = 0;
-        for indexed in (0..200_000).step_by(997) {
-            let at = rebuild_vectors_at(indexed);
-            assert!(at >= last && (INDEX_AFTER..=shared).contains(&at), "{indexed}: {at}");
-            last = at;
-        }
     }
 
     #[test]

@@ -220,6 +220,7 @@ impl Embedded {
             nids: RefCell::new(HashMap::new()),
             any_pending: Cell::new(None),
             vectors_changed: Cell::new(false),
+            removed: Cell::new(false),
         })
     }
 
@@ -370,6 +371,9 @@ pub struct EmbeddedWrite<'a> {
     /// bumped: bumped once at commit (or before a read of it in this transaction), not once
     /// per vector.
     vectors_changed: Cell<bool>,
+    /// Whether this transaction deleted a vector or full-text document, or replaced a vector,
+    /// since the removal generation was last bumped (see [`GraphReader::removal_generation`]).
+    removed: Cell<bool>,
 }
 
 /// Cached nodes (or node ids) that force a flush, bounding the caches' memory.
@@ -450,6 +454,7 @@ impl EmbeddedWrite<'_> {
             bump_counter(&self.tx, "graph_generation")?;
         }
         self.bump_vector_generation()?;
+        self.bump_removal_generation()?;
         self.tx.commit()?;
         Ok(())
     }
@@ -466,6 +471,21 @@ impl EmbeddedWrite<'_> {
     fn vector_generation_now(&self) -> Result<u64, StoreError> {
         self.bump_vector_generation()?;
         meta_counter(&self.tx, "vector_generation")
+    }
+
+    /// Bump the removal generation if this transaction removed a vector or document since the
+    /// last bump.
+    fn bump_removal_generation(&self) -> Result<(), StoreError> {
+        if self.removed.replace(false) {
+            bump_counter(&self.tx, "removal_generation")?;
+        }
+        Ok(())
+    }
+
+    /// [`GraphReader::removal_generation`], with this transaction's removals counted.
+    fn removal_generation_now(&self) -> Result<u64, StoreError> {
+        self.bump_removal_generation()?;
+        meta_counter(&self.tx, "removal_generation")
     }
 
     fn flush_nodes(&self) -> Result<(), StoreError> {
@@ -623,6 +643,10 @@ impl EmbeddedRead<'_> {
 
     fn vector_generation_now(&self) -> Result<u64, StoreError> {
         meta_counter(&self.tx, "vector_generation")
+    }
+
+    fn removal_generation_now(&self) -> Result<u64, StoreError> {
+        meta_counter(&self.tx, "removal_generation")
     }
 
     fn load_node_named(
@@ -1738,6 +1762,9 @@ macro_rules! impl_readers {
             fn vector_generation(&self) -> Result<u64, StoreError> {
                 self.vector_generation_now()
             }
+            fn removal_generation(&self) -> Result<Option<u64>, StoreError> {
+                self.removal_generation_now().map(Some)
+            }
             fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError> {
                 graph_ann_centroids(&self.tx)
             }
@@ -1946,9 +1973,16 @@ impl GraphStore for EmbeddedWrite<'_> {
         let doomed = "SELECT nid FROM nodes WHERE label = ?1";
         tx.execute(&format!("DELETE FROM edges WHERE from_nid IN ({doomed})"), params![label])?;
         tx.execute(&format!("DELETE FROM edges WHERE to_nid IN ({doomed})"), params![label])?;
-        tx.execute(&format!("DELETE FROM vectors WHERE nid IN ({doomed})"), params![label])?;
+        let vectors =
+            tx.execute(&format!("DELETE FROM vectors WHERE nid IN ({doomed})"), params![label])?;
         self.vectors_changed.set(true);
-        tx.execute(&format!("DELETE FROM text_index WHERE rowid IN ({doomed})"), params![label])?;
+        let texts = tx.execute(
+            &format!("DELETE FROM text_index WHERE rowid IN ({doomed})"),
+            params![label],
+        )?;
+        if vectors + texts > 0 {
+            self.removed.set(true);
+        }
         let n = tx.execute("DELETE FROM nodes WHERE label = ?1", params![label])?;
         self.edges_changed.set(true);
         Ok(n as u64)
@@ -1986,9 +2020,18 @@ impl GraphStore for EmbeddedWrite<'_> {
     fn put_vector(&mut self, key: &NodeKey, vector: &[f32]) -> Result<(), StoreError> {
         let nid = self.endpoint_nid(key)?;
         let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
-        self.tx
-            .prepare_cached("INSERT OR REPLACE INTO vectors (nid, data) VALUES (?1, ?2)")?
+        let inserted = self
+            .tx
+            .prepare_cached("INSERT OR IGNORE INTO vectors (nid, data) VALUES (?1, ?2)")?
             .execute(params![nid, bytes])?;
+        if inserted == 0 {
+            // A replaced vector leaves the vector index (as `INSERT OR REPLACE` did): it is
+            // searched exactly until the next build.
+            self.tx
+                .prepare_cached("UPDATE vectors SET data = ?2, list = NULL WHERE nid = ?1")?
+                .execute(params![nid, bytes])?;
+            self.removed.set(true);
+        }
         self.vectors_changed.set(true);
         Ok(())
     }
@@ -2034,6 +2077,7 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn clear_enrichment(&mut self) -> Result<(), StoreError> {
         self.vectors_changed.set(true);
+        self.removed.set(true);
         self.tx.execute_batch(CLEAR_TEXT_INDEX)?;
         bump_counter(&self.tx, "text_generation")?;
         self.tx.execute_batch(
@@ -2066,9 +2110,14 @@ impl GraphStore for EmbeddedWrite<'_> {
         let tx = &self.tx;
         tx.prepare_cached("DELETE FROM edges WHERE from_nid = ?1")?.execute(params![nid])?;
         tx.prepare_cached("DELETE FROM edges WHERE to_nid = ?1")?.execute(params![nid])?;
-        tx.prepare_cached("DELETE FROM vectors WHERE nid = ?1")?.execute(params![nid])?;
+        let vectors =
+            tx.prepare_cached("DELETE FROM vectors WHERE nid = ?1")?.execute(params![nid])?;
         self.vectors_changed.set(true);
-        tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?.execute(params![nid])?;
+        let texts =
+            tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?.execute(params![nid])?;
+        if vectors + texts > 0 {
+            self.removed.set(true);
+        }
         tx.prepare_cached("DELETE FROM nodes WHERE nid = ?1")?.execute(params![nid])?;
         self.edges_changed.set(true);
         Ok(true)
@@ -2106,6 +2155,17 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.tx.execute_batch(
             "DELETE FROM ann_lists; DELETE FROM meta WHERE key = 'ann_centroids';
              UPDATE vectors SET list = NULL WHERE list IS NOT NULL;",
+        )?;
+        self.vectors_changed.set(true);
+        bump_counter(&self.tx, "ann_generation")?;
+        Ok(())
+    }
+
+    fn clear_ann_index_refiled(&mut self) -> Result<(), StoreError> {
+        // Each vector's `list` is rewritten by the caller: clearing it first would rewrite
+        // every vector's row twice in one transaction.
+        self.tx.execute_batch(
+            "DELETE FROM ann_lists; DELETE FROM meta WHERE key = 'ann_centroids';",
         )?;
         self.vectors_changed.set(true);
         bump_counter(&self.tx, "ann_generation")?;

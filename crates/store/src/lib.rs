@@ -489,6 +489,17 @@ pub trait GraphReader {
     fn read_together(&self, reads: &[ManyRead<'_>]) -> Result<Vec<ManyAnswer>, StoreError> {
         reads.iter().map(|r| read_one(self, r)).collect()
     }
+
+    /// A number that changes with every committed transaction that deleted a stored vector or
+    /// full-text document, or replaced a stored vector with another (writing new ones leaves
+    /// it), and, within a write transaction, before a read that follows such a change. An
+    /// index built from a snapshot names only what the snapshot held: it may replace the
+    /// stored index later only while this number is the snapshot's, or it would name a node
+    /// deleted since (or index a vector's old value as its current one). `None` (the default)
+    /// when the store does not keep it: then no such build can be installed.
+    fn removal_generation(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// Write access to the projected graph. Every method is an upsert or an idempotent delete, so a
@@ -577,6 +588,15 @@ pub trait GraphStore: GraphReader {
     fn put_archived(&mut self, key: &NodeKey, archived_at: &str) -> Result<(), StoreError>;
     /// Forget every archive mark (reprojection that brings archived nodes back).
     fn clear_archived(&mut self) -> Result<(), StoreError>;
+
+    /// [`GraphStore::clear_ann_index`] for a caller that files again, with
+    /// [`GraphStore::set_vector_list`], every vector the index holds now (an index built from
+    /// a snapshot that no removal or other build followed): the lists and centroids go, and a
+    /// store may leave each vector's list to be overwritten rather than clear it first. The
+    /// default clears everything.
+    fn clear_ann_index_refiled(&mut self) -> Result<(), StoreError> {
+        self.clear_ann_index()
+    }
 }
 
 /// The graph operations the projection calls: what a backend must offer for the log to be folded

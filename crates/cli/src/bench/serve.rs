@@ -93,6 +93,9 @@ struct Round {
     /// Mean seconds the engine spent in a recall inside the server during the round (from
     /// `/metrics`), when the key may read them.
     engine_recall_s: Option<f64>,
+    /// Index upkeep steps on the server's writer during the round and the seconds they held it
+    /// (from `/metrics`; `None` from a server that does not report them).
+    index_upkeep: Option<(u64, f64)>,
 }
 
 pub(crate) fn serve(args: &ServeArgs<'_>) -> anyhow::Result<Outcome> {
@@ -110,7 +113,11 @@ pub(crate) fn serve(args: &ServeArgs<'_>) -> anyhow::Result<Outcome> {
         let pid = started.as_ref().map(|s| s.child.id());
         let cpu_before = pid.and_then(cpu_seconds);
         let recall_before = engine_recall(&base, &key);
+        let upkeep_before = index_upkeep(&base, &key);
         let mut r = run_round(&base, &key, n, args.seconds, &asked, round)?;
+        r.index_upkeep = index_upkeep(&base, &key)
+            .zip(upkeep_before)
+            .map(|(after, before)| (after.0.saturating_sub(before.0), after.1 - before.1));
         r.server_cpu_s = pid.and_then(cpu_seconds).zip(cpu_before).map(|(after, b)| after - b);
         r.engine_recall_s = engine_recall(&base, &key)
             .zip(recall_before)
@@ -179,6 +186,30 @@ pub(super) fn get(
 fn engine_recall(base: &str, key: &str) -> Option<(f64, u64)> {
     let text = get(&agent(), base, key, "/metrics").ok()?;
     recall_histogram(&text)
+}
+
+/// The server's index upkeep on its writer so far, `(steps, seconds)` over every outcome, from
+/// `/metrics`; `None` as for [`engine_recall`].
+fn index_upkeep(base: &str, key: &str) -> Option<(u64, f64)> {
+    let text = get(&agent(), base, key, "/metrics").ok()?;
+    upkeep_histogram(&text)
+}
+
+/// `(count, sum)` of `ctxgraph_index_writer_seconds`, every outcome together; `(0, 0)` before
+/// the first step, `None` when the exposition does not declare it.
+fn upkeep_histogram(text: &str) -> Option<(u64, f64)> {
+    let name = "ctxgraph_index_writer_seconds";
+    if !text.contains(&format!("# TYPE {name} histogram")) {
+        return None;
+    }
+    let total = |suffix: &str| -> f64 {
+        let prefix = format!("{name}{suffix}{{");
+        text.lines()
+            .filter(|l| l.starts_with(&prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    Some((total("_count") as u64, total("_sum")))
 }
 
 /// `(sum, count)` of `ctxgraph_recall_seconds` in a Prometheus text exposition.
@@ -319,6 +350,7 @@ fn run_round(
         peak_rss: None,
         server_cpu_s: None,
         engine_recall_s: None,
+        index_upkeep: None,
     };
     for run in per_client {
         r.ingest_ms.extend(run.ingest);
@@ -390,6 +422,7 @@ fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
                     "errors": r.errors, "first_error": r.first_error,
                     "recall_ms_mean": mean(&r.recall_ms),
                     "engine_recall_ms_mean": r.engine_recall_s.map(|s| s * 1e3),
+                    "index_upkeep": r.index_upkeep.map(|(n, s)| json!({"steps": n, "writer_ms": s * 1e3})),
                     "server_peak_rss_bytes": r.peak_rss,
                     "server_cpu_ms_per_request": cpu_per_request_ms(r)})
             })
@@ -432,6 +465,15 @@ fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
         ]);
     }
     println!("{t}");
+    for r in rounds {
+        if let Some((steps, seconds)) = r.index_upkeep {
+            println!(
+                "{} clients: the writer spent {:.0} ms on index upkeep ({steps} installs or rebuilds)",
+                r.clients,
+                seconds * 1e3
+            );
+        }
+    }
     for r in rounds.iter().filter(|r| r.errors > 0) {
         eprintln!(
             "{} clients: {} errors; first: {}",
@@ -445,7 +487,7 @@ fn print(rounds: &[Round], args: &ServeArgs<'_>) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::recall_histogram;
+    use super::{recall_histogram, upkeep_histogram};
 
     #[test]
     fn the_recall_histogram_is_read_from_the_exposition() {
@@ -459,5 +501,21 @@ mod tests {
             recall_histogram("ctxgraph_recall_seconds_summary 1\nctxgraph_recall_seconds_count 2"),
             None
         );
+    }
+
+    #[test]
+    fn index_upkeep_is_summed_over_its_outcomes() {
+        let text = "# TYPE ctxgraph_index_writer_seconds histogram\n\
+            ctxgraph_index_writer_seconds_bucket{outcome=\"installed\",le=\"0.1\"} 2\n\
+            ctxgraph_index_writer_seconds_sum{outcome=\"installed\"} 0.25\n\
+            ctxgraph_index_writer_seconds_count{outcome=\"installed\"} 2\n\
+            ctxgraph_index_writer_seconds_sum{outcome=\"stale\"} 0.5\n\
+            ctxgraph_index_writer_seconds_count{outcome=\"stale\"} 1\n";
+        assert_eq!(upkeep_histogram(text), Some((3, 0.75)));
+        assert_eq!(
+            upkeep_histogram("# TYPE ctxgraph_index_writer_seconds histogram\n"),
+            Some((0, 0.0))
+        );
+        assert_eq!(upkeep_histogram("ctxgraph_recall_seconds_sum 1\n"), None);
     }
 }

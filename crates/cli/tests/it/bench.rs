@@ -106,5 +106,8 @@ fn bench_serve_reports_the_started_servers_cpu_per_request() {
         let engine = round["engine_recall_ms_mean"].as_f64().unwrap();
         let client = round["recall_ms_mean"].as_f64().unwrap();
         assert!(engine > 0.0 && engine <= client, "{r}");
+        // The writer's index upkeep during the round, read from the same metrics.
+        let upkeep = &round["index_upkeep"];
+        assert!(upkeep["steps"].is_u64() && upkeep["writer_ms"].as_f64().unwrap() >= 0.0, "{r}");
     }
 }

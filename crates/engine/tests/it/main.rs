@@ -14,6 +14,7 @@ mod consolidate;
 mod conversation;
 mod enrich;
 mod forget;
+mod index_build;
 mod indexed;
 mod ingest;
 mod knowledge;

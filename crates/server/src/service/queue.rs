@@ -6,7 +6,8 @@
 //! each caller's records on its own, appends and projects all of them in one transaction (one
 //! fsync), enriches them, and only then answers each caller, so an acknowledgement still means
 //! durable and readable. Other writes (facts, memories, forgets) run one at a time between
-//! groups, in arrival order. Index rebuilds and WAL checkpoints run after the answers are sent.
+//! groups, in arrival order, and so does the install of an index built off the writer. Index
+//! upkeep (starting a build) and WAL checkpoints run after the answers are sent.
 //!
 //! One caller cannot fail another: its records that fail validation are rejected in its own
 //! results, a conflict is a per-record outcome, and when the group's transaction fails as a
@@ -93,7 +94,7 @@ impl Tenant {
     }
 
     /// The writer task: run groups until the queue is empty.
-    fn drain(&self, metrics: &Metrics) {
+    fn drain(self: &Arc<Self>, metrics: &Metrics) {
         loop {
             let group = {
                 let mut q = lock(&self.queue);

@@ -777,3 +777,58 @@ fn heaviest_neighbours_are_the_far_ends_of_the_heaviest_edges() {
         assert_eq!(r.heaviest_neighbours(&hub, &weight, limit, &names).unwrap(), want, "{limit}");
     }
 }
+
+/// The removal generation moves with a vector deleted or replaced, a full-text document
+/// deleted, or enrichment cleared, and not with new vectors or texts (builds off the writer
+/// stay installable while stage 2 writes new ones).
+#[test]
+fn the_removal_generation_counts_removals_only() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let generation = |store: &Embedded| store.begin_read().unwrap().removal_generation().unwrap();
+    let key = |i: usize| NodeKey::new("Event", format!("e{i}"));
+    let mut w = store.begin_write().unwrap();
+    w.set_embedding_model("m", 2).unwrap();
+    for i in 0..3 {
+        w.put_node(&Node { key: key(i), props: Properties::new() }).unwrap();
+        w.put_vector(&key(i), &[i as f32, 1.0]).unwrap();
+    }
+    w.put_texts(&[(key(0), "alpha".into()), (key(1), "beta".into())]).unwrap();
+    w.commit().unwrap();
+    let g0 = generation(&store);
+    assert_eq!(g0, Some(0));
+
+    let mut w = store.begin_write().unwrap();
+    w.put_node(&Node { key: key(3), props: Properties::new() }).unwrap();
+    w.put_vector(&key(3), &[3.0, 1.0]).unwrap();
+    w.put_texts(&[(key(3), "gamma".into())]).unwrap();
+    w.set_vector_list(1, 0).unwrap();
+    w.commit().unwrap();
+    assert_eq!(generation(&store), g0, "new vectors and texts are no removal");
+
+    // A replaced vector leaves the index and counts; the write transaction sees its own.
+    let mut w = store.begin_write().unwrap();
+    w.put_vector(&key(0), &[9.0, 9.0]).unwrap();
+    assert_eq!(w.vector(&key(0)).unwrap(), Some(vec![9.0, 9.0]));
+    assert_eq!(w.removal_generation().unwrap(), Some(1));
+    w.commit().unwrap();
+    assert_eq!(generation(&store), Some(1));
+    assert_eq!(store.begin_read().unwrap().vector_counts().unwrap(), (4, 4));
+
+    // A deleted node with a vector or a text counts; one with neither does not.
+    let mut w = store.begin_write().unwrap();
+    w.put_node(&Node { key: key(9), props: Properties::new() }).unwrap();
+    w.commit().unwrap();
+    let mut w = store.begin_write().unwrap();
+    assert!(w.delete_node(&key(9)).unwrap());
+    w.commit().unwrap();
+    assert_eq!(generation(&store), Some(1));
+    let mut w = store.begin_write().unwrap();
+    assert!(w.delete_node(&key(1)).unwrap());
+    w.commit().unwrap();
+    assert_eq!(generation(&store), Some(2));
+    let mut w = store.begin_write().unwrap();
+    w.clear_enrichment().unwrap();
+    w.commit().unwrap();
+    assert_eq!(generation(&store), Some(3));
+}
