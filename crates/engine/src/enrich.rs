@@ -135,6 +135,7 @@ impl Engine {
         if from >= to {
             return Ok(None);
         }
+        let epoch = read.enrichment_epoch()?;
         let want = usize::try_from(to - from).unwrap_or(ENRICH_CHUNK).min(ENRICH_CHUNK);
         let entries = read.read_from(from + 1, want)?;
         let Some(last) = entries.last().map(|e| e.position) else { return Ok(None) };
@@ -145,6 +146,7 @@ impl Engine {
         }
         Ok(Some(Chunk {
             from,
+            epoch,
             last,
             target: to,
             entries,
@@ -252,7 +254,9 @@ fn write_into<W: EnrichWrite + ?Sized>(
     embedder: &dyn Embedder,
     done: &Computed,
 ) -> Result<Option<(u64, u64)>, Error> {
-    if w.enriched_through()? != done.from {
+    // A reset between the chunk's read and now set the checkpoint back (perhaps to where the
+    // chunk starts) and moved the epoch: the chunk's records may have been rewritten since.
+    if w.enriched_through()? != done.from || w.enrichment_epoch()? != done.epoch {
         return Ok(None);
     }
     if w.embedding_model()?.is_none() {
@@ -309,6 +313,8 @@ fn write_into<W: EnrichWrite + ?Sized>(
 struct Chunk {
     /// The stage-2 checkpoint the chunk continues.
     from: u64,
+    /// [`ctxgraph_store::GraphReader::enrichment_epoch`] when it was read.
+    epoch: u64,
     /// Position of its last record.
     last: u64,
     /// The projection's checkpoint when it was read (for progress).
@@ -320,6 +326,7 @@ struct Chunk {
 /// A chunk's enrichment, ready to be written.
 struct Computed {
     from: u64,
+    epoch: u64,
     last: u64,
     target: u64,
     records: u64,
@@ -410,6 +417,7 @@ fn compute(schema: &Schema, embedder: &dyn Embedder, chunk: Chunk) -> Result<Com
         .collect::<Result<Vec<_>, Error>>()?;
     let mut computed = Computed {
         from: chunk.from,
+        epoch: chunk.epoch,
         last: chunk.last,
         target: chunk.target,
         records: chunk.entries.len() as u64,

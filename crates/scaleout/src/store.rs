@@ -334,6 +334,7 @@ impl GraphReader for ScaleOutRead<'_> {
         fn scan_vectors_of(&self, nids: &[i64], visit: &mut dyn FnMut(i64, &[f32])) -> ();
         fn ann_generation(&self) -> u64;
         fn vector_generation(&self) -> u64;
+        fn enrichment_epoch(&self) -> u64;
         fn ann_centroids(&self) -> Option<Vec<u8>>;
         fn ann_list(&self, list: u32) -> Option<Vec<u8>>;
         fn is_archived(&self, key: &NodeKey) -> bool;

@@ -500,6 +500,15 @@ pub trait GraphReader {
     fn removal_generation(&self) -> Result<Option<u64>, StoreError> {
         Ok(None)
     }
+
+    /// A number that moves whenever stages 2 and 3 start over (a reset of the projection or
+    /// of the enrichment, or a forget that drops them). An enrichment computed from records
+    /// read at one value may be written only while it holds: after a reset the stage-2
+    /// checkpoint is 0 again, so a chunk read from 0 before it would otherwise look current.
+    /// 0 (the default) on a store whose resets and enrichments cannot interleave.
+    fn enrichment_epoch(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
 }
 
 /// Write access to the projected graph. Every method is an upsert or an idempotent delete, so a

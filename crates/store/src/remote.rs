@@ -313,11 +313,19 @@ pub trait EnrichWrite {
         let _ = keys;
         Ok(())
     }
+    /// [`GraphReader::enrichment_epoch`], as the transaction began: a chunk read at another
+    /// value was read before stages 2 and 3 started over, and is not written.
+    fn enrichment_epoch(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
 }
 
 impl<T: GraphStore + ?Sized> EnrichWrite for T {
     fn enriched_through(&self) -> Result<u64, StoreError> {
         GraphReader::enriched_through(self)
+    }
+    fn enrichment_epoch(&self) -> Result<u64, StoreError> {
+        GraphReader::enrichment_epoch(self)
     }
     fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError> {
         GraphReader::embedding_model(self)

@@ -417,6 +417,10 @@ impl GraphReader for FalkorGraph {
         self.stage2_counter("text_generation")
     }
 
+    fn enrichment_epoch(&self) -> Result<u64, StoreError> {
+        self.stage2_counter(super::stage2::EPOCH)
+    }
+
     fn text_index_build(&self) -> Result<Option<TextIndexBuild>, StoreError> {
         self.stage2_text_index_build()
     }

@@ -101,6 +101,9 @@ impl FalkorGraph {
         for suffix in GENERATIONS {
             out.push(redis::cmd("INCR").arg(self.stage2_key(suffix)).clone());
         }
+        // An enrichment read before the reset is not written after it (its checkpoint, 0,
+        // may be the reset's).
+        out.push(redis::cmd("INCR").arg(self.stage2_key(super::stage2::EPOCH)).clone());
         out
     }
 

@@ -45,6 +45,9 @@ use super::{FalkorGraph, Write, int, int_at, name, raw_remote, s, text_at};
 
 /// The hash of stage 2's embedding model and dimension.
 pub(super) const EMBEDDING: &str = "embedding";
+/// [`ctxgraph_store::GraphReader::enrichment_epoch`]'s key: every reset of stages 2 and 3
+/// moves it on (`reset.rs`), and a stage-2 transaction reads it as it begins.
+pub(super) const EPOCH: &str = "enrichment_epoch";
 
 mod dropped;
 
@@ -451,6 +454,8 @@ pub struct Stage2Write {
     graph: FalkorGraph,
     /// The stage-2 checkpoint when the transaction began.
     start: u64,
+    /// The enrichment epoch when it began.
+    epoch: u64,
     nodes: BTreeMap<NodeKey, Node>,
     /// Nodes read ahead from the graph (`None`: absent).
     read: BTreeMap<NodeKey, Option<Node>>,
@@ -474,9 +479,12 @@ impl Stage2Write {
         let enriched = graph.enriched.clone();
         graph.raw_query::<()>(redis::cmd("WATCH").arg(&enriched).arg(&graph.checkpoint))?;
         let start: Option<u64> = graph.raw_query(redis::cmd("GET").arg(&enriched))?;
+        // Read under the watch: a reset that moves it also sets the watched checkpoint.
+        let epoch = graph.stage2_counter(EPOCH)?;
         Ok(Stage2Write {
             graph,
             start: start.unwrap_or(0),
+            epoch,
             nodes: BTreeMap::new(),
             read: BTreeMap::new(),
             vectors: BTreeMap::new(),
@@ -521,6 +529,10 @@ impl Stage2Write {
 impl EnrichWrite for Stage2Write {
     fn enriched_through(&self) -> Result<u64, StoreError> {
         Ok(self.start)
+    }
+
+    fn enrichment_epoch(&self) -> Result<u64, StoreError> {
+        Ok(self.epoch)
     }
 
     fn embedding_model(&self) -> Result<Option<(String, usize)>, StoreError> {

@@ -280,6 +280,34 @@ fn a_stage_two_transaction_is_applied_whole_or_not_at_all() {
     assert_eq!(node.props["keywords"], serde_json::json!(["deploy"]));
 }
 
+/// A reset (`reembed`, `reproject`, a forget of an entity that changed indexed text) sets
+/// stage 2's checkpoint back to 0: a chunk read from 0 before it must not be written after it,
+/// though the checkpoint is where the chunk starts. The epoch tells them apart.
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn an_enrichment_read_before_a_reset_is_not_written_after_it() {
+    let dir = TempDir::new().unwrap();
+    let to = fresh_store();
+    json_of(&dir, &to, &["ingest", TRACE]);
+    let (code, err) = ctxgraph(&dir, &to, &["worker", "--once"]);
+    assert_eq!(code, 0, "{err}");
+    let store = ScaleOutStore::connect(&StoreUrl::parse(&to).unwrap()).unwrap();
+    let read_at = store.begin_read().unwrap().enrichment_epoch().unwrap();
+    store.reset_enrichment().unwrap();
+    let now = store.begin_read().unwrap().enrichment_epoch().unwrap();
+    assert_ne!(now, read_at, "a reset moves the epoch");
+    let tx = store.begin_enrich().unwrap().unwrap();
+    assert_eq!(EnrichWrite::enriched_through(&*tx).unwrap(), 0);
+    assert_eq!(EnrichWrite::enrichment_epoch(&*tx).unwrap(), now);
+    drop(tx);
+    // Enrichment read after the reset goes through to the end.
+    let (code, err) = ctxgraph(&dir, &to, &["enrich"]);
+    assert_eq!(code, 0, "{err}");
+    let read = store.begin_read().unwrap();
+    assert_eq!(read.enriched_through().unwrap(), read.projected_through().unwrap());
+    assert_eq!(read.enrichment_epoch().unwrap(), now, "an enrichment leaves the epoch");
+}
+
 #[test]
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn bench_recall_with_stage_two_on_both_backends_gives_identical_packs() {
