@@ -310,27 +310,10 @@ impl Forgetter<'_> {
         purge: &mut Purge,
     ) -> Result<(), Error> {
         let mut changed = Vec::new();
-        for (old, new) in &plan.names {
-            let (RecordBody::Event(new), Ok(old)) = (new.body(), decode(self.schema, old)) else {
-                continue;
-            };
-            let RecordBody::Event(old) = old.body() else { continue };
-            let key = NodeKey::new("Event", &new.event_id);
-            // Only an enriched event has anything to redo; a later enrichment reads the rewrite.
-            let Some(mut node) = w.node(&key)? else { continue };
-            if !node.props.contains_key("summary") {
-                continue;
-            }
-            let x = enrich_event(new);
-            node.props.insert(
-                "keywords".into(),
-                Value::Array(x.keywords.iter().cloned().map(Value::String).collect()),
-            );
-            node.props.insert("summary".into(), x.summary.clone().into());
-            node.props.insert("importance_score".into(), x.importance.into());
+        for (node, text) in entity::reenriched_events(self.schema, plan, &mut |k| Ok(w.node(k)?))? {
             w.put_node(&node)?;
-            if enrich_event(old).text != x.text {
-                changed.push((key, x.text));
+            if let Some(text) = text {
+                changed.push((node.key, text));
             }
         }
         // A slot value another entity still holds names its holders: it loses this one.

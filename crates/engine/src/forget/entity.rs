@@ -105,3 +105,38 @@ pub(super) fn entity_plan(
     plan.names.sort_by_key(|(e, _)| e.position);
     Ok(plan)
 }
+
+/// The rewritten events of `plan` that stage 2 enriched (read with `node`), with their
+/// keywords, summary and importance recomputed from the rewritten record, for the caller to
+/// write; with each, its new indexed text when it differs from the old record's (the vectors
+/// and full-text entries made from the old one must then be redone). An event stage 2 has
+/// not reached is left out: a later enrichment reads the rewrite.
+pub(super) fn reenriched_events(
+    schema: &Schema,
+    plan: &EntityPlan,
+    node: &mut dyn FnMut(&NodeKey) -> Result<Option<ctxgraph_ontology::graph::Node>, Error>,
+) -> Result<Vec<(ctxgraph_ontology::graph::Node, Option<String>)>, Error> {
+    let mut out = Vec::new();
+    for (old, new) in &plan.names {
+        let (RecordBody::Event(new), Ok(old)) = (new.body(), decode(schema, old)) else {
+            continue;
+        };
+        let RecordBody::Event(old) = old.body() else { continue };
+        let Some(mut found) = node(&NodeKey::new("Event", &new.event_id))? else { continue };
+        if !found.props.contains_key("summary") {
+            continue;
+        }
+        let x = ctxgraph_projection::enrich_event(new);
+        found.props.insert(
+            "keywords".into(),
+            serde_json::Value::Array(
+                x.keywords.iter().cloned().map(serde_json::Value::String).collect(),
+            ),
+        );
+        found.props.insert("summary".into(), x.summary.clone().into());
+        found.props.insert("importance_score".into(), x.importance.into());
+        let changed = (ctxgraph_projection::enrich_event(old).text != x.text).then_some(x.text);
+        out.push((found, changed));
+    }
+    Ok(out)
+}

@@ -35,22 +35,18 @@ use std::time::Instant;
 use std::collections::BTreeSet;
 
 use ctxgraph_ontology::graph::{Direction, NodeKey};
-use ctxgraph_ontology::{
-    ForgetKind, Limits, RecordBody, RecordKind, Schema, Tombstone, redacted_id,
-};
-use ctxgraph_projection::{enrich_event, forget_entity};
+use ctxgraph_ontology::{ForgetKind, Limits, RecordKind, Schema, Tombstone, redacted_id};
+use ctxgraph_projection::forget_entity;
 use ctxgraph_store::{
     Appended, ForgetAppend, GraphForget, ProjectionGraph, Redaction, RemoteStore, StoreError,
     StoreRead,
 };
-use serde_json::Value;
 
 use super::entity::{EntityPlan, entity_plan};
 use super::{
     ForgetReport, ForgetTarget, ForgetTimings, forget_record, live, memory_records, micros,
     session_records,
 };
-use crate::engine::decode;
 use crate::error::Error;
 
 /// How many times one target's records are read again when another writer moved the log
@@ -341,26 +337,10 @@ fn graph_part(
     for value in &shared {
         reset |= w.node_exists(value)?;
     }
-    for (old, new) in &plan.names {
-        let (RecordBody::Event(new), Ok(old)) = (new.body(), decode(schema, old)) else {
-            continue;
-        };
-        let RecordBody::Event(old) = old.body() else { continue };
-        let key = NodeKey::new("Event", &new.event_id);
-        // Only an enriched event has anything to redo; a later enrichment reads the rewrite.
-        let Some(mut node) = w.node(&key)? else { continue };
-        if !node.props.contains_key("summary") {
-            continue;
-        }
-        let x = enrich_event(new);
-        node.props.insert(
-            "keywords".into(),
-            Value::Array(x.keywords.iter().cloned().map(Value::String).collect()),
-        );
-        node.props.insert("summary".into(), x.summary.clone().into());
-        node.props.insert("importance_score".into(), x.importance.into());
+    for (node, changed) in super::entity::reenriched_events(schema, plan, &mut |k| Ok(w.node(k)?))?
+    {
         w.put_node_owned(node)?;
-        reset |= enrich_event(old).text != x.text;
+        reset |= changed.is_some();
     }
     Ok(if reset { GraphForget::ApplyAndResetEnrichment } else { GraphForget::Apply })
 }
