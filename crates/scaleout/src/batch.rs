@@ -112,7 +112,8 @@ impl<'g> BatchFold<'g> {
 
     /// Read ahead, from the graph as it was when the batch began, what folding the next
     /// records will ask of it: the nodes `nodes` (one query per label), the edges parked on
-    /// them (one query) and the whole order of the sessions `sessions` (one query). Keys the
+    /// them (one query) and the whole order of the sessions `sessions` (one query), the
+    /// queries sent in one pipeline (`FalkorGraph::read_ahead`). Keys the
     /// batch already read or wrote are skipped; a read the fold makes of a key not read ahead
     /// still goes to the graph, so reading ahead changes how fast a fold runs, never what it
     /// writes.
@@ -130,26 +131,32 @@ impl<'g> BatchFold<'g> {
                 }
             }
         }
-        for (label, ids) in by_label {
-            let mut found: BTreeMap<String, Node> = self
-                .base
-                .nodes_of(label, &ids)?
-                .into_iter()
-                .map(|n| (n.key.id.clone(), n))
-                .collect();
+        let parked: Vec<&NodeKey> =
+            nodes.iter().filter(|k| !self.pending.contains_key(*k)).collect();
+        let unread: Vec<&str> = sessions
+            .iter()
+            .filter(|s| !self.sessions.contains_key(*s))
+            .map(String::as_str)
+            .collect();
+        let ahead = self.base.read_ahead(&by_label, &parked, &unread)?;
+
+        let mut found: BTreeMap<NodeKey, Node> =
+            ahead.nodes.into_iter().map(|n| (n.key.clone(), n)).collect();
+        {
             let mut read = self.read_nodes.borrow_mut();
-            for id in ids {
-                let key = NodeKey { label: label.to_owned(), id: id.to_owned() };
-                read.insert(key, found.remove(id));
+            for (label, ids) in &by_label {
+                for id in ids {
+                    let key = NodeKey { label: (*label).to_owned(), id: (*id).to_owned() };
+                    let node = found.remove(&key);
+                    read.insert(key, node);
+                }
             }
         }
 
-        let parked: Vec<&NodeKey> =
-            nodes.iter().filter(|k| !self.pending.contains_key(*k)).collect();
         if !parked.is_empty() {
             let mut loaded: BTreeMap<NodeKey, BTreeMap<EdgeKey, Edge>> =
                 parked.iter().map(|k| ((*k).clone(), BTreeMap::new())).collect();
-            for (wait, edge) in self.base.pending_of(&parked)? {
+            for (wait, edge) in ahead.pending {
                 if let Some(edges) = loaded.get_mut(&wait) {
                     edges.insert(edge.key.clone(), edge);
                 }
@@ -157,15 +164,10 @@ impl<'g> BatchFold<'g> {
             self.pending.extend(loaded);
         }
 
-        let unread: Vec<&str> = sessions
-            .iter()
-            .filter(|s| !self.sessions.contains_key(*s))
-            .map(String::as_str)
-            .collect();
         if !unread.is_empty() {
             let mut loaded: BTreeMap<String, BTreeSet<SessionSlot>> =
                 unread.iter().map(|s| ((*s).to_owned(), BTreeSet::new())).collect();
-            for (session, slot) in self.base.slots_of(&unread)? {
+            for (session, slot) in ahead.slots {
                 if let Some(slots) = loaded.get_mut(&session) {
                     slots.insert(slot);
                 }

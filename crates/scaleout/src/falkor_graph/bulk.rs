@@ -1,5 +1,6 @@
 //! Many keys per query: the reads a batch makes before it folds a page (nodes, parked edges and
-//! session orders of every key the page names, one query each) and the page's writes as a few
+//! session orders of every key the page names, one query each, sent in one pipeline) and the
+//! page's writes as a few
 //! `UNWIND $rows AS r …` queries per label or edge type instead of one query per write.
 //!
 //! A query costs a round trip and FalkorDB's parse and plan of its text; one query over a list
@@ -12,6 +13,7 @@ use ctxgraph_ontology::graph::{Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_store::{SessionSlot, StoreError, props_from, props_to};
 use falkordb::FalkorValue;
 
+use super::together::Query;
 use super::{
     FalkorGraph, PENDING, PENDING_COLUMNS, SLOT, Write, int, name, pending_row, s, trace_of,
 };
@@ -42,62 +44,88 @@ fn unwind(out: &mut Vec<Write>, body: &str, rows: Vec<FalkorValue>) {
     }
 }
 
+/// What a fold page or a stage-2 chunk reads ahead, answered by [`FalkorGraph::read_ahead`].
+#[derive(Debug, Default)]
+pub(crate) struct ReadAhead {
+    /// The nodes found (the absent ones left out).
+    pub(crate) nodes: Vec<Node>,
+    /// The parked edges, with the node each waits for.
+    pub(crate) pending: Vec<(NodeKey, Edge)>,
+    /// The session slots, with their session.
+    pub(crate) slots: Vec<(String, SessionSlot)>,
+}
+
+/// Which part of a [`ReadAhead`] a query's rows answer.
+enum Part<'a> {
+    Nodes(&'a str),
+    Pending,
+    Slots,
+}
+
 impl FalkorGraph {
-    /// The nodes of `label` among `ids` (the absent ones left out), in one query per chunk.
-    pub(crate) fn nodes_of(&self, label: &str, ids: &[&str]) -> Result<Vec<Node>, StoreError> {
-        let quoted = name(label, "label")?;
-        let mut out = Vec::new();
-        for chunk in ids.chunks(ROWS_PER_QUERY) {
-            let rows = self.run_read(
-                &format!("UNWIND $ids AS i MATCH (n:{quoted} {{id: i}}) RETURN n.id, n.props"),
-                &[("ids", list(chunk.iter().map(|i| s(i)).collect()))],
-            )?;
-            for r in &rows {
-                out.push(Node {
-                    key: NodeKey { label: label.to_owned(), id: text_at(r, 0, &self.url)? },
-                    props: props_from(&text_at(r, 1, &self.url)?)?,
+    /// The nodes of each label among its ids, the edges parked on any of `parked` and every
+    /// slot of the sessions `sessions`: one query per label and part (per chunk of keys), all
+    /// sent in one pipeline. A fold's page waits for the server once here instead of once a
+    /// query, and with two workers on one server each wait can be a whole commit of the
+    /// other's.
+    pub(crate) fn read_ahead(
+        &self,
+        nodes: &BTreeMap<&str, Vec<&str>>,
+        parked: &[&NodeKey],
+        sessions: &[&str],
+    ) -> Result<ReadAhead, StoreError> {
+        let mut queries = Vec::new();
+        let mut parts = Vec::new();
+        let ids_param =
+            |ids: &[&str]| vec![("ids".to_owned(), list(ids.iter().map(|i| s(i)).collect()))];
+        for (label, ids) in nodes {
+            let quoted = name(label, "label")?;
+            for chunk in ids.chunks(ROWS_PER_QUERY) {
+                queries.push(Query {
+                    text: format!(
+                        "UNWIND $ids AS i MATCH (n:{quoted} {{id: i}}) RETURN n.id, n.props"
+                    ),
+                    params: ids_param(chunk),
                 });
+                parts.push(Part::Nodes(label));
             }
         }
-        Ok(out)
-    }
-
-    /// The edges parked on any of `keys`, with the node each waits for.
-    pub(crate) fn pending_of(&self, keys: &[&NodeKey]) -> Result<Vec<(NodeKey, Edge)>, StoreError> {
-        let mut out = Vec::new();
-        for chunk in keys.chunks(ROWS_PER_QUERY) {
-            let rows = self.run_read(
-                &format!(
+        for chunk in parked.chunks(ROWS_PER_QUERY) {
+            queries.push(Query {
+                text: format!(
                     "UNWIND $keys AS k MATCH (p:{PENDING} {{wait_label: k[0], wait_id: k[1]}}) \
                      RETURN {PENDING_COLUMNS}"
                 ),
-                &[("keys", list(chunk.iter().map(|k| key_row(k)).collect()))],
-            )?;
-            for r in &rows {
-                out.push(pending_row(r, &self.url)?);
-            }
+                params: vec![("keys".to_owned(), list(chunk.iter().map(|k| key_row(k)).collect()))],
+            });
+            parts.push(Part::Pending);
         }
-        Ok(out)
-    }
-
-    /// Every slot of the sessions `ids`, with its session.
-    pub(crate) fn slots_of(&self, ids: &[&str]) -> Result<Vec<(String, SessionSlot)>, StoreError> {
-        let mut out = Vec::new();
-        for chunk in ids.chunks(ROWS_PER_QUERY) {
-            let rows = self.run_read(
-                &format!(
+        for chunk in sessions.chunks(ROWS_PER_QUERY) {
+            queries.push(Query {
+                text: format!(
                     "UNWIND $ids AS i MATCH (x:{SLOT} {{session: i}}) RETURN x.session, x.at, x.event"
                 ),
-                &[("ids", list(chunk.iter().map(|i| s(i)).collect()))],
-            )?;
+                params: ids_param(chunk),
+            });
+            parts.push(Part::Slots);
+        }
+        let mut out = ReadAhead::default();
+        for (part, rows) in parts.into_iter().zip(self.pipelined(&queries)?) {
             for r in &rows {
-                out.push((
-                    text_at(r, 0, &self.url)?,
-                    SessionSlot {
-                        at_ns: int_at(r, 1, &self.url)?,
-                        event_id: text_at(r, 2, &self.url)?,
-                    },
-                ));
+                match part {
+                    Part::Nodes(label) => out.nodes.push(Node {
+                        key: NodeKey { label: label.to_owned(), id: text_at(r, 0, &self.url)? },
+                        props: props_from(&text_at(r, 1, &self.url)?)?,
+                    }),
+                    Part::Pending => out.pending.push(pending_row(r, &self.url)?),
+                    Part::Slots => out.slots.push((
+                        text_at(r, 0, &self.url)?,
+                        SessionSlot {
+                            at_ns: int_at(r, 1, &self.url)?,
+                            event_id: text_at(r, 2, &self.url)?,
+                        },
+                    )),
+                }
             }
         }
         Ok(out)

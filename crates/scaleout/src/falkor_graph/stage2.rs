@@ -559,19 +559,26 @@ impl EnrichWrite for Stage2Write {
                 by_label.entry(key.label).or_default().push(key.id);
             }
         }
-        for (label, mut ids) in by_label {
+        for ids in by_label.values_mut() {
             ids.sort_unstable();
             ids.dedup();
-            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-            let mut found: BTreeMap<String, Node> = self
-                .graph
-                .nodes_of(&label, &refs)?
-                .into_iter()
-                .map(|n| (n.key.id.clone(), n))
-                .collect();
+        }
+        let refs: BTreeMap<&str, Vec<&str>> = by_label
+            .iter()
+            .map(|(label, ids)| (label.as_str(), ids.iter().map(String::as_str).collect()))
+            .collect();
+        let mut found: BTreeMap<NodeKey, Node> = self
+            .graph
+            .read_ahead(&refs, &[], &[])?
+            .nodes
+            .into_iter()
+            .map(|n| (n.key.clone(), n))
+            .collect();
+        for (label, ids) in by_label {
             for id in ids {
-                let node = found.remove(&id);
-                self.read.insert(NodeKey { label: label.clone(), id }, node);
+                let key = NodeKey { label: label.clone(), id };
+                let node = found.remove(&key);
+                self.read.insert(key, node);
             }
         }
         Ok(())

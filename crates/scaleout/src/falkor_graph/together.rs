@@ -110,7 +110,7 @@ impl FalkorGraph {
     }
 
     /// The rows of each of `queries`, read-only, sent in one pipeline (no graph, no rows).
-    fn pipelined(&self, queries: &[Query]) -> Result<Vec<Rows>, StoreError> {
+    pub(super) fn pipelined(&self, queries: &[Query]) -> Result<Vec<Rows>, StoreError> {
         match queries {
             [] => Ok(Vec::new()),
             [one] => {
