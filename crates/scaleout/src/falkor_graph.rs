@@ -292,18 +292,19 @@ impl FalkorGraph {
     /// folded by a build that numbered no nodes is refused (see `check_layout`).
     pub(crate) fn watch_checkpoint(&self) -> Result<(u64, i64), StoreError> {
         let mut raw = self.raw.borrow_mut();
-        redis::cmd("UNWATCH")
-            .query::<redis::Value>(&mut *raw)
-            .map_err(|e| raw_remote(&self.url, &e))?;
-        // The stage-2 checkpoint too: an enrichment commit rewrites event nodes' properties,
-        // so a page that read one before it must not write it back after.
-        redis::cmd("WATCH")
+        // One round trip for the three: with two workers on one server, each round trip can
+        // wait behind the other's commit. The stage-2 checkpoint is watched too: an enrichment
+        // commit rewrites event nodes' properties, so a page that read one before it must not
+        // write it back after.
+        let ((checkpoint, seq),): ((Option<u64>, Option<i64>),) = redis::pipe()
+            .cmd("UNWATCH")
+            .ignore()
+            .cmd("WATCH")
             .arg(&self.checkpoint)
             .arg(&self.seq)
             .arg(&self.enriched)
-            .query::<redis::Value>(&mut *raw)
-            .map_err(|e| raw_remote(&self.url, &e))?;
-        let (checkpoint, seq): (Option<u64>, Option<i64>) = redis::cmd("MGET")
+            .ignore()
+            .cmd("MGET")
             .arg(&self.checkpoint)
             .arg(&self.seq)
             .query(&mut *raw)
