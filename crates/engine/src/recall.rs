@@ -1803,15 +1803,9 @@ impl Snapshot<'_> {
         if reads.is_empty() {
             return Ok(Vec::new());
         }
-        let together = self.read.read_together(&reads).and_then(|answers| {
+        let together = self.read.read_together(&reads).map_err(Error::from).and_then(|answers| {
             let mut answers = answers.into_iter();
-            let mut next = || {
-                answers.next().ok_or_else(|| {
-                    ctxgraph_store::StoreError::Corruption(
-                        "a read sent together went unanswered".into(),
-                    )
-                })
-            };
+            let mut next = || answered(answers.next());
             let exist = if unknown.is_empty() { Vec::new() } else { next()?.into_exist()? };
             let nodes = if refs.is_empty() { Vec::new() } else { next()?.into_nodes()? };
             Ok((exist, nodes))

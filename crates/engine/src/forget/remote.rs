@@ -162,25 +162,26 @@ fn forget_one(
                 id: None,
             })
             .collect();
-        match store.forget_append(&record, at, head, &redactions)? {
-            ForgetAppend::Done(Appended::New(position)) => {
-                return Ok(ForgetReport {
-                    target: target.clone(),
-                    forget_id,
-                    position,
-                    redacted: records.len() as u64,
-                });
-            }
-            ForgetAppend::Done(Appended::Duplicate(_)) => {
-                return Err(Error::UnknownForgetTarget {
-                    kind: target.kind.as_str(),
-                    id: target.id.clone(),
-                });
-            }
-            ForgetAppend::Changed { .. } => {}
+        let redacted = records.len() as u64;
+        let appended = store.forget_append(&record, at, head, &redactions)?;
+        if let Some(position) = appended_at(appended, target)? {
+            return Ok(ForgetReport { target: target.clone(), forget_id, position, redacted });
         }
     }
     Err(log_moved(store, target))
+}
+
+/// Where a forget record was appended; `None` when the log moved under the read (read
+/// again), and a repeated forget record (its target was forgotten already) is an unknown
+/// target.
+fn appended_at(appended: ForgetAppend, target: &ForgetTarget) -> Result<Option<u64>, Error> {
+    match appended {
+        ForgetAppend::Done(Appended::New(position)) => Ok(Some(position)),
+        ForgetAppend::Done(Appended::Duplicate(_)) => {
+            Err(Error::UnknownForgetTarget { kind: target.kind.as_str(), id: target.id.clone() })
+        }
+        ForgetAppend::Changed { .. } => Ok(None),
+    }
 }
 
 /// The error of a forget whose records other writers kept changing.
@@ -240,24 +241,12 @@ fn forget_entity_one(
                 id: None,
             });
         }
-        match store.forget_append(&record, at, head, &redactions)? {
-            ForgetAppend::Done(Appended::New(position)) => {
-                store.fold_through(position)?;
-                out_of_graph(store, schema, &entity_key(target), &plan)?;
-                return Ok(ForgetReport {
-                    target: target.clone(),
-                    forget_id,
-                    position,
-                    redacted: redacted as u64,
-                });
-            }
-            ForgetAppend::Done(Appended::Duplicate(_)) => {
-                return Err(Error::UnknownForgetTarget {
-                    kind: target.kind.as_str(),
-                    id: target.id.clone(),
-                });
-            }
-            ForgetAppend::Changed { .. } => {}
+        let appended = store.forget_append(&record, at, head, &redactions)?;
+        if let Some(position) = appended_at(appended, target)? {
+            store.fold_through(position)?;
+            out_of_graph(store, schema, &entity_key(target), &plan)?;
+            let redacted = redacted as u64;
+            return Ok(ForgetReport { target: target.clone(), forget_id, position, redacted });
         }
     }
     Err(log_moved(store, target))

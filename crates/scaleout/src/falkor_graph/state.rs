@@ -87,14 +87,20 @@ pub(super) struct PendingState {
 type Embedding = (Option<String>, Option<usize>);
 
 impl FalkorGraph {
-    /// Every counter key a read view may ask for: the graph's, and the generations of stage 2's
-    /// and stage 3's indexes, which recall's vector and lexical phases read first.
+    /// Every counter key a read view may ask for: the graph's, the generations of stage 2's
+    /// and stage 3's indexes, which recall's vector and lexical phases read first, and the
+    /// enrichment epoch, which stage 2 reads with every chunk.
     fn state_keys(&self) -> Vec<String> {
         let mut keys =
             vec![self.checkpoint.clone(), self.generation.clone(), self.enriched.clone()];
         keys.extend(
-            ["text_generation", "vector_generation", super::stage3::ANN_GENERATION]
-                .map(|suffix| self.stage2_key(suffix)),
+            [
+                "text_generation",
+                "vector_generation",
+                super::stage3::ANN_GENERATION,
+                super::stage2::EPOCH,
+            ]
+            .map(|suffix| self.stage2_key(suffix)),
         );
         keys
     }

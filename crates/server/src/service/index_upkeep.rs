@@ -136,14 +136,8 @@ impl Tenant {
         metrics: &Metrics,
     ) {
         super::priority::lower_for_reads(nice);
-        let prepared = match self.open_engine(false) {
-            Ok(engine) => engine.prepare_indexes(parts),
-            Err(_) => {
-                metrics.index_upkeep("failed", std::time::Duration::ZERO);
-                return;
-            }
-        };
-        let Ok(prepared) = prepared else {
+        let built = self.open_engine(false).ok().and_then(|e| e.prepare_indexes(parts).ok());
+        let Some(prepared) = built else {
             metrics.index_upkeep("failed", std::time::Duration::ZERO);
             return;
         };
