@@ -76,7 +76,13 @@ impl<'g> BatchFold<'g> {
     /// [`BatchFold::start`]: the batch folds the records after it).
     pub fn new(base: &'g FalkorGraph) -> Result<BatchFold<'g>, StoreError> {
         let (start, last_seq) = base.watch_checkpoint()?;
-        Ok(BatchFold {
+        Ok(BatchFold::begun(base, start, last_seq))
+    }
+
+    /// A batch over `base` whose watch is in place, begun at checkpoint `start` with `last_seq`
+    /// the last node creation number.
+    fn begun(base: &'g FalkorGraph, start: u64, last_seq: i64) -> BatchFold<'g> {
+        BatchFold {
             base,
             start,
             last_seq,
@@ -92,7 +98,7 @@ impl<'g> BatchFold<'g> {
             finished: false,
             read_nodes: RefCell::new(BTreeMap::new()),
             read_edges: RefCell::new(BTreeMap::new()),
-        })
+        }
     }
 
     /// The graph's checkpoint when the batch began.
@@ -191,6 +197,34 @@ impl<'g> BatchFold<'g> {
         through: u64,
         extra: Vec<redis::Cmd>,
     ) -> Result<bool, StoreError> {
+        let (writes, drops) = self.finish(extra)?;
+        self.base.commit_watched(&writes, drops, through, self.last_seq)
+    }
+
+    /// [`BatchFold::commit`], and the next batch begun in the same round trip: the watch of
+    /// the checkpoint follows the transaction in one pipeline, and `meanwhile` runs while the
+    /// server answers (a fold reads the next page of the log there, on the log's connection).
+    /// Returns whether this batch was applied, and the next batch: it folds the records after
+    /// its [`BatchFold::start`], which is `through` unless another fold moved the checkpoint.
+    pub fn commit_and_begin(
+        mut self,
+        through: u64,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<(bool, BatchFold<'g>), StoreError> {
+        let (writes, drops) = self.finish(Vec::new())?;
+        let base = self.base;
+        let next =
+            base.commit_watched_then_watch(&writes, drops, through, self.last_seq, meanwhile)?;
+        Ok((next.committed, BatchFold::begun(base, next.checkpoint, next.last_seq)))
+    }
+
+    /// The batch's net writes and the plain commands its transaction runs after them (the
+    /// stage-2 data of the nodes it deletes, then `extra`); the batch counts as finished from
+    /// here (its transaction ends the watch).
+    fn finish(
+        &mut self,
+        extra: Vec<redis::Cmd>,
+    ) -> Result<(Vec<crate::falkor_graph::Write>, Vec<redis::Cmd>), StoreError> {
         // The stage-2 data (vectors, document terms, postings) of the nodes the graph loses,
         // dropped in the same transaction: read before the graph changes, while it still
         // holds their creation numbers.
@@ -225,8 +259,7 @@ impl<'g> BatchFold<'g> {
                 .map(|k| (k, self.pending.get(k).map(|p| p.values().collect()).unwrap_or_default()))
                 .collect(),
         };
-        let writes = merged_writes(&changes)?;
-        self.base.commit_watched(&writes, drops, through, self.last_seq)
+        Ok((merged_writes(&changes)?, drops))
     }
 
     fn session(&mut self, session_id: &str) -> Result<&mut BTreeSet<SessionSlot>, StoreError> {

@@ -48,6 +48,7 @@ use crate::url::StoreUrl;
 
 mod archive;
 mod bulk;
+mod handover;
 mod many;
 mod native_index;
 mod native_text;
@@ -365,22 +366,29 @@ impl FalkorGraph {
     ) -> Result<bool, StoreError> {
         let reply: redis::Value =
             pipe.query(&mut *self.raw.borrow_mut()).map_err(|e| raw_remote(&self.url, &e))?;
+        self.exec_outcome(reply, what)
+    }
+
+    /// What an `EXEC`'s `reply` says: `false` when a watched key moved and nothing ran; an
+    /// error naming `what` when the transaction or one of its commands failed.
+    pub(crate) fn exec_outcome(&self, reply: redis::Value, what: &str) -> Result<bool, StoreError> {
         // Nil: a watched key moved and nothing ran.
-        if reply == redis::Value::Nil {
-            return Ok(false);
-        }
-        let redis::Value::Array(replies) = reply else {
-            return Err(StoreError::Corruption(format!(
-                "{}: a transaction's reply is not a list",
-                self.url
-            )));
+        let replies = match reply {
+            redis::Value::Nil => return Ok(false),
+            redis::Value::Array(replies) => replies,
+            redis::Value::ServerError(e) => {
+                return Err(self.failed(what, &e));
+            }
+            _ => {
+                return Err(StoreError::Corruption(format!(
+                    "{}: a transaction's reply is not a list",
+                    self.url
+                )));
+            }
         };
         for reply in replies {
             if let redis::Value::ServerError(e) = reply {
-                return Err(StoreError::Remote {
-                    backend: "falkordb",
-                    detail: format!("{}: {what} failed: {e:?}", self.url),
-                });
+                return Err(self.failed(what, &e));
             }
         }
         Ok(true)

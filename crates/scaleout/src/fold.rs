@@ -75,10 +75,22 @@ pub fn catch_up(
     // A schema module written after `schema` was loaded (a worker running while a module is
     // added) governs the records after it: it is taken up where the fold meets it.
     let mut current = std::borrow::Cow::Borrowed(schema);
+    // The next page's batch, begun with the previous commit, and the log page read while
+    // that commit ran (from where the commit moved the checkpoint to).
+    let mut begun: Option<(BatchFold<'_>, Ahead)> = None;
     while (folded as usize) < max {
         let want = (max - folded as usize).min(FOLD_PAGE);
-        let mut batch = BatchFold::new(graph)?;
-        let mut entries = log.read_from(batch.start() + 1, want)?;
+        let (mut batch, ahead) = match begun.take() {
+            Some((batch, ahead)) => {
+                let page = ahead.take(batch.start(), want)?;
+                (batch, page)
+            }
+            None => (BatchFold::new(graph)?, None),
+        };
+        let mut entries = match ahead {
+            Some(entries) => entries,
+            None => log.read_from(batch.start() + 1, want)?,
+        };
         // Decode the page first, so that what it will read from the graph is read ahead. A
         // page ends at a schema module the schema lacks: the records after it are decoded and
         // projected under it, from the next page on.
@@ -112,12 +124,51 @@ pub fn catch_up(
         if let Some(next) = module {
             current = std::borrow::Cow::Owned(next);
         }
+        let page = entries.len() as u64;
         // Another fold of this graph committed first: start again from where it left off.
-        if batch.commit(last)? {
-            folded += entries.len() as u64;
+        let left = max - (folded as usize).saturating_add(entries.len()).min(max);
+        if left == 0 {
+            if batch.commit(last)? {
+                folded += page;
+            }
+            continue;
         }
+        // More to fold: the next page begins with this commit (its watch in the same
+        // pipeline), and its log page is read while the server applies this one.
+        let next_want = left.min(FOLD_PAGE);
+        let mut read = None;
+        let (committed, next) = batch
+            .commit_and_begin(last, &mut || read = Some(log.read_from(last + 1, next_want)))?;
+        if committed {
+            folded += page;
+        }
+        begun = Some((next, Ahead { from: last, entries: read }));
     }
     Ok(folded)
+}
+
+/// A log page read ahead of its batch: the records after checkpoint `from`, or why they could
+/// not be read.
+struct Ahead {
+    from: u64,
+    entries: Option<Result<Vec<LogEntry>, StoreError>>,
+}
+
+impl Ahead {
+    /// The page, if it is the one a batch begun at checkpoint `start` wanting `want` records
+    /// folds: read from the same checkpoint, and not longer than wanted. A page read from
+    /// another checkpoint (another fold's commit moved it first) is dropped, to be read again.
+    fn take(self, start: u64, want: usize) -> Result<Option<Vec<LogEntry>>, StoreError> {
+        match self.entries {
+            Some(Ok(mut entries)) if self.from == start => {
+                entries.truncate(want);
+                Ok(Some(entries))
+            }
+            // A read that failed fails the fold, whichever checkpoint it was read from.
+            Some(Err(e)) => Err(e),
+            _ => Ok(None),
+        }
+    }
 }
 
 /// A stored record, validated again under the schema in force where it stands.

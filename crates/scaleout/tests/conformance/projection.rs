@@ -335,6 +335,84 @@ fn of_two_workers_folding_the_same_records_only_the_first_commits() {
     assert_eq!(falkor.graph.counts().unwrap(), embedded_counts, "no record counted twice");
 }
 
+/// A log that answers pages of at most 40 records and, once it has answered the first,
+/// lets a rival fold of the same graph commit the first 25 records: the fold reading through
+/// it loses its first page's commit, and the page it read ahead during that commit is from
+/// the wrong checkpoint. Records where each read began.
+struct RivalAfterFirstPage<'a> {
+    log: &'a ctxgraph_scaleout::RedisLog,
+    schema: &'a Schema,
+    rival: &'a FalkorGraph,
+    reads: std::cell::RefCell<Vec<u64>>,
+}
+
+impl LogReader for RivalAfterFirstPage<'_> {
+    fn head(&self) -> Result<u64, ctxgraph_store::StoreError> {
+        self.log.head()
+    }
+    fn get(
+        &self,
+        kind: RecordKind,
+        id: &str,
+    ) -> Result<Option<ctxgraph_store::LogEntry>, ctxgraph_store::StoreError> {
+        self.log.get(kind, id)
+    }
+    fn read_from(
+        &self,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<ctxgraph_store::LogEntry>, ctxgraph_store::StoreError> {
+        let page = self.log.read_from(from, limit.min(40))?;
+        let first = self.reads.borrow().is_empty();
+        self.reads.borrow_mut().push(from);
+        if first {
+            assert_eq!(catch_up(self.schema, self.log, self.rival, 25).unwrap(), 25);
+        }
+        Ok(page)
+    }
+    fn read_kind(
+        &self,
+        kind: RecordKind,
+    ) -> Result<Vec<ctxgraph_store::LogEntry>, ctxgraph_store::StoreError> {
+        self.log.read_kind(kind)
+    }
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_page_read_during_a_commit_another_fold_beat_is_dropped_and_read_again() {
+    let schema = Schema::core().unwrap();
+    let records = records(&schema);
+    let sessions = sessions_of(&records);
+    let mut log = RedisBackend::new();
+    log.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
+    let head = log.log().head().unwrap();
+    assert!(head > 120, "several pages of 40");
+    let falkor = FalkorBackend::new();
+    let rival = FalkorGraph::connect(falkor.url(), &schema).unwrap();
+    let reader = RivalAfterFirstPage {
+        log: log.log(),
+        schema: &schema,
+        rival: &rival,
+        reads: std::cell::RefCell::new(Vec::new()),
+    };
+
+    // The first page (1-40) loses to the rival's commit through 25; the page read from 41
+    // during that commit is dropped, and the fold goes on from 26.
+    assert_eq!(catch_up(&schema, &reader, &falkor.graph, usize::MAX).unwrap(), head - 25);
+    let reads = reader.reads.borrow().clone();
+    assert_eq!(reads[..3], [1, 41, 26], "{reads:?}");
+    // From there each page read during a commit is the next one, and is used.
+    // (the last, from past the head, finds the log's end).
+    let mut expected: Vec<u64> = (26..=head).step_by(40).collect();
+    expected.push(head + 1);
+    assert_eq!(reads[2..], expected, "{reads:?}");
+    assert_eq!(falkor.graph.projected_through().unwrap(), head);
+    let (embedded, counts) = embedded_fold(&schema, &records, 1, &sessions);
+    same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
+    assert_eq!(falkor.graph.counts().unwrap(), counts, "no record folded twice");
+}
+
 #[test]
 #[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
 fn workers_fold_the_stream_and_a_replacement_takes_over_a_dead_workers_entries() {
