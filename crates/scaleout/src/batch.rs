@@ -79,6 +79,16 @@ impl<'g> BatchFold<'g> {
         Ok(BatchFold::begun(base, start, last_seq))
     }
 
+    /// [`BatchFold::new`], with `meanwhile` run while the server answers the watch (a fold
+    /// reads the log there, from where it expects the checkpoint to be).
+    pub fn begin_meanwhile(
+        base: &'g FalkorGraph,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<BatchFold<'g>, StoreError> {
+        let (start, last_seq) = base.watch_checkpoint_meanwhile(meanwhile)?;
+        Ok(BatchFold::begun(base, start, last_seq))
+    }
+
     /// A batch over `base` whose watch is in place, begun at checkpoint `start` with `last_seq`
     /// the last node creation number.
     fn begun(base: &'g FalkorGraph, start: u64, last_seq: i64) -> BatchFold<'g> {

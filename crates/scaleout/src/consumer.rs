@@ -127,6 +127,11 @@ impl LogConsumer {
         if block.is_some() {
             self.conn.set_read_timeout(Some(TIMEOUT)).map_err(|e| self.fail(&e))?;
         }
+        self.delivered(reply)
+    }
+
+    /// The positions of an `XREADGROUP` reply.
+    fn delivered(&self, reply: Value) -> Result<Vec<u64>, StoreError> {
         // [[stream, [[id, fields], ...]]], or nil when the wait ran out.
         let mut out = Vec::new();
         if let Value::Array(streams) = reply {
@@ -139,6 +144,37 @@ impl LogConsumer {
             }
         }
         Ok(out)
+    }
+
+    /// [`LogConsumer::claim_idle`] and then [`LogConsumer::next`] without a wait, asked in one
+    /// round trip (a worker's round begins with both; each round trip can wait behind another
+    /// worker's commit on the same server): `(claimed, new)`.
+    pub fn claim_idle_and_next(
+        &mut self,
+        min_idle: Duration,
+        count: usize,
+    ) -> Result<(Vec<u64>, Vec<u64>), StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.add_command(self.autoclaim(min_idle, "0-0", count));
+        pipe.cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(&self.group)
+            .arg(&self.consumer)
+            .arg("COUNT")
+            .arg(count.max(1))
+            .arg("STREAMS")
+            .arg(&self.stream)
+            .arg(">");
+        let (claim, read): (Value, Value) =
+            pipe.query(&mut self.conn).map_err(|e| self.fail(&e))?;
+        let new = self.delivered(read)?;
+        let (cursor, mut claimed) = self.claimed(claim)?;
+        if cursor != "0-0" && claimed.len() < count {
+            // More idle entries than one claim took: the rest as `claim_idle` takes them.
+            claimed.extend(self.claim_from(min_idle, cursor, count - claimed.len())?);
+        }
+        claimed.sort_unstable();
+        Ok((claimed, new))
     }
 
     /// Acknowledge `positions`: done, no longer pending. Returns how many were pending.
@@ -158,31 +194,55 @@ impl LogConsumer {
     /// read and has not acknowledged for at least `min_idle`, in log order. They become this
     /// consumer's pending entries.
     pub fn claim_idle(&mut self, min_idle: Duration, count: usize) -> Result<Vec<u64>, StoreError> {
+        let mut out = self.claim_from(min_idle, "0-0".to_owned(), count)?;
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Claim up to `count` idle entries from the claim cursor `cursor` on.
+    fn claim_from(
+        &mut self,
+        min_idle: Duration,
+        mut cursor: String,
+        count: usize,
+    ) -> Result<Vec<u64>, StoreError> {
         let mut out = Vec::new();
-        let mut cursor = "0-0".to_owned();
         loop {
-            let reply: Value = redis::cmd("XAUTOCLAIM")
-                .arg(&self.stream)
-                .arg(&self.group)
-                .arg(&self.consumer)
-                .arg(min_idle.as_millis())
-                .arg(&cursor)
-                .arg("COUNT")
-                .arg(count.saturating_sub(out.len()).max(1))
+            let reply: Value = self
+                .autoclaim(min_idle, &cursor, count.saturating_sub(out.len()))
                 .query(&mut self.conn)
                 .map_err(|e| self.fail(&e))?;
-            // [next cursor, [[id, fields], ...], [deleted ids]]
-            let Value::Array(parts) = reply else { return Err(self.odd("XAUTOCLAIM")) };
-            let (Some(next), Some(Value::Array(entries))) = (parts.first(), parts.get(1)) else {
-                return Err(self.odd("XAUTOCLAIM"));
-            };
-            out.extend(self.positions(entries)?);
-            cursor = text(next).ok_or_else(|| self.odd("XAUTOCLAIM"))?;
+            let (next, positions) = self.claimed(reply)?;
+            out.extend(positions);
+            cursor = next;
             if cursor == "0-0" || out.len() >= count {
-                out.sort_unstable();
                 return Ok(out);
             }
         }
+    }
+
+    /// The `XAUTOCLAIM` of up to `count` entries idle for `min_idle`, from `cursor` on.
+    fn autoclaim(&self, min_idle: Duration, cursor: &str, count: usize) -> redis::Cmd {
+        let mut cmd = redis::cmd("XAUTOCLAIM");
+        cmd.arg(&self.stream)
+            .arg(&self.group)
+            .arg(&self.consumer)
+            .arg(min_idle.as_millis())
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(count.max(1));
+        cmd
+    }
+
+    /// The next cursor and the claimed positions of an `XAUTOCLAIM` reply.
+    fn claimed(&self, reply: Value) -> Result<(String, Vec<u64>), StoreError> {
+        // [next cursor, [[id, fields], ...], [deleted ids]]
+        let Value::Array(parts) = reply else { return Err(self.odd("XAUTOCLAIM")) };
+        let (Some(next), Some(Value::Array(entries))) = (parts.first(), parts.get(1)) else {
+            return Err(self.odd("XAUTOCLAIM"));
+        };
+        let cursor = text(next).ok_or_else(|| self.odd("XAUTOCLAIM"))?;
+        Ok((cursor, self.positions(entries)?))
     }
 
     /// The group's pending entries, lag and last delivered position.

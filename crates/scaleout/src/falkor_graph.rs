@@ -292,30 +292,7 @@ impl FalkorGraph {
     /// nobody moved them since). Returns `(checkpoint, last creation number)`; a graph
     /// folded by a build that numbered no nodes is refused (see `check_layout`).
     pub(crate) fn watch_checkpoint(&self) -> Result<(u64, i64), StoreError> {
-        let mut raw = self.raw.borrow_mut();
-        // One round trip for the three: with two workers on one server, each round trip can
-        // wait behind the other's commit. The stage-2 checkpoint is watched too: an enrichment
-        // commit rewrites event nodes' properties, so a page that read one before it must not
-        // write it back after.
-        let ((checkpoint, seq),): ((Option<u64>, Option<i64>),) = redis::pipe()
-            .cmd("UNWATCH")
-            .ignore()
-            .cmd("WATCH")
-            .arg(&self.checkpoint)
-            .arg(&self.seq)
-            .arg(&self.enriched)
-            .ignore()
-            .cmd("MGET")
-            .arg(&self.checkpoint)
-            .arg(&self.seq)
-            .query(&mut *raw)
-            .map_err(|e| raw_remote(&self.url, &e))?;
-        drop(raw);
-        if let Err(e) = self.layout(checkpoint, seq) {
-            self.unwatch();
-            return Err(e);
-        }
-        Ok((checkpoint.unwrap_or(0), seq.unwrap_or(0)))
+        self.watch_checkpoint_meanwhile(&mut || {})
     }
 
     /// Forget a watch (a batch dropped without its commit).

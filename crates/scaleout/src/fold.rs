@@ -71,7 +71,31 @@ pub fn catch_up(
     graph: &FalkorGraph,
     max: usize,
 ) -> Result<u64, FoldError> {
+    Ok(fold_pages(schema, log, graph, max, None)?.folded)
+}
+
+/// What [`fold_pages`] did.
+#[derive(Debug, Clone, Copy)]
+struct Folded {
+    /// Records folded.
+    folded: u64,
+    /// A checkpoint the graph had reached when the fold ended (it may be further by now:
+    /// another fold's commit).
+    through: u64,
+}
+
+/// [`catch_up`], with the first page's log read sent with its watch when the checkpoint is
+/// expected at `expected` (where the caller's last fold left it): read from the wrong place
+/// (another fold moved it), the page is dropped and read again.
+fn fold_pages(
+    schema: &Schema,
+    log: &dyn LogReader,
+    graph: &FalkorGraph,
+    max: usize,
+    mut expected: Option<u64>,
+) -> Result<Folded, FoldError> {
     let mut folded = 0u64;
+    let mut through = 0u64;
     // A schema module written after `schema` was loaded (a worker running while a module is
     // added) governs the records after it: it is taken up where the fold meets it.
     let mut current = std::borrow::Cow::Borrowed(schema);
@@ -85,8 +109,19 @@ pub fn catch_up(
                 let page = ahead.take(batch.start(), want)?;
                 (batch, page)
             }
-            None => (BatchFold::new(graph)?, None),
+            None => match expected.take() {
+                Some(from) => {
+                    let mut read = None;
+                    let batch = BatchFold::begin_meanwhile(graph, &mut || {
+                        read = Some(log.read_from(from + 1, want));
+                    })?;
+                    let page = Ahead { from, entries: read }.take(batch.start(), want)?;
+                    (batch, page)
+                }
+                None => (BatchFold::new(graph)?, None),
+            },
         };
+        through = through.max(batch.start());
         let mut entries = match ahead {
             Some(entries) => entries,
             None => log.read_from(batch.start() + 1, want)?,
@@ -125,11 +160,13 @@ pub fn catch_up(
             current = std::borrow::Cow::Owned(next);
         }
         let page = entries.len() as u64;
-        // Another fold of this graph committed first: start again from where it left off.
+        // A page another fold committed first is not counted: the fold goes on from where
+        // that one left the checkpoint.
         let left = max - (folded as usize).saturating_add(entries.len()).min(max);
         if left == 0 {
             if batch.commit(last)? {
                 folded += page;
+                through = last;
             }
             continue;
         }
@@ -144,7 +181,7 @@ pub fn catch_up(
         }
         begun = Some((next, Ahead { from: last, entries: read }));
     }
-    Ok(folded)
+    Ok(Folded { folded, through })
 }
 
 /// A log page read ahead of its batch: the records after checkpoint `from`, or why they could
@@ -226,13 +263,22 @@ pub struct Worker {
     unacked: BTreeSet<u64>,
     /// The most records one round folds.
     fold_limit: usize,
+    /// Where the last round left the graph's checkpoint: the next round reads the log from
+    /// there while it watches the checkpoint.
+    through: Option<u64>,
 }
 
 impl Worker {
     /// A worker reading with `consumer`, taking over other workers' entries idle for
     /// `claim_after`.
     pub fn new(consumer: LogConsumer, claim_after: Duration) -> Worker {
-        Worker { consumer, claim_after, unacked: BTreeSet::new(), fold_limit: usize::MAX }
+        Worker {
+            consumer,
+            claim_after,
+            unacked: BTreeSet::new(),
+            fold_limit: usize::MAX,
+            through: None,
+        }
     }
 
     /// Fold at most `limit` records per round (at least one page's worth is still committed
@@ -255,12 +301,22 @@ impl Worker {
         graph: &FalkorGraph,
         block: Option<Duration>,
     ) -> Result<u64, FoldError> {
-        let claimed = self.consumer.claim_idle(self.claim_after, WORKER_READ)?;
-        self.unacked.extend(claimed);
-        let wait = if self.unacked.is_empty() { block } else { None };
-        self.unacked.extend(self.consumer.next(WORKER_READ, wait)?);
-        let folded = catch_up(schema, log, graph, self.fold_limit)?;
-        let through = graph.projected_through()?;
+        if block.is_some() && self.unacked.is_empty() {
+            // Nothing in hand: wait for new entries only if no dead worker's are there.
+            let claimed = self.consumer.claim_idle(self.claim_after, WORKER_READ)?;
+            self.unacked.extend(claimed);
+            let wait = if self.unacked.is_empty() { block } else { None };
+            self.unacked.extend(self.consumer.next(WORKER_READ, wait)?);
+        } else {
+            // No wait: both asked in one round trip.
+            let (claimed, new) =
+                self.consumer.claim_idle_and_next(self.claim_after, WORKER_READ)?;
+            self.unacked.extend(claimed);
+            self.unacked.extend(new);
+        }
+        let Folded { folded, through } =
+            fold_pages(schema, log, graph, self.fold_limit, self.through)?;
+        self.through = Some(through);
         let done: Vec<u64> = self.unacked.iter().copied().filter(|p| *p <= through).collect();
         self.consumer.ack(&done)?;
         for p in done {

@@ -1,11 +1,12 @@
-//! A fold page's commit and the next page's start sent as one pipeline: the transaction, then
-//! the watch and read of the checkpoint the next page begins at.
+//! A fold page's start (the watch and read of the checkpoint) sent with the previous page's
+//! commit as one pipeline, and the caller's `meanwhile` run while the server answers.
 //!
 //! With two workers on one server, every round trip of a worker can queue behind the other
 //! worker's commit; a page that ends with its commit and begins with a separate watch waits
-//! twice. Here the next watch follows the `EXEC` on the same connection, and the caller's
-//! `meanwhile` (the next page's log read, on the log's own connection) runs while the server
-//! works, so a page waits on the server once for the three.
+//! twice, and a page whose log read waits for its watch waits once more. Here the next watch
+//! follows the `EXEC` on the same connection, and `meanwhile` (the next page's log read, on
+//! the log's own connection) runs between sending and reading the replies, so a page waits on
+//! the server once for the three.
 
 use ctxgraph_store::StoreError;
 use redis::Value;
@@ -22,6 +23,9 @@ pub(crate) struct Handover {
     /// The last node creation number read under the new watch.
     pub(crate) last_seq: i64,
 }
+
+/// The commands of a batch's start ([`FalkorGraph::push_watch`]).
+const WATCH_COMMANDS: usize = 3;
 
 impl FalkorGraph {
     /// [`FalkorGraph::commit_watched`], then, in the same pipeline, the watch of the next
@@ -49,63 +53,105 @@ impl FalkorGraph {
             pipe.add_command(cmd);
         }
         pipe.cmd("EXEC");
-        let exec_at = pipe.len() - 1;
-        // The watch of the next batch (the stage-2 checkpoint too, as in `watch_checkpoint`).
-        pipe.cmd("UNWATCH");
-        pipe.cmd("WATCH").arg(&self.checkpoint).arg(&self.seq).arg(&self.enriched);
-        pipe.cmd("MGET").arg(&self.checkpoint).arg(&self.seq);
-        let expected = pipe.len();
-
-        self.raw
-            .borrow_mut()
-            .send_packed_command(&pipe.get_packed_pipeline())
-            .map_err(|e| raw_remote(&self.url, &e))?;
-        meanwhile();
-        let mut replies = Vec::with_capacity(expected);
-        {
-            let mut raw = self.raw.borrow_mut();
-            for _ in 0..expected {
-                replies.push(raw.recv_response().map_err(|e| raw_remote(&self.url, &e))?);
-            }
-        }
-        let outcome = self.handover(replies, exec_at);
+        self.push_watch(&mut pipe);
+        let replies = self.send_meanwhile(&pipe, meanwhile)?;
+        let outcome = self.handover(replies);
         if outcome.is_err() {
             self.unwatch();
         }
         outcome
     }
 
+    /// Watch the checkpoint, the node creation counter and the stage-2 checkpoint, and read
+    /// the first two, in one round trip, with `meanwhile` run after the commands are sent and
+    /// before their replies are read (a fold reads the log there, from where it expects the
+    /// checkpoint to be). Returns `(checkpoint, last creation number)`.
+    pub(crate) fn watch_checkpoint_meanwhile(
+        &self,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<(u64, i64), StoreError> {
+        let mut pipe = redis::pipe();
+        self.push_watch(&mut pipe);
+        let replies = self.send_meanwhile(&pipe, meanwhile)?;
+        let outcome = self.watched_start(replies);
+        if outcome.is_err() {
+            self.unwatch();
+        }
+        outcome
+    }
+
+    /// The start of a batch: `UNWATCH` (a watch left by an earlier batch), `WATCH` of the
+    /// checkpoint and the creation counter (and of the stage-2 checkpoint: an enrichment
+    /// commit rewrites event nodes' properties, so a page that read one before it must not
+    /// write it back after), and the `MGET` of the checkpoint and the counter.
+    fn push_watch(&self, pipe: &mut redis::Pipeline) {
+        pipe.cmd("UNWATCH");
+        pipe.cmd("WATCH").arg(&self.checkpoint).arg(&self.seq).arg(&self.enriched);
+        pipe.cmd("MGET").arg(&self.checkpoint).arg(&self.seq);
+    }
+
+    /// Send `pipe` on the plain connection, run `meanwhile`, then read one reply per command.
+    fn send_meanwhile(
+        &self,
+        pipe: &redis::Pipeline,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<Vec<Value>, StoreError> {
+        self.raw
+            .borrow_mut()
+            .send_packed_command(&pipe.get_packed_pipeline())
+            .map_err(|e| raw_remote(&self.url, &e))?;
+        meanwhile();
+        let mut raw = self.raw.borrow_mut();
+        (0..pipe.len())
+            .map(|_| raw.recv_response().map_err(|e| raw_remote(&self.url, &e)))
+            .collect()
+    }
+
     /// Judge the replies of [`FalkorGraph::commit_watched_then_watch`]'s pipeline: `MULTI`, one
-    /// `QUEUED` per command, the `EXEC` at `exec_at`, then `UNWATCH`, `WATCH` and the `MGET`.
-    fn handover(&self, replies: Vec<Value>, exec_at: usize) -> Result<Handover, StoreError> {
+    /// `QUEUED` per command, the `EXEC`, then the three of the watch.
+    fn handover(&self, mut replies: Vec<Value>) -> Result<Handover, StoreError> {
         let what = "a query of a batch";
-        let mut replies = replies.into_iter();
+        let watch = replies.split_off(replies.len().saturating_sub(WATCH_COMMANDS));
+        let exec = replies.pop().unwrap_or(Value::Nil);
         // A command refused while queued (the server then aborts the `EXEC`).
-        for reply in replies.by_ref().take(exec_at) {
+        for reply in replies {
             if let Value::ServerError(e) = reply {
                 return Err(self.failed(what, &e));
             }
         }
-        let exec = replies.next().unwrap_or(Value::Nil);
         let committed = self.exec_outcome(exec, what)?;
-        let mget = replies.last().ok_or_else(|| {
-            StoreError::Corruption(format!(
-                "{}: a commit's pipeline ended before the checkpoint was read again",
-                self.url
-            ))
-        })?;
-        if let Value::ServerError(e) = mget {
-            return Err(self.failed("a read of the checkpoint", &e));
+        let (checkpoint, last_seq) = self.watched_start(watch)?;
+        Ok(Handover { committed, checkpoint, last_seq })
+    }
+
+    /// The checkpoint and creation counter from the replies of [`FalkorGraph::push_watch`]'s
+    /// commands; a graph folded by a build that numbered no nodes is refused (`layout`).
+    fn watched_start(&self, replies: Vec<Value>) -> Result<(u64, i64), StoreError> {
+        let what = "the watch of the checkpoint";
+        if replies.len() != WATCH_COMMANDS {
+            return Err(StoreError::Corruption(format!(
+                "{}: {what} answered {} replies for {WATCH_COMMANDS} commands",
+                self.url,
+                replies.len()
+            )));
+        }
+        let mut mget = Value::Nil;
+        for reply in replies {
+            if let Value::ServerError(e) = reply {
+                return Err(self.failed(what, &e));
+            }
+            mget = reply;
         }
         let (checkpoint, seq): (Option<u64>, Option<i64>) =
             redis::from_redis_value(mget).map_err(|e| {
                 StoreError::Corruption(format!(
-                    "{}: the checkpoint read after a commit is not two counters: {e}",
+                    "{}: the checkpoint and creation counter read under a watch are not two \
+                     counters: {e}",
                     self.url
                 ))
             })?;
         self.layout(checkpoint, seq)?;
-        Ok(Handover { committed, checkpoint: checkpoint.unwrap_or(0), last_seq: seq.unwrap_or(0) })
+        Ok((checkpoint.unwrap_or(0), seq.unwrap_or(0)))
     }
 
     /// A server's refusal of one of a transaction's commands, naming `what` it was.

@@ -9,8 +9,8 @@ use ctxgraph_projection::project;
 use std::time::Duration;
 
 use ctxgraph_scaleout::{
-    BatchFold, ConsumerName, FalkorGraph, GroupState, LogConsumer, Worker, catch_up, fold_one,
-    load_schema,
+    BatchFold, ConsumerName, FalkorGraph, GroupState, LogConsumer, RedisLog, Worker, catch_up,
+    fold_one, load_schema,
 };
 use ctxgraph_store::{
     Embedded, GraphReader, Log, LogReader, OpenMode, ProjectionGraph, SessionSlot,
@@ -335,18 +335,25 @@ fn of_two_workers_folding_the_same_records_only_the_first_commits() {
     assert_eq!(falkor.graph.counts().unwrap(), embedded_counts, "no record counted twice");
 }
 
-/// A log that answers pages of at most 40 records and, once it has answered the first,
-/// lets a rival fold of the same graph commit the first 25 records: the fold reading through
-/// it loses its first page's commit, and the page it read ahead during that commit is from
-/// the wrong checkpoint. Records where each read began.
-struct RivalAfterFirstPage<'a> {
-    log: &'a ctxgraph_scaleout::RedisLog,
-    schema: &'a Schema,
-    rival: &'a FalkorGraph,
+/// A log that answers pages of at most 40 records, records where each read began, and runs
+/// `after_first` (a rival fold of the same graph) once it has answered its first read.
+struct Pages<'a> {
+    log: &'a RedisLog,
     reads: std::cell::RefCell<Vec<u64>>,
+    after_first: std::cell::RefCell<Option<Box<dyn FnOnce() + 'a>>>,
 }
 
-impl LogReader for RivalAfterFirstPage<'_> {
+impl<'a> Pages<'a> {
+    fn new(log: &'a RedisLog, after_first: Option<Box<dyn FnOnce() + 'a>>) -> Self {
+        Pages {
+            log,
+            reads: std::cell::RefCell::new(Vec::new()),
+            after_first: std::cell::RefCell::new(after_first),
+        }
+    }
+}
+
+impl LogReader for Pages<'_> {
     fn head(&self) -> Result<u64, ctxgraph_store::StoreError> {
         self.log.head()
     }
@@ -363,10 +370,10 @@ impl LogReader for RivalAfterFirstPage<'_> {
         limit: usize,
     ) -> Result<Vec<ctxgraph_store::LogEntry>, ctxgraph_store::StoreError> {
         let page = self.log.read_from(from, limit.min(40))?;
-        let first = self.reads.borrow().is_empty();
         self.reads.borrow_mut().push(from);
-        if first {
-            assert_eq!(catch_up(self.schema, self.log, self.rival, 25).unwrap(), 25);
+        let rival = self.after_first.borrow_mut().take();
+        if let Some(rival) = rival {
+            rival();
         }
         Ok(page)
     }
@@ -376,6 +383,14 @@ impl LogReader for RivalAfterFirstPage<'_> {
     ) -> Result<Vec<ctxgraph_store::LogEntry>, ctxgraph_store::StoreError> {
         self.log.read_kind(kind)
     }
+}
+
+/// Where each read of a fold from checkpoint `from` to `head` in pages of 40 begins, every
+/// page's successor read while it commits: the last read, past the head, finds the log's end.
+fn page_starts(from: u64, head: u64) -> Vec<u64> {
+    let mut starts: Vec<u64> = (from + 1..=head).step_by(40).collect();
+    starts.push(head + 1);
+    starts
 }
 
 #[test]
@@ -388,26 +403,69 @@ fn a_page_read_during_a_commit_another_fold_beat_is_dropped_and_read_again() {
     log.log().append_batch(&records.iter().collect::<Vec<_>>(), "t").unwrap();
     let head = log.log().head().unwrap();
     assert!(head > 120, "several pages of 40");
+    let log: &RedisLog = log.log();
     let falkor = FalkorBackend::new();
     let rival = FalkorGraph::connect(falkor.url(), &schema).unwrap();
-    let reader = RivalAfterFirstPage {
-        log: log.log(),
-        schema: &schema,
-        rival: &rival,
-        reads: std::cell::RefCell::new(Vec::new()),
-    };
+    // The rival folds the first 25 records once the fold has read its first page.
+    let reader = Pages::new(
+        log,
+        Some(Box::new(|| assert_eq!(catch_up(&schema, log, &rival, 25).unwrap(), 25))),
+    );
 
     // The first page (1-40) loses to the rival's commit through 25; the page read from 41
-    // during that commit is dropped, and the fold goes on from 26.
+    // during that commit is dropped, and the fold goes on from 26, each page read while the
+    // one before it commits.
     assert_eq!(catch_up(&schema, &reader, &falkor.graph, usize::MAX).unwrap(), head - 25);
     let reads = reader.reads.borrow().clone();
-    assert_eq!(reads[..3], [1, 41, 26], "{reads:?}");
-    // From there each page read during a commit is the next one, and is used.
-    // (the last, from past the head, finds the log's end).
-    let mut expected: Vec<u64> = (26..=head).step_by(40).collect();
-    expected.push(head + 1);
-    assert_eq!(reads[2..], expected, "{reads:?}");
+    assert_eq!(reads[..2], [1, 41], "{reads:?}");
+    assert_eq!(reads[2..], page_starts(25, head), "{reads:?}");
     assert_eq!(falkor.graph.projected_through().unwrap(), head);
+    let (embedded, counts) = embedded_fold(&schema, &records, 1, &sessions);
+    same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
+    assert_eq!(falkor.graph.counts().unwrap(), counts, "no record folded twice");
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_workers_round_reads_from_where_its_last_left_the_checkpoint_or_again_if_it_moved() {
+    let schema = Schema::core().unwrap();
+    let records = records(&schema);
+    let sessions = sessions_of(&records);
+    let (first, rest) = records.split_at(60);
+    let mut log = RedisBackend::new();
+    let url = log.url().clone();
+    let falkor = FalkorBackend::new();
+    let rival = FalkorGraph::connect(falkor.url(), &schema).unwrap();
+    let group = ConsumerName::parse("project").unwrap();
+    let consumer = LogConsumer::join(&url, &group, &ConsumerName::parse("w").unwrap()).unwrap();
+    let mut worker = Worker::new(consumer, Duration::from_secs(3600));
+
+    // A round of `worker` through a log answering pages of 40: what it folded and where
+    // each of its reads began.
+    let mut round = |log: &RedisLog| {
+        let reader = Pages::new(log, None);
+        let folded = worker.step(&schema, &reader, &falkor.graph, None).unwrap();
+        let reads = reader.reads.borrow().clone();
+        (folded, reads)
+    };
+    log.log().append_batch(&first.iter().collect::<Vec<_>>(), "t").unwrap();
+    assert_eq!(round(log.log()), (60, page_starts(0, 60)));
+
+    // Nothing moved the checkpoint since: the next round's first read, sent with its watch,
+    // is from where the last round left it, and is used.
+    log.log().append_batch(&rest[..30].iter().collect::<Vec<_>>(), "t").unwrap();
+    assert_eq!(round(log.log()), (30, page_starts(60, 90)));
+
+    // Another fold moved it: the read from 91 is dropped and the round reads from 111.
+    log.log().append_batch(&rest[30..].iter().collect::<Vec<_>>(), "t").unwrap();
+    let head = log.log().head().unwrap();
+    assert_eq!(catch_up(&schema, log.log(), &rival, 20).unwrap(), 20);
+    let (folded, reads) = round(log.log());
+    assert_eq!(folded, head - 110);
+    assert_eq!(reads[0], 91, "{reads:?}");
+    assert_eq!(reads[1..], page_starts(110, head), "{reads:?}");
+    assert_eq!(worker.state().unwrap(), GroupState { pending: 0, lag: 0, delivered_through: head });
+
     let (embedded, counts) = embedded_fold(&schema, &records, 1, &sessions);
     same(&falkor_dump(&schema, &falkor.graph, &sessions), &embedded);
     assert_eq!(falkor.graph.counts().unwrap(), counts, "no record folded twice");
