@@ -14,6 +14,8 @@ use redis::Value;
 use crate::reply::{TIMEOUT, connect, failure, text};
 use crate::url::StoreUrl;
 
+mod later;
+
 /// The longest group or consumer name, in bytes.
 pub const MAX_CONSUMER_NAME_BYTES: usize = 64;
 
@@ -24,6 +26,8 @@ pub struct LogConsumer {
     group: String,
     consumer: String,
     conn: redis::Connection,
+    /// Commands sent whose replies are still to be read, in order (`later.rs`).
+    unread: std::collections::VecDeque<later::Unread>,
 }
 
 impl std::fmt::Debug for LogConsumer {
@@ -108,6 +112,7 @@ impl LogConsumer {
             group: group.to_owned(),
             consumer: consumer.to_owned(),
             conn,
+            unread: std::collections::VecDeque::new(),
         })
     }
 
@@ -115,6 +120,7 @@ impl LogConsumer {
     /// `block` for one when there are none (returns none after it). The positions stay pending
     /// for this consumer until [`LogConsumer::ack`].
     pub fn next(&mut self, count: usize, block: Option<Duration>) -> Result<Vec<u64>, StoreError> {
+        self.settle()?;
         let mut cmd = redis::cmd("XREADGROUP");
         cmd.arg("GROUP").arg(&self.group).arg(&self.consumer).arg("COUNT").arg(count.max(1));
         if let Some(wait) = block {
@@ -146,54 +152,20 @@ impl LogConsumer {
         Ok(out)
     }
 
-    /// [`LogConsumer::claim_idle`] and then [`LogConsumer::next`] without a wait, asked in one
-    /// round trip (a worker's round begins with both; each round trip can wait behind another
-    /// worker's commit on the same server): `(claimed, new)`.
-    pub fn claim_idle_and_next(
-        &mut self,
-        min_idle: Duration,
-        count: usize,
-    ) -> Result<(Vec<u64>, Vec<u64>), StoreError> {
-        let mut pipe = redis::pipe();
-        pipe.add_command(self.autoclaim(min_idle, "0-0", count));
-        pipe.cmd("XREADGROUP")
-            .arg("GROUP")
-            .arg(&self.group)
-            .arg(&self.consumer)
-            .arg("COUNT")
-            .arg(count.max(1))
-            .arg("STREAMS")
-            .arg(&self.stream)
-            .arg(">");
-        let (claim, read): (Value, Value) =
-            pipe.query(&mut self.conn).map_err(|e| self.fail(&e))?;
-        let new = self.delivered(read)?;
-        let (cursor, mut claimed) = self.claimed(claim)?;
-        if cursor != "0-0" && claimed.len() < count {
-            // More idle entries than one claim took: the rest as `claim_idle` takes them.
-            claimed.extend(self.claim_from(min_idle, cursor, count - claimed.len())?);
-        }
-        claimed.sort_unstable();
-        Ok((claimed, new))
-    }
-
     /// Acknowledge `positions`: done, no longer pending. Returns how many were pending.
     pub fn ack(&mut self, positions: &[u64]) -> Result<u64, StoreError> {
+        self.settle()?;
         if positions.is_empty() {
             return Ok(0);
         }
-        let mut cmd = redis::cmd("XACK");
-        cmd.arg(&self.stream).arg(&self.group);
-        for p in positions {
-            cmd.arg(format!("0-{p}"));
-        }
-        cmd.query(&mut self.conn).map_err(|e| self.fail(&e))
+        self.xack(positions).query(&mut self.conn).map_err(|e| self.fail(&e))
     }
 
     /// Take over up to `count` entries of this group that another consumer (a worker that died)
     /// read and has not acknowledged for at least `min_idle`, in log order. They become this
     /// consumer's pending entries.
     pub fn claim_idle(&mut self, min_idle: Duration, count: usize) -> Result<Vec<u64>, StoreError> {
+        self.settle()?;
         let mut out = self.claim_from(min_idle, "0-0".to_owned(), count)?;
         out.sort_unstable();
         Ok(out)
@@ -219,6 +191,16 @@ impl LogConsumer {
                 return Ok(out);
             }
         }
+    }
+
+    /// The `XACK` of `positions`.
+    fn xack(&self, positions: &[u64]) -> redis::Cmd {
+        let mut cmd = redis::cmd("XACK");
+        cmd.arg(&self.stream).arg(&self.group);
+        for p in positions {
+            cmd.arg(format!("0-{p}"));
+        }
+        cmd
     }
 
     /// The `XAUTOCLAIM` of up to `count` entries idle for `min_idle`, from `cursor` on.
@@ -247,6 +229,7 @@ impl LogConsumer {
 
     /// The group's pending entries, lag and last delivered position.
     pub fn state(&mut self) -> Result<GroupState, StoreError> {
+        self.settle()?;
         let reply: Value = redis::cmd("XINFO")
             .arg("GROUPS")
             .arg(&self.stream)

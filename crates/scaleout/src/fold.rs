@@ -301,24 +301,29 @@ impl Worker {
         graph: &FalkorGraph,
         block: Option<Duration>,
     ) -> Result<u64, FoldError> {
-        if block.is_some() && self.unacked.is_empty() {
-            // Nothing in hand: wait for new entries only if no dead worker's are there.
+        // Nothing in hand and a wait allowed: wait for new entries only if no dead worker's
+        // are there. Otherwise the claim and the read are asked for now and taken after the
+        // fold (which runs from the checkpoint, whatever they deliver).
+        let asked = !(block.is_some() && self.unacked.is_empty());
+        if asked {
+            self.consumer.ask_claim_idle_and_next(self.claim_after, WORKER_READ)?;
+        } else {
             let claimed = self.consumer.claim_idle(self.claim_after, WORKER_READ)?;
             self.unacked.extend(claimed);
             let wait = if self.unacked.is_empty() { block } else { None };
             self.unacked.extend(self.consumer.next(WORKER_READ, wait)?);
-        } else {
-            // No wait: both asked in one round trip.
-            let (claimed, new) =
-                self.consumer.claim_idle_and_next(self.claim_after, WORKER_READ)?;
-            self.unacked.extend(claimed);
-            self.unacked.extend(new);
         }
         let Folded { folded, through } =
             fold_pages(schema, log, graph, self.fold_limit, self.through)?;
         self.through = Some(through);
+        if asked {
+            let (claimed, new) = self.consumer.take_claimed_and_next()?;
+            self.unacked.extend(claimed);
+            self.unacked.extend(new);
+        }
         let done: Vec<u64> = self.unacked.iter().copied().filter(|p| *p <= through).collect();
-        self.consumer.ack(&done)?;
+        // Its reply is read before the consumer's next command (a failure is returned there).
+        self.consumer.ack_later(&done)?;
         for p in done {
             self.unacked.remove(&p);
         }

@@ -71,3 +71,37 @@ fn each_stage_has_its_own_cursor_and_a_blocked_read_wakes_on_an_append() {
     appended.join().unwrap();
     assert_eq!(got, [2]);
 }
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_claim_and_read_asked_before_a_fold_and_acknowledgements_sent_unread_keep_their_order() {
+    let mut b = RedisBackend::new();
+    let url = b.url().clone();
+    b.write(|l| {
+        for i in 1..=6 {
+            l.append(&event(&format!("e{i}"), "a", "x"), "t").unwrap();
+        }
+    });
+    let mut dying = LogConsumer::join(&url, &name("project"), &name("worker-a")).unwrap();
+    assert_eq!(dying.next(2, None).unwrap(), [1, 2]);
+    drop(dying);
+
+    // Acknowledgements sent without waiting, then a claim and a read asked in one pipeline:
+    // the replies are read in order when the answer is taken.
+    let mut w = LogConsumer::join(&url, &name("project"), &name("worker-b")).unwrap();
+    assert_eq!(w.next(1, None).unwrap(), [3]);
+    w.ack_later(&[3]).unwrap();
+    w.ask_claim_idle_and_next(Duration::ZERO, 2).unwrap();
+    assert_eq!(w.take_claimed_and_next().unwrap(), (vec![1, 2], vec![4, 5]));
+    w.ack_later(&[1, 2, 4]).unwrap();
+    // The next command reads the acknowledgements' replies first: they were applied.
+    assert_eq!(w.state().unwrap(), GroupState { pending: 1, lag: 1, delivered_through: 5 });
+    // An answer never taken is read and dropped before the next command; its entries stay
+    // pending for this consumer until a claim takes them.
+    w.ask_claim_idle_and_next(Duration::from_secs(3600), 10).unwrap();
+    assert_eq!(w.state().unwrap(), GroupState { pending: 2, lag: 0, delivered_through: 6 });
+    let err = w.take_claimed_and_next().unwrap_err();
+    assert!(err.to_string().contains("did not ask for"), "{err}");
+    assert_eq!(w.claim_idle(Duration::ZERO, 10).unwrap(), [5, 6]);
+    assert_eq!(w.claim_idle_and_next(Duration::ZERO, 10).unwrap(), (vec![5, 6], vec![]));
+}
