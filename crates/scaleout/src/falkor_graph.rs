@@ -350,18 +350,17 @@ impl FalkorGraph {
     /// error naming `what` when the transaction or one of its commands failed.
     pub(crate) fn exec_outcome(&self, reply: redis::Value, what: &str) -> Result<bool, StoreError> {
         // Nil: a watched key moved and nothing ran.
-        let replies = match reply {
-            redis::Value::Nil => return Ok(false),
-            redis::Value::Array(replies) => replies,
-            redis::Value::ServerError(e) => {
-                return Err(self.failed(what, &e));
-            }
-            _ => {
-                return Err(StoreError::Corruption(format!(
-                    "{}: a transaction's reply is not a list",
-                    self.url
-                )));
-            }
+        if reply == redis::Value::Nil {
+            return Ok(false);
+        }
+        if let redis::Value::ServerError(e) = reply {
+            return Err(self.failed(what, &e));
+        }
+        let redis::Value::Array(replies) = reply else {
+            return Err(StoreError::Corruption(format!(
+                "{}: a transaction's reply is not a list",
+                self.url
+            )));
         };
         for reply in replies {
             if let redis::Value::ServerError(e) = reply {
