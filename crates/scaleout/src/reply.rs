@@ -13,7 +13,11 @@ pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A plain connection to the server of `url`, with connect, read and write timeouts.
 pub(crate) fn connect(url: &StoreUrl) -> Result<redis::Connection, redis::RedisError> {
-    let conn = redis::Client::open(url.server())?.get_connection_with_timeout(TIMEOUT)?;
+    // Without delay: a command sent while an earlier one's reply is unread (a worker's
+    // acknowledgement, then its next round's claim) must not wait for the server's TCP ACK.
+    let info = redis::IntoConnectionInfo::into_connection_info(url.server())?
+        .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
+    let conn = redis::Client::open(info)?.get_connection_with_timeout(TIMEOUT)?;
     conn.set_read_timeout(Some(TIMEOUT))?;
     conn.set_write_timeout(Some(TIMEOUT))?;
     Ok(conn)
