@@ -856,3 +856,15 @@ fn meta_values_are_read_by_scan_beside_a_megabyte_of_centroids() {
     assert_eq!(r.ann_centroids().unwrap().map(|c| c.len()), Some(1 << 20));
     assert_eq!(r.graph_generation().unwrap(), 0);
 }
+
+#[test]
+fn a_store_is_mapped_as_far_as_sqlite_allows() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir);
+    let mapped: i64 = store.conn.query_row("PRAGMA mmap_size", [], |r| r.get(0)).unwrap();
+    // Capped by SQLite's compile-time maximum (2 GiB less 64 KiB here), past the 1 GiB of old.
+    assert!(mapped > 1 << 30, "{mapped}");
+    store.set_mmap_bytes(0).unwrap();
+    let mapped: i64 = store.conn.query_row("PRAGMA mmap_size", [], |r| r.get(0)).unwrap();
+    assert_eq!(mapped, 0);
+}
