@@ -117,7 +117,7 @@ impl Embedded {
         // The projection reads nodes and index pages at random: a 2 MiB default cache thrashes
         // on a large store. 256 MiB of page cache and memory-mapped reads keep it in memory.
         conn.pragma_update(None, "cache_size", -262_144)?;
-        conn.pragma_update(None, "mmap_size", 1_i64 << 30)?;
+        conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         // Checkpoint the WAL every ~64 MiB instead of every 4 MiB: fewer, larger copies during
         // bulk ingestion. Durability does not depend on checkpoints.
@@ -199,8 +199,8 @@ impl Embedded {
     }
 
     /// Bound how much of the file this connection maps into memory for reading (SQLite's
-    /// `mmap_size`); 0 turns memory-mapped reads off. Opening maps up to 1 GiB, which suits one
-    /// process reading a large store. Mapped pages are the kernel's page cache, not the
+    /// `mmap_size`); 0 turns memory-mapped reads off. Opening maps as much as SQLite allows (2 GiB
+    /// in this build), which suits one process reading a large store. Mapped pages are the kernel's page cache, not the
     /// process's heap, but every connection maps the file on its own and the resident size counts
     /// each mapping's pages: a server with many connections to a growing store reads through
     /// its bounded page caches instead.
@@ -296,6 +296,13 @@ pub fn heap_used() -> u64 {
 /// The size the write-ahead log file is cut back to after a checkpoint resets it: the
 /// automatic checkpoint's threshold (16,384 pages of 4 KiB).
 const WAL_LIMIT_BYTES: i64 = 64 << 20;
+
+/// How much of the file a connection maps for reading, at most: SQLite caps it at its
+/// compile-time maximum (2 GiB less 64 KiB in this build). Pages past the map are copied into
+/// the page cache by a `pread` each; at a million events (a 4 GB file) a map of 1 GiB left
+/// every stored vector and three quarters of the nodes outside it, and `pread` took a fifth of
+/// recall's time.
+pub(crate) const MMAP_BYTES: i64 = 1 << 36;
 
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -817,17 +824,13 @@ fn setting_key(key: &str) -> String {
 }
 
 fn meta_position(c: &Connection, key: &str) -> Result<u64, StoreError> {
-    let v: i64 = c
-        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
-        .query_row(params![key], |r| r.get(0))?;
+    let v: i64 = c.prepare_cached(META_VALUE_SQL)?.query_row(params![key], |r| r.get(0))?;
     Ok(position(v))
 }
 
 fn graph_embedding_model(c: &Connection) -> Result<Option<(String, usize)>, StoreError> {
     let get = |key: &str| -> Result<Option<rusqlite::types::Value>, StoreError> {
-        Ok(c.prepare_cached("SELECT value FROM meta WHERE key = ?1")?
-            .query_row(params![key], |r| r.get(0))
-            .optional()?)
+        Ok(c.prepare_cached(META_VALUE_SQL)?.query_row(params![key], |r| r.get(0)).optional()?)
     };
     match (get("embedding_model")?, get("embedding_dimension")?) {
         (Some(rusqlite::types::Value::Text(id)), Some(rusqlite::types::Value::Integer(dim))) => {
@@ -956,10 +959,8 @@ fn bump_counter(c: &Connection, key: &str) -> Result<(), StoreError> {
 
 /// A counter in meta (an index generation), 0 before its first bump.
 fn meta_counter(c: &Connection, key: &str) -> Result<u64, StoreError> {
-    let v: Option<i64> = c
-        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
-        .query_row(params![key], |r| r.get(0))
-        .optional()?;
+    let v: Option<i64> =
+        c.prepare_cached(META_VALUE_SQL)?.query_row(params![key], |r| r.get(0)).optional()?;
     Ok(v.map_or(0, position))
 }
 
@@ -1095,7 +1096,7 @@ fn graph_scan_text_index(
 }
 
 fn graph_text_index_build(c: &Connection) -> Result<Option<TextIndexBuild>, StoreError> {
-    let mut st = c.prepare_cached("SELECT value FROM meta WHERE key = ?1")?;
+    let mut st = c.prepare_cached(META_VALUE_SQL)?;
     let through: Option<i64> = st.query_row(["text_built_through"], |r| r.get(0)).optional()?;
     let docs: Option<i64> = st.query_row(["text_docs"], |r| r.get(0)).optional()?;
     let avg_len: Option<f64> = st.query_row(["text_avg_len"], |r| r.get(0)).optional()?;
@@ -1479,6 +1480,13 @@ fn graph_session_neighbors(
 pub(crate) const SESSION_TAIL_SQL: &str =
     "SELECT last_at_ns, last_event_id FROM sessions WHERE session_id = ?1";
 pub(crate) const PENDING_FOR_SQL: &str = "SELECT wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, qualifier, props FROM pending_edges WHERE wait_label = ?1 AND wait_id = ?2";
+/// One `meta` value by key, found by scanning the table's few rows rather than seeking its
+/// primary key. `meta` also holds the vector index's centroids (about 1 MB at a million
+/// vectors): a seek whose binary search compares the key with that row's cell reads the whole
+/// overflowing record (SQLite compares an index cell that overflows only after reading it all),
+/// which made reading `ann_generation`, once per vector search, cost 30 µs instead of 3. A scan
+/// reads each row's key from its page and a value only when the key matches.
+pub(crate) const META_VALUE_SQL: &str = "SELECT value FROM meta WHERE +key = ?1";
 pub(crate) const NODE_NID_SQL: &str = "SELECT nid FROM nodes WHERE label = ?1 AND id = ?2";
 pub(crate) const NODE_BY_KEY_SQL: &str =
     "SELECT nid, props FROM nodes WHERE label = ?1 AND id = ?2";
@@ -1661,7 +1669,7 @@ macro_rules! impl_readers {
             fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
                 Ok(self
                     .tx
-                    .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+                    .prepare_cached(META_VALUE_SQL)?
                     .query_row(params![setting_key(key)], |r| r.get(0))
                     .optional()?)
             }

@@ -832,3 +832,39 @@ fn the_removal_generation_counts_removals_only() {
     w.commit().unwrap();
     assert_eq!(generation(&store), Some(3));
 }
+
+#[test]
+fn meta_values_are_read_by_scan_beside_a_megabyte_of_centroids() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    w.set_embedding_model("m", 384).unwrap();
+    w.put_ann_centroids(&vec![7u8; 1 << 20]).unwrap();
+    w.commit().unwrap();
+    let r = store.begin_read().unwrap();
+    // A seek would compare the key with the centroids' overflowing cell, which reads it all.
+    let plan: Vec<String> =
+        r.tx.prepare(&format!("EXPLAIN QUERY PLAN {META_VALUE_SQL}"))
+            .unwrap()
+            .query_map(["ann_generation"], |row| row.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+    assert_eq!(plan, vec!["SCAN meta".to_owned()]);
+    assert_eq!(r.ann_generation().unwrap(), 1);
+    assert_eq!(r.embedding_model().unwrap(), Some(("m".to_owned(), 384)));
+    assert_eq!(r.ann_centroids().unwrap().map(|c| c.len()), Some(1 << 20));
+    assert_eq!(r.graph_generation().unwrap(), 0);
+}
+
+#[test]
+fn a_store_is_mapped_as_far_as_sqlite_allows() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir);
+    let mapped: i64 = store.conn.query_row("PRAGMA mmap_size", [], |r| r.get(0)).unwrap();
+    // Capped by SQLite's compile-time maximum (2 GiB less 64 KiB here), past the 1 GiB of old.
+    assert!(mapped > 1 << 30, "{mapped}");
+    store.set_mmap_bytes(0).unwrap();
+    let mapped: i64 = store.conn.query_row("PRAGMA mmap_size", [], |r| r.get(0)).unwrap();
+    assert_eq!(mapped, 0);
+}
