@@ -48,7 +48,9 @@ use crate::url::StoreUrl;
 
 mod archive;
 mod bulk;
+mod groups_many;
 mod many;
+mod merged;
 mod native_index;
 mod native_text;
 mod read;
