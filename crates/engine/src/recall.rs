@@ -703,6 +703,10 @@ impl Lookups<'_, '_> {
                 .and_then(|r| r.get(&node.key))
                 .cloned()
                 .unwrap_or_default();
+            if self.snap.read.batch_reads_pay() {
+                // Checked one by one below, read in one round trip here.
+                self.prefetch(&events)?;
+            }
             for event in events {
                 if self.admissible(&event)?.is_some() {
                     return Ok(true);
@@ -736,8 +740,19 @@ impl Lookups<'_, '_> {
                 edges.push((edge, forward));
             }
         }
-        for (edge, forward) in edges {
-            let other = if forward { edge.key.to } else { edge.key.from };
+        let far = |(edge, forward): &(Edge, bool)| {
+            if *forward { edge.key.to.clone() } else { edge.key.from.clone() }
+        };
+        if self.snap.read.batch_reads_pay() && self.query.constrains_events() {
+            // Checked one by one below, read in one round trip here: under a constraint most
+            // of a busy entity's first events may be outside it (without one, the first
+            // admits it, mostly).
+            let events: Vec<NodeKey> =
+                edges.iter().map(far).filter(|k| k.label == "Event").collect();
+            self.prefetch(&events)?;
+        }
+        for edge in &edges {
+            let other = far(edge);
             if other.label == "Event" && self.admissible(&other)?.is_some() {
                 return Ok(true);
             }
@@ -1206,6 +1221,7 @@ impl Snapshot<'_> {
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::new();
         let mut ranked: Vec<Item> = Vec::new();
+        let mut read_ahead = false;
         for (at, (bound, key)) in order.iter().enumerate() {
             if best.len() >= want && best.peek().is_some_and(|Reverse(Score(kth))| *bound < *kth) {
                 break;
@@ -1218,7 +1234,16 @@ impl Snapshot<'_> {
                 // the candidates that can still be looked at are those whose bound reaches the
                 // k-th score so far (it only rises): read those too, at most `READ_AHEAD`,
                 // rather than one round trip each.
+                // Before `want` are ranked, a second read means candidates read ahead were
+                // not admitted (a constraint the expansion does not check), and the next may
+                // fail as well: on a store whose reads are round trips, read `READ_AHEAD`.
                 let sure = want.saturating_sub(best.len()).max(1);
+                let sure = if speculate && read_ahead && best.len() < want {
+                    sure.max(READ_AHEAD)
+                } else {
+                    sure
+                };
+                read_ahead = true;
                 let kth = best.peek().map(|Reverse(Score(kth))| *kth);
                 let ahead = order.iter().skip(at).enumerate().take_while(|(i, (bound, _))| {
                     *i < sure
