@@ -703,10 +703,6 @@ impl Lookups<'_, '_> {
                 .and_then(|r| r.get(&node.key))
                 .cloned()
                 .unwrap_or_default();
-            if self.snap.read.batch_reads_pay() {
-                // Checked one by one below, read in one round trip here.
-                self.prefetch(&events)?;
-            }
             for event in events {
                 if self.admissible(&event)?.is_some() {
                     return Ok(true);
@@ -740,19 +736,8 @@ impl Lookups<'_, '_> {
                 edges.push((edge, forward));
             }
         }
-        let far = |(edge, forward): &(Edge, bool)| {
-            if *forward { edge.key.to.clone() } else { edge.key.from.clone() }
-        };
-        if self.snap.read.batch_reads_pay() && self.query.constrains_events() {
-            // Checked one by one below, read in one round trip here: under a constraint most
-            // of a busy entity's first events may be outside it (without one, the first
-            // admits it, mostly).
-            let events: Vec<NodeKey> =
-                edges.iter().map(far).filter(|k| k.label == "Event").collect();
-            self.prefetch(&events)?;
-        }
-        for edge in &edges {
-            let other = far(edge);
+        for (edge, forward) in edges {
+            let other = if forward { edge.key.to } else { edge.key.from };
             if other.label == "Event" && self.admissible(&other)?.is_some() {
                 return Ok(true);
             }
