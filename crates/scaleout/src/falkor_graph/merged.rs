@@ -3,8 +3,10 @@
 //! query, and runs a connection's pipelined queries one after another, so a round trip of four
 //! small queries costs about twice one query of four parts. The reads sent together
 //! (`together.rs`) therefore go as one query of `UNION ALL` parts: every part of query `j`
-//! returns `j AS q, [its columns] AS r`, its parameters renamed `$qj_name`, and the rows are
-//! dealt back to their queries by `q`, each row the columns the query alone returns.
+//! returns `j AS q` and its columns as `c1, c2, …`, padded with nulls to the widest query's
+//! count (flat columns: a list column per row made large answers slower to build and parse),
+//! its parameters renamed `$qj_name`; the rows are dealt back to their queries by `q`, each
+//! row the columns the query alone returns.
 //!
 //! Only the shapes this crate writes are merged (parts ending in a plain `RETURN` list);
 //! anything else is sent as it was, one query per command.
@@ -13,37 +15,66 @@ use falkordb::FalkorValue;
 
 use super::together::{Query, Rows};
 
-/// `queries` as one query, or `None` when one of them has a shape this does not rewrite.
-pub(super) fn merge(queries: &[Query]) -> Option<Query> {
-    let mut parts = Vec::new();
-    let mut params = Vec::new();
-    for (j, query) in queries.iter().enumerate() {
-        let prefix = format!("q{j}_");
-        for part in query.text.split(" UNION ALL ") {
-            let (head, columns) = part.rsplit_once(" RETURN ")?;
-            let columns = plain_columns(columns)?;
-            let head = renamed(head, &prefix);
-            let columns: Vec<String> = columns.iter().map(|c| renamed(c, &prefix)).collect();
-            parts.push(format!("{head} RETURN {j} AS q, [{}] AS r", columns.join(", ")));
-        }
-        params.extend(query.params.iter().map(|(k, v)| (format!("{prefix}{k}"), v.clone())));
-    }
-    Some(Query { text: parts.join(" UNION ALL "), params })
+/// Queries merged as one: the query, and each merged query's column count.
+pub(super) struct Merged {
+    pub(super) query: Query,
+    pub(super) widths: Vec<usize>,
 }
 
-/// The rows of the merged query dealt back to its `count` queries: each row's list column
-/// becomes the row its own query would have returned. `None` when a row is not `[q, list]`
-/// with `q` one of the queries (not a reply of [`merge`]'s query).
-pub(super) fn deal(rows: Rows, count: usize) -> Option<Vec<Rows>> {
-    let mut out: Vec<Rows> = vec![Vec::new(); count];
+/// `queries` as one query, or `None` when one of them has a shape this does not rewrite.
+pub(super) fn merge(queries: &[Query]) -> Option<Merged> {
+    let mut parts = Vec::new();
+    let mut params = Vec::new();
+    let mut widths = Vec::with_capacity(queries.len());
+    for (j, query) in queries.iter().enumerate() {
+        let prefix = format!("q{j}_");
+        let mut width = None;
+        for part in query.text.split(" UNION ALL ") {
+            let (head, columns) = part.rsplit_once(" RETURN ")?;
+            let columns: Vec<String> =
+                plain_columns(columns)?.iter().map(|c| renamed(c, &prefix)).collect();
+            // The parts of one query return as many columns (Cypher's own rule for a union).
+            if width.is_some_and(|w| w != columns.len()) {
+                return None;
+            }
+            width = Some(columns.len());
+            parts.push((j, renamed(head, &prefix), columns));
+        }
+        widths.push(width?);
+        params.extend(query.params.iter().map(|(k, v)| (format!("{prefix}{k}"), v.clone())));
+    }
+    let wide = widths.iter().copied().max().unwrap_or(0);
+    let text = parts
+        .into_iter()
+        .map(|(j, head, columns)| {
+            let mut returned = format!("{head} RETURN {j} AS q");
+            for c in 1..=wide {
+                let expr = columns.get(c - 1).map_or("null", String::as_str);
+                returned.push_str(&format!(", {expr} AS c{c}"));
+            }
+            returned
+        })
+        .collect::<Vec<String>>()
+        .join(" UNION ALL ");
+    Some(Merged { query: Query { text, params }, widths })
+}
+
+/// The rows of the merged query dealt back to its queries (`widths`: each one's column
+/// count): each row without its `q` and padding is the row its own query would have returned.
+/// `None` when a row is not `q` (one of the queries) and that query's columns (not a reply
+/// of [`merge`]'s query).
+pub(super) fn deal(rows: Rows, widths: &[usize]) -> Option<Vec<Rows>> {
+    let mut out: Vec<Rows> = vec![Vec::new(); widths.len()];
     for row in rows {
         let mut cols = row.into_iter();
-        let (Some(FalkorValue::I64(q)), Some(FalkorValue::Array(r)), None) =
-            (cols.next(), cols.next(), cols.next())
-        else {
+        let Some(FalkorValue::I64(q)) = cols.next() else { return None };
+        let q = usize::try_from(q).ok()?;
+        let width = *widths.get(q)?;
+        let row: Vec<FalkorValue> = cols.take(width).collect();
+        if row.len() != width {
             return None;
-        };
-        out.get_mut(usize::try_from(q).ok()?)?.push(r);
+        }
+        out[q].push(row);
     }
     Some(out)
 }
@@ -114,7 +145,7 @@ mod tests {
     }
 
     #[test]
-    fn parts_return_their_query_and_columns_as_a_list() {
+    fn parts_return_their_query_and_columns_padded() {
         let merged = merge(&[
             query("MATCH (n:Entity) WHERE n.id IN $ids RETURN n.id", &["ids"]),
             query(
@@ -125,13 +156,15 @@ mod tests {
             ),
         ])
         .expect("a shape this crate writes");
+        let Merged { query: merged, widths } = merged;
         assert_eq!(
             merged.text,
-            "MATCH (n:Entity) WHERE n.id IN $q0_ids RETURN 0 AS q, [n.id] AS r UNION ALL \
-             UNWIND $q1_k0 AS k MATCH (n:A {id: k[1]}) RETURN 1 AS q, [k[0], n.props] AS r \
-             UNION ALL UNWIND $q1_k1 AS k MATCH (n:B {id: k[1]}) WITH k[0] AS i, \
-             collect(n.id) AS ids RETURN 1 AS q, [i, ids[0..$q1_limit]] AS r"
+            "MATCH (n:Entity) WHERE n.id IN $q0_ids RETURN 0 AS q, n.id AS c1, null AS c2 \
+             UNION ALL UNWIND $q1_k0 AS k MATCH (n:A {id: k[1]}) RETURN 1 AS q, k[0] AS c1, \
+             n.props AS c2 UNION ALL UNWIND $q1_k1 AS k MATCH (n:B {id: k[1]}) WITH k[0] AS i, \
+             collect(n.id) AS ids RETURN 1 AS q, i AS c1, ids[0..$q1_limit] AS c2"
         );
+        assert_eq!(widths, [1, 2]);
         let names: Vec<&str> = merged.params.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, ["q0_ids", "q1_k0", "q1_k1", "q1_limit"]);
     }
@@ -155,22 +188,23 @@ mod tests {
 
     #[test]
     fn rows_go_back_to_their_queries() {
-        let row =
-            |q: i64, cols: Vec<FalkorValue>| vec![FalkorValue::I64(q), FalkorValue::Array(cols)];
+        let (a, n) = (FalkorValue::String("a".into()), FalkorValue::None);
+        let row = |q: i64, cols: &[FalkorValue]| {
+            std::iter::once(FalkorValue::I64(q)).chain(cols.iter().cloned()).collect::<Vec<_>>()
+        };
+        let (seven, eight) = (FalkorValue::I64(7), FalkorValue::I64(8));
         let dealt = deal(
             vec![
-                row(1, vec![FalkorValue::I64(7)]),
-                row(0, vec![FalkorValue::String("a".into()), FalkorValue::None]),
-                row(1, vec![FalkorValue::I64(8)]),
+                row(1, &[seven.clone(), n.clone()]),
+                row(0, &[a.clone(), n.clone()]),
+                row(1, &[eight.clone(), n.clone()]),
             ],
-            3,
+            &[2, 1, 0],
         )
         .expect("rows of the merged query");
-        assert_eq!(dealt.len(), 3);
-        assert_eq!(dealt[0], vec![vec![FalkorValue::String("a".into()), FalkorValue::None]]);
-        assert_eq!(dealt[1], vec![vec![FalkorValue::I64(7)], vec![FalkorValue::I64(8)]]);
-        assert!(dealt[2].is_empty());
-        assert!(deal(vec![row(3, Vec::new())], 3).is_none());
-        assert!(deal(vec![vec![FalkorValue::I64(0)]], 3).is_none());
+        assert_eq!(dealt, vec![vec![vec![a, n.clone()]], vec![vec![seven], vec![eight]], vec![]]);
+        assert!(deal(vec![row(3, &[])], &[2, 1, 0]).is_none(), "no such query");
+        assert!(deal(vec![row(0, &[n])], &[2, 1, 0]).is_none(), "fewer columns");
+        assert!(deal(vec![vec![FalkorValue::Bool(true)]], &[2, 1, 0]).is_none(), "no q");
     }
 }

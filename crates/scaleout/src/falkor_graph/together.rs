@@ -117,13 +117,13 @@ impl FalkorGraph {
         if queries.len() < 2 {
             return self.pipelined(queries);
         }
-        let Some(query) = super::merged::merge(queries) else {
+        let Some(merged) = super::merged::merge(queries) else {
             return self.pipelined(queries);
         };
         let params: Vec<(&str, FalkorValue)> =
-            query.params.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-        let rows = self.run_read(&query.text, &params)?;
-        super::merged::deal(rows, queries.len())
+            merged.query.params.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        let rows = self.run_read(&merged.query.text, &params)?;
+        super::merged::deal(rows, &merged.widths)
             .ok_or_else(|| super::odd(&self.url, "a row of reads merged as one query"))
     }
 
