@@ -46,8 +46,12 @@ pub(crate) struct Adjacent {
 
 impl Adjacent {
     fn read(read: &dyn GraphReader, key: &NodeKey, limit: usize) -> Result<Adjacent, Error> {
-        let groups = read
-            .edge_groups(key, limit)?
+        Ok(Adjacent::of(read.edge_groups(key, limit)?, limit))
+    }
+
+    /// A node's groups as read with `limit`, reduced to what expansion uses.
+    fn of(groups: Vec<EdgeGroup>, limit: usize) -> Adjacent {
+        let groups = groups
             .into_iter()
             .map(|g| {
                 let out = g.out;
@@ -55,7 +59,7 @@ impl Adjacent {
                 EdgeGroup { out, edge_type: g.edge_type, degree: g.degree, edges }
             })
             .collect();
-        Ok(Adjacent { limit, groups })
+        Adjacent { limit, groups }
     }
 
     /// Every edge of one type in one direction, in the order `GraphReader::edges_of` lists
@@ -171,20 +175,61 @@ impl EdgeCache {
         }
         let adjacent = Arc::new(Adjacent::read(read, key, limit)?);
         let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        // Another snapshot may have moved the cache to another generation meanwhile: what was
-        // read here is then not kept.
-        if cache.generation == generation {
-            let edges = adjacent.edges();
-            if cache.edges + edges > MAX_EDGES {
-                cache.nodes.clear();
-                cache.edges = 0;
-            }
-            if let Some(old) = cache.nodes.insert(key.clone(), Arc::clone(&adjacent)) {
-                cache.edges -= old.edges();
-            }
-            cache.edges += edges;
-        }
+        cache.keep(generation, key, &adjacent);
         Ok(adjacent)
+    }
+
+    /// Read the edge groups of those of `keys` the cache does not hold at `generation` with
+    /// at least `limit` edges each, in one read ([`GraphReader::edge_groups_many`]), and keep
+    /// them: for a caller that will probably expand them next, on a store whose every read is
+    /// a round trip.
+    pub(crate) fn fill(
+        &self,
+        read: &dyn GraphReader,
+        generation: u64,
+        keys: &[NodeKey],
+        limit: usize,
+    ) -> Result<(), Error> {
+        let missing: Vec<NodeKey> = {
+            let cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let held = |key: &NodeKey| {
+                cache.generation == generation
+                    && cache.nodes.get(key).is_some_and(|a| a.limit >= limit)
+            };
+            let mut wanted = std::collections::BTreeSet::new();
+            keys.iter().filter(|k| !held(k) && wanted.insert(*k)).cloned().collect()
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let groups = read.edge_groups_many(&missing, limit)?;
+        let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.generation != generation {
+            *cache = Cached { generation, ..Cached::default() };
+        }
+        for (key, groups) in missing.iter().zip(groups) {
+            cache.keep(generation, key, &Arc::new(Adjacent::of(groups, limit)));
+        }
+        Ok(())
+    }
+}
+
+impl Cached {
+    /// Keep `adjacent` as `key`'s edge groups, read at `generation`; another snapshot may have
+    /// moved the cache to another generation meanwhile: what was read is then not kept.
+    fn keep(&mut self, generation: u64, key: &NodeKey, adjacent: &Arc<Adjacent>) {
+        if self.generation != generation {
+            return;
+        }
+        let edges = adjacent.edges();
+        if self.edges + edges > MAX_EDGES {
+            self.nodes.clear();
+            self.edges = 0;
+        }
+        if let Some(old) = self.nodes.insert(key.clone(), Arc::clone(adjacent)) {
+            self.edges -= old.edges();
+        }
+        self.edges += edges;
     }
 }
 

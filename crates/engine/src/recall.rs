@@ -528,6 +528,15 @@ impl Lookups<'_, '_> {
         Ok(())
     }
 
+    /// The node of `key` if it was read or read ahead already (admitted or not; nothing is
+    /// read and nothing is checked).
+    fn read_already(&self, key: &NodeKey) -> Option<&Node> {
+        match self.seen.get(key) {
+            Some(Some(node)) => Some(node),
+            _ => self.fetched.get(key).and_then(Option::as_ref),
+        }
+    }
+
     /// The keys of `keys` neither read nor read ahead yet, each once, in order: what
     /// [`Lookups::prefetch`] would read.
     fn unread<'k>(&self, keys: impl IntoIterator<Item = &'k NodeKey>) -> Vec<NodeKey> {
@@ -1093,6 +1102,21 @@ impl Snapshot<'_> {
             let decay = if c.path.is_empty() { 1.0 } else { p.hop_decay };
             let (relevance, weight, confidence, seed, path) =
                 (c.relevance, c.path_weight, c.confidence, c.seed.clone(), c.path.clone());
+            if speculate && self.adjacent_cached(&from, p.fanout)?.is_none() {
+                // On a store whose reads are round trips, the edges of the likeliest next
+                // expansions come with this one's: those of the best of the queue whose node
+                // is read already and is no hub (a hub is never expanded; its edges are many).
+                let next = open.iter().rev().map(|(_, k)| k).filter(|k| {
+                    cands.get(*k).is_some_and(|c| c.path.len() < p.depth)
+                        && r.read_already(k).is_some_and(|n| !is_hub(n, p.hub_mentions))
+                });
+                let keys: Vec<NodeKey> = std::iter::once(&from)
+                    .chain(next)
+                    .take(p.expansions - expanded + 1)
+                    .cloned()
+                    .collect();
+                self.prefetch_adjacent(&keys, p.fanout)?;
+            }
             let adjacent = self.adjacent(&from, p.fanout)?;
             for (w, edge_type, forward, edge) in adjacent.heaviest(&step_weight, p.fanout) {
                 // Borrowed until the step is taken: most steps reach a node already reached
@@ -1182,6 +1206,7 @@ impl Snapshot<'_> {
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::new();
         let mut ranked: Vec<Item> = Vec::new();
+        let mut read_ahead = false;
         for (at, (bound, key)) in order.iter().enumerate() {
             if best.len() >= want && best.peek().is_some_and(|Reverse(Score(kth))| *bound < *kth) {
                 break;
@@ -1194,7 +1219,16 @@ impl Snapshot<'_> {
                 // the candidates that can still be looked at are those whose bound reaches the
                 // k-th score so far (it only rises): read those too, at most `READ_AHEAD`,
                 // rather than one round trip each.
+                // Before `want` are ranked, a second read means candidates read ahead were
+                // not admitted (a constraint the expansion does not check), and the next may
+                // fail as well: on a store whose reads are round trips, read `READ_AHEAD`.
                 let sure = want.saturating_sub(best.len()).max(1);
+                let sure = if speculate && read_ahead && best.len() < want {
+                    sure.max(READ_AHEAD)
+                } else {
+                    sure
+                };
+                read_ahead = true;
                 let kth = best.peek().map(|Reverse(Score(kth))| *kth);
                 let ahead = order.iter().skip(at).enumerate().take_while(|(i, (bound, _))| {
                     *i < sure

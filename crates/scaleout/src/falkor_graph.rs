@@ -48,8 +48,10 @@ use crate::url::StoreUrl;
 
 mod archive;
 mod bulk;
+mod groups_many;
 mod handover;
 mod many;
+mod merged;
 mod native_index;
 mod native_text;
 mod read;

@@ -350,6 +350,7 @@ impl GraphReader for ScaleOutRead<'_> {
             -> Vec<Vec<Edge>>;
         fn native_nearest(&self, query: &[f32], want: usize, scan_up_to: u64) -> Option<Vec<i64>>;
         fn read_together(&self, reads: &[ManyRead<'_>]) -> Vec<ManyAnswer>;
+        fn edge_groups_many(&self, keys: &[NodeKey], limit: usize) -> Vec<Vec<EdgeGroup>>;
     }
 
     fn batch_reads_pay(&self) -> bool {

@@ -509,6 +509,16 @@ pub trait GraphReader {
     fn enrichment_epoch(&self) -> Result<u64, StoreError> {
         Ok(0)
     }
+
+    /// [`GraphReader::edge_groups`] of each of `keys`, in order. The default reads them one by
+    /// one; a backend whose reads are round trips answers them in one.
+    fn edge_groups_many(
+        &self,
+        keys: &[NodeKey],
+        limit: usize,
+    ) -> Result<Vec<Vec<EdgeGroup>>, StoreError> {
+        keys.iter().map(|key| self.edge_groups(key, limit)).collect()
+    }
 }
 
 /// Write access to the projected graph. Every method is an upsert or an idempotent delete, so a

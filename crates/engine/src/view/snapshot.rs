@@ -401,6 +401,12 @@ impl<'a> Snapshot<'a> {
         self.caches.edges.adjacent(&*self.read, self.graph_generation()?, key, limit)
     }
 
+    /// Read ahead into the edge cache the edge groups of those of `keys` it does not hold, in
+    /// one read: the likeliest next expansions, on a store whose reads are round trips.
+    pub(crate) fn prefetch_adjacent(&self, keys: &[NodeKey], limit: usize) -> Result<(), Error> {
+        self.caches.edges.fill(&*self.read, self.graph_generation()?, keys, limit)
+    }
+
     /// [`Snapshot::adjacent`] when the cache holds the node's edges already (nothing is read).
     pub(crate) fn adjacent_cached(
         &self,

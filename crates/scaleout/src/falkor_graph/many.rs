@@ -32,7 +32,11 @@ fn by_label(keys: &[NodeKey]) -> BTreeMap<&str, Vec<FalkorValue>> {
 }
 
 /// A row's place column as an index into the caller's list.
-fn place(row: &[FalkorValue], len: usize, url: &crate::url::StoreUrl) -> Result<usize, StoreError> {
+pub(super) fn place(
+    row: &[FalkorValue],
+    len: usize,
+    url: &crate::url::StoreUrl,
+) -> Result<usize, StoreError> {
     usize::try_from(int_at(row, 0, url)?).ok().filter(|i| *i < len).ok_or_else(|| {
         StoreError::Corruption(format!("{url}: a batched read answered for a key it was not asked"))
     })
@@ -42,7 +46,7 @@ impl FalkorGraph {
     /// `part(label, param)` (a query over the keys of one label, bound to `$param`) for every
     /// label of `keys`, as one `UNION ALL` query per chunk of keys, with the place in `keys` of
     /// each chunk's first key.
-    fn per_label(
+    pub(super) fn per_label(
         keys: &[NodeKey],
         part: &dyn Fn(&str, &str) -> String,
     ) -> Result<(Vec<Query>, Vec<usize>), StoreError> {

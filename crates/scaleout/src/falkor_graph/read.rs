@@ -64,36 +64,40 @@ impl FalkorGraph {
             &format!("{} UNION ALL {}", side(true), side(false)),
             &[("id", s(&key.id)), ("limit", int(count(limit)))],
         )?;
-        let mut groups = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let out = bool_at(r, 0, &self.url)?;
-            let edge_type = text_at(r, 1, &self.url)?;
-            let degree = usize::try_from(int_at(r, 2, &self.url)?).unwrap_or(0);
-            let Some(FalkorValue::Array(items)) = r.get(3) else {
-                return Err(odd(&self.url, "a list of a group's edges"));
-            };
-            let items = items
-                .iter()
-                .map(|item| {
-                    let FalkorValue::Array(cols) = item else {
-                        return Err(odd(&self.url, "an edge of a group"));
-                    };
-                    let far = NodeKey {
-                        label: text_at(cols, 0, &self.url)?,
-                        id: text_at(cols, 1, &self.url)?,
-                    };
-                    Ok((far, text_at(cols, 2, &self.url)?, text_at(cols, 3, &self.url)?))
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            groups.push(EdgeGroup {
-                out,
-                edge_type,
-                degree: degree.min(limit.saturating_add(1)),
-                edges: items,
-            });
-        }
-        groups.sort_by(|a, b| b.out.cmp(&a.out).then_with(|| a.edge_type.cmp(&b.edge_type)));
+        let mut groups =
+            rows.iter().map(|r| self.group_at(r, 0, limit)).collect::<Result<Vec<_>, _>>()?;
+        sort_groups(&mut groups);
         Ok(groups)
+    }
+
+    /// The group whose columns start at `at` in `row` (`out`, edge type, degree, items), as
+    /// [`FalkorGraph::groups`] reads it.
+    pub(super) fn group_at(
+        &self,
+        row: &[FalkorValue],
+        at: usize,
+        limit: usize,
+    ) -> Result<EdgeGroup<Item>, StoreError> {
+        let out = bool_at(row, at, &self.url)?;
+        let edge_type = text_at(row, at + 1, &self.url)?;
+        let degree = usize::try_from(int_at(row, at + 2, &self.url)?).unwrap_or(0);
+        let Some(FalkorValue::Array(items)) = row.get(at + 3) else {
+            return Err(odd(&self.url, "a list of a group's edges"));
+        };
+        let items = items
+            .iter()
+            .map(|item| {
+                let FalkorValue::Array(cols) = item else {
+                    return Err(odd(&self.url, "an edge of a group"));
+                };
+                let far = NodeKey {
+                    label: text_at(cols, 0, &self.url)?,
+                    id: text_at(cols, 1, &self.url)?,
+                };
+                Ok((far, text_at(cols, 2, &self.url)?, text_at(cols, 3, &self.url)?))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(EdgeGroup { out, edge_type, degree: degree.min(limit.saturating_add(1)), edges: items })
     }
 
     /// Refuse a graph folded by a build that gave nodes no creation numbers (a checkpoint with
@@ -547,6 +551,19 @@ impl GraphReader for FalkorGraph {
     fn read_together(&self, reads: &[ManyRead<'_>]) -> Result<Vec<ManyAnswer>, StoreError> {
         self.read_many_together(reads)
     }
+
+    fn edge_groups_many(
+        &self,
+        keys: &[NodeKey],
+        limit: usize,
+    ) -> Result<Vec<Vec<EdgeGroup>>, StoreError> {
+        self.edge_groups_of(keys, limit)
+    }
+}
+
+/// A node's groups in the order the reads list them: outgoing first, then by edge type.
+pub(super) fn sort_groups<T>(groups: &mut [EdgeGroup<T>]) {
+    groups.sort_by(|a, b| b.out.cmp(&a.out).then_with(|| a.edge_type.cmp(&b.edge_type)));
 }
 
 /// Groups whose items carry their edge type too (the heaviest edges are built from items of

@@ -7,6 +7,8 @@
 //! connection before the pipeline and takes its reply after: every recall reads them (the
 //! embedding model, the generations), and this way their round trip overlaps the graph's.
 //!
+//! The pipeline's queries are merged into one query where their shapes allow (`merged.rs`).
+//!
 //! [`GraphReader::read_together`]: ctxgraph_store::GraphReader::read_together
 
 use ctxgraph_store::{ManyAnswer, ManyRead, StoreError};
@@ -97,7 +99,7 @@ impl FalkorGraph {
         }
         // The state keys' read, sent now and answered after the graph's (see the module docs).
         let state = if queries.is_empty() { None } else { self.send_state()? };
-        let replies = self.pipelined(&queries);
+        let replies = self.one_query(&queries);
         if let Some(pending) = state {
             self.receive_state(pending)?;
         }
@@ -107,6 +109,22 @@ impl FalkorGraph {
             out.push(answer(self, replies.by_ref().take(n).collect())?);
         }
         Ok(out)
+    }
+
+    /// The rows of each of `queries`, read-only, sent as one query when they merge
+    /// (`merged.rs`: FalkorDB's cost per query is paid once), else in one pipeline.
+    pub(super) fn one_query(&self, queries: &[Query]) -> Result<Vec<Rows>, StoreError> {
+        if queries.len() < 2 {
+            return self.pipelined(queries);
+        }
+        let Some(merged) = super::merged::merge(queries) else {
+            return self.pipelined(queries);
+        };
+        let params: Vec<(&str, FalkorValue)> =
+            merged.query.params.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        let rows = self.run_read(&merged.query.text, &params)?;
+        super::merged::deal(rows, &merged.widths)
+            .ok_or_else(|| super::odd(&self.url, "a row of reads merged as one query"))
     }
 
     /// The rows of each of `queries`, read-only, sent in one pipeline (no graph, no rows).

@@ -10,8 +10,8 @@ use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properti
 use ctxgraph_ontology::{Limits, Schema, ValidRecord, validate};
 use ctxgraph_scaleout::{FalkorGraph, ScaleOutStore, catch_up};
 use ctxgraph_store::{
-    Appended, Embedded, GraphReader, LogReader, ManyAnswer, ManyRead, OpenMode, ProjectionGraph,
-    RemoteStore, SessionSlot, StoreRead, read_one,
+    Appended, EdgeGroup, Embedded, GraphReader, LogReader, ManyAnswer, ManyRead, OpenMode,
+    ProjectionGraph, RemoteStore, SessionSlot, StoreRead, read_one,
 };
 use ctxgraph_synth::{TraceConfig, trace};
 use serde_json::json;
@@ -556,6 +556,22 @@ fn batched_reads_answer_as_the_single_reads_in_order() {
             assert!(single.iter().any(|es| es.len() > 1) || limit == 1);
         }
     }
+    // Edge groups: each node's as its single read, degrees past the limit counted as it
+    // counts them; more keys than one query carries (several queries, merged as one).
+    for limit in [1, 3, 16] {
+        let single: Vec<Vec<EdgeGroup>> =
+            keys.iter().map(|k| f.edge_groups(k, limit).unwrap()).collect();
+        assert_eq!(f.edge_groups_many(&keys, limit).unwrap(), single, "{limit}");
+        assert_eq!(e.edge_groups_many(&keys, limit).unwrap(), single, "{limit}");
+        assert!(single.iter().flatten().any(|g| g.degree > g.edges.len()) || limit == 16);
+    }
+    let many: Vec<NodeKey> = keys.iter().cycle().take(2_300).cloned().collect();
+    let groups = f.edge_groups_many(&many, 2).unwrap();
+    assert_eq!(groups.len(), 2_300);
+    for (key, groups) in many.iter().zip(&groups).step_by(97) {
+        assert_eq!(groups, &f.edge_groups(key, 2).unwrap(), "{key}");
+    }
+    assert_eq!(f.edge_groups_many(&[], 2).unwrap(), Vec::<Vec<EdgeGroup>>::new());
 
     // A stage-1 graph has no summaries: one label finds nothing.
     let labels = ["Event", "Entity", "Summary", "Memory"];

@@ -1,0 +1,74 @@
+//! [`GraphReader::edge_groups_many`]: the edge groups of many nodes in one query, for recall's
+//! expansion, which reads the likeliest next expansions with the one in hand on a store whose
+//! reads are round trips. Each node's answer equals [`GraphReader::edge_groups`]'s (the
+//! conformance suite compares them).
+//!
+//! [`GraphReader::edge_groups_many`]: ctxgraph_store::GraphReader::edge_groups_many
+//! [`GraphReader::edge_groups`]: ctxgraph_store::GraphReader::edge_groups
+
+use ctxgraph_ontology::graph::{Edge, NodeKey};
+use ctxgraph_store::{EdgeGroup, StoreError};
+
+use super::many::place;
+use super::read::{group_edge, sort_groups};
+use super::together::placed_rows;
+use super::{FalkorGraph, count, int};
+
+impl FalkorGraph {
+    /// The edge groups of each of `keys` with their first `limit` edges each, in order: one
+    /// query of a `UNION ALL` part per label and direction.
+    pub(crate) fn edge_groups_of(
+        &self,
+        keys: &[NodeKey],
+        limit: usize,
+    ) -> Result<Vec<Vec<EdgeGroup>>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        // As the single read (`read.rs`, `groups`), with each row's key place in front.
+        let side = |label: &str, k: &str, out: bool| {
+            let pattern = if out { "(n)-[r]->(m)" } else { "(n)<-[r]-(m)" };
+            format!(
+                "UNWIND ${k} AS k MATCH (n:{label} {{id: k[1]}}) MATCH {pattern} \
+                 WITH k[0] AS i, type(r) AS t, r, m ORDER BY i, t, m.seq, r.q \
+                 WITH i, t, collect([m, r]) AS es \
+                 RETURN i, {out} AS out, t, size(es) AS degree, \
+                 [p IN es[0..$limit] | [labels(p[0])[0], p[0].id, p[1].q, p[1].props]] AS items"
+            )
+        };
+        let (mut queries, starts) = Self::per_label(keys, &|label, k| {
+            format!("{} UNION ALL {}", side(label, k, true), side(label, k, false))
+        })?;
+        for q in &mut queries {
+            q.params.push(("limit".to_owned(), int(count(limit))));
+        }
+        let rows = placed_rows(self.one_query(&queries)?, &starts);
+        let mut groups: Vec<Vec<EdgeGroup<super::read::Item>>> = vec![Vec::new(); keys.len()];
+        for r in &rows {
+            let i = place(r, keys.len(), &self.url)?;
+            groups[i].push(self.group_at(r, 1, limit)?);
+        }
+        keys.iter()
+            .zip(groups)
+            .map(|(key, mut groups)| {
+                sort_groups(&mut groups);
+                groups
+                    .into_iter()
+                    .map(|g| {
+                        let edges = g
+                            .edges
+                            .into_iter()
+                            .map(|item| group_edge(key, &g.edge_type, g.out, item))
+                            .collect::<Result<Vec<Edge>, StoreError>>()?;
+                        Ok(EdgeGroup {
+                            out: g.out,
+                            edge_type: g.edge_type,
+                            degree: g.degree,
+                            edges,
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
