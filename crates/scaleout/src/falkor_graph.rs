@@ -323,6 +323,20 @@ impl FalkorGraph {
     ) -> Result<bool, StoreError> {
         let mut pipe = redis::pipe();
         pipe.atomic();
+        self.push_page(&mut pipe, writes, extra, through, last_seq)?;
+        self.exec_watched(&pipe, "a query of a batch")
+    }
+
+    /// The commands of a batch's transaction, without its `MULTI`/`EXEC`: the checkpoint and
+    /// the node counter moved, the generation counted, the graph writes, then `extra`.
+    fn push_page(
+        &self,
+        pipe: &mut redis::Pipeline,
+        writes: &[Write],
+        extra: Vec<redis::Cmd>,
+        through: u64,
+        last_seq: i64,
+    ) -> Result<(), StoreError> {
         pipe.cmd("SET").arg(&self.checkpoint).arg(through);
         pipe.cmd("SET").arg(&self.seq).arg(last_seq);
         pipe.cmd("INCR").arg(&self.generation);
@@ -332,7 +346,7 @@ impl FalkorGraph {
         for cmd in extra {
             pipe.add_command(cmd);
         }
-        self.exec_watched(&pipe, "a query of a batch")
+        Ok(())
     }
 
     /// Send a watched `MULTI`/`EXEC` pipeline: `false` when a watched key moved and nothing

@@ -6,11 +6,11 @@
 //! [`GraphReader::edge_groups_many`]: ctxgraph_store::GraphReader::edge_groups_many
 //! [`GraphReader::edge_groups`]: ctxgraph_store::GraphReader::edge_groups
 
-use ctxgraph_ontology::graph::{Edge, NodeKey};
+use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::{EdgeGroup, StoreError};
 
 use super::many::place;
-use super::read::{group_edge, sort_groups};
+use super::read::{edge_group, sort_groups};
 use super::together::placed_rows;
 use super::{FalkorGraph, count, int};
 
@@ -52,22 +52,7 @@ impl FalkorGraph {
             .zip(groups)
             .map(|(key, mut groups)| {
                 sort_groups(&mut groups);
-                groups
-                    .into_iter()
-                    .map(|g| {
-                        let edges = g
-                            .edges
-                            .into_iter()
-                            .map(|item| group_edge(key, &g.edge_type, g.out, item))
-                            .collect::<Result<Vec<Edge>, StoreError>>()?;
-                        Ok(EdgeGroup {
-                            out: g.out,
-                            edge_type: g.edge_type,
-                            degree: g.degree,
-                            edges,
-                        })
-                    })
-                    .collect()
+                groups.into_iter().map(|g| edge_group(key, g)).collect()
             })
             .collect()
     }

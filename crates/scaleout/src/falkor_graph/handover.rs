@@ -43,15 +43,7 @@ impl FalkorGraph {
     ) -> Result<Handover, StoreError> {
         let mut pipe = redis::pipe();
         pipe.cmd("MULTI");
-        pipe.cmd("SET").arg(&self.checkpoint).arg(through);
-        pipe.cmd("SET").arg(&self.seq).arg(last_seq);
-        pipe.cmd("INCR").arg(&self.generation);
-        for w in writes {
-            pipe.cmd("GRAPH.QUERY").arg(&self.name).arg(w.with_preamble()?);
-        }
-        for cmd in extra {
-            pipe.add_command(cmd);
-        }
+        self.push_page(&mut pipe, writes, extra, through, last_seq)?;
         pipe.cmd("EXEC");
         self.push_watch(&mut pipe);
         let replies = self.send_meanwhile(&pipe, meanwhile)?;

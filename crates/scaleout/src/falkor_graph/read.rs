@@ -365,17 +365,7 @@ impl GraphReader for FalkorGraph {
     }
 
     fn edge_groups(&self, key: &NodeKey, limit: usize) -> Result<Vec<EdgeGroup>, StoreError> {
-        self.groups(key, limit, Carry::EdgeProps)?
-            .into_iter()
-            .map(|g| {
-                let edges = g
-                    .edges
-                    .into_iter()
-                    .map(|item| group_edge(key, &g.edge_type, g.out, item))
-                    .collect::<Result<Vec<Edge>, StoreError>>()?;
-                Ok(EdgeGroup { out: g.out, edge_type: g.edge_type, degree: g.degree, edges })
-            })
-            .collect()
+        self.groups(key, limit, Carry::EdgeProps)?.into_iter().map(|g| edge_group(key, g)).collect()
     }
 
     fn graph_generation(&self) -> Result<u64, StoreError> {
@@ -559,6 +549,16 @@ impl GraphReader for FalkorGraph {
     ) -> Result<Vec<Vec<EdgeGroup>>, StoreError> {
         self.edge_groups_of(keys, limit)
     }
+}
+
+/// A group of `key`'s edges read with their far ends' keys, as edges.
+pub(super) fn edge_group(key: &NodeKey, g: EdgeGroup<Item>) -> Result<EdgeGroup, StoreError> {
+    let edges = g
+        .edges
+        .into_iter()
+        .map(|item| group_edge(key, &g.edge_type, g.out, item))
+        .collect::<Result<Vec<Edge>, StoreError>>()?;
+    Ok(EdgeGroup { out: g.out, edge_type: g.edge_type, degree: g.degree, edges })
 }
 
 /// A node's groups in the order the reads list them: outgoing first, then by edge type.
