@@ -247,16 +247,25 @@ impl LogConsumer {
         group: &ConsumerName,
     ) -> Result<Option<GroupState>, StoreError> {
         let mut conn = connect(url).map_err(|e| remote(url, &e))?;
+        Self::group_state_on(&mut conn, url, group)
+    }
+
+    /// [`LogConsumer::group_state`] on the connection `conn` to `url`'s server.
+    fn group_state_on(
+        conn: &mut redis::Connection,
+        url: &StoreUrl,
+        group: &ConsumerName,
+    ) -> Result<Option<GroupState>, StoreError> {
         let stream = format!("{}stream", url.key_prefix());
         let exists: i64 =
-            redis::cmd("EXISTS").arg(&stream).query(&mut conn).map_err(|e| remote(url, &e))?;
+            redis::cmd("EXISTS").arg(&stream).query(conn).map_err(|e| remote(url, &e))?;
         if exists == 0 {
             return Ok(None);
         }
         let reply: Value = redis::cmd("XINFO")
             .arg("GROUPS")
             .arg(&stream)
-            .query(&mut conn)
+            .query(conn)
             .map_err(|e| remote(url, &e))?;
         let Value::Array(groups) = reply else {
             return Err(StoreError::Corruption(format!(
@@ -293,6 +302,45 @@ impl LogConsumer {
 }
 
 /// The state of the group named `name` in an `XINFO GROUPS` reply.
+/// [`LogConsumer::group_state`] looked at again and again (a server's `/metrics` on every
+/// scrape) over one connection, opened at the first look and again after a look that failed,
+/// instead of a connection per look.
+pub struct GroupProbe {
+    url: StoreUrl,
+    group: ConsumerName,
+    conn: Option<redis::Connection>,
+}
+
+impl std::fmt::Debug for GroupProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupProbe")
+            .field("url", &self.url.to_string())
+            .field("group", &self.group.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupProbe {
+    /// A probe of `group` on the stream of the store `url` names; connects on its first look.
+    pub fn new(url: &StoreUrl, group: ConsumerName) -> GroupProbe {
+        GroupProbe { url: url.clone(), group, conn: None }
+    }
+
+    /// Where the group stands now ([`LogConsumer::group_state`]).
+    pub fn state(&mut self) -> Result<Option<GroupState>, StoreError> {
+        let conn = match &mut self.conn {
+            Some(conn) => conn,
+            None => self.conn.insert(connect(&self.url).map_err(|e| remote(&self.url, &e))?),
+        };
+        let state = LogConsumer::group_state_on(conn, &self.url, &self.group);
+        if state.is_err() {
+            // The connection may be out of step or gone: the next look opens another.
+            self.conn = None;
+        }
+        state
+    }
+}
+
 fn find_group(groups: &[Value], name: &str) -> Option<GroupState> {
     for g in groups {
         let fields = pairs(g);

@@ -24,7 +24,9 @@ mod store;
 mod url;
 
 pub use batch::BatchFold;
-pub use consumer::{ConsumerName, GroupState, LogConsumer, MAX_CONSUMER_NAME_BYTES, NameError};
+pub use consumer::{
+    ConsumerName, GroupProbe, GroupState, LogConsumer, MAX_CONSUMER_NAME_BYTES, NameError,
+};
 pub use falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};
 pub use fold::{FoldError, PROJECTION_GROUP, Worker, catch_up, fold_one, load_schema};
 pub use redis_log::RedisLog;

@@ -849,8 +849,8 @@ impl Service {
         let _ = self
             .blocking(move || {
                 for t in &tenants {
-                    let Some(url) = t.scale_out() else { continue };
-                    if let Ok(lag) = t.read(|e| remote::lag(e, url)) {
+                    let TenantStore::ScaleOut(store) = &t.store else { continue };
+                    if let Ok(lag) = t.read(|e| store.lag(e)) {
                         metrics.lags(&t.name, (lag.projection, lag.enrichment));
                         metrics.pending(&t.name, lag.pending);
                         metrics.consolidation_lag(&t.name, lag.consolidation);

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use ctxgraph_scaleout::{ConsumerName, GroupState, LogConsumer};
+use ctxgraph_scaleout::{ConsumerName, GroupProbe, GroupState, LogConsumer};
 
 use crate::harness::{Backend, RedisBackend};
 use crate::log::event;
@@ -104,4 +104,31 @@ fn a_claim_and_read_asked_before_a_fold_and_acknowledgements_sent_unread_keep_th
     assert!(err.to_string().contains("did not ask for"), "{err}");
     assert_eq!(w.claim_idle(Duration::ZERO, 10).unwrap(), [5, 6]);
     assert_eq!(w.claim_idle_and_next(Duration::ZERO, 10).unwrap(), (vec![5, 6], vec![]));
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn a_group_probe_reads_what_a_look_of_its_own_reads_as_the_group_moves() {
+    let mut b = RedisBackend::new();
+    let url = b.url().clone();
+    let mut probe = GroupProbe::new(&url, name("project"));
+    // No stream yet, then a stream without the group: neither is created by looking.
+    assert_eq!(probe.state().unwrap(), None);
+    b.write(|l| {
+        for i in 1..=6 {
+            l.append(&event(&format!("e{i}"), "a", "x"), "t").unwrap();
+        }
+    });
+    assert_eq!(probe.state().unwrap(), None);
+    let mut worker = LogConsumer::join(&url, &name("project"), &name("w1")).unwrap();
+    assert_eq!(worker.next(4, None).unwrap(), [1, 2, 3, 4]);
+    let look = || LogConsumer::group_state(&url, &name("project")).unwrap();
+    let first = probe.state().unwrap();
+    assert_eq!(first, Some(GroupState { pending: 4, lag: 2, delivered_through: 4 }));
+    assert_eq!(first, look());
+    worker.ack(&[1, 2, 3]).unwrap();
+    // The same probe, its connection held from the look before, sees the group move.
+    let second = probe.state().unwrap();
+    assert_eq!(second, Some(GroupState { pending: 1, lag: 2, delivered_through: 4 }));
+    assert_eq!(second, look());
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use ctxgraph::{Engine, EngineOptions, RecordKind, ValidRecord};
 use ctxgraph_scaleout::{
-    ConsumerName, FalkorGraph, LogConsumer, PROJECTION_GROUP, RedisLog, ScaleOutStore, StoreUrl,
+    ConsumerName, FalkorGraph, GroupProbe, PROJECTION_GROUP, RedisLog, ScaleOutStore, StoreUrl,
 };
 use ctxgraph_store::{Appended, LogReader, RemoteStore, StoreError, StoreRead};
 
@@ -67,6 +67,17 @@ pub(super) struct ScaleOutTenant {
     url: StoreUrl,
     store: Arc<ScaleOutStore>,
     watch: SchemaWatch,
+    /// What `/metrics` reads of the workers' lags beyond the engine's view, over connections
+    /// held from one scrape to the next.
+    lags: Mutex<LagProbe>,
+}
+
+/// The connections a tenant's lag is read over: the projection group's state and the
+/// consolidation's checkpoint.
+struct LagProbe {
+    group: GroupProbe,
+    /// Opened at the first read, and again after a read that failed.
+    graph: Option<FalkorGraph>,
 }
 
 impl ScaleOutTenant {
@@ -76,7 +87,38 @@ impl ScaleOutTenant {
         // taken up again, never missed.
         let watch = SchemaWatch::open(&url)?;
         let store = Arc::new(ScaleOutStore::connect(&url).map_err(ctxgraph::Error::from)?);
-        Ok(ScaleOutTenant { url, store, watch })
+        let group = ConsumerName::parse(PROJECTION_GROUP).map_err(|e| {
+            ServiceError::internal("server.group_name", format!("{PROJECTION_GROUP}: {e}"))
+        })?;
+        let lags = Mutex::new(LagProbe { group: GroupProbe::new(&url, group), graph: None });
+        Ok(ScaleOutTenant { url, store, watch, lags })
+    }
+
+    /// The workers' lags on the store, as `engine` (one of this tenant's) sees it (see [`Lag`]).
+    pub(super) fn lag(&self, engine: &Engine) -> Result<Lag, ServiceError> {
+        // The service's bookkeeping, not a caller's read: the owner's reader.
+        let checkpoints = engine.owner_reader()?.checkpoints()?;
+        let mut probe = self.lags.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = probe.group.state().map_err(ctxgraph::Error::from)?;
+        let graph = match &mut probe.graph {
+            Some(graph) => graph,
+            None => probe
+                .graph
+                .insert(FalkorGraph::connect_read(&self.url).map_err(ctxgraph::Error::from)?),
+        };
+        let consolidated = match graph.consolidated_through() {
+            Ok(through) => through,
+            Err(e) => {
+                probe.graph = None;
+                return Err(ctxgraph::Error::from(e).into());
+            }
+        };
+        Ok(Lag {
+            projection: checkpoints.projection_lag(),
+            enrichment: checkpoints.enrichment_lag(),
+            consolidation: checkpoints.enriched_through.saturating_sub(consolidated),
+            pending: state.map(|g| g.pending),
+        })
     }
 
     /// The store's URL.
@@ -130,25 +172,6 @@ pub(super) struct Lag {
     /// Entries of the projection group delivered to a worker and not acknowledged (`None`
     /// before a worker has joined).
     pub(super) pending: Option<u64>,
-}
-
-/// The workers' lags on the store `url` that `engine` runs on (see [`Lag`]).
-pub(super) fn lag(engine: &Engine, url: &StoreUrl) -> Result<Lag, ServiceError> {
-    // The service's bookkeeping, not a caller's read: the owner's reader.
-    let checkpoints = engine.owner_reader()?.checkpoints()?;
-    let group = ConsumerName::parse(PROJECTION_GROUP).map_err(|e| {
-        ServiceError::internal("server.group_name", format!("{PROJECTION_GROUP}: {e}"))
-    })?;
-    let state = LogConsumer::group_state(url, &group).map_err(ctxgraph::Error::from)?;
-    let consolidated = FalkorGraph::connect_read(url)
-        .and_then(|g| g.consolidated_through())
-        .map_err(ctxgraph::Error::from)?;
-    Ok(Lag {
-        projection: checkpoints.projection_lag(),
-        enrichment: checkpoints.enrichment_lag(),
-        consolidation: checkpoints.enriched_through.saturating_sub(consolidated),
-        pending: state.map(|g| g.pending),
-    })
 }
 
 /// Whether the scale-out server of `url` answers (readiness; not ready is a 500, as for a
