@@ -166,9 +166,7 @@ impl EdgeCache {
     ) -> Result<Arc<Adjacent>, Error> {
         {
             let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            if cache.generation != generation {
-                *cache = Cached { generation, ..Cached::default() };
-            }
+            cache.at(generation);
             if let Some(hit) = cache.nodes.get(key).filter(|a| a.limit >= limit) {
                 return Ok(Arc::clone(hit));
             }
@@ -191,11 +189,9 @@ impl EdgeCache {
         limit: usize,
     ) -> Result<(), Error> {
         let missing: Vec<NodeKey> = {
-            let cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            let held = |key: &NodeKey| {
-                cache.generation == generation
-                    && cache.nodes.get(key).is_some_and(|a| a.limit >= limit)
-            };
+            let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            cache.at(generation);
+            let held = |key: &NodeKey| cache.nodes.get(key).is_some_and(|a| a.limit >= limit);
             let mut wanted = std::collections::BTreeSet::new();
             keys.iter().filter(|k| !held(k) && wanted.insert(*k)).cloned().collect()
         };
@@ -204,9 +200,6 @@ impl EdgeCache {
         }
         let groups = read.edge_groups_many(&missing, limit)?;
         let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.generation != generation {
-            *cache = Cached { generation, ..Cached::default() };
-        }
         for (key, groups) in missing.iter().zip(groups) {
             cache.keep(generation, key, &Arc::new(Adjacent::of(groups, limit)));
         }
@@ -215,6 +208,14 @@ impl EdgeCache {
 }
 
 impl Cached {
+    /// Move the cache to `generation` (the graph generation of the reader that asks), emptied
+    /// when it held another.
+    fn at(&mut self, generation: u64) {
+        if self.generation != generation {
+            *self = Cached { generation, ..Cached::default() };
+        }
+    }
+
     /// Keep `adjacent` as `key`'s edge groups, read at `generation`; another snapshot may have
     /// moved the cache to another generation meanwhile: what was read is then not kept.
     fn keep(&mut self, generation: u64, key: &NodeKey, adjacent: &Arc<Adjacent>) {

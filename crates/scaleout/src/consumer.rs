@@ -121,15 +121,11 @@ impl LogConsumer {
     /// for this consumer until [`LogConsumer::ack`].
     pub fn next(&mut self, count: usize, block: Option<Duration>) -> Result<Vec<u64>, StoreError> {
         self.settle()?;
-        let mut cmd = redis::cmd("XREADGROUP");
-        cmd.arg("GROUP").arg(&self.group).arg(&self.consumer).arg("COUNT").arg(count.max(1));
         if let Some(wait) = block {
-            // BLOCK 0 would wait forever: the shortest wait is one millisecond.
-            cmd.arg("BLOCK").arg(wait.as_millis().max(1));
             self.conn.set_read_timeout(Some(TIMEOUT + wait)).map_err(|e| self.fail(&e))?;
         }
-        cmd.arg("STREAMS").arg(&self.stream).arg(">");
-        let reply: Value = cmd.query(&mut self.conn).map_err(|e| self.fail(&e))?;
+        let reply: Value =
+            self.xreadgroup(count, block).query(&mut self.conn).map_err(|e| self.fail(&e))?;
         if block.is_some() {
             self.conn.set_read_timeout(Some(TIMEOUT)).map_err(|e| self.fail(&e))?;
         }
@@ -191,6 +187,18 @@ impl LogConsumer {
                 return Ok(out);
             }
         }
+    }
+
+    /// The `XREADGROUP` of up to `count` new entries, waiting up to `block` for one.
+    fn xreadgroup(&self, count: usize, block: Option<Duration>) -> redis::Cmd {
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP").arg(&self.group).arg(&self.consumer).arg("COUNT").arg(count.max(1));
+        if let Some(wait) = block {
+            // BLOCK 0 would wait forever: the shortest wait is one millisecond.
+            cmd.arg("BLOCK").arg(wait.as_millis().max(1));
+        }
+        cmd.arg("STREAMS").arg(&self.stream).arg(">");
+        cmd
     }
 
     /// The `XACK` of `positions`.

@@ -49,15 +49,7 @@ impl LogConsumer {
     ) -> Result<(), StoreError> {
         let mut pipe = redis::pipe();
         pipe.add_command(self.autoclaim(min_idle, "0-0", count));
-        pipe.cmd("XREADGROUP")
-            .arg("GROUP")
-            .arg(&self.group)
-            .arg(&self.consumer)
-            .arg("COUNT")
-            .arg(count.max(1))
-            .arg("STREAMS")
-            .arg(&self.stream)
-            .arg(">");
+        pipe.add_command(self.xreadgroup(count, None));
         self.conn.send_packed_command(&pipe.get_packed_pipeline()).map_err(|e| self.fail(&e))?;
         self.unread.push_back(Unread::ClaimAndNext { min_idle, count });
         Ok(())

@@ -10,7 +10,7 @@ use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::{EdgeGroup, StoreError};
 
 use super::many::place;
-use super::read::{edge_group, sort_groups};
+use super::read::{edge_group, group_side, sort_groups};
 use super::together::placed_rows;
 use super::{FalkorGraph, count, int};
 
@@ -27,14 +27,8 @@ impl FalkorGraph {
         }
         // As the single read (`read.rs`, `groups`), with each row's key place in front.
         let side = |label: &str, k: &str, out: bool| {
-            let pattern = if out { "(n)-[r]->(m)" } else { "(n)<-[r]-(m)" };
-            format!(
-                "UNWIND ${k} AS k MATCH (n:{label} {{id: k[1]}}) MATCH {pattern} \
-                 WITH k[0] AS i, type(r) AS t, r, m ORDER BY i, t, m.seq, r.q \
-                 WITH i, t, collect([m, r]) AS es \
-                 RETURN i, {out} AS out, t, size(es) AS degree, \
-                 [p IN es[0..$limit] | [labels(p[0])[0], p[0].id, p[1].q, p[1].props]] AS items"
-            )
+            let start = format!("UNWIND ${k} AS k MATCH (n:{label} {{id: k[1]}})");
+            group_side(&start, true, out, "p[1].props")
         };
         let (mut queries, starts) = Self::per_label(keys, &|label, k| {
             format!("{} UNION ALL {}", side(label, k, true), side(label, k, false))

@@ -46,12 +46,7 @@ impl FalkorGraph {
         self.push_page(&mut pipe, writes, extra, through, last_seq)?;
         pipe.cmd("EXEC");
         self.push_watch(&mut pipe);
-        let replies = self.send_meanwhile(&pipe, meanwhile)?;
-        let outcome = self.handover(replies);
-        if outcome.is_err() {
-            self.unwatch();
-        }
-        outcome
+        self.watched_meanwhile(&pipe, meanwhile, Self::handover)
     }
 
     /// Watch the checkpoint, the node creation counter and the stage-2 checkpoint, and read
@@ -64,8 +59,20 @@ impl FalkorGraph {
     ) -> Result<(u64, i64), StoreError> {
         let mut pipe = redis::pipe();
         self.push_watch(&mut pipe);
-        let replies = self.send_meanwhile(&pipe, meanwhile)?;
-        let outcome = self.watched_start(replies);
+        self.watched_meanwhile(&pipe, meanwhile, Self::watched_start)
+    }
+
+    /// Send `pipe`, which ends with a batch's start ([`FalkorGraph::push_watch`]), run
+    /// `meanwhile`, and judge the replies with `judge`; the watch is left in place only when
+    /// the answer is `Ok` (the caller's next batch owns it).
+    fn watched_meanwhile<T>(
+        &self,
+        pipe: &redis::Pipeline,
+        meanwhile: &mut dyn FnMut(),
+        judge: fn(&Self, Vec<Value>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let replies = self.send_meanwhile(pipe, meanwhile)?;
+        let outcome = judge(self, replies);
         if outcome.is_err() {
             self.unwatch();
         }

@@ -48,18 +48,8 @@ impl FalkorGraph {
             Carry::EdgeProps => "p[1].props",
             Carry::NodeProps => "p[0].props",
         };
-        // The far endpoints and edges are collected as references in index order; only the
-        // first `limit` of each group are read out.
-        let side = |out: bool| {
-            let pattern = if out { "(n)-[r]->(m)" } else { "(n)<-[r]-(m)" };
-            format!(
-                "MATCH (n:{label} {{id: $id}}) MATCH {pattern} \
-                 WITH type(r) AS t, r, m ORDER BY t, m.seq, r.q \
-                 WITH t, collect([m, r]) AS es \
-                 RETURN {out} AS out, t, size(es) AS degree, \
-                 [p IN es[0..$limit] | [labels(p[0])[0], p[0].id, p[1].q, {props}]] AS items"
-            )
-        };
+        let start = format!("MATCH (n:{label} {{id: $id}})");
+        let side = |out: bool| group_side(&start, false, out, props);
         let rows = self.run_read(
             &format!("{} UNION ALL {}", side(true), side(false)),
             &[("id", s(&key.id)), ("limit", int(count(limit)))],
@@ -549,6 +539,23 @@ impl GraphReader for FalkorGraph {
     ) -> Result<Vec<Vec<EdgeGroup>>, StoreError> {
         self.edge_groups_of(keys, limit)
     }
+}
+
+/// One direction of a node's edge groups as a query part: `start` matches the node `n` (with
+/// `placed`, from a row `k` of keys whose place `k[0]` is returned first, as `i`). The far
+/// endpoints and edges are collected as references in index order (the far endpoint's
+/// creation number, then qualifier); only the first `$limit` of each group are read out, with
+/// `props` (`p[1].props`: the edge's, `p[0].props`: the far endpoint's).
+pub(super) fn group_side(start: &str, placed: bool, out: bool, props: &str) -> String {
+    let pattern = if out { "(n)-[r]->(m)" } else { "(n)<-[r]-(m)" };
+    let (bind, lead) = if placed { ("k[0] AS i, ", "i, ") } else { ("", "") };
+    format!(
+        "{start} MATCH {pattern} \
+         WITH {bind}type(r) AS t, r, m ORDER BY {lead}t, m.seq, r.q \
+         WITH {lead}t, collect([m, r]) AS es \
+         RETURN {lead}{out} AS out, t, size(es) AS degree, \
+         [p IN es[0..$limit] | [labels(p[0])[0], p[0].id, p[1].q, {props}]] AS items"
+    )
 }
 
 /// A group of `key`'s edges read with their far ends' keys, as edges.
