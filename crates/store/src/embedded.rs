@@ -199,11 +199,11 @@ impl Embedded {
     }
 
     /// Bound how much of the file this connection maps into memory for reading (SQLite's
-    /// `mmap_size`); 0 turns memory-mapped reads off. Opening maps as much as SQLite allows (2 GiB
-    /// in this build), which suits one process reading a large store. Mapped pages are the kernel's page cache, not the
-    /// process's heap, but every connection maps the file on its own and the resident size counts
-    /// each mapping's pages: a server with many connections to a growing store reads through
-    /// its bounded page caches instead.
+    /// `mmap_size`); 0 turns memory-mapped reads off. Opening maps up to 64 GiB (`MMAP_BYTES`;
+    /// the build raises SQLite's 2 GiB ceiling), which suits one process reading a large store.
+    /// Mapped pages are the kernel's page cache, not the process's heap, but every connection
+    /// maps the file on its own and the resident size counts each mapping's pages: a server
+    /// with many connections to a growing store reads through its bounded page caches instead.
     pub fn set_mmap_bytes(&self, bytes: u64) -> Result<(), StoreError> {
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
         self.conn.pragma_update(None, "mmap_size", bytes)?;
@@ -298,10 +298,11 @@ pub fn heap_used() -> u64 {
 const WAL_LIMIT_BYTES: i64 = 64 << 20;
 
 /// How much of the file a connection maps for reading, at most: SQLite caps it at its
-/// compile-time maximum (2 GiB less 64 KiB in this build). Pages past the map are copied into
-/// the page cache by a `pread` each; at a million events (a 4 GB file) a map of 1 GiB left
-/// every stored vector and three quarters of the nodes outside it, and `pread` took a fifth of
-/// recall's time.
+/// compile-time maximum, which the workspace's `.cargo/config.toml` raises from 2 GiB to this
+/// size (`SQLITE_MAX_MMAP_SIZE`). Pages past the map are copied into the page cache by a
+/// `pread` each; at a million events (a 4 GB file) a map of 1 GiB left every stored vector and
+/// three quarters of the nodes outside it, and `pread` took a fifth of recall's time, and with
+/// 2 GiB mapped still 7 %.
 pub(crate) const MMAP_BYTES: i64 = 1 << 36;
 
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
