@@ -546,9 +546,9 @@ mod tests {
         let FalkorValue::Array(edges) = &group[1] else { panic!("a group's edges are a list") };
         let ids: Vec<&FalkorValue> = edges
             .iter()
-            .map(|e| match e {
-                FalkorValue::Array(e) => &e[0],
-                _ => panic!("an edge is a list"),
+            .map(|e| {
+                let FalkorValue::Array(e) = e else { panic!("an edge is a list") };
+                &e[0]
             })
             .collect();
         assert_eq!(ids, [&FalkorValue::I64(7), &FalkorValue::I64(8)]);
