@@ -13,6 +13,7 @@ use ctxgraph_ontology::graph::{Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_store::{SessionSlot, StoreError, props_from, props_to};
 use falkordb::FalkorValue;
 
+use super::born::{Among, Born, create_with_edges};
 use super::together::Query;
 use super::{
     FalkorGraph, PENDING, PENDING_COLUMNS, SLOT, Write, int, name, pending_row, s, trace_of,
@@ -20,7 +21,7 @@ use super::{
 use super::{int_at, text_at};
 
 /// The most rows one query carries: bounds the size of a query's text.
-const ROWS_PER_QUERY: usize = 1_000;
+pub(super) const ROWS_PER_QUERY: usize = 1_000;
 
 /// A list parameter.
 fn list(values: Vec<FalkorValue>) -> FalkorValue {
@@ -185,10 +186,26 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
     let mut deleted: BTreeMap<Side<'_>, Vec<FalkorValue>> = BTreeMap::new();
     // Edges merged (false) or created (true): by side, then by whether the edge is new.
     let mut written: BTreeMap<(Side<'_>, bool), Vec<EdgeRow<'_>>> = BTreeMap::new();
+    // Edges between two nodes of one label the batch creates, created with them.
+    let born = Born::new(changes);
+    let mut among: BTreeMap<&str, Among<'_>> = BTreeMap::new();
     for (k, edge, new) in &changes.edges {
         let side = (k.from.label.as_str(), k.edge_type.as_str(), k.to.label.as_str());
         match edge {
             Some(e) => {
+                if *new
+                    && let Some(ends) = born.ends(k)
+                    && among.get(k.from.label.as_str()).is_none_or(|a| a.has_room(&k.edge_type))
+                {
+                    let props = props_to(&e.props)?;
+                    among.entry(&k.from.label).or_default().push(
+                        &k.edge_type,
+                        ends,
+                        &k.qualifier,
+                        props,
+                    );
+                    continue;
+                }
                 let row = EdgeRow {
                     from: &k.from.id,
                     to: &k.to.id,
@@ -233,6 +250,11 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
         }
     }
     for ((label, new), rows) in nodes {
+        // Every edge in `among` joins two nodes of these rows (`Born` numbers them).
+        if new && let Some(edges) = among.remove(label) {
+            out.push(create_with_edges(label, rows, edges)?);
+            continue;
+        }
         let quoted = name(label, "label")?;
         // A null `trace` sets no property (and removes an old one).
         let body = if new {
