@@ -159,9 +159,10 @@ pub(crate) struct NetChanges<'a> {
     pub(crate) pending: Vec<(&'a NodeKey, Vec<&'a Edge>)>,
     /// FalkorDB's internal ids of nodes the graph had when the batch began (read after its
     /// watch) and the batch did not delete: an edge end among them is found by id (a seek)
-    /// instead of by an index lookup of its key. Only a transaction that moves the watched
-    /// checkpoint deletes such a node, so the commit either finds each one under its id or
-    /// applies nothing; a node left out is looked up by key.
+    /// instead of by an index lookup of its key. Every transaction that writes the graph sets
+    /// a key the batch watches (the checkpoint, `node_seq` or `enriched_through`), so the
+    /// commit either finds each one under its id or applies nothing; a node left out is
+    /// looked up by key.
     pub(crate) ids: BTreeMap<&'a NodeKey, i64>,
 }
 
