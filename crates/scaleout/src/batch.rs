@@ -61,6 +61,9 @@ pub struct BatchFold<'g> {
     finished: bool,
     /// Nodes read from the graph.
     read_nodes: RefCell<BTreeMap<NodeKey, Option<Node>>>,
+    /// FalkorDB's internal ids of the nodes read ahead (the commit seeks an edge's end by
+    /// id rather than look its key up, unless the batch deleted the node).
+    node_ids: BTreeMap<NodeKey, i64>,
     /// Edges read from the graph, by node, type and side (`true`: outgoing).
     read_edges: RefCell<BTreeMap<EdgeSide, Vec<Edge>>>,
 }
@@ -107,6 +110,7 @@ impl<'g> BatchFold<'g> {
             writes: 0,
             finished: false,
             read_nodes: RefCell::new(BTreeMap::new()),
+            node_ids: BTreeMap::new(),
             read_edges: RefCell::new(BTreeMap::new()),
         }
     }
@@ -156,6 +160,9 @@ impl<'g> BatchFold<'g> {
             .collect();
         let ahead = self.base.read_ahead(&by_label, &parked, &unread)?;
 
+        for (node, id) in ahead.nodes.iter().zip(&ahead.node_ids) {
+            self.node_ids.insert(node.key.clone(), *id);
+        }
         let mut found: BTreeMap<NodeKey, Node> =
             ahead.nodes.into_iter().map(|n| (n.key.clone(), n)).collect();
         {
@@ -267,6 +274,13 @@ impl<'g> BatchFold<'g> {
                 .pending_changed
                 .iter()
                 .map(|k| (k, self.pending.get(k).map(|p| p.values().collect()).unwrap_or_default()))
+                .collect(),
+            // A node the batch deleted may be created again under another id.
+            ids: self
+                .node_ids
+                .iter()
+                .filter(|(k, _)| !self.detached.contains(*k))
+                .map(|(k, id)| (k, *id))
                 .collect(),
         };
         Ok((merged_writes(&changes)?, drops))

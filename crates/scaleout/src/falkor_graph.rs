@@ -47,6 +47,7 @@ use crate::reply::{TIMEOUT, connect, failure};
 use crate::url::StoreUrl;
 
 mod archive;
+mod born;
 mod bulk;
 mod groups_many;
 mod handover;

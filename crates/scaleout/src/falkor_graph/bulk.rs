@@ -13,6 +13,7 @@ use ctxgraph_ontology::graph::{Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_store::{SessionSlot, StoreError, props_from, props_to};
 use falkordb::FalkorValue;
 
+use super::born::{Among, Born, create_with_edges};
 use super::together::Query;
 use super::{
     FalkorGraph, PENDING, PENDING_COLUMNS, SLOT, Write, int, name, pending_row, s, trace_of,
@@ -20,7 +21,7 @@ use super::{
 use super::{int_at, text_at};
 
 /// The most rows one query carries: bounds the size of a query's text.
-const ROWS_PER_QUERY: usize = 1_000;
+pub(super) const ROWS_PER_QUERY: usize = 1_000;
 
 /// A list parameter.
 fn list(values: Vec<FalkorValue>) -> FalkorValue {
@@ -49,6 +50,9 @@ fn unwind(out: &mut Vec<Write>, body: &str, rows: Vec<FalkorValue>) {
 pub(crate) struct ReadAhead {
     /// The nodes found (the absent ones left out).
     pub(crate) nodes: Vec<Node>,
+    /// FalkorDB's internal id of each node of `nodes`, in the same order: a commit watched
+    /// from before this read finds the same node under it (see [`NetChanges::ids`]).
+    pub(crate) node_ids: Vec<i64>,
     /// The parked edges, with the node each waits for.
     pub(crate) pending: Vec<(NodeKey, Edge)>,
     /// The session slots, with their session.
@@ -83,7 +87,7 @@ impl FalkorGraph {
             for chunk in ids.chunks(ROWS_PER_QUERY) {
                 queries.push(Query {
                     text: format!(
-                        "UNWIND $ids AS i MATCH (n:{quoted} {{id: i}}) RETURN n.id, n.props"
+                        "UNWIND $ids AS i MATCH (n:{quoted} {{id: i}}) RETURN n.id, n.props, id(n)"
                     ),
                     params: ids_param(chunk),
                 });
@@ -113,10 +117,13 @@ impl FalkorGraph {
         for (part, rows) in parts.into_iter().zip(self.pipelined(&queries)?) {
             for r in &rows {
                 match part {
-                    Part::Nodes(label) => out.nodes.push(Node {
-                        key: NodeKey { label: label.to_owned(), id: text_at(r, 0, &self.url)? },
-                        props: props_from(&text_at(r, 1, &self.url)?)?,
-                    }),
+                    Part::Nodes(label) => {
+                        out.nodes.push(Node {
+                            key: NodeKey { label: label.to_owned(), id: text_at(r, 0, &self.url)? },
+                            props: props_from(&text_at(r, 1, &self.url)?)?,
+                        });
+                        out.node_ids.push(int_at(r, 2, &self.url)?);
+                    }
                     Part::Pending => out.pending.push(pending_row(r, &self.url)?),
                     Part::Slots => out.slots.push((
                         text_at(r, 0, &self.url)?,
@@ -150,6 +157,13 @@ pub(crate) struct NetChanges<'a> {
     pub(crate) slots: Vec<(&'a str, &'a SessionSlot, bool)>,
     /// Nodes whose parked edges changed, with every edge now parked on them.
     pub(crate) pending: Vec<(&'a NodeKey, Vec<&'a Edge>)>,
+    /// FalkorDB's internal ids of nodes the graph had when the batch began (read after its
+    /// watch) and the batch did not delete: an edge end among them is found by id (a seek)
+    /// instead of by an index lookup of its key. Every transaction that writes the graph sets
+    /// a key the batch watches (the checkpoint, `node_seq` or `enriched_through`), so the
+    /// commit either finds each one under its id or applies nothing; a node left out is
+    /// looked up by key.
+    pub(crate) ids: BTreeMap<&'a NodeKey, i64>,
 }
 
 /// The queries that take the graph from where a batch began to where it ended, in an order
@@ -173,13 +187,31 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
     let mut deleted: BTreeMap<Side<'_>, Vec<FalkorValue>> = BTreeMap::new();
     // Edges merged (false) or created (true): by side, then by whether the edge is new.
     let mut written: BTreeMap<(Side<'_>, bool), Vec<EdgeRow<'_>>> = BTreeMap::new();
+    // Edges between two nodes of one label the batch creates, created with them.
+    let born = Born::new(changes);
+    let mut among: BTreeMap<&str, Among<'_>> = BTreeMap::new();
     for (k, edge, new) in &changes.edges {
         let side = (k.from.label.as_str(), k.edge_type.as_str(), k.to.label.as_str());
         match edge {
             Some(e) => {
+                if *new
+                    && let Some(ends) = born.ends(k)
+                    && among.get(k.from.label.as_str()).is_none_or(|a| a.has_room(&k.edge_type))
+                {
+                    let props = props_to(&e.props)?;
+                    among.entry(&k.from.label).or_default().push(
+                        &k.edge_type,
+                        ends,
+                        &k.qualifier,
+                        props,
+                    );
+                    continue;
+                }
                 let row = EdgeRow {
                     from: &k.from.id,
                     to: &k.to.id,
+                    from_id: changes.ids.get(&k.from).copied(),
+                    to_id: changes.ids.get(&k.to).copied(),
                     q: &k.qualifier,
                     props: props_to(&e.props)?,
                 };
@@ -219,6 +251,11 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
         }
     }
     for ((label, new), rows) in nodes {
+        // Every edge in `among` joins two nodes of these rows (`Born` numbers them).
+        if new && let Some(edges) = among.remove(label) {
+            out.push(create_with_edges(label, rows, edges)?);
+            continue;
+        }
         let quoted = name(label, "label")?;
         // A null `trace` sets no property (and removes an old one).
         let body = if new {
@@ -283,6 +320,10 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
 struct EdgeRow<'a> {
     from: &'a str,
     to: &'a str,
+    /// The source's internal id, when known ([`NetChanges::ids`]).
+    from_id: Option<i64>,
+    /// The target's internal id, when known.
+    to_id: Option<i64>,
     q: &'a str,
     props: String,
 }
@@ -298,10 +339,11 @@ enum Grouped {
     ByTarget,
 }
 
-/// How to send a group of edges. Each end of a row is one index lookup on the server, about
-/// half of what an edge costs it; an end shared by at least two edges a row on average is
-/// looked up once for all of them (an event's references share their event, a page's
-/// references to one busy entity share the entity), the end with fewer distinct nodes first.
+/// How to send a group of edges whose ends are all looked up by key. Each end of a row is
+/// one index lookup on the server, about half of what an edge costs it; an end shared by at
+/// least two edges a row on average is looked up once for all of them (an event's references
+/// share their event, a page's references to one busy entity share the entity), the end with
+/// fewer distinct nodes first.
 fn grouping(rows: &[EdgeRow<'_>]) -> Grouped {
     let sources: BTreeSet<&str> = rows.iter().map(|r| r.from).collect();
     let targets: BTreeSet<&str> = rows.iter().map(|r| r.to).collect();
@@ -313,10 +355,22 @@ fn grouping(rows: &[EdgeRow<'_>]) -> Grouped {
     if rows.len() >= 2 * fewest { by } else { Grouped::Not }
 }
 
+/// How a query finds one end of an edge: by an index lookup of its key, or by its internal
+/// id (a seek, a small part of a lookup's cost).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Find {
+    Key,
+    Id,
+}
+
 /// The upserts of one group of edges (source label, type, target label), created (`new`) or
-/// merged: one row per edge, or one per shared end with its edges ([`grouping`]). Edges of
-/// one source keep their order either way; grouped by target, the edges are created in
-/// another order, which no read sees (every read orders a node's edges by their keys).
+/// merged. Edges with an end of known internal id ([`NetChanges::ids`]) are sent grouped by
+/// their other end, that end looked up once and each known end sought by id (an event's
+/// references to entities the graph had: the event's key once, the entities by id); edges
+/// with both ends known are grouped by source, both sought. The rest, both ends by key, as
+/// one row per edge or one per shared end ([`grouping`]). How edges are grouped changes the
+/// order in which they are created, which no read sees (every read orders a node's edges by
+/// their keys).
 fn edge_upserts(
     out: &mut Vec<Write>,
     (from, ty, to): (&str, &str, &str),
@@ -331,43 +385,102 @@ fn edge_upserts(
             format!("MERGE (a)-[e:{ty} {{q: {q}}}]->(b) SET e.props = {props}")
         }
     };
-    let grouped = grouping(&rows);
-    if grouped == Grouped::Not {
-        let rows = rows
-            .into_iter()
-            .map(|r| list(vec![s(r.from), s(r.to), s(r.q), FalkorValue::String(r.props)]))
-            .collect();
-        let ends = format!("MATCH (a:{from} {{id: r[0]}}), (b:{to} {{id: r[1]}})");
-        unwind(out, &format!("{ends} {}", write("r[2]", "r[3]")), rows);
-        return Ok(());
+    let ends = Ends { from: &from, to: &to };
+    let mut by_key = Vec::new();
+    let mut seek_to = Vec::new();
+    let mut seek_from = Vec::new();
+    let mut seek_both = Vec::new();
+    for r in rows {
+        match (r.from_id, r.to_id) {
+            (None, None) => by_key.push(r),
+            (None, Some(_)) => seek_to.push(r),
+            (Some(_), None) => seek_from.push(r),
+            (Some(_), Some(_)) => seek_both.push(r),
+        }
     }
-    let by_source = grouped == Grouped::BySource;
+    grouped(out, &ends, (true, Find::Key, Find::Id), seek_to, &write);
+    grouped(out, &ends, (false, Find::Key, Find::Id), seek_from, &write);
+    grouped(out, &ends, (true, Find::Id, Find::Id), seek_both, &write);
+    match grouping(&by_key) {
+        Grouped::Not => {
+            let rows = by_key
+                .into_iter()
+                .map(|r| list(vec![s(r.from), s(r.to), s(r.q), FalkorValue::String(r.props)]))
+                .collect();
+            let ends = format!("MATCH (a:{from} {{id: r[0]}}), (b:{to} {{id: r[1]}})");
+            unwind(out, &format!("{ends} {}", write("r[2]", "r[3]")), rows);
+        }
+        Grouped::BySource => grouped(out, &ends, (true, Find::Key, Find::Key), by_key, &write),
+        Grouped::ByTarget => grouped(out, &ends, (false, Find::Key, Find::Key), by_key, &write),
+    }
+    Ok(())
+}
+
+/// The quoted labels of a group's source (`a`) and target (`b`).
+struct Ends<'a> {
+    from: &'a str,
+    to: &'a str,
+}
+
+/// One row per shared end with its edges: by source (`by_source`) or by target, the shared
+/// end and the other end each found as `find` says. Edges of one shared end keep their order.
+fn grouped(
+    out: &mut Vec<Write>,
+    ends: &Ends<'_>,
+    (by_source, shared_find, other_find): (bool, Find, Find),
+    rows: Vec<EdgeRow<'_>>,
+    write: &dyn Fn(&str, &str) -> String,
+) {
+    if rows.is_empty() {
+        return;
+    }
+    let end = |id: Option<i64>, key: &str, find: Find| match (find, id) {
+        (Find::Id, Some(id)) => int(id),
+        _ => s(key),
+    };
     // Rows of one shared end, in the order their first edge comes.
-    let mut order: Vec<&str> = Vec::new();
+    let mut order: Vec<(&str, FalkorValue)> = Vec::new();
     let mut groups: BTreeMap<&str, Vec<FalkorValue>> = BTreeMap::new();
     for r in rows {
-        let (shared, other) = if by_source { (r.from, r.to) } else { (r.to, r.from) };
+        let ((shared, shared_id), (other, other_id)) = if by_source {
+            ((r.from, r.from_id), (r.to, r.to_id))
+        } else {
+            ((r.to, r.to_id), (r.from, r.from_id))
+        };
         let group = groups.entry(shared).or_insert_with(|| {
-            order.push(shared);
+            order.push((shared, end(shared_id, shared, shared_find)));
             Vec::new()
         });
-        group.push(list(vec![s(other), s(r.q), FalkorValue::String(r.props)]));
+        group.push(list(vec![
+            end(other_id, other, other_find),
+            s(r.q),
+            FalkorValue::String(r.props),
+        ]));
     }
     let rows = order
         .into_iter()
-        .map(|shared| list(vec![s(shared), list(groups.remove(shared).unwrap_or_default())]))
+        .map(|(key, value)| list(vec![value, list(groups.remove(key).unwrap_or_default())]))
         .collect();
     let (first, second) = if by_source {
-        (format!("a:{from}"), format!("b:{to}"))
+        (("a", ends.from), ("b", ends.to))
     } else {
-        (format!("b:{to}"), format!("a:{from}"))
+        (("b", ends.to), ("a", ends.from))
     };
-    let body = format!(
-        "MATCH ({first} {{id: r[0]}}) UNWIND r[1] AS x MATCH ({second} {{id: x[0]}}) {}",
-        write("x[1]", "x[2]")
-    );
+    // A seek needs the id as a plain variable: FalkorDB plans `id(n) = r[0]` as a scan of
+    // every node, `id(n) = i` as a seek.
+    let first_match = match shared_find {
+        Find::Key => format!("MATCH ({}:{} {{id: r[0]}})", first.0, first.1),
+        Find::Id => format!("WITH r, r[0] AS i MATCH ({}) WHERE id({}) = i", first.0, first.0),
+    };
+    let second_match = match other_find {
+        Find::Key => format!("UNWIND r[1] AS x MATCH ({}:{} {{id: x[0]}})", second.0, second.1),
+        Find::Id => format!(
+            "UNWIND r[1] AS x WITH {}, x, x[0] AS j MATCH ({}) WHERE id({}) = j",
+            first.0, second.0, second.0
+        ),
+    };
+    let body = format!("{first_match} {second_match} {}", write("x[1]", "x[2]"));
     unwind(out, &body, rows);
-    Ok(())
 }
 
 #[cfg(test)]
@@ -375,7 +488,7 @@ mod tests {
     use super::*;
 
     fn row<'a>(from: &'a str, to: &'a str) -> EdgeRow<'a> {
-        EdgeRow { from, to, q: "", props: "{}".to_owned() }
+        EdgeRow { from, to, from_id: None, to_id: None, q: "", props: "{}".to_owned() }
     }
 
     #[test]
@@ -415,5 +528,52 @@ mod tests {
             })
             .collect();
         assert_eq!(edges, ["e1->a", "e2->a", "e3->a", "e3->b"]);
+    }
+
+    #[test]
+    fn edges_to_nodes_of_known_id_are_grouped_by_their_other_end_and_sought_by_id() {
+        let known = |from, to, from_id, to_id| EdgeRow { from_id, to_id, ..row(from, to) };
+        let rows = vec![
+            // An event's references to entities the graph had: the event looked up once.
+            known("e1", "a", None, Some(7)),
+            known("e1", "b", None, Some(8)),
+            // An edge from a node the graph had to a new one: the new one looked up.
+            known("e0", "e2", Some(3), None),
+            // Both ends known: both sought.
+            known("e0", "a", Some(3), Some(7)),
+            // Neither known: as before.
+            row("e2", "e1"),
+        ];
+        let mut out = Vec::new();
+        edge_upserts(&mut out, ("Event", "REFERENCES", "Entity"), true, rows).unwrap();
+        let queries: Vec<&str> = out.iter().map(|w| w.query.as_str()).collect();
+        assert_eq!(
+            queries,
+            [
+                "UNWIND $rows AS r MATCH (a:`Event` {id: r[0]}) UNWIND r[1] AS x \
+                 WITH a, x, x[0] AS j MATCH (b) WHERE id(b) = j \
+                 CREATE (a)-[:`REFERENCES` {q: x[1], props: x[2]}]->(b)",
+                "UNWIND $rows AS r MATCH (b:`Entity` {id: r[0]}) UNWIND r[1] AS x \
+                 WITH b, x, x[0] AS j MATCH (a) WHERE id(a) = j \
+                 CREATE (a)-[:`REFERENCES` {q: x[1], props: x[2]}]->(b)",
+                "UNWIND $rows AS r WITH r, r[0] AS i MATCH (a) WHERE id(a) = i UNWIND r[1] AS x \
+                 WITH a, x, x[0] AS j MATCH (b) WHERE id(b) = j \
+                 CREATE (a)-[:`REFERENCES` {q: x[1], props: x[2]}]->(b)",
+                "UNWIND $rows AS r MATCH (a:`Event` {id: r[0]}), (b:`Entity` {id: r[1]}) \
+                 CREATE (a)-[:`REFERENCES` {q: r[2], props: r[3]}]->(b)",
+            ]
+        );
+        let FalkorValue::Array(first) = &out[0].params[0].1 else { panic!("rows are a list") };
+        assert_eq!(first.len(), 1, "one row for the shared event");
+        let FalkorValue::Array(group) = &first[0] else { panic!("a group is a list") };
+        let FalkorValue::Array(edges) = &group[1] else { panic!("a group's edges are a list") };
+        let ids: Vec<&FalkorValue> = edges
+            .iter()
+            .map(|e| {
+                let FalkorValue::Array(e) = e else { panic!("an edge is a list") };
+                &e[0]
+            })
+            .collect();
+        assert_eq!(ids, [&FalkorValue::I64(7), &FalkorValue::I64(8)]);
     }
 }

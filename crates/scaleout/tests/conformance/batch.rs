@@ -81,6 +81,17 @@ fn writes(g: &mut dyn ProjectionGraph) {
     assert!(g.delete_node(&key("g")).unwrap());
     g.put_node(&node("a", json!({"v": 5}))).unwrap();
     assert!(g.delete_node(&key("c")).unwrap());
+    // A new node with edges to and from a node the graph had (read ahead, the commit finds it
+    // by its internal id), one deleted and written again (found by key: its old id is gone)
+    // and one the batch created; and edges between two nodes the graph had, merged.
+    g.put_node(&node("h", json!({}))).unwrap();
+    for (to, q) in [("a", "1"), ("a", "2"), ("b", ""), ("d", "")] {
+        g.put_edge(&edge("h", to, q, json!({"q": q}))).unwrap();
+    }
+    g.put_edge(&edge("a", "h", "", json!({}))).unwrap();
+    g.put_edge(&edge("b", "h", "", json!({}))).unwrap();
+    g.put_edge(&edge("a", "a", "self", json!({}))).unwrap();
+    g.put_edge(&edge("a", "b", "", json!({"w": 6}))).unwrap();
 }
 
 type Dump = (Vec<Node>, Vec<Edge>, Vec<Vec<SessionSlot>>, Vec<(NodeKey, Edge)>);
@@ -101,7 +112,8 @@ fn a_batchs_merged_writes_equal_its_writes_one_by_one() {
     writes(&mut one_by_one.graph);
 
     let expected = dump(&one_by_one.graph);
-    assert_eq!(expected.0.len(), 3, "a, b and d remain");
+    assert_eq!(expected.0.len(), 4, "a, b, d and h remain");
+    assert_eq!(expected.1.len(), 10, "{:?}", expected.1);
 
     // Without reading ahead, every write is merged; read ahead, what the graph lacks (nodes
     // d and g, their edges, new slots) is created instead.
