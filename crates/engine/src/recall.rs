@@ -1350,12 +1350,34 @@ impl Snapshot<'_> {
         }
         // A parent this recall read and admitted exists; the others are asked in one read. A
         // parent whose read failed counts as missing, as it did when read alone.
-        let unknown: Vec<NodeKey> = parents
+        // On a store whose reads are round trips, the items' out-edges in hand answer instead:
+        // the projection links an event to the parent its record names by CAUSED_BY whenever
+        // both exist (an edge to a parent not in the graph waits, parked, and leaves with a
+        // deleted parent), so the edge is there exactly when the parent is.
+        let by_edge = self.read.batch_reads_pay();
+        let caused: BTreeSet<(&NodeKey, &NodeKey)> = ranked
             .iter()
-            .map(|(_, p)| p)
-            .filter(|p| !r.seen.get(*p).is_some_and(Option::is_some))
-            .cloned()
+            .zip(&outgoing)
+            .filter(|_| by_edge)
+            .flat_map(|(item, edges)| {
+                edges
+                    .iter()
+                    .filter(|e| e.key.edge_type == "CAUSED_BY")
+                    .map(move |e| (&item.node.key, &e.key.to))
+            })
             .collect();
+        let mut absent: BTreeSet<NodeKey> = BTreeSet::new();
+        let mut unknown: Vec<NodeKey> = Vec::new();
+        for (child, parent) in &parents {
+            if r.seen.get(parent).is_some_and(Option::is_some) {
+                continue;
+            }
+            if !by_edge || child.label != "Event" {
+                unknown.push(parent.clone());
+            } else if !caused.contains(&(child, parent)) {
+                absent.insert(parent.clone());
+            }
+        }
         let positions: BTreeMap<&NodeKey, Option<u64>> =
             ranked.iter().map(|i| (&i.node.key, i.provenance.log_position)).collect();
         // The entities an unexplained reference may name are checked (hub or not) below.
@@ -1367,8 +1389,7 @@ impl Snapshot<'_> {
                 .filter(|to| item.node.key.label == "Event" && named_in_query(to, &query.text))
         }));
         let exist = self.parents_and_refs(&mut r, &unknown, named_refs)?;
-        let absent: BTreeSet<&NodeKey> =
-            unknown.iter().zip(exist).filter(|(_, e)| !e).map(|(p, _)| p).collect();
+        absent.extend(unknown.into_iter().zip(exist).filter(|(_, e)| !e).map(|(p, _)| p));
         let missing_parents: Vec<(NodeKey, NodeKey)> =
             parents.into_iter().filter(|(_, p)| absent.contains(p)).collect();
         let mut edges = Vec::new();

@@ -248,6 +248,10 @@ impl<'g> BatchFold<'g> {
         let deleted: Vec<&NodeKey> = self.detached.iter().collect();
         let mut drops = self.base.stage2_drops(&deleted)?;
         drops.extend(extra);
+        // A fold from an empty graph names every entity it folds (`entity_names.rs`).
+        if self.start == 0 {
+            drops.push(self.base.named_layout_cmd());
+        }
         // The transaction ends the watch: nothing is left for `drop` to undo.
         self.finished = true;
         let changes = NetChanges {

@@ -6,6 +6,7 @@
 //! ```text
 //! (:Label {id, props, seq[, trace]})   a node; props is its properties as JSON text, seq its
 //!                                       creation number, trace an event's `trace_id`
+//! (:Entity {id, props, seq, name})     an entity also holds its id's name part (indexed)
 //! (a)-[:TYPE {q, props}]->(b)           an edge; q its qualifier (the fourth part of its key)
 //! (:_SessionSlot {session, at, event})  one event's place in its session's order
 //! (:_Pending {wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, q, props})
@@ -16,6 +17,7 @@
 //! ctxgraph:{NAME}:graph_generation     a counter every committed change of the graph bumps
 //! ctxgraph:{NAME}:settings             store settings (a hash)
 //! ctxgraph:{NAME}:enriched_through     the stage-2 checkpoint (stage 2's other keys: `stage2.rs`)
+//! ctxgraph:{NAME}:layout               2 when every Entity node has its `name` (`entity_names.rs`)
 //! ```
 //!
 //! A node's creation number (`seq`) is what the embedded store's integer node id is: it grows
@@ -49,6 +51,7 @@ use crate::url::StoreUrl;
 mod archive;
 mod born;
 mod bulk;
+mod entity_names;
 mod groups_many;
 mod handover;
 mod many;
@@ -74,6 +77,8 @@ const SLOT: &str = "_SessionSlot";
 const PENDING: &str = "_Pending";
 /// The label whose nodes carry their `trace_id` as a property of its own (`trace`).
 const TRACED: &str = "Event";
+/// The label whose nodes carry their id's name part as a property of its own (`name`).
+const NAMED: &str = "Entity";
 
 /// The properties of a parked edge that make its key, in the embedded store's key order.
 const PENDING_KEY: &str = "wait_label: $wait_label, wait_id: $wait_id, from_label: $from_label, \
@@ -96,6 +101,11 @@ pub struct FalkorGraph {
     settings: String,
     /// The key of the stage-2 checkpoint.
     enriched: String,
+    /// The key of the graph's layout version (`entity_names.rs`).
+    layout: String,
+    /// Whether this graph was seen with every Entity node named (`entity_names.rs`): once
+    /// seen, it stays so (only a reset empties the graph, and it keeps the layout).
+    entity_names: std::cell::Cell<bool>,
     /// A plain connection, for constraints, the checkpoint and transactions.
     raw: RefCell<redis::Connection>,
     /// Node labels that already have their index and constraint.
@@ -159,6 +169,8 @@ impl FalkorGraph {
             generation: format!("{prefix}graph_generation"),
             settings: format!("{prefix}settings"),
             enriched: format!("{prefix}enriched_through"),
+            layout: format!("{prefix}layout"),
+            entity_names: std::cell::Cell::new(false),
             indexed: BTreeSet::new(),
             state: RefCell::new(None),
         })
@@ -224,10 +236,18 @@ impl FalkorGraph {
                 // The constraint needs the index first; FalkorDB builds it in the background.
                 unless_raced(self.create_constraint(label))?;
             }
-            // A trace's events are found by their trace id (`GraphReader::trace_events`).
-            if label == TRACED && !fields.contains(&(label.to_owned(), "trace".to_owned())) {
+            // A trace's events are found by their trace id (`GraphReader::trace_events`),
+            // entities by their name (`entity_names.rs`).
+            let own = match label {
+                TRACED => Some("trace"),
+                NAMED => Some("name"),
+                _ => None,
+            };
+            if let Some(field) = own
+                && !fields.contains(&(label.to_owned(), field.to_owned()))
+            {
                 unless_raced(
-                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.trace)"), &[]),
+                    self.run(&format!("CREATE INDEX FOR (n:{quoted}) ON (n.{field})"), &[]),
                 )?;
             }
             self.indexed.insert(label.to_owned());
@@ -410,7 +430,7 @@ impl FalkorGraph {
 
     /// Which of `ids` are ids of nodes of `label`, in the order given.
     pub fn existing_ids(&self, label: &str, ids: &[String]) -> Result<Vec<String>, StoreError> {
-        self.run_plan(Self::plan_existing_ids(label, ids)?)?.into_ids()
+        self.run_plan(self.plan_existing(label, ids)?)?.into_ids()
     }
 
     /// Nodes of a label in id order, after `after` (exclusive), at most `limit`.
@@ -780,13 +800,14 @@ impl Write {
         Ok(Write {
             query: format!(
                 "MERGE (n:{label} {{id: $id}}) ON CREATE SET n.seq = $seq \
-                 SET n.props = $props, n.trace = $trace"
+                 SET n.props = $props, n.trace = $trace, n.name = $name"
             ),
             params: vec![
                 ("id", s(&node.key.id)),
                 ("seq", int(seq)),
                 ("props", s(&props_to(&node.props)?)),
                 ("trace", trace_of(node)),
+                ("name", name_of(&node.key)),
             ],
         })
     }
@@ -901,6 +922,12 @@ pub(crate) fn trace_of(node: &Node) -> FalkorValue {
         Some(serde_json::Value::String(t)) if node.key.label == TRACED => s(t),
         _ => FalkorValue::None,
     }
+}
+
+/// The `name` property of a node: an entity's id's name part (`entity_names.rs`, what
+/// recall looks entities up by), else null (no property).
+pub(crate) fn name_of(key: &NodeKey) -> FalkorValue {
+    if key.label == NAMED { s(entity_names::name_part(&key.id)) } else { FalkorValue::None }
 }
 
 /// A label or an edge type, checked and quoted for query text (Cypher takes no parameter there).

@@ -283,6 +283,11 @@ impl GraphReader for PerQuery<'_> {
     fn archived(&self, after: Option<&NodeKey>, limit: usize) -> Result<Vec<Archived>, StoreError> {
         self.0.lock().unwrap().begin_read()?.archived(after, limit)
     }
+    // Every read here is its own transaction, as on a store whose reads are round trips: recall
+    // takes those paths (reads ahead, parents known from the edges in hand) on this store.
+    fn batch_reads_pay(&self) -> bool {
+        true
+    }
 }
 
 /// An embedded engine and a remote one on its own file, with the remote file's worker.
@@ -330,7 +335,19 @@ fn log(engine: &Engine) -> Vec<(u64, RecordKind, String, String)> {
 #[test]
 fn reads_on_a_remote_store_equal_the_embedded_ones_once_folded() {
     let mut p = pair();
-    let jsonl = trace(300);
+    // Events whose parent never came, or came: the packs' missing parents must agree.
+    let orphans: String = (0..3)
+        .map(|i| {
+            let parent = if i == 0 { "never-came".to_owned() } else { format!("orphan-{}", i - 1) };
+            let line = serde_json::json!({"event_id": format!("orphan-{i}"),
+                "event_type": "tool.execute", "tool_name": "deploy", "session_id": "s-orphans",
+                "occurred_at": format!("2026-11-20T10:0{i}:00Z"), "agent_id": "a",
+                "trace_id": "t-orphans", "parent_event_id": parent, "status": "failed",
+                "payload": {"error": "deploy rejected"}});
+            format!("{line}\n")
+        })
+        .collect();
+    let jsonl = trace(300) + &orphans;
     let options = IngestOptions::default();
     let a = p.embedded.ingest_jsonl(jsonl.as_bytes(), &options, &mut |_| {}).unwrap();
     let b = p.remote.ingest_jsonl(jsonl.as_bytes(), &options, &mut |_| {}).unwrap();
@@ -365,14 +382,18 @@ fn reads_on_a_remote_store_equal_the_embedded_ones_once_folded() {
         assert_eq!(timeline, r.timeline(s, 500).unwrap(), "session {s}");
     }
     // Stage 1 only on both (no text or vector index): recall anchors on what questions name.
-    let mut questions = vec!["why did the deploy fail".to_owned()];
+    let mut questions = vec![
+        "why did the deploy fail".to_owned(),
+        "what failed in session s-orphans".to_owned(),
+        "why did orphan-1 fail".to_owned(),
+    ];
     for entity in e.nodes("Entity", None, 400).unwrap().iter().step_by(23) {
         let name = entity.props.get("name").and_then(|n| n.as_str()).unwrap_or_default();
         questions.push(format!("what happened with {name}"));
     }
     questions.extend(sessions.iter().map(|s| format!("what went wrong in session {s}")));
     drop((e, r));
-    let mut found = 0;
+    let (mut found, mut missing) = (0, 0);
     for question in &questions {
         let q = RecallQuery::new(question.as_str());
         let (mut a, mut b) = (p.embedded.recall(&q).unwrap(), p.remote.recall(&q).unwrap());
@@ -384,9 +405,11 @@ fn reads_on_a_remote_store_equal_the_embedded_ones_once_folded() {
             }
         }
         found += a.items.len();
+        missing += a.unknowns.iter().filter(|u| u.kind == "missing_parent").count();
         assert_eq!(a, b, "{question}");
     }
     assert!(found > 0, "the questions found something");
+    assert!(missing > 0, "a parent that never came is named");
 }
 
 #[test]

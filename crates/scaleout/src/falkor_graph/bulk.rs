@@ -16,7 +16,8 @@ use falkordb::FalkorValue;
 use super::born::{Among, Born, create_with_edges};
 use super::together::Query;
 use super::{
-    FalkorGraph, PENDING, PENDING_COLUMNS, SLOT, Write, int, name, pending_row, s, trace_of,
+    FalkorGraph, NAMED, PENDING, PENDING_COLUMNS, SLOT, Write, int, name, name_of, pending_row, s,
+    trace_of,
 };
 use super::{int_at, text_at};
 
@@ -242,12 +243,11 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
     for (key, node, new, seq) in &changes.nodes {
         // A deleted node is in `detached`, and gone already.
         if let Some(n) = node {
-            nodes.entry((&key.label, *new)).or_default().push(list(vec![
-                s(&key.id),
-                s(&props_to(&n.props)?),
-                int(*seq),
-                trace_of(n),
-            ]));
+            let mut row = vec![s(&key.id), s(&props_to(&n.props)?), int(*seq), trace_of(n)];
+            if key.label == NAMED {
+                row.push(name_of(key));
+            }
+            nodes.entry((&key.label, *new)).or_default().push(list(row));
         }
     }
     for ((label, new), rows) in nodes {
@@ -257,13 +257,16 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
             continue;
         }
         let quoted = name(label, "label")?;
-        // A null `trace` sets no property (and removes an old one).
+        // A null `trace` sets no property (and removes an old one); an entity's name comes
+        // fifth.
+        let (named, set_name) =
+            if label == NAMED { (", name: r[4]", ", n.name = r[4]") } else { ("", "") };
         let body = if new {
-            format!("CREATE (:{quoted} {{id: r[0], props: r[1], seq: r[2], trace: r[3]}})")
+            format!("CREATE (:{quoted} {{id: r[0], props: r[1], seq: r[2], trace: r[3]{named}}})")
         } else {
             format!(
                 "MERGE (n:{quoted} {{id: r[0]}}) ON CREATE SET n.seq = r[2] \
-                 SET n.props = r[1], n.trace = r[3]"
+                 SET n.props = r[1], n.trace = r[3]{set_name}"
             )
         };
         unwind(&mut out, &body, rows);

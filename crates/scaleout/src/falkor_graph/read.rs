@@ -94,11 +94,13 @@ impl FalkorGraph {
     /// no counter beside it: every fold page since sets both): its reads would list a node's
     /// edges in another order than the embedded store's.
     pub(crate) fn check_layout(&self) -> Result<(), StoreError> {
-        let (checkpoint, seq): (Option<u64>, Option<i64>) = redis::cmd("MGET")
+        let (checkpoint, seq, layout): (Option<u64>, Option<i64>, Option<u64>) = redis::cmd("MGET")
             .arg(&self.checkpoint)
             .arg(&self.seq)
+            .arg(self.layout_key())
             .query(&mut *self.raw.borrow_mut())
             .map_err(|e| raw_remote(&self.url, &e))?;
+        self.note_layout(layout);
         self.layout(checkpoint, seq)
     }
 

@@ -47,6 +47,8 @@ impl FalkorGraph {
         pipe.cmd("SET").arg(&self.checkpoint).arg(0);
         pipe.cmd("SET").arg(&self.seq).arg(0);
         pipe.cmd("INCR").arg(&self.generation);
+        // The graph is empty: every entity folded from here has its name.
+        pipe.add_command(self.named_layout_cmd());
         self.run_reset(&pipe, "a reset of the graph")
     }
 

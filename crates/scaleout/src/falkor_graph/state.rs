@@ -102,6 +102,8 @@ impl FalkorGraph {
             ]
             .map(|suffix| self.stage2_key(suffix)),
         );
+        // The layout version: whether entities are looked up by name (`entity_names.rs`).
+        keys.push(self.layout_key().to_owned());
         keys
     }
 
@@ -198,6 +200,9 @@ impl FalkorGraph {
             texts: texts.is_some(),
             tokens: redis::from_redis_value(tokens?).map_err(decode)?,
         };
+        if let Some(at) = pending.keys.iter().position(|k| k == self.layout_key()) {
+            self.note_layout(values.get(at).copied().flatten());
+        }
         if let Some(memo) = self.state.borrow_mut().as_mut() {
             memo.counters = Some(pending.keys.into_iter().zip(values).collect::<BTreeMap<_, _>>());
             memo.settings = settings;

@@ -61,14 +61,14 @@ pub(super) fn placed_rows(replies: Vec<Rows>, starts: &[usize]) -> Rows {
 
 impl FalkorGraph {
     /// A read of many keys as a plan.
-    fn plan<'a>(read: &ManyRead<'a>) -> Result<Plan<'a>, StoreError> {
+    fn plan<'a>(&self, read: &ManyRead<'a>) -> Result<Plan<'a>, StoreError> {
         match *read {
             ManyRead::Nodes(keys) => Self::plan_nodes(keys),
             ManyRead::NodesExist(keys) => Self::plan_nodes_exist(keys),
             ManyRead::EdgesOf { keys, edge_type, direction } => {
                 Self::plan_edges_of(keys, edge_type, direction)
             }
-            ManyRead::ExistingIds { label, ids } => Self::plan_existing_ids(label, ids),
+            ManyRead::ExistingIds { label, ids } => self.plan_existing(label, ids),
             ManyRead::ExistingIdsByLabel { labels, ids } => {
                 Self::plan_existing_ids_by_label(labels, ids)
             }
@@ -169,7 +169,7 @@ impl FalkorGraph {
         &self,
         reads: &[ManyRead<'_>],
     ) -> Result<Vec<ManyAnswer>, StoreError> {
-        let plans = reads.iter().map(Self::plan).collect::<Result<Vec<_>, _>>()?;
+        let plans = reads.iter().map(|read| self.plan(read)).collect::<Result<Vec<_>, _>>()?;
         self.run_plans(plans)
     }
 }

@@ -40,6 +40,7 @@ macro_rules! conformance {
 
 mod archive;
 mod batch;
+mod entity_names;
 mod falkor_layout;
 mod forget_append;
 mod graph;
