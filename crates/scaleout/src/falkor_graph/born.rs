@@ -12,6 +12,7 @@ use ctxgraph_ontology::graph::EdgeKey;
 use ctxgraph_store::StoreError;
 use falkordb::FalkorValue;
 
+use super::bulk::created_node;
 use super::bulk::{NetChanges, ROWS_PER_QUERY};
 use super::{Write, name};
 
@@ -83,10 +84,9 @@ pub(super) fn create_with_edges(
     rows: Vec<FalkorValue>,
     among: Among<'_>,
 ) -> Result<Write, StoreError> {
-    let quoted = name(label, "label")?;
     let mut query = format!(
-        "UNWIND $rows AS r CREATE (n:{quoted} {{id: r[0], props: r[1], seq: r[2], trace: r[3]}}) \
-         WITH collect(id(n)) AS ids"
+        "UNWIND $rows AS r CREATE {} WITH collect(id(n)) AS ids",
+        created_node("n", label)?
     );
     let mut params = vec![("rows", FalkorValue::Array(rows))];
     for ((ty, edges), param) in among.by_type.into_iter().zip(EDGE_LISTS) {

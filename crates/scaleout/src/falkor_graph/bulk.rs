@@ -257,12 +257,9 @@ pub(crate) fn merged_writes(changes: &NetChanges<'_>) -> Result<Vec<Write>, Stor
             continue;
         }
         let quoted = name(label, "label")?;
-        // A null `trace` sets no property (and removes an old one); an entity's name comes
-        // fifth.
-        let (named, set_name) =
-            if label == NAMED { (", name: r[4]", ", n.name = r[4]") } else { ("", "") };
+        let set_name = if label == NAMED { ", n.name = r[4]" } else { "" };
         let body = if new {
-            format!("CREATE (:{quoted} {{id: r[0], props: r[1], seq: r[2], trace: r[3]{named}}})")
+            format!("CREATE {}", created_node("", label)?)
         } else {
             format!(
                 "MERGE (n:{quoted} {{id: r[0]}}) ON CREATE SET n.seq = r[2] \
@@ -484,6 +481,15 @@ fn grouped(
     };
     let body = format!("{first_match} {second_match} {}", write("x[1]", "x[2]"));
     unwind(out, &body, rows);
+}
+
+/// The pattern that creates a node of `label` from an `UNWIND` row `r` as [`merged_writes`] writes it
+/// (id, props, seq, trace, and an entity's name fifth), bound to `var`. A null `trace` sets no
+/// property.
+pub(super) fn created_node(var: &str, label: &str) -> Result<String, StoreError> {
+    let quoted = name(label, "label")?;
+    let named = if label == NAMED { ", name: r[4]" } else { "" };
+    Ok(format!("({var}:{quoted} {{id: r[0], props: r[1], seq: r[2], trace: r[3]{named}}})"))
 }
 
 #[cfg(test)]
