@@ -1,0 +1,220 @@
+//! The documents written since the last lexical build, held in memory by the engines of one
+//! store (a server's tenant) and ranked there instead of by the full-text index.
+//!
+//! The full-text index ranks with a call of FTS5's `bm25()` per matching document, which made
+//! it most of a recall's time on a store being written (the server builds the lexical index
+//! only once 20,000 documents wait outside it). The writer's store tells the shared
+//! [`TextDelta`] of every committed change to the full-text index (`ctxgraph_store::TextSink`,
+//! with the added documents tokenized by the index's own tokenizer), which appends them to a
+//! `ctxgraph_lexical::Delta`. A search whose snapshot the delta covers (same lexical build, a
+//! text version the delta has reached) ranks the newer documents from it with FTS5's formula
+//! and statistics (the whole index's document count, mean length and document frequencies), so
+//! it returns what the full-text index returned. Otherwise (a change it cannot follow: a
+//! deletion, a write through another connection) it lets go, and searches use the full-text
+//! index until a commit finds no document above the build but its own.
+
+use std::cell::RefCell;
+use std::sync::{PoisonError, RwLock};
+
+use ctxgraph_lexical::{Bm25, Delta, DeltaScratch, DeltaTerm};
+use ctxgraph_store::{TextCommit, TextIndexBuild, TextSink};
+
+thread_local! {
+    /// The score array of [`TextDelta::top_k`], one per thread.
+    static SCRATCH: RefCell<DeltaScratch> = RefCell::new(DeltaScratch::default());
+}
+
+/// The newer documents of one store, shared by its engines (`Engine::set_index_caches`).
+#[derive(Default)]
+pub(crate) struct TextDelta(RwLock<Option<Anchored>>);
+
+/// A delta that equals the store's documents above `base` at text version `version`.
+struct Anchored {
+    generation: u64,
+    base: i64,
+    version: u64,
+    delta: Delta,
+}
+
+/// What a search's snapshot is: its lexical build (if any), the build's generation and the
+/// snapshot's text version.
+pub(crate) struct SnapshotText<'a> {
+    pub(crate) build: Option<&'a TextIndexBuild>,
+    pub(crate) generation: u64,
+    pub(crate) version: u64,
+}
+
+/// A question's term: its text and its document frequency in the lexical build's lists.
+pub(crate) struct QuestionTerm<'a> {
+    pub(crate) term: &'a str,
+    pub(crate) built_df: u64,
+}
+
+impl TextDelta {
+    /// Whether the delta may hold the snapshot's newer documents (checked before the
+    /// question's terms are read; [`TextDelta::top_k`] checks again, with their count).
+    pub(crate) fn holds(&self, at: &SnapshotText<'_>) -> bool {
+        let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        held.as_ref().is_some_and(|a| {
+            a.generation == at.generation
+                && a.base == at.build.map_or(-1, |b| b.through)
+                && at.version <= a.version
+        })
+    }
+
+    /// The best `k` documents above the snapshot's build for `terms`, scored as the full-text
+    /// index scores them; `None` when the delta does not hold exactly the snapshot's newer
+    /// documents (`newer`, when known, is their count in the snapshot).
+    pub(crate) fn top_k(
+        &self,
+        at: &SnapshotText<'_>,
+        newer: Option<u64>,
+        terms: &[QuestionTerm<'_>],
+        k: usize,
+    ) -> Option<Vec<(i64, f64)>> {
+        let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        let a = held.as_ref()?;
+        let base = at.build.map_or(-1, |b| b.through);
+        if a.generation != at.generation || a.base != base || at.version > a.version {
+            return None;
+        }
+        let n = a.delta.upto(at.version);
+        if newer.is_some_and(|newer| newer != n as u64) {
+            return None;
+        }
+        // FTS5's statistics: the build's documents and tokens plus the newer ones.
+        let (built_docs, built_tokens) =
+            at.build.map_or((0, 0.0), |b| (b.docs, b.avg_len * b.docs as f64));
+        let docs = built_docs + n as u64;
+        let avg_len =
+            if docs == 0 { 0.0 } else { (built_tokens + a.delta.tokens(n) as f64) / docs as f64 };
+        let bm25 = Bm25::FTS5;
+        let scored: Vec<DeltaTerm<'_>> = terms
+            .iter()
+            .map(|t| DeltaTerm {
+                term: t.term,
+                idf: bm25.idf(docs, t.built_df + a.delta.df(t.term, n)),
+            })
+            .collect();
+        Some(
+            SCRATCH.with_borrow_mut(|scratch| a.delta.top_k(n, &scored, bm25, avg_len, k, scratch)),
+        )
+    }
+}
+
+impl TextSink for TextDelta {
+    fn wants_count(&self) -> bool {
+        self.0.read().unwrap_or_else(PoisonError::into_inner).is_none()
+    }
+
+    fn committed(&self, commit: TextCommit) {
+        let mut held = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        *held = match held.take() {
+            Some(a) if a.version == commit.before && !commit.removed => follow(a, &commit),
+            _ => start(&commit),
+        };
+    }
+}
+
+/// `a` moved over `commit`; `None` when it cannot follow it (the build's coverage went back).
+fn follow(mut a: Anchored, commit: &TextCommit) -> Option<Anchored> {
+    if commit.generation != a.generation {
+        if commit.base < a.base {
+            return None;
+        }
+        a.delta.retain_above(commit.base);
+        a.generation = commit.generation;
+        a.base = commit.base;
+    }
+    for doc in commit.docs.iter().filter(|d| d.id > a.base) {
+        a.delta.push(doc.id, commit.after, &doc.terms).ok()?;
+    }
+    a.version = commit.after;
+    Some(a)
+}
+
+/// A delta started at `commit` when the documents above its build are exactly the ones it
+/// added.
+fn start(commit: &TextCommit) -> Option<Anchored> {
+    if commit.removed {
+        return None;
+    }
+    let added: Vec<_> = commit.docs.iter().filter(|d| d.id > commit.base).collect();
+    if commit.above_base != Some(added.len() as u64) {
+        return None;
+    }
+    let mut delta = Delta::new();
+    for doc in added {
+        delta.push(doc.id, commit.after, &doc.terms).ok()?;
+    }
+    Some(Anchored {
+        generation: commit.generation,
+        base: commit.base,
+        version: commit.after,
+        delta,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use ctxgraph_store::TextDoc;
+
+    use super::*;
+
+    fn doc(id: i64, terms: &[&str]) -> TextDoc {
+        TextDoc { id, terms: terms.iter().map(|t| ((*t).to_owned(), 1)).collect() }
+    }
+
+    fn commit(before: u64, docs: Vec<TextDoc>, above: Option<u64>) -> TextCommit {
+        TextCommit {
+            before,
+            after: before + 1,
+            generation: 0,
+            base: -1,
+            removed: false,
+            docs,
+            above_base: above,
+        }
+    }
+
+    fn at(version: u64) -> SnapshotText<'static> {
+        SnapshotText { build: None, generation: 0, version }
+    }
+
+    #[test]
+    fn starts_only_where_it_holds_every_newer_document() {
+        let d = TextDelta::default();
+        let q = [QuestionTerm { term: "a", built_df: 0 }];
+        // Two documents above the build, one added: it cannot start.
+        d.committed(commit(0, vec![doc(1, &["a"])], Some(2)));
+        assert!(d.top_k(&at(1), None, &q, 5).is_none());
+        assert!(d.wants_count());
+        d.committed(commit(1, vec![doc(2, &["a"])], Some(1)));
+        assert!(!d.wants_count());
+        assert_eq!(d.top_k(&at(2), None, &q, 5).map(|h| h.len()), Some(1));
+        // Follows appends; an older snapshot sees its prefix, a newer one is not held.
+        d.committed(commit(2, vec![doc(3, &["a", "b"])], None));
+        assert_eq!(d.top_k(&at(2), None, &q, 5).map(|h| h.len()), Some(1));
+        assert_eq!(d.top_k(&at(3), None, &q, 5).map(|h| h.len()), Some(2));
+        assert!(d.top_k(&at(4), None, &q, 5).is_none());
+        assert!(d.top_k(&at(3), Some(5), &q, 5).is_none(), "a count that differs is refused");
+        // A gap (a write it was not told of) or a removal lets go.
+        d.committed(commit(5, vec![doc(9, &["a"])], None));
+        assert!(d.top_k(&at(6), None, &q, 5).is_none());
+    }
+
+    #[test]
+    fn a_build_keeps_only_the_documents_above_it() {
+        let d = TextDelta::default();
+        d.committed(commit(0, vec![doc(1, &["a"]), doc(2, &["a"])], Some(2)));
+        let mut rebuilt = commit(1, vec![doc(3, &["a"])], None);
+        rebuilt.generation = 1;
+        rebuilt.base = 2;
+        d.committed(rebuilt);
+        let build = TextIndexBuild { through: 2, docs: 2, avg_len: 1.0 };
+        let snap = SnapshotText { build: Some(&build), generation: 1, version: 2 };
+        let q = [QuestionTerm { term: "a", built_df: 2 }];
+        let hits = d.top_k(&snap, Some(1), &q, 5).unwrap();
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![3]);
+    }
+}
