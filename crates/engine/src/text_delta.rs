@@ -9,9 +9,12 @@
 //! `ctxgraph_lexical::Delta`. A search whose snapshot the delta covers (same lexical build, a
 //! text version the delta has reached) ranks the newer documents from it with FTS5's formula
 //! and statistics (the whole index's document count, mean length and document frequencies), so
-//! it returns what the full-text index returned. Otherwise (a change it cannot follow: a
-//! deletion, a write through another connection) it lets go, and searches use the full-text
-//! index until a commit finds no document above the build but its own.
+//! it returns what the full-text index returned. It follows the writer's commits from the first
+//! one it is told of, and serves searches once a commit finds above the build exactly the
+//! documents it holds (at once on a new store; on a store opened with newer documents, after
+//! the next build). A change it cannot follow (a deletion or a replacement, a write through
+//! another connection) starts it over from the next commit, and meanwhile searches ask the
+//! full-text index as before.
 
 use std::cell::RefCell;
 use std::sync::{PoisonError, RwLock};
@@ -26,14 +29,18 @@ thread_local! {
 
 /// The newer documents of one store, shared by its engines (`Engine::set_index_caches`).
 #[derive(Default)]
-pub(crate) struct TextDelta(RwLock<Option<Anchored>>);
+pub(crate) struct TextDelta(RwLock<Option<Followed>>);
 
-/// A delta that equals the store's documents above `base` at text version `version`.
-struct Anchored {
+/// The documents above `base` that the commits up to text version `version` added, since the
+/// first commit followed.
+struct Followed {
     generation: u64,
     base: i64,
     version: u64,
     delta: Delta,
+    /// Whether a commit counted exactly these documents above the build: then they are all
+    /// of the store's at `version`, and later versions' as long as every commit is followed.
+    complete: bool,
 }
 
 /// What a search's snapshot is: its lexical build (if any), the build's generation and the
@@ -56,7 +63,8 @@ impl TextDelta {
     pub(crate) fn holds(&self, at: &SnapshotText<'_>) -> bool {
         let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
         held.as_ref().is_some_and(|a| {
-            a.generation == at.generation
+            a.complete
+                && a.generation == at.generation
                 && a.base == at.build.map_or(-1, |b| b.through)
                 && at.version <= a.version
         })
@@ -73,7 +81,7 @@ impl TextDelta {
         k: usize,
     ) -> Option<Vec<(i64, f64)>> {
         let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        let a = held.as_ref()?;
+        let a = held.as_ref().filter(|a| a.complete)?;
         let base = at.build.map_or(-1, |b| b.through);
         if a.generation != at.generation || a.base != base || at.version > a.version {
             return None;
@@ -104,20 +112,26 @@ impl TextDelta {
 
 impl TextSink for TextDelta {
     fn wants_count(&self) -> bool {
-        self.0.read().unwrap_or_else(PoisonError::into_inner).is_none()
+        !self.0.read().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|a| a.complete)
     }
 
     fn committed(&self, commit: TextCommit) {
         let mut held = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        *held = match held.take() {
-            Some(a) if a.version == commit.before && !commit.removed => follow(a, &commit),
+        let next = match held.take() {
+            Some(a) if a.version == commit.before && !commit.removed => {
+                follow(a, &commit).or_else(|| start(&commit))
+            }
             _ => start(&commit),
         };
+        *held = next.map(|mut a| {
+            a.complete |= commit.above_base == Some(a.delta.len() as u64);
+            a
+        });
     }
 }
 
 /// `a` moved over `commit`; `None` when it cannot follow it (the build's coverage went back).
-fn follow(mut a: Anchored, commit: &TextCommit) -> Option<Anchored> {
+fn follow(mut a: Followed, commit: &TextCommit) -> Option<Followed> {
     if commit.generation != a.generation {
         if commit.base < a.base {
             return None;
@@ -133,25 +147,22 @@ fn follow(mut a: Anchored, commit: &TextCommit) -> Option<Anchored> {
     Some(a)
 }
 
-/// A delta started at `commit` when the documents above its build are exactly the ones it
-/// added.
-fn start(commit: &TextCommit) -> Option<Anchored> {
+/// The documents `commit` added above its build, followed from there (complete once a commit
+/// counts them as all); `None` after a removal, which may have taken one of them.
+fn start(commit: &TextCommit) -> Option<Followed> {
     if commit.removed {
         return None;
     }
-    let added: Vec<_> = commit.docs.iter().filter(|d| d.id > commit.base).collect();
-    if commit.above_base != Some(added.len() as u64) {
-        return None;
-    }
     let mut delta = Delta::new();
-    for doc in added {
+    for doc in commit.docs.iter().filter(|d| d.id > commit.base) {
         delta.push(doc.id, commit.after, &doc.terms).ok()?;
     }
-    Some(Anchored {
+    Some(Followed {
         generation: commit.generation,
         base: commit.base,
         version: commit.after,
         delta,
+        complete: false,
     })
 }
 
@@ -182,39 +193,54 @@ mod tests {
     }
 
     #[test]
-    fn starts_only_where_it_holds_every_newer_document() {
+    fn serves_once_a_commit_counts_all_it_holds() {
         let d = TextDelta::default();
         let q = [QuestionTerm { term: "a", built_df: 0 }];
-        // Two documents above the build, one added: it cannot start.
+        // A document above the build that it was never told of: it follows, but cannot serve.
         d.committed(commit(0, vec![doc(1, &["a"])], Some(2)));
         assert!(d.top_k(&at(1), None, &q, 5).is_none());
         assert!(d.wants_count());
-        d.committed(commit(1, vec![doc(2, &["a"])], Some(1)));
-        assert!(!d.wants_count());
-        assert_eq!(d.top_k(&at(2), None, &q, 5).map(|h| h.len()), Some(1));
-        // Follows appends; an older snapshot sees its prefix, a newer one is not held.
-        d.committed(commit(2, vec![doc(3, &["a", "b"])], None));
-        assert_eq!(d.top_k(&at(2), None, &q, 5).map(|h| h.len()), Some(1));
-        assert_eq!(d.top_k(&at(3), None, &q, 5).map(|h| h.len()), Some(2));
-        assert!(d.top_k(&at(4), None, &q, 5).is_none());
-        assert!(d.top_k(&at(3), Some(5), &q, 5).is_none(), "a count that differs is refused");
-        // A gap (a write it was not told of) or a removal lets go.
-        d.committed(commit(5, vec![doc(9, &["a"])], None));
-        assert!(d.top_k(&at(6), None, &q, 5).is_none());
-    }
-
-    #[test]
-    fn a_build_keeps_only_the_documents_above_it() {
-        let d = TextDelta::default();
-        d.committed(commit(0, vec![doc(1, &["a"]), doc(2, &["a"])], Some(2)));
-        let mut rebuilt = commit(1, vec![doc(3, &["a"])], None);
+        d.committed(commit(1, vec![doc(3, &["a"])], Some(3)));
+        assert!(d.top_k(&at(2), None, &q, 5).is_none());
+        // A build covers the unknown one (and document 1): what is left above it is known.
+        let mut rebuilt = commit(2, vec![], Some(1));
+        rebuilt.after = 2;
         rebuilt.generation = 1;
         rebuilt.base = 2;
         d.committed(rebuilt);
+        assert!(!d.wants_count());
         let build = TextIndexBuild { through: 2, docs: 2, avg_len: 1.0 };
-        let snap = SnapshotText { build: Some(&build), generation: 1, version: 2 };
+        let snap = |version| SnapshotText { build: Some(&build), generation: 1, version };
         let q = [QuestionTerm { term: "a", built_df: 2 }];
-        let hits = d.top_k(&snap, Some(1), &q, 5).unwrap();
+        let hits = d.top_k(&snap(2), Some(1), &q, 5).unwrap();
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![3]);
+        // Follows appends; an older snapshot sees its prefix, a newer one is not held.
+        let mut next = commit(2, vec![doc(4, &["a", "b"])], None);
+        next.generation = 1;
+        next.base = 2;
+        d.committed(next);
+        assert_eq!(d.top_k(&snap(2), None, &q, 5).map(|h| h.len()), Some(1));
+        assert_eq!(d.top_k(&snap(3), None, &q, 5).map(|h| h.len()), Some(2));
+        assert!(d.top_k(&snap(4), None, &q, 5).is_none());
+        assert!(d.top_k(&snap(3), Some(5), &q, 5).is_none(), "a count that differs is refused");
+        // A gap (a write it was not told of) starts it over.
+        let mut gap = commit(5, vec![doc(9, &["a"])], None);
+        gap.generation = 1;
+        gap.base = 2;
+        d.committed(gap);
+        assert!(d.top_k(&snap(6), None, &q, 5).is_none());
+        assert!(d.wants_count());
+    }
+
+    #[test]
+    fn starts_at_once_on_a_new_store() {
+        let d = TextDelta::default();
+        d.committed(commit(0, vec![doc(1, &["a"]), doc(2, &["b"])], Some(2)));
+        let q = [QuestionTerm { term: "a", built_df: 0 }];
+        assert_eq!(d.top_k(&at(1), None, &q, 5).map(|h| h.len()), Some(1));
+        let mut removal = commit(1, vec![], None);
+        removal.removed = true;
+        d.committed(removal);
+        assert!(d.top_k(&at(2), None, &q, 5).is_none(), "a removal lets go");
     }
 }
