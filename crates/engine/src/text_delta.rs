@@ -12,8 +12,9 @@
 //! it returns what the full-text index returned. It follows the writer's commits from the first
 //! one it is told of, and serves searches once a commit finds above the build exactly the
 //! documents it holds (at once on a new store; on a store opened with newer documents, after
-//! the next build). A change it cannot follow (a deletion or a replacement, a write through
-//! another connection) starts it over from the next commit, and meanwhile searches ask the
+//! the next build); a document replaced or deleted is taken out at its commit's version. A
+//! change it cannot follow (a whole label's documents deleted, a write through another
+//! connection) starts it over from the next commit, and meanwhile searches ask the
 //! full-text index as before.
 
 use std::cell::RefCell;
@@ -86,26 +87,30 @@ impl TextDelta {
         if a.generation != at.generation || a.base != base || at.version > a.version {
             return None;
         }
-        let n = a.delta.upto(at.version);
-        if newer.is_some_and(|newer| newer != n as u64) {
+        let v = at.version;
+        let n = a.delta.docs_at(v);
+        if newer.is_some_and(|newer| newer != n) {
             return None;
         }
         // FTS5's statistics: the build's documents and tokens plus the newer ones.
         let (built_docs, built_tokens) =
             at.build.map_or((0, 0.0), |b| (b.docs, b.avg_len * b.docs as f64));
-        let docs = built_docs + n as u64;
-        let avg_len =
-            if docs == 0 { 0.0 } else { (built_tokens + a.delta.tokens(n) as f64) / docs as f64 };
+        let docs = built_docs + n;
+        let avg_len = if docs == 0 {
+            0.0
+        } else {
+            (built_tokens + a.delta.tokens_at(v) as f64) / docs as f64
+        };
         let bm25 = Bm25::FTS5;
         let scored: Vec<DeltaTerm<'_>> = terms
             .iter()
             .map(|t| DeltaTerm {
                 term: t.term,
-                idf: bm25.idf(docs, t.built_df + a.delta.df(t.term, n)),
+                idf: bm25.idf(docs, t.built_df + a.delta.df_at(t.term, v)),
             })
             .collect();
         Some(
-            SCRATCH.with_borrow_mut(|scratch| a.delta.top_k(n, &scored, bm25, avg_len, k, scratch)),
+            SCRATCH.with_borrow_mut(|scratch| a.delta.top_k(v, &scored, bm25, avg_len, k, scratch)),
         )
     }
 }
@@ -139,6 +144,9 @@ fn follow(mut a: Followed, commit: &TextCommit) -> Option<Followed> {
         a.delta.retain_above(commit.base);
         a.generation = commit.generation;
         a.base = commit.base;
+    }
+    for &id in &commit.gone {
+        a.delta.remove(id, commit.after);
     }
     for doc in commit.docs.iter().filter(|d| d.id > a.base) {
         a.delta.push(doc.id, commit.after, &doc.terms).ok()?;
@@ -183,6 +191,7 @@ mod tests {
             generation: 0,
             base: -1,
             removed: false,
+            gone: Vec::new(),
             docs,
             above_base: above,
         }
@@ -238,9 +247,20 @@ mod tests {
         d.committed(commit(0, vec![doc(1, &["a"]), doc(2, &["b"])], Some(2)));
         let q = [QuestionTerm { term: "a", built_df: 0 }];
         assert_eq!(d.top_k(&at(1), None, &q, 5).map(|h| h.len()), Some(1));
-        let mut removal = commit(1, vec![], None);
-        removal.removed = true;
-        d.committed(removal);
-        assert!(d.top_k(&at(2), None, &q, 5).is_none(), "a removal lets go");
+        // Document 1 replaced (now without "a"), then document 2 deleted: followed.
+        let mut replaced = commit(1, vec![doc(1, &["b"])], None);
+        replaced.gone = vec![1];
+        d.committed(replaced);
+        assert_eq!(d.top_k(&at(1), None, &q, 5).map(|h| h.len()), Some(1));
+        assert_eq!(d.top_k(&at(2), None, &q, 5).map(|h| h.len()), Some(0));
+        let mut deleted = commit(2, vec![], None);
+        deleted.gone = vec![2];
+        d.committed(deleted);
+        let qb = [QuestionTerm { term: "b", built_df: 0 }];
+        assert_eq!(d.top_k(&at(3), Some(1), &qb, 5).map(|h| h.len()), Some(1));
+        let mut unlisted = commit(3, vec![], None);
+        unlisted.removed = true;
+        d.committed(unlisted);
+        assert!(d.top_k(&at(4), None, &q, 5).is_none(), "a removal it is not told of lets go");
     }
 }

@@ -452,25 +452,53 @@ mod tests {
 
     /// Write `batches` of documents (each a list of word indexes) as `Event` nodes, one
     /// transaction per batch, building the lexical index after batch `build_after` if given.
+    /// `changes[b]` rewrites (words) or deletes (no words) documents written before batch `b`
+    /// and after the build (the lexical index keeps a built document's words until the next
+    /// build), by their index modulo the documents written so far.
     fn write_batches(
         store: &mut Embedded,
         batches: &[Vec<Vec<usize>>],
+        changes: &[Vec<(usize, Vec<usize>)>],
         build_after: Option<usize>,
     ) -> usize {
+        let text = |doc: &[usize]| -> String {
+            doc.iter().map(|&i| WORDS[i % WORDS.len()]).collect::<Vec<_>>().join(" ")
+        };
         let mut n = 0;
+        let mut built = 0;
+        let mut deleted = BTreeSet::new();
         for (b, batch) in batches.iter().enumerate() {
             let mut w = store.begin_write().unwrap();
             let mut texts = Vec::new();
+            let mut doomed = Vec::new();
+            for (target, words) in changes.get(b).into_iter().flatten() {
+                let Some(i) = (n > 0).then(|| target % n).filter(|&i| i >= built) else {
+                    continue;
+                };
+                if deleted.contains(&i) {
+                    continue;
+                }
+                let key = NodeKey::new("Event", format!("e{i}"));
+                if words.is_empty() {
+                    deleted.insert(i);
+                    doomed.push(key);
+                } else {
+                    texts.push((key, text(words)));
+                }
+            }
             for doc in batch {
                 let key = NodeKey::new("Event", format!("e{n}"));
                 n += 1;
                 w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
-                let text: Vec<&str> = doc.iter().map(|&i| WORDS[i % WORDS.len()]).collect();
-                texts.push((key, text.join(" ")));
+                texts.push((key, text(doc)));
             }
             w.put_texts(&texts).unwrap();
+            for key in &doomed {
+                w.delete_node(key).unwrap();
+            }
             if build_after == Some(b) {
                 super::rebuild(&mut w).unwrap();
+                built = n;
             }
             w.commit().unwrap();
         }
@@ -491,6 +519,12 @@ mod tests {
                 proptest::collection::vec(proptest::collection::vec(0usize..12, 1..7), 0..6),
                 1..6,
             ),
+            changes in proptest::collection::vec(
+                proptest::collection::vec(
+                    (0usize..40, proptest::collection::vec(0usize..12, 0..4)), 0..4,
+                ),
+                0..6,
+            ),
             build_after in proptest::option::of(0usize..6),
             questions in proptest::collection::vec(
                 proptest::collection::vec(0usize..12, 1..4), 1..5,
@@ -501,7 +535,7 @@ mod tests {
                 Embedded::open(&dir.path().join("t.ctxg"), OpenMode::CreateIfMissing).unwrap();
             let delta = std::sync::Arc::new(super::TextDelta::default());
             store.set_text_sink(Some(delta.clone()));
-            let docs = write_batches(&mut store, &batches, build_after);
+            let docs = write_batches(&mut store, &batches, &changes, build_after);
             let read = store.begin_read().unwrap();
             let version = read.text_version().unwrap().unwrap();
             let build = read.text_index_build().unwrap();
@@ -549,10 +583,14 @@ mod tests {
         let dir = tempfile::TempDir::new().unwrap();
         let path = dir.path().join("t.ctxg");
         let mut store = Embedded::open(&path, OpenMode::CreateIfMissing).unwrap();
-        write_batches(&mut store, &[vec![vec![0, 1]]], None);
+        write_batches(&mut store, &[vec![vec![0, 1]]], &[], None);
         let delta = std::sync::Arc::new(super::TextDelta::default());
         store.set_text_sink(Some(delta.clone()));
-        write_batches(&mut store, &[vec![vec![0]]], None);
+        let mut w = store.begin_write().unwrap();
+        let key = NodeKey::new("Event", "second");
+        w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
+        w.put_texts(&[(key, "billing".to_owned())]).unwrap();
+        w.commit().unwrap();
         let cache = super::TextCache::default();
         let unheld = super::TextDelta::default();
         {
@@ -582,7 +620,7 @@ mod tests {
         drop(read);
         // Another connection writes: the version moves past what the delta was told.
         let mut other = Embedded::open(&path, OpenMode::MustExist).unwrap();
-        write_batches(&mut other, &[vec![vec![1, 2]]], None);
+        write_batches(&mut other, &[vec![vec![1, 2]]], &[], None);
         let read = store.begin_read().unwrap();
         let build = read.text_index_build().unwrap();
         let at = super::SnapshotText {

@@ -20,13 +20,19 @@ use crate::rank::Bm25;
 pub struct Delta {
     /// Per term, its postings `(slot, term frequency)`, slots ascending.
     terms: BTreeMap<String, Vec<(u32, u32)>>,
-    /// Per slot (arrival order): the document id, its length in tokens and the version that
-    /// added it (non-decreasing).
+    /// Per slot (arrival order): the document id, its length in tokens, the version that
+    /// added it (non-decreasing) and the version that removed it (`u64::MAX`: none yet).
     ids: Vec<i64>,
     lens: Vec<u32>,
     versions: Vec<u64>,
+    removed_at: Vec<u64>,
     /// `tokens[i]`: the tokens of slots `0..i`.
     tokens: Vec<u64>,
+    /// The slot holding each document's current text.
+    live: BTreeMap<i64, u32>,
+    /// Removals in version order, `(version, slot)`, and the tokens they took, summed.
+    removals: Vec<(u64, u32)>,
+    removed_tokens: Vec<u64>,
 }
 
 /// A question's term for [`Delta::top_k`]: its text and its inverse document frequency.
@@ -49,24 +55,26 @@ pub struct DeltaScratch {
 impl Delta {
     /// An empty delta.
     pub fn new() -> Delta {
-        Delta { tokens: vec![0], ..Delta::default() }
+        Delta { tokens: vec![0], removed_tokens: vec![0], ..Delta::default() }
     }
 
-    /// Documents held.
+    /// Documents held now (removed ones left out).
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.live.len()
     }
 
-    /// Whether it holds no document.
+    /// Whether it holds no document now.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.live.is_empty()
     }
 
-    /// Append document `id`, added at store version `version`, with its terms and their
-    /// frequencies (each term once; the document's length is the sum of the frequencies, as
-    /// FTS5 counts tokens).
+    /// Add document `id` at store version `version` with its terms and their frequencies (each
+    /// term once; the document's length is the sum of the frequencies, as FTS5 counts tokens).
+    /// A document held already is replaced: its old text is removed at `version`.
     pub fn push(&mut self, id: i64, version: u64, terms: &[(String, u32)]) -> Result<(), Error> {
-        if self.versions.last().is_some_and(|&v| v > version) {
+        if self.versions.last().is_some_and(|&v| v > version)
+            || self.removals.last().is_some_and(|&(v, _)| v > version)
+        {
             return Err(Error::Input {
                 what: "version",
                 detail: format!("document {id} at version {version} after a later version"),
@@ -76,55 +84,89 @@ impl Delta {
             what: "doc",
             detail: format!("document {id}: the delta holds {} documents", self.ids.len()),
         })?;
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some((term, _)) = terms.iter().find(|(t, _)| !seen.insert(t.as_str())) {
+            return Err(Error::Input {
+                what: "term",
+                detail: format!("document {id}: term {term:?} given twice"),
+            });
+        }
+        self.remove(id, version);
         let mut len: u32 = 0;
         for (term, tf) in terms {
             len = len.saturating_add(*tf);
-            let list = self.terms.entry(term.clone()).or_default();
-            if list.last().is_some_and(|&(s, _)| s == slot) {
-                return Err(Error::Input {
-                    what: "term",
-                    detail: format!("document {id}: term {term:?} given twice"),
-                });
-            }
-            list.push((slot, *tf));
+            self.terms.entry(term.clone()).or_default().push((slot, *tf));
         }
         self.ids.push(id);
         self.lens.push(len);
         self.versions.push(version);
+        self.removed_at.push(u64::MAX);
         let total = self.tokens.last().copied().unwrap_or(0);
         self.tokens.push(total + u64::from(len));
+        self.live.insert(id, slot);
         Ok(())
     }
 
-    /// How many of the first documents were added at `version` or before: the prefix a
-    /// snapshot at that version sees.
-    pub fn upto(&self, version: u64) -> usize {
+    /// Remove document `id` at store version `version` (nothing when it is not held).
+    pub fn remove(&mut self, id: i64, version: u64) {
+        let Some(slot) = self.live.remove(&id) else { return };
+        let at = slot as usize;
+        self.removed_at[at] = version;
+        self.removals.push((version, slot));
+        let total = self.removed_tokens.last().copied().unwrap_or(0);
+        self.removed_tokens.push(total + u64::from(self.lens[at]));
+    }
+
+    /// How many slots were added at `version` or before: the prefix a snapshot at that version
+    /// reads.
+    fn upto(&self, version: u64) -> usize {
         self.versions.partition_point(|&v| v <= version)
     }
 
-    /// Tokens of the first `n` documents.
-    pub fn tokens(&self, n: usize) -> u64 {
-        self.tokens.get(n.min(self.ids.len())).copied().unwrap_or(0)
+    /// Whether slot `at` holds a document a snapshot at `version` sees.
+    fn visible(&self, at: usize, version: u64) -> bool {
+        self.versions[at] <= version && self.removed_at[at] > version
     }
 
-    /// Documents among the first `n` that contain `term`.
-    pub fn df(&self, term: &str, n: usize) -> u64 {
-        self.terms.get(term).map_or(0, |list| list.partition_point(|&(s, _)| (s as usize) < n))
-            as u64
+    /// Documents a snapshot at `version` sees.
+    pub fn docs_at(&self, version: u64) -> u64 {
+        let removed = self.removals.partition_point(|&(v, _)| v <= version);
+        (self.upto(version) - removed) as u64
     }
 
-    /// The document ids of the first `n` documents.
-    pub fn ids(&self, n: usize) -> &[i64] {
-        &self.ids[..n.min(self.ids.len())]
+    /// Tokens of the documents a snapshot at `version` sees.
+    pub fn tokens_at(&self, version: u64) -> u64 {
+        let removed = self.removals.partition_point(|&(v, _)| v <= version);
+        self.tokens[self.upto(version)] - self.removed_tokens[removed]
     }
 
-    /// Keep only the documents with an id above `base` (a build now covers the others), in
-    /// their order, with their versions.
+    /// Documents a snapshot at `version` sees that contain `term`.
+    pub fn df_at(&self, term: &str, version: u64) -> u64 {
+        let n = self.upto(version);
+        self.terms.get(term).map_or(0, |list| {
+            list.iter()
+                .take_while(|&&(s, _)| (s as usize) < n)
+                .filter(|&&(s, _)| self.visible(s as usize, version))
+                .count() as u64
+        })
+    }
+
+    /// The ids of the documents held now, in the order their texts were written.
+    pub fn ids(&self) -> Vec<i64> {
+        let mut slots: Vec<u32> = self.live.values().copied().collect();
+        slots.sort_unstable();
+        slots.into_iter().map(|s| self.ids[s as usize]).collect()
+    }
+
+    /// Keep only the documents held now with an id above `base` (a build now covers the
+    /// others), in their order, with their versions; what was removed goes.
     pub fn retain_above(&mut self, base: i64) {
-        if self.ids.iter().all(|&id| id > base) {
+        let mut kept: Vec<usize> =
+            self.live.iter().filter(|&(&id, _)| id > base).map(|(_, &s)| s as usize).collect();
+        kept.sort_unstable();
+        if kept.len() == self.ids.len() {
             return;
         }
-        let kept: Vec<usize> = (0..self.ids.len()).filter(|&i| self.ids[i] > base).collect();
         let mut slot_of = vec![u32::MAX; self.ids.len()];
         for (new, &old) in kept.iter().enumerate() {
             slot_of[old] = new as u32;
@@ -144,29 +186,31 @@ impl Delta {
         }
         let mut out = Delta::new();
         out.terms = terms;
-        for &i in &kept {
+        for (new, &i) in kept.iter().enumerate() {
             out.ids.push(self.ids[i]);
             out.lens.push(self.lens[i]);
             out.versions.push(self.versions[i]);
+            out.removed_at.push(u64::MAX);
             let total = out.tokens.last().copied().unwrap_or(0);
             out.tokens.push(total + u64::from(self.lens[i]));
+            out.live.insert(self.ids[i], new as u32);
         }
         *self = out;
     }
 
-    /// The `k` best of the first `n` documents by BM25 summed over `terms` (each term's
-    /// postings scored with [`Bm25::term_score`] at `avg_len`), best first, ties by lower id,
-    /// as `(document id, score)`. Only documents matching a term are returned.
+    /// The `k` best documents a snapshot at `version` sees, by BM25 summed over `terms` (each
+    /// term's postings scored with [`Bm25::term_score`] at `avg_len`), best first, ties by
+    /// lower id, as `(document id, score)`. Only documents matching a term are returned.
     pub fn top_k(
         &self,
-        n: usize,
+        version: u64,
         terms: &[DeltaTerm<'_>],
         bm25: Bm25,
         avg_len: f64,
         k: usize,
         scratch: &mut DeltaScratch,
     ) -> Vec<(i64, f64)> {
-        let n = n.min(self.ids.len());
+        let n = self.upto(version);
         if k == 0 || n == 0 {
             return Vec::new();
         }
@@ -179,6 +223,9 @@ impl Delta {
             let idf = if term.idf > 0.0 { term.idf } else { 1e-6 };
             for &(slot, tf) in list.iter().take_while(|&&(s, _)| (s as usize) < n) {
                 let at = slot as usize;
+                if !self.visible(at, version) {
+                    continue;
+                }
                 if scores[at] == 0.0 {
                     touched.push(slot);
                 }
@@ -206,16 +253,33 @@ mod tests {
     }
 
     #[test]
-    fn prefixes_follow_versions() {
+    fn snapshots_see_the_documents_of_their_version() {
         let mut d = Delta::new();
         d.push(7, 1, &doc(&[("a", 2), ("b", 1)])).unwrap();
         d.push(3, 2, &doc(&[("a", 1)])).unwrap();
         d.push(9, 2, &doc(&[("c", 4)])).unwrap();
-        assert_eq!((d.upto(0), d.upto(1), d.upto(2), d.upto(5)), (0, 1, 3, 3));
-        assert_eq!((d.tokens(1), d.tokens(3)), (3, 8));
-        assert_eq!((d.df("a", 1), d.df("a", 3), d.df("z", 3)), (1, 2, 0));
+        let at = |v| d.docs_at(v);
+        assert_eq!((at(0), at(1), at(2), at(5)), (0, 1, 3, 3));
+        assert_eq!((d.tokens_at(1), d.tokens_at(2)), (3, 8));
+        assert_eq!((d.df_at("a", 1), d.df_at("a", 2), d.df_at("z", 2)), (1, 2, 0));
         assert!(d.push(1, 1, &doc(&[("a", 1)])).is_err(), "versions never go back");
         assert!(d.push(1, 3, &doc(&[("a", 1), ("a", 1)])).is_err(), "a term once per document");
+        // Document 7 rewritten at 3, document 3 removed at 4.
+        d.push(7, 3, &doc(&[("c", 1)])).unwrap();
+        d.remove(3, 4);
+        assert_eq!((d.docs_at(2), d.docs_at(3), d.docs_at(4)), (3, 3, 2));
+        assert_eq!((d.tokens_at(2), d.tokens_at(3), d.tokens_at(4)), (8, 6, 5));
+        assert_eq!((d.df_at("a", 2), d.df_at("a", 3), d.df_at("c", 3)), (2, 1, 2));
+        let terms = [DeltaTerm { term: "a", idf: 1.0 }, DeltaTerm { term: "c", idf: 1.0 }];
+        let mut s = DeltaScratch::default();
+        let mut ids = |v| {
+            let mut ids: Vec<i64> =
+                d.top_k(v, &terms, Bm25::FTS5, 2.0, 9, &mut s).iter().map(|h| h.0).collect();
+            ids.sort_unstable();
+            ids
+        };
+        assert_eq!((ids(2), ids(3), ids(4)), (vec![3, 7, 9], vec![3, 7, 9], vec![7, 9]));
+        assert_eq!(d.len(), 2);
     }
 
     #[test]
@@ -227,33 +291,35 @@ mod tests {
         let bm25 = Bm25::FTS5;
         let terms = [DeltaTerm { term: "a", idf: 0.5 }, DeltaTerm { term: "b", idf: 2.0 }];
         let mut scratch = DeltaScratch::default();
-        let top = d.top_k(2, &terms, bm25, 2.0, 10, &mut scratch);
+        let top = d.top_k(1, &terms, bm25, 2.0, 10, &mut scratch);
         let s10 = bm25.term_score(0.5, 2, 3, 2.0) + bm25.term_score(2.0, 1, 3, 2.0);
         let s11 = bm25.term_score(0.5, 1, 1, 2.0);
         assert_eq!(top, vec![(10, s10), (11, s11)]);
-        let all = d.top_k(3, &terms, bm25, 2.0, 2, &mut scratch);
+        let all = d.top_k(2, &terms, bm25, 2.0, 2, &mut scratch);
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].0, 12, "the short document with the rare term wins");
     }
 
     #[test]
-    fn retaining_above_a_base_drops_the_built_documents() {
+    fn retaining_above_a_base_drops_the_built_and_removed_documents() {
         let mut d = Delta::new();
         d.push(5, 1, &doc(&[("a", 1)])).unwrap();
         d.push(2, 1, &doc(&[("a", 1), ("b", 2)])).unwrap();
         d.push(8, 3, &doc(&[("b", 1)])).unwrap();
+        d.push(6, 3, &doc(&[("b", 1)])).unwrap();
+        d.remove(6, 4);
         d.retain_above(4);
-        assert_eq!(d.ids(9), &[5, 8]);
-        assert_eq!((d.df("a", 2), d.df("b", 2), d.tokens(2)), (1, 1, 2));
-        assert_eq!((d.upto(1), d.upto(3)), (1, 2));
+        assert_eq!(d.ids(), vec![5, 8]);
+        assert_eq!((d.df_at("a", 4), d.df_at("b", 4), d.tokens_at(4)), (1, 1, 2));
+        assert_eq!((d.docs_at(1), d.docs_at(3)), (1, 2));
         let mut fresh = Delta::new();
         fresh.push(5, 1, &doc(&[("a", 1)])).unwrap();
         fresh.push(8, 3, &doc(&[("b", 1)])).unwrap();
         let terms = [DeltaTerm { term: "a", idf: 1.0 }, DeltaTerm { term: "b", idf: 1.0 }];
         let mut s = DeltaScratch::default();
         assert_eq!(
-            d.top_k(2, &terms, Bm25::FTS5, 1.0, 5, &mut s),
-            fresh.top_k(2, &terms, Bm25::FTS5, 1.0, 5, &mut s)
+            d.top_k(4, &terms, Bm25::FTS5, 1.0, 5, &mut s),
+            fresh.top_k(4, &terms, Bm25::FTS5, 1.0, 5, &mut s)
         );
     }
 }

@@ -413,25 +413,39 @@ struct TextChanges {
     sink: Option<Arc<dyn TextSink>>,
     /// A document was added, replaced or deleted: commit bumps the text version.
     changed: Cell<bool>,
-    /// A document was replaced or deleted.
+    /// Documents were deleted that `gone` does not list.
     removed: Cell<bool>,
     /// The lexical index's build changed (the text generation moved).
     rebuilt: Cell<bool>,
     /// The documents added, by id, kept only for a sink.
     added: RefCell<BTreeMap<i64, String>>,
+    /// The documents held before the transaction that it deleted or replaced, only for a sink.
+    gone: RefCell<std::collections::BTreeSet<i64>>,
 }
 
 impl TextChanges {
+    /// Document `nid` written with `text`; `replaced`: it had a document already.
     fn add(&self, nid: i64, text: &str, replaced: bool) {
         self.changed.set(true);
-        if replaced {
-            self.removed.set(true);
-        }
         if self.sink.is_some() {
-            self.added.borrow_mut().insert(nid, text.to_owned());
+            let mut added = self.added.borrow_mut();
+            // A document this transaction added is not one held before it.
+            if replaced && !added.contains_key(&nid) {
+                self.gone.borrow_mut().insert(nid);
+            }
+            added.insert(nid, text.to_owned());
         }
     }
 
+    /// Document `nid` deleted.
+    fn remove_one(&self, nid: i64) {
+        self.changed.set(true);
+        if self.sink.is_some() && self.added.borrow_mut().remove(&nid).is_none() {
+            self.gone.borrow_mut().insert(nid);
+        }
+    }
+
+    /// Documents deleted without their ids.
     fn remove(&self) {
         self.changed.set(true);
         self.removed.set(true);
@@ -562,6 +576,7 @@ impl EmbeddedWrite<'_> {
             generation: meta_counter(&self.tx, "text_generation")?,
             base,
             removed: text.removed.get(),
+            gone: std::mem::take(&mut *text.gone.borrow_mut()).into_iter().collect(),
             docs,
             above_base,
         };
@@ -2254,7 +2269,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         let texts =
             tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?.execute(params![nid])?;
         if texts > 0 {
-            self.text.remove();
+            self.text.remove_one(nid);
         }
         if vectors + texts > 0 {
             self.removed.set(true);

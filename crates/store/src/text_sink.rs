@@ -23,9 +23,12 @@ pub struct TextCommit {
     pub generation: u64,
     /// The highest document id the lexical index's build covers after it (`-1`: no build).
     pub base: i64,
-    /// Whether a document was deleted or replaced: a copy that only appends cannot follow.
+    /// Whether documents were deleted that [`TextCommit::gone`] does not list (a whole label,
+    /// or every document): a copy cannot follow.
     pub removed: bool,
-    /// The documents added, in id order.
+    /// The documents held before the transaction that it deleted or replaced, in id order.
+    pub gone: Vec<i64>,
+    /// The documents added (a replaced one with its new text), in id order.
     pub docs: Vec<TextDoc>,
     /// Documents with an id above `base` after the transaction, counted only when the sink
     /// asked ([`TextSink::wants_count`]): a sink holding no copy may start one when these are
