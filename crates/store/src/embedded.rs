@@ -407,6 +407,9 @@ pub struct EmbeddedWrite<'a> {
     text: TextChanges,
 }
 
+/// A sink and what to tell it after the commit.
+type SinkCall = (Arc<dyn TextSink>, TextCommit);
+
 /// What a write transaction did to the full-text index and the lexical index's build.
 #[derive(Default)]
 struct TextChanges {
@@ -541,10 +544,10 @@ impl EmbeddedWrite<'_> {
 
     /// Bump the text version if a document changed, and, for a sink, what to tell it once
     /// the transaction has committed (the added documents tokenized on this connection).
-    fn text_commit(&self) -> Result<Option<(Arc<dyn TextSink>, TextCommit)>, StoreError> {
+    fn text_commit(&self) -> Result<Option<SinkCall>, StoreError> {
         let text = &self.text;
         let changed = text.changed.get();
-        if !changed && !(text.sink.is_some() && text.rebuilt.get()) {
+        if !changed && (text.sink.is_none() || !text.rebuilt.get()) {
             return Ok(None);
         }
         let before = meta_counter(&self.tx, "text_version")?;
