@@ -42,7 +42,15 @@ struct Followed {
     /// Whether a commit counted exactly these documents above the build: then they are all
     /// of the store's at `version`, and later versions' as long as every commit is followed.
     complete: bool,
+    /// The oldest text version it can answer for: a compaction drops what older snapshots
+    /// still see.
+    floor: u64,
 }
+
+/// Slots of replaced or deleted texts a delta keeps before it compacts (at least as many as
+/// it holds live): a workload that rewrites the same documents would otherwise grow it
+/// without a build to start it over.
+const MIN_DEAD_BEFORE_COMPACTION: usize = 4_096;
 
 /// What a search's snapshot is: its lexical build (if any), the build's generation and the
 /// snapshot's text version.
@@ -68,6 +76,7 @@ impl TextDelta {
                 && a.generation == at.generation
                 && a.base == at.build.map_or(-1, |b| b.through)
                 && at.version <= a.version
+                && at.version >= a.floor
         })
     }
 
@@ -84,7 +93,11 @@ impl TextDelta {
         let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
         let a = held.as_ref().filter(|a| a.complete)?;
         let base = at.build.map_or(-1, |b| b.through);
-        if a.generation != at.generation || a.base != base || at.version > a.version {
+        if a.generation != at.generation
+            || a.base != base
+            || at.version > a.version
+            || at.version < a.floor
+        {
             return None;
         }
         let v = at.version;
@@ -144,6 +157,7 @@ fn follow(mut a: Followed, commit: &TextCommit) -> Option<Followed> {
         a.delta.retain_above(commit.base);
         a.generation = commit.generation;
         a.base = commit.base;
+        a.floor = commit.after;
     }
     for &id in &commit.gone {
         a.delta.remove(id, commit.after);
@@ -152,6 +166,11 @@ fn follow(mut a: Followed, commit: &TextCommit) -> Option<Followed> {
         a.delta.push(doc.id, commit.after, &doc.terms).ok()?;
     }
     a.version = commit.after;
+    let dead = a.delta.slots() - a.delta.len();
+    if dead > a.delta.len().max(MIN_DEAD_BEFORE_COMPACTION) {
+        a.delta.retain_above(a.base);
+        a.floor = commit.after;
+    }
     Some(a)
 }
 
@@ -171,6 +190,7 @@ fn start(commit: &TextCommit) -> Option<Followed> {
         version: commit.after,
         delta,
         complete: false,
+        floor: commit.after,
     })
 }
 
@@ -239,6 +259,23 @@ mod tests {
         d.committed(gap);
         assert!(d.top_k(&snap(6), None, &q, 5).is_none());
         assert!(d.wants_count());
+    }
+
+    #[test]
+    fn rewriting_one_document_again_and_again_stays_bounded() {
+        let d = TextDelta::default();
+        d.committed(commit(0, vec![doc(1, &["a"])], Some(1)));
+        let rewrites = MIN_DEAD_BEFORE_COMPACTION as u64 + 10;
+        for v in 1..=rewrites {
+            let mut c = commit(v, vec![doc(1, &["a", "b"])], None);
+            c.gone = vec![1];
+            d.committed(c);
+        }
+        let q = [QuestionTerm { term: "b", built_df: 0 }];
+        assert_eq!(d.top_k(&at(rewrites + 1), Some(1), &q, 5).map(|h| h.len()), Some(1));
+        assert!(d.top_k(&at(2), None, &q, 5).is_none(), "older than its compaction");
+        let held = d.0.read().unwrap();
+        assert!(held.as_ref().unwrap().delta.slots() < 100);
     }
 
     #[test]

@@ -63,6 +63,12 @@ impl Delta {
         self.live.len()
     }
 
+    /// Slots taken: the documents held now and the texts replaced or removed since the last
+    /// [`Delta::retain_above`], which drops the latter.
+    pub fn slots(&self) -> usize {
+        self.ids.len()
+    }
+
     /// Whether it holds no document now.
     pub fn is_empty(&self) -> bool {
         self.live.is_empty()
