@@ -21,6 +21,7 @@ use crate::enrich::EmbedderChoice;
 use crate::error::Error;
 use crate::graph_checks;
 use crate::ingest::IngestOutcome;
+use crate::text_delta::TextDelta;
 use crate::text_index::TextCache;
 use crate::vector_index::IndexCache;
 use crate::view::Snapshot;
@@ -90,6 +91,9 @@ pub(crate) struct Caches {
     pub(crate) vectors: IndexCache,
     /// The lexical index's posting lists (see `text_index::TextCache`).
     pub(crate) text: TextCache,
+    /// The documents written since the lexical index's build (see `text_delta`), followed by
+    /// the writer's store once engines share these caches.
+    pub(crate) delta: Arc<TextDelta>,
     /// The edge groups recall's expansion read (see `edge_cache::EdgeCache`).
     pub(crate) edges: EdgeCache,
 }
@@ -467,9 +471,16 @@ impl Engine {
     }
 
     /// Read the index parts through `caches` from now on, so that engines of one store (a
-    /// server's readers) hold one copy of them instead of one each.
+    /// server's readers) hold one copy of them instead of one each. The engines sharing them
+    /// also share the texts written since the lexical index's build: this engine's writes
+    /// extend that copy (`text_delta`), and searches rank those texts from it instead of
+    /// asking the full-text index.
     pub fn set_index_caches(&mut self, caches: IndexCaches) {
         self.caches = caches.0;
+        if let Backend::Embedded(store) = &mut self.backend {
+            let sink: Arc<dyn ctxgraph_store::TextSink> = self.caches.delta.clone();
+            store.set_text_sink(Some(sink));
+        }
     }
 
     /// What `who` may read, in one consistent snapshot: the only way reads leave the engine

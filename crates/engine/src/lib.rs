@@ -70,6 +70,7 @@ mod remote_write;
 mod resolve;
 mod retention;
 mod slots;
+mod text_delta;
 mod text_index;
 mod vector_index;
 mod view;

@@ -6,7 +6,9 @@
 //! (`ctxgraph-lexical`) keeps one posting list per term and merges the question's lists in
 //! memory; its scores are FTS5's, so its hits and the full-text index's hits among newer
 //! documents (ids above the build's) merge into one ranking. `consolidate` rebuilds it, and so
-//! does every load that leaves [`REBUILD_AFTER`] documents outside it.
+//! does every load that leaves [`REBUILD_AFTER`] documents outside it. Engines that share a
+//! delta of the newer documents (`text_delta`, a server's tenant) rank those from memory with
+//! the full-text index's own formula and statistics instead of asking it.
 //!
 //! Known limit: a document re-indexed with other text under an id the last build covers is
 //! searched with its old words until the next build; ids are reused only when the newest node
@@ -21,6 +23,7 @@ use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::{GraphReader, GraphStore, TextIndexBuild};
 
 use crate::error::Error;
+use crate::text_delta::{QuestionTerm, SnapshotText, TextDelta};
 
 thread_local! {
     /// The score array of [`top_k`], one per thread, reused by every search on it.
@@ -253,10 +256,12 @@ pub(crate) fn remove(w: &mut dyn GraphStore, docs: &BTreeMap<i64, String>) -> Re
 }
 
 /// Nodes whose indexed text matches words of `query`, best BM25 score first (higher is better),
-/// at most `limit`.
+/// at most `limit`: the lexical index's lists for the documents its build covers, the shared
+/// delta (`text_delta`) or else the full-text index for the documents written since.
 pub(crate) fn search(
     read: &dyn GraphReader,
     cache: &TextCache,
+    delta: &TextDelta,
     query: &str,
     limit: usize,
 ) -> Result<Vec<(NodeKey, f64)>, Error> {
@@ -265,7 +270,12 @@ pub(crate) fn search(
     }
     let mut hits: Vec<(i64, f64)> = Vec::new();
     let mut after = -1;
-    if let Some(build) = read.text_index_build()? {
+    let build = read.text_index_build()?;
+    // The question's terms with their document frequencies in the build's lists, and the
+    // count of documents above the build (both known only when there is a build).
+    let mut built_terms: Vec<(String, u64)> = Vec::new();
+    let mut newer_count = None;
+    if let Some(build) = &build {
         let terms = read.text_terms(query)?;
         let names: Vec<&str> = terms.iter().map(String::as_str).collect();
         // Statistics as of the build plus the documents since: a term's document frequency is
@@ -290,15 +300,54 @@ pub(crate) fn search(
             return keys_of(read, hits, limit);
         }
         after = build.through;
+        built_terms = terms
+            .into_iter()
+            .zip(&lists)
+            .map(|(term, list)| (term, list.as_ref().map_or(0, |l| u64::from(l.df))))
+            .collect();
+        newer_count = Some(newer);
     }
-    let words: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    hits.extend(read.search_text(&words, after, limit + SLACK)?);
+    match newer_from_delta(read, delta, build.as_ref(), built_terms, newer_count, query, limit)? {
+        Some(newer) => hits.extend(newer),
+        None => {
+            let words: Vec<String> = query
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect();
+            hits.extend(read.search_text(&words, after, limit + SLACK)?);
+        }
+    }
     hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     keys_of(read, hits, limit)
+}
+
+/// The documents above the build ranked from the shared delta, when it holds exactly the
+/// snapshot's (`None`: ask the full-text index). `built_terms` are the question's terms with
+/// their build document frequencies (empty without a build: the terms are read here).
+fn newer_from_delta(
+    read: &dyn GraphReader,
+    delta: &TextDelta,
+    build: Option<&TextIndexBuild>,
+    built_terms: Vec<(String, u64)>,
+    newer: Option<u64>,
+    query: &str,
+    limit: usize,
+) -> Result<Option<Vec<(i64, f64)>>, Error> {
+    let Some(version) = read.text_version()? else { return Ok(None) };
+    let at = SnapshotText { build, generation: read.text_generation()?, version };
+    if !delta.holds(&at) {
+        return Ok(None);
+    }
+    let built_terms = match build {
+        Some(_) => built_terms,
+        None => read.text_terms(query)?.into_iter().map(|t| (t, 0)).collect(),
+    };
+    let terms: Vec<QuestionTerm<'_>> = built_terms
+        .iter()
+        .map(|(term, built_df)| QuestionTerm { term, built_df: *built_df })
+        .collect();
+    Ok(delta.top_k(&at, newer, &terms, limit + SLACK))
 }
 
 /// The node keys of the best `limit` hits whose nodes still exist (among the best
@@ -393,5 +442,192 @@ mod tests {
         assert_eq!(removed, lists(&w, &terms));
         let billing = w.text_terms("billing").unwrap().remove(0);
         assert_eq!(removed[&billing].len(), 2);
+    }
+
+    /// Words with distinct stems, so a question's words and its index terms correspond.
+    const WORDS: [&str; 10] = [
+        "billing", "refund", "checkout", "deploy", "latency", "timeout", "zebra", "quokka",
+        "gamma", "omega",
+    ];
+
+    /// Write `batches` of documents (each a list of word indexes) as `Event` nodes, one
+    /// transaction per batch, building the lexical index after batch `build_after` if given.
+    /// `changes[b]` rewrites (words) or deletes (no words) documents written before batch `b`
+    /// and after the build (the lexical index keeps a built document's words until the next
+    /// build), by their index modulo the documents written so far.
+    fn write_batches(
+        store: &mut Embedded,
+        batches: &[Vec<Vec<usize>>],
+        changes: &[Vec<(usize, Vec<usize>)>],
+        build_after: Option<usize>,
+    ) -> usize {
+        let text = |doc: &[usize]| -> String {
+            doc.iter().map(|&i| WORDS[i % WORDS.len()]).collect::<Vec<_>>().join(" ")
+        };
+        let mut n = 0;
+        let mut built = 0;
+        let mut deleted = BTreeSet::new();
+        for (b, batch) in batches.iter().enumerate() {
+            let mut w = store.begin_write().unwrap();
+            let mut texts = Vec::new();
+            let mut doomed = Vec::new();
+            for (target, words) in changes.get(b).into_iter().flatten() {
+                let Some(i) = (n > 0).then(|| target % n).filter(|&i| i >= built) else {
+                    continue;
+                };
+                if deleted.contains(&i) {
+                    continue;
+                }
+                let key = NodeKey::new("Event", format!("e{i}"));
+                if words.is_empty() {
+                    deleted.insert(i);
+                    doomed.push(key);
+                } else {
+                    texts.push((key, text(words)));
+                }
+            }
+            for doc in batch {
+                let key = NodeKey::new("Event", format!("e{n}"));
+                n += 1;
+                w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
+                texts.push((key, text(doc)));
+            }
+            w.put_texts(&texts).unwrap();
+            for key in &doomed {
+                w.delete_node(key).unwrap();
+            }
+            if build_after == Some(b) {
+                super::rebuild(&mut w).unwrap();
+                built = n;
+            }
+            w.commit().unwrap();
+        }
+        n
+    }
+
+    fn by_key(hits: Vec<(NodeKey, f64)>) -> BTreeMap<NodeKey, f64> {
+        hits.into_iter().collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// The documents written since the build, ranked from the shared delta, are the ones
+        /// the full-text index ranks, with its scores, whatever the batches and the build.
+        #[test]
+        fn the_delta_ranks_as_the_full_text_index(
+            batches in proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(0usize..12, 1..7), 0..6),
+                1..6,
+            ),
+            changes in proptest::collection::vec(
+                proptest::collection::vec(
+                    (0usize..40, proptest::collection::vec(0usize..12, 0..4)), 0..4,
+                ),
+                0..6,
+            ),
+            build_after in proptest::option::of(0usize..6),
+            questions in proptest::collection::vec(
+                proptest::collection::vec(0usize..12, 1..4), 1..5,
+            ),
+        ) {
+            let dir = tempfile::TempDir::new().unwrap();
+            let mut store =
+                Embedded::open(&dir.path().join("t.ctxg"), OpenMode::CreateIfMissing).unwrap();
+            let delta = std::sync::Arc::new(super::TextDelta::default());
+            store.set_text_sink(Some(delta.clone()));
+            let docs = write_batches(&mut store, &batches, &changes, build_after);
+            let read = store.begin_read().unwrap();
+            let version = read.text_version().unwrap().unwrap();
+            let build = read.text_index_build().unwrap();
+            let at = super::SnapshotText {
+                build: build.as_ref(),
+                generation: read.text_generation().unwrap(),
+                version,
+            };
+            // A store never written has nothing to follow; one written from the start does.
+            proptest::prop_assert!(
+                docs == 0 || delta.holds(&at),
+                "a fresh store's delta follows every write"
+            );
+            let cache = super::TextCache::default();
+            let unheld = super::TextDelta::default();
+            for question in &questions {
+                // Word 10 and 11 are in no document (and 11 is a stop word for no one).
+                let words: Vec<&str> = question
+                    .iter()
+                    .map(|&i| WORDS.get(i).copied().unwrap_or(if i == 10 { "absent" } else { "the" }))
+                    .collect();
+                let query = words.join(" ");
+                let from_delta = by_key(super::search(&read, &cache, &delta, &query, docs + 1).unwrap());
+                let from_fts5 = by_key(super::search(&read, &cache, &unheld, &query, docs + 1).unwrap());
+                proptest::prop_assert_eq!(
+                    from_delta.keys().collect::<Vec<_>>(),
+                    from_fts5.keys().collect::<Vec<_>>(),
+                    "{:?}", query
+                );
+                for (key, score) in &from_delta {
+                    let fts5 = from_fts5[key];
+                    proptest::prop_assert!(
+                        (score - fts5).abs() <= 1e-9 * fts5.abs().max(1.0),
+                        "{:?} {:?}: {} against {}", query, key, score, fts5
+                    );
+                }
+            }
+        }
+    }
+
+    /// A delta started on a store that already holds newer documents is not used (it would
+    /// miss them), and a write through a connection without the sink lets it go.
+    #[test]
+    fn the_delta_refuses_what_it_was_not_told() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("t.ctxg");
+        let mut store = Embedded::open(&path, OpenMode::CreateIfMissing).unwrap();
+        write_batches(&mut store, &[vec![vec![0, 1]]], &[], None);
+        let delta = std::sync::Arc::new(super::TextDelta::default());
+        store.set_text_sink(Some(delta.clone()));
+        let mut w = store.begin_write().unwrap();
+        let key = NodeKey::new("Event", "second");
+        w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
+        w.put_texts(&[(key, "billing".to_owned())]).unwrap();
+        w.commit().unwrap();
+        let cache = super::TextCache::default();
+        let unheld = super::TextDelta::default();
+        {
+            let read = store.begin_read().unwrap();
+            let at = super::SnapshotText {
+                build: None,
+                generation: read.text_generation().unwrap(),
+                version: read.text_version().unwrap().unwrap(),
+            };
+            assert!(!delta.holds(&at));
+        }
+        // A build leaves nothing above it: the next write starts the delta.
+        {
+            let mut w = store.begin_write().unwrap();
+            super::rebuild(&mut w).unwrap();
+            w.commit().unwrap();
+        }
+        let mut w = store.begin_write().unwrap();
+        let key = NodeKey::new("Event", "late");
+        w.put_node(&Node { key: key.clone(), props: Properties::new() }).unwrap();
+        w.put_texts(&[(key.clone(), "billing quokka".to_owned())]).unwrap();
+        w.commit().unwrap();
+        let read = store.begin_read().unwrap();
+        let hits = super::search(&read, &cache, &delta, "quokka billing", 5).unwrap();
+        assert_eq!(hits, super::search(&read, &cache, &unheld, "quokka billing", 5).unwrap());
+        assert_eq!(hits.first().map(|h| &h.0), Some(&key));
+        drop(read);
+        // Another connection writes: the version moves past what the delta was told.
+        let mut other = Embedded::open(&path, OpenMode::MustExist).unwrap();
+        write_batches(&mut other, &[vec![vec![1, 2]]], &[], None);
+        let read = store.begin_read().unwrap();
+        let build = read.text_index_build().unwrap();
+        let at = super::SnapshotText {
+            build: build.as_ref(),
+            generation: read.text_generation().unwrap(),
+            version: read.text_version().unwrap().unwrap(),
+        };
+        assert!(!delta.holds(&at));
     }
 }

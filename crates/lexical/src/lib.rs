@@ -34,12 +34,14 @@
 
 mod build;
 mod decoded;
+mod delta;
 mod error;
 mod postings;
 mod rank;
 
 pub use build::{Builder, Built};
 pub use decoded::Decoded;
+pub use delta::{Delta, DeltaScratch, DeltaTerm};
 pub use error::Error;
 pub use postings::{
     Posting, Pruned, count, decode, encode, impact_of, level, without, without_docs,

@@ -243,14 +243,18 @@ impl Tenant {
     fn with_writer(
         name: &str,
         store: TenantStore,
-        writer: Engine,
+        mut writer: Engine,
         options: EngineOptions,
     ) -> Tenant {
         let access = Arc::clone(writer.access_tracker());
+        // Set on the writer too, so that its writes extend the texts the readers rank from
+        // memory (see `Engine::set_index_caches`).
+        let caches = writer.index_caches();
+        writer.set_index_caches(caches.clone());
         Tenant {
             name: name.to_owned(),
             store,
-            caches: writer.index_caches(),
+            caches,
             writer: Mutex::new(writer),
             queue: Mutex::default(),
             trimmed: Mutex::new(Instant::now()),

@@ -26,6 +26,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
@@ -33,7 +34,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavio
 
 use crate::{
     Appended, Archived, EdgeGroup, GraphCounts, GraphReader, GraphStore, Log, LogEntry, LogReader,
-    SessionSlot, StoreError, StoredVector, TextIndexBuild,
+    SessionSlot, StoreError, StoredVector, TextCommit, TextDoc, TextIndexBuild, TextSink,
 };
 
 /// The newest on-disk format this build reads and writes.
@@ -64,6 +65,18 @@ pub enum OpenMode {
 pub struct Embedded {
     conn: Connection,
     path: PathBuf,
+    /// Told of every committed change to the full-text index (see [`Embedded::set_text_sink`]).
+    text_sink: SinkSlot,
+}
+
+/// An optional [`TextSink`], printable.
+#[derive(Clone, Default)]
+struct SinkSlot(Option<Arc<dyn TextSink>>);
+
+impl std::fmt::Debug for SinkSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(TextSink)" } else { "None" })
+    }
 }
 
 impl Embedded {
@@ -132,7 +145,7 @@ impl Embedded {
         // with new values; recall's edge lookups paid that on every call.
         conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         conn.set_prepared_statement_cache_capacity(64);
-        let mut store = Embedded { conn, path: path.to_owned() };
+        let mut store = Embedded { conn, path: path.to_owned(), text_sink: SinkSlot::default() };
         if version < FORMAT_VERSION {
             store.migrate(version)?;
         }
@@ -210,10 +223,19 @@ impl Embedded {
         Ok(())
     }
 
+    /// Tell `sink` (or no one) of every change to the full-text index that a write transaction
+    /// of this connection commits, with the added documents tokenized: how a copy of the newer
+    /// documents shared by the engines of one process follows the store. Changes made through
+    /// other connections are not told; their readers see [`GraphReader::text_version`] move.
+    pub fn set_text_sink(&mut self, sink: Option<Arc<dyn TextSink>>) {
+        self.text_sink = SinkSlot(sink);
+    }
+
     /// Start the single write transaction. Its changes are durable when [`EmbeddedWrite::commit`]
     /// returns and discarded if it is dropped.
     pub fn begin_write(&mut self) -> Result<EmbeddedWrite<'_>, StoreError> {
         Ok(EmbeddedWrite {
+            text: TextChanges { sink: self.text_sink.0.clone(), ..TextChanges::default() },
             tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
             edges_changed: Cell::new(false),
             nodes: RefCell::new(HashMap::new()),
@@ -382,6 +404,56 @@ pub struct EmbeddedWrite<'a> {
     /// Whether this transaction deleted a vector or full-text document, or replaced a vector,
     /// since the removal generation was last bumped (see [`GraphReader::removal_generation`]).
     removed: Cell<bool>,
+    /// This transaction's changes to the full-text index, for the text version and the sink.
+    text: TextChanges,
+}
+
+/// A sink and what to tell it after the commit.
+type SinkCall = (Arc<dyn TextSink>, TextCommit);
+
+/// What a write transaction did to the full-text index and the lexical index's build.
+#[derive(Default)]
+struct TextChanges {
+    sink: Option<Arc<dyn TextSink>>,
+    /// A document was added, replaced or deleted: commit bumps the text version.
+    changed: Cell<bool>,
+    /// Documents were deleted that `gone` does not list.
+    removed: Cell<bool>,
+    /// The lexical index's build changed (the text generation moved).
+    rebuilt: Cell<bool>,
+    /// The documents added, by id, kept only for a sink.
+    added: RefCell<BTreeMap<i64, String>>,
+    /// The documents held before the transaction that it deleted or replaced, only for a sink.
+    gone: RefCell<std::collections::BTreeSet<i64>>,
+}
+
+impl TextChanges {
+    /// Document `nid` written with `text`; `replaced`: it had a document already.
+    fn add(&self, nid: i64, text: &str, replaced: bool) {
+        self.changed.set(true);
+        if self.sink.is_some() {
+            let mut added = self.added.borrow_mut();
+            // A document this transaction added is not one held before it.
+            if replaced && !added.contains_key(&nid) {
+                self.gone.borrow_mut().insert(nid);
+            }
+            added.insert(nid, text.to_owned());
+        }
+    }
+
+    /// Document `nid` deleted.
+    fn remove_one(&self, nid: i64) {
+        self.changed.set(true);
+        if self.sink.is_some() && self.added.borrow_mut().remove(&nid).is_none() {
+            self.gone.borrow_mut().insert(nid);
+        }
+    }
+
+    /// Documents deleted without their ids.
+    fn remove(&self) {
+        self.changed.set(true);
+        self.removed.set(true);
+    }
 }
 
 /// Cached nodes (or node ids) that force a flush, bounding the caches' memory.
@@ -463,8 +535,65 @@ impl EmbeddedWrite<'_> {
         }
         self.bump_vector_generation()?;
         self.bump_removal_generation()?;
+        let told = self.text_commit()?;
         self.tx.commit()?;
+        if let Some((sink, commit)) = told {
+            sink.committed(commit);
+        }
         Ok(())
+    }
+
+    /// Bump the text version if a document changed, and, for a sink, what to tell it once
+    /// the transaction has committed (the added documents tokenized on this connection).
+    fn text_commit(&self) -> Result<Option<SinkCall>, StoreError> {
+        let text = &self.text;
+        let changed = text.changed.get();
+        if !changed && (text.sink.is_none() || !text.rebuilt.get()) {
+            return Ok(None);
+        }
+        let before = meta_counter(&self.tx, "text_version")?;
+        if changed {
+            bump_counter(&self.tx, "text_version")?;
+        }
+        let Some(sink) = text.sink.as_ref().filter(|_| changed || text.rebuilt.get()) else {
+            return Ok(None);
+        };
+        let added = std::mem::take(&mut *text.added.borrow_mut());
+        let texts: Vec<&str> = added.values().map(String::as_str).collect();
+        let mut terms: Vec<BTreeMap<String, u32>> = vec![BTreeMap::new(); texts.len()];
+        for (i, term) in index_terms(&self.tx, &texts)? {
+            if let Some(doc) = terms.get_mut(i) {
+                *doc.entry(term).or_insert(0) += 1;
+            }
+        }
+        let docs = added
+            .keys()
+            .zip(terms)
+            .map(|(&id, terms)| TextDoc { id, terms: terms.into_iter().collect() })
+            .collect();
+        let base = graph_text_index_build(&self.tx)?.map_or(-1, |b| b.through);
+        let above_base =
+            if sink.wants_count() { Some(graph_text_docs_after(&self.tx, base)?.0) } else { None };
+        let commit = TextCommit {
+            before,
+            after: meta_counter(&self.tx, "text_version")?,
+            generation: meta_counter(&self.tx, "text_generation")?,
+            base,
+            removed: text.removed.get(),
+            gone: std::mem::take(&mut *text.gone.borrow_mut()).into_iter().collect(),
+            docs,
+            above_base,
+        };
+        Ok(Some((sink.clone(), commit)))
+    }
+
+    /// [`GraphReader::text_version`]: `None` once this transaction changed a document (no copy
+    /// made elsewhere holds its documents).
+    fn text_version_now(&self) -> Result<Option<u64>, StoreError> {
+        if self.text.changed.get() {
+            return Ok(None);
+        }
+        meta_counter(&self.tx, "text_version").map(Some)
     }
 
     /// Bump the vector generation if this transaction changed a vector since the last bump.
@@ -655,6 +784,10 @@ impl EmbeddedRead<'_> {
 
     fn removal_generation_now(&self) -> Result<u64, StoreError> {
         meta_counter(&self.tx, "removal_generation")
+    }
+
+    fn text_version_now(&self) -> Result<Option<u64>, StoreError> {
+        meta_counter(&self.tx, "text_version").map(Some)
     }
 
     fn load_node_named(
@@ -1774,6 +1907,9 @@ macro_rules! impl_readers {
             fn removal_generation(&self) -> Result<Option<u64>, StoreError> {
                 self.removal_generation_now().map(Some)
             }
+            fn text_version(&self) -> Result<Option<u64>, StoreError> {
+                self.text_version_now()
+            }
             fn ann_centroids(&self) -> Result<Option<Vec<u8>>, StoreError> {
                 graph_ann_centroids(&self.tx)
             }
@@ -1989,6 +2125,9 @@ impl GraphStore for EmbeddedWrite<'_> {
             &format!("DELETE FROM text_index WHERE rowid IN ({doomed})"),
             params![label],
         )?;
+        if texts > 0 {
+            self.text.remove();
+        }
         if vectors + texts > 0 {
             self.removed.set(true);
         }
@@ -2047,6 +2186,11 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn put_text(&mut self, key: &NodeKey, text: &str) -> Result<(), StoreError> {
         let nid = self.endpoint_nid(key)?;
+        let replaced = self
+            .tx
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM text_index_docsize WHERE id = ?1)")?
+            .query_row(params![nid], |r| r.get::<_, bool>(0))?;
+        self.text.add(nid, text, replaced);
         self.tx
             .prepare_cached("INSERT OR REPLACE INTO text_index (rowid, body) VALUES (?1, ?2)")?
             .execute(params![nid, text])?;
@@ -2070,10 +2214,12 @@ impl GraphStore for EmbeddedWrite<'_> {
                 .tx
                 .prepare_cached("SELECT EXISTS (SELECT 1 FROM text_index_docsize WHERE id = ?1)")?;
             let mut delete = self.tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?;
-            for nid in rows.keys() {
-                if indexed.query_row(params![nid], |r| r.get::<_, bool>(0))? {
+            for (nid, text) in &rows {
+                let replaced = indexed.query_row(params![nid], |r| r.get::<_, bool>(0))?;
+                if replaced {
                     delete.execute(params![nid])?;
                 }
+                self.text.add(*nid, text, replaced);
             }
         }
         let mut insert =
@@ -2087,6 +2233,8 @@ impl GraphStore for EmbeddedWrite<'_> {
     fn clear_enrichment(&mut self) -> Result<(), StoreError> {
         self.vectors_changed.set(true);
         self.removed.set(true);
+        self.text.remove();
+        self.text.rebuilt.set(true);
         self.tx.execute_batch(CLEAR_TEXT_INDEX)?;
         bump_counter(&self.tx, "text_generation")?;
         self.tx.execute_batch(
@@ -2124,6 +2272,9 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.vectors_changed.set(true);
         let texts =
             tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?.execute(params![nid])?;
+        if texts > 0 {
+            self.text.remove_one(nid);
+        }
         if vectors + texts > 0 {
             self.removed.set(true);
         }
@@ -2207,6 +2358,7 @@ impl GraphStore for EmbeddedWrite<'_> {
     }
 
     fn clear_text_index(&mut self) -> Result<(), StoreError> {
+        self.text.rebuilt.set(true);
         self.tx.execute_batch(CLEAR_TEXT_INDEX)?;
         bump_counter(&self.tx, "text_generation")?;
         Ok(())
@@ -2235,6 +2387,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         st.execute(params!["text_docs", sql_int(build.docs)])?;
         st.execute(params!["text_avg_len", build.avg_len])?;
         drop(st);
+        self.text.rebuilt.set(true);
         bump_counter(&self.tx, "text_generation")?;
         Ok(())
     }

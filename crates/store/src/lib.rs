@@ -21,6 +21,7 @@
 mod embedded;
 mod error;
 mod remote;
+mod text_sink;
 mod together;
 mod tokenizer;
 
@@ -36,6 +37,7 @@ pub use remote::{
     ConsolidateCommit, EnrichCommit, EnrichWrite, ForgetAppend, ForgetGraphBody, GraphForget,
     Redaction, RemoteStore, RetentionBody, RetentionWrite, StoreRead,
 };
+pub use text_sink::{TextCommit, TextDoc, TextSink};
 pub use together::{ManyAnswer, ManyRead, read_one};
 pub use tokenizer::TextTokenizer;
 
@@ -518,6 +520,13 @@ pub trait GraphReader {
         limit: usize,
     ) -> Result<Vec<Vec<EdgeGroup>>, StoreError> {
         keys.iter().map(|key| self.edge_groups(key, limit)).collect()
+    }
+
+    /// A number that moves with every committed transaction that added, replaced or deleted
+    /// a full-text document (see [`TextSink`]): a copy of the documents kept elsewhere is this
+    /// read's when it was made at this number. `None` (the default) when the store keeps none.
+    fn text_version(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
     }
 }
 

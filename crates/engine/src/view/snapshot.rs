@@ -388,7 +388,7 @@ impl<'a> Snapshot<'a> {
         query: &str,
         limit: usize,
     ) -> Result<Vec<(NodeKey, f64)>, Error> {
-        crate::text_index::search(&*self.read, &self.caches.text, query, limit)
+        crate::text_index::search(&*self.read, &self.caches.text, &self.caches.delta, query, limit)
     }
 
     /// A node's edge groups with their first `limit` edges each, for recall's expansion

@@ -64,3 +64,62 @@ fn the_lexical_index_agrees_with_full_text_bm25_and_sees_newer_documents() {
     assert!(e.owner_reader().unwrap().text_docs_outside_index().unwrap() >= 700);
     assert!(search(&e, &summary, 50).iter().any(|(id, _)| id == "evt-000650"));
 }
+
+/// Engines that share their caches (a server's tenant: the writer and its readers) rank the
+/// documents written since the build from the writer's delta, with the scores the full-text
+/// index gives them, and a build then gives them the same scores up to its quantization.
+#[test]
+fn shared_engines_rank_newer_documents_as_the_full_text_index_and_a_build_do() {
+    let (dir, mut writer) = engine();
+    let path = dir.path().join("t.ctxg");
+    let open = || {
+        ctxgraph::Engine::open(&path, ctxgraph::OpenMode::MustExist, Default::default()).unwrap()
+    };
+    let caches = writer.index_caches();
+    writer.set_index_caches(caches.clone());
+    let mut reader = open();
+    reader.set_index_caches(caches);
+    let plain = open();
+    let lines: Vec<String> = trace(700).lines().map(|l| format!("{l}\n")).collect();
+    let first: String = lines[..600].concat();
+    writer.ingest_jsonl(first.as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    writer.enrich(&mut |_, _| {}).unwrap();
+    writer.index_text().unwrap();
+    for chunk in lines[600..].chunks(25) {
+        writer
+            .ingest_jsonl(chunk.concat().as_bytes(), &IngestOptions::default(), &mut |_| {})
+            .unwrap();
+        writer.enrich(&mut |_, _| {}).unwrap();
+    }
+    assert!(reader.owner_reader().unwrap().text_docs_outside_index().unwrap() >= 100);
+    let summary = {
+        let snap = reader.owner_reader().unwrap();
+        let node = snap.node(&NodeKey::new("Event", "evt-000650")).unwrap().unwrap();
+        node.props.get("summary").and_then(Value::as_str).unwrap().to_owned()
+    };
+    let mut queries: Vec<&str> = QUERIES.to_vec();
+    queries.push(&summary);
+    let mut newest = None;
+    for q in &queries {
+        let shared = search(&reader, q, 10_000);
+        let full = search(&plain, q, 10_000);
+        assert_eq!(
+            shared.iter().map(|h| &h.0).collect::<std::collections::BTreeSet<_>>(),
+            full.iter().map(|h| &h.0).collect(),
+            "{q}"
+        );
+        let full: BTreeMap<String, f64> = full.into_iter().collect();
+        for (id, score) in &shared {
+            assert!((score - full[id]).abs() <= 1e-9 * full[id], "{q}: {id} {score}");
+        }
+        if *q == summary {
+            newest = shared.iter().find(|h| h.0 == "evt-000650").map(|h| h.1);
+        }
+    }
+    let newest = newest.expect("the newer document is found");
+    writer.index_text().unwrap();
+    let built = search(&reader, &summary, 10_000);
+    let rebuilt = built.iter().find(|h| h.0 == "evt-000650").map(|h| h.1).unwrap();
+    // Impacts are quantized to 1/255 of their range, rounded up.
+    assert!((rebuilt - newest).abs() <= 0.02 * newest, "{rebuilt} against {newest}");
+}
