@@ -1,11 +1,5 @@
 //! The `ctxgraph` binary: argument parsing, dispatch and exit codes.
 
-/// Recall at a million events spent a fifth of its CPU in the system allocator (decoding
-/// nodes' JSON properties, the maps and lists of each phase); mimalloc's thread-local free
-/// lists take most of that away.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod access;
 mod args;
 mod backend;
