@@ -71,13 +71,13 @@ impl TextDelta {
     /// question's terms are read; [`TextDelta::top_k`] checks again, with their count).
     pub(crate) fn holds(&self, at: &SnapshotText<'_>) -> bool {
         let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        held.as_ref().is_some_and(|a| {
-            a.complete
-                && a.generation == at.generation
-                && a.base == at.build.map_or(-1, |b| b.through)
-                && at.version <= a.version
-                && at.version >= a.floor
-        })
+        held.as_ref().is_some_and(|a| a.covers(at))
+    }
+
+    /// Whether it may serve any snapshot: a search of an engine whose delta follows nothing
+    /// (no sink, or a change it could not follow) reads no counters for it.
+    pub(crate) fn serving(&self) -> bool {
+        self.0.read().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|a| a.complete)
     }
 
     /// The best `k` documents above the snapshot's build for `terms`, scored as the full-text
@@ -91,15 +91,7 @@ impl TextDelta {
         k: usize,
     ) -> Option<Vec<(i64, f64)>> {
         let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        let a = held.as_ref().filter(|a| a.complete)?;
-        let base = at.build.map_or(-1, |b| b.through);
-        if a.generation != at.generation
-            || a.base != base
-            || at.version > a.version
-            || at.version < a.floor
-        {
-            return None;
-        }
+        let a = held.as_ref().filter(|a| a.covers(at))?;
         let v = at.version;
         let n = a.delta.docs_at(v);
         if newer.is_some_and(|newer| newer != n) {
@@ -130,7 +122,7 @@ impl TextDelta {
 
 impl TextSink for TextDelta {
     fn wants_count(&self) -> bool {
-        !self.0.read().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|a| a.complete)
+        !self.serving()
     }
 
     fn committed(&self, commit: TextCommit) {
@@ -145,6 +137,17 @@ impl TextSink for TextDelta {
             a.complete |= commit.above_base == Some(a.delta.len() as u64);
             a
         });
+    }
+}
+
+impl Followed {
+    /// Whether it holds exactly the documents `at` sees above its build: complete, of the same
+    /// build, at a text version between its floor and its head.
+    fn covers(&self, at: &SnapshotText<'_>) -> bool {
+        self.complete
+            && self.generation == at.generation
+            && self.base == at.build.map_or(-1, |b| b.through)
+            && (self.floor..=self.version).contains(&at.version)
     }
 }
 

@@ -334,6 +334,9 @@ fn newer_from_delta(
     query: &str,
     limit: usize,
 ) -> Result<Option<Vec<(i64, f64)>>, Error> {
+    if !delta.serving() {
+        return Ok(None);
+    }
     let Some(version) = read.text_version()? else { return Ok(None) };
     let at = SnapshotText { build, generation: read.text_generation()?, version };
     if !delta.holds(&at) {

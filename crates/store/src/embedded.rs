@@ -548,16 +548,15 @@ impl EmbeddedWrite<'_> {
     fn text_commit(&self) -> Result<Option<SinkCall>, StoreError> {
         let text = &self.text;
         let changed = text.changed.get();
-        if !changed && (text.sink.is_none() || !text.rebuilt.get()) {
+        let told = text.sink.as_ref().filter(|_| changed || text.rebuilt.get());
+        if !changed && told.is_none() {
             return Ok(None);
         }
         let before = meta_counter(&self.tx, "text_version")?;
         if changed {
             bump_counter(&self.tx, "text_version")?;
         }
-        let Some(sink) = text.sink.as_ref().filter(|_| changed || text.rebuilt.get()) else {
-            return Ok(None);
-        };
+        let Some(sink) = told else { return Ok(None) };
         let added = std::mem::take(&mut *text.added.borrow_mut());
         let texts: Vec<&str> = added.values().map(String::as_str).collect();
         let mut terms: Vec<BTreeMap<String, u32>> = vec![BTreeMap::new(); texts.len()];
@@ -576,7 +575,7 @@ impl EmbeddedWrite<'_> {
             if sink.wants_count() { Some(graph_text_docs_after(&self.tx, base)?.0) } else { None };
         let commit = TextCommit {
             before,
-            after: meta_counter(&self.tx, "text_version")?,
+            after: before + u64::from(changed),
             generation: meta_counter(&self.tx, "text_generation")?,
             base,
             removed: text.removed.get(),
@@ -1621,6 +1620,8 @@ pub(crate) const PENDING_FOR_SQL: &str = "SELECT wait_label, wait_id, from_label
 /// which made reading `ann_generation`, once per vector search, cost 30 µs instead of 3. A scan
 /// reads each row's key from its page and a value only when the key matches.
 pub(crate) const META_VALUE_SQL: &str = "SELECT value FROM meta WHERE +key = ?1";
+/// Whether a node has a full-text document.
+const TEXT_INDEXED_SQL: &str = "SELECT EXISTS (SELECT 1 FROM text_index_docsize WHERE id = ?1)";
 pub(crate) const NODE_NID_SQL: &str = "SELECT nid FROM nodes WHERE label = ?1 AND id = ?2";
 pub(crate) const NODE_BY_KEY_SQL: &str =
     "SELECT nid, props FROM nodes WHERE label = ?1 AND id = ?2";
@@ -2186,10 +2187,9 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn put_text(&mut self, key: &NodeKey, text: &str) -> Result<(), StoreError> {
         let nid = self.endpoint_nid(key)?;
-        let replaced = self
-            .tx
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM text_index_docsize WHERE id = ?1)")?
-            .query_row(params![nid], |r| r.get::<_, bool>(0))?;
+        // Whether it replaces a document matters only to a sink: no lookup without one.
+        let replaced = self.text.sink.is_some()
+            && self.tx.prepare_cached(TEXT_INDEXED_SQL)?.query_row(params![nid], |r| r.get(0))?;
         self.text.add(nid, text, replaced);
         self.tx
             .prepare_cached("INSERT OR REPLACE INTO text_index (rowid, body) VALUES (?1, ?2)")?
@@ -2210,9 +2210,7 @@ impl GraphStore for EmbeddedWrite<'_> {
             rows.insert(self.endpoint_nid(key)?, text);
         }
         {
-            let mut indexed = self
-                .tx
-                .prepare_cached("SELECT EXISTS (SELECT 1 FROM text_index_docsize WHERE id = ?1)")?;
+            let mut indexed = self.tx.prepare_cached(TEXT_INDEXED_SQL)?;
             let mut delete = self.tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?;
             for (nid, text) in &rows {
                 let replaced = indexed.query_row(params![nid], |r| r.get::<_, bool>(0))?;
