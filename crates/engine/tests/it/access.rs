@@ -86,7 +86,32 @@ fn build_kept(
     receipts: &[(usize, usize)],
     keep: &dyn Fn(&str) -> bool,
 ) -> (tempfile::TempDir, Engine) {
+    build_with(events, memories, receipts, keep, false)
+}
+
+/// The store of [`build`] as a server's tenant holds it while being written: the engine shares
+/// its index caches (so its writes feed the delta of newer texts, `text_delta`) and nothing is
+/// consolidated, so every text lies above the lexical index's build and searches rank them
+/// from the delta.
+fn build_live(
+    events: &[(ScopeSpec, usize, usize)],
+    memories: &[ScopeSpec],
+) -> (tempfile::TempDir, Engine) {
+    build_with(events, memories, &[], &|_| true, true)
+}
+
+fn build_with(
+    events: &[(ScopeSpec, usize, usize)],
+    memories: &[ScopeSpec],
+    receipts: &[(usize, usize)],
+    keep: &dyn Fn(&str) -> bool,
+    live: bool,
+) -> (tempfile::TempDir, Engine) {
     let (dir, mut e) = engine();
+    if live {
+        let caches = e.index_caches();
+        e.set_index_caches(caches);
+    }
     let mut lines = String::new();
     let mut accepted = 0;
     for (i, (spec, parent, word)) in events.iter().enumerate() {
@@ -160,7 +185,9 @@ fn build_kept(
         }
     }
     e.enrich(&mut |_, _| {}).unwrap();
-    e.consolidate().unwrap();
+    if !live {
+        e.consolidate().unwrap();
+    }
     (dir, e)
 }
 
@@ -293,6 +320,9 @@ proptest! {
         // own read through `StoreRead`), here over the same file.
         let remote = super::remote::remote_engine(&dir.path().join("t.ctxg"));
         no_leak(&remote, &who, events.len(), memories.len(), question)?;
+        // A store being written, its newer texts ranked from the shared delta.
+        let (_live_dir, live) = build_live(&events, &memories);
+        no_leak(&live, &who, events.len(), memories.len(), question)?;
     }
 }
 
