@@ -1435,7 +1435,8 @@ pub(crate) enum BenchCommand {
         /// Questions asked (each once to warm up, then timed).
         #[arg(long, default_value_t = 300)]
         queries: usize,
-        /// Threads for the throughput measurement (one engine each).
+        /// Threads for the throughput measurement (one engine each; measured with the timed
+        /// engine's caches shared, as a server's readers share theirs, and on fresh engines).
         #[arg(long, default_value_t = RECALL_THREADS)]
         threads: usize,
         /// Directory for the temporary store (default: the system temp dir).

@@ -358,8 +358,16 @@ impl IndexCache {
                 c
             }
         };
+        // Scoring the centroids is most of a warm probe: done without the lock, so the engines
+        // sharing this cache (a server's readers, the benchmark's threads) do not queue for it.
+        drop(cache);
+        let probed = centroids.probe(query, nprobe);
+        let mut cache = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.generation != generation {
+            *cache = CachedIndex { generation, ..CachedIndex::default() };
+        }
         let mut out = Vec::new();
-        for list in centroids.probe(query, nprobe) {
+        for list in probed {
             if let Some(blob) = cache.lists.get(&list) {
                 out.push(Arc::clone(blob));
             } else if let Some(blob) = read.ann_list(list)? {
@@ -616,6 +624,54 @@ mod tests {
             let want: Vec<(NodeKey, f32)> =
                 exact.iter().take(k).map(|(_, key, s)| (key.clone(), *s)).collect();
             assert_eq!(found, want, "k {k}");
+        }
+    }
+
+    #[test]
+    fn searches_sharing_a_cache_across_threads_and_rebuilds_answer_as_a_fresh_cache() {
+        let (_dir, mut store) = store(2_000);
+        let mut w = store.begin_write().unwrap();
+        super::rebuild(&mut w, 2).unwrap();
+        w.commit().unwrap();
+        let all = AllVectors::load(&store.begin_read().unwrap()).unwrap();
+        let cache = IndexCache::default();
+        let params = SearchParams { nprobe: 3, candidates: 40 };
+        let search = |store: &Embedded, q: usize, cache: &IndexCache| {
+            let r = store.begin_read().unwrap();
+            super::nearest(&r, cache, all.row(q), 10, params).unwrap()
+        };
+        for round in 0..2 {
+            let fresh: Vec<_> =
+                (0..40).map(|q| search(&store, q * 47, &IndexCache::default())).collect();
+            // Two threads probe through one cache at once, each on a connection of its own.
+            let shared: Vec<Vec<_>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..2)
+                    .map(|t| {
+                        let (cache, path) = (&cache, store.path().to_path_buf());
+                        let all = &all;
+                        scope.spawn(move || {
+                            let store = Embedded::open(&path, OpenMode::MustExist).unwrap();
+                            (0..40)
+                                .filter(|q| q % 2 == t)
+                                .map(|q| {
+                                    let r = store.begin_read().unwrap();
+                                    super::nearest(&r, cache, all.row(q * 47), 10, params).unwrap()
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let evens = fresh.iter().step_by(2).cloned().collect::<Vec<_>>();
+            let odds = fresh.iter().skip(1).step_by(2).cloned().collect::<Vec<_>>();
+            assert_eq!(shared, vec![evens, odds], "round {round}");
+            // A rebuild moves the index generation: the shared cache is emptied and read again.
+            let before = store.begin_read().unwrap().ann_generation().unwrap();
+            let mut w = store.begin_write().unwrap();
+            super::rebuild(&mut w, 1).unwrap();
+            w.commit().unwrap();
+            assert!(store.begin_read().unwrap().ann_generation().unwrap() > before);
         }
     }
 
