@@ -319,11 +319,11 @@ mod tests {
         (0..DIM).map(|d| f32::from((seed >> (d % 4)) & 3) - 1.5 + d as f32 * 0.125).collect()
     }
 
+    /// Vectors by nid, in nid order.
+    type Vectors = Vec<(i64, Vec<f32>)>;
+
     /// Every vector outside the index, from the delta (`None`: not held) and from the store.
-    fn both(
-        d: &VectorDelta,
-        read: &dyn ctxgraph_store::GraphReader,
-    ) -> (Option<Vec<(i64, Vec<f32>)>>, Vec<(i64, Vec<f32>)>) {
+    fn both(d: &VectorDelta, read: &dyn ctxgraph_store::GraphReader) -> (Option<Vectors>, Vectors) {
         let version = read.vector_generation().unwrap();
         let mut held = Vec::new();
         let served = d.score(version, DIM, &mut |nid, v| held.push((nid, v.to_vec())));
@@ -376,7 +376,7 @@ mod tests {
                 let (old_held, old_scanned) = both(&delta, &old);
                 let snapshot = match build {
                     Build::Install => vector_index::build(&old, 1).unwrap(),
-                    _ => None,
+                    Build::None | Build::InPlace => None,
                 };
                 let mut w = store.begin_write().unwrap();
                 let mut rewritten = Vec::new();
@@ -406,7 +406,7 @@ mod tests {
                                 moved = true;
                             }
                         }
-                        _ => {}
+                        Write::Replace(..) | Write::Delete(_) => {}
                     }
                 }
                 let reset = matches!(build, Build::InPlace)

@@ -434,7 +434,7 @@ pub struct EmbeddedWrite<'a> {
 }
 
 /// A sink and what to tell it after the commit.
-type SinkCall = (Arc<dyn TextSink>, TextCommit);
+type SinkCall<S, C> = (Arc<S>, C);
 
 /// What a write transaction did to the full-text index and the lexical index's build.
 #[derive(Default)]
@@ -615,7 +615,7 @@ impl EmbeddedWrite<'_> {
 
     /// For a sink, when the vector generation moved, what to tell it once the transaction has
     /// committed.
-    fn vector_commit(&self) -> Result<Option<(Arc<dyn VectorSink>, VectorCommit)>, StoreError> {
+    fn vector_commit(&self) -> Result<Option<SinkCall<dyn VectorSink, VectorCommit>>, StoreError> {
         let v = &self.vectors;
         let Some(sink) = v.sink.as_ref().filter(|_| v.bumps.get() > 0) else { return Ok(None) };
         let after = meta_counter(&self.tx, "vector_generation")?;
@@ -639,7 +639,7 @@ impl EmbeddedWrite<'_> {
 
     /// Bump the text version if a document changed, and, for a sink, what to tell it once
     /// the transaction has committed (the added documents tokenized on this connection).
-    fn text_commit(&self) -> Result<Option<SinkCall>, StoreError> {
+    fn text_commit(&self) -> Result<Option<SinkCall<dyn TextSink, TextCommit>>, StoreError> {
         let text = &self.text;
         let changed = text.changed.get();
         let told = text.sink.as_ref().filter(|_| changed || text.rebuilt.get());
