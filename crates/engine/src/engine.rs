@@ -472,14 +472,16 @@ impl Engine {
 
     /// Read the index parts through `caches` from now on, so that engines of one store (a
     /// server's readers) hold one copy of them instead of one each. The engines sharing them
-    /// also share the texts written since the lexical index's build: this engine's writes
-    /// extend that copy (`text_delta`), and searches rank those texts from it instead of
-    /// asking the full-text index.
+    /// also share the texts and the vectors written since the indexes' builds: this engine's
+    /// writes extend those copies (`text_delta`, `vector_delta`), and searches rank those texts
+    /// and score those vectors from them instead of asking the store.
     pub fn set_index_caches(&mut self, caches: IndexCaches) {
         self.caches = caches.0;
         if let Backend::Embedded(store) = &mut self.backend {
             let sink: Arc<dyn ctxgraph_store::TextSink> = self.caches.delta.clone();
             store.set_text_sink(Some(sink));
+            let sink: Arc<dyn ctxgraph_store::VectorSink> = self.caches.vectors.delta();
+            store.set_vector_sink(Some(sink));
         }
     }
 

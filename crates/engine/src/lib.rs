@@ -72,6 +72,7 @@ mod retention;
 mod slots;
 mod text_delta;
 mod text_index;
+mod vector_delta;
 mod vector_index;
 mod view;
 

@@ -134,7 +134,12 @@ impl TextSink for TextDelta {
             _ => start(&commit),
         };
         *held = next.map(|mut a| {
-            a.complete |= commit.above_base == Some(a.delta.len() as u64);
+            // Complete from this version on: an older one may have seen a document it was
+            // never told of and that this commit deleted.
+            if !a.complete && commit.above_base == Some(a.delta.len() as u64) {
+                a.complete = true;
+                a.floor = commit.after;
+            }
             a
         });
     }
@@ -262,6 +267,20 @@ mod tests {
         d.committed(gap);
         assert!(d.top_k(&snap(6), None, &q, 5).is_none());
         assert!(d.wants_count());
+    }
+
+    #[test]
+    fn a_version_before_it_was_complete_is_not_served() {
+        let d = TextDelta::default();
+        let q = [QuestionTerm { term: "a", built_df: 0 }];
+        // Document 9 is above the build but was never told of; the next commit deletes it,
+        // and then the delta holds all there is, but not what version 1 saw.
+        d.committed(commit(0, vec![doc(1, &["a"])], Some(2)));
+        let mut deleted = commit(1, vec![], Some(1));
+        deleted.gone = vec![9];
+        d.committed(deleted);
+        assert_eq!(d.top_k(&at(2), None, &q, 5).map(|h| h.len()), Some(1));
+        assert!(d.top_k(&at(1), None, &q, 5).is_none());
     }
 
     #[test]

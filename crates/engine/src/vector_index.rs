@@ -16,6 +16,7 @@ use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::{GraphReader, GraphStore, StoredVector};
 
 use crate::error::Error;
+use crate::vector_delta::VectorDelta;
 
 /// Vectors read per page when loading every vector for a build.
 const LOAD_PAGE: usize = 10_000;
@@ -256,9 +257,10 @@ impl crate::Engine {
 /// The parts of the vector index read so far, kept for the engine's life so that repeated
 /// searches (a server, a benchmark) read and check each list once. Tagged with the index
 /// generation: a rebuild elsewhere empties it on the next search. Lists are loaded on demand, so a one-off
-/// search reads only the lists it probes.
+/// search reads only the lists it probes. The vectors outside the index come from the delta
+/// the writer's store keeps (`vector_delta`) when it covers the search's snapshot.
 #[derive(Default)]
-pub(crate) struct IndexCache(Mutex<CachedIndex>, Mutex<Option<Arc<Unindexed>>>);
+pub(crate) struct IndexCache(Mutex<CachedIndex>, Mutex<Option<Arc<Unindexed>>>, Arc<VectorDelta>);
 
 /// Most vectors outside the index held in memory (a megabyte per thousand at 256 dimensions);
 /// past it, every search reads them from the store as it scores them.
@@ -289,9 +291,15 @@ impl IndexCache {
         *self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 
-    /// Score every vector outside the index with `score(nid, vector)`: from the cached copy when
-    /// it is of this snapshot's vector generation, else read from the store, and kept for the
-    /// next search when few enough and at least as new as the cached copy.
+    /// The delta of the vectors outside the index, for the writer's store to follow.
+    pub(crate) fn delta(&self) -> Arc<VectorDelta> {
+        Arc::clone(&self.2)
+    }
+
+    /// Score every vector outside the index with `score(nid, vector)`: from the delta when it
+    /// covers this snapshot, else from the cached copy when it is of this snapshot's vector
+    /// generation, else read from the store, and kept for the next search when few enough and
+    /// at least as new as the cached copy.
     fn each_unindexed(
         &self,
         read: &dyn GraphReader,
@@ -299,6 +307,9 @@ impl IndexCache {
         score: &mut dyn FnMut(i64, &[f32]),
     ) -> Result<(), Error> {
         let generation = read.vector_generation()?;
+        if self.2.score(generation, dim, score) {
+            return Ok(());
+        }
         // Held while a stale copy is replaced, so that the searches waiting read it once.
         let mut cached = self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(u) = cached.as_ref().filter(|u| u.generation == generation && u.dim == dim) {

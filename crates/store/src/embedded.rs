@@ -35,6 +35,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavio
 use crate::{
     Appended, Archived, EdgeGroup, GraphCounts, GraphReader, GraphStore, Log, LogEntry, LogReader,
     SessionSlot, StoreError, StoredVector, TextCommit, TextDoc, TextIndexBuild, TextSink,
+    VectorCommit, VectorSink,
 };
 
 /// The newest on-disk format this build reads and writes.
@@ -66,16 +67,24 @@ pub struct Embedded {
     conn: Connection,
     path: PathBuf,
     /// Told of every committed change to the full-text index (see [`Embedded::set_text_sink`]).
-    text_sink: SinkSlot,
+    text_sink: SinkSlot<dyn TextSink>,
+    /// Told of every committed change to the vectors outside the vector index (see
+    /// [`Embedded::set_vector_sink`]).
+    vector_sink: SinkSlot<dyn VectorSink>,
 }
 
-/// An optional [`TextSink`], printable.
-#[derive(Clone, Default)]
-struct SinkSlot(Option<Arc<dyn TextSink>>);
+/// An optional sink ([`TextSink`], [`VectorSink`]), printable.
+struct SinkSlot<T: ?Sized>(Option<Arc<T>>);
 
-impl std::fmt::Debug for SinkSlot {
+impl<T: ?Sized> Default for SinkSlot<T> {
+    fn default() -> Self {
+        SinkSlot(None)
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for SinkSlot<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Some(TextSink)" } else { "None" })
+        f.write_str(if self.0.is_some() { "Some(sink)" } else { "None" })
     }
 }
 
@@ -145,7 +154,12 @@ impl Embedded {
         // with new values; recall's edge lookups paid that on every call.
         conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         conn.set_prepared_statement_cache_capacity(64);
-        let mut store = Embedded { conn, path: path.to_owned(), text_sink: SinkSlot::default() };
+        let mut store = Embedded {
+            conn,
+            path: path.to_owned(),
+            text_sink: SinkSlot::default(),
+            vector_sink: SinkSlot::default(),
+        };
         if version < FORMAT_VERSION {
             store.migrate(version)?;
         }
@@ -231,6 +245,14 @@ impl Embedded {
         self.text_sink = SinkSlot(sink);
     }
 
+    /// Tell `sink` (or no one) of every change to the vectors outside the vector index that a
+    /// write transaction of this connection commits, with the vectors written: how a copy of
+    /// them shared by the engines of one process follows the store. Changes made through other
+    /// connections are not told; their readers see [`GraphReader::vector_generation`] move.
+    pub fn set_vector_sink(&mut self, sink: Option<Arc<dyn VectorSink>>) {
+        self.vector_sink = SinkSlot(sink);
+    }
+
     /// Start the single write transaction. Its changes are durable when [`EmbeddedWrite::commit`]
     /// returns and discarded if it is dropped.
     pub fn begin_write(&mut self) -> Result<EmbeddedWrite<'_>, StoreError> {
@@ -242,6 +264,7 @@ impl Embedded {
             nids: RefCell::new(HashMap::new()),
             any_pending: Cell::new(None),
             vectors_changed: Cell::new(false),
+            vectors: VectorChanges { sink: self.vector_sink.0.clone(), ..VectorChanges::default() },
             removed: Cell::new(false),
         })
     }
@@ -401,6 +424,8 @@ pub struct EmbeddedWrite<'a> {
     /// bumped: bumped once at commit (or before a read of it in this transaction), not once
     /// per vector.
     vectors_changed: Cell<bool>,
+    /// This transaction's changes to the vectors outside the vector index, for the sink.
+    vectors: VectorChanges,
     /// Whether this transaction deleted a vector or full-text document, or replaced a vector,
     /// since the removal generation was last bumped (see [`GraphReader::removal_generation`]).
     removed: Cell<bool>,
@@ -409,7 +434,7 @@ pub struct EmbeddedWrite<'a> {
 }
 
 /// A sink and what to tell it after the commit.
-type SinkCall = (Arc<dyn TextSink>, TextCommit);
+type SinkCall<S, C> = (Arc<S>, C);
 
 /// What a write transaction did to the full-text index and the lexical index's build.
 #[derive(Default)]
@@ -453,6 +478,47 @@ impl TextChanges {
     fn remove(&self) {
         self.changed.set(true);
         self.removed.set(true);
+    }
+}
+
+/// What a write transaction did to the vectors outside the vector index, kept only for a sink.
+#[derive(Default)]
+struct VectorChanges {
+    sink: Option<Arc<dyn VectorSink>>,
+    /// How many times the transaction bumped the vector generation.
+    bumps: Cell<u64>,
+    /// Vectors left or joined the outside set unlisted.
+    removed: Cell<bool>,
+    /// The last state of each vector written or deleted: its values when outside the index.
+    written: RefCell<BTreeMap<i64, Option<Vec<f32>>>>,
+    /// Vectors filed into the index that were not written before in the transaction.
+    filed: RefCell<Vec<i64>>,
+}
+
+impl VectorChanges {
+    /// Vector `nid` written with `vector` (outside the index until filed).
+    fn put(&self, nid: i64, vector: &[f32]) {
+        if self.sink.is_some() {
+            self.written.borrow_mut().insert(nid, Some(vector.to_vec()));
+        }
+    }
+
+    /// Vector `nid` deleted.
+    fn delete(&self, nid: i64) {
+        if self.sink.is_some() {
+            self.written.borrow_mut().insert(nid, None);
+        }
+    }
+
+    /// Vector `nid` filed into the index's list.
+    fn file(&self, nid: i64) {
+        if self.sink.is_some() {
+            let mut written = self.written.borrow_mut();
+            match written.get_mut(&nid) {
+                Some(state) => *state = None,
+                None => self.filed.borrow_mut().push(nid),
+            }
+        }
     }
 }
 
@@ -536,16 +602,44 @@ impl EmbeddedWrite<'_> {
         self.bump_vector_generation()?;
         self.bump_removal_generation()?;
         let told = self.text_commit()?;
+        let told_vectors = self.vector_commit()?;
         self.tx.commit()?;
         if let Some((sink, commit)) = told {
+            sink.committed(commit);
+        }
+        if let Some((sink, commit)) = told_vectors {
             sink.committed(commit);
         }
         Ok(())
     }
 
+    /// For a sink, when the vector generation moved, what to tell it once the transaction has
+    /// committed.
+    fn vector_commit(&self) -> Result<Option<SinkCall<dyn VectorSink, VectorCommit>>, StoreError> {
+        let v = &self.vectors;
+        let Some(sink) = v.sink.as_ref().filter(|_| v.bumps.get() > 0) else { return Ok(None) };
+        let after = meta_counter(&self.tx, "vector_generation")?;
+        let written = std::mem::take(&mut *v.written.borrow_mut());
+        let mut gone = std::mem::take(&mut *v.filed.borrow_mut());
+        gone.extend(written.keys());
+        gone.sort_unstable();
+        gone.dedup();
+        let outside =
+            if sink.wants_count() { Some(graph_vectors_outside(&self.tx)?) } else { None };
+        let commit = VectorCommit {
+            before: after.saturating_sub(v.bumps.get()),
+            after,
+            removed: v.removed.get(),
+            gone,
+            vectors: written.into_iter().filter_map(|(nid, v)| Some((nid, v?))).collect(),
+            outside,
+        };
+        Ok(Some((sink.clone(), commit)))
+    }
+
     /// Bump the text version if a document changed, and, for a sink, what to tell it once
     /// the transaction has committed (the added documents tokenized on this connection).
-    fn text_commit(&self) -> Result<Option<SinkCall>, StoreError> {
+    fn text_commit(&self) -> Result<Option<SinkCall<dyn TextSink, TextCommit>>, StoreError> {
         let text = &self.text;
         let changed = text.changed.get();
         let told = text.sink.as_ref().filter(|_| changed || text.rebuilt.get());
@@ -599,6 +693,7 @@ impl EmbeddedWrite<'_> {
     fn bump_vector_generation(&self) -> Result<(), StoreError> {
         if self.vectors_changed.replace(false) {
             bump_counter(&self.tx, "vector_generation")?;
+            self.vectors.bumps.set(self.vectors.bumps.get() + 1);
         }
         Ok(())
     }
@@ -1053,10 +1148,13 @@ fn graph_vector_counts(c: &Connection) -> Result<(u64, u64), StoreError> {
     let count = |sql: &str| -> Result<u64, StoreError> {
         Ok(position(c.prepare_cached(sql)?.query_row([], |r| r.get(0))?))
     };
-    Ok((
-        count("SELECT count(*) FROM vectors")?,
-        count("SELECT count(*) FROM vectors WHERE list IS NULL")?,
-    ))
+    Ok((count("SELECT count(*) FROM vectors")?, graph_vectors_outside(c)?))
+}
+
+/// How many vectors are outside the vector index (a scan of the partial index of them).
+fn graph_vectors_outside(c: &Connection) -> Result<u64, StoreError> {
+    let sql = "SELECT count(*) FROM vectors WHERE list IS NULL";
+    Ok(position(c.prepare_cached(sql)?.query_row([], |r| r.get(0))?))
 }
 
 fn graph_scan_vectors_of(
@@ -2122,6 +2220,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         let vectors =
             tx.execute(&format!("DELETE FROM vectors WHERE nid IN ({doomed})"), params![label])?;
         self.vectors_changed.set(true);
+        self.vectors.removed.set(self.vectors.removed.get() || vectors > 0);
         let texts = tx.execute(
             &format!("DELETE FROM text_index WHERE rowid IN ({doomed})"),
             params![label],
@@ -2182,6 +2281,7 @@ impl GraphStore for EmbeddedWrite<'_> {
             self.removed.set(true);
         }
         self.vectors_changed.set(true);
+        self.vectors.put(nid, vector);
         Ok(())
     }
 
@@ -2230,6 +2330,7 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn clear_enrichment(&mut self) -> Result<(), StoreError> {
         self.vectors_changed.set(true);
+        self.vectors.removed.set(true);
         self.removed.set(true);
         self.text.remove();
         self.text.rebuilt.set(true);
@@ -2268,6 +2369,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         let vectors =
             tx.prepare_cached("DELETE FROM vectors WHERE nid = ?1")?.execute(params![nid])?;
         self.vectors_changed.set(true);
+        self.vectors.delete(nid);
         let texts =
             tx.prepare_cached("DELETE FROM text_index WHERE rowid = ?1")?.execute(params![nid])?;
         if texts > 0 {
@@ -2315,6 +2417,7 @@ impl GraphStore for EmbeddedWrite<'_> {
              UPDATE vectors SET list = NULL WHERE list IS NOT NULL;",
         )?;
         self.vectors_changed.set(true);
+        self.vectors.removed.set(true);
         bump_counter(&self.tx, "ann_generation")?;
         Ok(())
     }
@@ -2352,6 +2455,7 @@ impl GraphStore for EmbeddedWrite<'_> {
             .prepare_cached("UPDATE vectors SET list = ?1 WHERE nid = ?2")?
             .execute(params![list, nid])?;
         self.vectors_changed.set(true);
+        self.vectors.file(nid);
         Ok(())
     }
 

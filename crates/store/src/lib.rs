@@ -24,6 +24,7 @@ mod remote;
 mod text_sink;
 mod together;
 mod tokenizer;
+mod vector_sink;
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
@@ -40,6 +41,7 @@ pub use remote::{
 pub use text_sink::{TextCommit, TextDoc, TextSink};
 pub use together::{ManyAnswer, ManyRead, read_one};
 pub use tokenizer::TextTokenizer;
+pub use vector_sink::{VectorCommit, VectorSink};
 
 /// A node's edges of one type in one direction (see [`GraphReader::edge_groups`]): the first
 /// of them in index order (by the far endpoint's node id, then qualifier) and how many there

@@ -90,9 +90,9 @@ fn build_kept(
 }
 
 /// The store of [`build`] as a server's tenant holds it while being written: the engine shares
-/// its index caches (so its writes feed the delta of newer texts, `text_delta`) and nothing is
-/// consolidated, so every text lies above the lexical index's build and searches rank them
-/// from the delta.
+/// its index caches (so its writes feed the deltas of newer texts and vectors, `text_delta` and
+/// `vector_delta`) and nothing is consolidated, so every text lies above the lexical index's
+/// build and every vector outside the vector index, and searches rank them from the deltas.
 fn build_live(
     events: &[(ScopeSpec, usize, usize)],
     memories: &[ScopeSpec],
