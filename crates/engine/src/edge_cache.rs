@@ -42,6 +42,9 @@ pub(crate) struct Near {
 pub(crate) struct Adjacent {
     limit: usize,
     groups: Vec<EdgeGroup<Near>>,
+    /// Every outgoing edge whole (properties included), when every outgoing group was read
+    /// whole: recall's stitching, which needs its items' out-edges, then reads none.
+    out: Option<Vec<Edge>>,
 }
 
 impl Adjacent {
@@ -51,6 +54,20 @@ impl Adjacent {
 
     /// A node's groups as read with `limit`, reduced to what expansion uses.
     fn of(groups: Vec<EdgeGroup>, limit: usize) -> Adjacent {
+        let whole = groups.iter().filter(|g| g.out).all(|g| g.edges.len() >= g.degree);
+        let out = whole.then(|| {
+            let mut out: Vec<Edge> =
+                groups.iter().filter(|g| g.out).flat_map(|g| g.edges.iter().cloned()).collect();
+            // `GraphReader::edges_of`'s order: by type, far endpoint, then qualifier.
+            out.sort_by(|a, b| {
+                (&a.key.edge_type, &a.key.to, &a.key.qualifier).cmp(&(
+                    &b.key.edge_type,
+                    &b.key.to,
+                    &b.key.qualifier,
+                ))
+            });
+            out
+        });
         let groups = groups
             .into_iter()
             .map(|g| {
@@ -59,7 +76,13 @@ impl Adjacent {
                 EdgeGroup { out, edge_type: g.edge_type, degree: g.degree, edges }
             })
             .collect();
-        Adjacent { limit, groups }
+        Adjacent { limit, groups, out }
+    }
+
+    /// Every outgoing edge of the node, as `GraphReader::edges_of` with no edge type lists
+    /// them; `None` when the node has more than were read.
+    pub(crate) fn out_edges(&self) -> Option<&[Edge]> {
+        self.out.as_deref()
     }
 
     /// Every edge of one type in one direction, in the order `GraphReader::edges_of` lists
@@ -78,7 +101,8 @@ impl Adjacent {
     }
 
     fn edges(&self) -> usize {
-        self.groups.iter().map(|g| g.edges.len()).sum()
+        self.groups.iter().map(|g| g.edges.len()).sum::<usize>()
+            + self.out.as_ref().map_or(0, Vec::len)
     }
 
     /// The `limit` heaviest edges under `weight(edge type, outgoing)` (at most the limit the
@@ -321,6 +345,13 @@ mod tests {
             let part = Adjacent::read(&read, &hub, 1).unwrap();
             assert!(part.all_of("FOLLOWS", out).is_none());
         }
+        // Every outgoing edge, properties included, as `edges_of` lists them; none when a
+        // group was read in part.
+        let got = cache.adjacent(&read, read.graph_generation().unwrap(), &hub, 16).unwrap();
+        let want = read.edges_of(&hub, None, Direction::Out).unwrap();
+        assert_eq!(want.len(), 6);
+        assert_eq!(got.out_edges(), Some(want.as_slice()));
+        assert!(Adjacent::read(&read, &hub, 1).unwrap().out_edges().is_none());
         drop(read);
         // A committed write elsewhere: the next read sees another generation and reads again.
         let mut w = store.begin_write().unwrap();

@@ -1328,12 +1328,29 @@ impl Snapshot<'_> {
             .filter(|i| i.node.key.label == "Event")
             .map(|i| (RecordKind::Event, i.node.key.id.as_str()))
             .collect();
-        let keys: Vec<NodeKey> = ranked.iter().map(|i| i.node.key.clone()).collect();
+        // On a store whose reads are round trips, the out-edges of an item the edge cache holds
+        // whole (expansion read its edge groups, this recall or an earlier one at this graph
+        // generation) are taken from there: often every item's, and the graph is not asked.
+        let by_edge = self.read.batch_reads_pay();
+        let mut held: Vec<Option<Vec<Edge>>> = Vec::with_capacity(ranked.len());
+        for item in &ranked {
+            // Any limit: the outgoing edges are kept only when they were read whole.
+            let cached = if by_edge { self.adjacent_cached(&item.node.key, 0)? } else { None };
+            held.push(cached.and_then(|a| a.out_edges().map(<[Edge]>::to_vec)));
+        }
+        let keys: Vec<NodeKey> = ranked
+            .iter()
+            .zip(&held)
+            .filter(|(_, held)| held.is_none())
+            .map(|(i, _)| i.node.key.clone())
+            .collect();
         let mut outgoing = Ok(Vec::new());
         let records = self.read.get_many_meanwhile(&asked, &mut || {
             outgoing = self.edges_many(&keys, None, Direction::Out);
         });
-        let outgoing = outgoing?;
+        let mut read = outgoing?.into_iter();
+        let outgoing: Vec<Vec<Edge>> =
+            held.into_iter().map(|h| h.or_else(|| read.next()).unwrap_or_default()).collect();
         let mut records = records?.into_iter();
         let mut parents = Vec::new();
         for item in &mut ranked {
@@ -1354,7 +1371,6 @@ impl Snapshot<'_> {
         // the projection links an event to the parent its record names by CAUSED_BY whenever
         // both exist (an edge to a parent not in the graph waits, parked, and leaves with a
         // deleted parent), so the edge is there exactly when the parent is.
-        let by_edge = self.read.batch_reads_pay();
         let caused: BTreeSet<(&NodeKey, &NodeKey)> = ranked
             .iter()
             .zip(&outgoing)
