@@ -47,10 +47,16 @@ struct Followed {
     floor: u64,
 }
 
-/// Slots of replaced or deleted texts a delta keeps before it compacts (at least as many as
-/// it holds live): a workload that rewrites the same documents would otherwise grow it
-/// without a build to start it over.
-const MIN_DEAD_BEFORE_COMPACTION: usize = 4_096;
+/// Slots of replaced or deleted entries a delta (this one, and `vector_delta`'s) keeps before
+/// it compacts (at least as many as it holds live): a workload that rewrites the same
+/// documents or vectors would otherwise grow it without a build to start it over.
+pub(crate) const MIN_DEAD_BEFORE_COMPACTION: usize = 4_096;
+
+/// Whether a delta holding `slots` slots, `live` of them live, is due to compact (dropping
+/// what only older snapshots see).
+pub(crate) fn compaction_due(slots: usize, live: usize) -> bool {
+    slots.saturating_sub(live) > live.max(MIN_DEAD_BEFORE_COMPACTION)
+}
 
 /// What a search's snapshot is: its lexical build (if any), the build's generation and the
 /// snapshot's text version.
@@ -174,8 +180,7 @@ fn follow(mut a: Followed, commit: &TextCommit) -> Option<Followed> {
         a.delta.push(doc.id, commit.after, &doc.terms).ok()?;
     }
     a.version = commit.after;
-    let dead = a.delta.slots() - a.delta.len();
-    if dead > a.delta.len().max(MIN_DEAD_BEFORE_COMPACTION) {
+    if compaction_due(a.delta.slots(), a.delta.len()) {
         a.delta.retain_above(a.base);
         a.floor = commit.after;
     }

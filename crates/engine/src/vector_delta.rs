@@ -22,14 +22,12 @@ use std::sync::{PoisonError, RwLock};
 
 use ctxgraph_store::{VectorCommit, VectorSink};
 
+use crate::text_delta::compaction_due;
+
 /// Most vectors outside the index a delta holds (a megabyte per thousand at 256 dimensions):
 /// twice what the server lets wait outside it ([`crate::MAX_CACHED_UNINDEXED`]), since writes
 /// go on while a build runs. Past it, the delta lets go until a build brings them back under.
 pub(crate) const MAX_DELTA_VECTORS: usize = 2 * crate::vector_index::MAX_CACHED_UNINDEXED;
-
-/// Slots of deleted, replaced or filed vectors a delta keeps before it compacts (at least as
-/// many as it holds live).
-const MIN_DEAD_BEFORE_COMPACTION: usize = 4_096;
 
 /// The vectors outside the index of one store, shared by its engines (`Engine::set_index_caches`).
 #[derive(Default)]
@@ -163,7 +161,7 @@ fn follow(mut a: Followed, commit: &VectorCommit) -> Option<Followed> {
         }
     }
     a.version = commit.after;
-    if a.slots.len() - a.live.len() > a.live.len().max(MIN_DEAD_BEFORE_COMPACTION) {
+    if compaction_due(a.slots.len(), a.live.len()) {
         a.compact();
     }
     Some(a)
@@ -267,7 +265,7 @@ mod tests {
     fn rewriting_one_vector_again_and_again_stays_bounded() {
         let d = VectorDelta::default();
         d.committed(commit(0, &[(1, 1.0)], Some(1)));
-        let rewrites = MIN_DEAD_BEFORE_COMPACTION as u64 + 10;
+        let rewrites = crate::text_delta::MIN_DEAD_BEFORE_COMPACTION as u64 + 10;
         for v in 1..=rewrites {
             let mut c = commit(v, &[(1, v as f32)], None);
             c.gone = vec![1];

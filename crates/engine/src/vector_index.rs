@@ -260,7 +260,14 @@ impl crate::Engine {
 /// search reads only the lists it probes. The vectors outside the index come from the delta
 /// the writer's store keeps (`vector_delta`) when it covers the search's snapshot.
 #[derive(Default)]
-pub(crate) struct IndexCache(Mutex<CachedIndex>, Mutex<Option<Arc<Unindexed>>>, Arc<VectorDelta>);
+pub(crate) struct IndexCache {
+    /// The centroids and lists read so far, of one index generation.
+    index: Mutex<CachedIndex>,
+    /// The copy of the vectors outside the index, of one vector generation.
+    unindexed: Mutex<Option<Arc<Unindexed>>>,
+    /// The vectors outside the index as the writer's commits left them.
+    delta: Arc<VectorDelta>,
+}
 
 /// Most vectors outside the index held in memory (a megabyte per thousand at 256 dimensions);
 /// past it, every search reads them from the store as it scores them.
@@ -287,13 +294,14 @@ struct CachedIndex {
 impl IndexCache {
     /// Forget every part read so far.
     pub(crate) fn clear(&self) {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = CachedIndex::default();
-        *self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        *self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            CachedIndex::default();
+        *self.unindexed.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 
     /// The delta of the vectors outside the index, for the writer's store to follow.
     pub(crate) fn delta(&self) -> Arc<VectorDelta> {
-        Arc::clone(&self.2)
+        Arc::clone(&self.delta)
     }
 
     /// Score every vector outside the index with `score(nid, vector)`: from the delta when it
@@ -307,11 +315,11 @@ impl IndexCache {
         score: &mut dyn FnMut(i64, &[f32]),
     ) -> Result<(), Error> {
         let generation = read.vector_generation()?;
-        if self.2.score(generation, dim, score) {
+        if self.delta.score(generation, dim, score) {
             return Ok(());
         }
         // Held while a stale copy is replaced, so that the searches waiting read it once.
-        let mut cached = self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cached = self.unindexed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(u) = cached.as_ref().filter(|u| u.generation == generation && u.dim == dim) {
             let u = Arc::clone(u);
             drop(cached);
@@ -347,6 +355,16 @@ impl IndexCache {
         Ok(())
     }
 
+    /// The cached index parts, emptied first when they are of another index generation than
+    /// `generation`.
+    fn index_at(&self, generation: u64) -> std::sync::MutexGuard<'_, CachedIndex> {
+        let mut cache = self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.generation != generation {
+            *cache = CachedIndex { generation, ..CachedIndex::default() };
+        }
+        cache
+    }
+
     /// The probed lists for `query`, from the cache or the store (none before a first build).
     fn probe(
         &self,
@@ -356,10 +374,7 @@ impl IndexCache {
         nprobe: usize,
     ) -> Result<Vec<Arc<CheckedList>>, Error> {
         let generation = read.ann_generation()?;
-        let mut cache = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if cache.generation != generation {
-            *cache = CachedIndex { generation, ..CachedIndex::default() };
-        }
+        let mut cache = self.index_at(generation);
         let centroids = match &cache.centroids {
             Some(c) => Arc::clone(c),
             None => {
@@ -373,10 +388,7 @@ impl IndexCache {
         // sharing this cache (a server's readers, the benchmark's threads) do not queue for it.
         drop(cache);
         let probed = centroids.probe(query, nprobe);
-        let mut cache = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if cache.generation != generation {
-            *cache = CachedIndex { generation, ..CachedIndex::default() };
-        }
+        let mut cache = self.index_at(generation);
         let mut out = Vec::new();
         for list in probed {
             if let Some(blob) = cache.lists.get(&list) {
