@@ -210,8 +210,9 @@ const READS: &[&[&str]] = &[
     &["doc", "list"],
     &["receipt", "list"],
     &["memory", "list"],
-    &["memory", "show", "memory_2"],
-    &["evolution", "cache"],
+    // Link confidences decay with time: the two stores are read at one instant, not two.
+    &["memory", "show", "memory_2", "--as-of", "2026-11-22T00:00:00Z"],
+    &["evolution", "cache", "--as-of", "2026-11-22T00:00:00Z"],
     &["impact", "memory_1", "--as-of", "2026-11-22T00:00:00Z"],
     &["rollup", "--since", "2026-11-19", "--until", "2026-11-23"],
     &["entities", "candidates", "--status", "all"],
