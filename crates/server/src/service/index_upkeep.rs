@@ -29,13 +29,14 @@ use crate::metrics::Metrics;
 
 /// Vectors outside the vector index (searched exactly until indexed) that make a rebuild worth
 /// its cost after a write: at least this many, and at least 1/[`INDEX_FRACTION`] of those
-/// indexed up to the searches' shared copy (see [`rebuild_vectors_at`]).
+/// indexed, up to what the searches share in memory (see [`rebuild_vectors_at`]).
 const INDEX_AFTER: u64 = 2_000;
-/// Every recall scores every vector outside the index. Searches share one copy of them per
-/// change of the vectors (up to [`ctxgraph::MAX_CACHED_UNINDEXED`]), so they cost a recall a
-/// scan of memory, not a read of the store: a quarter of the index may wait outside it, within
-/// that bound, and the tenant rebuilds a quarter as often as at a sixteenth (each rebuild is
-/// CPU the readers and the writer share).
+/// Every recall scores every vector outside the index. A tenant's searches share them in
+/// memory up to [`ctxgraph::MAX_CACHED_UNINDEXED`] (the vector delta the writer keeps commit by
+/// commit, or else a copy per change of the vectors), so they cost a recall a scan of memory,
+/// not a read of the store: a quarter of the index may wait outside it, within that bound, and
+/// the tenant rebuilds a quarter as often as at a sixteenth (each rebuild is CPU the readers
+/// and the writer share).
 const INDEX_FRACTION: u64 = 4;
 /// Builds dropped in a row (each overtaken by a removal) after which the writer rebuilds in
 /// place.
