@@ -46,6 +46,11 @@ pub struct EngineOptions {
     pub search: SearchParams,
     /// Decision-memory link rules and how links are read.
     pub memory: crate::memory::MemoryOptions,
+    /// Run recall's in-memory index searches (the vector index's probe and scan, the lexical
+    /// index's merge) on the calling thread instead of overlapping them, on a helper thread,
+    /// with the reads of the store: for a process whose cores are all busy with recalls
+    /// already (a server under load), where the overlap gains no time.
+    pub inline_searches: bool,
 }
 
 /// When the graph is updated for newly appended records.
@@ -504,7 +509,8 @@ impl Engine {
             &self.schema,
             self.backend.size_on_disk(),
             &self.caches,
-        ))
+        )
+        .with_helpers(!self.options.inline_searches))
     }
 }
 
