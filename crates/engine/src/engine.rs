@@ -47,9 +47,10 @@ pub struct EngineOptions {
     /// Decision-memory link rules and how links are read.
     pub memory: crate::memory::MemoryOptions,
     /// Run recall's in-memory index searches (the vector index's probe and scan, the lexical
-    /// index's merge) on the calling thread instead of overlapping them, on a helper thread,
-    /// with the reads of the store: for a process whose cores are all busy with recalls
-    /// already (a server under load), where the overlap gains no time.
+    /// index's merge) on the calling thread always. By default a recall overlaps them, on a
+    /// helper thread, with its reads of the store while fewer recalls are in flight in the
+    /// process than the machine has cores (with every core running a recall, the overlap
+    /// gains no time and the searches stay on their callers anyway).
     pub inline_searches: bool,
 }
 

@@ -7,10 +7,13 @@
 //! store's documents (the merge's scratch is per thread). Why the caller takes back a job no
 //! helper has started: when every core is busy (a server under load) a helper may not run for a
 //! while, and the caller would wait for work it can do itself; so a job costs the caller at
-//! most what running it inline costs, plus a queue push.
+//! most what running it inline costs, plus a queue push. And why a recall gives its jobs to the
+//! helpers only while fewer recalls are in flight than the machine has cores ([`Overlap`]):
+//! with every core running a recall of its own, a helper would only take turns with them.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 
 /// Helper threads at most: the overlap needs one per recall in flight, and more than the
@@ -95,6 +98,40 @@ impl<T> Drop for Pending<T> {
     }
 }
 
+/// The cores of the machine (1 when unknown).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Recalls in flight in this process.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// One recall in flight, counted while it lives; whether its jobs go to the helpers.
+pub(crate) struct Overlap {
+    helpers: bool,
+}
+
+impl Overlap {
+    /// Count a recall in flight; its jobs go to the helpers when `wanted` and a core is left
+    /// for them (fewer recalls in flight, this one included, than cores).
+    pub(crate) fn enter(wanted: bool) -> Overlap {
+        let in_flight = IN_FLIGHT.fetch_add(1, Ordering::Relaxed) + 1;
+        Overlap { helpers: wanted && in_flight < cores() }
+    }
+
+    /// Whether this recall's jobs go to the helpers.
+    pub(crate) fn helpers(&self) -> bool {
+        self.helpers
+    }
+}
+
+impl Drop for Overlap {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// The queue the helpers take jobs from.
 struct Pool {
     queue: Mutex<VecDeque<Box<dyn FnOnce() + Send>>>,
@@ -108,8 +145,7 @@ impl Pool {
         static POOL: OnceLock<Pool> = OnceLock::new();
         POOL.get_or_init(|| {
             let pool = Pool { queue: Mutex::new(VecDeque::new()), ready: Condvar::new() };
-            let helpers = std::thread::available_parallelism().map_or(1, |n| n.get());
-            for i in 0..helpers.clamp(1, MAX_HELPERS) {
+            for i in 0..cores().clamp(1, MAX_HELPERS) {
                 // A helper that cannot be started leaves its jobs to their callers.
                 let _ = std::thread::Builder::new()
                     .name(format!("ctxgraph-helper-{i}"))
@@ -190,6 +226,15 @@ mod tests {
         // A job a helper takes after its caller ran it is not run again.
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert_eq!(runs.load(Ordering::SeqCst), 200);
+    }
+
+    #[test]
+    fn recalls_in_flight_on_every_core_keep_their_jobs() {
+        // Other tests' recalls may be in flight too: only the bound is certain.
+        let all: Vec<Overlap> = (0..cores()).map(|_| Overlap::enter(true)).collect();
+        assert!(!Overlap::enter(true).helpers(), "no core is left");
+        assert!(!Overlap::enter(false).helpers(), "not wanted");
+        drop(all);
     }
 
     #[test]

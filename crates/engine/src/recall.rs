@@ -832,10 +832,11 @@ impl Snapshot<'_> {
         // memory on a helper thread while this one reads the anchors, the entities and the
         // BM25 terms from the store (the prefilter's verdicts do not depend on the order the
         // lists are checked in: nothing has been walked yet).
+        let overlap = crate::helper::Overlap::enter(self.helpers);
         let nearest = if query_vector.is_empty() {
             None
         } else {
-            Some(self.start_nearest(query_vector, p.prefilter, search)?)
+            Some(self.start_nearest(query_vector, p.prefilter, search, overlap.helpers())?)
         };
         // What the question names exactly; a session it names acts as the session constraint
         // unless the caller gave one.
@@ -917,7 +918,7 @@ impl Snapshot<'_> {
             None
         } else {
             let limit = if periods.is_empty() { p.prefilter } else { p.prefilter * DATED_DEPTH };
-            Some(self.start_search(&words.join(" "), limit)?)
+            Some(self.start_search(&words.join(" "), limit, overlap.helpers())?)
         };
         timings.bm25_us = lap(&mut clock);
         let mut vector_list = Vec::new();

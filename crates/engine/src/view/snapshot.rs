@@ -166,9 +166,9 @@ pub(crate) struct Snapshot<'a> {
     /// every node it expands): on the embedded store it cannot change under the read
     /// transaction; on a remote store it is the generation at that first ask.
     graph_generation: std::cell::OnceCell<u64>,
-    /// Whether recall gives its in-memory searches to helper threads (see
+    /// Whether recall may give its in-memory searches to helper threads (see
     /// [`crate::EngineOptions::inline_searches`]).
-    helpers: bool,
+    pub(crate) helpers: bool,
 }
 
 /// Put on `node` the payload of its event record `entry`, whose body parsed as `body`; a body
@@ -408,14 +408,14 @@ impl<'a> Snapshot<'a> {
     }
 
     /// [`Snapshot::search_keys`] begun: the terms, lists and statistics read, the merge given to
-    /// a helper thread (see [`Snapshot::with_helpers`]); [`crate::text_index::Search::finish`]
-    /// with [`Snapshot::finish_search`] gives the answer.
+    /// a helper thread when `helpers`; [`Snapshot::finish_search`] gives the answer.
     pub(crate) fn start_search(
         &self,
         query: &str,
         limit: usize,
+        helpers: bool,
     ) -> Result<crate::text_index::Search, Error> {
-        crate::text_index::start_search(&*self.read, &self.caches.text, query, limit, self.helpers)
+        crate::text_index::start_search(&*self.read, &self.caches.text, query, limit, helpers)
     }
 
     /// The answer of a search begun by [`Snapshot::start_search`].
@@ -495,16 +495,16 @@ impl<'a> Snapshot<'a> {
     }
 
     /// [`Snapshot::nearest_keys`] begun: what the probe needs read, the probe and the scan given
-    /// to a helper thread (see [`Snapshot::with_helpers`]); [`Snapshot::finish_nearest`] gives
-    /// the answer.
+    /// to a helper thread when `helpers`; [`Snapshot::finish_nearest`] gives the answer.
     pub(crate) fn start_nearest(
         &self,
         query: &[f32],
         k: usize,
         options: SearchParams,
+        helpers: bool,
     ) -> Result<crate::vector_index::Nearest, Error> {
         let cache = &self.caches.vectors;
-        crate::vector_index::start_nearest(&*self.read, cache, query, k, options, self.helpers)
+        crate::vector_index::start_nearest(&*self.read, cache, query, k, options, helpers)
     }
 
     /// The answer of a search begun by [`Snapshot::start_nearest`].
