@@ -352,9 +352,11 @@ pub struct ContextState {
 pub struct Timings {
     /// Embedding the question (0 when the caller passed the vector).
     pub embed_us: u64,
-    /// The vector-index prefilter list.
+    /// The anchors and the vector-index prefilter list, on the recall's own thread (the
+    /// search's setup, the wait for its probe on a helper thread, the re-rank).
     pub vector_us: u64,
-    /// The BM25 prefilter list.
+    /// The BM25 prefilter list and the lists that follow it (scope, knowledge), on the recall's
+    /// own thread (the terms and lists read, the wait for the merge on a helper thread).
     pub bm25_us: u64,
     /// Entity lookup and the entity prefilter list.
     pub entity_us: u64,
