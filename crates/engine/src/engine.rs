@@ -46,6 +46,12 @@ pub struct EngineOptions {
     pub search: SearchParams,
     /// Decision-memory link rules and how links are read.
     pub memory: crate::memory::MemoryOptions,
+    /// Run recall's in-memory index searches (the vector index's probe and scan, the lexical
+    /// index's merge) on the calling thread always. By default a recall overlaps them, on a
+    /// helper thread, with its reads of the store while fewer recalls are in flight in the
+    /// process than the machine has cores (with every core running a recall, the overlap
+    /// gains no time and the searches stay on their callers anyway).
+    pub inline_searches: bool,
 }
 
 /// When the graph is updated for newly appended records.
@@ -504,7 +510,8 @@ impl Engine {
             &self.schema,
             self.backend.size_on_disk(),
             &self.caches,
-        ))
+        )
+        .with_helpers(!self.options.inline_searches))
     }
 }
 

@@ -57,6 +57,7 @@ mod enrich;
 mod error;
 mod forget;
 mod graph_checks;
+mod helper;
 mod index_build;
 mod indexed;
 mod ingest;

@@ -352,9 +352,11 @@ pub struct ContextState {
 pub struct Timings {
     /// Embedding the question (0 when the caller passed the vector).
     pub embed_us: u64,
-    /// The vector-index prefilter list.
+    /// The anchors and the vector-index prefilter list, on the recall's own thread (the
+    /// search's setup, the wait for its probe on a helper thread, the re-rank).
     pub vector_us: u64,
-    /// The BM25 prefilter list.
+    /// The BM25 prefilter list and the lists that follow it (scope, knowledge), on the recall's
+    /// own thread (the terms and lists read, the wait for the merge on a helper thread).
     pub bm25_us: u64,
     /// Entity lookup and the entity prefilter list.
     pub entity_us: u64,
@@ -828,6 +830,16 @@ impl Snapshot<'_> {
         };
         let mut timings = Timings::default();
         let mut clock = std::time::Instant::now();
+        // The vector search depends on the question's vector alone: its probe and scan run in
+        // memory on a helper thread while this one reads the anchors, the entities and the
+        // BM25 terms from the store (the prefilter's verdicts do not depend on the order the
+        // lists are checked in: nothing has been walked yet).
+        let overlap = crate::helper::Overlap::enter(self.helpers);
+        let nearest = if query_vector.is_empty() {
+            None
+        } else {
+            Some(self.start_nearest(query_vector, p.prefilter, search, overlap.helpers())?)
+        };
         // What the question names exactly; a session it names acts as the session constraint
         // unless the caller gave one.
         let entity_ids = self.named_entity_ids(&query.text);
@@ -884,16 +896,6 @@ impl Snapshot<'_> {
                 anchor_list.push(key.clone());
             }
         }
-        let mut vector_list = Vec::new();
-        if !query_vector.is_empty() {
-            let nearest = self.nearest_keys(query_vector, p.prefilter, search)?;
-            r.prefetch(nearest.iter().map(|(k, _)| k))?;
-            for (key, _) in nearest {
-                if r.admissible(&key)?.is_some() {
-                    vector_list.push(key);
-                }
-            }
-        }
         timings.vector_us = lap(&mut clock);
         let entities = std::mem::take(&mut anchors.entities);
         let (entity_list, named) = self.entity_matches(&mut r, entities, p, cues)?;
@@ -912,12 +914,31 @@ impl Snapshot<'_> {
             .into_iter()
             .filter(|w| !actor_words.contains(w) && !anchors.words.contains(w))
             .collect();
+        // The BM25 merge runs in memory on a helper thread while this one finishes the vector
+        // search (its exact re-rank reads the store).
+        let bm25_search = if words.is_empty() {
+            None
+        } else {
+            let limit = if periods.is_empty() { p.prefilter } else { p.prefilter * DATED_DEPTH };
+            Some(self.start_search(&words.join(" "), limit, overlap.helpers())?)
+        };
+        timings.bm25_us = lap(&mut clock);
+        let mut vector_list = Vec::new();
+        if let Some(nearest) = nearest {
+            let nearest = self.finish_nearest(nearest)?;
+            r.prefetch(nearest.iter().map(|(k, _)| k))?;
+            for (key, _) in nearest {
+                if r.admissible(&key)?.is_some() {
+                    vector_list.push(key);
+                }
+            }
+        }
+        timings.vector_us += lap(&mut clock);
         let mut bm25_hits = Vec::new();
         // The BM25 hits in the periods the question names, read deeper than the BM25 list.
         let mut dated_list = Vec::new();
-        if !words.is_empty() {
-            let limit = if periods.is_empty() { p.prefilter } else { p.prefilter * DATED_DEPTH };
-            let found = self.search_keys(&words.join(" "), limit)?;
+        if let Some(bm25_search) = bm25_search {
+            let found = self.finish_search(bm25_search)?;
             r.prefetch(found.iter().map(|(k, _)| k))?;
             for (key, score) in found {
                 let Some(node) = r.admissible(&key)? else { continue };
@@ -1015,7 +1036,7 @@ impl Snapshot<'_> {
             [&vector_list, &bm25_list],
             p.prefilter,
         )?;
-        timings.bm25_us = lap(&mut clock);
+        timings.bm25_us += lap(&mut clock);
         let lists = [
             vector_list,
             bm25_list,

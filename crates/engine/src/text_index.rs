@@ -23,6 +23,7 @@ use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::{GraphReader, GraphStore, TextIndexBuild};
 
 use crate::error::Error;
+use crate::helper::Pending;
 use crate::text_delta::{QuestionTerm, SnapshotText, TextDelta};
 
 thread_local! {
@@ -265,17 +266,50 @@ pub(crate) fn search(
     query: &str,
     limit: usize,
 ) -> Result<Vec<(NodeKey, f64)>, Error> {
+    start_search(read, cache, query, limit, false)?.finish(read, delta)
+}
+
+/// The merge of a question's lists, which reads nothing from the store: `(idf, list)` per term.
+type Merge = Pending<Result<Vec<(i64, f64)>, ctxgraph_lexical::Error>>;
+
+/// A search begun by [`start_search`]: the merge of the lexical index's lists on a helper
+/// thread or kept for [`Search::finish`], which reads the rest.
+pub(crate) struct Search {
+    query: String,
+    limit: usize,
+    build: Option<TextIndexBuild>,
+    /// The lexical index's merge (none without a build, or for no hit asked).
+    merge: Option<Merge>,
+    /// The question's terms with their build document frequencies.
+    built_terms: Vec<(String, u64)>,
+    /// Documents above the build (known only with a build).
+    newer: Option<u64>,
+}
+
+/// Begin the search of [`search`]: read the question's terms, their lists and the statistics,
+/// and give the merge of the lists to the helper threads when `helpers`.
+pub(crate) fn start_search(
+    read: &dyn GraphReader,
+    cache: &TextCache,
+    query: &str,
+    limit: usize,
+    helpers: bool,
+) -> Result<Search, Error> {
+    let mut search = Search {
+        query: query.to_owned(),
+        limit,
+        build: None,
+        merge: None,
+        built_terms: Vec::new(),
+        newer: None,
+    };
     if limit == 0 {
-        return Ok(Vec::new());
+        return Ok(search);
     }
-    let mut hits: Vec<(i64, f64)> = Vec::new();
-    let mut after = -1;
-    let build = read.text_index_build()?;
+    search.build = read.text_index_build()?;
     // The question's terms with their document frequencies in the build's lists, and the
     // count of documents above the build (both known only when there is a build).
-    let mut built_terms: Vec<(String, u64)> = Vec::new();
-    let mut newer_count = None;
-    if let Some(build) = &build {
+    if let Some(build) = &search.build {
         let terms = read.text_terms(query)?;
         let names: Vec<&str> = terms.iter().map(String::as_str).collect();
         // Statistics as of the build plus the documents since: a term's document frequency is
@@ -287,39 +321,62 @@ pub(crate) fn search(
         let merged = |df: u32| u64::from(df).saturating_mul(2) < docs;
         let lists = cache.lists(read, &names, &merged)?;
         let bm25 = Bm25::FTS5;
-        let mut query_terms = Vec::with_capacity(lists.len());
-        for term in lists.iter().flatten() {
-            if let Some(list) = &term.list {
-                query_terms.push((bm25.idf(docs, u64::from(term.df)), list.as_ref()));
-            }
-        }
-        hits = SCRATCH.with_borrow_mut(|scratch| {
-            top_k_decoded(&query_terms, bm25, limit + SLACK, MAX_POSTINGS, scratch)
-        })?;
-        if newer == 0 {
-            return keys_of(read, hits, limit);
-        }
-        after = build.through;
-        built_terms = terms
+        let query_terms: Vec<(f64, Arc<Decoded>)> = lists
+            .iter()
+            .flatten()
+            .filter_map(|term| Some((bm25.idf(docs, u64::from(term.df)), term.list.clone()?)))
+            .collect();
+        search.merge = Some(crate::helper::start(helpers, move || {
+            let terms: Vec<(f64, &Decoded)> =
+                query_terms.iter().map(|(idf, list)| (*idf, list.as_ref())).collect();
+            SCRATCH.with_borrow_mut(|scratch| {
+                top_k_decoded(&terms, bm25, limit + SLACK, MAX_POSTINGS, scratch)
+            })
+        }));
+        search.built_terms = terms
             .into_iter()
             .zip(&lists)
             .map(|(term, list)| (term, list.as_ref().map_or(0, |l| u64::from(l.df))))
             .collect();
-        newer_count = Some(newer);
+        search.newer = Some(newer);
     }
-    match newer_from_delta(read, delta, build.as_ref(), built_terms, newer_count, query, limit)? {
-        Some(newer) => hits.extend(newer),
-        None => {
-            let words: Vec<String> = query
-                .split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty())
-                .map(str::to_lowercase)
-                .collect();
-            hits.extend(read.search_text(&words, after, limit + SLACK)?);
+    Ok(search)
+}
+
+impl Search {
+    /// The search's answer: the merge joined, then the documents above the build and the
+    /// hits' keys read.
+    pub(crate) fn finish(
+        self,
+        read: &dyn GraphReader,
+        delta: &TextDelta,
+    ) -> Result<Vec<(NodeKey, f64)>, Error> {
+        let Search { query, limit, build, merge, built_terms, newer } = self;
+        if limit == 0 {
+            return Ok(Vec::new());
         }
+        let mut hits: Vec<(i64, f64)> = match merge {
+            Some(merge) => merge.join()?,
+            None => Vec::new(),
+        };
+        if newer == Some(0) {
+            return keys_of(read, hits, limit);
+        }
+        let after = build.as_ref().map_or(-1, |b| b.through);
+        match newer_from_delta(read, delta, build.as_ref(), built_terms, newer, &query, limit)? {
+            Some(newer) => hits.extend(newer),
+            None => {
+                let words: Vec<String> = query
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_lowercase)
+                    .collect();
+                hits.extend(read.search_text(&words, after, limit + SLACK)?);
+            }
+        }
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        keys_of(read, hits, limit)
     }
-    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    keys_of(read, hits, limit)
 }
 
 /// The documents above the build ranked from the shared delta, when it holds exactly the

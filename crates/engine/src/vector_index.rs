@@ -16,6 +16,7 @@ use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_store::{GraphReader, GraphStore, StoredVector};
 
 use crate::error::Error;
+use crate::helper::Pending;
 use crate::vector_delta::VectorDelta;
 
 /// Vectors read per page when loading every vector for a build.
@@ -261,8 +262,9 @@ impl crate::Engine {
 /// the writer's store keeps (`vector_delta`) when it covers the search's snapshot.
 #[derive(Default)]
 pub(crate) struct IndexCache {
-    /// The centroids and lists read so far, of one index generation.
-    index: Mutex<CachedIndex>,
+    /// The centroids and lists read so far, of one index generation (shared with the searches
+    /// that probe them on a helper thread).
+    index: SharedIndex,
     /// The copy of the vectors outside the index, of one vector generation.
     unindexed: Mutex<Option<Arc<Unindexed>>>,
     /// The vectors outside the index as the writer's commits left them.
@@ -291,10 +293,27 @@ struct CachedIndex {
     lists: BTreeMap<u32, Arc<CheckedList>>,
 }
 
+/// [`CachedIndex`] behind a lock that a search's in-memory part may hold on to from another
+/// thread.
+#[derive(Default, Clone)]
+struct SharedIndex(Arc<Mutex<CachedIndex>>);
+
+impl SharedIndex {
+    /// The cached index parts, emptied first when they are of another index generation than
+    /// `generation`.
+    fn at(&self, generation: u64) -> std::sync::MutexGuard<'_, CachedIndex> {
+        let mut cache = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.generation != generation {
+            *cache = CachedIndex { generation, ..CachedIndex::default() };
+        }
+        cache
+    }
+}
+
 impl IndexCache {
     /// Forget every part read so far.
     pub(crate) fn clear(&self) {
-        *self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+        *self.index.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
             CachedIndex::default();
         *self.unindexed.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
@@ -355,42 +374,39 @@ impl IndexCache {
         Ok(())
     }
 
-    /// The cached index parts, emptied first when they are of another index generation than
-    /// `generation`.
-    fn index_at(&self, generation: u64) -> std::sync::MutexGuard<'_, CachedIndex> {
-        let mut cache = self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if cache.generation != generation {
-            *cache = CachedIndex { generation, ..CachedIndex::default() };
-        }
-        cache
-    }
-
-    /// The probed lists for `query`, from the cache or the store (none before a first build).
-    fn probe(
+    /// What a search reads before its probe: the index generation and the centroids, from the
+    /// cache or the store (`None` before a first build).
+    fn centroids(
         &self,
         read: &dyn GraphReader,
         dim: usize,
-        query: &[f32],
-        nprobe: usize,
-    ) -> Result<Vec<Arc<CheckedList>>, Error> {
+    ) -> Result<(u64, Option<Arc<Centroids>>), Error> {
         let generation = read.ann_generation()?;
-        let mut cache = self.index_at(generation);
+        let mut cache = self.index.at(generation);
         let centroids = match &cache.centroids {
             Some(c) => Arc::clone(c),
             None => {
-                let Some(blob) = read.ann_centroids()? else { return Ok(Vec::new()) };
+                let Some(blob) = read.ann_centroids()? else { return Ok((generation, None)) };
                 let c = Arc::new(Centroids::from_bytes(dim, &blob)?);
                 cache.centroids = Some(Arc::clone(&c));
                 c
             }
         };
-        // Scoring the centroids is most of a warm probe: done without the lock, so the engines
-        // sharing this cache (a server's readers, the benchmark's threads) do not queue for it.
-        drop(cache);
-        let probed = centroids.probe(query, nprobe);
-        let mut cache = self.index_at(generation);
+        Ok((generation, Some(centroids)))
+    }
+
+    /// The lists of `probed` not in the cache read from the store and kept, in probe order (a
+    /// list the store lacks is left out).
+    fn read_lists(
+        &self,
+        read: &dyn GraphReader,
+        dim: usize,
+        generation: u64,
+        probed: &[u32],
+    ) -> Result<Vec<Arc<CheckedList>>, Error> {
+        let mut cache = self.index.at(generation);
         let mut out = Vec::new();
-        for list in probed {
+        for &list in probed {
             if let Some(blob) = cache.lists.get(&list) {
                 out.push(Arc::clone(blob));
             } else if let Some(blob) = read.ann_list(list)? {
@@ -403,6 +419,169 @@ impl IndexCache {
     }
 }
 
+/// A vector search's part in memory, which reads nothing from the store: the probe of the
+/// centroids and the int8 scan of the probed lists when the cache holds them all.
+struct Probe {
+    index: SharedIndex,
+    generation: u64,
+    centroids: Arc<Centroids>,
+    query: Vec<f32>,
+    nprobe: usize,
+    candidates: usize,
+}
+
+/// What the in-memory part found.
+enum Probed {
+    /// The scan's candidates, by nid (none scanned: no list probed).
+    Scanned(Option<Vec<i64>>),
+    /// The probed lists, some not in the cache: read, then scanned, by the caller.
+    Unread(Vec<u32>),
+}
+
+impl Probe {
+    fn run(self) -> Result<Probed, ctxgraph_ann::Error> {
+        // Scoring the centroids is most of a warm probe: done without the lock, so the engines
+        // sharing this cache (a server's readers, the benchmark's threads) do not queue for it.
+        let probed = self.centroids.probe(&self.query, self.nprobe);
+        let cache = self.index.at(self.generation);
+        let lists: Option<Vec<Arc<CheckedList>>> =
+            probed.iter().map(|list| cache.lists.get(list).cloned()).collect();
+        drop(cache);
+        let Some(lists) = lists else { return Ok(Probed::Unread(probed)) };
+        scan(&self.query, &lists, self.candidates).map(Probed::Scanned)
+    }
+}
+
+/// The int8 scan of `lists` for the best `candidates` (none when no list was probed).
+fn scan(
+    query: &[f32],
+    lists: &[Arc<CheckedList>],
+    candidates: usize,
+) -> Result<Option<Vec<i64>>, ctxgraph_ann::Error> {
+    if lists.is_empty() {
+        return Ok(None);
+    }
+    let views: Vec<ListView<'_>> = lists.iter().map(|b| b.view()).collect();
+    let approx = ctxgraph_ann::scan(query, &views, candidates)?;
+    Ok(Some(approx.iter().map(|(id, _)| *id).collect()))
+}
+
+/// A vector search begun by [`start_nearest`]: its in-memory part on a helper thread or kept for
+/// [`Nearest::finish`], which reads the rest.
+pub(crate) struct Nearest {
+    dim: usize,
+    generation: u64,
+    query: Vec<f32>,
+    k: usize,
+    options: SearchParams,
+    /// `None`: no store embedding model, or no index built.
+    probe: Option<Pending<Result<Probed, ctxgraph_ann::Error>>>,
+    /// No store embedding model: nothing is searched.
+    empty: bool,
+}
+
+/// Begin the search for the `k` stored vectors nearest to `query` (see [`nearest`]): read what
+/// the probe needs, and give the probe and the scan to the helper threads when `helpers`.
+pub(crate) fn start_nearest(
+    read: &dyn GraphReader,
+    cache: &IndexCache,
+    query: &[f32],
+    k: usize,
+    options: SearchParams,
+    helpers: bool,
+) -> Result<Nearest, Error> {
+    let Some((_, dim)) = read.embedding_model()? else {
+        return Ok(Nearest {
+            dim: 0,
+            generation: 0,
+            query: Vec::new(),
+            k,
+            options,
+            probe: None,
+            empty: true,
+        });
+    };
+    if query.len() != dim {
+        return Err(Error::Index(ctxgraph_ann::Error::Dimension {
+            expected: dim,
+            got: query.len(),
+        }));
+    }
+    let (generation, centroids) = cache.centroids(read, dim)?;
+    let probe = centroids.map(|centroids| {
+        let probe = Probe {
+            index: cache.index.clone(),
+            generation,
+            centroids,
+            query: query.to_vec(),
+            nprobe: options.nprobe,
+            candidates: options.candidates.max(k),
+        };
+        crate::helper::start(helpers, move || probe.run())
+    });
+    Ok(Nearest { dim, generation, query: query.to_vec(), k, options, probe, empty: false })
+}
+
+impl Nearest {
+    /// The search's answer: the probe joined, then the exact re-rank and the vectors outside
+    /// the index read from the store.
+    pub(crate) fn finish(
+        self,
+        read: &dyn GraphReader,
+        cache: &IndexCache,
+    ) -> Result<Vec<(NodeKey, f32)>, Error> {
+        if self.empty {
+            return Ok(Vec::new());
+        }
+        let Nearest { dim, generation, query, k, options, probe, .. } = self;
+        // Scores by nid (a vector re-written since the build is both a stale list entry and an
+        // unindexed vector, with one score); keys are read only for the best `k`.
+        let mut scored: BTreeMap<i64, f32> = BTreeMap::new();
+        let ids = match probe.map(Pending::join).transpose()? {
+            None => None,
+            Some(Probed::Scanned(ids)) => ids,
+            Some(Probed::Unread(probed)) => {
+                let lists = cache.read_lists(read, dim, generation, &probed)?;
+                scan(&query, &lists, options.candidates.max(k))?
+            }
+        };
+        if let Some(ids) = ids {
+            // Re-rank exactly; a candidate whose vector is gone (deleted since the build) drops
+            // out.
+            read.scan_vectors_of(&ids, &mut |nid, vector| {
+                scored.insert(nid, ctxgraph_ann::dot_f32(&query, vector));
+            })?;
+        }
+        // A store with its own index over every vector (the scale-out graph's) gives candidates
+        // for the vectors written since the build too, re-ranked exactly like the probe's, so it
+        // need not send every such vector; the probe's candidates stay, so no vector the
+        // embedded store would rank is missed. Not while those vectors are few enough to keep in
+        // memory: then the exact scan reads them once per vector generation and costs no round
+        // trip after.
+        let scan_up_to = MAX_CACHED_UNINDEXED as u64;
+        if let Some(ids) = read.native_nearest(&query, options.candidates.max(k), scan_up_to)? {
+            let ids: Vec<i64> = ids.into_iter().filter(|nid| !scored.contains_key(nid)).collect();
+            read.scan_vectors_of(&ids, &mut |nid, vector| {
+                scored.insert(nid, ctxgraph_ann::dot_f32(&query, vector));
+            })?;
+            return ranked_keys(read, scored, k);
+        }
+        // Vectors written since the build are scored as they are read, keeping only the best
+        // `k`: every reader runs this on every search, so holding them all cost the server a
+        // copy of them per search in flight.
+        let mut unindexed: Vec<(i64, f32)> = Vec::new();
+        let keep = k.saturating_mul(2).max(64);
+        cache.each_unindexed(read, dim, &mut |nid, vector| {
+            unindexed.push((nid, ctxgraph_ann::dot_f32(&query, vector)));
+            if unindexed.len() > keep {
+                best_scores(&mut unindexed, k);
+            }
+        })?;
+        scored.extend(unindexed);
+        ranked_keys(read, scored, k)
+    }
+}
+
 /// The `k` stored vectors nearest to `query` (cosine, best first, ties by nid), as node keys.
 pub(crate) fn nearest(
     read: &dyn GraphReader,
@@ -411,52 +590,7 @@ pub(crate) fn nearest(
     k: usize,
     options: SearchParams,
 ) -> Result<Vec<(NodeKey, f32)>, Error> {
-    let Some((_, dim)) = read.embedding_model()? else { return Ok(Vec::new()) };
-    if query.len() != dim {
-        return Err(Error::Index(ctxgraph_ann::Error::Dimension {
-            expected: dim,
-            got: query.len(),
-        }));
-    }
-    // Scores by nid (a vector re-written since the build is both a stale list entry and an
-    // unindexed vector, with one score); keys are read only for the best `k`.
-    let mut scored: BTreeMap<i64, f32> = BTreeMap::new();
-    let blobs = cache.probe(read, dim, query, options.nprobe)?;
-    if !blobs.is_empty() {
-        let views: Vec<ListView<'_>> = blobs.iter().map(|b| b.view()).collect();
-        let approx = ctxgraph_ann::scan(query, &views, options.candidates.max(k))?;
-        let ids: Vec<i64> = approx.iter().map(|(id, _)| *id).collect();
-        // Re-rank exactly; a candidate whose vector is gone (deleted since the build) drops out.
-        read.scan_vectors_of(&ids, &mut |nid, vector| {
-            scored.insert(nid, ctxgraph_ann::dot_f32(query, vector));
-        })?;
-    }
-    // A store with its own index over every vector (the scale-out graph's) gives candidates
-    // for the vectors written since the build too, re-ranked exactly like the probe's, so it
-    // need not send every such vector; the probe's candidates stay, so no vector the embedded
-    // store would rank is missed. Not while those vectors are few enough to keep in memory:
-    // then the exact scan reads them once per vector generation and costs no round trip after.
-    let scan_up_to = MAX_CACHED_UNINDEXED as u64;
-    if let Some(ids) = read.native_nearest(query, options.candidates.max(k), scan_up_to)? {
-        let ids: Vec<i64> = ids.into_iter().filter(|nid| !scored.contains_key(nid)).collect();
-        read.scan_vectors_of(&ids, &mut |nid, vector| {
-            scored.insert(nid, ctxgraph_ann::dot_f32(query, vector));
-        })?;
-        return ranked_keys(read, scored, k);
-    }
-    // Vectors written since the build are scored as they are read, keeping only the best `k`:
-    // every reader runs this on every search, so holding them all cost the server a copy of
-    // them per search in flight.
-    let mut unindexed: Vec<(i64, f32)> = Vec::new();
-    let keep = k.saturating_mul(2).max(64);
-    cache.each_unindexed(read, dim, &mut |nid, vector| {
-        unindexed.push((nid, ctxgraph_ann::dot_f32(query, vector)));
-        if unindexed.len() > keep {
-            best_scores(&mut unindexed, k);
-        }
-    })?;
-    scored.extend(unindexed);
-    ranked_keys(read, scored, k)
+    start_nearest(read, cache, query, k, options, false)?.finish(read, cache)
 }
 
 /// The best `k` of `scored` (by nid) as node keys, best first.

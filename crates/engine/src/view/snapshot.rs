@@ -166,6 +166,9 @@ pub(crate) struct Snapshot<'a> {
     /// every node it expands): on the embedded store it cannot change under the read
     /// transaction; on a remote store it is the generation at that first ask.
     graph_generation: std::cell::OnceCell<u64>,
+    /// Whether recall may give its in-memory searches to helper threads (see
+    /// [`crate::EngineOptions::inline_searches`]).
+    pub(crate) helpers: bool,
 }
 
 /// Put on `node` the payload of its event record `entry`, whose body parsed as `body`; a body
@@ -204,7 +207,20 @@ impl<'a> Snapshot<'a> {
         bytes_on_disk: u64,
         caches: &'a Caches,
     ) -> Self {
-        Snapshot { read, schema, bytes_on_disk, caches, graph_generation: Default::default() }
+        Snapshot {
+            read,
+            schema,
+            bytes_on_disk,
+            caches,
+            graph_generation: Default::default(),
+            helpers: false,
+        }
+    }
+
+    /// This view with recall's in-memory searches given to helper threads when `helpers`.
+    pub(crate) fn with_helpers(mut self, helpers: bool) -> Self {
+        self.helpers = helpers;
+        self
     }
 
     /// The effective schema.
@@ -391,6 +407,25 @@ impl<'a> Snapshot<'a> {
         crate::text_index::search(&*self.read, &self.caches.text, &self.caches.delta, query, limit)
     }
 
+    /// [`Snapshot::search_keys`] begun: the terms, lists and statistics read, the merge given to
+    /// a helper thread when `helpers`; [`Snapshot::finish_search`] gives the answer.
+    pub(crate) fn start_search(
+        &self,
+        query: &str,
+        limit: usize,
+        helpers: bool,
+    ) -> Result<crate::text_index::Search, Error> {
+        crate::text_index::start_search(&*self.read, &self.caches.text, query, limit, helpers)
+    }
+
+    /// The answer of a search begun by [`Snapshot::start_search`].
+    pub(crate) fn finish_search(
+        &self,
+        search: crate::text_index::Search,
+    ) -> Result<Vec<(NodeKey, f64)>, Error> {
+        search.finish(&*self.read, &self.caches.delta)
+    }
+
     /// A node's edge groups with their first `limit` edges each, for recall's expansion
     /// (kept between reads of one graph generation, see `edge_cache`).
     pub(crate) fn adjacent(
@@ -457,6 +492,27 @@ impl<'a> Snapshot<'a> {
         options: SearchParams,
     ) -> Result<Vec<(NodeKey, f32)>, Error> {
         crate::vector_index::nearest(&*self.read, &self.caches.vectors, query, k, options)
+    }
+
+    /// [`Snapshot::nearest_keys`] begun: what the probe needs read, the probe and the scan given
+    /// to a helper thread when `helpers`; [`Snapshot::finish_nearest`] gives the answer.
+    pub(crate) fn start_nearest(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: SearchParams,
+        helpers: bool,
+    ) -> Result<crate::vector_index::Nearest, Error> {
+        let cache = &self.caches.vectors;
+        crate::vector_index::start_nearest(&*self.read, cache, query, k, options, helpers)
+    }
+
+    /// The answer of a search begun by [`Snapshot::start_nearest`].
+    pub(crate) fn finish_nearest(
+        &self,
+        search: crate::vector_index::Nearest,
+    ) -> Result<Vec<(NodeKey, f32)>, Error> {
+        search.finish(&*self.read, &self.caches.vectors)
     }
 
     /// Log records from `from`, at most `limit`.

@@ -314,3 +314,57 @@ fn a_date_in_the_question_brings_in_the_events_of_that_day() {
     assert_ne!(undated, sorted, "without the date, other days rank as high");
     drop(dir);
 }
+
+/// Recall with its in-memory searches on helper threads (the default) returns exactly the pack
+/// of recall on one thread, over random questions, with cold and warm caches, on a store with
+/// documents and vectors both inside and outside their indexes.
+#[test]
+fn helper_threads_change_no_pack() {
+    let lines: Vec<String> = trace(500).lines().map(str::to_owned).collect();
+    let (dir, mut e) = engine();
+    let (built, newer) = lines.split_at(400);
+    e.ingest_jsonl(built.join("\n").as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    e.enrich(&mut |_, _| {}).unwrap();
+    e.consolidate().unwrap();
+    e.ingest_jsonl(newer.join("\n").as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    e.enrich(&mut |_, _| {}).unwrap();
+    let owner = e.owner_reader().unwrap();
+    let outside = (owner.stats_vectors().unwrap().1, owner.text_docs_outside_index().unwrap());
+    assert!(outside.0 > 0 && outside.1 > 0, "some outside the indexes: {outside:?}");
+    drop(owner);
+    let inline = Engine::open(
+        &dir.path().join("t.ctxg"),
+        ctxgraph::OpenMode::MustExist,
+        ctxgraph::EngineOptions { inline_searches: true, ..ctxgraph::EngineOptions::default() },
+    )
+    .unwrap();
+    // The questions' words: the events' texts and the entities they name.
+    let mut vocabulary = BTreeSet::new();
+    for line in &lines {
+        let ev: serde_json::Value = serde_json::from_str(line).unwrap();
+        let text = ev["payload"]["text"].as_str().unwrap_or("");
+        vocabulary.extend(text.split_whitespace().map(str::to_owned));
+        for entity in ev["entities"].as_array().into_iter().flatten() {
+            vocabulary.extend(entity["name"].as_str().map(str::to_owned));
+        }
+    }
+    let mut vocabulary: Vec<String> = vocabulary.into_iter().collect();
+    vocabulary.extend(["why", "when", "who", "sess-0002", "trace-0003"].map(str::to_owned));
+    let question = (prop::collection::vec(prop::sample::select(vocabulary), 1..7), 1usize..30);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 64,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(&question, |(words, k)| {
+            let mut q = RecallQuery::new(words.join(" "));
+            q.k = k;
+            let mut concurrent = e.recall(&q).unwrap();
+            let mut alone = inline.recall(&q).unwrap();
+            concurrent.timings = ctxgraph::Timings::default();
+            alone.timings = ctxgraph::Timings::default();
+            prop_assert_eq!(concurrent, alone);
+            Ok(())
+        })
+        .unwrap();
+}
