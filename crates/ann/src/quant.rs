@@ -165,8 +165,20 @@ pub(crate) fn dot_wide_bytes_portable(a: &[i16], b: &[u8]) -> i32 {
 /// Dot product of two f32 vectors. Extra elements of the longer slice are ignored.
 ///
 /// The summation order is fixed (eight four-lane accumulators, summed pairwise, then the tail),
-/// so the result is the same bit for bit on every call with the same inputs.
+/// so the result is the same bit for bit on every call with the same inputs, and whichever
+/// kernel runs: the AVX2 one where the CPU has it (the same accumulators, two to a register;
+/// see [`simd`](crate::simd)), else the portable one.
 pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::has_avx2() {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { crate::simd::dot_f32_avx2(a, b) };
+    }
+    dot_f32_portable(a, b)
+}
+
+/// [`dot_f32`] on the baseline target.
+pub(crate) fn dot_f32_portable(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let (ca, cb) = (a.chunks_exact(32), b.chunks_exact(32));
@@ -302,6 +314,19 @@ mod tests {
             proptest::prop_assert_eq!(dot_wide(&wa, &wb), dot_wide_portable(&wa, &wb));
             proptest::prop_assert_eq!(dot_wide(&wa, &wb), dot_i8(&a, &b));
             proptest::prop_assert_eq!(dot_wide(&x, &y), dot_wide_portable(&x, &y));
+        }
+
+        /// The f32 dot product is the portable one's bit for bit, whichever kernel runs: any
+        /// lengths (tails included, unequal ones cut to the shorter) and values of mixed signs
+        /// and magnitudes, where another order of additions rounds differently.
+        #[test]
+        fn the_dispatched_f32_kernel_equals_the_portable_one(
+            a in proptest::collection::vec(-1.0f32..1.0, 0..300),
+            b in proptest::collection::vec((-1.0f32..1.0, -12i32..12), 0..300),
+        ) {
+            let b: Vec<f32> = b.iter().map(|&(y, e)| y * 2f32.powi(e)).collect();
+            let (fast, portable) = (dot_f32(&a, &b), dot_f32_portable(&a, &b));
+            proptest::prop_assert_eq!(fast.to_bits(), portable.to_bits(), "{} {}", fast, portable);
         }
     }
 

@@ -61,7 +61,7 @@ fn query(args: &RecallArgs) -> anyhow::Result<RecallQuery> {
 
 /// The pack as JSON: the wire's shape, the same as the HTTP and MCP interfaces return.
 pub(crate) fn pack_json(pack: &ContextPack) -> anyhow::Result<Value> {
-    Ok(serde_json::to_value(ContextPackDto::from(pack))?)
+    Ok(serde_json::to_value(ContextPackDto::from(pack.clone()))?)
 }
 
 fn describe(node: &Node) -> String {

@@ -51,6 +51,7 @@ mod backend;
 mod backup;
 mod consolidate;
 mod conversation;
+mod delta_follow;
 mod edge_cache;
 mod engine;
 mod enrich;

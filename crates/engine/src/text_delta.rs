@@ -18,10 +18,11 @@
 //! full-text index as before.
 
 use std::cell::RefCell;
-use std::sync::{PoisonError, RwLock};
 
 use ctxgraph_lexical::{Bm25, Delta, DeltaScratch, DeltaTerm};
 use ctxgraph_store::{TextCommit, TextIndexBuild, TextSink};
+
+use crate::delta_follow::{Following, Follows};
 
 thread_local! {
     /// The score array of [`TextDelta::top_k`], one per thread.
@@ -30,7 +31,7 @@ thread_local! {
 
 /// The newer documents of one store, shared by its engines (`Engine::set_index_caches`).
 #[derive(Default)]
-pub(crate) struct TextDelta(RwLock<Option<Followed>>);
+pub(crate) struct TextDelta(Following<Followed>);
 
 /// The documents above `base` that the commits up to text version `version` added, since the
 /// first commit followed.
@@ -76,14 +77,13 @@ impl TextDelta {
     /// Whether the delta may hold the snapshot's newer documents (checked before the
     /// question's terms are read; [`TextDelta::top_k`] checks again, with their count).
     pub(crate) fn holds(&self, at: &SnapshotText<'_>) -> bool {
-        let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        held.as_ref().is_some_and(|a| a.covers(at))
+        self.0.read().as_ref().is_some_and(|a| a.covers(at))
     }
 
     /// Whether it may serve any snapshot: a search of an engine whose delta follows nothing
     /// (no sink, or a change it could not follow) reads no counters for it.
     pub(crate) fn serving(&self) -> bool {
-        self.0.read().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|a| a.complete)
+        self.0.serving()
     }
 
     /// The best `k` documents above the snapshot's build for `terms`, scored as the full-text
@@ -96,7 +96,7 @@ impl TextDelta {
         terms: &[QuestionTerm<'_>],
         k: usize,
     ) -> Option<Vec<(i64, f64)>> {
-        let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        let held = self.0.read();
         let a = held.as_ref().filter(|a| a.covers(at))?;
         let v = at.version;
         let n = a.delta.docs_at(v);
@@ -132,14 +132,21 @@ impl TextSink for TextDelta {
     }
 
     fn committed(&self, commit: TextCommit) {
-        let mut held = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        let next = match held.take() {
+        self.0.committed(commit);
+    }
+}
+
+impl Follows for Followed {
+    type Commit = TextCommit;
+
+    fn apply(held: Option<Followed>, commit: TextCommit) -> Option<Followed> {
+        let next = match held {
             Some(a) if a.version == commit.before && !commit.removed => {
                 follow(a, &commit).or_else(|| start(&commit))
             }
             _ => start(&commit),
         };
-        *held = next.map(|mut a| {
+        next.map(|mut a| {
             // Complete from this version on: an older one may have seen a document it was
             // never told of and that this commit deleted.
             if !a.complete && commit.above_base == Some(a.delta.len() as u64) {
@@ -147,7 +154,11 @@ impl TextSink for TextDelta {
                 a.floor = commit.after;
             }
             a
-        });
+        })
+    }
+
+    fn serving(&self) -> bool {
+        self.complete
     }
 }
 
@@ -301,7 +312,7 @@ mod tests {
         let q = [QuestionTerm { term: "b", built_df: 0 }];
         assert_eq!(d.top_k(&at(rewrites + 1), Some(1), &q, 5).map(|h| h.len()), Some(1));
         assert!(d.top_k(&at(2), None, &q, 5).is_none(), "older than its compaction");
-        let held = d.0.read().unwrap();
+        let held = d.0.read();
         assert!(held.as_ref().unwrap().delta.slots() < 100);
     }
 

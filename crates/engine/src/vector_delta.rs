@@ -18,10 +18,10 @@
 //! as before. Same shape as the text delta (`text_delta`).
 
 use std::collections::BTreeMap;
-use std::sync::{PoisonError, RwLock};
 
 use ctxgraph_store::{VectorCommit, VectorSink};
 
+use crate::delta_follow::{Following, Follows};
 use crate::text_delta::compaction_due;
 
 /// Most vectors outside the index a delta holds (a megabyte per thousand at 256 dimensions):
@@ -31,7 +31,7 @@ pub(crate) const MAX_DELTA_VECTORS: usize = 2 * crate::vector_index::MAX_CACHED_
 
 /// The vectors outside the index of one store, shared by its engines (`Engine::set_index_caches`).
 #[derive(Default)]
-pub(crate) struct VectorDelta(RwLock<Option<Followed>>);
+pub(crate) struct VectorDelta(Following<Followed>);
 
 /// The vectors outside the index that the commits up to vector generation `version` wrote,
 /// since the first commit followed, each visible from the version that wrote it to the one
@@ -63,7 +63,7 @@ impl VectorDelta {
         dim: usize,
         score: &mut dyn FnMut(i64, &[f32]),
     ) -> bool {
-        let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        let held = self.0.read();
         let Some(a) = held.as_ref().filter(|a| a.covers(version)) else { return false };
         if a.dim != dim && !a.slots.is_empty() {
             return false;
@@ -75,33 +75,39 @@ impl VectorDelta {
         }
         true
     }
-
-    /// Whether it may serve any snapshot.
-    fn serving(&self) -> bool {
-        self.0.read().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|a| a.complete)
-    }
 }
 
 impl VectorSink for VectorDelta {
     fn wants_count(&self) -> bool {
-        !self.serving()
+        !self.0.serving()
     }
 
     fn committed(&self, commit: VectorCommit) {
-        let mut held = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        let next = match held.take() {
+        self.0.committed(commit);
+    }
+}
+
+impl Follows for Followed {
+    type Commit = VectorCommit;
+
+    fn apply(held: Option<Followed>, commit: VectorCommit) -> Option<Followed> {
+        let next = match held {
             Some(a) if a.version == commit.before && !commit.removed => {
                 follow(a, &commit).or_else(|| start(&commit))
             }
             _ => start(&commit),
         };
-        *held = next.map(|mut a| {
+        next.map(|mut a| {
             if !a.complete && commit.outside == Some(a.live.len() as u64) {
                 a.complete = true;
                 a.floor = commit.after;
             }
             a
-        });
+        })
+    }
+
+    fn serving(&self) -> bool {
+        self.complete
     }
 }
 
@@ -274,7 +280,7 @@ mod tests {
         let head = rewrites + 1;
         assert_eq!(seen(&d, head), Some(vec![(1, rewrites as f32)]));
         assert_eq!(seen(&d, 2), None, "older than its compaction");
-        let held = d.0.read().unwrap();
+        let held = d.0.read();
         assert!(held.as_ref().unwrap().slots.len() < 100);
     }
 

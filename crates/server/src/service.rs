@@ -993,7 +993,7 @@ impl Service {
         self.read(who, move |e, who| {
             let snap = e.reader(who)?;
             match snap.event(&id)? {
-                Some(n) => Ok(NodeDto::from(&n)),
+                Some(n) => Ok(NodeDto::from(n)),
                 None => Err(ServiceError::not_found("event.not_found", format!("no event {id:?}"))),
             }
         })
@@ -1035,7 +1035,7 @@ impl Service {
             let started = Instant::now();
             let pack = e.recall_as(&q, who)?;
             metrics.recall_seconds(started.elapsed().as_secs_f64());
-            Ok(ContextPackDto::from(&pack))
+            Ok(ContextPackDto::from(pack))
         })
         .await
     }

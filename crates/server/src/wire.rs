@@ -635,13 +635,21 @@ pub struct NodeDto {
     pub properties: Value,
 }
 
+/// Moves the node's strings and values: a recall's pack is converted once, and copying its
+/// items' properties (an event's payload) through a serializer was a tenth of a request.
+impl From<Node> for NodeDto {
+    fn from(n: Node) -> Self {
+        NodeDto {
+            label: n.key.label,
+            id: n.key.id,
+            properties: Value::Object(n.props.into_iter().collect()),
+        }
+    }
+}
+
 impl From<&Node> for NodeDto {
     fn from(n: &Node) -> Self {
-        NodeDto {
-            label: n.key.label.clone(),
-            id: n.key.id.clone(),
-            properties: serde_json::to_value(&n.props).unwrap_or(Value::Null),
-        }
+        NodeDto::from(n.clone())
     }
 }
 
@@ -654,9 +662,15 @@ pub struct KeyDto {
     pub id: String,
 }
 
+impl From<NodeKey> for KeyDto {
+    fn from(k: NodeKey) -> Self {
+        KeyDto { label: k.label, id: k.id }
+    }
+}
+
 impl From<&NodeKey> for KeyDto {
     fn from(k: &NodeKey) -> Self {
-        KeyDto { label: k.label.clone(), id: k.id.clone() }
+        KeyDto::from(k.clone())
     }
 }
 
@@ -825,12 +839,12 @@ pub struct PackItem {
     pub tokens: usize,
 }
 
-impl From<&Item> for PackItem {
-    fn from(i: &Item) -> Self {
+impl From<Item> for PackItem {
+    fn from(i: Item) -> Self {
         let f = &i.factors;
-        let p = &i.provenance;
+        let p = i.provenance;
         PackItem {
-            node: (&i.node).into(),
+            node: i.node.into(),
             score: i.score,
             factors: FactorsDto {
                 relevance: f.relevance,
@@ -841,22 +855,22 @@ impl From<&Item> for PackItem {
                 matched: f.matched,
             },
             found_by: i.found_by.iter().map(|s| (*s).to_owned()).collect(),
-            seed: (&i.seed).into(),
+            seed: i.seed.into(),
             path: i
                 .path
-                .iter()
+                .into_iter()
                 .map(|s| StepDto {
-                    edge_type: s.edge_type.clone(),
+                    edge_type: s.edge_type,
                     forward: s.forward,
-                    qualifier: (!s.qualifier.is_empty()).then(|| s.qualifier.clone()),
-                    to: (&s.to).into(),
+                    qualifier: (!s.qualifier.is_empty()).then_some(s.qualifier),
+                    to: s.to.into(),
                 })
                 .collect(),
             provenance: ProvenanceDto {
                 log_position: p.log_position,
-                recorded_at: p.recorded_at.clone(),
-                created_by: p.created_by.clone(),
-                source: p.source.clone(),
+                recorded_at: p.recorded_at,
+                created_by: p.created_by,
+                source: p.source,
             },
             tokens: i.tokens,
         }
@@ -951,14 +965,14 @@ pub struct ContextPackDto {
 }
 
 /// The pack on the wire: the one conversion every interface uses (CLI `--json`, HTTP, MCP).
-impl From<&ContextPack> for ContextPackDto {
-    fn from(p: &ContextPack) -> Self {
+/// It takes the pack by value and moves its items (the bulk of it) rather than copy them.
+impl From<ContextPack> for ContextPackDto {
+    fn from(p: ContextPack) -> Self {
         let t = &p.timings;
         ContextPackDto {
-            query: p.query.clone(),
             intent: p.intent.name().to_owned(),
             intent_classified: p.intent_classified,
-            items: p.items.iter().map(PackItem::from).collect(),
+            items: p.items.into_iter().map(PackItem::from).collect(),
             edges: p
                 .edges
                 .iter()
@@ -995,6 +1009,7 @@ impl From<&ContextPack> for ContextPackDto {
                 expand: t.expand_us,
                 stitch: t.stitch_us,
             },
+            query: p.query,
         }
     }
 }

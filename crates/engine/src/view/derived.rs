@@ -37,8 +37,10 @@ const MAX_SUMMARY_SOURCES: usize = 20_000;
 const MAX_SUMMARY_DEPTH: usize = 4;
 /// Most records naming one entity read to decide whether it, or its counts, may be shown.
 const MAX_ENTITY_SOURCES: usize = 1_000;
-/// Records naming an entity read first: most entities are decided by the first visible one.
-const FIRST_ENTITY_SOURCES: usize = 16;
+/// How many records naming an entity are read, stage by stage, until one is visible: most
+/// entities are decided by their first record, so that is read alone (a later stage reads the
+/// earlier ones again: each is a prefix of the next, so the verdict is the last stage's).
+const ENTITY_SOURCE_STAGES: [usize; 3] = [1, 16, MAX_ENTITY_SOURCES];
 /// The entity properties that fold every record naming it.
 const ENTITY_COUNTS: [&str; 3] = ["mention_count", "first_seen", "last_seen"];
 /// The topic properties that fold every memory about it.
@@ -137,7 +139,7 @@ impl Reader<'_> {
             return Ok(known);
         }
         let mut visible = false;
-        for limit in [FIRST_ENTITY_SOURCES, MAX_ENTITY_SOURCES] {
+        for limit in ENTITY_SOURCE_STAGES {
             let sources = self.entity_sources(entity, limit)?;
             let read = sources.len();
             for n in sources {
