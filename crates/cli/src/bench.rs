@@ -600,12 +600,15 @@ fn throughput(
             .map(|_| {
                 let (ask, ready) = (&ask, &ready);
                 scope.spawn(move || -> anyhow::Result<()> {
-                    let opened = Engine::open(path, OpenMode::MustExist, EngineOptions::default());
+                    let opened = Engine::open(path, OpenMode::MustExist, EngineOptions::default())
+                        .map(|mut engine| {
+                            if let Some(caches) = caches {
+                                engine.set_index_caches(caches.clone());
+                            }
+                            engine
+                        });
                     ready.wait();
-                    let mut engine = opened?;
-                    if let Some(caches) = caches {
-                        engine.set_index_caches(caches.clone());
-                    }
+                    let engine = opened?;
                     for q in qs {
                         ask(&engine, q)?;
                     }

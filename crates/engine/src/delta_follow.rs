@@ -9,18 +9,121 @@
 //! the delta moves over every commit, in commit order, before any search reads it again; a
 //! search that starts between a commit and its application sees a delta behind its snapshot
 //! and reads the store instead, as one that started before the writer told the delta did.
+//!
+//! Both deltas also follow commits by one rule ([`Follows::apply`]): a commit that lists what
+//! it did and comes right after the last one followed moves the delta over it; any other
+//! starts it over from that commit, and one that does not list what it did lets it go; a delta
+//! serves once a commit counted exactly the items it holds.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, TryLockError};
 
+use ctxgraph_store::{TextCommit, VectorCommit};
+
+/// What a store tells a delta of one committed transaction, as far as following it goes.
+pub(crate) trait Told {
+    /// The store's version (text version, vector generation) before the transaction.
+    fn before(&self) -> u64;
+    /// The same after it.
+    fn after(&self) -> u64;
+    /// Whether it changed the items in ways it does not list: a delta cannot follow it.
+    fn unlisted(&self) -> bool;
+    /// The items outside the index after it, when the store counted them.
+    fn counted(&self) -> Option<u64>;
+}
+
+impl Told for TextCommit {
+    fn before(&self) -> u64 {
+        self.before
+    }
+    fn after(&self) -> u64 {
+        self.after
+    }
+    fn unlisted(&self) -> bool {
+        self.removed
+    }
+    fn counted(&self) -> Option<u64> {
+        self.above_base
+    }
+}
+
+impl Told for VectorCommit {
+    fn before(&self) -> u64 {
+        self.before
+    }
+    fn after(&self) -> u64 {
+        self.after
+    }
+    fn unlisted(&self) -> bool {
+        self.removed
+    }
+    fn counted(&self) -> Option<u64> {
+        self.outside
+    }
+}
+
+/// The versions a delta answers for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Span {
+    /// The version of the last commit followed.
+    pub(crate) version: u64,
+    /// The oldest version it can answer for: a start, a completion or a compaction.
+    pub(crate) floor: u64,
+    /// Whether a commit counted exactly the items it holds: then they are all of the store's
+    /// at `version`, and later versions' as long as every commit is followed.
+    pub(crate) complete: bool,
+}
+
+impl Span {
+    /// Following from `version` on, not complete yet.
+    pub(crate) fn at(version: u64) -> Span {
+        Span { version, floor: version, complete: false }
+    }
+
+    /// Whether the items held are exactly the store's at `version`.
+    pub(crate) fn covers(&self, version: u64) -> bool {
+        self.complete && (self.floor..=self.version).contains(&version)
+    }
+}
+
 /// A delta that follows a store's commits (held as `None` while it follows nothing).
 pub(crate) trait Follows: Sized {
     /// What the store tells of one committed transaction.
-    type Commit;
+    type Commit: Told;
+    /// The versions it answers for.
+    fn span(&self) -> &Span;
+    /// The same, to change.
+    fn span_mut(&mut self) -> &mut Span;
+    /// How many items it holds live (what a commit's count must equal for it to serve).
+    fn held(&self) -> usize;
+    /// Moved over `commit`, which comes right after its version and lists what it did (the
+    /// span's version is set by [`Follows::apply`]); `None` when it cannot hold the result.
+    fn follow(self, commit: &Self::Commit) -> Option<Self>;
+    /// Following from `commit`, which lists what it did; `None` when it cannot.
+    fn start(commit: &Self::Commit) -> Option<Self>;
+
     /// `held` moved over `commit` (`None`: it follows nothing until a later commit).
-    fn apply(held: Option<Self>, commit: Self::Commit) -> Option<Self>;
-    /// Whether it may serve a search (what the sink's `wants_count` asks).
-    fn serving(&self) -> bool;
+    fn apply(held: Option<Self>, commit: &Self::Commit) -> Option<Self> {
+        if commit.unlisted() {
+            return None;
+        }
+        let mut next = match held {
+            Some(a) if a.span().version == commit.before() => {
+                a.follow(commit).or_else(|| Self::start(commit))
+            }
+            _ => Self::start(commit),
+        }?;
+        let counted = commit.counted() == Some(next.held() as u64);
+        let span = next.span_mut();
+        span.version = commit.after();
+        // Complete from this version on: an older one may have seen an item it was never told
+        // of and that this commit took out.
+        if !span.complete && counted {
+            span.complete = true;
+            span.floor = commit.after();
+        }
+        Some(next)
+    }
 }
 
 /// A [`Follows`] delta behind a lock, with the commits the writer queued for it.
@@ -30,7 +133,7 @@ pub(crate) struct Following<T: Follows> {
     /// Whether `queue` holds commits: read by every search without taking the queue's lock,
     /// and set and cleared under it.
     queued: AtomicBool,
-    /// [`Follows::serving`] of the delta as of the last commit applied, for the writer, which
+    /// Whether the delta was complete as of the last commit applied, for the writer, which
     /// asks before every commit and must not wait for a search to learn it.
     serving: AtomicBool,
 }
@@ -85,9 +188,9 @@ impl<T: Follows> Following<T> {
             std::mem::take(&mut *queue)
         };
         for commit in commits {
-            *held = T::apply(held.take(), commit);
+            *held = T::apply(held.take(), &commit);
         }
-        self.serving.store(held.as_ref().is_some_and(T::serving), Ordering::Release);
+        self.serving.store(held.as_ref().is_some_and(|a| a.span().complete), Ordering::Release);
     }
 
     fn queue(&self) -> MutexGuard<'_, Vec<T::Commit>> {
@@ -100,17 +203,41 @@ mod tests {
     use super::*;
 
     /// The commits applied, in order.
-    struct Log(Vec<u32>);
+    struct Log(Vec<u32>, Span);
+
+    /// Commit `n` follows commit `n - 1`, and every commit counts two items.
+    impl Told for u32 {
+        fn before(&self) -> u64 {
+            u64::from(*self) - 1
+        }
+        fn after(&self) -> u64 {
+            u64::from(*self)
+        }
+        fn unlisted(&self) -> bool {
+            false
+        }
+        fn counted(&self) -> Option<u64> {
+            Some(2)
+        }
+    }
 
     impl Follows for Log {
         type Commit = u32;
-        fn apply(held: Option<Self>, commit: u32) -> Option<Self> {
-            let mut log = held.unwrap_or(Log(Vec::new()));
-            log.0.push(commit);
-            Some(log)
+        fn span(&self) -> &Span {
+            &self.1
         }
-        fn serving(&self) -> bool {
-            self.0.len() >= 2
+        fn span_mut(&mut self) -> &mut Span {
+            &mut self.1
+        }
+        fn held(&self) -> usize {
+            self.0.len()
+        }
+        fn follow(mut self, commit: &u32) -> Option<Self> {
+            self.0.push(*commit);
+            Some(self)
+        }
+        fn start(commit: &u32) -> Option<Self> {
+            Some(Log(vec![*commit], Span::at(commit.after())))
         }
     }
 

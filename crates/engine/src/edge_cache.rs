@@ -58,14 +58,9 @@ impl Adjacent {
         let out = whole.then(|| {
             let mut out: Vec<Edge> =
                 groups.iter().filter(|g| g.out).flat_map(|g| g.edges.iter().cloned()).collect();
-            // `GraphReader::edges_of`'s order: by type, far endpoint, then qualifier.
-            out.sort_by(|a, b| {
-                (&a.key.edge_type, &a.key.to, &a.key.qualifier).cmp(&(
-                    &b.key.edge_type,
-                    &b.key.to,
-                    &b.key.qualifier,
-                ))
-            });
+            // `GraphReader::edges_of`'s order, the keys' (by type, far endpoint, then
+            // qualifier: every key here has this node as its source).
+            out.sort_by(|a, b| a.key.cmp(&b.key));
             out
         });
         let groups = groups

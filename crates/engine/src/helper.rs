@@ -47,12 +47,12 @@ impl<T> Slot<T> {
     fn run(&self) {
         let job = {
             let mut state = self.lock();
-            if !matches!(*state, State::Queued(_)) {
-                return;
-            }
             match std::mem::replace(&mut *state, State::Running) {
                 State::Queued(job) => job,
-                State::Running | State::Done(_) | State::Taken => return,
+                other @ (State::Running | State::Done(_) | State::Taken) => {
+                    *state = other;
+                    return;
+                }
             }
         };
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(job));

@@ -22,7 +22,7 @@ use std::cell::RefCell;
 use ctxgraph_lexical::{Bm25, Delta, DeltaScratch, DeltaTerm};
 use ctxgraph_store::{TextCommit, TextIndexBuild, TextSink};
 
-use crate::delta_follow::{Following, Follows};
+use crate::delta_follow::{Following, Follows, Span};
 
 thread_local! {
     /// The score array of [`TextDelta::top_k`], one per thread.
@@ -33,19 +33,14 @@ thread_local! {
 #[derive(Default)]
 pub(crate) struct TextDelta(Following<Followed>);
 
-/// The documents above `base` that the commits up to text version `version` added, since the
+/// The documents above `base` that the commits up to its span's version added, since the
 /// first commit followed.
 struct Followed {
     generation: u64,
     base: i64,
-    version: u64,
     delta: Delta,
-    /// Whether a commit counted exactly these documents above the build: then they are all
-    /// of the store's at `version`, and later versions' as long as every commit is followed.
-    complete: bool,
-    /// The oldest text version it can answer for: a compaction drops what older snapshots
-    /// still see.
-    floor: u64,
+    /// The text versions it answers for (a compaction drops what older snapshots still see).
+    span: Span,
 }
 
 /// Slots of replaced or deleted entries a delta (this one, and `vector_delta`'s) keeps before
@@ -139,26 +134,24 @@ impl TextSink for TextDelta {
 impl Follows for Followed {
     type Commit = TextCommit;
 
-    fn apply(held: Option<Followed>, commit: TextCommit) -> Option<Followed> {
-        let next = match held {
-            Some(a) if a.version == commit.before && !commit.removed => {
-                follow(a, &commit).or_else(|| start(&commit))
-            }
-            _ => start(&commit),
-        };
-        next.map(|mut a| {
-            // Complete from this version on: an older one may have seen a document it was
-            // never told of and that this commit deleted.
-            if !a.complete && commit.above_base == Some(a.delta.len() as u64) {
-                a.complete = true;
-                a.floor = commit.after;
-            }
-            a
-        })
+    fn span(&self) -> &Span {
+        &self.span
     }
 
-    fn serving(&self) -> bool {
-        self.complete
+    fn span_mut(&mut self) -> &mut Span {
+        &mut self.span
+    }
+
+    fn held(&self) -> usize {
+        self.delta.len()
+    }
+
+    fn follow(self, commit: &TextCommit) -> Option<Followed> {
+        follow(self, commit)
+    }
+
+    fn start(commit: &TextCommit) -> Option<Followed> {
+        start(commit)
     }
 }
 
@@ -166,10 +159,9 @@ impl Followed {
     /// Whether it holds exactly the documents `at` sees above its build: complete, of the same
     /// build, at a text version between its floor and its head.
     fn covers(&self, at: &SnapshotText<'_>) -> bool {
-        self.complete
+        self.span.covers(at.version)
             && self.generation == at.generation
             && self.base == at.build.map_or(-1, |b| b.through)
-            && (self.floor..=self.version).contains(&at.version)
     }
 }
 
@@ -182,7 +174,7 @@ fn follow(mut a: Followed, commit: &TextCommit) -> Option<Followed> {
         a.delta.retain_above(commit.base);
         a.generation = commit.generation;
         a.base = commit.base;
-        a.floor = commit.after;
+        a.span.floor = commit.after;
     }
     for &id in &commit.gone {
         a.delta.remove(id, commit.after);
@@ -190,20 +182,16 @@ fn follow(mut a: Followed, commit: &TextCommit) -> Option<Followed> {
     for doc in commit.docs.iter().filter(|d| d.id > a.base) {
         a.delta.push(doc.id, commit.after, &doc.terms).ok()?;
     }
-    a.version = commit.after;
     if compaction_due(a.delta.slots(), a.delta.len()) {
         a.delta.retain_above(a.base);
-        a.floor = commit.after;
+        a.span.floor = commit.after;
     }
     Some(a)
 }
 
 /// The documents `commit` added above its build, followed from there (complete once a commit
-/// counts them as all); `None` after a removal, which may have taken one of them.
+/// counts them as all).
 fn start(commit: &TextCommit) -> Option<Followed> {
-    if commit.removed {
-        return None;
-    }
     let mut delta = Delta::new();
     for doc in commit.docs.iter().filter(|d| d.id > commit.base) {
         delta.push(doc.id, commit.after, &doc.terms).ok()?;
@@ -211,10 +199,8 @@ fn start(commit: &TextCommit) -> Option<Followed> {
     Some(Followed {
         generation: commit.generation,
         base: commit.base,
-        version: commit.after,
         delta,
-        complete: false,
-        floor: commit.after,
+        span: Span::at(commit.after),
     })
 }
 

@@ -269,7 +269,8 @@ pub(crate) fn search(
     start_search(read, cache, query, limit, false)?.finish(read, delta)
 }
 
-/// The merge of a question's lists, which reads nothing from the store: `(idf, list)` per term.
+/// The merge of a question's decoded lists, which reads nothing from the store: the best hits
+/// by document id with their scores.
 type Merge = Pending<Result<Vec<(i64, f64)>, ctxgraph_lexical::Error>>;
 
 /// A search begun by [`start_search`]: the merge of the lexical index's lists on a helper

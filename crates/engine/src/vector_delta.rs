@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use ctxgraph_store::{VectorCommit, VectorSink};
 
-use crate::delta_follow::{Following, Follows};
+use crate::delta_follow::{Following, Follows, Span};
 use crate::text_delta::compaction_due;
 
 /// Most vectors outside the index a delta holds (a megabyte per thousand at 256 dimensions):
@@ -33,16 +33,12 @@ pub(crate) const MAX_DELTA_VECTORS: usize = 2 * crate::vector_index::MAX_CACHED_
 #[derive(Default)]
 pub(crate) struct VectorDelta(Following<Followed>);
 
-/// The vectors outside the index that the commits up to vector generation `version` wrote,
-/// since the first commit followed, each visible from the version that wrote it to the one
-/// that took it out.
+/// The vectors outside the index that the commits up to its span's version (a vector
+/// generation) wrote, since the first commit followed, each visible from the version that
+/// wrote it to the one that took it out.
 struct Followed {
-    version: u64,
-    /// The oldest version it can answer for: a start, a completion or a compaction.
-    floor: u64,
-    /// Whether a commit counted exactly the live vectors outside the index: then they are all
-    /// of the store's at `version`, and later versions' as long as every commit is followed.
-    complete: bool,
+    /// The vector generations it answers for.
+    span: Span,
     /// The vectors' dimension (0 before the first).
     dim: usize,
     /// Per slot: the nid, the version it became visible at, and the one it stopped at
@@ -64,7 +60,7 @@ impl VectorDelta {
         score: &mut dyn FnMut(i64, &[f32]),
     ) -> bool {
         let held = self.0.read();
-        let Some(a) = held.as_ref().filter(|a| a.covers(version)) else { return false };
+        let Some(a) = held.as_ref().filter(|a| a.span.covers(version)) else { return false };
         if a.dim != dim && !a.slots.is_empty() {
             return false;
         }
@@ -90,33 +86,28 @@ impl VectorSink for VectorDelta {
 impl Follows for Followed {
     type Commit = VectorCommit;
 
-    fn apply(held: Option<Followed>, commit: VectorCommit) -> Option<Followed> {
-        let next = match held {
-            Some(a) if a.version == commit.before && !commit.removed => {
-                follow(a, &commit).or_else(|| start(&commit))
-            }
-            _ => start(&commit),
-        };
-        next.map(|mut a| {
-            if !a.complete && commit.outside == Some(a.live.len() as u64) {
-                a.complete = true;
-                a.floor = commit.after;
-            }
-            a
-        })
+    fn span(&self) -> &Span {
+        &self.span
     }
 
-    fn serving(&self) -> bool {
-        self.complete
+    fn span_mut(&mut self) -> &mut Span {
+        &mut self.span
+    }
+
+    fn held(&self) -> usize {
+        self.live.len()
+    }
+
+    fn follow(self, commit: &VectorCommit) -> Option<Followed> {
+        follow(self, commit)
+    }
+
+    fn start(commit: &VectorCommit) -> Option<Followed> {
+        start(commit)
     }
 }
 
 impl Followed {
-    /// Whether it holds exactly the vectors outside the index at `version`.
-    fn covers(&self, version: u64) -> bool {
-        self.complete && (self.floor..=self.version).contains(&version)
-    }
-
     /// Add `vector` as `nid`'s, visible from `version`; `false` when it cannot be held (another
     /// dimension, or more than [`MAX_DELTA_VECTORS`]).
     fn push(&mut self, nid: i64, version: u64, vector: &[f32]) -> bool {
@@ -139,8 +130,8 @@ impl Followed {
         }
     }
 
-    /// Keep only the live slots (older versions can no longer be answered).
-    fn compact(&mut self) {
+    /// Keep only the live slots (versions before `at` can no longer be answered).
+    fn compact(&mut self, at: u64) {
         let dim = self.dim;
         let mut data = Vec::with_capacity(self.live.len() * dim);
         let mut slots = Vec::with_capacity(self.live.len());
@@ -152,7 +143,7 @@ impl Followed {
         }
         self.slots = slots;
         self.data = data;
-        self.floor = self.version;
+        self.span.floor = at;
     }
 }
 
@@ -166,24 +157,17 @@ fn follow(mut a: Followed, commit: &VectorCommit) -> Option<Followed> {
             return None;
         }
     }
-    a.version = commit.after;
     if compaction_due(a.slots.len(), a.live.len()) {
-        a.compact();
+        a.compact(commit.after);
     }
     Some(a)
 }
 
 /// The vectors `commit` wrote outside the index, followed from there (complete once a commit
-/// counts them as all); `None` after a change it does not list, which may have taken or added
-/// any.
+/// counts them as all); `None` when it cannot hold them.
 fn start(commit: &VectorCommit) -> Option<Followed> {
-    if commit.removed {
-        return None;
-    }
     let mut a = Followed {
-        version: commit.after,
-        floor: commit.after,
-        complete: false,
+        span: Span::at(commit.after),
         dim: 0,
         slots: Vec::new(),
         data: Vec::new(),

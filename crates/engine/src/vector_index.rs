@@ -467,17 +467,20 @@ fn scan(
 }
 
 /// A vector search begun by [`start_nearest`]: its in-memory part on a helper thread or kept for
-/// [`Nearest::finish`], which reads the rest.
-pub(crate) struct Nearest {
+/// [`Nearest::finish`], which reads the rest (`None`: the store has no embedding model, so
+/// nothing is searched).
+pub(crate) struct Nearest(Option<Begun>);
+
+/// A vector search of a store with an embedding model, begun.
+struct Begun {
     dim: usize,
     generation: u64,
     query: Vec<f32>,
     k: usize,
-    options: SearchParams,
-    /// `None`: no store embedding model, or no index built.
+    /// Candidates the scan keeps for the exact re-rank (at least `k`).
+    candidates: usize,
+    /// `None`: no index built.
     probe: Option<Pending<Result<Probed, ctxgraph_ann::Error>>>,
-    /// No store embedding model: nothing is searched.
-    empty: bool,
 }
 
 /// Begin the search for the `k` stored vectors nearest to `query` (see [`nearest`]): read what
@@ -490,23 +493,14 @@ pub(crate) fn start_nearest(
     options: SearchParams,
     helpers: bool,
 ) -> Result<Nearest, Error> {
-    let Some((_, dim)) = read.embedding_model()? else {
-        return Ok(Nearest {
-            dim: 0,
-            generation: 0,
-            query: Vec::new(),
-            k,
-            options,
-            probe: None,
-            empty: true,
-        });
-    };
+    let Some((_, dim)) = read.embedding_model()? else { return Ok(Nearest(None)) };
     if query.len() != dim {
         return Err(Error::Index(ctxgraph_ann::Error::Dimension {
             expected: dim,
             got: query.len(),
         }));
     }
+    let candidates = options.candidates.max(k);
     let (generation, centroids) = cache.centroids(read, dim)?;
     let probe = centroids.map(|centroids| {
         let probe = Probe {
@@ -515,11 +509,11 @@ pub(crate) fn start_nearest(
             centroids,
             query: query.to_vec(),
             nprobe: options.nprobe,
-            candidates: options.candidates.max(k),
+            candidates,
         };
         crate::helper::start(helpers, move || probe.run())
     });
-    Ok(Nearest { dim, generation, query: query.to_vec(), k, options, probe, empty: false })
+    Ok(Nearest(Some(Begun { dim, generation, query: query.to_vec(), k, candidates, probe })))
 }
 
 impl Nearest {
@@ -530,10 +524,9 @@ impl Nearest {
         read: &dyn GraphReader,
         cache: &IndexCache,
     ) -> Result<Vec<(NodeKey, f32)>, Error> {
-        if self.empty {
+        let Some(Begun { dim, generation, query, k, candidates, probe }) = self.0 else {
             return Ok(Vec::new());
-        }
-        let Nearest { dim, generation, query, k, options, probe, .. } = self;
+        };
         // Scores by nid (a vector re-written since the build is both a stale list entry and an
         // unindexed vector, with one score); keys are read only for the best `k`.
         let mut scored: BTreeMap<i64, f32> = BTreeMap::new();
@@ -542,7 +535,7 @@ impl Nearest {
             Some(Probed::Scanned(ids)) => ids,
             Some(Probed::Unread(probed)) => {
                 let lists = cache.read_lists(read, dim, generation, &probed)?;
-                scan(&query, &lists, options.candidates.max(k))?
+                scan(&query, &lists, candidates)?
             }
         };
         if let Some(ids) = ids {
@@ -559,7 +552,7 @@ impl Nearest {
         // memory: then the exact scan reads them once per vector generation and costs no round
         // trip after.
         let scan_up_to = MAX_CACHED_UNINDEXED as u64;
-        if let Some(ids) = read.native_nearest(&query, options.candidates.max(k), scan_up_to)? {
+        if let Some(ids) = read.native_nearest(&query, candidates, scan_up_to)? {
             let ids: Vec<i64> = ids.into_iter().filter(|nid| !scored.contains_key(nid)).collect();
             read.scan_vectors_of(&ids, &mut |nid, vector| {
                 scored.insert(nid, ctxgraph_ann::dot_f32(&query, vector));
