@@ -32,35 +32,29 @@ pub(crate) trait Told {
     fn counted(&self) -> Option<u64>;
 }
 
-impl Told for TextCommit {
-    fn before(&self) -> u64 {
-        self.before
-    }
-    fn after(&self) -> u64 {
-        self.after
-    }
-    fn unlisted(&self) -> bool {
-        self.removed
-    }
-    fn counted(&self) -> Option<u64> {
-        self.above_base
-    }
+/// [`Told`] for a store's commit type, from its `before`, `after` and the fields that say
+/// whether it changed items unlisted and how many it counted.
+macro_rules! told_by_fields {
+    ($commit:ty, unlisted: $unlisted:ident, counted: $counted:ident) => {
+        impl Told for $commit {
+            fn before(&self) -> u64 {
+                self.before
+            }
+            fn after(&self) -> u64 {
+                self.after
+            }
+            fn unlisted(&self) -> bool {
+                self.$unlisted
+            }
+            fn counted(&self) -> Option<u64> {
+                self.$counted
+            }
+        }
+    };
 }
 
-impl Told for VectorCommit {
-    fn before(&self) -> u64 {
-        self.before
-    }
-    fn after(&self) -> u64 {
-        self.after
-    }
-    fn unlisted(&self) -> bool {
-        self.removed
-    }
-    fn counted(&self) -> Option<u64> {
-        self.outside
-    }
-}
+told_by_fields!(TextCommit, unlisted: removed, counted: above_base);
+told_by_fields!(VectorCommit, unlisted: removed, counted: outside);
 
 /// The versions a delta answers for.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -146,12 +146,43 @@ impl Follows for Followed {
         self.delta.len()
     }
 
-    fn follow(self, commit: &TextCommit) -> Option<Followed> {
-        follow(self, commit)
+    /// Moved over `commit`; `None` when it cannot follow it (the build's coverage went back).
+    fn follow(mut self, commit: &TextCommit) -> Option<Followed> {
+        if commit.generation != self.generation {
+            if commit.base < self.base {
+                return None;
+            }
+            self.delta.retain_above(commit.base);
+            self.generation = commit.generation;
+            self.base = commit.base;
+            self.span.floor = commit.after;
+        }
+        for &id in &commit.gone {
+            self.delta.remove(id, commit.after);
+        }
+        for doc in commit.docs.iter().filter(|d| d.id > self.base) {
+            self.delta.push(doc.id, commit.after, &doc.terms).ok()?;
+        }
+        if compaction_due(self.delta.slots(), self.delta.len()) {
+            self.delta.retain_above(self.base);
+            self.span.floor = commit.after;
+        }
+        Some(self)
     }
 
+    /// The documents `commit` added above its build, followed from there (complete once a commit
+    /// counts them as all).
     fn start(commit: &TextCommit) -> Option<Followed> {
-        start(commit)
+        let mut delta = Delta::new();
+        for doc in commit.docs.iter().filter(|d| d.id > commit.base) {
+            delta.push(doc.id, commit.after, &doc.terms).ok()?;
+        }
+        Some(Followed {
+            generation: commit.generation,
+            base: commit.base,
+            delta,
+            span: Span::at(commit.after),
+        })
     }
 }
 
@@ -163,45 +194,6 @@ impl Followed {
             && self.generation == at.generation
             && self.base == at.build.map_or(-1, |b| b.through)
     }
-}
-
-/// `a` moved over `commit`; `None` when it cannot follow it (the build's coverage went back).
-fn follow(mut a: Followed, commit: &TextCommit) -> Option<Followed> {
-    if commit.generation != a.generation {
-        if commit.base < a.base {
-            return None;
-        }
-        a.delta.retain_above(commit.base);
-        a.generation = commit.generation;
-        a.base = commit.base;
-        a.span.floor = commit.after;
-    }
-    for &id in &commit.gone {
-        a.delta.remove(id, commit.after);
-    }
-    for doc in commit.docs.iter().filter(|d| d.id > a.base) {
-        a.delta.push(doc.id, commit.after, &doc.terms).ok()?;
-    }
-    if compaction_due(a.delta.slots(), a.delta.len()) {
-        a.delta.retain_above(a.base);
-        a.span.floor = commit.after;
-    }
-    Some(a)
-}
-
-/// The documents `commit` added above its build, followed from there (complete once a commit
-/// counts them as all).
-fn start(commit: &TextCommit) -> Option<Followed> {
-    let mut delta = Delta::new();
-    for doc in commit.docs.iter().filter(|d| d.id > commit.base) {
-        delta.push(doc.id, commit.after, &doc.terms).ok()?;
-    }
-    Some(Followed {
-        generation: commit.generation,
-        base: commit.base,
-        delta,
-        span: Span::at(commit.after),
-    })
 }
 
 #[cfg(test)]

@@ -98,12 +98,38 @@ impl Follows for Followed {
         self.live.len()
     }
 
-    fn follow(self, commit: &VectorCommit) -> Option<Followed> {
-        follow(self, commit)
+    /// Moved over `commit`; `None` when it cannot hold what the commit wrote.
+    fn follow(mut self, commit: &VectorCommit) -> Option<Followed> {
+        for &nid in &commit.gone {
+            self.remove(nid, commit.after);
+        }
+        for (nid, vector) in &commit.vectors {
+            if !self.push(*nid, commit.after, vector) {
+                return None;
+            }
+        }
+        if compaction_due(self.slots.len(), self.live.len()) {
+            self.compact(commit.after);
+        }
+        Some(self)
     }
 
+    /// The vectors `commit` wrote outside the index, followed from there (complete once a commit
+    /// counts them as all); `None` when it cannot hold them.
     fn start(commit: &VectorCommit) -> Option<Followed> {
-        start(commit)
+        let mut a = Followed {
+            span: Span::at(commit.after),
+            dim: 0,
+            slots: Vec::new(),
+            data: Vec::new(),
+            live: BTreeMap::new(),
+        };
+        for (nid, vector) in &commit.vectors {
+            if !a.push(*nid, commit.after, vector) {
+                return None;
+            }
+        }
+        Some(a)
     }
 }
 
@@ -145,40 +171,6 @@ impl Followed {
         self.data = data;
         self.span.floor = at;
     }
-}
-
-/// `a` moved over `commit`; `None` when it cannot hold what the commit wrote.
-fn follow(mut a: Followed, commit: &VectorCommit) -> Option<Followed> {
-    for &nid in &commit.gone {
-        a.remove(nid, commit.after);
-    }
-    for (nid, vector) in &commit.vectors {
-        if !a.push(*nid, commit.after, vector) {
-            return None;
-        }
-    }
-    if compaction_due(a.slots.len(), a.live.len()) {
-        a.compact(commit.after);
-    }
-    Some(a)
-}
-
-/// The vectors `commit` wrote outside the index, followed from there (complete once a commit
-/// counts them as all); `None` when it cannot hold them.
-fn start(commit: &VectorCommit) -> Option<Followed> {
-    let mut a = Followed {
-        span: Span::at(commit.after),
-        dim: 0,
-        slots: Vec::new(),
-        data: Vec::new(),
-        live: BTreeMap::new(),
-    };
-    for (nid, vector) in &commit.vectors {
-        if !a.push(*nid, commit.after, vector) {
-            return None;
-        }
-    }
-    Some(a)
 }
 
 #[cfg(test)]
