@@ -169,8 +169,9 @@ impl crate::Engine {
         let record =
             validate_value(&self.schema, &self.options().limits, access_record(&notes, &at))?;
         // Not `append_one`: an access record is neither indexed nor read back, so it is
-        // appended on any backend.
-        let outcome = self.ingest_one(&record);
+        // appended on any backend. Its commit is not waited for: no caller was promised it,
+        // and the next synced commit (any write's) makes it durable with it.
+        let outcome = self.ingest_one_as(&record, ctxgraph_store::Durability::Deferred);
         match outcome {
             Ok(crate::IngestOutcome::New(position)) => {
                 self.enriched_past_access(position)?;
@@ -192,7 +193,7 @@ impl crate::Engine {
     fn enriched_past_access(&mut self, position: u64) -> Result<(), Error> {
         // A remote store has no stage 2 to keep level.
         let crate::backend::Backend::Embedded(store) = &mut self.backend else { return Ok(()) };
-        let mut w = store.begin_write()?;
+        let mut w = store.begin_write_as(ctxgraph_store::Durability::Deferred)?;
         if w.enriched_through()?.saturating_add(1) == position {
             w.set_enriched_through(position)?;
         }

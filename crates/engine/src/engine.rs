@@ -9,8 +9,8 @@ use ctxgraph_embed::Embedder;
 use ctxgraph_ontology::{Limits, RecordKind, Schema, ValidRecord, ValidationErrors, validate};
 use ctxgraph_projection::project;
 use ctxgraph_store::{
-    Appended, Embedded, EmbeddedWrite, GraphReader, GraphStore, Log, LogEntry, LogReader, OpenMode,
-    RemoteStore, StoreError,
+    Appended, Durability, Embedded, EmbeddedWrite, GraphReader, GraphStore, Log, LogEntry,
+    LogReader, OpenMode, RemoteStore, StoreError,
 };
 
 use crate::access_tracker::AccessTracker;
@@ -258,6 +258,18 @@ impl Engine {
         projection: Projection,
         stop_on_conflict: bool,
     ) -> Result<Vec<Result<IngestOutcome, Error>>, Error> {
+        self.ingest_batch_as(records, projection, stop_on_conflict, Durability::Synced)
+    }
+
+    /// [`Engine::ingest_batch`], committed with `durability` on an embedded store: `Deferred`
+    /// only for records no caller is told are stored (a read's access notes).
+    pub(crate) fn ingest_batch_as(
+        &mut self,
+        records: &[ValidRecord],
+        projection: Projection,
+        stop_on_conflict: bool,
+        durability: Durability,
+    ) -> Result<Vec<Result<IngestOutcome, Error>>, Error> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
@@ -274,7 +286,7 @@ impl Engine {
         };
         let recorded_at = crate::knowledge::now();
         let mut outcomes = Vec::with_capacity(records.len());
-        let mut w = store.begin_write()?;
+        let mut w = store.begin_write_as(durability)?;
         let inline = projection == Projection::Inline;
         let decides = graph_checks::decides(records);
         if inline || decides {

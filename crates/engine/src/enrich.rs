@@ -14,7 +14,7 @@ use ctxgraph_embed::{Embedder, StaticEmbedder};
 use ctxgraph_ontology::graph::NodeKey;
 use ctxgraph_ontology::{EventRecord, RecordBody, RecordKind, Schema, entity_id};
 use ctxgraph_projection::{Enrichment, enrich_event, mentions};
-use ctxgraph_store::{EnrichWrite, GraphStore, LogEntry};
+use ctxgraph_store::{Durability, EnrichWrite, GraphStore, LogEntry};
 use serde_json::Value;
 
 use crate::backend::Backend;
@@ -167,7 +167,9 @@ impl Engine {
         let schema = &self.schema;
         let written = match &mut self.backend {
             Backend::Embedded(store) => {
-                let mut w = store.begin_write()?;
+                // Derived from the log behind the `enriched_through` it moves: a commit lost
+                // to a power failure is enriched again, so it is not waited for.
+                let mut w = store.begin_write_as(Durability::Deferred)?;
                 let written = write_into(&mut w, schema, embedder.as_ref(), &done)?;
                 if written.is_some() {
                     w.commit()?;

@@ -721,8 +721,21 @@ impl Engine {
         &mut self,
         record: &ctxgraph_ontology::ValidRecord,
     ) -> Result<IngestOutcome, Error> {
-        let mut outcomes =
-            self.ingest_batch(std::slice::from_ref(record), Projection::Inline, true)?;
+        self.ingest_one_as(record, ctxgraph_store::Durability::Synced)
+    }
+
+    /// [`Engine::ingest_one`], committed with `durability` on an embedded store.
+    pub(crate) fn ingest_one_as(
+        &mut self,
+        record: &ctxgraph_ontology::ValidRecord,
+        durability: ctxgraph_store::Durability,
+    ) -> Result<IngestOutcome, Error> {
+        let mut outcomes = self.ingest_batch_as(
+            std::slice::from_ref(record),
+            Projection::Inline,
+            true,
+            durability,
+        )?;
         // One record in, one outcome out: ingest_batch reports every record it was given.
         outcomes.pop().ok_or_else(|| Error::Corruption {
             position: 0,

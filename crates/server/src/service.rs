@@ -388,24 +388,24 @@ impl Tenant {
         let out = f(&mut w);
         if out.is_ok() {
             settle(&mut w);
-        } else {
-            // A failed flush keeps its notes for the next write; it does not fail this one.
-            let _ = w.flush_access();
         }
         out
     }
 
-    /// The writer's upkeep after a write, once its callers were answered: start a rebuild of
-    /// an index that lags far behind (built off the writer, see [`index_upkeep`]), checkpoint
-    /// a large write-ahead log, report the lags, and now and then give freed memory back to
-    /// the system.
+    /// The writer's upkeep after a write, once its callers were answered: flush the reads'
+    /// access notes, start a rebuild of an index that lags far behind (built off the writer,
+    /// see [`index_upkeep`]), checkpoint a large write-ahead log, report the lags, and now and
+    /// then give freed memory back to the system.
     fn maintain(self: &Arc<Self>, metrics: &Metrics) {
+        let mut w = lock(&self.writer);
+        // After the answers, not before: no caller waits for the notes, which are appended
+        // without waiting for the disk. A failed flush keeps them for the next one.
+        let _ = w.flush_access();
         // A scale-out store has no index, file or lag of this server's to look after: the
         // workers fold, and `/metrics` reads the lag when scraped.
         if self.scale_out().is_some() {
             return;
         }
-        let mut w = lock(&self.writer);
         let nice = self.build_nice.load(Ordering::Relaxed);
         let rebuilt = self.upkeep_indexes(&mut w, nice, metrics);
         // Not while a build holds its snapshot: the truncating checkpoint would wait for it
@@ -434,13 +434,13 @@ impl Tenant {
     }
 }
 
-/// What follows every write on the writer: the access notes flushed with it, and what it wrote
-/// enriched so that a read after the acknowledgement finds it. The write is durable already: a
-/// failure of either keeps its work for the next write (the enrichment-lag gauge shows it) and
-/// does not fail this one. On a scale-out store the access record is appended like any other
-/// and `enrich` is refused at once (stage 2 does not run there): nothing is enriched.
+/// What follows every write on the writer before its callers are answered: what it wrote
+/// enriched, so that a read after the acknowledgement finds it. The write is durable already: a
+/// failure keeps its work for the next write (the enrichment-lag gauge shows it) and does not
+/// fail this one. On a scale-out store `enrich` is refused at once (stage 2 does not run
+/// there): nothing is enriched. The reads' access notes are flushed after the answers
+/// ([`Tenant::maintain`]).
 fn settle(w: &mut Engine) {
-    let _ = w.flush_access();
     let _ = w.enrich(&mut |_, _| {});
 }
 
@@ -1629,15 +1629,19 @@ mod tests {
     }
 
     #[test]
-    fn readers_share_the_tenant_tracker_and_a_write_or_a_drop_flushes_it() {
+    fn readers_share_the_tenant_tracker_and_a_writes_upkeep_or_a_drop_flushes_it() {
         let (dir, t) = tenant();
+        let t = Arc::new(t);
         t.read(|e| {
             assert!(Arc::ptr_eq(e.access_tracker(), &t.access));
             e.access_tracker().note(["e1"], chrono::Utc::now());
             Ok(())
         })
         .unwrap();
+        // Not before the write's answer: after it, in the writer's upkeep.
         t.write(|_| Ok(())).unwrap();
+        assert_eq!((t.access.pending(), access_records(&t)), (1, 0));
+        t.maintain(&Metrics::default());
         assert_eq!((t.access.pending(), access_records(&t)), (0, 1));
         t.access.note(["e2"], chrono::Utc::now());
         drop(t);

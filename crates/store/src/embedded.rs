@@ -21,7 +21,9 @@
 //! `PRAGMA application_id` marks the file as ctxgraph's and `PRAGMA user_version` holds the format
 //! version; `docs/storage-format.md` is the full description, including the commit protocol.
 //! Durability: `synchronous = FULL` in WAL mode, so a committed write transaction has been fsynced
-//! to the WAL before `commit` returns; a crash loses no committed transaction.
+//! to the WAL before `commit` returns; a crash loses no committed transaction. A transaction begun
+//! as [`Durability::Deferred`] (derived data, access notes) is committed at `NORMAL` instead: not
+//! waited for, made durable by the next synced commit or checkpoint.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -71,6 +73,27 @@ pub struct Embedded {
     /// Told of every committed change to the vectors outside the vector index (see
     /// [`Embedded::set_vector_sink`]).
     vector_sink: SinkSlot<dyn VectorSink>,
+    /// The durability the connection's `synchronous` setting gives commits now: set before a
+    /// transaction begins (SQLite refuses to change it inside one), and only when it differs.
+    synced: Cell<Durability>,
+}
+
+/// How a write transaction's commit reaches the disk.
+///
+/// Both are committed alike for every reader (the WAL holds the transaction when `commit`
+/// returns); they differ only in whether `commit` waits for an fsync. The WAL is written in
+/// commit order, so the fsync of a later [`Durability::Synced`] commit makes every deferred
+/// commit before it durable too; a power loss or system crash before one loses the deferred
+/// commits whole, never part of one. A process that is killed loses nothing either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// fsynced before `commit` returns: what a caller is told is stored (records appended,
+    /// everything written on a user's request).
+    Synced,
+    /// Not waited for: what the store can derive again from its log and checkpoints (stage
+    /// 2's enrichment behind `enriched_through`) or what no caller was promised (the access
+    /// notes a read leaves).
+    Deferred,
 }
 
 /// An optional sink ([`TextSink`], [`VectorSink`]), printable.
@@ -159,6 +182,7 @@ impl Embedded {
             path: path.to_owned(),
             text_sink: SinkSlot::default(),
             vector_sink: SinkSlot::default(),
+            synced: Cell::new(Durability::Synced),
         };
         if version < FORMAT_VERSION {
             store.migrate(version)?;
@@ -256,6 +280,26 @@ impl Embedded {
     /// Start the single write transaction. Its changes are durable when [`EmbeddedWrite::commit`]
     /// returns and discarded if it is dropped.
     pub fn begin_write(&mut self) -> Result<EmbeddedWrite<'_>, StoreError> {
+        self.begin_write_as(Durability::Synced)
+    }
+
+    /// Start the single write transaction, committed with `durability`: visible to readers when
+    /// [`EmbeddedWrite::commit`] returns either way, on disk then only when
+    /// [`Durability::Synced`]. Discarded if it is dropped.
+    pub fn begin_write_as(
+        &mut self,
+        durability: Durability,
+    ) -> Result<EmbeddedWrite<'_>, StoreError> {
+        if self.synced.get() != durability {
+            let level = match durability {
+                Durability::Synced => "FULL",
+                // In WAL mode, NORMAL syncs the WAL only at checkpoints: a commit is not
+                // waited for, and the database stays consistent whatever is lost.
+                Durability::Deferred => "NORMAL",
+            };
+            self.conn.pragma_update(None, "synchronous", level)?;
+            self.synced.set(durability);
+        }
         Ok(EmbeddedWrite {
             text: TextChanges { sink: self.text_sink.0.clone(), ..TextChanges::default() },
             tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
@@ -593,7 +637,8 @@ impl EmbeddedWrite<'_> {
         self.nid(key)
     }
 
-    /// Commit: durable (fsynced) on return.
+    /// Commit: visible to readers on return, and durable (fsynced) then unless the transaction
+    /// was begun as [`Durability::Deferred`].
     pub fn commit(self) -> Result<(), StoreError> {
         self.flush_nodes()?;
         if self.edges_changed.get() {

@@ -131,6 +131,31 @@ fn committed_writes_survive_reopen_and_dropped_ones_vanish() {
 }
 
 #[test]
+fn a_deferred_commit_is_read_at_once_and_only_a_synced_one_waits_for_the_disk() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let level = |s: &Embedded| -> i64 {
+        s.conn.pragma_query_value(None, "synchronous", |r| r.get(0)).unwrap()
+    };
+    // SQLite's levels: 1 NORMAL (in WAL mode, no fsync at commit), 2 FULL.
+    assert_eq!(level(&store), 2);
+    let mut w = store.begin_write_as(Durability::Deferred).unwrap();
+    w.append(&record("e1", "a"), "t0").unwrap();
+    w.commit().unwrap();
+    assert_eq!(level(&store), 1);
+    // Another connection reads the deferred commit at once.
+    let other = open(&dir);
+    assert!(other.begin_read().unwrap().get(RecordKind::Event, "e1").unwrap().is_some());
+    let mut w = store.begin_write().unwrap();
+    w.append(&record("e2", "a"), "t0").unwrap();
+    w.commit().unwrap();
+    assert_eq!(level(&store), 2, "a synced transaction after a deferred one waits again");
+    drop(store);
+    let r = other.begin_read().unwrap();
+    assert_eq!(r.head().unwrap(), 2);
+}
+
+#[test]
 fn graph_upserts_neighbours_and_pending_edges() {
     let dir = TempDir::new().unwrap();
     let mut store = open(&dir);
