@@ -402,8 +402,13 @@ fn recalled_events_count_their_reads_after_the_next_write_and_at_shutdown() {
     };
     // Noted in memory only: a read writes nothing.
     assert_eq!(count(&s, &returned[0]), None);
-    // The next write flushes the pending reads.
+    // The writer flushes the pending reads after the next write's answer (not before it: no
+    // ingest waits for them), so they are read once the writer got to them.
     ingest(&s, &k, vec![event("e3", "s2", 2, json!({}))]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while count(&s, &returned[0]).is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     for id in &returned {
         assert_eq!(count(&s, id), Some(1), "{id}");
     }
