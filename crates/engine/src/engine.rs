@@ -482,6 +482,15 @@ impl Engine {
         }
     }
 
+    /// Whether this engine's commits checkpoint the WAL themselves once it passes ~64 MiB; see
+    /// [`Embedded::set_auto_checkpoint`]. A remote store has no WAL: nothing to do.
+    pub fn set_auto_checkpoint(&self, on: bool) -> Result<(), Error> {
+        match &self.backend {
+            Backend::Embedded(store) => Ok(store.set_auto_checkpoint(on)?),
+            Backend::Remote(_) => Ok(()),
+        }
+    }
+
     /// The cache of index parts (vector index lists, lexical posting lists) this engine reads
     /// through, to share with other engines of the same store.
     pub fn index_caches(&self) -> IndexCaches {

@@ -99,9 +99,14 @@ const TRIM_EVERY: Duration = Duration::from_secs(5);
 /// Notes of one event merge while they wait, so a longer wait writes fewer node updates.
 const ACCESS_FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// A write-ahead log larger than this after a write is checkpointed and truncated at once.
-/// The automatic checkpoint resets the log at 64 MiB unless readers keep it from finishing,
-/// which a steady read load can do indefinitely: then the log would grow without bound.
+/// A log copied into the file is reused from its start only when no reader still reads it,
+/// which a steady read load can prevent indefinitely: then the log would grow without bound.
 const WAL_TRUNCATE_AT: u64 = 96 << 20;
+/// A write-ahead log larger than this after a write is copied into the file by a thread of its
+/// own (`ctxgraph_store::checkpoint_passive`), while the writer goes on: the writer's own
+/// connection does not checkpoint after its commits, where the copy delayed the answers to a
+/// group's callers by the copy of up to 64 MiB of pages.
+const WAL_COPY_AT: u64 = 32 << 20;
 /// Most records in one batch.
 pub const MAX_BATCH: usize = 10_000;
 /// Default and largest page sizes.
@@ -188,6 +193,8 @@ struct Tenant {
     trimmed: Mutex<Instant>,
     /// When the reads' access notes were last written (none yet: `None`).
     access_flushed: Mutex<Option<Instant>>,
+    /// Whether a thread is copying the write-ahead log into the file (see [`WAL_COPY_AT`]).
+    wal_copying: Arc<AtomicBool>,
     options: EngineOptions,
     /// The index parts read so far, shared by the writer and every reader.
     caches: IndexCaches,
@@ -268,6 +275,7 @@ impl Tenant {
             queue: Mutex::default(),
             trimmed: Mutex::new(Instant::now()),
             access_flushed: Mutex::new(None),
+            wal_copying: Arc::default(),
             options,
             readers: Mutex::new(ReaderPool::default()),
             reader_freed: std::sync::Condvar::new(),
@@ -366,6 +374,10 @@ impl Tenant {
         e.set_index_caches(self.caches.clone());
         e.set_mmap_bytes(0)?;
         e.set_cache_bytes(if writer { WRITER_CACHE_BYTES } else { READER_CACHE_BYTES })?;
+        if writer {
+            // The log is copied into the file off the writer (`maintain`).
+            e.set_auto_checkpoint(false)?;
+        }
         Ok(e)
     }
 
@@ -381,6 +393,28 @@ impl Tenant {
             Err(TryLockError::WouldBlock) => return,
         };
         self.flush_access_at_most_every(&mut w);
+    }
+
+    /// Copy the write-ahead log into the store file at `path` on a thread of its own, at the
+    /// readers' priority `nice`, unless a copy is under way.
+    fn copy_wal(&self, path: &Path, nice: u8) {
+        if self.wal_copying.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let copying = Arc::clone(&self.wal_copying);
+        let path = path.to_owned();
+        let spawned = std::thread::Builder::new()
+            .name(format!("ctxgraph-wal-{}", self.name))
+            .spawn(move || {
+                priority::lower_for_reads(nice);
+                // A copy that fails leaves the log as it was: the next write's upkeep tries
+                // again, and the truncating checkpoint still bounds it.
+                let _ = ctxgraph_store::checkpoint_passive(&path);
+                copying.store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            self.wal_copying.store(false, Ordering::Release);
+        }
     }
 
     /// Write the pending access notes on the writer `w` unless they were written less than
@@ -432,13 +466,20 @@ impl Tenant {
         }
         let nice = self.build_nice.load(Ordering::Relaxed);
         let rebuilt = self.upkeep_indexes(&mut w, nice, metrics);
-        // Not while a build holds its snapshot: the truncating checkpoint would wait for it
-        // (up to the busy timeout) on the writer; the next write after it checkpoints.
-        if w.wal_size() > WAL_TRUNCATE_AT && !self.indexes.building() {
+        // Not while a build holds its snapshot or the log is being copied: the truncating
+        // checkpoint would wait for them (up to the busy timeout) on the writer; the next
+        // write after them checkpoints.
+        let copying = self.wal_copying.load(Ordering::Acquire);
+        if w.wal_size() > WAL_TRUNCATE_AT && !self.indexes.building() && !copying {
             // Waits (up to the store's busy timeout) for the reads in flight to finish; new
             // reads are not blocked. A checkpoint that cannot finish now is retried after the
             // next write; the acknowledged write is committed either way.
             let _ = w.checkpoint();
+        }
+        if let TenantStore::File(path) = &self.store
+            && w.wal_size() > WAL_COPY_AT
+        {
+            self.copy_wal(path, nice);
         }
         // The service's own bookkeeping, not a caller's read: the owner's reader.
         let lags = w

@@ -164,9 +164,7 @@ impl Embedded {
         conn.pragma_update(None, "cache_size", -262_144)?;
         conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
         conn.pragma_update(None, "temp_store", "MEMORY")?;
-        // Checkpoint the WAL every ~64 MiB instead of every 4 MiB: fewer, larger copies during
-        // bulk ingestion. Durability does not depend on checkpoints.
-        conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
+        conn.pragma_update(None, "wal_autocheckpoint", AUTO_CHECKPOINT_PAGES)?;
         // A checkpoint that resets the WAL leaves the file at its largest size; cut it back to
         // the same ~64 MiB, so the file does not keep what one burst of writes made it.
         conn.pragma_update(None, "journal_size_limit", WAL_LIMIT_BYTES)?;
@@ -258,6 +256,16 @@ impl Embedded {
     pub fn set_mmap_bytes(&self, bytes: u64) -> Result<(), StoreError> {
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
         self.conn.pragma_update(None, "mmap_size", bytes)?;
+        Ok(())
+    }
+
+    /// Whether a commit on this connection that leaves the WAL past ~64 MiB checkpoints it
+    /// before returning (SQLite's automatic checkpoint; on when opened). A server turns it off
+    /// on its writer and copies the log from another connection ([`checkpoint_passive`]), so
+    /// no acknowledgement waits for a copy of the log into the file.
+    pub fn set_auto_checkpoint(&self, on: bool) -> Result<(), StoreError> {
+        let pages = if on { AUTO_CHECKPOINT_PAGES } else { 0 };
+        self.conn.pragma_update(None, "wal_autocheckpoint", pages)?;
         Ok(())
     }
 
@@ -358,6 +366,31 @@ impl Embedded {
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
+    }
+}
+
+/// WAL pages after which a commit checkpoints the log itself (~64 MiB of 4 KiB pages) instead
+/// of SQLite's 1,000: fewer, larger copies during bulk ingestion. Durability does not depend
+/// on checkpoints.
+const AUTO_CHECKPOINT_PAGES: i64 = 16_384;
+
+/// Copy what the write-ahead log of the store file at `path` holds into the file, as far as
+/// the readers' snapshots allow, from a connection of its own and without waiting for readers
+/// or the writer (SQLite's `PASSIVE` checkpoint): the writer goes on committing meanwhile,
+/// and a truncating checkpoint after it ([`Embedded::checkpoint`]) has little left to copy.
+/// Another checkpoint running is not waited for either: it is doing the same work.
+pub fn checkpoint_passive(path: &Path) -> Result<(), StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+        {
+            Ok(())
+        }
+        other => Ok(other?),
     }
 }
 

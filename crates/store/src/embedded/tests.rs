@@ -156,6 +156,32 @@ fn a_deferred_commit_is_read_at_once_and_only_a_synced_one_waits_for_the_disk() 
 }
 
 #[test]
+fn a_passive_checkpoint_from_another_connection_copies_the_log_while_the_writer_keeps_it() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("g.ctxg");
+    let mut store = open(&dir);
+    store.set_auto_checkpoint(false).unwrap();
+    for i in 0..200 {
+        let mut w = store.begin_write().unwrap();
+        w.append(&record(&format!("e{i}"), "a"), "t0").unwrap();
+        w.commit().unwrap();
+    }
+    let file = || std::fs::metadata(&path).unwrap().len();
+    let (before, wal) = (file(), store.wal_size());
+    assert!(wal > before, "the commits stayed in the log: file {before}, log {wal}");
+    checkpoint_passive(&path).unwrap();
+    assert!(file() > before, "the log's pages were copied into the file");
+    assert_eq!(store.wal_size(), wal, "a passive copy leaves the log for the writer to reuse");
+    // The writer goes on, and a second copy runs while it holds its transaction.
+    let mut w = store.begin_write().unwrap();
+    w.append(&record("late", "a"), "t0").unwrap();
+    checkpoint_passive(&path).unwrap();
+    w.commit().unwrap();
+    assert_eq!(store.begin_read().unwrap().head().unwrap(), 201);
+    assert!(checkpoint_passive(&dir.path().join("missing.ctxg")).is_err(), "no file is created");
+}
+
+#[test]
 fn graph_upserts_neighbours_and_pending_edges() {
     let dir = TempDir::new().unwrap();
     let mut store = open(&dir);
