@@ -141,9 +141,7 @@ impl Embedded {
         conn.pragma_update(None, "cache_size", -262_144)?;
         conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
         conn.pragma_update(None, "temp_store", "MEMORY")?;
-        // Checkpoint the WAL every ~64 MiB instead of every 4 MiB: fewer, larger copies during
-        // bulk ingestion. Durability does not depend on checkpoints.
-        conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
+        conn.pragma_update(None, "wal_autocheckpoint", AUTO_CHECKPOINT_PAGES)?;
         // A checkpoint that resets the WAL leaves the file at its largest size; cut it back to
         // the same ~64 MiB, so the file does not keep what one burst of writes made it.
         conn.pragma_update(None, "journal_size_limit", WAL_LIMIT_BYTES)?;
@@ -260,8 +258,8 @@ impl Embedded {
             text: TextChanges { sink: self.text_sink.0.clone(), ..TextChanges::default() },
             tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
             edges_changed: Cell::new(false),
-            nodes: RefCell::new(HashMap::new()),
-            nids: RefCell::new(HashMap::new()),
+            nodes: RefCell::new(HashMap::default()),
+            nids: RefCell::new(HashMap::default()),
             any_pending: Cell::new(None),
             vectors_changed: Cell::new(false),
             vectors: VectorChanges { sink: self.vector_sink.0.clone(), ..VectorChanges::default() },
@@ -315,6 +313,71 @@ impl Embedded {
         self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
     }
+
+    /// Whether this connection's commits copy the write-ahead log into the file themselves
+    /// once it holds [`AUTO_CHECKPOINT_PAGES`] (on, as opened). A bulk load turns it off while
+    /// a [`Checkpointer`] does that copy on another thread.
+    pub fn set_auto_checkpoint(&self, on: bool) -> Result<(), StoreError> {
+        let pages = if on { AUTO_CHECKPOINT_PAGES } else { 0 };
+        self.conn.pragma_update(None, "wal_autocheckpoint", pages)?;
+        Ok(())
+    }
+
+    /// Copy into the file what the write-ahead log holds beyond what is copied already, without
+    /// waiting for anyone (SQLite's passive checkpoint). When everything was copied, the next
+    /// write transaction starts the log over from its beginning.
+    pub fn checkpoint_passive(&self) -> Result<WalCheckpoint, StoreError> {
+        passive_checkpoint(&self.conn)
+    }
+
+    /// A second connection to this store's file, which only checkpoints: it may live on
+    /// another thread than this one and copy the write-ahead log while this connection writes.
+    pub fn checkpointer(&self) -> Result<Checkpointer, StoreError> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // The copy is synced before the log may start over: durability does not depend on it,
+        // but a log started over must not rest on pages the file does not hold yet.
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        Ok(Checkpointer { conn })
+    }
+}
+
+/// What a passive checkpoint found and did, in frames (pages) of the write-ahead log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalCheckpoint {
+    /// Whether another checkpoint held the log, so nothing was copied.
+    pub busy: bool,
+    /// Frames the log held when the checkpoint started.
+    pub frames: u64,
+    /// Frames copied into the file so far, this checkpoint's and earlier ones'.
+    pub copied: u64,
+}
+
+/// A connection of its own that copies an embedded store's write-ahead log into its file
+/// ([`Embedded::checkpointer`]), so that the writer's connection does not stop to do it.
+pub struct Checkpointer {
+    conn: Connection,
+}
+
+impl Checkpointer {
+    /// [`Embedded::checkpoint_passive`], on this connection.
+    pub fn passive(&self) -> Result<WalCheckpoint, StoreError> {
+        passive_checkpoint(&self.conn)
+    }
+}
+
+fn passive_checkpoint(conn: &Connection) -> Result<WalCheckpoint, StoreError> {
+    let (busy, frames, copied): (i64, i64, i64) =
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+    // Both counts are -1 when the store is not in WAL mode or another checkpoint ran.
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(WalCheckpoint { busy: busy != 0, frames: count(frames), copied: count(copied) })
 }
 
 /// Bound the heap memory SQLite uses in this process, all connections together, to about
@@ -337,7 +400,11 @@ pub fn heap_used() -> u64 {
     u64::try_from(used).unwrap_or(0)
 }
 
-/// How long a statement waits for another connection's lock before failing with `store.busy`.
+/// How many pages (of 4 KiB) the write-ahead log holds before a commit copies it into the
+/// file (SQLite's automatic checkpoint): every ~64 MiB instead of every 4 MiB, fewer and
+/// larger copies during bulk ingestion. Durability does not depend on checkpoints.
+pub const AUTO_CHECKPOINT_PAGES: u32 = 16_384;
+
 /// The size the write-ahead log file is cut back to after a checkpoint resets it: the
 /// automatic checkpoint's threshold (16,384 pages of 4 KiB).
 const WAL_LIMIT_BYTES: i64 = 64 << 20;
@@ -350,6 +417,7 @@ const WAL_LIMIT_BYTES: i64 = 64 << 20;
 /// 2 GiB mapped still 7 %.
 pub(crate) const MMAP_BYTES: i64 = 1 << 36;
 
+/// How long a statement waits for another connection's lock before failing with `store.busy`.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Switch a new store to WAL. The switch needs the file to itself and, unlike other statements,

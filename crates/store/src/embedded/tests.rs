@@ -869,3 +869,46 @@ fn a_store_is_mapped_as_far_as_sqlite_allows() {
     let mapped: i64 = store.conn.query_row("PRAGMA mmap_size", [], |r| r.get(0)).unwrap();
     assert_eq!(mapped, 0);
 }
+
+/// The bulk load's checkpoints: with the automatic checkpoint off, a second connection copies
+/// the log while the first writes; what was committed meanwhile keeps the log from starting
+/// over until the writer copies it too, and then the next write transaction starts it over.
+#[test]
+fn a_checkpointer_copies_the_log_beside_the_writer_and_the_log_starts_over() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    store.set_auto_checkpoint(false).unwrap();
+    let checkpointer = store.checkpointer().unwrap();
+    let append = |w: &mut EmbeddedWrite<'_>, from: usize| {
+        for i in from..from + 200 {
+            w.append(&record(&format!("e{i}"), "a"), "t0").unwrap();
+        }
+    };
+    let mut w = store.begin_write().unwrap();
+    append(&mut w, 0);
+    w.commit().unwrap();
+    let mut w = store.begin_write().unwrap();
+    append(&mut w, 200);
+    // A copy while the writer's transaction is open: it copies what was committed.
+    let (checkpointer, first) = std::thread::spawn(move || {
+        let copied = checkpointer.passive().unwrap();
+        (checkpointer, copied)
+    })
+    .join()
+    .unwrap();
+    w.commit().unwrap();
+    assert!(!first.busy);
+    assert!(first.frames > 0 && first.copied == first.frames, "{first:?}");
+    let mut w = store.begin_write().unwrap();
+    append(&mut w, 400);
+    w.commit().unwrap();
+    let rest = store.checkpoint_passive().unwrap();
+    assert!(rest.frames > first.frames && rest.copied == rest.frames, "{rest:?} after {first:?}");
+    let mut w = store.begin_write().unwrap();
+    append(&mut w, 600);
+    w.commit().unwrap();
+    let again = checkpointer.passive().unwrap();
+    assert!(again.frames < rest.frames, "the log started over: {again:?} after {rest:?}");
+    assert_eq!(store.begin_read().unwrap().head().unwrap(), 800);
+    store.set_auto_checkpoint(true).unwrap();
+}
