@@ -24,7 +24,7 @@
 //! to the WAL before `commit` returns; a crash loses no committed transaction.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -37,6 +37,10 @@ use crate::{
     SessionSlot, StoreError, StoredVector, TextCommit, TextDoc, TextIndexBuild, TextSink,
     VectorCommit, VectorSink,
 };
+
+/// The write transaction's caches are looked up several times per projected record, by keys
+/// of two strings: a fast hash, seeded at random per map as the standard one is.
+type HashMap<K, V> = foldhash::HashMap<K, V>;
 
 /// The newest on-disk format this build reads and writes.
 pub const FORMAT_VERSION: u32 = 4;
