@@ -464,9 +464,6 @@ impl Engine {
             return Ok(true);
         }
         let outcomes = self.ingest_batch(&batch.records, options.projection, options.strict)?;
-        if let Some(checkpoints) = &mut pipes.checkpoints {
-            checkpoints.committed(self.backend.embedded("ingesting")?)?;
-        }
         let mut keep_going = true;
         for ((line, record), outcome) in batch.lines.iter().zip(&batch.records).zip(outcomes) {
             match outcome {
@@ -495,6 +492,10 @@ impl Engine {
         // The validating thread may be gone after an error; then the records are freed here.
         let _ = pipes.spent.send(Spent::Records(records));
         progress(&report.progress);
+        // After the batch is reported: it is durable whatever becomes of the copy.
+        if let Some(checkpoints) = &mut pipes.checkpoints {
+            checkpoints.committed(self.backend.embedded("ingesting")?)?;
+        }
         Ok(keep_going)
     }
 }

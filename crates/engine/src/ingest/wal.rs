@@ -74,8 +74,9 @@ impl Checkpoints {
                 self.frames_per_commit = Some(copied.frames.div_ceil(self.commits_asked).max(1));
             }
             // What was committed while the copy ran; with it copied, the next transaction
-            // starts the log over.
-            if !store.checkpoint_passive()?.busy {
+            // starts the log over (not while a reader still needs a frame of it).
+            let rest = store.checkpoint_passive()?;
+            if !rest.busy && rest.copied == rest.frames {
                 self.commits = 0;
             }
             return Ok(());
