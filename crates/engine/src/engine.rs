@@ -491,6 +491,25 @@ impl Engine {
         }
     }
 
+    /// A connection of its own that copies this store's WAL into its file from another thread
+    /// ([`Embedded::checkpointer`]); `None` on a remote store, which has no WAL.
+    pub fn checkpointer(&self) -> Result<Option<ctxgraph_store::Checkpointer>, Error> {
+        match &self.backend {
+            Backend::Embedded(store) => Ok(Some(store.checkpointer()?)),
+            Backend::Remote(_) => Ok(None),
+        }
+    }
+
+    /// Copy what the WAL holds beyond what is copied already, on this engine's connection,
+    /// without waiting for anyone ([`Embedded::checkpoint_passive`]): after a copy on another
+    /// thread, the few frames committed meanwhile, so the next write starts the log over.
+    pub fn checkpoint_passive(&self) -> Result<(), Error> {
+        match &self.backend {
+            Backend::Embedded(store) => store.checkpoint_passive().map(|_| ()).map_err(Error::from),
+            Backend::Remote(_) => Ok(()),
+        }
+    }
+
     /// The cache of index parts (vector index lists, lexical posting lists) this engine reads
     /// through, to share with other engines of the same store.
     pub fn index_caches(&self) -> IndexCaches {

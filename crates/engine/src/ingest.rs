@@ -3,14 +3,17 @@
 
 use std::io::BufRead;
 
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, Sender, SyncSender};
 
 use ctxgraph_ontology::{
     Limits, RecordBody, Schema, ValidRecord, ValidationErrors, Violation, validate,
 };
 
+use crate::backend::Backend;
 use crate::engine::{Engine, Projection, schema_source};
 use crate::error::Error;
+
+mod wal;
 
 /// Result of appending one record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,19 +156,55 @@ enum Item {
     },
 }
 
+/// What the writer is done with, sent back to the validating thread, which allocated it: the
+/// records of a committed batch, freed there (a twentieth of the writer's time), their vector
+/// sent back empty for the next batch, and the emptied vectors of validated chunks, filled
+/// again. The large vectors go round instead of being freed and allocated again, since each
+/// such call makes the allocator gather every small block freed since the last one.
+enum Spent {
+    Records(Vec<ValidRecord>),
+    Items(Vec<Item>),
+}
+
+/// The writer's ends of the channels to the threads beside it.
+struct Pipes<'a> {
+    chunks: &'a SyncSender<Vec<RawLine>>,
+    items: &'a Receiver<Vec<Item>>,
+    spent: Sender<Spent>,
+    /// Batch vectors emptied by the validating thread.
+    emptied: Receiver<Vec<ValidRecord>>,
+    /// The write-ahead log's copies, on the embedded store.
+    checkpoints: Option<wal::Checkpoints>,
+}
+
 /// Validate chunks of lines in order, on the second core. Keeps its own copy of the schema,
 /// extended by each schema module it validates, so later lines see the module as the writer
-/// will have applied it.
+/// will have applied it. Between chunks it takes back what the writer is done with.
 fn validate_lines(
     mut schema: Schema,
     limits: Limits,
     chunks: Receiver<Vec<RawLine>>,
     items: SyncSender<Vec<Item>>,
+    spent: Receiver<Spent>,
+    emptied: Sender<Vec<ValidRecord>>,
 ) {
+    let mut free: Vec<Vec<Item>> = Vec::new();
     for chunk in chunks {
-        let out = chunk.into_iter().map(|raw| classify(&mut schema, &limits, raw)).collect();
+        let mut out = free.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK_LINES));
+        out.extend(chunk.into_iter().map(|raw| classify(&mut schema, &limits, raw)));
         if items.send(out).is_err() {
             return;
+        }
+        while let Ok(done) = spent.try_recv() {
+            match done {
+                Spent::Records(mut records) => {
+                    records.clear();
+                    // The writer has hung up only when it is done.
+                    let _ = emptied.send(records);
+                }
+                Spent::Items(items) if free.len() <= CHUNKS_IN_FLIGHT => free.push(items),
+                Spent::Items(items) => drop(items),
+            }
         }
     }
 }
@@ -241,7 +280,8 @@ impl Engine {
     /// Blank lines are skipped. A bad line never changes the store. `progress` is called after
     /// every durable batch. Lines are validated on a second thread while the previous ones are
     /// written, so parsing overlaps with the single writer; a line read ahead of a strict stop is
-    /// never written.
+    /// never written. On the embedded store a third thread copies the write-ahead log into the
+    /// file meanwhile (`ingest/wal.rs`), which the writer's commits would otherwise stop to do.
     pub fn ingest_jsonl(
         &mut self,
         mut reader: impl BufRead,
@@ -249,21 +289,53 @@ impl Engine {
         progress: &mut dyn FnMut(&IngestProgress),
     ) -> Result<IngestReport, Error> {
         let (schema, limits) = (self.schema.clone(), self.options().limits);
+        let checkpointer = match &self.backend {
+            Backend::Embedded(store) => Some(store.checkpointer()?),
+            Backend::Remote(_) => None,
+        };
         std::thread::scope(|scope| {
             let (chunk_tx, chunk_rx) = std::sync::mpsc::sync_channel(CHUNKS_IN_FLIGHT);
             let (item_tx, item_rx) = std::sync::mpsc::sync_channel(CHUNKS_IN_FLIGHT);
-            scope.spawn(move || validate_lines(schema, limits, chunk_rx, item_tx));
+            let (spent_tx, spent_rx) = std::sync::mpsc::channel();
+            let (emptied_tx, emptied_rx) = std::sync::mpsc::channel();
+            scope.spawn(move || {
+                validate_lines(schema, limits, chunk_rx, item_tx, spent_rx, emptied_tx);
+            });
+            let checkpoints = match checkpointer {
+                Some(checkpointer) => {
+                    let (ask, asked) = std::sync::mpsc::sync_channel(1);
+                    let (answer, answers) = std::sync::mpsc::sync_channel(1);
+                    scope.spawn(move || wal::copy_on_request(checkpointer, asked, answer));
+                    self.backend.embedded("ingesting")?.set_auto_checkpoint(false)?;
+                    Some(wal::Checkpoints::new(ask, answers))
+                }
+                None => None,
+            };
+            let automatic = checkpoints.is_none();
+            let mut pipes = Pipes {
+                chunks: &chunk_tx,
+                items: &item_rx,
+                spent: spent_tx,
+                emptied: emptied_rx,
+                checkpoints,
+            };
             let result = self.write_validated(
                 &mut reader,
                 limits.max_record_bytes,
-                &chunk_tx,
-                &item_rx,
+                &mut pipes,
                 options,
                 progress,
             );
-            // Closing the channel ends the validating thread, whatever the outcome.
+            // Closing the channels ends the other threads, whatever the outcome.
+            drop(pipes);
             drop(chunk_tx);
-            result
+            if automatic {
+                return result;
+            }
+            let restored = self.backend.embedded("ingesting")?.set_auto_checkpoint(true);
+            let report = result?;
+            restored?;
+            Ok(report)
         })
     }
 
@@ -271,8 +343,7 @@ impl Engine {
         &mut self,
         reader: &mut impl BufRead,
         max: usize,
-        chunks: &SyncSender<Vec<RawLine>>,
-        items: &Receiver<Vec<Item>>,
+        pipes: &mut Pipes<'_>,
         options: &IngestOptions,
         progress: &mut dyn FnMut(&IngestProgress),
     ) -> Result<IngestReport, Error> {
@@ -295,15 +366,16 @@ impl Engine {
                 if chunk.is_empty() {
                     break;
                 }
-                chunks.send(chunk).map_err(|_| validator_stopped())?;
+                pipes.chunks.send(chunk).map_err(|_| validator_stopped())?;
                 in_flight += 1;
             }
             if in_flight == 0 {
                 break;
             }
-            let validated = items.recv().map_err(|_| validator_stopped())?;
+            let mut validated = pipes.items.recv().map_err(|_| validator_stopped())?;
             in_flight -= 1;
-            for item in validated {
+            let mut drained = validated.drain(..);
+            for item in drained.by_ref() {
                 let (line, consumed, validated, schema_source, id) = match item {
                     Item::Blank { consumed } => {
                         report.progress.bytes += consumed as u64;
@@ -331,7 +403,7 @@ impl Engine {
                 report.progress.lines += 1;
                 // Schema modules change what later lines may say, so they are applied at once.
                 if let Some(source) = schema_source {
-                    self.flush(&mut batch, options, &mut report, progress)?;
+                    self.flush(&mut batch, pipes, options, &mut report, progress)?;
                     match self.add_schema_module(&source) {
                         Ok(IngestOutcome::New(p)) => report.accept(p),
                         Ok(IngestOutcome::Duplicate(_)) => report.progress.duplicates += 1,
@@ -354,7 +426,7 @@ impl Engine {
                         batch.lines.push(line);
                         batch.records.push(record);
                         if batch.records.len() >= options.batch_size.max(1)
-                            && !self.flush(&mut batch, options, &mut report, progress)?
+                            && !self.flush(&mut batch, pipes, options, &mut report, progress)?
                         {
                             break 'lines;
                         }
@@ -370,9 +442,12 @@ impl Engine {
                     }
                 }
             }
+            drop(drained);
+            // The validating thread may be gone after an error; then the vector is freed here.
+            let _ = pipes.spent.send(Spent::Items(validated));
         }
         // Lines before a strict stop are acknowledged; the bad line and those after are not.
-        self.flush(&mut batch, options, &mut report, progress)?;
+        self.flush(&mut batch, pipes, options, &mut report, progress)?;
         Ok(report)
     }
 
@@ -380,6 +455,7 @@ impl Engine {
     fn flush(
         &mut self,
         batch: &mut Batch,
+        pipes: &mut Pipes<'_>,
         options: &IngestOptions,
         report: &mut IngestReport,
         progress: &mut dyn FnMut(&IngestProgress),
@@ -410,8 +486,16 @@ impl Engine {
             }
         }
         batch.lines.clear();
-        batch.records.clear();
+        let spare =
+            pipes.emptied.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch.lines.capacity()));
+        let records = std::mem::replace(&mut batch.records, spare);
+        // The validating thread may be gone after an error; then the records are freed here.
+        let _ = pipes.spent.send(Spent::Records(records));
         progress(&report.progress);
+        // After the batch is reported: it is durable whatever becomes of the copy.
+        if let Some(checkpoints) = &mut pipes.checkpoints {
+            checkpoints.committed(self.backend.embedded("ingesting")?)?;
+        }
         Ok(keep_going)
     }
 }

@@ -563,15 +563,18 @@ impl Schema {
     }
 
     fn qualifier(et: &EdgeType, props: &Properties) -> String {
-        et.identity
-            .iter()
-            .map(|p| match props.get(p) {
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => other.to_string(),
-                None => String::new(),
-            })
-            .collect::<Vec<_>>()
-            .join(",")
+        let value = |p: &String| match props.get(p) {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        // Every edge the projection writes computes this twice (its key, then its check); the
+        // core types have one identity property at most, whose value needs no joining.
+        match et.identity.as_slice() {
+            [] => String::new(),
+            [one] => value(one),
+            many => many.iter().map(value).collect::<Vec<_>>().join(","),
+        }
     }
 
     /// Check `props` against declared `defs`. Paths are `prefix` + property name.
@@ -1605,6 +1608,32 @@ mod tests {
             "schema.syntax"
         );
         assert_eq!(core().extend("module = ").unwrap_err().code(), "schema.syntax");
+    }
+
+    #[test]
+    fn qualifiers_join_every_identity_property_in_order() {
+        let s = core()
+            .extend(
+                "module = \"q\"\n\
+                 [edge_types.PAIRED]\n\
+                 endpoints = [[\"Event\", \"Event\"]]\n\
+                 identity = [\"kind\", \"rank\"]\n\
+                 properties = { kind = { type = \"string\", required = true }, \
+                 rank = { type = \"integer\", required = true } }\n",
+            )
+            .unwrap();
+        let (from, to) = (NodeKey::new("Event", "e1"), NodeKey::new("Event", "e2"));
+        let mut props = Properties::new();
+        props.insert("kind".into(), "a,b".into());
+        props.insert("rank".into(), 7.into());
+        let key = s.edge_key("PAIRED", from.clone(), to.clone(), &props);
+        assert_eq!(key.qualifier, "a,b,7");
+        assert!(s.check_edge(&Edge { key, props: props.clone() }).is_empty());
+        props.insert("mechanism".into(), "direct".into());
+        assert_eq!(s.edge_key("CAUSED_BY", from.clone(), to.clone(), &props).qualifier, "direct");
+        let mut score = Properties::new();
+        score.insert("score".into(), 0.5.into());
+        assert_eq!(s.edge_key("SIMILAR_TO", from, to, &score).qualifier, "");
     }
 
     #[test]

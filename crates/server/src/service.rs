@@ -103,10 +103,17 @@ const ACCESS_FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// which a steady read load can prevent indefinitely: then the log would grow without bound.
 const WAL_TRUNCATE_AT: u64 = 96 << 20;
 /// A write-ahead log larger than this after a write is copied into the file by a thread of its
-/// own (`ctxgraph_store::checkpoint_passive`), while the writer goes on: the writer's own
-/// connection does not checkpoint after its commits, where the copy delayed the answers to a
-/// group's callers by the copy of up to 64 MiB of pages.
-const WAL_COPY_AT: u64 = 32 << 20;
+/// own (a `Checkpointer`), while the writer goes on: the writer's own connection does not
+/// checkpoint after its commits, where the copy delayed the answers to a group's callers by the
+/// copy of up to 64 MiB of pages. The size of the automatic checkpoint it replaces, and of the
+/// file a log started over is cut back to, so a file of this size may hold a short log.
+const WAL_COPY_AT: u64 = 64 << 20;
+/// [`Tenant::wal_copy`]: no copy of the log under way.
+const WAL_IDLE: u8 = 0;
+/// [`Tenant::wal_copy`]: a thread is copying the log.
+const WAL_COPYING: u8 = 1;
+/// [`Tenant::wal_copy`]: a copy is done; the writer copies what was committed meanwhile.
+const WAL_COPIED: u8 = 2;
 /// Most records in one batch.
 pub const MAX_BATCH: usize = 10_000;
 /// Default and largest page sizes.
@@ -193,8 +200,9 @@ struct Tenant {
     trimmed: Mutex<Instant>,
     /// When the reads' access notes were last written (none yet: `None`).
     access_flushed: Mutex<Option<Instant>>,
-    /// Whether a thread is copying the write-ahead log into the file (see [`WAL_COPY_AT`]).
-    wal_copying: Arc<AtomicBool>,
+    /// Where the copy of the write-ahead log into the file stands (see [`WAL_COPY_AT`]):
+    /// [`WAL_IDLE`], [`WAL_COPYING`] or [`WAL_COPIED`].
+    wal_copy: Arc<AtomicU8>,
     options: EngineOptions,
     /// The index parts read so far, shared by the writer and every reader.
     caches: IndexCaches,
@@ -275,7 +283,7 @@ impl Tenant {
             queue: Mutex::default(),
             trimmed: Mutex::new(Instant::now()),
             access_flushed: Mutex::new(None),
-            wal_copying: Arc::default(),
+            wal_copy: Arc::default(),
             options,
             readers: Mutex::new(ReaderPool::default()),
             reader_freed: std::sync::Condvar::new(),
@@ -395,25 +403,32 @@ impl Tenant {
         self.flush_access_at_most_every(&mut w);
     }
 
-    /// Copy the write-ahead log into the store file at `path` on a thread of its own, at the
-    /// readers' priority `nice`, unless a copy is under way.
-    fn copy_wal(&self, path: &Path, nice: u8) {
-        if self.wal_copying.swap(true, Ordering::AcqRel) {
+    /// Copy the write-ahead log of the writer `w`'s store into its file on a thread of its own,
+    /// at the readers' priority `nice`, unless a copy is under way.
+    fn copy_wal(&self, w: &Engine, nice: u8) {
+        if self
+            .wal_copy
+            .compare_exchange(WAL_IDLE, WAL_COPYING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
             return;
         }
-        let copying = Arc::clone(&self.wal_copying);
-        let path = path.to_owned();
+        let Ok(Some(checkpointer)) = w.checkpointer() else {
+            self.wal_copy.store(WAL_IDLE, Ordering::Release);
+            return;
+        };
+        let state = Arc::clone(&self.wal_copy);
         let spawned = std::thread::Builder::new()
             .name(format!("ctxgraph-wal-{}", self.name))
             .spawn(move || {
                 priority::lower_for_reads(nice);
                 // A copy that fails leaves the log as it was: the next write's upkeep tries
                 // again, and the truncating checkpoint still bounds it.
-                let _ = ctxgraph_store::checkpoint_passive(&path);
-                copying.store(false, Ordering::Release);
+                let done = checkpointer.passive().is_ok();
+                state.store(if done { WAL_COPIED } else { WAL_IDLE }, Ordering::Release);
             });
         if spawned.is_err() {
-            self.wal_copying.store(false, Ordering::Release);
+            self.wal_copy.store(WAL_IDLE, Ordering::Release);
         }
     }
 
@@ -466,20 +481,24 @@ impl Tenant {
         }
         let nice = self.build_nice.load(Ordering::Relaxed);
         let rebuilt = self.upkeep_indexes(&mut w, nice, metrics);
+        // A copy of the log is done: the few frames committed meanwhile, so the next write
+        // starts the log over (not while a reader still needs a frame of it).
+        let copy = self.wal_copy.load(Ordering::Acquire);
+        if copy == WAL_COPIED {
+            let _ = w.checkpoint_passive();
+            self.wal_copy.store(WAL_IDLE, Ordering::Release);
+        }
         // Not while a build holds its snapshot or the log is being copied: the truncating
         // checkpoint would wait for them (up to the busy timeout) on the writer; the next
         // write after them checkpoints.
-        let copying = self.wal_copying.load(Ordering::Acquire);
-        if w.wal_size() > WAL_TRUNCATE_AT && !self.indexes.building() && !copying {
+        if w.wal_size() > WAL_TRUNCATE_AT && !self.indexes.building() && copy != WAL_COPYING {
             // Waits (up to the store's busy timeout) for the reads in flight to finish; new
             // reads are not blocked. A checkpoint that cannot finish now is retried after the
             // next write; the acknowledged write is committed either way.
             let _ = w.checkpoint();
         }
-        if let TenantStore::File(path) = &self.store
-            && w.wal_size() > WAL_COPY_AT
-        {
-            self.copy_wal(path, nice);
+        if w.wal_size() > WAL_COPY_AT {
+            self.copy_wal(&w, nice);
         }
         // The service's own bookkeeping, not a caller's read: the owner's reader.
         let lags = w

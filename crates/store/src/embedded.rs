@@ -26,7 +26,7 @@
 //! waited for, made durable by the next synced commit or checkpoint.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -39,6 +39,10 @@ use crate::{
     SessionSlot, StoreError, StoredVector, TextCommit, TextDoc, TextIndexBuild, TextSink,
     VectorCommit, VectorSink,
 };
+
+/// The write transaction's caches are looked up several times per projected record, by keys
+/// of two strings: a fast hash, seeded at random per map as the standard one is.
+type HashMap<K, V> = foldhash::HashMap<K, V>;
 
 /// The newest on-disk format this build reads and writes.
 pub const FORMAT_VERSION: u32 = 4;
@@ -259,16 +263,6 @@ impl Embedded {
         Ok(())
     }
 
-    /// Whether a commit on this connection that leaves the WAL past ~64 MiB checkpoints it
-    /// before returning (SQLite's automatic checkpoint; on when opened). A server turns it off
-    /// on its writer and copies the log from another connection ([`checkpoint_passive`]), so
-    /// no acknowledgement waits for a copy of the log into the file.
-    pub fn set_auto_checkpoint(&self, on: bool) -> Result<(), StoreError> {
-        let pages = if on { AUTO_CHECKPOINT_PAGES } else { 0 };
-        self.conn.pragma_update(None, "wal_autocheckpoint", pages)?;
-        Ok(())
-    }
-
     /// Tell `sink` (or no one) of every change to the full-text index that a write transaction
     /// of this connection commits, with the added documents tokenized: how a copy of the newer
     /// documents shared by the engines of one process follows the store. Changes made through
@@ -312,8 +306,8 @@ impl Embedded {
             text: TextChanges { sink: self.text_sink.0.clone(), ..TextChanges::default() },
             tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
             edges_changed: Cell::new(false),
-            nodes: RefCell::new(HashMap::new()),
-            nids: RefCell::new(HashMap::new()),
+            nodes: RefCell::new(HashMap::default()),
+            nids: RefCell::new(HashMap::default()),
             any_pending: Cell::new(None),
             vectors_changed: Cell::new(false),
             vectors: VectorChanges { sink: self.vector_sink.0.clone(), ..VectorChanges::default() },
@@ -367,31 +361,71 @@ impl Embedded {
         self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
     }
+
+    /// Whether this connection's commits copy the write-ahead log into the file themselves
+    /// once it holds [`AUTO_CHECKPOINT_PAGES`] (on, as opened). A bulk load turns it off while
+    /// a [`Checkpointer`] does that copy on another thread.
+    pub fn set_auto_checkpoint(&self, on: bool) -> Result<(), StoreError> {
+        let pages = if on { AUTO_CHECKPOINT_PAGES } else { 0 };
+        self.conn.pragma_update(None, "wal_autocheckpoint", pages)?;
+        Ok(())
+    }
+
+    /// Copy into the file what the write-ahead log holds beyond what is copied already, without
+    /// waiting for anyone (SQLite's passive checkpoint). When everything was copied, the next
+    /// write transaction starts the log over from its beginning.
+    pub fn checkpoint_passive(&self) -> Result<WalCheckpoint, StoreError> {
+        passive_checkpoint(&self.conn)
+    }
+
+    /// A second connection to this store's file, which only checkpoints: it may live on
+    /// another thread than this one and copy the write-ahead log while this connection writes.
+    pub fn checkpointer(&self) -> Result<Checkpointer, StoreError> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // The copy is synced before the log may start over: durability does not depend on it,
+        // but a log started over must not rest on pages the file does not hold yet.
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        Ok(Checkpointer { conn })
+    }
 }
 
-/// WAL pages after which a commit checkpoints the log itself (~64 MiB of 4 KiB pages) instead
-/// of SQLite's 1,000: fewer, larger copies during bulk ingestion. Durability does not depend
-/// on checkpoints.
-const AUTO_CHECKPOINT_PAGES: i64 = 16_384;
+/// What a passive checkpoint found and did, in frames (pages) of the write-ahead log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalCheckpoint {
+    /// Whether another checkpoint held the log, so nothing was copied.
+    pub busy: bool,
+    /// Frames the log held when the checkpoint started.
+    pub frames: u64,
+    /// Frames copied into the file so far, this checkpoint's and earlier ones'.
+    pub copied: u64,
+}
 
-/// Copy what the write-ahead log of the store file at `path` holds into the file, as far as
-/// the readers' snapshots allow, from a connection of its own and without waiting for readers
-/// or the writer (SQLite's `PASSIVE` checkpoint): the writer goes on committing meanwhile,
-/// and a truncating checkpoint after it ([`Embedded::checkpoint`]) has little left to copy.
-/// Another checkpoint running is not waited for either: it is doing the same work.
-pub fn checkpoint_passive(path: &Path) -> Result<(), StoreError> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-        Err(rusqlite::Error::SqliteFailure(e, _))
-            if e.code == rusqlite::ErrorCode::DatabaseBusy =>
-        {
-            Ok(())
-        }
-        other => Ok(other?),
+/// A connection of its own that copies an embedded store's write-ahead log into its file
+/// ([`Embedded::checkpointer`]), so that the writer's connection does not stop to do it.
+pub struct Checkpointer {
+    conn: Connection,
+}
+
+impl Checkpointer {
+    /// [`Embedded::checkpoint_passive`], on this connection.
+    pub fn passive(&self) -> Result<WalCheckpoint, StoreError> {
+        passive_checkpoint(&self.conn)
     }
+}
+
+fn passive_checkpoint(conn: &Connection) -> Result<WalCheckpoint, StoreError> {
+    let (busy, frames, copied): (i64, i64, i64) =
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+    // Both counts are -1 when the store is not in WAL mode or another checkpoint ran.
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(WalCheckpoint { busy: busy != 0, frames: count(frames), copied: count(copied) })
 }
 
 /// Bound the heap memory SQLite uses in this process, all connections together, to about
@@ -414,7 +448,11 @@ pub fn heap_used() -> u64 {
     u64::try_from(used).unwrap_or(0)
 }
 
-/// How long a statement waits for another connection's lock before failing with `store.busy`.
+/// How many pages (of 4 KiB) the write-ahead log holds before a commit copies it into the
+/// file (SQLite's automatic checkpoint): every ~64 MiB instead of every 4 MiB, fewer and
+/// larger copies during bulk ingestion. Durability does not depend on checkpoints.
+pub const AUTO_CHECKPOINT_PAGES: u32 = 16_384;
+
 /// The size the write-ahead log file is cut back to after a checkpoint resets it: the
 /// automatic checkpoint's threshold (16,384 pages of 4 KiB).
 const WAL_LIMIT_BYTES: i64 = 64 << 20;
@@ -427,6 +465,7 @@ const WAL_LIMIT_BYTES: i64 = 64 << 20;
 /// 2 GiB mapped still 7 %.
 pub(crate) const MMAP_BYTES: i64 = 1 << 36;
 
+/// How long a statement waits for another connection's lock before failing with `store.busy`.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Switch a new store to WAL. The switch needs the file to itself and, unlike other statements,

@@ -30,8 +30,8 @@ use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properti
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 
 pub use embedded::{
-    Durability, Embedded, EmbeddedRead, EmbeddedWrite, FORMAT_VERSION, OpenMode,
-    checkpoint_passive, heap_used, props_from, props_to, set_heap_limit,
+    AUTO_CHECKPOINT_PAGES, Checkpointer, Durability, Embedded, EmbeddedRead, EmbeddedWrite,
+    FORMAT_VERSION, OpenMode, WalCheckpoint, heap_used, props_from, props_to, set_heap_limit,
 };
 pub use error::StoreError;
 pub use remote::{

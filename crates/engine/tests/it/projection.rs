@@ -108,6 +108,36 @@ proptest! {
         prop_assert_eq!(incremental, rebuilt);
     }
 
+    /// A bulk load (`ingest_jsonl`: records validated and freed on a thread of their own, the
+    /// write-ahead log copied on another) builds the graph, positions included, that batches
+    /// given to `ingest_batch` build, with duplicates and a refused conflict.
+    #[test]
+    fn a_bulk_load_builds_what_batches_build(
+        events in event_strategy(24),
+        batch in 1..7usize,
+        dup_every in 2..6usize,
+        conflict_at in any::<prop::sample::Index>(),
+    ) {
+        let mut arrivals = events.clone();
+        let dups: Vec<Value> = arrivals.iter().step_by(dup_every).cloned().collect();
+        arrivals.extend(dups);
+        let mut conflict = events[conflict_at.index(events.len())].clone();
+        conflict["payload"] = json!({"changed": true});
+        arrivals.insert(arrivals.len() / 2, conflict);
+
+        let (_d1, mut batches) = engine();
+        let records = validate_all(&batches, &arrivals);
+        for chunk in records.chunks(batch) {
+            batches.ingest_batch(chunk, Projection::Inline, false).unwrap();
+        }
+        let (_d2, mut bulk) = engine();
+        let text: String = arrivals.iter().map(|v| format!("{v}\n")).collect();
+        let options = IngestOptions { batch_size: batch, ..IngestOptions::default() };
+        let report = bulk.ingest_jsonl(text.as_bytes(), &options, &mut |_| {}).unwrap();
+        prop_assert!(report.progress.rejected >= 1);
+        prop_assert_eq!(dump(&batches), dump(&bulk));
+    }
+
     /// The graph after any arrival order equals the graph after in-order arrival (apart from
     /// `global_position`, which records arrival).
     #[test]

@@ -156,32 +156,6 @@ fn a_deferred_commit_is_read_at_once_and_only_a_synced_one_waits_for_the_disk() 
 }
 
 #[test]
-fn a_passive_checkpoint_from_another_connection_copies_the_log_while_the_writer_keeps_it() {
-    let dir = TempDir::new().unwrap();
-    let path = dir.path().join("g.ctxg");
-    let mut store = open(&dir);
-    store.set_auto_checkpoint(false).unwrap();
-    for i in 0..200 {
-        let mut w = store.begin_write().unwrap();
-        w.append(&record(&format!("e{i}"), "a"), "t0").unwrap();
-        w.commit().unwrap();
-    }
-    let file = || std::fs::metadata(&path).unwrap().len();
-    let (before, wal) = (file(), store.wal_size());
-    assert!(wal > before, "the commits stayed in the log: file {before}, log {wal}");
-    checkpoint_passive(&path).unwrap();
-    assert!(file() > before, "the log's pages were copied into the file");
-    assert_eq!(store.wal_size(), wal, "a passive copy leaves the log for the writer to reuse");
-    // The writer goes on, and a second copy runs while it holds its transaction.
-    let mut w = store.begin_write().unwrap();
-    w.append(&record("late", "a"), "t0").unwrap();
-    checkpoint_passive(&path).unwrap();
-    w.commit().unwrap();
-    assert_eq!(store.begin_read().unwrap().head().unwrap(), 201);
-    assert!(checkpoint_passive(&dir.path().join("missing.ctxg")).is_err(), "no file is created");
-}
-
-#[test]
 fn graph_upserts_neighbours_and_pending_edges() {
     let dir = TempDir::new().unwrap();
     let mut store = open(&dir);
@@ -919,4 +893,47 @@ fn a_store_is_mapped_as_far_as_sqlite_allows() {
     store.set_mmap_bytes(0).unwrap();
     let mapped: i64 = store.conn.query_row("PRAGMA mmap_size", [], |r| r.get(0)).unwrap();
     assert_eq!(mapped, 0);
+}
+
+/// The bulk load's checkpoints: with the automatic checkpoint off, a second connection copies
+/// the log while the first writes; what was committed meanwhile keeps the log from starting
+/// over until the writer copies it too, and then the next write transaction starts it over.
+#[test]
+fn a_checkpointer_copies_the_log_beside_the_writer_and_the_log_starts_over() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    store.set_auto_checkpoint(false).unwrap();
+    let checkpointer = store.checkpointer().unwrap();
+    let append = |w: &mut EmbeddedWrite<'_>, from: usize| {
+        for i in from..from + 200 {
+            w.append(&record(&format!("e{i}"), "a"), "t0").unwrap();
+        }
+    };
+    let mut w = store.begin_write().unwrap();
+    append(&mut w, 0);
+    w.commit().unwrap();
+    let mut w = store.begin_write().unwrap();
+    append(&mut w, 200);
+    // A copy while the writer's transaction is open: it copies what was committed.
+    let (checkpointer, first) = std::thread::spawn(move || {
+        let copied = checkpointer.passive().unwrap();
+        (checkpointer, copied)
+    })
+    .join()
+    .unwrap();
+    w.commit().unwrap();
+    assert!(!first.busy);
+    assert!(first.frames > 0 && first.copied == first.frames, "{first:?}");
+    let mut w = store.begin_write().unwrap();
+    append(&mut w, 400);
+    w.commit().unwrap();
+    let rest = store.checkpoint_passive().unwrap();
+    assert!(rest.frames > first.frames && rest.copied == rest.frames, "{rest:?} after {first:?}");
+    let mut w = store.begin_write().unwrap();
+    append(&mut w, 600);
+    w.commit().unwrap();
+    let again = checkpointer.passive().unwrap();
+    assert!(again.frames < rest.frames, "the log started over: {again:?} after {rest:?}");
+    assert_eq!(store.begin_read().unwrap().head().unwrap(), 800);
+    store.set_auto_checkpoint(true).unwrap();
 }
