@@ -530,6 +530,20 @@ impl Lookups<'_, '_> {
         Ok(())
     }
 
+    /// Keep the nodes a search read with its hits as read ahead (as [`Lookups::prefetch`]
+    /// keeps them; one read already, or read ahead, stays), and give the hits by key.
+    fn read_with<S>(&mut self, hits: Vec<(Node, S)>) -> Vec<(NodeKey, S)> {
+        hits.into_iter()
+            .map(|(node, score)| {
+                let key = node.key.clone();
+                if !self.seen.contains_key(&key) && !self.fetched.contains_key(&key) {
+                    self.fetched.insert(key.clone(), Some(node));
+                }
+                (key, score)
+            })
+            .collect()
+    }
+
     /// The node of `key` if it was read or read ahead already (admitted or not; nothing is
     /// read and nothing is checked).
     fn read_already(&self, key: &NodeKey) -> Option<&Node> {
@@ -841,8 +855,16 @@ impl Snapshot<'_> {
             Some(self.start_nearest(query_vector, p.prefilter, search, overlap.helpers())?)
         };
         // What the question names exactly; a session it names acts as the session constraint
-        // unless the caller gave one.
+        // unless the caller gave one. Of the entities it may name, the BM25 words depend on the
+        // actors alone: on a store whose reads are local, only the actors are looked up before
+        // the BM25 merge starts, the others after (a store whose reads are round trips looks
+        // them all up with the anchors, in one).
         let entity_ids = self.named_entity_ids(&query.text);
+        let (entity_ids, later_ids): (Vec<String>, Vec<String>) = if self.read.batch_reads_pay() {
+            (entity_ids, Vec::new())
+        } else {
+            entity_ids.into_iter().partition(|id| is_actor_id(id))
+        };
         let mut anchors = self.anchors(&query.text, who, &entity_ids, SCOPE_EVENTS)?;
         drop(entity_ids);
         let mut cues = Cues::of(&query.text);
@@ -889,24 +911,20 @@ impl Snapshot<'_> {
         };
 
         // 1. Prefilter: ranked lists of admissible nodes.
-        let mut anchor_list = Vec::new();
-        r.prefetch(&anchors.nodes)?;
-        for key in &anchors.nodes {
-            if r.admissible(key)?.is_some() {
-                anchor_list.push(key.clone());
+        timings.vector_us = lap(&mut clock);
+        let mut entities = std::mem::take(&mut anchors.entities);
+        // The actors the question names: their events are in focus, and their names, which
+        // occur in nearly every turn they speak, are no evidence for BM25. (The entity list
+        // below finds the same ones among the entities it admits.)
+        let mut actors: BTreeSet<String> = BTreeSet::new();
+        for id in entities.iter().filter(|id| is_actor_id(id)) {
+            let key = NodeKey::new("Entity", id.as_str());
+            if r.admissible(&key)?.is_some()
+                && let Some((_, name)) = id.split_once(':')
+            {
+                actors.insert(name.to_owned());
             }
         }
-        timings.vector_us = lap(&mut clock);
-        let entities = std::mem::take(&mut anchors.entities);
-        let (entity_list, named) = self.entity_matches(&mut r, entities, p, cues)?;
-        // The actors the question names: their events are in focus, and their names, which
-        // occur in nearly every turn they speak, are no evidence for BM25.
-        let actors: BTreeSet<String> = named
-            .iter()
-            .filter_map(|k| k.id.split_once(':'))
-            .filter(|(entity_type, _)| ACTOR_TYPES.contains(entity_type))
-            .map(|(_, name)| name.to_owned())
-            .collect();
         timings.entity_us = lap(&mut clock);
         let periods = dates::named_periods(&query.text);
         let actor_words: BTreeSet<String> = actors.iter().flat_map(|a| content_words(a)).collect();
@@ -923,10 +941,24 @@ impl Snapshot<'_> {
             Some(self.start_search(&words.join(" "), limit, overlap.helpers())?)
         };
         timings.bm25_us = lap(&mut clock);
+        // What the BM25 words do not depend on, read while the merge runs.
+        let mut anchor_list = Vec::new();
+        r.prefetch(&anchors.nodes)?;
+        for key in &anchors.nodes {
+            if r.admissible(key)?.is_some() {
+                anchor_list.push(key.clone());
+            }
+        }
+        timings.vector_us += lap(&mut clock);
+        if !later_ids.is_empty() {
+            entities.extend(self.read.existing_ids("Entity", &later_ids)?);
+        }
+        drop(later_ids);
+        let (entity_list, named) = self.entity_matches(&mut r, entities, p, cues)?;
+        timings.entity_us += lap(&mut clock);
         let mut vector_list = Vec::new();
         if let Some(nearest) = nearest {
-            let nearest = self.finish_nearest(nearest)?;
-            r.prefetch(nearest.iter().map(|(k, _)| k))?;
+            let nearest = r.read_with(self.finish_nearest(nearest)?);
             for (key, _) in nearest {
                 if r.admissible(&key)?.is_some() {
                     vector_list.push(key);
@@ -938,8 +970,7 @@ impl Snapshot<'_> {
         // The BM25 hits in the periods the question names, read deeper than the BM25 list.
         let mut dated_list = Vec::new();
         if let Some(bm25_search) = bm25_search {
-            let found = self.finish_search(bm25_search)?;
-            r.prefetch(found.iter().map(|(k, _)| k))?;
+            let found = r.read_with(self.finish_search(bm25_search)?);
             for (key, score) in found {
                 let Some(node) = r.admissible(&key)? else { continue };
                 if dated_list.len() < p.prefilter && in_periods(node, &periods) {
@@ -1514,8 +1545,7 @@ impl Snapshot<'_> {
         bm25_list: &[NodeKey],
         named: &[NodeKey],
     ) -> Result<Option<String>, Error> {
-        let is_actor =
-            |k: &NodeKey| k.id.split_once(':').is_some_and(|(t, _)| ACTOR_TYPES.contains(&t));
+        let is_actor = |k: &NodeKey| is_actor_id(&k.id);
         let mut by_thing = None;
         let events: Vec<NodeKey> =
             bm25_list.iter().filter(|k| k.label == "Event").cloned().collect();
@@ -1628,10 +1658,7 @@ impl Snapshot<'_> {
         limit: usize,
     ) -> Result<Vec<NodeKey>, Error> {
         let Scope { sessions, traces, inferred, named, actors, cues } = *scope;
-        let things: BTreeSet<&NodeKey> = named
-            .iter()
-            .filter(|k| k.id.split_once(':').is_none_or(|(t, _)| !ACTOR_TYPES.contains(&t)))
-            .collect();
+        let things: BTreeSet<&NodeKey> = named.iter().filter(|k| !is_actor_id(&k.id)).collect();
         // (is of the kind of answer a cue asks for, points, session order, event)
         let mut scored: Vec<(bool, usize, usize, NodeKey)> = Vec::new();
         let mut order = 0;
@@ -2043,6 +2070,11 @@ pub fn content_words(text: &str) -> Vec<String> {
         .map(str::to_lowercase)
         .filter(|w| w.chars().count() > 1 && !is_stop_word(w))
         .collect()
+}
+
+/// Whether an entity id (`{type}:{name}`) names an actor.
+fn is_actor_id(id: &str) -> bool {
+    id.split_once(':').is_some_and(|(entity_type, _)| ACTOR_TYPES.contains(&entity_type))
 }
 
 fn is_hub(node: &Node, hub_mentions: i64) -> bool {

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use ctxgraph_lexical::{Bm25, Builder, Decoded, Pruned, Scratch, top_k_decoded};
-use ctxgraph_ontology::graph::NodeKey;
+use ctxgraph_ontology::graph::{Node, NodeKey};
 use ctxgraph_store::{GraphReader, GraphStore, TextIndexBuild};
 
 use crate::error::Error;
@@ -352,6 +352,31 @@ impl Search {
         read: &dyn GraphReader,
         delta: &TextDelta,
     ) -> Result<Vec<(NodeKey, f64)>, Error> {
+        let limit = self.limit;
+        let hits = self.finish_hits(read, delta)?;
+        keys_of(read, hits, limit)
+    }
+
+    /// [`Search::finish`] with the nodes themselves, read by their ids (recall reads every
+    /// hit's node: by id it is one row read where the key and then the node by its key are
+    /// three).
+    pub(crate) fn finish_nodes(
+        self,
+        read: &dyn GraphReader,
+        delta: &TextDelta,
+    ) -> Result<Vec<(Node, f64)>, Error> {
+        let limit = self.limit;
+        let hits = self.finish_hits(read, delta)?;
+        nodes_of(read, hits, limit)
+    }
+
+    /// Every hit by document id, best first (ties by id): the merge joined, then the
+    /// documents above the build.
+    fn finish_hits(
+        self,
+        read: &dyn GraphReader,
+        delta: &TextDelta,
+    ) -> Result<Vec<(i64, f64)>, Error> {
         let Search { query, limit, build, merge, built_terms, newer } = self;
         if limit == 0 {
             return Ok(Vec::new());
@@ -361,7 +386,7 @@ impl Search {
             None => Vec::new(),
         };
         if newer == Some(0) {
-            return keys_of(read, hits, limit);
+            return Ok(hits);
         }
         let after = build.as_ref().map_or(-1, |b| b.through);
         match newer_from_delta(read, delta, build.as_ref(), built_terms, newer, &query, limit)? {
@@ -376,7 +401,7 @@ impl Search {
             }
         }
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        keys_of(read, hits, limit)
+        Ok(hits)
     }
 }
 
@@ -426,6 +451,29 @@ fn keys_of(
         }
         if let Some((_, key)) = read.node_keys(&[nid])?.pop() {
             out.push((key, score));
+        }
+    }
+    Ok(out)
+}
+
+/// [`keys_of`] with the nodes: the best `limit` hits whose nodes exist (among the best
+/// `limit + SLACK`), read by id in rank order, as many at a time as are still missing.
+fn nodes_of(
+    read: &dyn GraphReader,
+    mut hits: Vec<(i64, f64)>,
+    limit: usize,
+) -> Result<Vec<(Node, f64)>, Error> {
+    hits.truncate(limit + SLACK);
+    let mut out = Vec::with_capacity(limit.min(hits.len()));
+    let mut rest = hits.as_slice();
+    while out.len() < limit && !rest.is_empty() {
+        let (next, after) = rest.split_at((limit - out.len()).min(rest.len()));
+        rest = after;
+        let nids: Vec<i64> = next.iter().map(|(nid, _)| *nid).collect();
+        for ((_, score), node) in next.iter().zip(read.nodes_by_nid(&nids)?) {
+            if let Some(node) = node {
+                out.push((node, *score));
+            }
         }
     }
     Ok(out)

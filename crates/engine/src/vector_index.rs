@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use ctxgraph_ann::{Centroids, CheckedList, ListView, ListsBuilder, SearchParams, TrainConfig};
-use ctxgraph_ontology::graph::NodeKey;
+use ctxgraph_ontology::graph::{Node, NodeKey};
 use ctxgraph_store::{GraphReader, GraphStore, StoredVector};
 
 use crate::error::Error;
@@ -524,6 +524,40 @@ impl Nearest {
         read: &dyn GraphReader,
         cache: &IndexCache,
     ) -> Result<Vec<(NodeKey, f32)>, Error> {
+        let ranked = self.finish_ranked(read, cache)?;
+        // A vector is deleted with its node, in one transaction, so every nid here has a key.
+        let nids: Vec<i64> = ranked.iter().map(|(nid, _)| *nid).collect();
+        let keys: BTreeMap<i64, NodeKey> = read.node_keys(&nids)?.into_iter().collect();
+        Ok(ranked
+            .into_iter()
+            .filter_map(|(nid, score)| Some((keys.get(&nid)?.clone(), score)))
+            .collect())
+    }
+
+    /// [`Nearest::finish`] with the nodes themselves, read by their ids (recall reads every
+    /// hit's node: by id it is one row read where the key and then the node by its key are
+    /// three).
+    pub(crate) fn finish_nodes(
+        self,
+        read: &dyn GraphReader,
+        cache: &IndexCache,
+    ) -> Result<Vec<(Node, f32)>, Error> {
+        let ranked = self.finish_ranked(read, cache)?;
+        let nids: Vec<i64> = ranked.iter().map(|(nid, _)| *nid).collect();
+        let nodes = read.nodes_by_nid(&nids)?;
+        Ok(ranked
+            .into_iter()
+            .zip(nodes)
+            .filter_map(|((_, score), node)| Some((node?, score)))
+            .collect())
+    }
+
+    /// The best `k` by nid, best first (ties by nid).
+    fn finish_ranked(
+        self,
+        read: &dyn GraphReader,
+        cache: &IndexCache,
+    ) -> Result<Vec<(i64, f32)>, Error> {
         let Some(Begun { dim, generation, query, k, candidates, probe }) = self.0 else {
             return Ok(Vec::new());
         };
@@ -557,7 +591,7 @@ impl Nearest {
             read.scan_vectors_of(&ids, &mut |nid, vector| {
                 scored.insert(nid, ctxgraph_ann::dot_f32(&query, vector));
             })?;
-            return ranked_keys(read, scored, k);
+            return Ok(ranked(scored, k));
         }
         // Vectors written since the build are scored as they are read, keeping only the best
         // `k`: every reader runs this on every search, so holding them all cost the server a
@@ -571,7 +605,7 @@ impl Nearest {
             }
         })?;
         scored.extend(unindexed);
-        ranked_keys(read, scored, k)
+        Ok(ranked(scored, k))
     }
 }
 
@@ -586,21 +620,11 @@ pub(crate) fn nearest(
     start_nearest(read, cache, query, k, options, false)?.finish(read, cache)
 }
 
-/// The best `k` of `scored` (by nid) as node keys, best first.
-fn ranked_keys(
-    read: &dyn GraphReader,
-    scored: BTreeMap<i64, f32>,
-    k: usize,
-) -> Result<Vec<(NodeKey, f32)>, Error> {
+/// The best `k` of `scored` (by nid), best first.
+fn ranked(scored: BTreeMap<i64, f32>, k: usize) -> Vec<(i64, f32)> {
     let mut ranked: Vec<(i64, f32)> = scored.into_iter().collect();
     best_scores(&mut ranked, k);
-    // A vector is deleted with its node, in one transaction, so every nid here has a key.
-    let nids: Vec<i64> = ranked.iter().map(|(nid, _)| *nid).collect();
-    let keys: BTreeMap<i64, NodeKey> = read.node_keys(&nids)?.into_iter().collect();
-    Ok(ranked
-        .into_iter()
-        .filter_map(|(nid, score)| Some((keys.get(&nid)?.clone(), score)))
-        .collect())
+    ranked
 }
 
 /// Sort `(nid, score)` best first (ties by nid, a total order, so which `k` survive does not

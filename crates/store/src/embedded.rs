@@ -903,6 +903,17 @@ impl EmbeddedWrite<'_> {
         Ok(Some(Node { key: key.clone(), props: props_from(&props)? }))
     }
 
+    /// [`GraphReader::nodes_by_nid`]: each by its key, so the write-back cache, which may hold
+    /// a newer version than the table, answers first.
+    fn load_nodes_by_nid(&self, nids: &[i64]) -> Result<Vec<Option<Node>>, StoreError> {
+        nids.iter()
+            .map(|&nid| match node_key_of(&self.tx, nid)? {
+                Some(key) => self.load_node(&key),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
     /// [`GraphReader::node_props_named`]: the write path is not hot, so it decodes whole nodes
     /// (its write-back cache may hold a newer version than the table).
     fn load_node_named(
@@ -987,6 +998,11 @@ impl EmbeddedRead<'_> {
         let row: Option<(i64, String)> =
             st.query_row(params![key.label, key.id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
         row.map(|(_, props)| Ok(Node { key: key.clone(), props: props_from(&props)? })).transpose()
+    }
+
+    /// [`GraphReader::nodes_by_nid`]: the table's rows.
+    fn load_nodes_by_nid(&self, nids: &[i64]) -> Result<Vec<Option<Node>>, StoreError> {
+        graph_nodes_by_nid(&self.tx, nids)
     }
 
     fn vector_generation_now(&self) -> Result<u64, StoreError> {
@@ -1290,6 +1306,22 @@ fn graph_scan_vectors_of(
         }
     }
     Ok(())
+}
+
+/// [`GraphReader::nodes_by_nid`] of the table (not of a write-back cache): a statement per id.
+/// (One statement over all the ids, passed as a JSON array, ran more instructions: SQLite
+/// builds a temporary index of the ids before it seeks them.)
+fn graph_nodes_by_nid(c: &Connection, nids: &[i64]) -> Result<Vec<Option<Node>>, StoreError> {
+    let mut st = c.prepare_cached(NODE_BY_NID_SQL)?;
+    nids.iter()
+        .map(|&nid| {
+            let mut rows = st.query(params![nid])?;
+            let Some(row) = rows.next()? else { return Ok(None) };
+            let key = NodeKey { label: row.get(0)?, id: row.get(1)? };
+            let props = props_from(row.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?)?;
+            Ok(Some(Node { key, props }))
+        })
+        .collect()
 }
 
 /// Add one to a counter in meta (a generation; see [`meta_counter`]). The vector generation
@@ -1840,6 +1872,7 @@ const TEXT_INDEXED_SQL: &str = "SELECT EXISTS (SELECT 1 FROM text_index_docsize 
 pub(crate) const NODE_NID_SQL: &str = "SELECT nid FROM nodes WHERE label = ?1 AND id = ?2";
 pub(crate) const NODE_BY_KEY_SQL: &str =
     "SELECT nid, props FROM nodes WHERE label = ?1 AND id = ?2";
+const NODE_BY_NID_SQL: &str = "SELECT label, id, props FROM nodes WHERE nid = ?1";
 
 const PENDING_COLUMNS: &str =
     "wait_label, wait_id, from_label, from_id, edge_type, to_label, to_id, qualifier, props";
@@ -2090,6 +2123,9 @@ macro_rules! impl_readers {
             }
             fn node_keys(&self, nids: &[i64]) -> Result<Vec<(i64, NodeKey)>, StoreError> {
                 graph_node_keys(&self.tx, nids)
+            }
+            fn nodes_by_nid(&self, nids: &[i64]) -> Result<Vec<Option<Node>>, StoreError> {
+                self.load_nodes_by_nid(nids)
             }
             fn vectors_page(
                 &self,

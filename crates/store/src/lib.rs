@@ -418,6 +418,20 @@ pub trait GraphReader {
     fn nodes(&self, keys: &[NodeKey]) -> Result<Vec<Option<Node>>, StoreError> {
         keys.iter().map(|k| self.node(k)).collect()
     }
+    /// The node of each of these node ids, in the order given (`None` for an id with no node):
+    /// [`GraphReader::node_keys`] then [`GraphReader::nodes`], which is the default body. The
+    /// embedded store reads each node's row by its id alone, where the two reads seek the row,
+    /// then the key's index, then the row again (recall reads its vector and BM25 hits so).
+    fn nodes_by_nid(&self, nids: &[i64]) -> Result<Vec<Option<Node>>, StoreError> {
+        let keys: std::collections::BTreeMap<i64, NodeKey> =
+            self.node_keys(nids)?.into_iter().collect();
+        let found: Vec<NodeKey> = nids.iter().filter_map(|nid| keys.get(nid).cloned()).collect();
+        let mut nodes = self.nodes(&found)?.into_iter();
+        Ok(nids
+            .iter()
+            .map(|nid| if keys.contains_key(nid) { nodes.next().flatten() } else { None })
+            .collect())
+    }
     /// [`GraphReader::node_exists`] of each of `keys`.
     fn nodes_exist(&self, keys: &[NodeKey]) -> Result<Vec<bool>, StoreError> {
         keys.iter().map(|k| self.node_exists(k)).collect()

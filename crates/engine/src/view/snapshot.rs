@@ -418,12 +418,13 @@ impl<'a> Snapshot<'a> {
         crate::text_index::start_search(&*self.read, &self.caches.text, query, limit, helpers)
     }
 
-    /// The answer of a search begun by [`Snapshot::start_search`].
+    /// The answer of a search begun by [`Snapshot::start_search`], as the hits' nodes
+    /// (unhydrated, not checked against any constraint).
     pub(crate) fn finish_search(
         &self,
         search: crate::text_index::Search,
-    ) -> Result<Vec<(NodeKey, f64)>, Error> {
-        search.finish(&*self.read, &self.caches.delta)
+    ) -> Result<Vec<(Node, f64)>, Error> {
+        search.finish_nodes(&*self.read, &self.caches.delta)
     }
 
     /// A node's edge groups with their first `limit` edges each, for recall's expansion
@@ -507,12 +508,13 @@ impl<'a> Snapshot<'a> {
         crate::vector_index::start_nearest(&*self.read, cache, query, k, options, helpers)
     }
 
-    /// The answer of a search begun by [`Snapshot::start_nearest`].
+    /// The answer of a search begun by [`Snapshot::start_nearest`], as the hits' nodes
+    /// (unhydrated, not checked against any constraint).
     pub(crate) fn finish_nearest(
         &self,
         search: crate::vector_index::Nearest,
-    ) -> Result<Vec<(NodeKey, f32)>, Error> {
-        search.finish(&*self.read, &self.caches.vectors)
+    ) -> Result<Vec<(Node, f32)>, Error> {
+        search.finish_nodes(&*self.read, &self.caches.vectors)
     }
 
     /// Log records from `from`, at most `limit`.

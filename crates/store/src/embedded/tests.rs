@@ -937,3 +937,64 @@ fn a_checkpointer_copies_the_log_beside_the_writer_and_the_log_starts_over() {
     assert_eq!(store.begin_read().unwrap().head().unwrap(), 800);
     store.set_auto_checkpoint(true).unwrap();
 }
+
+#[test]
+fn reads_of_many_ids_answer_as_the_reads_of_each_in_the_order_given() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let mut w = store.begin_write().unwrap();
+    let key = |i: usize| NodeKey::new("Event", format!("e{i}"));
+    for i in 0..40 {
+        let mut props = Properties::new();
+        props.insert("n".into(), i.into());
+        w.put_node(&Node { key: key(i), props }).unwrap();
+        // Every third node has no vector.
+        if i % 3 != 0 {
+            w.put_vector(&key(i), &[i as f32, -1.0, 0.25]).unwrap();
+        }
+    }
+    w.commit().unwrap();
+    let r = store.begin_read().unwrap();
+    let mut nids: Vec<i64> =
+        (0..40).map(|i| r.vector_list(&key(i)).unwrap().map_or(0, |v| v.0)).collect();
+    nids.retain(|&n| n != 0);
+    let all: Vec<i64> =
+        r.node_keys(&(1..=60).collect::<Vec<_>>()).unwrap().iter().map(|k| k.0).collect();
+    // Ids out of order, repeated, and unknown.
+    let mut asked: Vec<i64> = all.iter().rev().copied().step_by(3).collect();
+    asked.extend([all[5], 9_999, all[5], -1, all[0]]);
+    // The default body (the keys, then the nodes by key) is the reference.
+    let keys: std::collections::BTreeMap<i64, NodeKey> =
+        r.node_keys(&asked).unwrap().into_iter().collect();
+    let expected: Vec<Option<Node>> =
+        asked.iter().map(|nid| keys.get(nid).and_then(|k| r.node(k).unwrap())).collect();
+    assert_eq!(r.nodes_by_nid(&asked).unwrap(), expected);
+    assert!(expected.iter().filter(|n| n.is_none()).count() == 2, "the unknown ids");
+    assert_eq!(r.nodes_by_nid(&[]).unwrap(), Vec::<Option<Node>>::new());
+    drop(r);
+    let w = store.begin_write().unwrap();
+    assert_eq!(w.nodes_by_nid(&asked).unwrap(), expected);
+    drop(w);
+    // Vectors: visited in the order given, each time asked, none for an id without one.
+    let mut asked: Vec<i64> = all.iter().rev().copied().collect();
+    asked.extend([all[1], 9_999, all[1]]);
+    let r = store.begin_read().unwrap();
+    let mut expected = Vec::new();
+    for &nid in &asked {
+        let Some(k) = keys_of(&r, nid) else { continue };
+        if let Some(v) = r.vector(&k).unwrap() {
+            expected.push((nid, v));
+        }
+    }
+    let mut visited = Vec::new();
+    r.scan_vectors_of(&asked, &mut |nid, v| visited.push((nid, v.to_vec()))).unwrap();
+    assert_eq!(visited, expected);
+    assert_eq!(visited.len(), 26 + 2, "two thirds of the nodes, and one asked three times");
+    let mut none = Vec::new();
+    r.scan_vectors_of(&[], &mut |nid, _| none.push(nid)).unwrap();
+    assert!(none.is_empty());
+}
+
+fn keys_of(r: &EmbeddedRead<'_>, nid: i64) -> Option<NodeKey> {
+    r.node_keys(&[nid]).unwrap().pop().map(|(_, k)| k)
+}
