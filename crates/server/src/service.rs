@@ -491,13 +491,14 @@ impl Tenant {
         // Not while a build holds its snapshot or the log is being copied: the truncating
         // checkpoint would wait for them (up to the busy timeout) on the writer; the next
         // write after them checkpoints.
-        if w.wal_size() > WAL_TRUNCATE_AT && !self.indexes.building() && copy != WAL_COPYING {
+        let wal = w.wal_size();
+        if wal > WAL_TRUNCATE_AT && !self.indexes.building() && copy != WAL_COPYING {
             // Waits (up to the store's busy timeout) for the reads in flight to finish; new
             // reads are not blocked. A checkpoint that cannot finish now is retried after the
-            // next write; the acknowledged write is committed either way.
+            // next write; the acknowledged write is committed either way. It copies the whole
+            // log itself, so no copy is started beside it.
             let _ = w.checkpoint();
-        }
-        if w.wal_size() > WAL_COPY_AT {
+        } else if wal > WAL_COPY_AT {
             self.copy_wal(&w, nice);
         }
         // The service's own bookkeeping, not a caller's read: the owner's reader.

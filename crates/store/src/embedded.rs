@@ -79,7 +79,7 @@ pub struct Embedded {
     vector_sink: SinkSlot<dyn VectorSink>,
     /// The durability the connection's `synchronous` setting gives commits now: set before a
     /// transaction begins (SQLite refuses to change it inside one), and only when it differs.
-    synced: Cell<Durability>,
+    synced: Durability,
 }
 
 /// How a write transaction's commit reaches the disk.
@@ -184,7 +184,7 @@ impl Embedded {
             path: path.to_owned(),
             text_sink: SinkSlot::default(),
             vector_sink: SinkSlot::default(),
-            synced: Cell::new(Durability::Synced),
+            synced: Durability::Synced,
         };
         if version < FORMAT_VERSION {
             store.migrate(version)?;
@@ -292,7 +292,7 @@ impl Embedded {
         &mut self,
         durability: Durability,
     ) -> Result<EmbeddedWrite<'_>, StoreError> {
-        if self.synced.get() != durability {
+        if self.synced != durability {
             let level = match durability {
                 Durability::Synced => "FULL",
                 // In WAL mode, NORMAL syncs the WAL only at checkpoints: a commit is not
@@ -300,7 +300,7 @@ impl Embedded {
                 Durability::Deferred => "NORMAL",
             };
             self.conn.pragma_update(None, "synchronous", level)?;
-            self.synced.set(durability);
+            self.synced = durability;
         }
         Ok(EmbeddedWrite {
             text: TextChanges { sink: self.text_sink.0.clone(), ..TextChanges::default() },
