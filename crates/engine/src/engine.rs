@@ -491,21 +491,12 @@ impl Engine {
         }
     }
 
-    /// A connection of its own that copies this store's WAL into its file from another thread
-    /// ([`Embedded::checkpointer`]); `None` on a remote store, which has no WAL.
-    pub fn checkpointer(&self) -> Result<Option<ctxgraph_store::Checkpointer>, Error> {
+    /// After a write on this engine (its writer), the write-ahead log's copy into the file off
+    /// the writer's thread: [`WalCopier::after_commit`](ctxgraph_store::WalCopier::after_commit), with this engine's automatic checkpoint
+    /// off ([`Engine::set_auto_checkpoint`]). A remote store has no WAL: nothing to do.
+    pub fn copy_wal(&self, copier: &ctxgraph_store::WalCopier) -> Result<(), Error> {
         match &self.backend {
-            Backend::Embedded(store) => Ok(Some(store.checkpointer()?)),
-            Backend::Remote(_) => Ok(None),
-        }
-    }
-
-    /// Copy what the WAL holds beyond what is copied already, on this engine's connection,
-    /// without waiting for anyone ([`Embedded::checkpoint_passive`]): after a copy on another
-    /// thread, the few frames committed meanwhile, so the next write starts the log over.
-    pub fn checkpoint_passive(&self) -> Result<(), Error> {
-        match &self.backend {
-            Backend::Embedded(store) => store.checkpoint_passive().map(|_| ()).map_err(Error::from),
+            Backend::Embedded(store) => Ok(copier.after_commit(store)?),
             Backend::Remote(_) => Ok(()),
         }
     }

@@ -8,12 +8,11 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender};
 use ctxgraph_ontology::{
     Limits, RecordBody, Schema, ValidRecord, ValidationErrors, Violation, validate,
 };
+use ctxgraph_store::WalCopier;
 
 use crate::backend::Backend;
 use crate::engine::{Engine, Projection, schema_source};
 use crate::error::Error;
-
-mod wal;
 
 /// Result of appending one record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,7 +173,7 @@ struct Pipes<'a> {
     /// Batch vectors emptied by the validating thread.
     emptied: Receiver<Vec<ValidRecord>>,
     /// The write-ahead log's copies, on the embedded store.
-    checkpoints: Option<wal::Checkpoints>,
+    wal: Option<&'a WalCopier>,
 }
 
 /// Validate chunks of lines in order, on the second core. Keeps its own copy of the schema,
@@ -280,8 +279,9 @@ impl Engine {
     /// Blank lines are skipped. A bad line never changes the store. `progress` is called after
     /// every durable batch. Lines are validated on a second thread while the previous ones are
     /// written, so parsing overlaps with the single writer; a line read ahead of a strict stop is
-    /// never written. On the embedded store a third thread copies the write-ahead log into the
-    /// file meanwhile (`ingest/wal.rs`), which the writer's commits would otherwise stop to do.
+    /// never written. On the embedded store the write-ahead log is copied into the file on a
+    /// thread of its own meanwhile ([`WalCopier`]), which the writer's commits would otherwise
+    /// stop to do.
     pub fn ingest_jsonl(
         &mut self,
         mut reader: impl BufRead,
@@ -289,11 +289,14 @@ impl Engine {
         progress: &mut dyn FnMut(&IngestProgress),
     ) -> Result<IngestReport, Error> {
         let (schema, limits) = (self.schema.clone(), self.options().limits);
-        let checkpointer = match &self.backend {
-            Backend::Embedded(store) => Some(store.checkpointer()?),
+        let copier = match &self.backend {
+            Backend::Embedded(store) => {
+                store.set_auto_checkpoint(false)?;
+                Some(WalCopier::new("ctxgraph-wal"))
+            }
             Backend::Remote(_) => None,
         };
-        std::thread::scope(|scope| {
+        let result = std::thread::scope(|scope| {
             let (chunk_tx, chunk_rx) = std::sync::mpsc::sync_channel(CHUNKS_IN_FLIGHT);
             let (item_tx, item_rx) = std::sync::mpsc::sync_channel(CHUNKS_IN_FLIGHT);
             let (spent_tx, spent_rx) = std::sync::mpsc::channel();
@@ -301,23 +304,12 @@ impl Engine {
             scope.spawn(move || {
                 validate_lines(schema, limits, chunk_rx, item_tx, spent_rx, emptied_tx);
             });
-            let checkpoints = match checkpointer {
-                Some(checkpointer) => {
-                    let (ask, asked) = std::sync::mpsc::sync_channel(1);
-                    let (answer, answers) = std::sync::mpsc::sync_channel(1);
-                    scope.spawn(move || wal::copy_on_request(checkpointer, asked, answer));
-                    self.backend.embedded("ingesting")?.set_auto_checkpoint(false)?;
-                    Some(wal::Checkpoints::new(ask, answers))
-                }
-                None => None,
-            };
-            let automatic = checkpoints.is_none();
             let mut pipes = Pipes {
                 chunks: &chunk_tx,
                 items: &item_rx,
                 spent: spent_tx,
                 emptied: emptied_rx,
-                checkpoints,
+                wal: copier.as_ref(),
             };
             let result = self.write_validated(
                 &mut reader,
@@ -329,14 +321,14 @@ impl Engine {
             // Closing the channels ends the other threads, whatever the outcome.
             drop(pipes);
             drop(chunk_tx);
-            if automatic {
-                return result;
-            }
-            let restored = self.backend.embedded("ingesting")?.set_auto_checkpoint(true);
-            let report = result?;
-            restored?;
-            Ok(report)
-        })
+            result
+        });
+        let Some(copier) = copier else { return result };
+        copier.wait();
+        let restored = self.backend.embedded("ingesting")?.set_auto_checkpoint(true);
+        let report = result?;
+        restored?;
+        Ok(report)
     }
 
     fn write_validated(
@@ -493,8 +485,8 @@ impl Engine {
         let _ = pipes.spent.send(Spent::Records(records));
         progress(&report.progress);
         // After the batch is reported: it is durable whatever becomes of the copy.
-        if let Some(checkpoints) = &mut pipes.checkpoints {
-            checkpoints.committed(self.backend.embedded("ingesting")?)?;
+        if let Some(copier) = pipes.wal {
+            copier.after_commit(self.backend.embedded("ingesting")?)?;
         }
         Ok(keep_going)
     }

@@ -97,8 +97,8 @@ pub use ctxgraph_ontology::{
 pub use ctxgraph_ontology::{DocumentFormat, ResolvedEntity, canonical_predicate};
 pub use ctxgraph_projection::{enrich_event, telling_text};
 pub use ctxgraph_store::{
-    FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, SessionSlot, heap_used as store_heap_used,
-    set_heap_limit as set_store_heap_limit,
+    FORMAT_VERSION, GraphCounts, LogEntry, OpenMode, SessionSlot, WalCopier,
+    heap_used as store_heap_used, set_heap_limit as set_store_heap_limit,
 };
 pub use engine::{Engine, EngineOptions, IndexCaches, Projection, ReprojectReport};
 pub use enrich::{EmbedderChoice, EnrichReport};

@@ -61,6 +61,7 @@ use ctxgraph::{
     AccessTracker, Engine, EngineOptions, EntityInput, FLUSH_ACCESS_AT, FactInput, IndexCaches,
     IngestOutcome, MemorySearchOptions, NodeKey, ObjectInput, OpenMode, Principal, Principals,
     QuestionLimits, RecordKind, Resolution, RollupOptions, TraversalOptions, ValidRecord,
+    WalCopier,
 };
 use serde_json::{Map, Value};
 
@@ -102,18 +103,6 @@ const ACCESS_FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// A log copied into the file is reused from its start only when no reader still reads it,
 /// which a steady read load can prevent indefinitely: then the log would grow without bound.
 const WAL_TRUNCATE_AT: u64 = 96 << 20;
-/// A write-ahead log larger than this after a write is copied into the file by a thread of its
-/// own (a `Checkpointer`), while the writer goes on: the writer's own connection does not
-/// checkpoint after its commits, where the copy delayed the answers to a group's callers by the
-/// copy of up to 64 MiB of pages. The size of the automatic checkpoint it replaces, and of the
-/// file a log started over is cut back to, so a file of this size may hold a short log.
-const WAL_COPY_AT: u64 = 64 << 20;
-/// [`Tenant::wal_copy`]: no copy of the log under way.
-const WAL_IDLE: u8 = 0;
-/// [`Tenant::wal_copy`]: a thread is copying the log.
-const WAL_COPYING: u8 = 1;
-/// [`Tenant::wal_copy`]: a copy is done; the writer copies what was committed meanwhile.
-const WAL_COPIED: u8 = 2;
 /// Most records in one batch.
 pub const MAX_BATCH: usize = 10_000;
 /// Default and largest page sizes.
@@ -200,9 +189,10 @@ struct Tenant {
     trimmed: Mutex<Instant>,
     /// When the reads' access notes were last written (none yet: `None`).
     access_flushed: Mutex<Option<Instant>>,
-    /// Where the copy of the write-ahead log into the file stands (see [`WAL_COPY_AT`]):
-    /// [`WAL_IDLE`], [`WAL_COPYING`] or [`WAL_COPIED`].
-    wal_copy: Arc<AtomicU8>,
+    /// The write-ahead log's copies into the file, off the writer (`maintain`): the writer's
+    /// own connection does not checkpoint after its commits, where the copy of up to 64 MiB of
+    /// pages delayed the answers to a group's callers.
+    wal: WalCopier,
     options: EngineOptions,
     /// The index parts read so far, shared by the writer and every reader.
     caches: IndexCaches,
@@ -216,7 +206,7 @@ struct Tenant {
     /// Index rebuilds, built off the writer ([`index_upkeep`]).
     indexes: index_upkeep::IndexUpkeep,
     /// The niceness the index builds add to their threads, the readers' ([`priority`]).
-    build_nice: AtomicU8,
+    build_nice: Arc<AtomicU8>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -275,6 +265,9 @@ impl Tenant {
         // memory (see `Engine::set_index_caches`).
         let caches = writer.index_caches();
         writer.set_index_caches(caches.clone());
+        // The log is copied at the readers' priority, as the indexes are built.
+        let build_nice = Arc::new(AtomicU8::new(priority::DEFAULT_READ_NICE));
+        let copy_nice = Arc::clone(&build_nice);
         Tenant {
             name: name.to_owned(),
             store,
@@ -283,14 +276,16 @@ impl Tenant {
             queue: Mutex::default(),
             trimmed: Mutex::new(Instant::now()),
             access_flushed: Mutex::new(None),
-            wal_copy: Arc::default(),
+            wal: WalCopier::new(format!("ctxgraph-wal-{name}")).on_thread(move || {
+                priority::lower_for_reads(copy_nice.load(Ordering::Relaxed));
+            }),
             options,
             readers: Mutex::new(ReaderPool::default()),
             reader_freed: std::sync::Condvar::new(),
             generation: AtomicU64::new(0),
             access,
             indexes: index_upkeep::IndexUpkeep::default(),
-            build_nice: AtomicU8::new(priority::DEFAULT_READ_NICE),
+            build_nice,
         }
     }
 
@@ -403,35 +398,6 @@ impl Tenant {
         self.flush_access_at_most_every(&mut w);
     }
 
-    /// Copy the write-ahead log of the writer `w`'s store into its file on a thread of its own,
-    /// at the readers' priority `nice`, unless a copy is under way.
-    fn copy_wal(&self, w: &Engine, nice: u8) {
-        if self
-            .wal_copy
-            .compare_exchange(WAL_IDLE, WAL_COPYING, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return;
-        }
-        let Ok(Some(checkpointer)) = w.checkpointer() else {
-            self.wal_copy.store(WAL_IDLE, Ordering::Release);
-            return;
-        };
-        let state = Arc::clone(&self.wal_copy);
-        let spawned = std::thread::Builder::new()
-            .name(format!("ctxgraph-wal-{}", self.name))
-            .spawn(move || {
-                priority::lower_for_reads(nice);
-                // A copy that fails leaves the log as it was: the next write's upkeep tries
-                // again, and the truncating checkpoint still bounds it.
-                let done = checkpointer.passive().is_ok();
-                state.store(if done { WAL_COPIED } else { WAL_IDLE }, Ordering::Release);
-            });
-        if spawned.is_err() {
-            self.wal_copy.store(WAL_IDLE, Ordering::Release);
-        }
-    }
-
     /// Write the pending access notes on the writer `w` unless they were written less than
     /// [`ACCESS_FLUSH_EVERY`] ago. A failed flush keeps its notes for the next one.
     fn flush_access_at_most_every(&self, w: &mut Engine) {
@@ -481,26 +447,20 @@ impl Tenant {
         }
         let nice = self.build_nice.load(Ordering::Relaxed);
         let rebuilt = self.upkeep_indexes(&mut w, nice, metrics);
-        // A copy of the log is done: the few frames committed meanwhile, so the next write
-        // starts the log over (not while a reader still needs a frame of it).
-        let copy = self.wal_copy.load(Ordering::Acquire);
-        if copy == WAL_COPIED {
-            let _ = w.checkpoint_passive();
-            self.wal_copy.store(WAL_IDLE, Ordering::Release);
-        }
         // Not while a build holds its snapshot or the log is being copied: the truncating
         // checkpoint would wait for them (up to the busy timeout) on the writer; the next
         // write after them checkpoints.
-        let wal = w.wal_size();
-        if wal > WAL_TRUNCATE_AT && !self.indexes.building() && copy != WAL_COPYING {
+        if w.wal_size() > WAL_TRUNCATE_AT && !self.indexes.building() && !self.wal.copying() {
             // Waits (up to the store's busy timeout) for the reads in flight to finish; new
             // reads are not blocked. A checkpoint that cannot finish now is retried after the
             // next write; the acknowledged write is committed either way. It copies the whole
-            // log itself, so no copy is started beside it.
+            // log itself, so no copy starts after it.
             let _ = w.checkpoint();
-        } else if wal > WAL_COPY_AT {
-            self.copy_wal(&w, nice);
         }
+        // A copy that is done: the few frames committed meanwhile, so that the next write
+        // starts the log over; or a log past the copy size: a copy on a thread of its own. A
+        // failure leaves the log as it was, for the next write's upkeep.
+        let _ = w.copy_wal(&self.wal);
         // The service's own bookkeeping, not a caller's read: the owner's reader.
         let lags = w
             .owner_reader()

@@ -2664,3 +2664,6 @@ impl GraphStore for EmbeddedWrite<'_> {
 
 #[cfg(test)]
 mod tests;
+mod wal_copy;
+
+pub use wal_copy::{WAL_COPY_AT, WalCopier};

@@ -31,7 +31,8 @@ use ctxgraph_ontology::{RecordKind, ValidRecord};
 
 pub use embedded::{
     AUTO_CHECKPOINT_PAGES, Checkpointer, Durability, Embedded, EmbeddedRead, EmbeddedWrite,
-    FORMAT_VERSION, OpenMode, WalCheckpoint, heap_used, props_from, props_to, set_heap_limit,
+    FORMAT_VERSION, OpenMode, WAL_COPY_AT, WalCheckpoint, WalCopier, heap_used, props_from,
+    props_to, set_heap_limit,
 };
 pub use error::StoreError;
 pub use remote::{

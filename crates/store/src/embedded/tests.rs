@@ -938,6 +938,54 @@ fn a_checkpointer_copies_the_log_beside_the_writer_and_the_log_starts_over() {
     store.set_auto_checkpoint(true).unwrap();
 }
 
+/// A writer with a `WalCopier`: nothing is copied below its copy size; past it the log is
+/// copied on the copier's thread, the writer's next upkeep copies what was committed meanwhile,
+/// and the write after that starts the log over.
+#[test]
+fn a_wal_copier_copies_the_log_off_the_writer_and_the_log_starts_over() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    store.set_auto_checkpoint(false).unwrap();
+    let mut next = 0;
+    let mut write = |store: &mut Embedded| {
+        let mut w = store.begin_write().unwrap();
+        for i in next..next + 200 {
+            w.append(&record(&format!("e{i}"), "a"), "t0").unwrap();
+        }
+        w.commit().unwrap();
+        next += 200;
+    };
+    // Below the copy size: no copy.
+    let unused = WalCopier::new("test-wal-unused");
+    write(&mut store);
+    unused.after_commit(&store).unwrap();
+    assert!(!unused.copying());
+    let ran = Arc::new(AtomicBool::new(false));
+    let on_thread = Arc::clone(&ran);
+    let copier = WalCopier::new("test-wal")
+        .copy_at(0)
+        .on_thread(move || on_thread.store(true, Ordering::SeqCst));
+    copier.after_commit(&store).unwrap();
+    write(&mut store);
+    copier.wait();
+    assert!(ran.load(Ordering::SeqCst), "the copy ran on the copier's thread");
+    assert!(!copier.copying());
+    // The copy is done: the writer copies the frames committed meanwhile.
+    copier.after_commit(&store).unwrap();
+    write(&mut store);
+    let last = store.checkpoint_passive().unwrap();
+    // A write after a log copied whole: the frames of one write.
+    write(&mut store);
+    let one = store.checkpoint_passive().unwrap();
+    assert!(!last.busy && one.frames > 0, "{last:?} {one:?}");
+    // The log held only the last write's frames: it started over (without the writer's copy
+    // it would hold the two writes since the copy began).
+    assert!(last.frames < one.frames * 3 / 2, "{last:?} against one write's {one:?}");
+    assert_eq!(store.begin_read().unwrap().head().unwrap(), 800);
+    store.set_auto_checkpoint(true).unwrap();
+}
+
 #[test]
 fn reads_of_many_ids_answer_as_the_reads_of_each_in_the_order_given() {
     let dir = TempDir::new().unwrap();
