@@ -45,6 +45,18 @@ pub(crate) enum Outcome {
     Failed,
 }
 
+/// jemalloc for every Rust allocation (SQLite's own still go to the C library's `malloc`).
+///
+/// glibc's allocator was a quarter to a third of a loaded server's CPU (`malloc_consolidate`,
+/// `unlink_chunk`, arena locks that the writer waited on behind readers of lower priority), and
+/// of a bulk load's and a projection worker's; with jemalloc's thread caches a server under 64
+/// clients answered 1.6 times the requests at four fifths of the CPU per request, and a bulk
+/// load took a seventh less CPU (`docs/benchmarks.md`). Unused pages go back to the system after
+/// jemalloc's decay time (10 s); `_RJEM_MALLOC_CONF` tunes it.
+#[cfg(unix)]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {

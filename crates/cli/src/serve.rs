@@ -25,7 +25,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// glibc gives threads their own arenas, up to eight per core, and memory freed in one is not
 /// reused by another: requests running on tokio's blocking threads made the server's heap climb
 /// under a steady mixed load (`bench soak`, 16 clients, 120 s: 191 to 473 MiB anonymous memory
-/// with the default, 88 to 213 MiB with two arenas, at the same throughput).
+/// with the default, 88 to 213 MiB with two arenas, at the same throughput). Measured when every
+/// allocation went to glibc; now it holds SQLite's (page caches, statements), the binary's
+/// Rust allocations going to jemalloc (`main.rs`).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn cap_malloc_arenas() {
     use std::ffi::c_int;

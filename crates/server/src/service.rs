@@ -489,8 +489,10 @@ fn settle(w: &mut Engine) {
     let _ = w.enrich(&mut |_, _| {});
 }
 
-/// Give the heap's free pages back to the system (glibc's `malloc_trim`): memory freed by
-/// requests on many threads otherwise stays resident in the allocator's arenas.
+/// Give the C library heap's free pages back to the system (glibc's `malloc_trim`): memory
+/// freed by requests on many threads otherwise stays resident in its arenas. It holds SQLite's
+/// allocations, and every allocation of a binary that keeps the system allocator (the
+/// `ctxgraph` binary gives Rust's to jemalloc, which returns unused pages after its decay time).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn release_free_memory() {
     unsafe extern "C" {
