@@ -43,6 +43,7 @@ mod intent;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
@@ -408,7 +409,7 @@ impl Ord for Score {
 struct Cand {
     /// The node once read and admitted: prefilter hits are read at once, nodes reached by
     /// expansion only when expanded or ranked near the top (most are neither).
-    node: Option<Rc<Node>>,
+    node: Option<Arc<Node>>,
     /// Own relevance from the prefilter (0 if only expanded).
     direct: f64,
     found_by: Vec<&'static str>,
@@ -422,7 +423,7 @@ struct Cand {
 }
 
 impl Cand {
-    fn direct(node: Rc<Node>, relevance: f64, found_by: Vec<&'static str>) -> Cand {
+    fn direct(node: Arc<Node>, relevance: f64, found_by: Vec<&'static str>) -> Cand {
         let seed = node.key.clone();
         Cand {
             node: Some(node),
@@ -445,7 +446,7 @@ struct Lookups<'s, 'a> {
     who: &'s crate::view::Reader<'a>,
     /// Nodes read, `None` when not admitted; shared with the candidates that hold them (a
     /// node is read and decoded once, never copied).
-    seen: BTreeMap<NodeKey, Option<Rc<Node>>>,
+    seen: BTreeMap<NodeKey, Option<Arc<Node>>>,
     /// The entities the events of the session in scope reference, with those events, read
     /// once when an entity must be placed in that session.
     session_refs: Option<BTreeMap<NodeKey, Vec<NodeKey>>>,
@@ -453,7 +454,7 @@ struct Lookups<'s, 'a> {
     walked_from: BTreeSet<NodeKey>,
     /// Nodes read ahead by [`Lookups::prefetch`] and not yet taken by
     /// [`Lookups::admissible_shared`] (`None`: no such node).
-    fetched: BTreeMap<NodeKey, Option<Node>>,
+    fetched: BTreeMap<NodeKey, Option<Arc<Node>>>,
     /// The first `SCOPE_EVENTS` events of the sessions read so far (the session constraint's
     /// witnesses and the scope list read the same session).
     slots: BTreeMap<String, Rc<Vec<NodeKey>>>,
@@ -525,14 +526,14 @@ impl Lookups<'_, '_> {
         if missing.is_empty() {
             return Ok(());
         }
-        let nodes = self.snap.read.nodes(&missing)?;
+        let nodes = self.snap.nodes_shared(&missing)?;
         self.fetched.extend(missing.into_iter().zip(nodes));
         Ok(())
     }
 
     /// Keep the nodes a search read with its hits as read ahead (as [`Lookups::prefetch`]
     /// keeps them; one read already, or read ahead, stays), and give the hits by key.
-    fn read_with<S>(&mut self, hits: Vec<(Node, S)>) -> Vec<(NodeKey, S)> {
+    fn read_with<S>(&mut self, hits: Vec<(Arc<Node>, S)>) -> Vec<(NodeKey, S)> {
         hits.into_iter()
             .map(|(node, score)| {
                 let key = node.key.clone();
@@ -549,7 +550,7 @@ impl Lookups<'_, '_> {
     fn read_already(&self, key: &NodeKey) -> Option<&Node> {
         match self.seen.get(key) {
             Some(Some(node)) => Some(node),
-            _ => self.fetched.get(key).and_then(Option::as_ref),
+            _ => self.fetched.get(key).and_then(Option::as_deref),
         }
     }
 
@@ -574,15 +575,15 @@ impl Lookups<'_, '_> {
     }
 
     /// [`Lookups::admissible`], as the shared node a candidate keeps.
-    fn admissible_shared(&mut self, key: &NodeKey) -> Result<Option<&Rc<Node>>, Error> {
+    fn admissible_shared(&mut self, key: &NodeKey) -> Result<Option<&Arc<Node>>, Error> {
         if !self.seen.contains_key(key) {
             // Unhydrated: payloads are read for the returned items only.
             let read = match self.fetched.remove(key) {
                 Some(read) => read,
-                None => self.snap.read.node(key)?,
+                None => self.snap.nodes_shared(std::slice::from_ref(key))?.pop().flatten(),
             };
             let node = match read {
-                Some(n) if self.admits(&n)? => Some(Rc::new(n)),
+                Some(n) if self.admits(&n)? => Some(n),
                 _ => None,
             };
             self.seen.insert(key.clone(), node);
@@ -900,7 +901,10 @@ impl Snapshot<'_> {
             session_refs: None,
             walked_from: BTreeSet::new(),
             // What the anchors read is not read again.
-            fetched: std::mem::take(&mut anchors.read),
+            fetched: std::mem::take(&mut anchors.read)
+                .into_iter()
+                .map(|(key, node)| (key, node.map(Arc::new)))
+                .collect(),
             // A session's events the anchors read as deep as the scope list reads them.
             slots: std::mem::take(&mut anchors.runs)
                 .into_iter()
@@ -1344,7 +1348,7 @@ impl Snapshot<'_> {
                 },
                 tokens: tokens(&node),
                 // Copied only for the items ranked (the others keep sharing it).
-                node: Rc::unwrap_or_clone(node),
+                node: Arc::unwrap_or_clone(node),
             });
         }
         // Nodes read and admitted: every candidate the constraints let through that this
@@ -1931,7 +1935,7 @@ impl Snapshot<'_> {
         });
         match together {
             Ok((exist, nodes)) => {
-                r.fetched.extend(refs.into_iter().zip(nodes));
+                r.fetched.extend(refs.into_iter().zip(nodes.into_iter().map(|n| n.map(Arc::new))));
                 Ok(exist)
             }
             Err(_) => {
