@@ -106,6 +106,19 @@ mod tests {
             let shared = r.nodes_by_nid_shared(&[nids[0], nids[1], 99], cache).unwrap();
             let plain = r.nodes_by_nid(&[nids[0], nids[1], 99]).unwrap();
             assert_eq!(shared.iter().map(|n| n.as_deref().cloned()).collect::<Vec<_>>(), plain);
+            // By key: the same nodes, shared with those read by id.
+            let keys = [
+                NodeKey::new("Event", "b"),
+                NodeKey::new("Event", "x"),
+                NodeKey::new("Event", "a"),
+            ];
+            let by_key = r.nodes_shared(&keys, cache).unwrap();
+            assert_eq!(
+                by_key.iter().map(|n| n.as_deref().cloned()).collect::<Vec<_>>(),
+                r.nodes(&keys).unwrap()
+            );
+            assert!(Arc::ptr_eq(by_key[0].as_ref().unwrap(), shared[1].as_ref().unwrap()));
+            assert!(Arc::ptr_eq(by_key[2].as_ref().unwrap(), shared[0].as_ref().unwrap()));
             shared
         };
         let first = read(&store, &cache);

@@ -1384,14 +1384,15 @@ impl Snapshot<'_> {
             .filter(|i| i.node.key.label == "Event")
             .map(|i| (RecordKind::Event, i.node.key.id.as_str()))
             .collect();
-        // On a store whose reads are round trips, the out-edges of an item the edge cache holds
-        // whole (expansion read its edge groups, this recall or an earlier one at this graph
-        // generation) are taken from there: often every item's, and the graph is not asked.
+        // The out-edges of an item the edge cache holds whole (expansion read its edge groups,
+        // this recall or an earlier one at this graph generation) are taken from there: often
+        // every item's, and the graph is not asked (copying them costs less than reading and
+        // decoding them again, even from a local store).
         let by_edge = self.read.batch_reads_pay();
         let mut held: Vec<Option<Vec<Edge>>> = Vec::with_capacity(ranked.len());
         for item in &ranked {
             // Any limit: the outgoing edges are kept only when they were read whole.
-            let cached = if by_edge { self.adjacent_cached(&item.node.key, 0)? } else { None };
+            let cached = self.adjacent_cached(&item.node.key, 0)?;
             held.push(cached.and_then(|a| a.out_edges().map(<[Edge]>::to_vec)));
         }
         let keys: Vec<NodeKey> = ranked
