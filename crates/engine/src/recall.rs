@@ -439,6 +439,38 @@ impl Cand {
     }
 }
 
+/// A candidate scored by the re-rank, its node still shared: an [`Item`] once it is kept.
+struct Scored {
+    node: Arc<Node>,
+    score: f64,
+    factors: Factors,
+    found_by: Vec<&'static str>,
+    seed: NodeKey,
+    path: Vec<Step>,
+    tokens: usize,
+}
+
+impl Scored {
+    /// The item, its node copied out unless nothing else shares it.
+    fn into_item(self) -> Item {
+        Item {
+            node: Arc::unwrap_or_clone(self.node),
+            score: self.score,
+            factors: self.factors,
+            found_by: self.found_by,
+            seed: self.seed,
+            path: self.path,
+            provenance: Provenance {
+                log_position: None,
+                recorded_at: None,
+                created_by: String::new(),
+                source: None,
+            },
+            tokens: self.tokens,
+        }
+    }
+}
+
 /// The lookups recall makes, with a cache of nodes and of the constraint verdict.
 struct Lookups<'s, 'a> {
     snap: &'s Snapshot<'a>,
@@ -1261,7 +1293,7 @@ impl Snapshot<'_> {
             .collect();
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::new();
-        let mut ranked: Vec<Item> = Vec::new();
+        let mut scored: Vec<Scored> = Vec::new();
         let mut read_ahead = false;
         for (at, (bound, key)) in order.iter().enumerate() {
             if best.len() >= want && best.peek().is_some_and(|Reverse(Score(kth))| *bound < *kth) {
@@ -1327,7 +1359,7 @@ impl Snapshot<'_> {
             if best.len() > want {
                 best.pop();
             }
-            ranked.push(Item {
+            scored.push(Scored {
                 score,
                 factors: Factors {
                     relevance: c.relevance,
@@ -1340,22 +1372,20 @@ impl Snapshot<'_> {
                 found_by: c.found_by,
                 seed: c.seed,
                 path: c.path,
-                provenance: Provenance {
-                    log_position: None,
-                    recorded_at: None,
-                    created_by: String::new(),
-                    source: None,
-                },
                 tokens: tokens(&node),
-                // Copied only for the items ranked (the others keep sharing it).
-                node: Arc::unwrap_or_clone(node),
+                node,
             });
         }
         // Nodes read and admitted: every candidate the constraints let through that this
         // recall looked at (nothing filtered out is counted).
         let candidates = r.seen.values().filter(|n| n.is_some()).count();
-        ranked
+        scored
             .sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.node.key.cmp(&b.node.key)));
+        if query.diversity.is_none() {
+            // Only the items kept are copied out of the nodes they share.
+            scored.truncate(query.k);
+        }
+        let mut ranked: Vec<Item> = scored.into_iter().map(Scored::into_item).collect();
         if let Some(lambda) = query.diversity {
             ranked = self.diversify(ranked, lambda, query.k)?;
         }
