@@ -392,7 +392,7 @@ fn warm_caches_change_no_pack() {
     let vocabulary: Vec<String> = vocabulary.into_iter().collect();
     let question = (prop::collection::vec(prop::sample::select(vocabulary), 1..7), 1usize..30);
     let path = dir.path().join("t.ctxg");
-    let mut check = |e: &Engine| {
+    let check = |e: &Engine| {
         let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
             cases: 24,
             ..ProptestConfig::default()
