@@ -15,9 +15,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ctxgraph_ontology::graph::{Node, NodeKey};
 use ctxgraph_store::{NodeDecode, StoreError, props_from};
 
-/// Stored text kept at most (summed over nodes). A decoded node takes about five times its
-/// text (keys and values allocated one by one), so this bounds the cache near 40 MB.
-const MAX_TEXT_BYTES: usize = 8 << 20;
+/// Stored text kept at most (summed over nodes). A decoded node takes several times its text
+/// (a map's nodes, keys and values allocated one by one, about 3.5 KB for an event of 450
+/// bytes), so a full cache holds about 55,000 nodes in some 200 MB. 8 MiB (19,000 nodes) was
+/// less than the 300 questions of `bench recall` read at 1,000,000 events: the cache started
+/// over during every pass.
+const MAX_TEXT_BYTES: usize = 24 << 20;
 
 /// Nodes decoded so far, by node id.
 #[derive(Default)]
