@@ -21,6 +21,7 @@ use crate::enrich::EmbedderChoice;
 use crate::error::Error;
 use crate::graph_checks;
 use crate::ingest::IngestOutcome;
+use crate::node_cache::NodeCache;
 use crate::text_delta::TextDelta;
 use crate::text_index::TextCache;
 use crate::vector_index::IndexCache;
@@ -102,6 +103,8 @@ pub(crate) struct Caches {
     pub(crate) delta: Arc<TextDelta>,
     /// The edge groups recall's expansion read (see `edge_cache::EdgeCache`).
     pub(crate) edges: EdgeCache,
+    /// The nodes of recall's vector and BM25 hits, decoded (see `node_cache::NodeCache`).
+    pub(crate) nodes: NodeCache,
 }
 
 /// A handle on the index parts an engine has read (see [`Engine::index_caches`]); engines of
@@ -121,6 +124,7 @@ impl Caches {
         self.vectors.clear();
         self.text.clear();
         self.edges.clear();
+        self.nodes.clear();
     }
 }
 

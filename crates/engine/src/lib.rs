@@ -65,6 +65,7 @@ mod ingest;
 mod knowledge;
 mod limits;
 mod memory;
+mod node_cache;
 mod recall;
 mod receipt;
 mod remote_ingest;

@@ -43,6 +43,7 @@ mod intent;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
@@ -408,7 +409,7 @@ impl Ord for Score {
 struct Cand {
     /// The node once read and admitted: prefilter hits are read at once, nodes reached by
     /// expansion only when expanded or ranked near the top (most are neither).
-    node: Option<Rc<Node>>,
+    node: Option<Arc<Node>>,
     /// Own relevance from the prefilter (0 if only expanded).
     direct: f64,
     found_by: Vec<&'static str>,
@@ -422,7 +423,7 @@ struct Cand {
 }
 
 impl Cand {
-    fn direct(node: Rc<Node>, relevance: f64, found_by: Vec<&'static str>) -> Cand {
+    fn direct(node: Arc<Node>, relevance: f64, found_by: Vec<&'static str>) -> Cand {
         let seed = node.key.clone();
         Cand {
             node: Some(node),
@@ -438,6 +439,38 @@ impl Cand {
     }
 }
 
+/// A candidate scored by the re-rank, its node still shared: an [`Item`] once it is kept.
+struct Scored {
+    node: Arc<Node>,
+    score: f64,
+    factors: Factors,
+    found_by: Vec<&'static str>,
+    seed: NodeKey,
+    path: Vec<Step>,
+    tokens: usize,
+}
+
+impl Scored {
+    /// The item, its node copied out unless nothing else shares it.
+    fn into_item(self) -> Item {
+        Item {
+            node: Arc::unwrap_or_clone(self.node),
+            score: self.score,
+            factors: self.factors,
+            found_by: self.found_by,
+            seed: self.seed,
+            path: self.path,
+            provenance: Provenance {
+                log_position: None,
+                recorded_at: None,
+                created_by: String::new(),
+                source: None,
+            },
+            tokens: self.tokens,
+        }
+    }
+}
+
 /// The lookups recall makes, with a cache of nodes and of the constraint verdict.
 struct Lookups<'s, 'a> {
     snap: &'s Snapshot<'a>,
@@ -445,7 +478,7 @@ struct Lookups<'s, 'a> {
     who: &'s crate::view::Reader<'a>,
     /// Nodes read, `None` when not admitted; shared with the candidates that hold them (a
     /// node is read and decoded once, never copied).
-    seen: BTreeMap<NodeKey, Option<Rc<Node>>>,
+    seen: BTreeMap<NodeKey, Option<Arc<Node>>>,
     /// The entities the events of the session in scope reference, with those events, read
     /// once when an entity must be placed in that session.
     session_refs: Option<BTreeMap<NodeKey, Vec<NodeKey>>>,
@@ -453,7 +486,7 @@ struct Lookups<'s, 'a> {
     walked_from: BTreeSet<NodeKey>,
     /// Nodes read ahead by [`Lookups::prefetch`] and not yet taken by
     /// [`Lookups::admissible_shared`] (`None`: no such node).
-    fetched: BTreeMap<NodeKey, Option<Node>>,
+    fetched: BTreeMap<NodeKey, Option<Arc<Node>>>,
     /// The first `SCOPE_EVENTS` events of the sessions read so far (the session constraint's
     /// witnesses and the scope list read the same session).
     slots: BTreeMap<String, Rc<Vec<NodeKey>>>,
@@ -525,14 +558,14 @@ impl Lookups<'_, '_> {
         if missing.is_empty() {
             return Ok(());
         }
-        let nodes = self.snap.read.nodes(&missing)?;
+        let nodes = self.snap.nodes_shared(&missing)?;
         self.fetched.extend(missing.into_iter().zip(nodes));
         Ok(())
     }
 
     /// Keep the nodes a search read with its hits as read ahead (as [`Lookups::prefetch`]
     /// keeps them; one read already, or read ahead, stays), and give the hits by key.
-    fn read_with<S>(&mut self, hits: Vec<(Node, S)>) -> Vec<(NodeKey, S)> {
+    fn read_with<S>(&mut self, hits: Vec<(Arc<Node>, S)>) -> Vec<(NodeKey, S)> {
         hits.into_iter()
             .map(|(node, score)| {
                 let key = node.key.clone();
@@ -549,7 +582,7 @@ impl Lookups<'_, '_> {
     fn read_already(&self, key: &NodeKey) -> Option<&Node> {
         match self.seen.get(key) {
             Some(Some(node)) => Some(node),
-            _ => self.fetched.get(key).and_then(Option::as_ref),
+            _ => self.fetched.get(key).and_then(Option::as_deref),
         }
     }
 
@@ -574,15 +607,15 @@ impl Lookups<'_, '_> {
     }
 
     /// [`Lookups::admissible`], as the shared node a candidate keeps.
-    fn admissible_shared(&mut self, key: &NodeKey) -> Result<Option<&Rc<Node>>, Error> {
+    fn admissible_shared(&mut self, key: &NodeKey) -> Result<Option<&Arc<Node>>, Error> {
         if !self.seen.contains_key(key) {
             // Unhydrated: payloads are read for the returned items only.
             let read = match self.fetched.remove(key) {
                 Some(read) => read,
-                None => self.snap.read.node(key)?,
+                None => self.snap.nodes_shared(std::slice::from_ref(key))?.pop().flatten(),
             };
             let node = match read {
-                Some(n) if self.admits(&n)? => Some(Rc::new(n)),
+                Some(n) if self.admits(&n)? => Some(n),
                 _ => None,
             };
             self.seen.insert(key.clone(), node);
@@ -900,7 +933,10 @@ impl Snapshot<'_> {
             session_refs: None,
             walked_from: BTreeSet::new(),
             // What the anchors read is not read again.
-            fetched: std::mem::take(&mut anchors.read),
+            fetched: std::mem::take(&mut anchors.read)
+                .into_iter()
+                .map(|(key, node)| (key, node.map(Arc::new)))
+                .collect(),
             // A session's events the anchors read as deep as the scope list reads them.
             slots: std::mem::take(&mut anchors.runs)
                 .into_iter()
@@ -1257,7 +1293,7 @@ impl Snapshot<'_> {
             .collect();
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::new();
-        let mut ranked: Vec<Item> = Vec::new();
+        let mut scored: Vec<Scored> = Vec::new();
         let mut read_ahead = false;
         for (at, (bound, key)) in order.iter().enumerate() {
             if best.len() >= want && best.peek().is_some_and(|Reverse(Score(kth))| *bound < *kth) {
@@ -1323,7 +1359,7 @@ impl Snapshot<'_> {
             if best.len() > want {
                 best.pop();
             }
-            ranked.push(Item {
+            scored.push(Scored {
                 score,
                 factors: Factors {
                     relevance: c.relevance,
@@ -1336,22 +1372,20 @@ impl Snapshot<'_> {
                 found_by: c.found_by,
                 seed: c.seed,
                 path: c.path,
-                provenance: Provenance {
-                    log_position: None,
-                    recorded_at: None,
-                    created_by: String::new(),
-                    source: None,
-                },
                 tokens: tokens(&node),
-                // Copied only for the items ranked (the others keep sharing it).
-                node: Rc::unwrap_or_clone(node),
+                node,
             });
         }
         // Nodes read and admitted: every candidate the constraints let through that this
         // recall looked at (nothing filtered out is counted).
         let candidates = r.seen.values().filter(|n| n.is_some()).count();
-        ranked
+        scored
             .sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.node.key.cmp(&b.node.key)));
+        if query.diversity.is_none() {
+            // Only the items kept are copied out of the nodes they share.
+            scored.truncate(query.k);
+        }
+        let mut ranked: Vec<Item> = scored.into_iter().map(Scored::into_item).collect();
         if let Some(lambda) = query.diversity {
             ranked = self.diversify(ranked, lambda, query.k)?;
         }
@@ -1380,14 +1414,15 @@ impl Snapshot<'_> {
             .filter(|i| i.node.key.label == "Event")
             .map(|i| (RecordKind::Event, i.node.key.id.as_str()))
             .collect();
-        // On a store whose reads are round trips, the out-edges of an item the edge cache holds
-        // whole (expansion read its edge groups, this recall or an earlier one at this graph
-        // generation) are taken from there: often every item's, and the graph is not asked.
+        // The out-edges of an item the edge cache holds whole (expansion read its edge groups,
+        // this recall or an earlier one at this graph generation) are taken from there: often
+        // every item's, and the graph is not asked (copying them costs less than reading and
+        // decoding them again, even from a local store).
         let by_edge = self.read.batch_reads_pay();
         let mut held: Vec<Option<Vec<Edge>>> = Vec::with_capacity(ranked.len());
         for item in &ranked {
             // Any limit: the outgoing edges are kept only when they were read whole.
-            let cached = if by_edge { self.adjacent_cached(&item.node.key, 0)? } else { None };
+            let cached = self.adjacent_cached(&item.node.key, 0)?;
             held.push(cached.and_then(|a| a.out_edges().map(<[Edge]>::to_vec)));
         }
         let keys: Vec<NodeKey> = ranked
@@ -1931,7 +1966,7 @@ impl Snapshot<'_> {
         });
         match together {
             Ok((exist, nodes)) => {
-                r.fetched.extend(refs.into_iter().zip(nodes));
+                r.fetched.extend(refs.into_iter().zip(nodes.into_iter().map(|n| n.map(Arc::new))));
                 Ok(exist)
             }
             Err(_) => {

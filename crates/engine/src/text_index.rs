@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use ctxgraph_lexical::{Bm25, Builder, Decoded, Pruned, Scratch, top_k_decoded};
 use ctxgraph_ontology::graph::{Node, NodeKey};
-use ctxgraph_store::{GraphReader, GraphStore, TextIndexBuild};
+use ctxgraph_store::{GraphReader, GraphStore, NodeDecode, TextIndexBuild};
 
 use crate::error::Error;
 use crate::helper::Pending;
@@ -364,10 +364,11 @@ impl Search {
         self,
         read: &dyn GraphReader,
         delta: &TextDelta,
-    ) -> Result<Vec<(Node, f64)>, Error> {
+        decode: &dyn NodeDecode,
+    ) -> Result<Vec<(Arc<Node>, f64)>, Error> {
         let limit = self.limit;
         let hits = self.finish_hits(read, delta)?;
-        nodes_of(read, hits, limit)
+        nodes_of(read, hits, limit, decode)
     }
 
     /// Every hit by document id, best first (ties by id): the merge joined, then the
@@ -462,7 +463,8 @@ fn nodes_of(
     read: &dyn GraphReader,
     mut hits: Vec<(i64, f64)>,
     limit: usize,
-) -> Result<Vec<(Node, f64)>, Error> {
+    decode: &dyn NodeDecode,
+) -> Result<Vec<(Arc<Node>, f64)>, Error> {
     hits.truncate(limit + SLACK);
     let mut out = Vec::with_capacity(limit.min(hits.len()));
     let mut rest = hits.as_slice();
@@ -470,7 +472,7 @@ fn nodes_of(
         let (next, after) = rest.split_at((limit - out.len()).min(rest.len()));
         rest = after;
         let nids: Vec<i64> = next.iter().map(|(nid, _)| *nid).collect();
-        for ((_, score), node) in next.iter().zip(read.nodes_by_nid(&nids)?) {
+        for ((_, score), node) in next.iter().zip(read.nodes_by_nid_shared(&nids, decode)?) {
             if let Some(node) = node {
                 out.push((node, *score));
             }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use ctxgraph_ann::{Centroids, CheckedList, ListView, ListsBuilder, SearchParams, TrainConfig};
 use ctxgraph_ontology::graph::{Node, NodeKey};
-use ctxgraph_store::{GraphReader, GraphStore, StoredVector};
+use ctxgraph_store::{GraphReader, GraphStore, NodeDecode, StoredVector};
 
 use crate::error::Error;
 use crate::helper::Pending;
@@ -541,10 +541,11 @@ impl Nearest {
         self,
         read: &dyn GraphReader,
         cache: &IndexCache,
-    ) -> Result<Vec<(Node, f32)>, Error> {
+        decode: &dyn NodeDecode,
+    ) -> Result<Vec<(Arc<Node>, f32)>, Error> {
         let ranked = self.finish_ranked(read, cache)?;
         let nids: Vec<i64> = ranked.iter().map(|(nid, _)| *nid).collect();
-        let nodes = read.nodes_by_nid(&nids)?;
+        let nodes = read.nodes_by_nid_shared(&nids, decode)?;
         Ok(ranked
             .into_iter()
             .zip(nodes)

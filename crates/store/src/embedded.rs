@@ -36,8 +36,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavio
 
 use crate::{
     Appended, Archived, EdgeGroup, GraphCounts, GraphReader, GraphStore, Log, LogEntry, LogReader,
-    SessionSlot, StoreError, StoredVector, TextCommit, TextDoc, TextIndexBuild, TextSink,
-    VectorCommit, VectorSink,
+    NodeDecode, SessionSlot, StoreError, StoredVector, TextCommit, TextDoc, TextIndexBuild,
+    TextSink, VectorCommit, VectorSink,
 };
 
 /// The write transaction's caches are looked up several times per projected record, by keys
@@ -914,6 +914,24 @@ impl EmbeddedWrite<'_> {
             .collect()
     }
 
+    /// [`GraphReader::nodes_by_nid_shared`]: decoded here, through the write-back cache.
+    fn load_nodes_by_nid_shared(
+        &self,
+        nids: &[i64],
+        _decode: &dyn NodeDecode,
+    ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
+        Ok(self.load_nodes_by_nid(nids)?.into_iter().map(|n| n.map(Arc::new)).collect())
+    }
+
+    /// [`GraphReader::nodes_shared`]: decoded here, through the write-back cache.
+    fn load_nodes_shared(
+        &self,
+        keys: &[NodeKey],
+        _decode: &dyn NodeDecode,
+    ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
+        keys.iter().map(|k| Ok(self.load_node(k)?.map(Arc::new))).collect()
+    }
+
     /// [`GraphReader::node_props_named`]: the write path is not hot, so it decodes whole nodes
     /// (its write-back cache may hold a newer version than the table).
     fn load_node_named(
@@ -1003,6 +1021,33 @@ impl EmbeddedRead<'_> {
     /// [`GraphReader::nodes_by_nid`]: the table's rows.
     fn load_nodes_by_nid(&self, nids: &[i64]) -> Result<Vec<Option<Node>>, StoreError> {
         graph_nodes_by_nid(&self.tx, nids)
+    }
+
+    /// [`GraphReader::nodes_by_nid_shared`]: the table's rows.
+    fn load_nodes_by_nid_shared(
+        &self,
+        nids: &[i64],
+        decode: &dyn NodeDecode,
+    ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
+        graph_nodes_by_nid_shared(&self.tx, nids, decode)
+    }
+
+    /// [`GraphReader::nodes_shared`]: the table's rows, each row's text handed to `decode`
+    /// undecoded.
+    fn load_nodes_shared(
+        &self,
+        keys: &[NodeKey],
+        decode: &dyn NodeDecode,
+    ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
+        let mut st = self.tx.prepare_cached(NODE_BY_KEY_SQL)?;
+        keys.iter()
+            .map(|key| {
+                let mut rows = st.query(params![key.label, key.id])?;
+                let Some(row) = rows.next()? else { return Ok(None) };
+                let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+                decode.decode(row.get(0)?, &key.label, &key.id, text).map(Some)
+            })
+            .collect()
     }
 
     fn vector_generation_now(&self) -> Result<u64, StoreError> {
@@ -1320,6 +1365,26 @@ fn graph_nodes_by_nid(c: &Connection, nids: &[i64]) -> Result<Vec<Option<Node>>,
             let key = NodeKey { label: row.get(0)?, id: row.get(1)? };
             let props = props_from(row.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?)?;
             Ok(Some(Node { key, props }))
+        })
+        .collect()
+}
+
+/// [`GraphReader::nodes_by_nid_shared`] of the table: [`graph_nodes_by_nid`] with each row's
+/// text handed to `decode` undecoded.
+fn graph_nodes_by_nid_shared(
+    c: &Connection,
+    nids: &[i64],
+    decode: &dyn NodeDecode,
+) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
+    let mut st = c.prepare_cached(NODE_BY_NID_SQL)?;
+    nids.iter()
+        .map(|&nid| {
+            let mut rows = st.query(params![nid])?;
+            let Some(row) = rows.next()? else { return Ok(None) };
+            let text = |i: usize| -> Result<&str, StoreError> {
+                Ok(row.get_ref(i)?.as_str().map_err(rusqlite::Error::from)?)
+            };
+            decode.decode(nid, text(0)?, text(1)?, text(2)?).map(Some)
         })
         .collect()
 }
@@ -2126,6 +2191,20 @@ macro_rules! impl_readers {
             }
             fn nodes_by_nid(&self, nids: &[i64]) -> Result<Vec<Option<Node>>, StoreError> {
                 self.load_nodes_by_nid(nids)
+            }
+            fn nodes_by_nid_shared(
+                &self,
+                nids: &[i64],
+                decode: &dyn NodeDecode,
+            ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
+                self.load_nodes_by_nid_shared(nids, decode)
+            }
+            fn nodes_shared(
+                &self,
+                keys: &[NodeKey],
+                decode: &dyn NodeDecode,
+            ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
+                self.load_nodes_shared(keys, decode)
             }
             fn vectors_page(
                 &self,

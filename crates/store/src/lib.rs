@@ -26,6 +26,8 @@ mod together;
 mod tokenizer;
 mod vector_sink;
 
+use std::sync::Arc;
+
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
 use ctxgraph_ontology::{RecordKind, ValidRecord};
 
@@ -43,6 +45,16 @@ pub use text_sink::{TextCommit, TextDoc, TextSink};
 pub use together::{ManyAnswer, ManyRead, read_one};
 pub use tokenizer::TextTokenizer;
 pub use vector_sink::{VectorCommit, VectorSink};
+
+/// Makes a node from its stored row, for [`GraphReader::nodes_by_nid_shared`]: an
+/// implementation may keep what it made and hand it back when the same row is read again
+/// (the row's text equal to the one it decoded), so a node read again is not decoded again.
+pub trait NodeDecode {
+    /// The node `nid` whose key is `label`/`id` and whose properties are encoded as `props`
+    /// (a JSON object, [`props_to`]'s encoding).
+    fn decode(&self, nid: i64, label: &str, id: &str, props: &str)
+    -> Result<Arc<Node>, StoreError>;
+}
 
 /// A node's edges of one type in one direction (see [`GraphReader::edge_groups`]): the first
 /// of them in index order (by the far endpoint's node id, then qualifier) and how many there
@@ -432,6 +444,28 @@ pub trait GraphReader {
             .iter()
             .map(|nid| if keys.contains_key(nid) { nodes.next().flatten() } else { None })
             .collect())
+    }
+    /// [`GraphReader::nodes_by_nid`], each node made by `decode` from its stored row (which may
+    /// hand back a node it made before from the same row); the default body decodes them all
+    /// itself. The embedded store passes its rows' text, undecoded.
+    fn nodes_by_nid_shared(
+        &self,
+        nids: &[i64],
+        decode: &dyn NodeDecode,
+    ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
+        let _ = decode;
+        Ok(self.nodes_by_nid(nids)?.into_iter().map(|n| n.map(Arc::new)).collect())
+    }
+    /// [`GraphReader::nodes`], each node made by `decode` as in
+    /// [`GraphReader::nodes_by_nid_shared`]; the default body decodes them all itself (in one
+    /// read where the backend batches it).
+    fn nodes_shared(
+        &self,
+        keys: &[NodeKey],
+        decode: &dyn NodeDecode,
+    ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
+        let _ = decode;
+        Ok(self.nodes(keys)?.into_iter().map(|n| n.map(Arc::new)).collect())
     }
     /// [`GraphReader::node_exists`] of each of `keys`.
     fn nodes_exist(&self, keys: &[NodeKey]) -> Result<Vec<bool>, StoreError> {

@@ -3,6 +3,7 @@
 //! reads leave the engine through [`super::Reader`].
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_ontology::{RecordKind, Schema};
@@ -418,13 +419,20 @@ impl<'a> Snapshot<'a> {
         crate::text_index::start_search(&*self.read, &self.caches.text, query, limit, helpers)
     }
 
+    /// The nodes of `keys` (unhydrated, not checked against any constraint), each shared with
+    /// the engine's cache of decoded nodes when the store hands their text over (see
+    /// `node_cache`).
+    pub(crate) fn nodes_shared(&self, keys: &[NodeKey]) -> Result<Vec<Option<Arc<Node>>>, Error> {
+        Ok(self.read.nodes_shared(keys, &self.caches.nodes)?)
+    }
+
     /// The answer of a search begun by [`Snapshot::start_search`], as the hits' nodes
     /// (unhydrated, not checked against any constraint).
     pub(crate) fn finish_search(
         &self,
         search: crate::text_index::Search,
-    ) -> Result<Vec<(Node, f64)>, Error> {
-        search.finish_nodes(&*self.read, &self.caches.delta)
+    ) -> Result<Vec<(Arc<Node>, f64)>, Error> {
+        search.finish_nodes(&*self.read, &self.caches.delta, &self.caches.nodes)
     }
 
     /// A node's edge groups with their first `limit` edges each, for recall's expansion
@@ -513,8 +521,8 @@ impl<'a> Snapshot<'a> {
     pub(crate) fn finish_nearest(
         &self,
         search: crate::vector_index::Nearest,
-    ) -> Result<Vec<(Node, f32)>, Error> {
-        search.finish_nodes(&*self.read, &self.caches.vectors)
+    ) -> Result<Vec<(Arc<Node>, f32)>, Error> {
+        search.finish_nodes(&*self.read, &self.caches.vectors, &self.caches.nodes)
     }
 
     /// Log records from `from`, at most `limit`.

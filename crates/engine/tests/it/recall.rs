@@ -368,3 +368,59 @@ fn helper_threads_change_no_pack() {
         })
         .unwrap();
 }
+
+/// A warm engine (its nodes kept decoded, its items' out-edges taken from the edge cache)
+/// returns exactly the pack of a fresh engine, over random questions, and after a write that
+/// changes the nodes and edges it holds.
+#[test]
+fn warm_caches_change_no_pack() {
+    let lines: Vec<String> = trace(300).lines().map(str::to_owned).collect();
+    let (dir, mut e) = engine();
+    let (first, later) = lines.split_at(250);
+    e.ingest_jsonl(first.join("\n").as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    e.enrich(&mut |_, _| {}).unwrap();
+    e.consolidate().unwrap();
+    let mut vocabulary = BTreeSet::new();
+    for line in &lines {
+        let ev: serde_json::Value = serde_json::from_str(line).unwrap();
+        let text = ev["payload"]["text"].as_str().unwrap_or("");
+        vocabulary.extend(text.split_whitespace().map(str::to_owned));
+        for entity in ev["entities"].as_array().into_iter().flatten() {
+            vocabulary.extend(entity["name"].as_str().map(str::to_owned));
+        }
+    }
+    let vocabulary: Vec<String> = vocabulary.into_iter().collect();
+    let question = (prop::collection::vec(prop::sample::select(vocabulary), 1..7), 1usize..30);
+    let path = dir.path().join("t.ctxg");
+    let check = |e: &Engine| {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: 24,
+            ..ProptestConfig::default()
+        });
+        runner
+            .run(&question, |(words, k)| {
+                let mut q = RecallQuery::new(words.join(" "));
+                q.k = k;
+                let _ = e.recall(&q).unwrap();
+                let mut warm = e.recall(&q).unwrap();
+                let fresh = Engine::open(
+                    &path,
+                    ctxgraph::OpenMode::MustExist,
+                    ctxgraph::EngineOptions::default(),
+                )
+                .unwrap();
+                let mut cold = fresh.recall(&q).unwrap();
+                warm.timings = ctxgraph::Timings::default();
+                cold.timings = ctxgraph::Timings::default();
+                prop_assert_eq!(warm, cold);
+                Ok(())
+            })
+            .unwrap();
+    };
+    check(&e);
+    // New events change the sessions' last nodes and edges, and enrichment the events' own
+    // properties: what the warm engine kept must not be answered.
+    e.ingest_jsonl(later.join("\n").as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
+    e.enrich(&mut |_, _| {}).unwrap();
+    check(&e);
+}
