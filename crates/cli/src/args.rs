@@ -1343,7 +1343,7 @@ pub(crate) struct ServeArgs {
     /// Niceness (0-19) the threads running reads add to their own, so that under load the
     /// writer, which acknowledges every queued ingest at once, gets the CPU before the reads;
     /// the cores stay busy either way. 0 runs reads and writes at one priority. Linux only
-    /// [default: 5].
+    /// [default: 15].
     #[arg(long, env = "CTXGRAPH_READ_NICE", value_name = "N",
           value_parser = clap::value_parser!(u8).range(0..=19))]
     pub(crate) read_nice: Option<u8>,

@@ -17,7 +17,13 @@
 use std::cell::Cell;
 
 /// The niceness `ctxgraph serve` adds to its reading threads unless told otherwise.
-pub const DEFAULT_READ_NICE: u8 = 5;
+///
+/// 5 while the C library's allocator slowed the readers down with its arena locks; with
+/// jemalloc the readers take more of the CPU, and at 5 a 64-client soak's ingest p50 rose from
+/// 18 to 61 ms. At 15 (a weight of 36 against the writer's 1,024 in the kernel's fair
+/// scheduler, where 5 gives 335) it was 20 ms, at 19 18 ms, with about as many reads answered
+/// (`docs/benchmarks.md`).
+pub const DEFAULT_READ_NICE: u8 = 15;
 
 thread_local! {
     /// Whether this thread already lowered its priority for reads.
