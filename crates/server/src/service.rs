@@ -205,7 +205,8 @@ struct Tenant {
     access: Arc<AccessTracker>,
     /// Index rebuilds, built off the writer ([`index_upkeep`]).
     indexes: index_upkeep::IndexUpkeep,
-    /// The niceness the index builds add to their threads, the readers' ([`priority`]).
+    /// The niceness the index builds and the log's copies add to their threads, the readers'
+    /// ([`priority`]).
     build_nice: Arc<AtomicU8>,
 }
 

@@ -1353,29 +1353,32 @@ fn graph_scan_vectors_of(
     Ok(())
 }
 
-/// [`GraphReader::nodes_by_nid`] of the table (not of a write-back cache): a statement per id.
-/// (One statement over all the ids, passed as a JSON array, ran more instructions: SQLite
-/// builds a temporary index of the ids before it seeks them.)
+/// [`GraphReader::nodes_by_nid`] of the table (not of a write-back cache).
 fn graph_nodes_by_nid(c: &Connection, nids: &[i64]) -> Result<Vec<Option<Node>>, StoreError> {
-    let mut st = c.prepare_cached(NODE_BY_NID_SQL)?;
-    nids.iter()
-        .map(|&nid| {
-            let mut rows = st.query(params![nid])?;
-            let Some(row) = rows.next()? else { return Ok(None) };
-            let key = NodeKey { label: row.get(0)?, id: row.get(1)? };
-            let props = props_from(row.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?)?;
-            Ok(Some(Node { key, props }))
-        })
-        .collect()
+    rows_by_nid(c, nids, |_, label, id, props| {
+        Ok(Node { key: NodeKey::new(label, id), props: props_from(props)? })
+    })
 }
 
-/// [`GraphReader::nodes_by_nid_shared`] of the table: [`graph_nodes_by_nid`] with each row's
-/// text handed to `decode` undecoded.
+/// [`GraphReader::nodes_by_nid_shared`] of the table: each row's text handed to `decode`
+/// undecoded.
 fn graph_nodes_by_nid_shared(
     c: &Connection,
     nids: &[i64],
     decode: &dyn NodeDecode,
 ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
+    rows_by_nid(c, nids, |nid, label, id, props| decode.decode(nid, label, id, props))
+}
+
+/// What `make` makes of each node row of `nids` (its id, label, id and property text), in the
+/// order given, `None` for an id with no row: a statement per id. (One statement over all the
+/// ids, passed as a JSON array, ran more instructions: SQLite builds a temporary index of the
+/// ids before it seeks them.)
+fn rows_by_nid<T>(
+    c: &Connection,
+    nids: &[i64],
+    make: impl Fn(i64, &str, &str, &str) -> Result<T, StoreError>,
+) -> Result<Vec<Option<T>>, StoreError> {
     let mut st = c.prepare_cached(NODE_BY_NID_SQL)?;
     nids.iter()
         .map(|&nid| {
@@ -1384,7 +1387,7 @@ fn graph_nodes_by_nid_shared(
             let text = |i: usize| -> Result<&str, StoreError> {
                 Ok(row.get_ref(i)?.as_str().map_err(rusqlite::Error::from)?)
             };
-            decode.decode(nid, text(0)?, text(1)?, text(2)?).map(Some)
+            make(nid, text(0)?, text(1)?, text(2)?).map(Some)
         })
         .collect()
 }

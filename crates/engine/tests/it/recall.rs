@@ -315,6 +315,20 @@ fn a_date_in_the_question_brings_in_the_events_of_that_day() {
     drop(dir);
 }
 
+/// The words random questions are made of: the events' texts and the entities they name.
+fn vocabulary(lines: &[String]) -> Vec<String> {
+    let mut words = BTreeSet::new();
+    for line in lines {
+        let ev: serde_json::Value = serde_json::from_str(line).unwrap();
+        let text = ev["payload"]["text"].as_str().unwrap_or("");
+        words.extend(text.split_whitespace().map(str::to_owned));
+        for entity in ev["entities"].as_array().into_iter().flatten() {
+            words.extend(entity["name"].as_str().map(str::to_owned));
+        }
+    }
+    words.into_iter().collect()
+}
+
 /// Recall with its in-memory searches on helper threads (the default) returns exactly the pack
 /// of recall on one thread, over random questions, with cold and warm caches, on a store with
 /// documents and vectors both inside and outside their indexes.
@@ -338,17 +352,7 @@ fn helper_threads_change_no_pack() {
         ctxgraph::EngineOptions { inline_searches: true, ..ctxgraph::EngineOptions::default() },
     )
     .unwrap();
-    // The questions' words: the events' texts and the entities they name.
-    let mut vocabulary = BTreeSet::new();
-    for line in &lines {
-        let ev: serde_json::Value = serde_json::from_str(line).unwrap();
-        let text = ev["payload"]["text"].as_str().unwrap_or("");
-        vocabulary.extend(text.split_whitespace().map(str::to_owned));
-        for entity in ev["entities"].as_array().into_iter().flatten() {
-            vocabulary.extend(entity["name"].as_str().map(str::to_owned));
-        }
-    }
-    let mut vocabulary: Vec<String> = vocabulary.into_iter().collect();
+    let mut vocabulary = vocabulary(&lines);
     vocabulary.extend(["why", "when", "who", "sess-0002", "trace-0003"].map(str::to_owned));
     let question = (prop::collection::vec(prop::sample::select(vocabulary), 1..7), 1usize..30);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
@@ -380,16 +384,7 @@ fn warm_caches_change_no_pack() {
     e.ingest_jsonl(first.join("\n").as_bytes(), &IngestOptions::default(), &mut |_| {}).unwrap();
     e.enrich(&mut |_, _| {}).unwrap();
     e.consolidate().unwrap();
-    let mut vocabulary = BTreeSet::new();
-    for line in &lines {
-        let ev: serde_json::Value = serde_json::from_str(line).unwrap();
-        let text = ev["payload"]["text"].as_str().unwrap_or("");
-        vocabulary.extend(text.split_whitespace().map(str::to_owned));
-        for entity in ev["entities"].as_array().into_iter().flatten() {
-            vocabulary.extend(entity["name"].as_str().map(str::to_owned));
-        }
-    }
-    let vocabulary: Vec<String> = vocabulary.into_iter().collect();
+    let vocabulary = vocabulary(&lines);
     let question = (prop::collection::vec(prop::sample::select(vocabulary), 1..7), 1usize..30);
     let path = dir.path().join("t.ctxg");
     let check = |e: &Engine| {

@@ -87,7 +87,7 @@ impl WalCopier {
         match self.state.load(Ordering::Acquire) {
             COPYING => Ok(()),
             COPIED => {
-                self.join();
+                self.wait();
                 self.state.store(IDLE, Ordering::Release);
                 store.checkpoint_passive().map(drop)
             }
@@ -99,11 +99,6 @@ impl WalCopier {
     /// Whether a copy is under way: a truncating checkpoint now would wait for it.
     pub fn copying(&self) -> bool {
         self.state.load(Ordering::Acquire) == COPYING
-    }
-
-    /// Wait for the copy under way, if any, to end.
-    pub fn wait(&self) {
-        self.join();
     }
 
     fn start(&self, store: &Embedded) -> Result<(), StoreError> {
@@ -132,7 +127,8 @@ impl WalCopier {
         }
     }
 
-    fn join(&self) {
+    /// Wait for the copy under way, if any, to end.
+    pub fn wait(&self) {
         let handle = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(handle) = handle {
             // The thread only copies and sets the state: it cannot panic but through SQLite,
