@@ -5,15 +5,14 @@
 //! server's group of writes whose commit crossed it waited for the copy of 64 MiB of pages
 //! before its callers were answered. A writer with a [`WalCopier`] turns its automatic
 //! checkpoint off ([`Embedded::set_auto_checkpoint`]) and, after its commits, calls
-//! [`WalCopier::after_commit`]: past [`WAL_COPY_AT`] a [`Checkpointer`](super::Checkpointer) copies the log on a
-//! thread of its own while the writer goes on. The log starts over from its beginning only when
+//! [`WalCopier::after_commit`]: past [`WAL_COPY_AT`] a [`Checkpointer`](super::Checkpointer)
+//! copies the log on a thread of its own while the writer goes on. The log starts over from its beginning only when
 //! a write transaction begins with every frame copied, which a copy running beside the writer
 //! never sees; so once a copy is done, the writer copies the few frames committed meanwhile
 //! itself, between two transactions, and the log stays as large as the automatic checkpoint
 //! leaves it.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use super::{Embedded, WAL_LIMIT_BYTES};
@@ -25,38 +24,36 @@ use crate::StoreError;
 /// one); and the size of the automatic checkpoint's log ([`super::AUTO_CHECKPOINT_PAGES`] pages).
 pub const WAL_COPY_AT: u64 = WAL_LIMIT_BYTES.unsigned_abs();
 
-/// No copy under way.
-const IDLE: u8 = 0;
-/// A thread is copying the log.
-const COPYING: u8 = 1;
-/// A copy is done: the writer copies what was committed meanwhile.
-const COPIED: u8 = 2;
-
 /// Work a copying thread does before it copies (a server lowers the thread's priority to its
 /// readers').
 type OnThread = Arc<dyn Fn() + Send + Sync>;
 
+/// The last copy started and not yet taken up by the writer.
+enum LogCopy {
+    /// Its thread, which answers whether it copied: running, the copy is under way.
+    Running(JoinHandle<bool>),
+    /// Waited for ([`WalCopier::wait`]) and done: the writer copies what was committed meanwhile.
+    Copied,
+}
+
 /// The write-ahead log's copies into the file of one writer's store, on threads of their own.
 pub struct WalCopier {
-    state: Arc<AtomicU8>,
     /// The copying threads' name.
     name: String,
     on_thread: Option<OnThread>,
     /// Size of the log file past which a copy starts.
     copy_at: u64,
-    /// The copying thread, joined once its copy is done.
-    thread: Mutex<Option<JoinHandle<()>>>,
+    copy: Mutex<Option<LogCopy>>,
 }
 
 impl WalCopier {
     /// Copies on threads named `name`, past [`WAL_COPY_AT`].
     pub fn new(name: impl Into<String>) -> WalCopier {
         WalCopier {
-            state: Arc::default(),
             name: name.into(),
             on_thread: None,
             copy_at: WAL_COPY_AT,
-            thread: Mutex::new(None),
+            copy: Mutex::new(None),
         }
     }
 
@@ -84,56 +81,63 @@ impl WalCopier {
     /// starts another; an error here is the writer's own copy's, or the copying connection's
     /// that could not be opened.
     pub fn after_commit(&self, store: &Embedded) -> Result<(), StoreError> {
-        match self.state.load(Ordering::Acquire) {
-            COPYING => Ok(()),
-            COPIED => {
-                self.wait();
-                self.state.store(IDLE, Ordering::Release);
-                store.checkpoint_passive().map(drop)
+        let mut copy = self.copy();
+        let copied = match copy.take() {
+            Some(LogCopy::Running(t)) if !t.is_finished() => {
+                *copy = Some(LogCopy::Running(t));
+                return Ok(());
             }
-            _ if store.wal_size() > self.copy_at => self.start(store),
-            _ => Ok(()),
+            // A thread that panicked copied nothing, as one whose copy failed.
+            Some(LogCopy::Running(t)) => t.join().unwrap_or(false),
+            Some(LogCopy::Copied) => true,
+            None => false,
+        };
+        if copied {
+            return store.checkpoint_passive().map(drop);
         }
-    }
-
-    /// Whether a copy is under way: a truncating checkpoint now would wait for it.
-    pub fn copying(&self) -> bool {
-        self.state.load(Ordering::Acquire) == COPYING
-    }
-
-    fn start(&self, store: &Embedded) -> Result<(), StoreError> {
+        if store.wal_size() <= self.copy_at {
+            return Ok(());
+        }
         let checkpointer = store.checkpointer()?;
-        self.state.store(COPYING, Ordering::Release);
-        let state = Arc::clone(&self.state);
         let on_thread = self.on_thread.clone();
         let spawned = std::thread::Builder::new().name(self.name.clone()).spawn(move || {
             if let Some(f) = on_thread {
                 f();
             }
-            let copied = checkpointer.passive().is_ok();
-            state.store(if copied { COPIED } else { IDLE }, Ordering::Release);
+            checkpointer.passive().is_ok()
         });
         match spawned {
-            Ok(handle) => {
-                *self.thread.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
+            Ok(t) => {
+                *copy = Some(LogCopy::Running(t));
                 Ok(())
             }
             // No thread to copy on: the writer copies the log itself, as its automatic
             // checkpoint would have.
-            Err(_) => {
-                self.state.store(IDLE, Ordering::Release);
-                store.checkpoint_passive().map(drop)
-            }
+            Err(_) => store.checkpoint_passive().map(drop),
         }
     }
 
-    /// Wait for the copy under way, if any, to end.
+    /// Whether a copy is under way: a truncating checkpoint now would wait for it.
+    pub fn copying(&self) -> bool {
+        matches!(&*self.copy(), Some(LogCopy::Running(t)) if !t.is_finished())
+    }
+
+    /// Wait for the copy under way, if any, to end; the next [`WalCopier::after_commit`] takes
+    /// it up.
     pub fn wait(&self) {
-        let handle = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(handle) = handle {
-            // The thread only copies and sets the state: it cannot panic but through SQLite,
-            // and a copy that did not happen leaves the log as it was.
-            let _ = handle.join();
+        let mut copy = self.copy();
+        match copy.take() {
+            // A thread that panicked copied nothing, as one whose copy failed.
+            Some(LogCopy::Running(t)) => {
+                if t.join().unwrap_or(false) {
+                    *copy = Some(LogCopy::Copied);
+                }
+            }
+            other => *copy = other,
         }
+    }
+
+    fn copy(&self) -> MutexGuard<'_, Option<LogCopy>> {
+        self.copy.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
