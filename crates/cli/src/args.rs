@@ -1347,6 +1347,13 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "CTXGRAPH_READ_NICE", value_name = "N",
           value_parser = clap::value_parser!(u8).range(0..=19))]
     pub(crate) read_nice: Option<u8>,
+    /// Reader engines each store served opens at most (1-64), each with its own connection;
+    /// more concurrent reads wait for one. Reads are CPU work: engines beyond the cores only
+    /// make each read last longer, and long reads keep the write-ahead log from starting over
+    /// [default: the cores plus one].
+    #[arg(long, env = "CTXGRAPH_READERS", value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub(crate) readers: Option<u16>,
 }
 
 #[derive(Debug, Args)]

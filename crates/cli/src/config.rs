@@ -39,6 +39,7 @@ pub(crate) struct ServeConfig {
     pub(crate) request_timeout: Option<u64>,
     pub(crate) no_auto_link: Option<bool>,
     pub(crate) read_nice: Option<u8>,
+    pub(crate) readers: Option<u16>,
 }
 
 impl Config {
@@ -68,6 +69,9 @@ impl Config {
                 "{}: serve.{key} must be at least 1 (value: 0)",
                 path.display()
             );
+        }
+        if let Some(n) = config.serve.readers.filter(|n| !(1..=64).contains(n)) {
+            anyhow::bail!("{}: serve.readers must be 1 to 64 (value: {n})", path.display());
         }
         if let Some(nice) = config.serve.read_nice.filter(|n| *n > 19) {
             anyhow::bail!("{}: serve.read_nice must be 0 to 19 (value: {nice})", path.display());
@@ -100,6 +104,12 @@ mod tests {
         std::fs::write(&path, "[serve]\nread_nice = 20\n").unwrap_or_else(|e| panic!("{e}"));
         let err = format!("{:#}", Config::load(Some(&path)).err().unwrap_or_else(|| panic!()));
         assert!(err.contains("serve.read_nice must be 0 to 19 (value: 20)"), "{err}");
+        std::fs::write(&path, "[serve]\nreaders = 3\n").unwrap_or_else(|e| panic!("{e}"));
+        let c = Config::load(Some(&path)).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(c.serve.readers, Some(3));
+        std::fs::write(&path, "[serve]\nreaders = 0\n").unwrap_or_else(|e| panic!("{e}"));
+        let err = format!("{:#}", Config::load(Some(&path)).err().unwrap_or_else(|| panic!()));
+        assert!(err.contains("serve.readers must be 1 to 64 (value: 0)"), "{err}");
         assert!(Config::load(Some(&dir.path().join("missing.toml"))).is_err());
     }
 }

@@ -82,6 +82,9 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
     service.set_limits(limits);
     let read_nice = args.read_nice.or(file.read_nice).unwrap_or(ctxgraph_server::DEFAULT_READ_NICE);
     service.set_read_nice(read_nice);
+    let readers =
+        args.readers.or(file.readers).map_or_else(ctxgraph_server::default_readers, usize::from);
+    service.set_readers(readers);
     run(service, &addr, |addr| format!("listening on http://{addr}"))
 }
 

@@ -31,7 +31,8 @@ pub use error::{ErrorBody, ErrorClass, ServiceError, ViolationDto};
 pub use metrics::Metrics;
 #[cfg(feature = "net")]
 pub use service::{
-    DEFAULT_DEADLINE, DEFAULT_READ_NICE, MAX_BATCH, RequestLimits, SQLITE_HEAP_BUDGET, Service,
+    DEFAULT_DEADLINE, DEFAULT_READ_NICE, MAX_BATCH, MAX_READERS, RequestLimits, SQLITE_HEAP_BUDGET,
+    Service, default_readers,
 };
 
 #[cfg(feature = "net")]

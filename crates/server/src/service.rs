@@ -30,8 +30,8 @@
 //! reused, and the writer reopens.
 //!
 //! # Memory
-//! What a tenant holds is bounded whatever the load: at most [`MAX_READERS`] reader
-//! connections, kept open between requests (opening one per request churned the allocator);
+//! What a tenant holds is bounded whatever the load: at most [`Service::set_readers`] reader
+//! connections (one per core and one more unless told otherwise), kept open between requests (opening one per request churned the allocator);
 //! one cache of index parts shared by the tenant's engines; no memory-mapped reads (each
 //! connection's mapping of a growing file counted in the resident size again); and SQLite's page
 //! caches, all connections together, under one soft heap budget ([`SQLITE_HEAP_BUDGET`]).
@@ -41,9 +41,9 @@
 //! # Access tracking
 //! A tenant's engines share one [`AccessTracker`]: recalls note the events they return there
 //! (in memory), and the writer writes the pending notes as an `access` record after the next
-//! write's answers, after a read once [`FLUSH_ACCESS_AT`] events are pending and the writer is
-//! free (in a blocking task of its own, so the read's response does not wait for the write) —
-//! either at most once per [`ACCESS_FLUSH_EVERY`] — and when the tenant is dropped or
+//! write's answers, or after a read once [`FLUSH_ACCESS_AT`] events are pending (a write queued
+//! for the writer, so the read's response does not wait for it and the write runs at the
+//! writer's priority) — either at most once per [`ACCESS_FLUSH_EVERY`] — and when the tenant is dropped or
 //! [`Service::flush_access`] runs (at shutdown). A failed flush keeps the notes for the next
 //! one and never fails the request that triggered it.
 //!
@@ -53,8 +53,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use ctxgraph::{
@@ -79,10 +79,24 @@ mod remote;
 mod tools;
 mod trust;
 
-/// Reader engines open at once per tenant, all kept between requests: more requests wait for
-/// one, so memory stays bounded (each holds a connection with its page cache) however many
-/// clients there are.
-const MAX_READERS: usize = 8;
+/// The most reader engines a tenant may be given ([`Service::set_readers`]): each holds a
+/// connection with its page cache.
+pub const MAX_READERS: usize = 64;
+
+/// Reader engines open at once per tenant unless told otherwise: one per core and one more.
+/// They are all kept between requests, and more requests wait for one, so memory stays bounded
+/// however many clients there are.
+///
+/// Why no more: reads are CPU work, so engines beyond the cores only share them, and each read
+/// then lasts as many times longer as there are engines per core. The write-ahead log starts
+/// over only when no read still reads it, so long reads kept it growing until the writer
+/// stopped for them (a truncating checkpoint, every few seconds at 64 clients); and every
+/// runnable reader takes its slice from the writer, lowered priority or not. With 8 engines on
+/// 2 cores `bench serve --clients 64` answered ingests at 169 ms p99; with 3, 26 ms, at the
+/// same throughput (`docs/benchmarks.md`).
+pub fn default_readers() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get) + 1
+}
 /// Page cache of each reader engine's connection, at most; together they stay under
 /// [`SQLITE_HEAP_BUDGET`].
 const READER_CACHE_BYTES: u64 = 32 << 20;
@@ -154,6 +168,8 @@ struct Inner {
     limits: Mutex<RequestLimits>,
     /// The niceness reading threads add to their own ([`priority`]).
     read_nice: AtomicU8,
+    /// Reader engines per tenant, at most.
+    readers: AtomicUsize,
 }
 
 struct Registry {
@@ -189,6 +205,8 @@ struct Tenant {
     trimmed: Mutex<Instant>,
     /// When the reads' access notes were last written (none yet: `None`).
     access_flushed: Mutex<Option<Instant>>,
+    /// Whether a read queued a write of the access notes that the writer has not run yet.
+    access_flush_queued: AtomicBool,
     /// The write-ahead log's copies into the file, off the writer (`maintain`): the writer's
     /// own connection does not checkpoint after its commits, where the copy of up to 64 MiB of
     /// pages delayed the answers to a group's callers.
@@ -208,6 +226,8 @@ struct Tenant {
     /// The niceness the index builds and the log's copies add to their threads, the readers'
     /// ([`priority`]).
     build_nice: Arc<AtomicU8>,
+    /// Reader engines open at once, at most.
+    max_readers: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -277,6 +297,7 @@ impl Tenant {
             queue: Mutex::default(),
             trimmed: Mutex::new(Instant::now()),
             access_flushed: Mutex::new(None),
+            access_flush_queued: AtomicBool::new(false),
             wal: WalCopier::new(format!("ctxgraph-wal-{name}")).on_thread(move || {
                 priority::lower_for_reads(copy_nice.load(Ordering::Relaxed));
             }),
@@ -287,6 +308,7 @@ impl Tenant {
             access,
             indexes: index_upkeep::IndexUpkeep::default(),
             build_nice,
+            max_readers: AtomicUsize::new(default_readers()),
         }
     }
 
@@ -309,7 +331,7 @@ impl Tenant {
     }
 
     /// Run `f` on a reader engine of the current schema generation, waiting for one when
-    /// [`MAX_READERS`] are in use.
+    /// its most ([`Service::set_readers`]) are in use.
     fn read<T>(
         &self,
         f: impl FnOnce(&Engine) -> Result<T, ServiceError>,
@@ -324,7 +346,7 @@ impl Tenant {
                 if let Some((_, e)) = pool.idle.pop() {
                     break Some(e);
                 }
-                if pool.open < MAX_READERS {
+                if pool.open < self.max_readers.load(Ordering::Relaxed) {
                     pool.open += 1;
                     break None;
                 }
@@ -385,18 +407,27 @@ impl Tenant {
         Ok(e)
     }
 
-    /// Flush pending accesses once [`FLUSH_ACCESS_AT`] events are pending, if the writer is
-    /// free: a busy writer flushes them with its current write, and a read never waits for it.
-    fn flush_access_if_due(&self) {
-        if self.access.pending() < FLUSH_ACCESS_AT {
+    /// Once [`FLUSH_ACCESS_AT`] events are pending, queue their write for the writer (one at
+    /// a time); a read never waits for it. Call it from an async worker thread: a writer task
+    /// it starts keeps that thread's priority.
+    ///
+    /// Why a job and not the read's own thread: a read's thread runs at the readers' lowered
+    /// priority, and holding the writer there, among the reads it yields to, it kept every
+    /// ingest queued behind it for a quarter of a second under load.
+    fn queue_access_flush(self: &Arc<Self>, metrics: &Metrics) {
+        if self.access.pending() < FLUSH_ACCESS_AT
+            || self.access_flush_queued.swap(true, Ordering::AcqRel)
+        {
             return;
         }
-        let mut w = match self.writer.try_lock() {
-            Ok(w) => w,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return,
+        let job = queue::Job::Run {
+            wanted: Arc::new(AtomicBool::new(true)),
+            work: Box::new(|t: &Tenant| {
+                t.access_flush_queued.store(false, Ordering::Release);
+                t.flush_access_at_most_every(&mut lock(&t.writer));
+            }),
         };
-        self.flush_access_at_most_every(&mut w);
+        self.submit(job, metrics);
     }
 
     /// Write the pending access notes on the writer `w` unless they were written less than
@@ -737,6 +768,7 @@ impl Service {
                 options,
                 limits: Mutex::new(RequestLimits::default()),
                 read_nice: AtomicU8::new(priority::DEFAULT_READ_NICE),
+                readers: AtomicUsize::new(default_readers()),
             }),
         })
     }
@@ -756,6 +788,17 @@ impl Service {
     /// thread at the process's priority. A thread lowered stays lowered.
     pub fn set_read_nice(&self, nice: u8) {
         self.inner.read_nice.store(nice.min(19), Ordering::Relaxed);
+    }
+
+    /// The most reader engines each tenant opens (1 to [`MAX_READERS`]; default
+    /// [`default_readers`]); reads beyond them wait for one. Tenants already open keep the
+    /// engines they have and open no more than `readers` from now on.
+    pub fn set_readers(&self, readers: usize) {
+        let readers = readers.clamp(1, MAX_READERS);
+        self.inner.readers.store(readers, Ordering::Relaxed);
+        for t in lock(&self.inner.tenants).values() {
+            t.max_readers.store(readers, Ordering::Relaxed);
+        }
     }
 
     /// Change the bounds on one request's work (`ctxgraph serve`'s options); requests that
@@ -869,6 +912,7 @@ impl Service {
             remote::Stores::OneScaleOut(url) => Tenant::open_scale_out(name, url.clone(), options)?,
         });
         t.build_nice.store(self.inner.read_nice.load(Ordering::Relaxed), Ordering::Relaxed);
+        t.max_readers.store(self.inner.readers.load(Ordering::Relaxed), Ordering::Relaxed);
         tenants.insert(name.to_owned(), Arc::clone(&t));
         Ok(t)
     }
@@ -929,10 +973,8 @@ impl Service {
                 reader.read(|e| f(e, &who))
             })
             .await;
-        // The accesses this read noted are flushed off its response path.
-        if tenant.access.pending() >= FLUSH_ACCESS_AT {
-            tokio::task::spawn_blocking(move || tenant.flush_access_if_due());
-        }
+        // The accesses this read noted are written off its response path, by the writer.
+        tenant.queue_access_flush(&self.inner.metrics);
         out
     }
 
@@ -1552,29 +1594,79 @@ mod tests {
     }
 
     #[test]
-    fn accesses_are_flushed_once_enough_are_pending_and_the_writer_is_free() {
+    fn reads_past_the_tenants_reader_bound_wait_for_an_engine() {
         let (_dir, t) = tenant();
+        let t = Arc::new(t);
+        t.max_readers.store(1, Ordering::Relaxed);
+        let (started, first_running) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let first = {
+            let t = Arc::clone(&t);
+            std::thread::spawn(move || {
+                t.read(|_| {
+                    started.send(()).unwrap();
+                    released.recv().unwrap();
+                    Ok(())
+                })
+            })
+        };
+        first_running.recv_timeout(Duration::from_secs(30)).unwrap();
+        let (done, second_done) = std::sync::mpsc::channel();
+        let second = {
+            let t = Arc::clone(&t);
+            std::thread::spawn(move || done.send(t.read(|_| Ok(()))).unwrap())
+        };
+        // The one engine is taken: the second read waits for it.
+        assert!(second_done.recv_timeout(Duration::from_millis(300)).is_err());
+        assert_eq!(lock(&t.readers).open, 1);
+        release.send(()).unwrap();
+        second_done.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
+        first.join().unwrap().unwrap();
+        second.join().unwrap();
+        assert_eq!(lock(&t.readers).open, 1);
+    }
+
+    /// Wait until the writer has run every job queued so far (jobs run in order).
+    fn writer_caught_up(t: &Arc<Tenant>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let work = Box::new(move |_: &Tenant| tx.send(()).unwrap());
+        t.submit(
+            queue::Job::Run { wanted: Arc::new(AtomicBool::new(true)), work },
+            &Metrics::default(),
+        );
+        rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    }
+
+    #[test]
+    fn accesses_are_flushed_by_the_writer_once_enough_are_pending() {
+        let (_dir, t) = tenant();
+        let t = Arc::new(t);
+        let metrics = Metrics::default();
         let ids: Vec<String> = (0..FLUSH_ACCESS_AT).map(|i| format!("e{i}")).collect();
         t.access.note(ids[1..].iter().map(String::as_str), chrono::Utc::now());
-        t.flush_access_if_due();
+        t.queue_access_flush(&metrics);
+        assert!(!t.access_flush_queued.load(Ordering::Acquire));
+        writer_caught_up(&t);
         assert_eq!((t.access.pending(), access_records(&t)), (FLUSH_ACCESS_AT - 1, 0));
         t.access.note([ids[0].as_str()], chrono::Utc::now());
-        // A busy writer is not waited for: its write flushes instead.
+        // A busy writer is not waited for: the flush is queued, once, and the writer runs it.
         {
             let _busy = lock(&t.writer);
-            t.flush_access_if_due();
+            t.queue_access_flush(&metrics);
+            assert!(t.access_flush_queued.load(Ordering::Acquire));
             assert_eq!(t.access.pending(), FLUSH_ACCESS_AT);
         }
-        t.flush_access_if_due();
+        writer_caught_up(&t);
         assert_eq!((t.access.pending(), access_records(&t)), (0, 1));
+        assert!(!t.access_flush_queued.load(Ordering::Acquire));
         // Not again within ACCESS_FLUSH_EVERY, by a read or a write's upkeep; once it passed, yes.
         t.access.note(ids.iter().map(String::as_str), chrono::Utc::now());
-        t.flush_access_if_due();
-        let t = Arc::new(t);
-        t.maintain(&Metrics::default());
+        t.queue_access_flush(&metrics);
+        writer_caught_up(&t);
+        t.maintain(&metrics);
         assert_eq!((t.access.pending(), access_records(&t)), (FLUSH_ACCESS_AT, 1));
         *lock(&t.access_flushed) = Instant::now().checked_sub(ACCESS_FLUSH_EVERY);
-        t.maintain(&Metrics::default());
+        t.maintain(&metrics);
         assert_eq!((t.access.pending(), access_records(&t)), (0, 2));
     }
 

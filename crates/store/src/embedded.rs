@@ -1,6 +1,6 @@
 //! The embedded backend: one SQLite file in WAL mode holding the log and the projected graph.
 //!
-//! # Storage layout (format version 4)
+//! # Storage layout (format version 5)
 //!
 //! ```text
 //! log            (position INTEGER PRIMARY KEY, kind, record_id, recorded_at, body)  UNIQUE(kind, record_id)
@@ -10,7 +10,8 @@
 //! session_order  (session_id, at_ns, event_id)                                      PK in that order
 //! sessions       (session_id, last_at_ns, last_event_id)  the latest slot per session  PK(session_id)
 //! meta           (key, value)          projected_through, enriched_through, embedding_model, embedding_dimension
-//! vectors        (nid, data, list)     one little-endian f32 embedding per node; its IVF list
+//! vectors        (nid, data)           one little-endian f32 embedding per node
+//! vector_lists   (nid, list)           a row per vector: its IVF list, NULL if written since the build
 //! ann_lists      (list, members)       the IVF vector index: packed members per list
 //! archived       (label, id, archived_at)  nodes retention moved out of the graph
 //! text_index     FTS5 (rowid = nid)    BM25 full-text index of event text and entity names
@@ -45,7 +46,7 @@ use crate::{
 type HashMap<K, V> = foldhash::HashMap<K, V>;
 
 /// The newest on-disk format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// `PRAGMA application_id` of a ctxgraph store: "ctxg" in ASCII.
 const APPLICATION_ID: i32 = 0x6374_7867;
@@ -56,6 +57,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("format_v2.sql")),
     (3, include_str!("format_v3.sql")),
     (4, include_str!("format_v4.sql")),
+    (5, include_str!("format_v5.sql")),
 ];
 
 /// Whether opening may create a missing store.
@@ -1262,7 +1264,7 @@ fn graph_vector_list(
 ) -> Result<Option<(i64, Option<u32>)>, StoreError> {
     let Some(nid) = nid_of(c, key)? else { return Ok(None) };
     let list: Option<Option<i64>> = c
-        .prepare_cached("SELECT list FROM vectors WHERE nid = ?1")?
+        .prepare_cached("SELECT list FROM vector_lists WHERE nid = ?1")?
         .query_row(params![nid], |r| r.get(0))
         .optional()?;
     Ok(list.map(|l| (nid, l.and_then(|l| u32::try_from(l).ok()))))
@@ -1309,8 +1311,10 @@ fn graph_scan_unindexed_vectors(
 ) -> Result<(), StoreError> {
     // No join with the nodes and one buffer for every row: a search keeps a few of these
     // vectors, so only their keys are read (every reader runs this on every search).
-    let mut st =
-        c.prepare_cached("SELECT nid, data FROM vectors WHERE list IS NULL ORDER BY nid")?;
+    let mut st = c.prepare_cached(
+        "SELECT v.nid, v.data FROM vector_lists l JOIN vectors v ON v.nid = l.nid
+         WHERE l.list IS NULL ORDER BY l.nid",
+    )?;
     let mut rows = st.query([])?;
     let mut vector = Vec::new();
     while let Some(row) = rows.next()? {
@@ -1326,12 +1330,13 @@ fn graph_vector_counts(c: &Connection) -> Result<(u64, u64), StoreError> {
     let count = |sql: &str| -> Result<u64, StoreError> {
         Ok(position(c.prepare_cached(sql)?.query_row([], |r| r.get(0))?))
     };
-    Ok((count("SELECT count(*) FROM vectors")?, graph_vectors_outside(c)?))
+    // The narrow table has a row per vector: counting it reads a page per few hundred vectors.
+    Ok((count("SELECT count(*) FROM vector_lists")?, graph_vectors_outside(c)?))
 }
 
 /// How many vectors are outside the vector index (a scan of the partial index of them).
 fn graph_vectors_outside(c: &Connection) -> Result<u64, StoreError> {
-    let sql = "SELECT count(*) FROM vectors WHERE list IS NULL";
+    let sql = "SELECT count(*) FROM vector_lists WHERE list IS NULL";
     Ok(position(c.prepare_cached(sql)?.query_row([], |r| r.get(0))?))
 }
 
@@ -2452,6 +2457,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         let doomed = "SELECT nid FROM nodes WHERE label = ?1";
         tx.execute(&format!("DELETE FROM edges WHERE from_nid IN ({doomed})"), params![label])?;
         tx.execute(&format!("DELETE FROM edges WHERE to_nid IN ({doomed})"), params![label])?;
+        tx.execute(&format!("DELETE FROM vector_lists WHERE nid IN ({doomed})"), params![label])?;
         let vectors =
             tx.execute(&format!("DELETE FROM vectors WHERE nid IN ({doomed})"), params![label])?;
         self.vectors_changed.set(true);
@@ -2511,9 +2517,18 @@ impl GraphStore for EmbeddedWrite<'_> {
             // A replaced vector leaves the vector index (as `INSERT OR REPLACE` did): it is
             // searched exactly until the next build.
             self.tx
-                .prepare_cached("UPDATE vectors SET data = ?2, list = NULL WHERE nid = ?1")?
+                .prepare_cached("UPDATE vectors SET data = ?2 WHERE nid = ?1")?
                 .execute(params![nid, bytes])?;
+            self.tx
+                .prepare_cached("UPDATE vector_lists SET list = NULL WHERE nid = ?1")?
+                .execute(params![nid])?;
             self.removed.set(true);
+        } else {
+            self.tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO vector_lists (nid, list) VALUES (?1, NULL)",
+                )?
+                .execute(params![nid])?;
         }
         self.vectors_changed.set(true);
         self.vectors.put(nid, vector);
@@ -2572,7 +2587,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         self.tx.execute_batch(CLEAR_TEXT_INDEX)?;
         bump_counter(&self.tx, "text_generation")?;
         self.tx.execute_batch(
-            "DELETE FROM vectors; DELETE FROM text_index; DELETE FROM ann_lists;
+            "DELETE FROM vectors; DELETE FROM vector_lists; DELETE FROM text_index; DELETE FROM ann_lists;
              DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension', 'ann_centroids');
              INSERT INTO meta (key, value) VALUES ('ann_generation', 1)
                  ON CONFLICT (key) DO UPDATE SET value = value + 1;
@@ -2601,6 +2616,7 @@ impl GraphStore for EmbeddedWrite<'_> {
         let tx = &self.tx;
         tx.prepare_cached("DELETE FROM edges WHERE from_nid = ?1")?.execute(params![nid])?;
         tx.prepare_cached("DELETE FROM edges WHERE to_nid = ?1")?.execute(params![nid])?;
+        tx.prepare_cached("DELETE FROM vector_lists WHERE nid = ?1")?.execute(params![nid])?;
         let vectors =
             tx.prepare_cached("DELETE FROM vectors WHERE nid = ?1")?.execute(params![nid])?;
         self.vectors_changed.set(true);
@@ -2649,7 +2665,7 @@ impl GraphStore for EmbeddedWrite<'_> {
     fn clear_ann_index(&mut self) -> Result<(), StoreError> {
         self.tx.execute_batch(
             "DELETE FROM ann_lists; DELETE FROM meta WHERE key = 'ann_centroids';
-             UPDATE vectors SET list = NULL WHERE list IS NOT NULL;",
+             UPDATE vector_lists SET list = NULL WHERE list IS NOT NULL;",
         )?;
         self.vectors_changed.set(true);
         self.vectors.removed.set(true);
@@ -2659,7 +2675,7 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn clear_ann_index_refiled(&mut self) -> Result<(), StoreError> {
         // Each vector's `list` is rewritten by the caller: clearing it first would rewrite
-        // every vector's row twice in one transaction.
+        // every row of `vector_lists` twice in one transaction.
         self.tx.execute_batch(
             "DELETE FROM ann_lists; DELETE FROM meta WHERE key = 'ann_centroids';",
         )?;
@@ -2687,7 +2703,7 @@ impl GraphStore for EmbeddedWrite<'_> {
 
     fn set_vector_list(&mut self, nid: i64, list: u32) -> Result<(), StoreError> {
         self.tx
-            .prepare_cached("UPDATE vectors SET list = ?1 WHERE nid = ?2")?
+            .prepare_cached("UPDATE vector_lists SET list = ?1 WHERE nid = ?2")?
             .execute(params![list, nid])?;
         self.vectors_changed.set(true);
         self.vectors.file(nid);

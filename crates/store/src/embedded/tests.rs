@@ -1046,3 +1046,86 @@ fn reads_of_many_ids_answer_as_the_reads_of_each_in_the_order_given() {
 fn keys_of(r: &EmbeddedRead<'_>, nid: i64) -> Option<NodeKey> {
     r.node_keys(&[nid]).unwrap().pop().map(|(_, k)| k)
 }
+
+#[test]
+fn a_format_4_store_keeps_each_vectors_list_in_format_5() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("v4.ctxg");
+    {
+        let c = Connection::open(&path).unwrap();
+        for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v <= 4) {
+            c.execute_batch(sql).unwrap();
+            c.pragma_update(None, "user_version", version).unwrap();
+        }
+        c.pragma_update(None, "application_id", APPLICATION_ID).unwrap();
+        c.execute_batch(
+            "INSERT INTO nodes (nid, label, id, props) VALUES (1, 'Event', 'a', '{}'),
+                 (2, 'Event', 'b', '{}'), (3, 'Event', 'c', '{}');
+             INSERT INTO vectors (nid, data, list) VALUES (1, x'0000803f', 3),
+                 (2, x'0000803f', NULL), (3, x'00000040', 0);",
+        )
+        .unwrap();
+    }
+    let store = Embedded::open(&path, OpenMode::MustExist).unwrap();
+    let r = store.begin_read().unwrap();
+    let list = |id: &str| r.vector_list(&NodeKey::new("Event", id)).unwrap();
+    assert_eq!(
+        (list("a"), list("b"), list("c")),
+        (Some((1, Some(3))), Some((2, None)), Some((3, Some(0))))
+    );
+    assert_eq!(r.vector_counts().unwrap(), (3, 1));
+    let mut outside = Vec::new();
+    r.scan_unindexed_vectors(&mut |nid, v| outside.push((nid, v.to_vec()))).unwrap();
+    assert_eq!(outside, [(2, vec![1.0])]);
+    let columns: Vec<String> = store
+        .conn
+        .prepare("SELECT name FROM pragma_table_info('vectors')")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(columns, ["nid", "data"]);
+}
+
+#[test]
+fn the_list_of_each_vector_follows_builds_replacements_and_deletions() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let key = |i: usize| NodeKey::new("Event", format!("e{i}"));
+    let mut w = store.begin_write().unwrap();
+    for i in 0..40 {
+        w.put_node(&Node { key: key(i), props: Properties::new() }).unwrap();
+        w.put_vector(&key(i), &[i as f32, 1.0]).unwrap();
+    }
+    w.commit().unwrap();
+    let mut w = store.begin_write().unwrap();
+    w.clear_ann_index_refiled().unwrap();
+    for i in 0..30 {
+        let nid = w.vector_list(&key(i)).unwrap().unwrap().0;
+        w.set_vector_list(nid, (i % 4) as u32).unwrap();
+    }
+    w.commit().unwrap();
+    let r = store.begin_read().unwrap();
+    assert_eq!(r.vector_counts().unwrap(), (40, 10));
+    assert_eq!(r.vector_list(&key(5)).unwrap().map(|l| l.1), Some(Some(1)));
+    assert_eq!(r.vector_list(&key(35)).unwrap().map(|l| l.1), Some(None));
+    drop(r);
+    // Replacing a vector takes it out of the index; deleting its node takes its list too.
+    let mut w = store.begin_write().unwrap();
+    w.put_vector(&key(5), &[0.5, 0.5]).unwrap();
+    assert!(w.delete_node(&key(6)).unwrap());
+    w.commit().unwrap();
+    let r = store.begin_read().unwrap();
+    assert_eq!(r.vector_list(&key(5)).unwrap().map(|l| l.1), Some(None));
+    assert_eq!(r.vector_counts().unwrap(), (39, 11));
+    let orphans: i64 = store
+        .conn
+        .query_row(
+            "SELECT count(*) FROM vector_lists WHERE nid NOT IN (SELECT nid FROM vectors)",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(orphans, 0);
+}
