@@ -24,7 +24,7 @@ use std::time::Instant;
 use ctxgraph::{Engine, IndexParts, PreparedIndexes};
 
 use super::queue::Job;
-use super::{Tenant, lock};
+use super::{ClearOnDrop, Tenant, lock};
 use crate::metrics::Metrics;
 
 /// Vectors outside the vector index (searched exactly until indexed) that make a rebuild worth
@@ -77,16 +77,6 @@ impl IndexUpkeep {
     }
 }
 
-/// Clears the building flag when the build ends, however it ends (installed, dropped unrun,
-/// failed, panicked).
-struct Building(Arc<AtomicBool>);
-
-impl Drop for Building {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
-}
-
 impl Tenant {
     /// After a write, on the writer: start a build of the indexes that lag (unless one is
     /// running), or, after [`MAX_STALE`] dropped builds, rebuild them in place. Whether the
@@ -115,7 +105,8 @@ impl Tenant {
             return true;
         }
         self.indexes.building.store(true, Ordering::Release);
-        let guard = Building(Arc::clone(&self.indexes.building));
+        // Cleared when the build ends, however it ends (installed, dropped unrun, failed, panicked).
+        let guard = ClearOnDrop(Arc::clone(&self.indexes.building));
         let tenant = Arc::clone(self);
         let metrics = metrics.clone();
         let spawned = std::thread::Builder::new()
@@ -133,7 +124,7 @@ impl Tenant {
         self: Arc<Self>,
         parts: IndexParts,
         nice: u8,
-        guard: Building,
+        guard: ClearOnDrop,
         metrics: &Metrics,
     ) {
         super::priority::lower_for_reads(nice);
