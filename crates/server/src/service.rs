@@ -75,6 +75,7 @@ mod explore;
 mod index_upkeep;
 mod priority;
 mod queue;
+mod reader_pool;
 mod remote;
 mod tools;
 mod trust;
@@ -177,14 +178,6 @@ struct Registry {
     modified: FileStamp,
 }
 
-/// Reader engines of a tenant: the idle ones (with the schema generation they were opened at)
-/// and how many are open, idle or in use.
-#[derive(Default)]
-struct ReaderPool {
-    idle: Vec<(u64, Engine)>,
-    open: usize,
-}
-
 /// Where a tenant's store is.
 enum TenantStore {
     /// A store file.
@@ -214,9 +207,7 @@ struct Tenant {
     options: EngineOptions,
     /// The index parts read so far, shared by the writer and every reader.
     caches: IndexCaches,
-    readers: Mutex<ReaderPool>,
-    /// Signalled when a reader engine is returned or closed.
-    reader_freed: std::sync::Condvar,
+    readers: Mutex<reader_pool::ReaderPool>,
     /// Bumped when a schema module is written; readers of an older generation are dropped.
     generation: AtomicU64,
     /// The events recalls returned, shared by the writer and every reader.
@@ -312,8 +303,7 @@ impl Tenant {
                 priority::lower_for_reads(copy_nice.load(Ordering::Relaxed));
             }),
             options,
-            readers: Mutex::new(ReaderPool::default()),
-            reader_freed: std::sync::Condvar::new(),
+            readers: Mutex::default(),
             generation: AtomicU64::new(0),
             access,
             indexes: index_upkeep::IndexUpkeep::default(),
@@ -347,54 +337,45 @@ impl Tenant {
         f: impl FnOnce(&Engine) -> Result<T, ServiceError>,
     ) -> Result<T, ServiceError> {
         let generation = self.generation.load(Ordering::Acquire);
-        let idle = {
-            let mut pool = lock(&self.readers);
-            loop {
-                let before = pool.idle.len();
-                pool.idle.retain(|(g, _)| *g == generation);
-                pool.open -= before - pool.idle.len();
-                if let Some((_, e)) = pool.idle.pop() {
-                    break Some(e);
-                }
-                if pool.open < self.max_readers.load(Ordering::Relaxed) {
-                    pool.open += 1;
-                    break None;
-                }
-                pool = self.reader_freed.wait(pool).unwrap_or_else(PoisonError::into_inner);
-            }
+        let turn = lock(&self.readers).take(generation, self.max_readers.load(Ordering::Relaxed));
+        let lease = match turn {
+            reader_pool::Turn::Now(lease) => lease,
+            reader_pool::Turn::Wait(line) => line.recv().map_err(|_| {
+                ServiceError::internal(
+                    "server.panic",
+                    "the reader pool closed before this read's turn",
+                )
+            })?,
         };
         // A request given up while it waited for a reader does not start its work.
         if given_up() {
-            let mut pool = lock(&self.readers);
-            match idle {
-                Some(e) => pool.idle.push((generation, e)),
-                None => pool.open -= 1,
-            }
-            drop(pool);
-            self.reader_freed.notify_one();
+            let engine = match lease {
+                reader_pool::Lease::Engine(e) => Some((generation, e)),
+                reader_pool::Lease::Room => None,
+            };
+            self.give_back(engine);
             return Err(given_up_error());
         }
-        let engine = match idle {
-            Some(e) => e,
-            None => match self.open_engine(false) {
-                Ok(e) => e,
+        let engine = match lease {
+            reader_pool::Lease::Engine(e) => e,
+            reader_pool::Lease::Room => match self.open_engine(false) {
+                Ok(e) => Box::new(e),
                 Err(e) => {
-                    lock(&self.readers).open -= 1;
-                    self.reader_freed.notify_one();
+                    self.give_back(None);
                     return Err(e);
                 }
             },
         };
         let out = f(&engine);
-        let mut pool = lock(&self.readers);
-        if self.generation.load(Ordering::Acquire) == generation {
-            pool.idle.push((generation, engine));
-        } else {
-            pool.open -= 1;
-        }
-        drop(pool);
-        self.reader_freed.notify_one();
+        self.give_back(Some((generation, engine)));
         out
+    }
+
+    /// Return a read's engine (opened at the generation given), or the room of one that could
+    /// not be opened or was not used, to the pool: for the read that waited longest, if any.
+    fn give_back(&self, engine: Option<(u64, Box<Engine>)>) {
+        let generation = self.generation.load(Ordering::Acquire);
+        lock(&self.readers).give_back(engine, generation);
     }
 
     /// A new engine on the tenant's store, sharing its access tracker and index caches, with
@@ -1631,12 +1612,12 @@ mod tests {
         };
         // The one engine is taken: the second read waits for it.
         assert!(second_done.recv_timeout(Duration::from_millis(300)).is_err());
-        assert_eq!(lock(&t.readers).open, 1);
+        assert_eq!(lock(&t.readers).open(), 1);
         release.send(()).unwrap();
         second_done.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
         first.join().unwrap().unwrap();
         second.join().unwrap();
-        assert_eq!(lock(&t.readers).open, 1);
+        assert_eq!(lock(&t.readers).open(), 1);
     }
 
     /// Wait until the writer has written the access notes a read queued.
@@ -1786,7 +1767,7 @@ mod tests {
         assert!(as_request(live, || t.read(|_| Ok(()))).is_ok());
         assert!(!given_up());
         assert!(t.write(|_| Ok(())).is_ok());
-        assert_eq!(lock(&t.readers).open, 1);
+        assert_eq!(lock(&t.readers).open(), 1);
     }
 
     #[test]
