@@ -400,10 +400,22 @@ pub(crate) fn semantic(
 /// Questions for the recall benchmark, made from the trace: every n-th event's summary as a
 /// lookup, its tool as a why-question, its session as a when-question.
 fn questions(jsonl: &str, count: usize) -> Vec<String> {
-    let events: Vec<Value> = jsonl.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    questions_at(&trace_events(jsonl), count, 0, 1)
+}
+
+/// The events of a synthetic trace, parsed.
+fn trace_events(jsonl: &str) -> Vec<Value> {
+    jsonl.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+/// [`questions`] from other events: the `part`-th of `parts` sets asked of events evenly
+/// spaced through the trace, each set from events the others do not use (when the trace has
+/// at least `parts` events per question).
+fn questions_at(events: &[Value], count: usize, part: usize, parts: usize) -> Vec<String> {
     let step = (events.len() / count.max(1)).max(1);
     events
         .iter()
+        .skip(step * part / parts.max(1))
         .step_by(step)
         .take(count)
         .enumerate()
@@ -500,12 +512,19 @@ pub(crate) fn recall(
     } else {
         build_consolidated(&path, &jsonl)?;
     }
-    let qs = questions(&jsonl, queries);
+    // Three sets of questions from different events: the timed one, one to warm the engine up
+    // with and one for the throughput runs. A warm-up with the timed questions themselves
+    // would leave the very nodes they find decoded in the engine's node cache.
+    let trace = trace_events(&jsonl);
     drop(jsonl);
+    let qs = questions_at(&trace, queries, 0, 3);
+    let warm = questions_at(&trace, queries, 1, 3);
+    let others = questions_at(&trace, queries, 2, 3);
+    drop(trace);
     // One warm-up pass (the vector index's lists are read into the engine's cache once), then
     // the timed pass, on one thread.
     let engine = Engine::open(&path, OpenMode::MustExist, EngineOptions::default())?;
-    eprintln!("recall: {} questions, warm-up ...", qs.len());
+    eprintln!("recall: {} questions, warm-up on {} others ...", qs.len(), warm.len());
     let ask = |engine: &Engine, q: &str| -> anyhow::Result<(f64, ctxgraph::Timings)> {
         let t = Instant::now();
         let pack = engine.recall(&ctxgraph::RecallQuery::new(q))?;
@@ -513,22 +532,8 @@ pub(crate) fn recall(
         std::hint::black_box(pack);
         Ok((t.elapsed().as_secs_f64() * 1000.0, timings))
     };
-    // The warm-up pass writes the packs, so writing them costs the timed pass nothing.
-    let mut out = rankings
-        .map(|file| {
-            std::fs::File::create(file)
-                .with_context(|| format!("creating {}", file.display()))
-                .map(std::io::BufWriter::new)
-        })
-        .transpose()?;
-    for q in &qs {
-        let pack = engine.recall(&ctxgraph::RecallQuery::new(q.as_str()))?;
-        if let Some(out) = out.as_mut() {
-            writeln!(out, "{}", pack_line(&pack))?;
-        }
-    }
-    if let Some(mut out) = out {
-        out.flush()?;
+    for q in &warm {
+        std::hint::black_box(engine.recall(&ctxgraph::RecallQuery::new(q.as_str()))?);
     }
     let mut ms = Vec::with_capacity(qs.len());
     let mut phases = [0u64; 6];
@@ -540,15 +545,28 @@ pub(crate) fn recall(
         }
     }
     let phase_ms = phases.map(|us| us as f64 / 1000.0 / qs.len().max(1) as f64);
+    // The packs, written after the timing so that writing them costs it nothing (a warm
+    // engine answers what a fresh one does).
+    if let Some(file) = rankings {
+        let mut out = std::fs::File::create(file)
+            .with_context(|| format!("creating {}", file.display()))
+            .map(std::io::BufWriter::new)?;
+        for q in &qs {
+            let pack = engine.recall(&ctxgraph::RecallQuery::new(q.as_str()))?;
+            writeln!(out, "{}", pack_line(&pack))?;
+        }
+        out.flush()?;
+    }
     let ms = sorted(ms);
     let (p50, p95, p99) = (percentile(&ms, 0.50), percentile(&ms, 0.95), percentile(&ms, 0.99));
-    // Throughput: `threads` engines over the same file, each asking every question; first on
+    // Throughput: `threads` engines over the same file, each asking every question of the
+    // third set (so the threads sharing caches also share what each other decoded); first on
     // fresh engines (each reads the index parts it probes and decodes the posting lists it
     // merges on its first questions), then on engines sharing the timed engine's caches, as a
     // server's readers share their tenant's: warm, like the latency above.
     let threads = threads.max(1);
-    let qps_fresh = throughput(&path, &qs, threads, None, ask)?;
-    let qps = throughput(&path, &qs, threads, Some(&engine.index_caches()), ask)?;
+    let qps_fresh = throughput(&path, &others, threads, None, ask)?;
+    let qps = throughput(&path, &others, threads, Some(&engine.index_caches()), ask)?;
     drop(engine);
     if json {
         print_json(&json!({"events": events, "queries": qs.len(), "p50_ms": p50, "p95_ms": p95,
@@ -561,7 +579,7 @@ pub(crate) fn recall(
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "ctxgraph bench recall: {events} events, {} questions, k = 10, warm engine",
+        "ctxgraph bench recall: {events} events, {} questions, k = 10, engine warmed on other questions",
         qs.len()
     )?;
     let mut t = table(&["measure", "value"]);
@@ -624,4 +642,28 @@ fn throughput(
         Ok(started)
     })?;
     Ok((threads * qs.len()) as f64 / started.elapsed().as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recall_benchmarks_question_sets_come_from_different_events() {
+        let jsonl = synthetic_jsonl(600);
+        let trace = trace_events(&jsonl);
+        let sets: Vec<Vec<String>> = (0..3).map(|part| questions_at(&trace, 40, part, 3)).collect();
+        // The timed set is the one the rankings files have always held.
+        assert_eq!(sets[0], questions(&jsonl, 40));
+        for set in &sets {
+            assert_eq!(set.len(), 40);
+        }
+        // Each set asks of its own events: no question repeats one of another set at the same
+        // place, and the sets differ as wholes.
+        for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+            assert_ne!(sets[a], sets[b]);
+            let same = sets[a].iter().zip(&sets[b]).filter(|(x, y)| x == y).count();
+            assert!(same < 40 / 4, "sets {a} and {b} share {same} questions");
+        }
+    }
 }
