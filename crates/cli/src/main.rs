@@ -86,6 +86,17 @@ pub(crate) fn open(cli: &Cli, mode: OpenMode, options: EngineOptions) -> anyhow:
     if let Some(url) = scale_out::store_url(cli)? {
         return backend::open_remote(&url, options);
     }
+    // A store of an older format is migrated in place as it opens, which may rewrite whole
+    // tables of a large store: say so before the wait.
+    if let Some(version) = ctxgraph_store::Embedded::format_version_at(&cli.db)
+        .filter(|v| (1..ctxgraph::FORMAT_VERSION).contains(v))
+    {
+        eprintln!(
+            "upgrading {} from store format {version} to {} (once; a large store takes a while) ...",
+            cli.db.display(),
+            ctxgraph::FORMAT_VERSION
+        );
+    }
     Engine::open(&cli.db, mode, options)
         .with_context(|| format!("opening store {}", cli.db.display()))
 }

@@ -284,3 +284,17 @@ fn recall_counts_the_reads_of_the_events_it_returns() {
     assert_eq!(got[0]["properties"]["access_count"], 2, "{got}");
     assert!(got[0]["properties"]["last_accessed_at"].is_string(), "{got}");
 }
+
+#[test]
+fn an_older_store_is_upgraded_once_and_says_so() {
+    let d = Dir::new();
+    let fixture = workspace_root().join("crates/engine/tests/fixtures/format-v1.ctxg");
+    std::fs::copy(fixture, d.db()).unwrap();
+    let first = d.cmd(&["stats"]).assert().success();
+    let said = String::from_utf8(first.get_output().stderr.clone()).unwrap();
+    let current = ctxgraph::FORMAT_VERSION;
+    assert!(said.contains(&format!("from store format 1 to {current}")), "{said}");
+    let again = d.cmd(&["stats"]).assert().success();
+    let said = String::from_utf8(again.get_output().stderr.clone()).unwrap();
+    assert!(!said.contains("upgrading"), "{said}");
+}
