@@ -31,21 +31,21 @@
 //!
 //! # Memory
 //! What a tenant holds is bounded whatever the load: at most [`Service::set_readers`] reader
-//! connections (one per core and one more unless told otherwise), kept open between requests (opening one per request churned the allocator);
-//! one cache of index parts shared by the tenant's engines; no memory-mapped reads (each
-//! connection's mapping of a growing file counted in the resident size again); and SQLite's page
-//! caches, all connections together, under one soft heap budget ([`SQLITE_HEAP_BUDGET`]).
-//! After a write, at most every [`TRIM_EVERY`] and after every index rebuild, the writer gives
-//! freed heap back to the system.
+//! connections (one per core and one more unless told otherwise), kept open between requests
+//! (opening one per request churned the allocator); one cache of index parts shared by the
+//! tenant's engines; no memory-mapped reads (each connection's mapping of a growing file
+//! counted in the resident size again); and SQLite's page caches, all connections together,
+//! under one soft heap budget ([`SQLITE_HEAP_BUDGET`]). After a write, at most every
+//! [`TRIM_EVERY`] and after every index rebuild, the writer gives freed heap back to the system.
 //!
 //! # Access tracking
 //! A tenant's engines share one [`AccessTracker`]: recalls note the events they return there
 //! (in memory), and the writer writes the pending notes as an `access` record after the next
 //! write's answers, or after a read once [`FLUSH_ACCESS_AT`] events are pending (a write queued
 //! for the writer, so the read's response does not wait for it and the write runs at the
-//! writer's priority) — either at most once per [`ACCESS_FLUSH_EVERY`] — and when the tenant is dropped or
-//! [`Service::flush_access`] runs (at shutdown). A failed flush keeps the notes for the next
-//! one and never fails the request that triggered it.
+//! writer's priority) — either at most once per [`ACCESS_FLUSH_EVERY`] — and when the tenant
+//! is dropped or [`Service::flush_access`] runs (at shutdown). A failed flush keeps the notes
+//! for the next one and never fails the request that triggered it.
 //!
 //! # Adding an operation
 //! One `pub async fn` here taking `&Principal` and a request type from [`crate::wire`], one

@@ -933,7 +933,7 @@ impl EmbeddedWrite<'_> {
         nids: &[i64],
         _decode: &dyn NodeDecode,
     ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
-        Ok(self.load_nodes_by_nid(nids)?.into_iter().map(|n| n.map(Arc::new)).collect())
+        Ok(crate::shared_nodes(self.load_nodes_by_nid(nids)?))
     }
 
     /// [`GraphReader::nodes_shared`]: decoded here, through the write-back cache.
@@ -942,7 +942,7 @@ impl EmbeddedWrite<'_> {
         keys: &[NodeKey],
         _decode: &dyn NodeDecode,
     ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
-        keys.iter().map(|k| Ok(self.load_node(k)?.map(Arc::new))).collect()
+        Ok(crate::shared_nodes(self.nodes(keys)?))
     }
 
     /// [`GraphReader::node_props_named`]: the write path is not hot, so it decodes whole nodes

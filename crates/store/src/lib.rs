@@ -56,6 +56,12 @@ pub trait NodeDecode {
     -> Result<Arc<Node>, StoreError>;
 }
 
+/// Nodes as read, each made shareable: what [`GraphReader::nodes_by_nid_shared`] and
+/// [`GraphReader::nodes_shared`] answer from a read that decodes every node itself.
+pub(crate) fn shared_nodes(nodes: Vec<Option<Node>>) -> Vec<Option<Arc<Node>>> {
+    nodes.into_iter().map(|n| n.map(Arc::new)).collect()
+}
+
 /// A node's edges of one type in one direction (see [`GraphReader::edge_groups`]): the first
 /// of them in index order (by the far endpoint's node id, then qualifier) and how many there
 /// are in all.
@@ -454,7 +460,7 @@ pub trait GraphReader {
         decode: &dyn NodeDecode,
     ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
         let _ = decode;
-        Ok(self.nodes_by_nid(nids)?.into_iter().map(|n| n.map(Arc::new)).collect())
+        Ok(shared_nodes(self.nodes_by_nid(nids)?))
     }
     /// [`GraphReader::nodes`], each node made by `decode` as in
     /// [`GraphReader::nodes_by_nid_shared`]; the default body decodes them all itself (in one
@@ -465,7 +471,7 @@ pub trait GraphReader {
         decode: &dyn NodeDecode,
     ) -> Result<Vec<Option<Arc<Node>>>, StoreError> {
         let _ = decode;
-        Ok(self.nodes(keys)?.into_iter().map(|n| n.map(Arc::new)).collect())
+        Ok(shared_nodes(self.nodes(keys)?))
     }
     /// [`GraphReader::node_exists`] of each of `keys`.
     fn nodes_exist(&self, keys: &[NodeKey]) -> Result<Vec<bool>, StoreError> {

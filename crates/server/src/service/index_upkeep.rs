@@ -105,7 +105,6 @@ impl Tenant {
             return true;
         }
         self.indexes.building.store(true, Ordering::Release);
-        // Cleared when the build ends, however it ends (installed, dropped unrun, failed, panicked).
         let guard = ClearOnDrop(Arc::clone(&self.indexes.building));
         let tenant = Arc::clone(self);
         let metrics = metrics.clone();

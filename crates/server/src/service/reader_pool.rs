@@ -120,9 +120,13 @@ mod tests {
         assert_eq!((pool.open(), pool.waiting()), (1, 2));
         pool.give_back(None, 0);
         assert!(got_room(&first) && !got_room(&second));
-        // Room frees up while the second still waits: a newcomer gets in line, not the room.
+        // A newcomer while the second still waits gets in line behind it, even with room to
+        // open another engine.
+        let third = room(pool.take(0, 2)).unwrap();
         pool.give_back(None, 0);
-        assert!(got_room(&second));
+        assert!(got_room(&second) && !got_room(&third));
+        pool.give_back(None, 0);
+        assert!(got_room(&third));
         // None waits: room while fewer than the most are open.
         assert!(room(pool.take(0, 2)).is_none());
         assert_eq!((pool.open(), pool.waiting()), (2, 0));
