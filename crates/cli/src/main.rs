@@ -91,14 +91,20 @@ pub(crate) fn open(cli: &Cli, mode: OpenMode, options: EngineOptions) -> anyhow:
     if let Some(version) = ctxgraph_store::Embedded::format_version_at(&cli.db)
         .filter(|v| (1..ctxgraph::FORMAT_VERSION).contains(v))
     {
-        eprintln!(
-            "upgrading {} from store format {version} to {} (once; a large store takes a while) ...",
-            cli.db.display(),
-            ctxgraph::FORMAT_VERSION
-        );
+        say_upgrading(&cli.db, version);
     }
     Engine::open(&cli.db, mode, options)
         .with_context(|| format!("opening store {}", cli.db.display()))
+}
+
+/// Tell the user, on stderr, that the store at `path`, of format `version`, is about to be
+/// migrated to this build's format.
+pub(crate) fn say_upgrading(path: &std::path::Path, version: u32) {
+    eprintln!(
+        "upgrading {} from store format {version} to {} (once; a large store takes a while) ...",
+        path.display(),
+        ctxgraph::FORMAT_VERSION
+    );
 }
 
 /// What the CLI reads through: the `--as` principal's reader, or the store owner's without

@@ -63,6 +63,7 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
         None => Service::open(&data, options),
     }
     .with_context(|| format!("opening the data directory {}", data.display()))?;
+    upgrade_stores(&service)?;
     let limits = RequestLimits {
         question: QuestionLimits {
             max_chars: args
@@ -86,6 +87,16 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Outcome> {
         args.readers.or(file.readers).map_or_else(ctxgraph_server::default_readers, usize::from);
     service.set_readers(readers);
     run(service, &addr, |addr| format!("listening on http://{addr}"))
+}
+
+/// Migrate the store files of `service` that are of an older format before serving, saying so
+/// for each: otherwise the first request of each such tenant would wait for its migration.
+fn upgrade_stores(service: &Service) -> anyhow::Result<()> {
+    for (path, version) in service.stores_to_upgrade()? {
+        crate::say_upgrading(&path, version);
+        service.upgrade_store(&path).with_context(|| format!("upgrading {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Serve `service` on `addr` until Ctrl-C or SIGTERM (`serve` and `ui`): print `first_line` of
@@ -152,6 +163,7 @@ pub(crate) fn ui(cli: &Cli, args: &UiArgs) -> anyhow::Result<Outcome> {
     let who = crate::access::principal_for(cli, &cli.db)?;
     let service = Service::single_store(&cli.db, options)
         .with_context(|| format!("opening the store {}", cli.db.display()))?;
+    upgrade_stores(&service)?;
     let key = ctxgraph::access::new_key()?;
     service.add_session_key(&key, who);
     run(service, &format!("127.0.0.1:{}", args.port), |addr| {
@@ -189,6 +201,7 @@ pub(crate) fn mcp(cli: &Cli, args: &McpArgs) -> anyhow::Result<Outcome> {
         }
         _ => anyhow::bail!("give either --data DIR --as NAME, or --store FILE (default: --db)"),
     };
+    upgrade_stores(&service)?;
     // Stdout carries the protocol; anything else goes to stderr.
     runtime()?.block_on(async {
         ctxgraph_server::serve_stdio(service, principal)

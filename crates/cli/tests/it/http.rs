@@ -464,3 +464,51 @@ fn a_body_with_a_repeated_key_or_an_integer_beyond_64_bits_is_refused_at_its_pat
     let (status, body) = s.call("POST", "/v1/events", Some(k), Some(&with_payload(r#"{"n": 1}"#)));
     assert_eq!(status, 200, "{body}");
 }
+
+/// `serve` on a data directory whose tenant store is of an older format upgrades it before it
+/// listens, says so on stderr, and serves it; the next start finds nothing to upgrade.
+#[test]
+fn serve_upgrades_an_older_tenant_store_before_listening_and_says_so() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::TempDir::new().unwrap();
+    let data = dir.path().join("data");
+    let key = crate::server::add_principal(&data, "alice", "acme", &["writer"]);
+    let fixture = crate::workspace_root().join("crates/engine/tests/fixtures/format-v1.ctxg");
+    std::fs::create_dir_all(data.join("tenants")).unwrap();
+    std::fs::copy(fixture, data.join("tenants/acme.ctxg")).unwrap();
+    let start = || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgraph"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+            .arg(&data)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let line = crate::first_line(&mut child);
+        let base = line.trim().strip_prefix("listening on ").unwrap().to_owned();
+        let agent: ureq::Agent =
+            ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let mut resp = agent
+            .get(format!("{base}/v1/events/evt-000007"))
+            .header("Authorization", format!("Bearer {key}"))
+            .call()
+            .unwrap();
+        let status = resp.status().as_u16();
+        let body: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let mut said = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut said).unwrap();
+        (status, body, said)
+    };
+    let (status, body, said) = start();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["properties"]["tool_name"], json!("read_file"), "{body}");
+    let current = ctxgraph::FORMAT_VERSION;
+    assert!(said.contains("acme.ctxg from store format 1 to"), "{said}");
+    assert!(said.contains(&format!("to {current}")), "{said}");
+    let (status, _, said) = start();
+    assert_eq!(status, 200);
+    assert!(!said.contains("upgrading"), "{said}");
+}
