@@ -781,9 +781,12 @@ impl Service {
             .collect())
     }
 
-    /// Migrate the store file at `path` to this build's format (open it, then close it).
+    /// Migrate the store file at `path` to this build's format: the store is opened and
+    /// closed, nothing else (what a tenant's first request checks, such as the embedding
+    /// model, it still checks then).
     pub fn upgrade_store(&self, path: &Path) -> Result<(), ServiceError> {
-        Engine::open(path, OpenMode::MustExist, self.inner.options.clone())?;
+        ctxgraph_store::Embedded::open(path, OpenMode::MustExist)
+            .map_err(ctxgraph::Error::from)?;
         Ok(())
     }
 
