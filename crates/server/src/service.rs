@@ -785,8 +785,7 @@ impl Service {
     /// closed, nothing else (what a tenant's first request checks, such as the embedding
     /// model, it still checks then).
     pub fn upgrade_store(&self, path: &Path) -> Result<(), ServiceError> {
-        ctxgraph_store::Embedded::open(path, OpenMode::MustExist)
-            .map_err(ctxgraph::Error::from)?;
+        ctxgraph_store::Embedded::open(path, OpenMode::MustExist).map_err(ctxgraph::Error::from)?;
         Ok(())
     }
 
