@@ -330,14 +330,16 @@ impl Tenant {
         }
     }
 
-    /// Run `f` on a reader engine of the current schema generation, waiting for one when
-    /// its most ([`Service::set_readers`]) are in use.
+    /// Run `f` on a reader engine of the current schema generation, waiting in `lane`'s line
+    /// for one when its most ([`Service::set_readers`]) are in use.
     fn read<T>(
         &self,
+        lane: reader_pool::Lane,
         f: impl FnOnce(&Engine) -> Result<T, ServiceError>,
     ) -> Result<T, ServiceError> {
         let generation = self.generation.load(Ordering::Acquire);
-        let turn = lock(&self.readers).take(generation, self.max_readers.load(Ordering::Relaxed));
+        let max = self.max_readers.load(Ordering::Relaxed);
+        let turn = lock(&self.readers).take(generation, max, lane);
         let lease = match turn {
             reader_pool::Turn::Now(lease) => lease,
             reader_pool::Turn::Wait(line) => line.recv().map_err(|_| {
@@ -987,7 +989,7 @@ impl Service {
             .blocking(move || {
                 for t in &tenants {
                     let TenantStore::ScaleOut(store) = &t.store else { continue };
-                    if let Ok(lag) = t.read(|e| store.lag(e)) {
+                    if let Ok(lag) = t.read(reader_pool::Lane::Heavy, |e| store.lag(e)) {
                         metrics.lags(&t.name, (lag.projection, lag.enrichment));
                         metrics.pending(&t.name, lag.pending);
                         metrics.consolidation_lag(&t.name, lag.consolidation);
@@ -1004,6 +1006,26 @@ impl Service {
         who: &Principal,
         f: impl FnOnce(&Engine, &Principal) -> Result<T, ServiceError> + Send + 'static,
     ) -> Result<T, ServiceError> {
+        self.read_in(reader_pool::Lane::Heavy, who, f).await
+    }
+
+    /// [`Service::read`] for a read that holds its engine briefly (one node, one timeline):
+    /// it waits in the light reads' line, served before the heavy reads that wait (see
+    /// `reader_pool`).
+    async fn read_light<T: Send + 'static>(
+        &self,
+        who: &Principal,
+        f: impl FnOnce(&Engine, &Principal) -> Result<T, ServiceError> + Send + 'static,
+    ) -> Result<T, ServiceError> {
+        self.read_in(reader_pool::Lane::Light, who, f).await
+    }
+
+    async fn read_in<T: Send + 'static>(
+        &self,
+        lane: reader_pool::Lane,
+        who: &Principal,
+        f: impl FnOnce(&Engine, &Principal) -> Result<T, ServiceError> + Send + 'static,
+    ) -> Result<T, ServiceError> {
         let tenant = self.tenant(who)?;
         let who = who.clone();
         let reader = Arc::clone(&tenant);
@@ -1011,7 +1033,7 @@ impl Service {
         let out = self
             .blocking(move || {
                 priority::lower_for_reads(nice);
-                reader.read(|e| f(e, &who))
+                reader.read(lane, |e| f(e, &who))
             })
             .await;
         // The accesses this read noted are written off its response path, by the writer.
@@ -1107,7 +1129,11 @@ impl Service {
         let mut pause = Duration::from_millis(2);
         loop {
             let reader = Arc::clone(tenant);
-            let look = move || reader.read(|e| Ok(e.wait_projected(position, Duration::ZERO)?));
+            let look = move || {
+                reader.read(reader_pool::Lane::Heavy, |e| {
+                    Ok(e.wait_projected(position, Duration::ZERO)?)
+                })
+            };
             // A look that failed ends the wait as a fold that got there does.
             let behind = matches!(self.blocking(look).await, Ok(through) if through < position);
             let left = until.saturating_duration_since(Instant::now());
@@ -1121,7 +1147,7 @@ impl Service {
 
     /// One event by id, if visible.
     pub async fn event(&self, who: &Principal, id: String) -> Result<NodeDto, ServiceError> {
-        self.read(who, move |e, who| {
+        self.read_light(who, move |e, who| {
             let snap = e.reader(who)?;
             match snap.event(&id)? {
                 Some(n) => Ok(NodeDto::from(n)),
@@ -1140,9 +1166,12 @@ impl Service {
     ) -> Result<TimelinePage, ServiceError> {
         let limit = page_size(page.limit)?;
         let offset = cursor_offset(page.cursor.as_deref())?;
-        self.read(who, move |e, who| {
+        let want = offset.saturating_add(limit).saturating_add(1);
+        // A page deep into a long session reads every event before it: not a light read.
+        let lane =
+            if want <= MAX_PAGE + 1 { reader_pool::Lane::Light } else { reader_pool::Lane::Heavy };
+        self.read_in(lane, who, move |e, who| {
             let snap = e.reader(who)?;
-            let want = offset.saturating_add(limit).saturating_add(1);
             let all = snap.timeline(&session, want)?;
             let more = all.len() > offset + limit;
             let events: Vec<TimelineItem> =
@@ -1438,7 +1467,7 @@ impl Service {
 
     /// A memory by id, if visible.
     pub async fn memory(&self, who: &Principal, id: String) -> Result<MemoryDto, ServiceError> {
-        self.read(who, move |e, who| {
+        self.read_light(who, move |e, who| {
             let snap = e.reader(who)?;
             match snap.memory(&id)? {
                 Some(m) => Ok(MemoryDto::from(&m)),
@@ -1644,7 +1673,7 @@ mod tests {
         let first = {
             let t = Arc::clone(&t);
             std::thread::spawn(move || {
-                t.read(|_| {
+                t.read(reader_pool::Lane::Heavy, |_| {
                     started.send(()).unwrap();
                     released.recv().unwrap();
                     Ok(())
@@ -1655,7 +1684,9 @@ mod tests {
         let (done, second_done) = std::sync::mpsc::channel();
         let second = {
             let t = Arc::clone(&t);
-            std::thread::spawn(move || done.send(t.read(|_| Ok(()))).unwrap())
+            std::thread::spawn(move || {
+                done.send(t.read(reader_pool::Lane::Heavy, |_| Ok(()))).unwrap()
+            })
         };
         // The one engine is taken: the second read waits for it.
         assert!(second_done.recv_timeout(Duration::from_millis(300)).is_err());
@@ -1801,7 +1832,7 @@ mod tests {
         });
         assert_eq!(wrote.unwrap_err().code, "request.deadline");
         let read = as_request(Arc::clone(&gone), || {
-            t.read(|_| {
+            t.read(reader_pool::Lane::Heavy, |_| {
                 ran = true;
                 Ok(())
             })
@@ -1811,7 +1842,7 @@ mod tests {
         // The reader slot went back: a live request still reads, and outside a request nothing
         // is given up.
         let live = Arc::new(AtomicBool::new(true));
-        assert!(as_request(live, || t.read(|_| Ok(()))).is_ok());
+        assert!(as_request(live, || t.read(reader_pool::Lane::Heavy, |_| Ok(()))).is_ok());
         assert!(!given_up());
         assert!(t.write(|_| Ok(())).is_ok());
         assert_eq!(lock(&t.readers).open(), 1);
@@ -1821,7 +1852,7 @@ mod tests {
     fn readers_share_the_tenant_tracker_and_a_writes_upkeep_or_a_drop_flushes_it() {
         let (dir, t) = tenant();
         let t = Arc::new(t);
-        t.read(|e| {
+        t.read(reader_pool::Lane::Heavy, |e| {
             assert!(Arc::ptr_eq(e.access_tracker(), &t.access));
             e.access_tracker().note(["e1"], chrono::Utc::now());
             Ok(())

@@ -388,7 +388,7 @@ mod tests {
         let seen = rt
             .block_on(async move {
                 tokio::task::spawn_blocking(move || {
-                    reader.read(|e| {
+                    reader.read(crate::service::reader_pool::Lane::Heavy, |e| {
                         let scoped = e.reader(&Principal::local())?;
                         let mut seen = Vec::new();
                         for id in ["a1", "b1", "b2", "c1", "d1"] {

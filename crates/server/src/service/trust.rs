@@ -203,7 +203,7 @@ impl Service {
         let conversion = {
             let tenant = self.tenant(who)?;
             self.blocking(move || {
-                tenant.read(|e| {
+                tenant.read(super::reader_pool::Lane::Heavy, |e| {
                     ctxgraph_otlp::convert_request(&body, encoding, e.schema())
                         .map_err(|err| ServiceError::bad_request(err.code(), err.to_string()))
                 })
