@@ -1352,7 +1352,7 @@ pub(crate) struct ServeArgs {
     /// make each read last longer, and long reads keep the write-ahead log from starting over
     /// [default: the cores plus one].
     #[arg(long, env = "CTXGRAPH_READERS", value_name = "N",
-          value_parser = clap::value_parser!(u16).range(1..=64))]
+          value_parser = clap::value_parser!(u16).range(1..=ctxgraph_server::MAX_READERS as i64))]
     pub(crate) readers: Option<u16>,
 }
 

@@ -70,8 +70,9 @@ impl Config {
                 path.display()
             );
         }
-        if let Some(n) = config.serve.readers.filter(|n| !(1..=64).contains(n)) {
-            anyhow::bail!("{}: serve.readers must be 1 to 64 (value: {n})", path.display());
+        let most = ctxgraph_server::MAX_READERS;
+        if let Some(n) = config.serve.readers.filter(|n| !(1..=most).contains(&usize::from(*n))) {
+            anyhow::bail!("{}: serve.readers must be 1 to {most} (value: {n})", path.display());
         }
         if let Some(nice) = config.serve.read_nice.filter(|n| *n > 19) {
             anyhow::bail!("{}: serve.read_nice must be 0 to 19 (value: {nice})", path.display());

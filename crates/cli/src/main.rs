@@ -88,9 +88,7 @@ pub(crate) fn open(cli: &Cli, mode: OpenMode, options: EngineOptions) -> anyhow:
     }
     // A store of an older format is migrated in place as it opens, which may rewrite whole
     // tables of a large store: say so before the wait.
-    if let Some(version) = ctxgraph_store::Embedded::format_version_at(&cli.db)
-        .filter(|v| (1..ctxgraph::FORMAT_VERSION).contains(v))
-    {
+    if let Some(version) = ctxgraph_store::Embedded::format_to_upgrade_at(&cli.db) {
         say_upgrading(&cli.db, version);
     }
     Engine::open(&cli.db, mode, options)

@@ -169,8 +169,8 @@ struct Inner {
     limits: Mutex<RequestLimits>,
     /// The niceness reading threads add to their own ([`priority`]).
     read_nice: AtomicU8,
-    /// Reader engines per tenant, at most.
-    readers: AtomicUsize,
+    /// Reader engines per tenant, at most: shared with every tenant.
+    readers: Arc<AtomicUsize>,
 }
 
 struct Registry {
@@ -217,8 +217,8 @@ struct Tenant {
     /// The niceness the index builds and the log's copies add to their threads, the readers'
     /// ([`priority`]).
     build_nice: Arc<AtomicU8>,
-    /// Reader engines open at once, at most.
-    max_readers: AtomicUsize,
+    /// Reader engines open at once, at most (the service's bound, shared).
+    max_readers: Arc<AtomicUsize>,
 }
 
 /// Clears a flag when dropped: work that set it ended, however it ended (done, dropped unrun,
@@ -308,7 +308,7 @@ impl Tenant {
             access,
             indexes: index_upkeep::IndexUpkeep::default(),
             build_nice,
-            max_readers: AtomicUsize::new(default_readers()),
+            max_readers: Arc::new(AtomicUsize::new(default_readers())),
         }
     }
 
@@ -750,35 +750,29 @@ impl Service {
     /// say so and [`Service::upgrade_store`] them before serving, rather than leave the wait to
     /// each tenant's first request. A scale-out service has no files.
     pub fn stores_to_upgrade(&self) -> Result<Vec<(PathBuf, u32)>, ServiceError> {
-        let files = match &self.inner.stores {
+        let mut files = match &self.inner.stores {
             remote::Stores::Files => {
                 let dir = self.inner.data.join("tenants");
-                let listed = std::fs::read_dir(&dir).map_err(|e| {
-                    ServiceError::internal("store.io", format!("listing {}: {e}", dir.display()))
-                })?;
-                let mut files = Vec::new();
-                for entry in listed {
-                    let path = entry
-                        .map_err(|e| {
-                            let at = dir.display();
-                            ServiceError::internal("store.io", format!("listing {at}: {e}"))
-                        })?
-                        .path();
-                    if path.extension().is_some_and(|x| x == "ctxg") {
-                        files.push(path);
-                    }
-                }
-                files.sort();
+                let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+                    .and_then(|entries| entries.map(|e| e.map(|e| e.path())).collect())
+                    .map_err(|e| {
+                        ServiceError::internal(
+                            "store.io",
+                            format!("listing {}: {e}", dir.display()),
+                        )
+                    })?;
+                files.retain(|path| path.extension().is_some_and(|x| x == "ctxg"));
                 files
             }
             remote::Stores::File(path) => vec![path.clone()],
             remote::Stores::ScaleOut(_) | remote::Stores::OneScaleOut(_) => Vec::new(),
         };
+        files.sort();
         Ok(files
             .into_iter()
             .filter_map(|path| {
-                let version = ctxgraph_store::Embedded::format_version_at(&path)?;
-                (1..ctxgraph::FORMAT_VERSION).contains(&version).then_some((path, version))
+                let version = ctxgraph_store::Embedded::format_to_upgrade_at(&path)?;
+                Some((path, version))
             })
             .collect())
     }
@@ -811,7 +805,7 @@ impl Service {
                 options,
                 limits: Mutex::new(RequestLimits::default()),
                 read_nice: AtomicU8::new(priority::DEFAULT_READ_NICE),
-                readers: AtomicUsize::new(default_readers()),
+                readers: Arc::new(AtomicUsize::new(default_readers())),
             }),
         })
     }
@@ -839,9 +833,6 @@ impl Service {
     pub fn set_readers(&self, readers: usize) {
         let readers = readers.clamp(1, MAX_READERS);
         self.inner.readers.store(readers, Ordering::Relaxed);
-        for t in lock(&self.inner.tenants).values() {
-            t.max_readers.store(readers, Ordering::Relaxed);
-        }
     }
 
     /// Change the bounds on one request's work (`ctxgraph serve`'s options); requests that
@@ -943,7 +934,7 @@ impl Service {
             return Ok(Arc::clone(t));
         }
         let options = self.inner.options.clone();
-        let t = Arc::new(match &self.inner.stores {
+        let mut t = match &self.inner.stores {
             remote::Stores::Files => {
                 let path = self.inner.data.join("tenants").join(format!("{name}.ctxg"));
                 Tenant::open(name, path, options)?
@@ -953,9 +944,10 @@ impl Service {
                 Tenant::open_scale_out(name, remote::tenant_store(base, name)?, options)?
             }
             remote::Stores::OneScaleOut(url) => Tenant::open_scale_out(name, url.clone(), options)?,
-        });
+        };
+        t.max_readers = Arc::clone(&self.inner.readers);
+        let t = Arc::new(t);
         t.build_nice.store(self.inner.read_nice.load(Ordering::Relaxed), Ordering::Relaxed);
-        t.max_readers.store(self.inner.readers.load(Ordering::Relaxed), Ordering::Relaxed);
         tenants.insert(name.to_owned(), Arc::clone(&t));
         Ok(t)
     }
@@ -1009,17 +1001,9 @@ impl Service {
         self.read_in(reader_pool::Lane::Heavy, who, f).await
     }
 
-    /// [`Service::read`] for a read that holds its engine briefly (one node, one timeline):
-    /// it waits in the light reads' line, served before the heavy reads that wait (see
-    /// `reader_pool`).
-    async fn read_light<T: Send + 'static>(
-        &self,
-        who: &Principal,
-        f: impl FnOnce(&Engine, &Principal) -> Result<T, ServiceError> + Send + 'static,
-    ) -> Result<T, ServiceError> {
-        self.read_in(reader_pool::Lane::Light, who, f).await
-    }
-
+    /// [`Service::read`] in `lane`'s line for a reader engine: a read that holds its engine
+    /// briefly (one node, one timeline page) waits in the light reads' line, served before the
+    /// heavy reads that wait (see `reader_pool`).
     async fn read_in<T: Send + 'static>(
         &self,
         lane: reader_pool::Lane,
@@ -1147,7 +1131,7 @@ impl Service {
 
     /// One event by id, if visible.
     pub async fn event(&self, who: &Principal, id: String) -> Result<NodeDto, ServiceError> {
-        self.read_light(who, move |e, who| {
+        self.read_in(reader_pool::Lane::Light, who, move |e, who| {
             let snap = e.reader(who)?;
             match snap.event(&id)? {
                 Some(n) => Ok(NodeDto::from(n)),
@@ -1467,7 +1451,7 @@ impl Service {
 
     /// A memory by id, if visible.
     pub async fn memory(&self, who: &Principal, id: String) -> Result<MemoryDto, ServiceError> {
-        self.read_light(who, move |e, who| {
+        self.read_in(reader_pool::Lane::Light, who, move |e, who| {
             let snap = e.reader(who)?;
             match snap.memory(&id)? {
                 Some(m) => Ok(MemoryDto::from(&m)),

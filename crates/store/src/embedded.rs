@@ -224,15 +224,17 @@ impl Embedded {
         Ok(())
     }
 
-    /// The format version of the store file at `path` as it is on disk, without migrating it:
-    /// `None` when there is no such file or it cannot be read as a store (opening it says why).
-    /// A caller may tell its user that opening an older store will migrate it first.
-    pub fn format_version_at(path: &Path) -> Option<u32> {
+    /// The format version of the store file at `path` as it is on disk when opening it would
+    /// migrate it (an older format than [`FORMAT_VERSION`]), read without migrating: `None`
+    /// for a current store, a new one, no file, or one that cannot be read as a store (opening
+    /// it says why). A caller may tell its user before opening starts the migration.
+    pub fn format_to_upgrade_at(path: &Path) -> Option<u32> {
         if !path.is_file() {
             return None;
         }
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
-        conn.pragma_query_value(None, "user_version", |r| r.get(0)).ok()
+        let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).ok()?;
+        (1..FORMAT_VERSION).contains(&version).then_some(version)
     }
 
     /// The file this store lives in.
