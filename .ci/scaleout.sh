@@ -22,7 +22,8 @@ work=$(mktemp -d)
   --appendfsync always --rdbcompression no --dir "$work" \
   --loadmodule "$bindir/falkordb.so" >"$work/server.log" 2>&1 &
 server=$!
-# A second server that keeps nothing on disk, for what must differ there (a forget's rewrite).
+# A second server that keeps nothing on disk, for what must differ there (a forget's rewrite),
+# and the second instance of the test that spreads stores over two.
 mkdir "$work/volatile"
 "$bindir/redis-server" --bind 127.0.0.1 --port "$volatile_port" --save '' --appendonly no \
   --dir "$work/volatile" --loadmodule "$bindir/falkordb.so" >"$work/volatile.log" 2>&1 &
@@ -59,4 +60,5 @@ CTXGRAPH_TEST_REDIS="redis://127.0.0.1:$port" \
 CTXGRAPH_TEST_REDIS_VOLATILE="redis://127.0.0.1:$volatile_port" \
   cargo test -p ctxgraph-scaleout --locked -- --include-ignored
 CTXGRAPH_TEST_REDIS="redis://127.0.0.1:$port" \
+CTXGRAPH_TEST_REDIS_VOLATILE="redis://127.0.0.1:$volatile_port" \
   cargo test -p ctxgraph-cli --locked --test it scaleout -- --include-ignored

@@ -32,7 +32,9 @@ pub(crate) const RECALL_THREADS: usize = 2;
     verbatim_doc_comment
 )]
 pub(crate) struct Cli {
-    /// The store file. Created by `init`, `ingest` and `demo` when missing.
+    /// The store file. Created by `init`, `ingest` and `demo` when missing. Or a scale-out
+    /// store, redis://HOST:PORT/NAME, with the stores spread over several FalkorDB instances as
+    /// redis://HOST:PORT,HOST:PORT/NAME (docs/scale-out.md).
     #[arg(long, global = true, env = "CTXGRAPH_DB", default_value = "ctxgraph.ctxg")]
     pub(crate) db: PathBuf,
 
@@ -1413,7 +1415,8 @@ pub(crate) enum PrincipalCommand {
 pub(crate) enum BenchCommand {
     /// Ingestion throughput: log append, stage-1 projection, end to end; bytes per event; open time.
     /// With `--db redis://HOST:PORT/NAME`: append through the Redis log and fold with
-    /// `--workers` projection workers into new stores `NAME-0`, `NAME-1`, … (tenants).
+    /// `--workers` projection workers into new stores `NAME-0`, `NAME-1`, … (tenants); over
+    /// several instances (`redis://A,B/NAME`), an equal share of the stores on each.
     Ingest {
         /// Number of synthetic events.
         #[arg(long, default_value_t = 100_000)]

@@ -1,4 +1,7 @@
-//! The address of a scale-out store, `redis://HOST[:PORT]/NAME`, and the Redis keys it names.
+//! The address of a scale-out store, `redis://HOST[:PORT][,HOST[:PORT]…]/NAME`, and the Redis
+//! keys it names. Several instances shard the stores: each store lives whole (its log and its
+//! graph) on the instance its name hashes to, by rendezvous hashing, so every process that lists
+//! the same instances finds every store in the same place, in whatever order it lists them.
 
 use std::fmt;
 
@@ -8,12 +11,32 @@ pub const DEFAULT_PORT: u16 = 6379;
 /// The longest store name, in bytes.
 pub const MAX_NAME_BYTES: usize = 64;
 
-/// A parsed `redis://HOST[:PORT]/NAME`: a Redis server and one store (tenant) on it.
+/// A parsed `redis://HOST[:PORT][,HOST[:PORT]…]/NAME`: the Redis servers (FalkorDB instances)
+/// the stores are spread over, and one store (tenant), which lives on one of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreUrl {
+    /// The instances the URL lists, in its order (at least one, none twice).
+    instances: Vec<Instance>,
+    /// The instance of `instances` that holds this store.
+    home: usize,
+    name: String,
+}
+
+/// One Redis server of a store URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Instance {
     host: String,
     port: u16,
-    name: String,
+}
+
+impl fmt::Display for Instance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
 }
 
 /// Why a store URL was refused: the field, the value given and the rule broken.
@@ -35,9 +58,10 @@ fn refuse(field: &'static str, value: &str, rule: &'static str, message: String)
 }
 
 impl StoreUrl {
-    /// Parse `redis://HOST[:PORT]/NAME`. `HOST` is a name or an address (an IPv6 address in
-    /// brackets), `PORT` 1 to 65535 (default 6379), `NAME` 1 to 64 bytes of `A-Z a-z 0-9 _ -`.
-    /// Credentials, query strings and fragments are refused: nothing in the URL is ignored.
+    /// Parse `redis://HOST[:PORT][,HOST[:PORT]…]/NAME`. `HOST` is a name or an address (an IPv6
+    /// address in brackets), `PORT` 1 to 65535 (default 6379), `NAME` 1 to 64 bytes of
+    /// `A-Z a-z 0-9 _ -`; an instance listed twice is refused. Credentials, query strings and
+    /// fragments are refused: nothing in the URL is ignored.
     pub fn parse(text: &str) -> Result<StoreUrl, UrlError> {
         let rest = text.strip_prefix("redis://").ok_or_else(|| {
             let scheme = text.split_once("://").map_or(text, |(s, _)| s);
@@ -64,19 +88,52 @@ impl StoreUrl {
                 "credentials are not taken from the URL".into(),
             ));
         }
-        let (host, port) = split_host_port(authority)?;
+        let mut instances: Vec<Instance> = Vec::new();
+        for part in authority.split(',') {
+            let (host, port) = split_host_port(part)?;
+            let instance = Instance { host: host.to_owned(), port };
+            if instances.contains(&instance) {
+                return Err(refuse(
+                    "host",
+                    part,
+                    "url.instances",
+                    "each instance is listed once".into(),
+                ));
+            }
+            instances.push(instance);
+        }
         check_name(name)?;
-        Ok(StoreUrl { host: host.to_owned(), port, name: name.to_owned() })
+        Ok(StoreUrl { home: home_of(&instances, name), instances, name: name.to_owned() })
     }
 
-    /// The server's host name or address (an IPv6 address without brackets).
+    /// The host name or address of the server that holds this store (an IPv6 address without
+    /// brackets).
     pub fn host(&self) -> &str {
-        &self.host
+        &self.instances[self.home].host
     }
 
-    /// The server's port.
+    /// The port of the server that holds this store.
     pub fn port(&self) -> u16 {
-        self.port
+        self.instances[self.home].port
+    }
+
+    /// The server that holds this store, as `HOST:PORT` (`[V6]:PORT`).
+    pub fn instance(&self) -> String {
+        self.instances[self.home].to_string()
+    }
+
+    /// How many instances the URL lists.
+    pub fn instance_count(&self) -> usize {
+        self.instances.len()
+    }
+
+    /// This store's name on each instance the URL lists, in its order: one URL per server, for
+    /// what concerns every server (readiness, the servers' CPU), not one store.
+    pub fn each_instance(&self) -> Vec<StoreUrl> {
+        self.instances
+            .iter()
+            .map(|i| StoreUrl { instances: vec![i.clone()], home: 0, name: self.name.clone() })
+            .collect()
     }
 
     /// The store's name.
@@ -84,10 +141,15 @@ impl StoreUrl {
         &self.name
     }
 
-    /// Another store on the same server, named `name` (checked as in [`StoreUrl::parse`]).
+    /// Another store on the same servers, named `name` (checked as in [`StoreUrl::parse`]), on
+    /// the instance its name hashes to.
     pub fn with_name(&self, name: &str) -> Result<StoreUrl, UrlError> {
         check_name(name)?;
-        Ok(StoreUrl { host: self.host.clone(), port: self.port, name: name.to_owned() })
+        Ok(StoreUrl {
+            home: home_of(&self.instances, name),
+            instances: self.instances.clone(),
+            name: name.to_owned(),
+        })
     }
 
     /// The prefix of every key of this store: `ctxgraph:{NAME}:`. The braces are a Redis
@@ -98,21 +160,34 @@ impl StoreUrl {
 
     /// The server's address for the Redis client, without the store name.
     pub(crate) fn server(&self) -> String {
-        if self.host.contains(':') {
-            format!("redis://[{}]:{}/", self.host, self.port)
-        } else {
-            format!("redis://{}:{}/", self.host, self.port)
-        }
+        format!("redis://{}/", self.instances[self.home])
     }
+}
+
+/// The instance that holds the store `name`: rendezvous hashing, the instance whose digest of
+/// `HOST:PORT` and the name scores highest. The order the instances are listed in changes
+/// nothing, and adding an instance moves only the stores that score highest on it.
+fn home_of(instances: &[Instance], name: &str) -> usize {
+    let score = |i: &Instance| {
+        let digest = ctxgraph_ontology::sha256_hex(format!("{i}\n{name}").as_bytes());
+        // The first 64 bits of the digest: hex digits always parse.
+        u64::from_str_radix(&digest[..16], 16).unwrap_or(0)
+    };
+    (0..instances.len())
+        .max_by_key(|&at| (score(&instances[at]), instances[at].to_string()))
+        .unwrap_or(0)
 }
 
 impl fmt::Display for StoreUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.host.contains(':') {
-            write!(f, "redis://[{}]:{}/{}", self.host, self.port, self.name)
-        } else {
-            write!(f, "redis://{}:{}/{}", self.host, self.port, self.name)
+        f.write_str("redis://")?;
+        for (at, instance) in self.instances.iter().enumerate() {
+            if at > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{instance}")?;
         }
+        write!(f, "/{}", self.name)
     }
 }
 
@@ -208,6 +283,79 @@ mod tests {
         let other = url.with_name("x-1").unwrap();
         assert_eq!(other.to_string(), "redis://[::1]:7000/x-1");
         assert_eq!(url.with_name("x/1").unwrap_err().rule, "url.store_name");
+    }
+
+    #[test]
+    fn several_instances_hold_each_store_whole_on_the_one_its_name_hashes_to() {
+        let url = StoreUrl::parse("redis://10.0.0.1:7000,10.0.0.2:7000,[::1]:7001/team").unwrap();
+        assert_eq!(url.instance_count(), 3);
+        assert_eq!(url.to_string(), "redis://10.0.0.1:7000,10.0.0.2:7000,[::1]:7001/team");
+        assert_eq!(StoreUrl::parse(&url.to_string()).unwrap(), url);
+        assert_eq!(url.server(), format!("redis://{}/", url.instance()));
+        // The order the instances are listed in does not move a store.
+        let reordered =
+            StoreUrl::parse("redis://[::1]:7001,10.0.0.2:7000,10.0.0.1:7000/x").unwrap();
+        let (mut homes, mut on_new) = (std::collections::BTreeMap::new(), 0);
+        let two = StoreUrl::parse("redis://10.0.0.1:7000,10.0.0.2:7000/x").unwrap();
+        for i in 0..600 {
+            let name = format!("t-{i}");
+            let home = url.with_name(&name).unwrap().instance();
+            assert_eq!(reordered.with_name(&name).unwrap().instance(), home, "{name}");
+            *homes.entry(home.clone()).or_insert(0) += 1;
+            // A third instance takes stores from the others and moves none between them.
+            let before = two.with_name(&name).unwrap().instance();
+            if home == "[::1]:7001" {
+                on_new += 1;
+            } else {
+                assert_eq!(home, before, "{name}");
+            }
+        }
+        assert_eq!(homes.len(), 3);
+        assert!(homes.values().all(|n| (150..=250).contains(n)), "{homes:?}");
+        assert_eq!(homes["[::1]:7001"], on_new);
+        // One URL per instance, each naming the same store.
+        let each: Vec<String> = url.each_instance().iter().map(StoreUrl::to_string).collect();
+        assert_eq!(
+            each,
+            ["redis://10.0.0.1:7000/team", "redis://10.0.0.2:7000/team", "redis://[::1]:7001/team"]
+        );
+        let e = StoreUrl::parse("redis://h:1,h:2,h:1/x").unwrap_err();
+        assert_eq!((e.field, e.value.as_str(), e.rule), ("host", "h:1", "url.instances"));
+        let e = StoreUrl::parse("redis://h:1,,h:2/x").unwrap_err();
+        assert_eq!((e.field, e.value.as_str(), e.rule), ("host", "", "url.host"));
+        // One instance: every store on it, as before.
+        let one = StoreUrl::parse("redis://h:1/x").unwrap();
+        assert_eq!(one.with_name("y").unwrap().instance(), "h:1");
+    }
+
+    proptest::proptest! {
+        /// Any text parses or is refused without a panic; what parses prints back as itself
+        /// (instances in their order) and names one of its instances for every store.
+        #[test]
+        fn any_text_parses_back_as_printed_or_is_refused(text in "redis://[a-z0-9:,.\\[\\]/]{0,30}") {
+            if let Ok(url) = StoreUrl::parse(&text) {
+                proptest::prop_assert_eq!(StoreUrl::parse(&url.to_string()), Ok(url.clone()));
+                let listed: Vec<String> = url.each_instance().iter().map(StoreUrl::instance).collect();
+                proptest::prop_assert!(listed.contains(&url.instance()));
+            }
+        }
+
+        /// However the instances are listed, every store is on the same one.
+        #[test]
+        fn the_order_of_the_instances_moves_no_store(
+            ports in proptest::collection::btree_set(1u16..=65535, 1..6),
+            name in "[a-z0-9_-]{1,20}",
+            turn in 0usize..6,
+        ) {
+            let mut hosts: Vec<String> = ports.iter().map(|p| format!("10.1.2.3:{p}")).collect();
+            let url = StoreUrl::parse(&format!("redis://{}/{name}", hosts.join(","))).unwrap();
+            let turn = turn % hosts.len();
+            hosts.rotate_left(turn);
+            hosts.reverse();
+            let other = StoreUrl::parse(&format!("redis://{}/{name}", hosts.join(","))).unwrap();
+            proptest::prop_assert_eq!(url.instance(), other.instance());
+            proptest::prop_assert_eq!(url.with_name("n").unwrap().instance(), other.with_name("n").unwrap().instance());
+        }
     }
 
     #[test]

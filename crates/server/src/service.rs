@@ -900,9 +900,13 @@ impl Service {
         let mut reg = lock(&self.inner.registry);
         self.refresh(&mut reg)?;
         drop(reg);
-        if let remote::Stores::ScaleOut(url) | remote::Stores::OneScaleOut(url) = &self.inner.stores
-        {
-            return remote::reachable(url);
+        match &self.inner.stores {
+            // Tenants' stores may be on any instance the URL lists; one store is on one.
+            remote::Stores::ScaleOut(url) => return remote::reachable(&url.each_instance()),
+            remote::Stores::OneScaleOut(url) => {
+                return remote::reachable(std::slice::from_ref(url));
+            }
+            remote::Stores::Files | remote::Stores::File(_) => {}
         }
         std::fs::read_dir(self.inner.data.join("tenants")).map_err(|e| {
             ServiceError::internal(

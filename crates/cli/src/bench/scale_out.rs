@@ -78,7 +78,8 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
     for u in staged.urls.iter().chain(&live.urls) {
         refuse_used("bench ingest", u)?;
     }
-    let probe = RedisLog::connect(url)?;
+    // The servers' CPU is read from every instance the stores are on.
+    let probe = url.each_instance().iter().map(RedisLog::connect).collect::<Result<Vec<_>, _>>()?;
     let load_before = load_average();
     let mut phases = Vec::new();
 
@@ -150,7 +151,8 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
         staged.urls.iter().chain(&live.urls).map(|u| u.name().to_owned()).collect();
     if json {
         print_json(&json!({
-            "backend": "redis", "server": format!("{}:{}", url.host(), url.port()),
+            "backend": "redis",
+            "servers": url.each_instance().iter().map(StoreUrl::instance).collect::<Vec<_>>(),
             "events": args.events, "batch_size": args.batch_size, "workers": args.workers,
             "stores": names,
             "phases": phases.iter().map(|p| json!({"phase": p.phase, "what": p.what,
@@ -165,11 +167,10 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "ctxgraph bench ingest: {} events over {} store(s) per phase on {}:{}, batch {}, {} worker(s) (threads of this process)",
+        "ctxgraph bench ingest: {} events over {} store(s) per phase on {}, batch {}, {} worker(s) (threads of this process)",
         args.events,
         args.stores,
-        url.host(),
-        url.port(),
+        url.each_instance().iter().map(StoreUrl::instance).collect::<Vec<_>>().join(", "),
         args.batch_size,
         args.workers
     )?;
@@ -213,14 +214,12 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
     Ok(Outcome::Done)
 }
 
-/// The stores `{NAME}-{prefix}{i}` and each one's events: store `i` gets the bench's
-/// synthetic trace with seed `42 + i` (store 0 gets the embedded bench's trace).
+/// The stores and each one's events: store `i` gets the bench's synthetic trace with seed
+/// `42 + i` (store 0 gets the embedded bench's trace).
 fn workload(url: &StoreUrl, prefix: &str, args: Args) -> anyhow::Result<Workload> {
-    let mut urls = Vec::with_capacity(args.stores);
+    let urls = store_urls(url, prefix, args.stores)?;
     let mut lines = Vec::with_capacity(args.stores);
     for i in 0..args.stores {
-        let name = format!("{}-{prefix}{i}", url.name());
-        urls.push(url.with_name(&name).map_err(|e| anyhow::anyhow!("bench ingest: --db: {e}"))?);
         let events = args.events / args.stores + usize::from(i < args.events % args.stores);
         let config = ctxgraph_synth::TraceConfig {
             events,
@@ -232,6 +231,38 @@ fn workload(url: &StoreUrl, prefix: &str, args: Args) -> anyhow::Result<Workload
         lines.push(ctxgraph_synth::trace(&config).map(|e| e.to_string()).collect());
     }
     Ok(Workload { urls, lines })
+}
+
+/// `count` stores named `{NAME}-{prefix}{j}`. On one instance `j` runs from 0; over several,
+/// store `i` is the next name that hashes to instance `i mod n` (in the URL's order), so each
+/// instance holds the same share and worker `w` of `n` folds the stores of one instance: the
+/// load is spread as evenly as many tenants spread it, without depending on which instances a
+/// few names happen to hash to.
+fn store_urls(url: &StoreUrl, prefix: &str, count: usize) -> anyhow::Result<Vec<StoreUrl>> {
+    let named = |j: usize| {
+        url.with_name(&format!("{}-{prefix}{j}", url.name())).map_err(anyhow::Error::from)
+    };
+    let instances: Vec<String> = url.each_instance().iter().map(StoreUrl::instance).collect();
+    let mut unused: Vec<Vec<StoreUrl>> = vec![Vec::new(); instances.len()];
+    let mut next = 0usize;
+    let mut urls = Vec::with_capacity(count);
+    for i in 0..count {
+        let want = i % instances.len();
+        while unused[want].is_empty() {
+            // Names hash evenly: running out of names for an instance means it is unreachable
+            // by hashing, which a digest of 64 bits makes impossible in practice.
+            if next > 1_000 * count.max(1) {
+                bail!("bench ingest: --db {url}: no store name hashes to {}", instances[want]);
+            }
+            let candidate = named(next).context("bench ingest: --db")?;
+            next += 1;
+            if let Some(at) = instances.iter().position(|i| *i == candidate.instance()) {
+                unused[at].push(candidate);
+            }
+        }
+        urls.push(unused[want].remove(0));
+    }
+    Ok(urls)
 }
 
 /// Refuse a store whose log or graph is not empty: `command` writes only to new stores.
@@ -250,17 +281,19 @@ fn connect_logs(urls: &[StoreUrl]) -> anyhow::Result<Vec<RedisLog>> {
 
 /// Time `work`, with this process's CPU and the server's.
 fn timed(
-    probe: &RedisLog,
+    probe: &[RedisLog],
     phase: &'static str,
     what: String,
     work: impl FnOnce() -> anyhow::Result<u64>,
 ) -> anyhow::Result<Phase> {
     eprintln!("{phase} ...");
-    let (started, cpu, server) = (Instant::now(), cpu_seconds(), probe.server_cpu_seconds()?);
+    let servers_cpu =
+        || -> anyhow::Result<f64> { probe.iter().map(|p| Ok(p.server_cpu_seconds()?)).sum() };
+    let (started, cpu, server) = (Instant::now(), cpu_seconds(), servers_cpu()?);
     let records = work()?;
     let secs = started.elapsed().as_secs_f64();
     let cpu = cpu.zip(cpu_seconds()).map(|(before, after)| after - before);
-    let server_cpu = probe.server_cpu_seconds()? - server;
+    let server_cpu = servers_cpu()? - server;
     Ok(Phase { phase, what, records, secs, cpu, server_cpu })
 }
 

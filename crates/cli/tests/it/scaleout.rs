@@ -548,6 +548,52 @@ fn bench_ingest_appends_and_folds_every_event_into_tenant_stores_with_two_worker
     assert!(err.contains("bench.target_not_empty"), "{err}");
 }
 
+#[test]
+#[ignore = "needs two Redis servers with FalkorDB: CTXGRAPH_TEST_REDIS and \
+            CTXGRAPH_TEST_REDIS_VOLATILE (.ci/scaleout.sh)"]
+fn over_two_instances_each_store_lives_whole_on_the_instance_its_name_hashes_to() {
+    let dir = TempDir::new().unwrap();
+    let authority = |var: &str| {
+        let url = std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set"));
+        url.trim_start_matches("redis://").trim_end_matches('/').to_owned()
+    };
+    let (a, b) = (authority("CTXGRAPH_TEST_REDIS"), authority("CTXGRAPH_TEST_REDIS_VOLATILE"));
+    let name = fresh_store().rsplit('/').next().unwrap().to_owned();
+    let db = format!("redis://{a},{b}/{name}");
+    let run = json_of(
+        &dir,
+        &db,
+        &["bench", "ingest", "--events", "240", "--batch-size", "40", "--workers", "2"],
+    );
+    assert_eq!(run["servers"], serde_json::json!([a, b]), "{run}");
+    let stores: Vec<&str> =
+        run["stores"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert_eq!(stores.len(), 4, "{run}");
+    for pair in stores.chunks(2) {
+        let mut homes = Vec::new();
+        for store in pair {
+            // Through the URL of both instances, the store is found and folded to its head.
+            let stats = json_of(&dir, &format!("redis://{b},{a}/{store}"), &["stats"]);
+            assert_eq!(stats["projection_lag"].as_u64(), Some(0), "{store}: {stats}");
+            let log = stats["log_length"].as_u64().unwrap();
+            assert_eq!(counts(&stats["nodes"])["Event"], log, "{store}: every event folded once");
+            assert_eq!(log, 120, "{store}: {stats}");
+            // Whole on one instance: its log and graph there, nothing of it on the other.
+            let on: Vec<u64> = [&a, &b]
+                .iter()
+                .map(|i| json_of(&dir, &format!("redis://{i}/{store}"), &["stats"]))
+                .map(|s| {
+                    s["log_length"].as_u64().unwrap() + s["projected_through"].as_u64().unwrap()
+                })
+                .collect();
+            assert!(on.contains(&0) && on.contains(&240), "{store}: {on:?}");
+            homes.push(on[0] == 0);
+        }
+        // The bench spreads each phase's stores over both instances.
+        assert_ne!(homes[0], homes[1], "{pair:?}");
+    }
+}
+
 /// A command's exit code and JSON output, with what differs between any two runs taken out:
 /// timings and acknowledgement times.
 fn normalised(dir: &TempDir, db: &str, args: &[&str]) -> (i32, Value) {

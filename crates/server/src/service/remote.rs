@@ -174,12 +174,14 @@ pub(super) struct Lag {
     pub(super) pending: Option<u64>,
 }
 
-/// Whether the scale-out server of `url` answers (readiness; not ready is a 500, as for a
-/// data directory that cannot be read): its log's head is read.
-pub(super) fn reachable(url: &StoreUrl) -> Result<(), ServiceError> {
-    let unreachable =
-        |e: StoreError| ServiceError::internal("store.unreachable", format!("{url}: {e}"));
-    RedisLog::connect(url).and_then(|log| log.head()).map_err(unreachable)?;
+/// Whether the scale-out servers of `urls` answer (readiness; not ready is a 500, as for a
+/// data directory that cannot be read): each one's log head is read.
+pub(super) fn reachable(urls: &[StoreUrl]) -> Result<(), ServiceError> {
+    for one in urls {
+        let unreachable =
+            |e: StoreError| ServiceError::internal("store.unreachable", format!("{one}: {e}"));
+        RedisLog::connect(one).and_then(|log| log.head()).map_err(unreachable)?;
+    }
     Ok(())
 }
 
