@@ -17,6 +17,7 @@ mod batch;
 mod consumer;
 mod falkor_graph;
 mod fold;
+mod placement;
 mod reads;
 mod redis_log;
 mod reply;

@@ -131,8 +131,11 @@ impl std::fmt::Debug for RedisLog {
 
 impl RedisLog {
     /// Connect to the server of `url` and use the store it names (created by its first append).
+    /// With several instances, a store that another instance holds and its own does not is
+    /// refused ([`StoreError::Misplaced`]).
     pub fn connect(url: &StoreUrl) -> Result<RedisLog, StoreError> {
-        let conn = connect(url).map_err(|e| remote(url, &e))?;
+        let mut conn = connect(url).map_err(|e| remote(url, &e))?;
+        crate::placement::check(url, &mut conn)?;
         Ok(RedisLog {
             url: url.clone(),
             keys: Keys::new(&url.key_prefix()),

@@ -54,6 +54,20 @@ pub enum StoreError {
         /// Newest version this build reads.
         supported: u32,
     },
+    /// A scale-out store's keys are on another of the instances its URL lists than the one its
+    /// name hashes to (an instance was added, or the list is spelled otherwise than when the
+    /// store was written): reading or writing it there would start an empty copy.
+    #[error(
+        "scale-out store `{name}` is on {found_on}, but among the instances listed it belongs on {home}: list the instances as when the store was written, or move the store (`migrate` it to a file and back) (rule: store.misplaced)"
+    )]
+    Misplaced {
+        /// The store's name.
+        name: String,
+        /// The instance that holds its keys.
+        found_on: String,
+        /// The instance its name hashes to among those listed.
+        home: String,
+    },
 }
 
 impl StoreError {
@@ -68,6 +82,7 @@ impl StoreError {
             StoreError::NotAStore(_) => "store.not_a_store",
             StoreError::TooNew { .. } => "store.too_new",
             StoreError::Exists(_) => "store.exists",
+            StoreError::Misplaced { .. } => "store.misplaced",
         }
     }
 }

@@ -592,6 +592,26 @@ fn over_two_instances_each_store_lives_whole_on_the_instance_its_name_hashes_to(
         // The bench spreads each phase's stores over both instances.
         assert_ne!(homes[0], homes[1], "{pair:?}");
     }
+
+    // A store written on the instance that is not its home under this list (as after an
+    // instance was added) is refused by name, not started afresh on its home.
+    let both = ctxgraph_scaleout::StoreUrl::parse(&db).unwrap();
+    let elsewhere = (0..)
+        .map(|i| both.with_name(&format!("{name}-moved{i}")).unwrap())
+        .find(|u| u.instance() == a)
+        .unwrap();
+    let demo = demo_store(&dir);
+    let (code, err) =
+        ctxgraph(&dir, demo, &["migrate", demo, &format!("redis://{b}/{}", elsewhere.name())]);
+    assert_eq!(code, 0, "{err}");
+    for args in [&["stats"][..], &["worker", "--once"], &["ingest", "-"]] {
+        let (code, err) = ctxgraph(&dir, &elsewhere.to_string(), args);
+        assert_ne!(code, 0, "{args:?}: {err}");
+        assert!(err.contains("store.misplaced") && err.contains(&format!("is on {b}")), "{err}");
+        assert!(err.contains(&format!("belongs on {a}")), "{err}");
+    }
+    let stats = json_of(&dir, &format!("redis://{a}/{}", elsewhere.name()), &["stats"]);
+    assert_eq!(stats["log_length"].as_u64(), Some(0), "nothing was written on its home: {stats}");
 }
 
 /// A command's exit code and JSON output, with what differs between any two runs taken out:
