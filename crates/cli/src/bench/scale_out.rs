@@ -181,7 +181,7 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
         "seconds",
         "records/s",
         "CPU seconds (this process)",
-        "server CPU seconds",
+        if url.instance_count() > 1 { "servers' CPU seconds" } else { "server CPU seconds" },
     ]);
     for p in &phases {
         t.add_row(vec![
@@ -202,7 +202,12 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
     ]);
     t.add_row(vec!["caught up after the last append".to_owned(), format!("{catch_up_secs:.2} s")]);
     t.add_row(vec!["nodes / edges (all stores)".to_owned(), format!("{nodes} / {edges}")]);
-    t.add_row(vec!["stores (left on the server)".to_owned(), names.join(", ")]);
+    let left_on = if url.instance_count() > 1 {
+        "stores (left on the servers)"
+    } else {
+        "stores (left on the server)"
+    };
+    t.add_row(vec![left_on.to_owned(), names.join(", ")]);
     let load = |l: Option<[f64; 3]>| {
         l.map_or_else(|| "-".to_owned(), |[a, b, c]| format!("{a:.2} {b:.2} {c:.2}"))
     };
