@@ -409,7 +409,8 @@ pub(crate) fn stats(cli: &Cli, url: &StoreUrl) -> anyhow::Result<Outcome> {
     let lag = head.saturating_sub(through);
     if cli.json {
         print_json(&json!({
-            "backend": "redis", "store": url.to_string(), "log_length": head,
+            "backend": "redis", "store": url.to_string(), "instance": url.instance(),
+            "log_length": head,
             "projected_through": through, "projection_lag": lag,
             "enriched_through": enriched, "enrichment_lag": through.saturating_sub(enriched),
             "consolidated_through": consolidated, "vectors": vectors,
@@ -437,7 +438,12 @@ pub(crate) fn stats(cli: &Cli, url: &StoreUrl) -> anyhow::Result<Outcome> {
         }
     }
     add_counts(&mut t, &counts);
-    println!("{url}\n{t}");
+    if url.instance_count() > 1 {
+        // Of the instances listed, the one that holds this store.
+        println!("{url} (on {})\n{t}", url.instance());
+    } else {
+        println!("{url}\n{t}");
+    }
     Ok(Outcome::Done)
 }
 

@@ -578,6 +578,7 @@ fn over_two_instances_each_store_lives_whole_on_the_instance_its_name_hashes_to(
             let log = stats["log_length"].as_u64().unwrap();
             assert_eq!(counts(&stats["nodes"])["Event"], log, "{store}: every event folded once");
             assert_eq!(log, 120, "{store}: {stats}");
+            let home = stats["instance"].as_str().unwrap().to_owned();
             // Whole on one instance: its log and graph there, nothing of it on the other.
             let on: Vec<u64> = [&a, &b]
                 .iter()
@@ -587,6 +588,8 @@ fn over_two_instances_each_store_lives_whole_on_the_instance_its_name_hashes_to(
                 })
                 .collect();
             assert!(on.contains(&0) && on.contains(&240), "{store}: {on:?}");
+            // `stats` names the instance that holds it.
+            assert_eq!(&home, if on[0] == 0 { &b } else { &a }, "{store}: {on:?}");
             homes.push(on[0] == 0);
         }
         // The bench spreads each phase's stores over both instances.
