@@ -112,6 +112,34 @@ fn a_scale_out_server_that_does_not_answer_is_unavailable_not_a_failure() {
     );
 }
 
+/// With the stores spread over several instances, a server is ready only when every instance
+/// answers: a tenant's store may be on any of them.
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn a_server_over_several_instances_is_ready_only_when_each_answers() {
+    let dir = TempDir::new().unwrap();
+    let data = dir.path().join("data");
+    add_principal(&data, "alice", "acme", &["writer"]);
+    let live = fresh_store();
+    let live = live.rsplit_once('/').unwrap().0.trim_start_matches("redis://").to_owned();
+    // A port nothing listens on any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let ready = |url: &str| {
+        let s = Serve::start(url, &data);
+        let mut resp = agent.get(format!("{}/readyz", s.base)).call().unwrap();
+        (resp.status().as_u16(), resp.body_mut().read_to_string().unwrap())
+    };
+    let (status, body) = ready(&format!("redis://{live},127.0.0.1:{port}/team"));
+    assert_eq!(status, 500, "{body}");
+    assert!(
+        body.contains(&format!("127.0.0.1:{port}")),
+        "the instance that did not answer: {body}"
+    );
+    assert_eq!(ready(&format!("redis://{live}/team")).0, 200);
+}
+
 #[test]
 #[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
 fn two_servers_on_one_store_read_each_others_writes_once_folded() {
