@@ -8,22 +8,20 @@ use ctxgraph_store::StoreError;
 use crate::reply::{connect, failure};
 use crate::url::StoreUrl;
 
-/// Refuse `url`'s store ([`StoreError::Misplaced`]) when its home instance holds none of its
-/// keys and another instance the URL lists does. A store its home holds is used without asking
+/// Refuse `url`'s store ([`StoreError::Misplaced`]) when its home instance holds no record of
+/// it and another instance the URL lists does. A store its home holds is used without asking
 /// the others, so an instance that is down stops only the stores on it and new ones; with one
 /// instance nothing is asked.
 pub(crate) fn check(url: &StoreUrl, home: &mut redis::Connection) -> Result<(), StoreError> {
     if url.instance_count() < 2 {
         return Ok(());
     }
-    // The log's head and the graph: every store that holds a record or a folded node has one.
-    let prefix = url.key_prefix();
-    let keys = [format!("{prefix}head"), format!("{prefix}graph")];
+    // The log's head: every store that holds a record has one. Not the graph: a read of a
+    // store that holds nothing creates its graph's indexes, and the graph is the log's fold.
+    let head = format!("{}head", url.key_prefix());
     let held = |conn: &mut redis::Connection, at: &StoreUrl| -> Result<bool, StoreError> {
-        let found: u64 = redis::cmd("EXISTS")
-            .arg(&keys[..])
-            .query(conn)
-            .map_err(|e| failure("redis", at, &e))?;
+        let found: u64 =
+            redis::cmd("EXISTS").arg(&head).query(conn).map_err(|e| failure("redis", at, &e))?;
         Ok(found > 0)
     };
     if held(home, url)? {

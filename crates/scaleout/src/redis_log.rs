@@ -131,8 +131,8 @@ impl std::fmt::Debug for RedisLog {
 
 impl RedisLog {
     /// Connect to the server of `url` and use the store it names (created by its first append).
-    /// With several instances, a store that another instance holds and its own does not is
-    /// refused ([`StoreError::Misplaced`]).
+    /// With several instances, a store whose records another instance holds and its own does
+    /// not is refused ([`StoreError::Misplaced`]).
     pub fn connect(url: &StoreUrl) -> Result<RedisLog, StoreError> {
         let mut conn = connect(url).map_err(|e| remote(url, &e))?;
         crate::placement::check(url, &mut conn)?;

@@ -603,6 +603,10 @@ fn over_two_instances_each_store_lives_whole_on_the_instance_its_name_hashes_to(
         .map(|i| both.with_name(&format!("{name}-moved{i}")).unwrap())
         .find(|u| u.instance() == a)
         .unwrap();
+    // A read through the URL of both first: it finds nothing, and what it leaves on the home
+    // (the graph's indexes) does not make the home hold the store.
+    let before = json_of(&dir, &elsewhere.to_string(), &["stats"]);
+    assert_eq!((before["instance"].as_str(), before["log_length"].as_u64()), (Some(&*a), Some(0)));
     let demo = demo_store(&dir);
     let (code, err) =
         ctxgraph(&dir, demo, &["migrate", demo, &format!("redis://{b}/{}", elsewhere.name())]);
