@@ -117,6 +117,7 @@ fn kind(command: &Command) -> Kind {
         | Command::Reembed
         | Command::Migrate(_)
         | Command::Worker(_)
+        | Command::Drop { .. }
         | Command::Backup { .. }
         | Command::Restore { .. } => Kind::Maintenance,
     }

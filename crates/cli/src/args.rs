@@ -195,6 +195,15 @@ pub(crate) enum Command {
     /// redis://… to FILE (a new file): the log is projected, enriched and consolidated.
     /// See docs/scale-out.md.
     Migrate(MigrateArgs),
+    /// Delete a scale-out store (--db redis://HOST:PORT/NAME): every key of it on the instance
+    /// that holds it (log, stream, graph, stages 2 and 3), then the server's append-only file or
+    /// snapshot rewritten so that no file keeps it. For the copy a store leaves on the instance
+    /// it moved from, and the stores a benchmark leaves. A store file is deleted as a file.
+    Drop {
+        /// Delete it: without this nothing is deleted.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Fold a scale-out store's log into its graph as records arrive (--db redis://…): one
     /// consumer of the store's projection group. Stops on Ctrl-C or SIGTERM after the round in
     /// hand, or with --once when the graph reaches the log's head.

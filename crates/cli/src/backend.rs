@@ -64,15 +64,15 @@ pub(crate) fn refuse_scale_out(cli: &Cli) -> anyhow::Result<()> {
          (`fact`, `doc`, `receipt`, `memory`, `evolution`, `impact`, `rollup`, `entities`, \
          `type`, `slot`, `checklist`, `goal`, `schema`), `reproject`, `enrich`, `reembed`, \
          `export`, `import`, `init`, `backup`, `restore`, `ui`, \
-         `demo`, `consolidate`, `retention`, `eval locomo`, `eval traces`, `stats`, `worker`, `serve`, `mcp`, \
+         `demo`, `consolidate`, `retention`, `eval locomo`, `eval traces`, `stats`, `worker`, `drop`, `serve`, `mcp`, \
          `bench ingest` and `bench recall` run yet (docs/scale-out.md says what exists); pass \
          a store file to --db (rule: db.backend_unsupported)",
         command_name()
     )
 }
 
-/// The commands that run on a scale-out store: its own (`stats`, `worker`, `bench ingest`,
-/// `bench recall`), `ingest` (appended; the workers fold), `forget` (the forget record and its
+/// The commands that run on a scale-out store: its own (`stats`, `worker`, `drop`, `bench
+/// ingest`, `bench recall`), `ingest` (appended; the workers fold), `forget` (the forget record and its
 /// tombstones appended together, the graph folded through it, the append-only file rewritten),
 /// `consolidate` (stage 3 in one watched transaction), `eval locomo` (a new store per
 /// conversation), the reads, which see what the workers folded, and the servers (`serve`,
@@ -82,6 +82,7 @@ fn runs_on_scale_out(command: &Command) -> bool {
         command,
         Command::Stats
             | Command::Worker(_)
+            | Command::Drop { .. }
             | Command::Serve(_)
             | Command::Mcp(_)
             | Command::Bench(BenchCommand::Ingest { .. })

@@ -161,6 +161,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         },
         Command::Migrate(args) => scale_out::migrate(&cli, args),
         Command::Worker(args) => scale_out::worker(&cli, args),
+        Command::Drop { yes } => scale_out::drop_store(&cli, *yes),
         Command::Log { from, limit } => read::log(&cli, *from, *limit),
         Command::Export(args) => interop::export(&cli, args),
         Command::Backup { file } => interop::backup(&cli, file),

@@ -246,6 +246,39 @@ pub(crate) fn copy_back(
 
 /// `ctxgraph worker`: fold the log of a scale-out store into its graph as records arrive, until
 /// Ctrl-C or SIGTERM, or with `--once` until the graph reaches the log's head.
+/// `ctxgraph --db redis://… drop --yes`: every key of the store deleted on the instance that
+/// holds it, then the server's persistence rewritten.
+pub(crate) fn drop_store(cli: &Cli, yes: bool) -> anyhow::Result<Outcome> {
+    let Some(url) = store_url(cli)? else {
+        bail!(
+            "drop: --db `{}` is a store file: delete the file (with its -wal and -shm files);              drop deletes a scale-out store, --db redis://HOST:PORT/NAME (rule: drop.backend)",
+            cli.db.display()
+        );
+    };
+    let mut log = RedisLog::connect(&url).with_context(|| format!("connecting to {url}"))?;
+    let records = log.head()?;
+    if !yes {
+        bail!(
+            "drop: deleting the store {} on {} ({records} log records, its graph and everything              derived) cannot be undone: pass --yes to delete it (rule: drop.confirm)",
+            url.name(),
+            url.instance()
+        );
+    }
+    let keys = log.delete_store()?;
+    if cli.json {
+        print_json(&json!({"store": url.name(), "instance": url.instance(), "records": records,
+            "keys_deleted": keys}))?;
+    } else {
+        println!(
+            "dropped the store {} on {}: {records} log records, {keys} keys deleted; the \
+             server's append-only file or snapshot rewritten",
+            url.name(),
+            url.instance()
+        );
+    }
+    Ok(Outcome::Done)
+}
+
 pub(crate) fn worker(cli: &Cli, args: &WorkerArgs) -> anyhow::Result<Outcome> {
     let Some(url) = store_url(cli)? else {
         bail!(

@@ -261,6 +261,41 @@ impl RedisLog {
         Ok(field("used_cpu_user")? + field("used_cpu_sys")?)
     }
 
+    /// Delete every key of this store (the log, its stream and consumer groups, the graph,
+    /// stages 2 and 3), as deleting a store file deletes everything of it, then rewrite what
+    /// the server keeps on disk ([`RedisLog::rewrite_persistence`]) so that no file keeps it
+    /// either. How many keys were deleted.
+    pub fn delete_store(&mut self) -> Result<u64, StoreError> {
+        // A store name is letters, digits, `_` and `-`: nothing in the prefix is a pattern.
+        let pattern = format!("{}*", self.url.key_prefix());
+        let mut cursor = 0u64;
+        let mut deleted = 0u64;
+        loop {
+            let mut conn = self.conn.borrow_mut();
+            let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query(&mut *conn)
+                .map_err(|e| remote(&self.url, &e))?;
+            if !keys.is_empty() {
+                let n: u64 = redis::cmd("DEL")
+                    .arg(&keys)
+                    .query(&mut *conn)
+                    .map_err(|e| remote(&self.url, &e))?;
+                deleted += n;
+            }
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        self.rewrite_persistence()?;
+        Ok(deleted)
+    }
+
     /// Have the server rewrite what it keeps on disk, and wait until it has, so that the
     /// commands that wrote a redacted body or id leave the disk too: run after a forget.
     /// - With the append-only file on (`aof_enabled`), it is rewritten (`BGREWRITEAOF`); the

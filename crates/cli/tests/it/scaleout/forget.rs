@@ -404,3 +404,55 @@ fn forget_after_consolidation_takes_the_vectors_out_of_the_index_as_a_store_file
     assert_eq!(GraphReader::vector_counts(&remote).unwrap(), after);
     assert_eq!(vector_index(&remote), vector_index(&read));
 }
+
+/// `drop` deletes every key of a store and, after the rewrite, every byte of it in the
+/// append-only file: the copy a moved store leaves behind keeps nothing. Without `--yes` it
+/// deletes nothing; a store file is refused (it is deleted as a file).
+#[test]
+#[ignore = "needs a Redis server with FalkorDB: CTXGRAPH_TEST_REDIS (.ci/scaleout.sh)"]
+fn drop_deletes_every_key_of_the_store_and_its_bytes_on_disk() {
+    let dir = TempDir::new().unwrap();
+    let to = fresh_store();
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let secret = format!("drop-secret-{nanos}");
+    let event = json!({"event_id": "drop-e1", "event_type": "tool.execute",
+        "occurred_at": "2026-11-20T09:00:00Z", "session_id": "s-drop", "agent_id": "deployer",
+        "trace_id": "t-drop", "tool_name": "deploy", "status": "failed",
+        "payload": {"error": secret.clone()}});
+    std::fs::write(dir.path().join("one.jsonl"), format!("{event}\n")).unwrap();
+    assert_eq!(json_of(&dir, &to, &["ingest", "one.jsonl"])["accepted"].as_u64(), Some(1));
+    let (code, err) = ctxgraph(&dir, &to, &["worker", "--once"]);
+    assert_eq!(code, 0, "{err}");
+    let mut conn = admin(&to);
+    assert!(key_holding(&mut conn, &secret).is_some(), "the probe finds the secret first");
+    let prefix = StoreUrl::parse(&to).unwrap().key_prefix();
+    let keys = |conn: &mut redis::Connection| -> Vec<String> {
+        redis::cmd("KEYS").arg(format!("{prefix}*")).query(conn).unwrap()
+    };
+    let held = keys(&mut conn).len();
+    assert!(held > 3, "{held} keys");
+
+    let (code, err) = ctxgraph(&dir, &to, &["drop"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("drop.confirm") && err.contains("--yes") && err.contains("1 log records"));
+    assert_eq!(keys(&mut conn).len(), held, "nothing deleted without --yes");
+
+    let dropped = json_of(&dir, &to, &["drop", "--yes"]);
+    assert_eq!(dropped["records"].as_u64(), Some(1), "{dropped}");
+    assert_eq!(dropped["keys_deleted"].as_u64(), Some(held as u64), "{dropped}");
+    assert_eq!(keys(&mut conn), Vec::<String>::new());
+    assert_eq!(key_holding(&mut conn, &secret), None);
+    let mut tries = 0;
+    while on_disk(&mut conn, &secret) {
+        tries += 1;
+        assert!(tries < 500, "the secret is still in the append-only file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(json_of(&dir, &to, &["stats"])["log_length"].as_u64(), Some(0));
+
+    let (code, err) = ctxgraph(&dir, "file.ctxg", &["drop", "--yes"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("drop.backend"), "{err}");
+    assert!(!dir.path().join("file.ctxg").exists());
+}
