@@ -251,7 +251,8 @@ pub(crate) fn copy_back(
 pub(crate) fn drop_store(cli: &Cli, yes: bool) -> anyhow::Result<Outcome> {
     let Some(url) = store_url(cli)? else {
         bail!(
-            "drop: --db `{}` is a store file: delete the file (with its -wal and -shm files);              drop deletes a scale-out store, --db redis://HOST:PORT/NAME (rule: drop.backend)",
+            "drop: --db `{}` is a store file: delete the file (with its -wal and -shm files); \
+             drop deletes a scale-out store, --db redis://HOST:PORT/NAME (rule: drop.backend)",
             cli.db.display()
         );
     };
@@ -259,7 +260,8 @@ pub(crate) fn drop_store(cli: &Cli, yes: bool) -> anyhow::Result<Outcome> {
     let records = log.head()?;
     if !yes {
         bail!(
-            "drop: deleting the store {} on {} ({records} log records, its graph and everything              derived) cannot be undone: pass --yes to delete it (rule: drop.confirm)",
+            "drop: deleting the store {} on {} ({records} log records, its graph and everything \
+             derived) cannot be undone: pass --yes to delete it (rule: drop.confirm)",
             url.name(),
             url.instance()
         );
