@@ -244,8 +244,6 @@ pub(crate) fn copy_back(
     Ok((copied, report, copy_secs, engine))
 }
 
-/// `ctxgraph worker`: fold the log of a scale-out store into its graph as records arrive, until
-/// Ctrl-C or SIGTERM, or with `--once` until the graph reaches the log's head.
 /// `ctxgraph --db redis://… drop --yes`: every key of the store deleted on the instance that
 /// holds it, then the server's persistence rewritten.
 pub(crate) fn drop_store(cli: &Cli, yes: bool) -> anyhow::Result<Outcome> {
@@ -281,6 +279,8 @@ pub(crate) fn drop_store(cli: &Cli, yes: bool) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// `ctxgraph worker`: fold the log of a scale-out store into its graph as records arrive, until
+/// Ctrl-C or SIGTERM, or with `--once` until the graph reaches the log's head.
 pub(crate) fn worker(cli: &Cli, args: &WorkerArgs) -> anyhow::Result<Outcome> {
     let Some(url) = store_url(cli)? else {
         bail!(
@@ -473,12 +473,10 @@ pub(crate) fn stats(cli: &Cli, url: &StoreUrl) -> anyhow::Result<Outcome> {
         }
     }
     add_counts(&mut t, &counts);
-    if url.instance_count() > 1 {
-        // Of the instances listed, the one that holds this store.
-        println!("{url} (on {})\n{t}", url.instance());
-    } else {
-        println!("{url}\n{t}");
-    }
+    // Of several instances listed, the one that holds this store.
+    let on =
+        if url.instance_count() > 1 { format!(" (on {})", url.instance()) } else { String::new() };
+    println!("{url}{on}\n{t}");
     Ok(Outcome::Done)
 }
 

@@ -58,7 +58,7 @@ pub enum StoreError {
     /// name hashes to (an instance was added, or the list is spelled otherwise than when the
     /// store was written): reading or writing it there would start an empty copy.
     #[error(
-        "scale-out store `{name}` is on {found_on}, but among the instances listed it belongs on {home}: list the instances as when the store was written, or move the store (`migrate` it to a file and back) (rule: store.misplaced)"
+        "scale-out store `{name}` is on {found_on}, but among the instances listed it belongs on {home}: list the instances as when the store was written, or move the store (`migrate` it to a file and back, then `drop` the copy left behind) (rule: store.misplaced)"
     )]
     Misplaced {
         /// The store's name.

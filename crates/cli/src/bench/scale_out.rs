@@ -152,7 +152,7 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
     if json {
         print_json(&json!({
             "backend": "redis",
-            "servers": url.each_instance().iter().map(StoreUrl::instance).collect::<Vec<_>>(),
+            "servers": url.instances(),
             "events": args.events, "batch_size": args.batch_size, "workers": args.workers,
             "stores": names,
             "phases": phases.iter().map(|p| json!({"phase": p.phase, "what": p.what,
@@ -170,10 +170,13 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
         "ctxgraph bench ingest: {} events over {} store(s) per phase on {}, batch {}, {} worker(s) (threads of this process)",
         args.events,
         args.stores,
-        url.each_instance().iter().map(StoreUrl::instance).collect::<Vec<_>>().join(", "),
+        url.instances().join(", "),
         args.batch_size,
         args.workers
     )?;
+    let several = url.instance_count() > 1;
+    let servers = if several { "servers" } else { "server" };
+    let cpu_column = if several { "servers' CPU seconds" } else { "server CPU seconds" };
     let mut t = table(&[
         "phase",
         "what is timed",
@@ -181,7 +184,7 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
         "seconds",
         "records/s",
         "CPU seconds (this process)",
-        if url.instance_count() > 1 { "servers' CPU seconds" } else { "server CPU seconds" },
+        cpu_column,
     ]);
     for p in &phases {
         t.add_row(vec![
@@ -202,12 +205,7 @@ pub(crate) fn ingest(url: &StoreUrl, args: Args, json: bool) -> anyhow::Result<O
     ]);
     t.add_row(vec!["caught up after the last append".to_owned(), format!("{catch_up_secs:.2} s")]);
     t.add_row(vec!["nodes / edges (all stores)".to_owned(), format!("{nodes} / {edges}")]);
-    let left_on = if url.instance_count() > 1 {
-        "stores (left on the servers)"
-    } else {
-        "stores (left on the server)"
-    };
-    t.add_row(vec![left_on.to_owned(), names.join(", ")]);
+    t.add_row(vec![format!("stores (left on the {servers})"), names.join(", ")]);
     let load = |l: Option<[f64; 3]>| {
         l.map_or_else(|| "-".to_owned(), |[a, b, c]| format!("{a:.2} {b:.2} {c:.2}"))
     };
@@ -247,7 +245,7 @@ fn store_urls(url: &StoreUrl, prefix: &str, count: usize) -> anyhow::Result<Vec<
     let named = |j: usize| {
         url.with_name(&format!("{}-{prefix}{j}", url.name())).map_err(anyhow::Error::from)
     };
-    let instances: Vec<String> = url.each_instance().iter().map(StoreUrl::instance).collect();
+    let instances = url.instances();
     let mut unused: Vec<Vec<StoreUrl>> = vec![Vec::new(); instances.len()];
     let mut next = 0usize;
     let mut urls = Vec::with_capacity(count);

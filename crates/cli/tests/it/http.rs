@@ -470,7 +470,7 @@ fn a_body_with_a_repeated_key_or_an_integer_beyond_64_bits_is_refused_at_its_pat
 #[test]
 fn serve_upgrades_an_older_tenant_store_before_listening_and_says_so() {
     use std::io::Read;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let dir = tempfile::TempDir::new().unwrap();
     let data = dir.path().join("data");
     let key = crate::server::add_principal(&data, "alice", "acme", &["writer"]);
@@ -478,15 +478,7 @@ fn serve_upgrades_an_older_tenant_store_before_listening_and_says_so() {
     std::fs::create_dir_all(data.join("tenants")).unwrap();
     std::fs::copy(fixture, data.join("tenants/acme.ctxg")).unwrap();
     let start = || {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgraph"))
-            .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-            .arg(&data)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let line = crate::first_line(&mut child);
-        let base = line.trim().strip_prefix("listening on ").unwrap().to_owned();
+        let (mut child, base) = crate::server::spawn_serve(&[], &data, &[], Stdio::piped());
         let agent: ureq::Agent =
             ureq::Agent::config_builder().http_status_as_error(false).build().into();
         let mut resp = agent

@@ -166,12 +166,24 @@ impl Server {
 }
 
 fn spawn(data: &Path, options: &[String]) -> (Child, String) {
+    spawn_serve(&[], data, options, Stdio::null())
+}
+
+/// `ctxgraph [global…] serve --addr 127.0.0.1:0 --data DATA [options…]` with its stderr to
+/// `stderr`; the child and the base URL its first line gives.
+pub(crate) fn spawn_serve(
+    global: &[&str],
+    data: &Path,
+    options: &[String],
+    stderr: Stdio,
+) -> (Child, String) {
     let mut child = Command::new(bin())
+        .args(global)
         .args(["serve", "--addr", "127.0.0.1:0", "--data"])
         .arg(data)
         .args(options)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let line = crate::first_line(&mut child);

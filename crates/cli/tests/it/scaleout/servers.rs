@@ -22,16 +22,8 @@ struct Serve {
 
 impl Serve {
     fn start(url: &str, data: &Path) -> Serve {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgraph"))
-            .args(["--db", url, "serve", "--addr", "127.0.0.1:0", "--data"])
-            .arg(data)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let line = crate::first_line(&mut child);
-        let base = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}"));
-        Serve { base: base.to_owned(), child }
+        let (child, base) = crate::server::spawn_serve(&["--db", url], data, &[], Stdio::null());
+        Serve { base, child }
     }
 
     /// A request; the status and the body, as JSON when it is JSON, else as a JSON string.
