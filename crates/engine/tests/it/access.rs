@@ -445,6 +445,9 @@ fn no_leak(
         prop_assert_eq!(steps, visible, "the chain is every visible decision, newest first");
         for i in 0..memories {
             let id = format!("m{i}");
+            // A memory read by id (the server's `GET /v1/memories/{id}`).
+            let hidden = leak(&NodeKey::new("Memory", id.clone()));
+            prop_assert_eq!(scoped.memory(&id).unwrap().is_some(), !hidden, "memory {}", id);
             if let Some(imp) = scoped.impact(&id, &t).unwrap() {
                 let mut reached = BTreeSet::from([id.clone()]);
                 for item in &imp.items {
