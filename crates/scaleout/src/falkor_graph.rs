@@ -64,6 +64,7 @@ mod stage2;
 mod stage3;
 mod state;
 mod together;
+mod wire;
 pub(crate) use bulk::{NetChanges, merged_writes};
 pub use stage2::Stage2Write;
 pub use stage3::ConsolidateWrite;
@@ -112,6 +113,8 @@ pub struct FalkorGraph {
     indexed: BTreeSet<String>,
     /// A read view's memo of the state keys (`state.rs`); `None` outside a view.
     state: RefCell<Option<state::StateMemo>>,
+    /// The connection read queries go on (`wire.rs`).
+    wire: RefCell<wire::Wire>,
 }
 
 impl std::fmt::Debug for FalkorGraph {
@@ -173,6 +176,7 @@ impl FalkorGraph {
             entity_names: std::cell::Cell::new(false),
             indexed: BTreeSet::new(),
             state: RefCell::new(None),
+            wire: RefCell::new(wire::Wire::new(url.host(), url.port())),
         })
     }
 
@@ -293,6 +297,13 @@ impl FalkorGraph {
         params: Params<'_>,
         read_only: bool,
     ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
+        if read_only {
+            let text = wire::query_text(query, params.iter().map(|(k, v)| (*k, v)))
+                .map_err(|e| self.fail(&e))?;
+            if let Some(mut rows) = self.wire_reads(&[text])? {
+                return Ok(rows.pop().unwrap_or_default());
+            }
+        }
         let mut graph = self.graph.borrow_mut();
         let mut q = if read_only { graph.ro_query(query) } else { graph.query(query) };
         for (k, v) in params {
@@ -422,6 +433,28 @@ impl FalkorGraph {
             .query::<redis::Value>(&mut *self.raw.borrow_mut())
             .map(drop)
             .map_err(|e| raw_remote(&self.url, &e))
+    }
+
+    /// The rows of each of the read queries `texts` (parameters included, see
+    /// [`wire::query_text`]) through the graph's own connection, sent together; `None` when a
+    /// reply holds a kind of value left to the client crate.
+    fn wire_reads(&self, texts: &[String]) -> Result<Option<Vec<together::Rows>>, StoreError> {
+        let answers = self
+            .wire
+            .borrow_mut()
+            .ro_queries(&self.name, texts)
+            .map_err(|e| failure("falkordb", &self.url, &e))?;
+        let mut out = Vec::with_capacity(answers.len());
+        for answer in answers {
+            match answer {
+                wire::Answer::Rows(rows) => out.push(rows),
+                // What FalkorDB answers a read of a key that holds no graph: nothing folded yet.
+                wire::Answer::Refused(e) if e.contains("empty key") => out.push(Vec::new()),
+                wire::Answer::Refused(e) => return Err(failure("falkordb", &self.url, &e)),
+                wire::Answer::Unsupported => return Ok(None),
+            }
+        }
+        Ok(Some(out))
     }
 
     fn fail(&self, e: &falkordb::FalkorDBError) -> StoreError {

@@ -137,6 +137,19 @@ impl FalkorGraph {
                 Ok(vec![self.run_read(&one.text, &params)?])
             }
             _ => {
+                let texts = queries
+                    .iter()
+                    .map(|q| {
+                        super::wire::query_text(
+                            &q.text,
+                            q.params.iter().map(|(k, v)| (k.as_str(), v)),
+                        )
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| remote(&self.url, &e))?;
+                if let Some(rows) = self.wire_reads(&texts)? {
+                    return Ok(rows);
+                }
                 let mut graph = self.graph.borrow_mut();
                 let mut batch = graph.batch();
                 for q in queries {
