@@ -304,6 +304,17 @@ impl FalkorGraph {
                 return Ok(rows.pop().unwrap_or_default());
             }
         }
+        self.execute_in_crate(query, params, read_only)
+    }
+
+    /// [`FalkorGraph::execute`] through the client crate alone: every write, and a read whose
+    /// reply holds a kind of value the graph's own reader leaves to the crate (`wire.rs`).
+    fn execute_in_crate(
+        &self,
+        query: &str,
+        params: Params<'_>,
+        read_only: bool,
+    ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
         let mut graph = self.graph.borrow_mut();
         let mut q = if read_only { graph.ro_query(query) } else { graph.query(query) };
         for (k, v) in params {
@@ -311,8 +322,7 @@ impl FalkorGraph {
         }
         let result = match q.execute() {
             Ok(result) => result,
-            // What FalkorDB answers a read of a key that holds no graph: nothing folded yet.
-            Err(e) if read_only && e.to_string().contains("empty key") => return Ok(Vec::new()),
+            Err(e) if read_only && no_graph(&e.to_string()) => return Ok(Vec::new()),
             Err(e) => return Err(remote(&self.url, &e)),
         };
         result
@@ -448,8 +458,7 @@ impl FalkorGraph {
         for answer in answers {
             match answer {
                 wire::Answer::Rows(rows) => out.push(rows),
-                // What FalkorDB answers a read of a key that holds no graph: nothing folded yet.
-                wire::Answer::Refused(e) if e.contains("empty key") => out.push(Vec::new()),
+                wire::Answer::Refused(e) if no_graph(&e) => out.push(Vec::new()),
                 wire::Answer::Refused(e) => return Err(failure("falkordb", &self.url, &e)),
                 wire::Answer::Unsupported => return Ok(None),
             }
@@ -1037,6 +1046,12 @@ fn unindexed(property: &str) -> String {
 /// so a larger one, which callers pass to mean "all", is capped where it still means that.
 fn count(limit: usize) -> i64 {
     i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(0)
+}
+
+/// Whether a refusal is what FalkorDB answers a read of a key that holds no graph (nothing
+/// folded yet): such a read has no rows.
+fn no_graph(message: &str) -> bool {
+    message.contains("empty key")
 }
 
 fn odd(url: &StoreUrl, what: &str) -> StoreError {

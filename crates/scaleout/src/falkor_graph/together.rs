@@ -120,60 +120,52 @@ impl FalkorGraph {
         let Some(merged) = super::merged::merge(queries) else {
             return self.pipelined(queries);
         };
-        let params: Vec<(&str, FalkorValue)> =
-            merged.query.params.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-        let rows = self.run_read(&merged.query.text, &params)?;
-        super::merged::deal(rows, &merged.widths)
+        let rows = self.pipelined(std::slice::from_ref(&merged.query))?;
+        super::merged::deal(rows.into_iter().next().unwrap_or_default(), &merged.widths)
             .ok_or_else(|| super::odd(&self.url, "a row of reads merged as one query"))
     }
 
-    /// The rows of each of `queries`, read-only, sent in one pipeline (no graph, no rows).
+    /// The rows of each of `queries`, read-only, sent in one pipeline (no graph, no rows): on
+    /// the graph's own connection (`wire.rs`), or through the client crate when a reply holds
+    /// a kind of value that connection's reader leaves to it.
     pub(super) fn pipelined(&self, queries: &[Query]) -> Result<Vec<Rows>, StoreError> {
-        match queries {
-            [] => Ok(Vec::new()),
-            [one] => {
-                let params: Vec<(&str, FalkorValue)> =
-                    one.params.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-                Ok(vec![self.run_read(&one.text, &params)?])
-            }
-            _ => {
-                let texts = queries
-                    .iter()
-                    .map(|q| {
-                        super::wire::query_text(
-                            &q.text,
-                            q.params.iter().map(|(k, v)| (k.as_str(), v)),
-                        )
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| remote(&self.url, &e))?;
-                if let Some(rows) = self.wire_reads(&texts)? {
-                    return Ok(rows);
-                }
-                let mut graph = self.graph.borrow_mut();
-                let mut batch = graph.batch();
-                for q in queries {
-                    let query = batch.ro_query(q.text.as_str());
-                    for (k, v) in &q.params {
-                        query.with_param(k, v.clone());
-                    }
-                }
-                let results = batch.execute().map_err(|e| remote(&self.url, &e))?;
-                results
-                    .into_iter()
-                    .map(|result| match result {
-                        Ok(result) => Ok(result
-                            .data
-                            .into_iter()
-                            .map(falkordb::Row::into_values)
-                            .collect::<Rows>()),
-                        // What FalkorDB answers a read of a key that holds no graph.
-                        Err(e) if e.to_string().contains("empty key") => Ok(Vec::new()),
-                        Err(e) => Err(remote(&self.url, &e)),
-                    })
-                    .collect()
+        if queries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let texts = queries
+            .iter()
+            .map(|q| {
+                super::wire::query_text(&q.text, q.params.iter().map(|(k, v)| (k.as_str(), v)))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| remote(&self.url, &e))?;
+        if let Some(rows) = self.wire_reads(&texts)? {
+            return Ok(rows);
+        }
+        if let [one] = queries {
+            let params: Vec<(&str, FalkorValue)> =
+                one.params.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            return Ok(vec![self.execute_in_crate(&one.text, &params, true)?]);
+        }
+        let mut graph = self.graph.borrow_mut();
+        let mut batch = graph.batch();
+        for q in queries {
+            let query = batch.ro_query(q.text.as_str());
+            for (k, v) in &q.params {
+                query.with_param(k, v.clone());
             }
         }
+        let results = batch.execute().map_err(|e| remote(&self.url, &e))?;
+        results
+            .into_iter()
+            .map(|result| match result {
+                Ok(result) => {
+                    Ok(result.data.into_iter().map(falkordb::Row::into_values).collect::<Rows>())
+                }
+                Err(e) if super::no_graph(&e.to_string()) => Ok(Vec::new()),
+                Err(e) => Err(remote(&self.url, &e)),
+            })
+            .collect()
     }
 
     /// [`GraphReader::read_together`](ctxgraph_store::GraphReader::read_together): every

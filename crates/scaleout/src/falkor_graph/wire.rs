@@ -57,23 +57,23 @@ impl Wire {
     /// idle connection it closed, costs one retry); a timeout is not retried.
     pub(super) fn ro_queries(&mut self, graph: &str, texts: &[String]) -> io::Result<Vec<Answer>> {
         match self.try_queries(graph, texts) {
-            Ok(answers) => Ok(answers),
-            Err(e) if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) => {
-                self.conn = None;
-                Err(e)
+            Err(e) if !matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) => {
+                self.try_queries(graph, texts)
             }
-            Err(_) => {
-                self.conn = None;
-                let answers = self.try_queries(graph, texts);
-                if answers.is_err() {
-                    self.conn = None;
-                }
-                answers
-            }
+            answers => answers,
         }
     }
 
+    /// One exchange of `texts`; a failure closes the connection, whose state is then unknown.
     fn try_queries(&mut self, graph: &str, texts: &[String]) -> io::Result<Vec<Answer>> {
+        let answers = self.exchange(graph, texts);
+        if answers.is_err() {
+            self.conn = None;
+        }
+        answers
+    }
+
+    fn exchange(&mut self, graph: &str, texts: &[String]) -> io::Result<Vec<Answer>> {
         let conn = match &mut self.conn {
             Some(conn) => conn,
             None => self.conn.insert(open(&self.host, self.port)?),
