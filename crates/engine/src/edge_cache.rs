@@ -207,22 +207,38 @@ impl EdgeCache {
         keys: &[NodeKey],
         limit: usize,
     ) -> Result<(), Error> {
-        let missing: Vec<NodeKey> = {
-            let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            cache.at(generation);
-            let held = |key: &NodeKey| cache.nodes.get(key).is_some_and(|a| a.limit >= limit);
-            let mut wanted = std::collections::BTreeSet::new();
-            keys.iter().filter(|k| !held(k) && wanted.insert(*k)).cloned().collect()
-        };
+        let missing = self.missing(generation, keys, limit);
         if missing.is_empty() {
             return Ok(());
         }
         let groups = read.edge_groups_many(&missing, limit)?;
+        self.keep_groups(generation, &missing, groups, limit);
+        Ok(())
+    }
+
+    /// Those of `keys` whose edge groups the cache does not hold at `generation` with at least
+    /// `limit` edges each, each once, in order: what [`EdgeCache::fill`] reads, for a caller
+    /// that reads them with other reads and gives them to [`EdgeCache::keep_groups`].
+    pub(crate) fn missing(&self, generation: u64, keys: &[NodeKey], limit: usize) -> Vec<NodeKey> {
         let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        for (key, groups) in missing.iter().zip(groups) {
+        cache.at(generation);
+        let held = |key: &NodeKey| cache.nodes.get(key).is_some_and(|a| a.limit >= limit);
+        let mut wanted = std::collections::BTreeSet::new();
+        keys.iter().filter(|k| !held(k) && wanted.insert(*k)).cloned().collect()
+    }
+
+    /// Keep `groups`, the edge groups of `keys` read at `generation` with `limit`.
+    pub(crate) fn keep_groups(
+        &self,
+        generation: u64,
+        keys: &[NodeKey],
+        groups: Vec<Vec<EdgeGroup>>,
+        limit: usize,
+    ) {
+        let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for (key, groups) in keys.iter().zip(groups) {
             cache.keep(generation, key, &Arc::new(Adjacent::of(groups, limit)));
         }
-        Ok(())
     }
 }
 

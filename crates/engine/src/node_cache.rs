@@ -1,4 +1,4 @@
-//! The nodes recall's searches hand it, kept decoded between recalls.
+//! The nodes recall reads, kept decoded between recalls.
 //!
 //! Recall reads the node of every vector and BM25 hit by its id, about a hundred a question,
 //! and decoding a node's JSON properties into a map (a dozen keys and strings allocated each)
@@ -8,6 +8,15 @@
 //! not copied). The check is the row itself, so no write can make the cache answer a node
 //! other than the one stored: a changed node has another text and is decoded again. Memory
 //! is bounded by [`MAX_TEXT_BYTES`] of kept text: past it the cache starts over.
+//!
+//! On a store whose every read is a round trip, the check by the row would cost the round trip
+//! it is there to save. Such a store says which generation of its nodes a read sees
+//! ([`ctxgraph_store::GraphReader::node_generation`], moved by every commit that writes a
+//! node, in the commit's own transaction), and the nodes it gave are kept by key with that
+//! generation ([`NodeCache::kept_at`], [`NodeCache::keep_at`]): a read at the same generation
+//! takes them from here (absent ones too), and the first read at another starts the cache
+//! over, so what a write changed or deleted is let go at the next read that sees the write.
+//! Memory is bounded by [`MAX_KEYED_NODES`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,9 +31,16 @@ use ctxgraph_store::{NodeDecode, StoreError, props_from};
 /// over during every pass.
 const MAX_TEXT_BYTES: usize = 24 << 20;
 
-/// Nodes decoded so far, by node id.
+/// Nodes kept by key at most, absent ones included: about what [`MAX_TEXT_BYTES`] holds.
+const MAX_KEYED_NODES: usize = 50_000;
+
+/// Nodes decoded so far, by node id, and those read by key from a store that tells its node
+/// generation.
 #[derive(Default)]
-pub(crate) struct NodeCache(Mutex<Kept>);
+pub(crate) struct NodeCache {
+    decoded: Mutex<Kept>,
+    keyed: Mutex<Keyed>,
+}
 
 #[derive(Default)]
 struct Kept {
@@ -32,10 +48,48 @@ struct Kept {
     nodes: HashMap<i64, (Box<str>, Arc<Node>)>,
 }
 
+/// Nodes as read by key at one node generation (`None`: the node did not exist).
+#[derive(Default)]
+struct Keyed {
+    generation: u64,
+    nodes: HashMap<NodeKey, Option<Arc<Node>>>,
+}
+
 impl NodeCache {
     /// Forget every node kept.
     pub(crate) fn clear(&self) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Kept::default();
+        *self.decoded.lock().unwrap_or_else(PoisonError::into_inner) = Kept::default();
+        *self.keyed.lock().unwrap_or_else(PoisonError::into_inner) = Keyed::default();
+    }
+
+    /// What the cache holds of each of `keys` at node generation `generation` (the reader's):
+    /// `Some(node)` for a key read at that generation (`Some(None)`: it did not exist), `None`
+    /// for one to read. A cache at another generation starts over at this one.
+    pub(crate) fn kept_at(
+        &self,
+        generation: u64,
+        keys: &[NodeKey],
+    ) -> Vec<Option<Option<Arc<Node>>>> {
+        let mut keyed = self.keyed.lock().unwrap_or_else(PoisonError::into_inner);
+        if keyed.generation != generation {
+            *keyed = Keyed { generation, nodes: HashMap::new() };
+        }
+        keys.iter().map(|k| keyed.nodes.get(k).cloned()).collect()
+    }
+
+    /// Keep `nodes`, read for `keys` at node generation `generation`; another reader may have
+    /// moved the cache to another generation meanwhile: they are then not kept.
+    pub(crate) fn keep_at(&self, generation: u64, keys: &[NodeKey], nodes: &[Option<Arc<Node>>]) {
+        let mut keyed = self.keyed.lock().unwrap_or_else(PoisonError::into_inner);
+        if keyed.generation != generation {
+            return;
+        }
+        if keyed.nodes.len() + keys.len() > MAX_KEYED_NODES {
+            keyed.nodes.clear();
+        }
+        for (key, node) in keys.iter().zip(nodes) {
+            keyed.nodes.insert(key.clone(), node.clone());
+        }
     }
 }
 
@@ -48,7 +102,7 @@ impl NodeDecode for NodeCache {
         props: &str,
     ) -> Result<Arc<Node>, StoreError> {
         {
-            let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let kept = self.decoded.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some((text, node)) = kept.nodes.get(&nid)
                 && **text == *props
                 && node.key.label == label
@@ -59,7 +113,7 @@ impl NodeDecode for NodeCache {
         }
         // Decoded outside the lock: engines sharing the cache do not wait for each other.
         let node = Arc::new(Node { key: NodeKey::new(label, id), props: props_from(props)? });
-        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = self.decoded.lock().unwrap_or_else(PoisonError::into_inner);
         if kept.bytes + props.len() > MAX_TEXT_BYTES {
             *kept = Kept::default();
         }
@@ -136,6 +190,43 @@ mod tests {
         assert!(!Arc::ptr_eq(first[0].as_ref().unwrap(), after[0].as_ref().unwrap()));
         assert_eq!(after[0].as_ref().unwrap().props["summary"], json!("changed"));
         assert!(Arc::ptr_eq(first[1].as_ref().unwrap(), after[1].as_ref().unwrap()));
+    }
+
+    #[test]
+    fn nodes_kept_by_key_answer_their_generation_only() {
+        let cache = NodeCache::default();
+        let (a, b) = (NodeKey::new("Event", "a"), NodeKey::new("Event", "b"));
+        let first = Arc::new(node("a", json!({"summary": "first"})));
+        // Nothing kept yet; then the node read and the absent one are kept at generation 1.
+        assert_eq!(cache.kept_at(1, &[a.clone(), b.clone()]), vec![None, None]);
+        cache.keep_at(1, &[a.clone(), b.clone()], &[Some(Arc::clone(&first)), None]);
+        let kept = cache.kept_at(1, &[b.clone(), a.clone()]);
+        assert_eq!(kept[0], Some(None));
+        assert!(Arc::ptr_eq(kept[1].as_ref().unwrap().as_ref().unwrap(), &first));
+        // A reader at another generation finds nothing, and the cache starts over there: what
+        // a reader still at generation 1 reads after that is not kept.
+        assert_eq!(cache.kept_at(2, std::slice::from_ref(&a)), vec![None]);
+        cache.keep_at(1, std::slice::from_ref(&a), &[Some(Arc::clone(&first))]);
+        assert_eq!(cache.kept_at(2, std::slice::from_ref(&a)), vec![None]);
+        assert_eq!(cache.kept_at(1, std::slice::from_ref(&a)), vec![None]);
+        // Cleared: nothing kept at any generation.
+        cache.keep_at(1, std::slice::from_ref(&a), &[Some(first)]);
+        cache.clear();
+        assert_eq!(cache.kept_at(1, std::slice::from_ref(&a)), vec![None]);
+    }
+
+    #[test]
+    fn nodes_kept_by_key_are_bounded() {
+        let cache = NodeCache::default();
+        let keys: Vec<NodeKey> =
+            (0..MAX_KEYED_NODES).map(|i| NodeKey::new("Event", format!("e{i}"))).collect();
+        cache.kept_at(7, &keys);
+        cache.keep_at(7, &keys, &vec![None; keys.len()]);
+        assert_eq!(cache.kept_at(7, &keys[..1]), vec![Some(None)]);
+        // One more starts the cache over rather than growing it.
+        let more = NodeKey::new("Event", "more");
+        cache.keep_at(7, std::slice::from_ref(&more), &[None]);
+        assert_eq!(cache.kept_at(7, &[keys[0].clone(), more]), vec![None, Some(None)]);
     }
 
     proptest! {

@@ -49,7 +49,7 @@ use chrono::{DateTime, FixedOffset};
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
 use ctxgraph_ontology::{RecordKind, entity_id, normalize_name};
 use ctxgraph_projection::is_stop_word;
-use ctxgraph_store::{ManyAnswer, ManyRead};
+use ctxgraph_store::ManyRead;
 
 use serde_json::Value;
 
@@ -59,7 +59,7 @@ pub use intent::{Intent, classify};
 
 use crate::error::Error;
 use crate::retention::{occurred_at, salience};
-use crate::view::Snapshot;
+use crate::view::{Snapshot, answered, unkept, with_kept};
 
 /// Entity types of actors: who does or says something (an event's `agent_id`).
 const ACTOR_TYPES: &[&str] = &["agent", "user"];
@@ -502,14 +502,6 @@ struct Lookups<'s, 'a> {
 /// and each one's edges.
 type KnowledgeRead = (Vec<(NodeKey, &'static str)>, usize, Vec<Vec<Edge>>);
 
-/// The answer of a read sent together, or the corruption of one left unanswered.
-fn answered(answer: Option<ManyAnswer>) -> Result<ManyAnswer, Error> {
-    answer.ok_or_else(|| Error::Corruption {
-        position: 0,
-        reason: "a read sent together went unanswered".into(),
-    })
-}
-
 impl Lookups<'_, '_> {
     /// The first `SCOPE_EVENTS` events of `session` in time order, read once per recall.
     fn session_slots(&mut self, session: &str) -> Result<Rc<Vec<NodeKey>>, Error> {
@@ -559,6 +551,22 @@ impl Lookups<'_, '_> {
             return Ok(());
         }
         let nodes = self.snap.nodes_shared(&missing)?;
+        self.fetched.extend(missing.into_iter().zip(nodes));
+        Ok(())
+    }
+
+    /// [`Lookups::prefetch`] of the likeliest next expansions, with the edge groups (their
+    /// first `limit` edges each) of `expand` that the edge cache does not hold in the same
+    /// read, into the cache: the caller names nodes that can be expanded without reading them
+    /// first (an event is never a hub; an entity is, when its node says so).
+    fn prefetch_expanding<'k>(
+        &mut self,
+        keys: impl IntoIterator<Item = &'k NodeKey>,
+        expand: &[NodeKey],
+        limit: usize,
+    ) -> Result<(), Error> {
+        let missing = self.unread(keys);
+        let nodes = self.snap.nodes_and_edge_groups(&missing, expand, limit)?;
         self.fetched.extend(missing.into_iter().zip(nodes));
         Ok(())
     }
@@ -933,10 +941,7 @@ impl Snapshot<'_> {
             session_refs: None,
             walked_from: BTreeSet::new(),
             // What the anchors read is not read again.
-            fetched: std::mem::take(&mut anchors.read)
-                .into_iter()
-                .map(|(key, node)| (key, node.map(Arc::new)))
-                .collect(),
+            fetched: std::mem::take(&mut anchors.read),
             // A session's events the anchors read as deep as the scope list reads them.
             slots: std::mem::take(&mut anchors.runs)
                 .into_iter()
@@ -1161,20 +1166,34 @@ impl Snapshot<'_> {
             if c.reach > reach || c.path.len() >= p.depth {
                 continue;
             }
+            // Whether a node could be expanded after this one: within the depth limit, and an
+            // event (never a hub) or read already and no hub.
+            let expandable = |cands: &BTreeMap<NodeKey, Cand>, r: &Lookups<'_, '_>, k: &NodeKey| {
+                cands.get(k).is_some_and(|c| c.path.len() < p.depth)
+                    && (k.label == "Event"
+                        || r.read_already(k).is_some_and(|n| !is_hub(n, p.hub_mentions)))
+            };
             if c.node.is_none() {
                 if speculate {
                     // The best of the queue are the likeliest next expansions: on a store
-                    // whose reads are round trips, read them with this one.
+                    // whose reads are round trips, read them with this one, and the edge
+                    // groups of those that could be expanded in the same read.
                     let next = open.iter().rev().map(|(_, k)| k);
                     let unread: Vec<&NodeKey> = std::iter::once(&from)
-                        .chain(next.filter(|k| {
+                        .chain(next.clone().filter(|k| {
                             cands
                                 .get(*k)
                                 .is_some_and(|c| c.node.is_none() && c.path.len() < p.depth)
                         }))
                         .take(p.expansions - expanded)
                         .collect();
-                    r.prefetch(unread)?;
+                    let expand: Vec<NodeKey> = std::iter::once(&from)
+                        .chain(next)
+                        .filter(|k| expandable(&cands, &r, k))
+                        .take(p.expansions - expanded + 1)
+                        .cloned()
+                        .collect();
+                    r.prefetch_expanding(unread, &expand, p.fanout)?;
                 }
                 let Some(c) = cands.get_mut(&from) else { continue };
                 c.node = r.admissible_shared(&from)?.cloned();
@@ -1194,10 +1213,7 @@ impl Snapshot<'_> {
                 // On a store whose reads are round trips, the edges of the likeliest next
                 // expansions come with this one's: those of the best of the queue whose node
                 // is read already and is no hub (a hub is never expanded; its edges are many).
-                let next = open.iter().rev().map(|(_, k)| k).filter(|k| {
-                    cands.get(*k).is_some_and(|c| c.path.len() < p.depth)
-                        && r.read_already(k).is_some_and(|n| !is_hub(n, p.hub_mentions))
-                });
+                let next = open.iter().rev().map(|(_, k)| k).filter(|k| expandable(&cands, &r, k));
                 let keys: Vec<NodeKey> = std::iter::once(&from)
                     .chain(next)
                     .take(p.expansions - expanded + 1)
@@ -1947,26 +1963,33 @@ impl Snapshot<'_> {
         unknown: &[NodeKey],
         refs: Vec<NodeKey>,
     ) -> Result<Vec<bool>, Error> {
+        // Those of `refs` the engine's cache holds at this view's node generation are not read.
+        let kept = self.nodes_kept(&refs)?;
+        let unread = unkept(&refs, &kept);
         let mut reads = Vec::new();
         if !unknown.is_empty() {
             reads.push(ManyRead::NodesExist(unknown));
         }
-        if !refs.is_empty() {
-            reads.push(ManyRead::Nodes(&refs));
+        if !unread.is_empty() {
+            reads.push(ManyRead::Nodes(&unread));
         }
         if reads.is_empty() {
+            r.fetched.extend(refs.into_iter().zip(with_kept(kept, Vec::new())));
             return Ok(Vec::new());
         }
         let together = self.read.read_together(&reads).map_err(Error::from).and_then(|answers| {
             let mut answers = answers.into_iter();
             let mut next = || answered(answers.next());
             let exist = if unknown.is_empty() { Vec::new() } else { next()?.into_exist()? };
-            let nodes = if refs.is_empty() { Vec::new() } else { next()?.into_nodes()? };
+            let nodes = if unread.is_empty() { Vec::new() } else { next()?.into_nodes()? };
             Ok((exist, nodes))
         });
         match together {
             Ok((exist, nodes)) => {
-                r.fetched.extend(refs.into_iter().zip(nodes.into_iter().map(|n| n.map(Arc::new))));
+                let read: Vec<Option<Arc<Node>>> =
+                    nodes.into_iter().map(|n| n.map(Arc::new)).collect();
+                self.keep_nodes(&unread, &read)?;
+                r.fetched.extend(refs.into_iter().zip(with_kept(kept, read)));
                 Ok(exist)
             }
             Err(_) => {

@@ -356,4 +356,8 @@ impl GraphReader for ScaleOutRead<'_> {
     fn batch_reads_pay(&self) -> bool {
         true
     }
+
+    fn node_generation(&self) -> Result<Option<u64>, StoreError> {
+        self.with(|c| GraphReader::node_generation(&c.graph))
+    }
 }

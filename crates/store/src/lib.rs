@@ -363,6 +363,16 @@ pub trait GraphReader {
     /// A number that changes with every committed write transaction that wrote or deleted an
     /// edge, by itself or with its node (for caches of the graph's edges).
     fn graph_generation(&self) -> Result<u64, StoreError>;
+    /// A number that changes with every committed write transaction that wrote, changed or
+    /// deleted any node, when the store keeps one: a node read at one value is then the node
+    /// at that value, and a cache of nodes read through round trips may answer it without
+    /// asking again (the scale-out graph's [`GraphReader::graph_generation`], which every
+    /// commit that changes the graph moves). `None` (the default): the store keeps no such
+    /// number, and nodes are read from it every time (the embedded store, whose reads are
+    /// local and whose node cache checks each row's text instead).
+    fn node_generation(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
     /// The other endpoints of [`GraphReader::heaviest_edges`]'s edges, in its order, each with
     /// its properties among `names` only (as [`GraphReader::node_props_named`]): for checks
     /// of a node's neighbours that read a few of their properties.

@@ -5,7 +5,7 @@
 
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
 
-use crate::{GraphReader, SessionSlot, StoreError};
+use crate::{EdgeGroup, GraphReader, SessionSlot, StoreError};
 
 /// One read of [`GraphReader::read_together`]: a read of many keys, named after the method it
 /// stands for, with that method's arguments.
@@ -61,6 +61,13 @@ pub enum ManyRead<'a> {
         /// The most edges per read.
         limit: usize,
     },
+    /// [`GraphReader::edge_groups_many`].
+    EdgeGroups {
+        /// The nodes.
+        keys: &'a [NodeKey],
+        /// The most edges per group.
+        limit: usize,
+    },
 }
 
 /// The answer to one [`ManyRead`], the answer of the method it names.
@@ -80,6 +87,8 @@ pub enum ManyAnswer {
     Slots(Vec<Vec<SessionSlot>>),
     /// Of [`ManyRead::TraceEvents`].
     TraceEvents(Vec<Vec<String>>),
+    /// Of [`ManyRead::EdgeGroups`].
+    Groups(Vec<Vec<EdgeGroup>>),
 }
 
 /// The error of an answer taken as another kind than the read's (a backend's bug).
@@ -100,6 +109,7 @@ impl ManyAnswer {
             ManyAnswer::IdsByLabel(_) => "existing_ids_by_label",
             ManyAnswer::Slots(_) => "session_events_many",
             ManyAnswer::TraceEvents(_) => "trace_events_many",
+            ManyAnswer::Groups(_) => "edge_groups_many",
         }
     }
 
@@ -141,6 +151,12 @@ impl ManyAnswer {
         let ManyAnswer::Slots(v) = self else { return Err(mismatch("session_events_many", kind)) };
         Ok(v)
     }
+    /// The answer of a [`ManyRead::EdgeGroups`].
+    pub fn into_groups(self) -> Result<Vec<Vec<EdgeGroup>>, StoreError> {
+        let kind = self.kind();
+        let ManyAnswer::Groups(v) = self else { return Err(mismatch("edge_groups_many", kind)) };
+        Ok(v)
+    }
     /// The answer of a [`ManyRead::TraceEvents`].
     pub fn into_trace_events(self) -> Result<Vec<Vec<String>>, StoreError> {
         let kind = self.kind();
@@ -176,6 +192,9 @@ pub fn read_one<G: GraphReader + ?Sized>(
         ManyRead::EdgesLimited { reads, out, limit } => {
             ManyAnswer::Edges(graph.edges_limited_many(reads, out, limit)?)
         }
+        ManyRead::EdgeGroups { keys, limit } => {
+            ManyAnswer::Groups(graph.edge_groups_many(keys, limit)?)
+        }
     })
 }
 
@@ -203,11 +222,15 @@ mod tests {
                 ManyRead::NodesExist(&keys),
                 ManyRead::ExistingIds { label: "Event", ids: &ids },
                 ManyRead::EdgesOf { keys: &keys, edge_type: None, direction: Direction::Both },
+                ManyRead::EdgeGroups { keys: &keys, limit: 4 },
             ])
             .unwrap();
         assert_eq!(answers[0], ManyAnswer::Exist(vec![false, true, true]));
         assert_eq!(answers[1], ManyAnswer::Ids(vec!["e1".to_owned()]));
         assert_eq!(answers[2], ManyAnswer::Edges(vec![Vec::new(); 3]));
+        assert_eq!(answers[3], ManyAnswer::Groups(vec![Vec::new(); 3]));
+        assert!(answers[3].clone().into_edges().is_err());
+        assert_eq!(answers[3].clone().into_groups().unwrap().len(), 3);
         let err = answers[1].clone().into_nodes().unwrap_err().to_string();
         assert!(err.contains("existing_ids") && err.contains("read_together.kind"), "{err}");
         assert_eq!(answers[1].clone().into_ids().unwrap(), ["e1"]);

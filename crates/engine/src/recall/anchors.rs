@@ -8,12 +8,13 @@
 //! found by name elsewhere (`entity_matches`), since people name them in words.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
 use ctxgraph_store::ManyRead;
 
 use crate::error::Error;
-use crate::view::Snapshot;
+use crate::view::{Snapshot, unkept, with_kept};
 
 /// Labels whose ids a question may name.
 const LABELS: &[&str] = &["Event", "Memory", "Fact", "DecisionReceipt", "Document", "Summary"];
@@ -37,7 +38,7 @@ pub(crate) struct Anchors {
     pub(crate) words: BTreeSet<String>,
     /// The nodes read to find them and the entities found (`None`: no such node), handed on
     /// so that recall does not read them again.
-    pub(crate) read: BTreeMap<NodeKey, Option<Node>>,
+    pub(crate) read: BTreeMap<NodeKey, Option<Arc<Node>>>,
     /// Which of the candidate entity ids given exist, in the order given (read with the
     /// anchors, for recall's entity list).
     pub(crate) entities: Vec<String>,
@@ -119,7 +120,7 @@ impl Snapshot<'_> {
             anchors.entities.iter().map(|id| NodeKey::new("Entity", id)).collect();
         if tokens.is_empty() {
             if !entities.is_empty() {
-                let nodes = self.read.nodes(&entities)?;
+                let nodes = self.nodes_shared(&entities)?;
                 anchors.read.extend(entities.into_iter().zip(nodes));
             }
             return Ok(anchors);
@@ -169,13 +170,16 @@ impl Snapshot<'_> {
             .into_iter()
             .collect();
         // The nodes found, the probes' first events, the entities found and the events of the
-        // runs read whole, in one read.
+        // runs read whole, in one read (those the engine's cache holds at this view's node
+        // generation are not read again).
         let wanted: Vec<NodeKey> =
             existing.iter().chain(&firsts).chain(&entities).chain(&runs).cloned().collect();
+        let kept = self.nodes_kept(&wanted)?;
+        let unread = unkept(&wanted, &kept);
         // With a named entity, the runs' references too, in the same round trip.
         let mut reads = Vec::new();
-        if !wanted.is_empty() {
-            reads.push(ManyRead::Nodes(&wanted));
+        if !unread.is_empty() {
+            reads.push(ManyRead::Nodes(&unread));
         }
         if !runs.is_empty() && !entities.is_empty() {
             reads.push(ManyRead::EdgesOf {
@@ -185,12 +189,14 @@ impl Snapshot<'_> {
             });
         }
         let mut answers = self.read.read_together(&reads)?.into_iter();
-        let mut nodes = if wanted.is_empty() {
+        let read: Vec<Option<Arc<Node>>> = if unread.is_empty() {
             Vec::new()
         } else {
-            super::answered(answers.next())?.into_nodes()?
-        }
-        .into_iter();
+            let read = super::answered(answers.next())?.into_nodes()?;
+            read.into_iter().map(|n| n.map(Arc::new)).collect()
+        };
+        self.keep_nodes(&unread, &read)?;
+        let mut nodes = with_kept(kept, read).into_iter();
         if !runs.is_empty() && !entities.is_empty() {
             let edges = super::answered(answers.next())?.into_edges()?;
             anchors.refs = runs.iter().cloned().zip(edges).collect();
@@ -205,9 +211,9 @@ impl Snapshot<'_> {
             }
             anchors.read.insert(key, node);
         }
-        let read: BTreeMap<NodeKey, Option<Node>> =
+        let read: BTreeMap<NodeKey, Option<Arc<Node>>> =
             firsts.into_iter().map(|key| (key, nodes.next().flatten())).collect();
-        let entity_nodes: Vec<(NodeKey, Option<Node>)> =
+        let entity_nodes: Vec<(NodeKey, Option<Arc<Node>>)> =
             entities.into_iter().chain(runs).map(|key| (key, nodes.next().flatten())).collect();
         let any_visible = |events: &[String]| -> Result<bool, Error> {
             for id in events {

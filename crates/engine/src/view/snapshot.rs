@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey};
 use ctxgraph_ontology::{RecordKind, Schema};
-use ctxgraph_store::{FORMAT_VERSION, LogEntry, StoreRead};
+use ctxgraph_store::{FORMAT_VERSION, LogEntry, ManyAnswer, ManyRead, StoreRead};
 
 use crate::engine::Caches;
 use crate::error::Error;
@@ -167,6 +167,8 @@ pub(crate) struct Snapshot<'a> {
     /// every node it expands): on the embedded store it cannot change under the read
     /// transaction; on a remote store it is the generation at that first ask.
     graph_generation: std::cell::OnceCell<u64>,
+    /// [`GraphReader::node_generation`] of this view, read once, when first asked.
+    node_generation: std::cell::OnceCell<Option<u64>>,
     /// Whether recall may give its in-memory searches to helper threads (see
     /// [`crate::EngineOptions::inline_searches`]).
     pub(crate) helpers: bool,
@@ -198,6 +200,28 @@ pub(crate) fn record_parent(body: &serde_json::Value) -> Option<NodeKey> {
         .map(|p| NodeKey::new("Event", p))
 }
 
+/// The answer of a read sent together, or the corruption of one left unanswered.
+pub(crate) fn answered(answer: Option<ManyAnswer>) -> Result<ManyAnswer, Error> {
+    answer.ok_or_else(|| Error::Corruption {
+        position: 0,
+        reason: "a read sent together went unanswered".into(),
+    })
+}
+
+/// The keys of `keys` that [`Snapshot::nodes_kept`] left to read, in order.
+pub(crate) fn unkept(keys: &[NodeKey], kept: &[Option<Option<Arc<Node>>>]) -> Vec<NodeKey> {
+    keys.iter().zip(kept).filter(|(_, k)| k.is_none()).map(|(key, _)| key.clone()).collect()
+}
+
+/// [`Snapshot::nodes_kept`]'s answer with the nodes read for [`unkept`]'s keys in their places.
+pub(crate) fn with_kept(
+    kept: Vec<Option<Option<Arc<Node>>>>,
+    read: Vec<Option<Arc<Node>>>,
+) -> Vec<Option<Arc<Node>>> {
+    let mut read = read.into_iter();
+    kept.into_iter().map(|k| k.unwrap_or_else(|| read.next().flatten())).collect()
+}
+
 /// The most events a causal walk visits, so a pathological graph cannot make a read unbounded.
 const MAX_WALK: usize = 10_000;
 
@@ -214,6 +238,7 @@ impl<'a> Snapshot<'a> {
             bytes_on_disk,
             caches,
             graph_generation: Default::default(),
+            node_generation: Default::default(),
             helpers: false,
         }
     }
@@ -422,8 +447,96 @@ impl<'a> Snapshot<'a> {
     /// The nodes of `keys` (unhydrated, not checked against any constraint), each shared with
     /// the engine's cache of decoded nodes when the store hands their text over (see
     /// `node_cache`).
+    /// On a store that tells its node generation, the nodes this generation's reads gave
+    /// already are taken from that cache and only the others are read.
     pub(crate) fn nodes_shared(&self, keys: &[NodeKey]) -> Result<Vec<Option<Arc<Node>>>, Error> {
-        Ok(self.read.nodes_shared(keys, &self.caches.nodes)?)
+        let kept = self.nodes_kept(keys)?;
+        let missing = unkept(keys, &kept);
+        let read = if missing.is_empty() {
+            Vec::new()
+        } else {
+            let read = self.read.nodes_shared(&missing, &self.caches.nodes)?;
+            self.keep_nodes(&missing, &read)?;
+            read
+        };
+        Ok(with_kept(kept, read))
+    }
+
+    /// What the engine's cache holds of the nodes of `keys` at this view's node generation
+    /// ([`GraphReader::node_generation`]): `Some(node)` for a key a read at this generation
+    /// gave (`Some(None)`: it does not exist), `None` for a key to read; all `None` on a store
+    /// that tells no node generation. [`unkept`] lists the keys to read, [`with_kept`] puts
+    /// what they read in place, and [`Snapshot::keep_nodes`] keeps it: for a caller that reads
+    /// them with other reads, in one round trip.
+    pub(crate) fn nodes_kept(
+        &self,
+        keys: &[NodeKey],
+    ) -> Result<Vec<Option<Option<Arc<Node>>>>, Error> {
+        Ok(match self.node_generation()? {
+            Some(generation) => self.caches.nodes.kept_at(generation, keys),
+            None => vec![None; keys.len()],
+        })
+    }
+
+    /// Keep the nodes `nodes`, read by this view for `keys`, for the reads of its node
+    /// generation (nothing on a store that tells none).
+    pub(crate) fn keep_nodes(
+        &self,
+        keys: &[NodeKey],
+        nodes: &[Option<Arc<Node>>],
+    ) -> Result<(), Error> {
+        if let Some(generation) = self.node_generation()? {
+            self.caches.nodes.keep_at(generation, keys, nodes);
+        }
+        Ok(())
+    }
+
+    /// [`Snapshot::nodes_shared`] of `keys` and, in the same read, the edge groups of
+    /// `expand` that the edge cache does not hold, kept there (see
+    /// [`Snapshot::prefetch_adjacent`]): for recall's expansion on a store whose reads are
+    /// round trips, which reads the nodes it may expand next and then their edges.
+    pub(crate) fn nodes_and_edge_groups(
+        &self,
+        keys: &[NodeKey],
+        expand: &[NodeKey],
+        limit: usize,
+    ) -> Result<Vec<Option<Arc<Node>>>, Error> {
+        let generation = self.graph_generation()?;
+        let missing = self.caches.edges.missing(generation, expand, limit);
+        let kept = self.nodes_kept(keys)?;
+        let unread = unkept(keys, &kept);
+        let mut reads = Vec::new();
+        if !unread.is_empty() {
+            reads.push(ManyRead::Nodes(&unread));
+        }
+        if !missing.is_empty() {
+            reads.push(ManyRead::EdgeGroups { keys: &missing, limit });
+        }
+        if reads.is_empty() {
+            return Ok(with_kept(kept, Vec::new()));
+        }
+        let mut answers = self.read.read_together(&reads)?.into_iter();
+        let mut next = || answered(answers.next());
+        let read: Vec<Option<Arc<Node>>> = if unread.is_empty() {
+            Vec::new()
+        } else {
+            next()?.into_nodes()?.into_iter().map(|n| n.map(Arc::new)).collect()
+        };
+        self.keep_nodes(&unread, &read)?;
+        if !missing.is_empty() {
+            let groups = next()?.into_groups()?;
+            self.caches.edges.keep_groups(generation, &missing, groups, limit);
+        }
+        Ok(with_kept(kept, read))
+    }
+
+    /// [`GraphReader::node_generation`] of this view, read once.
+    fn node_generation(&self) -> Result<Option<u64>, Error> {
+        if let Some(g) = self.node_generation.get() {
+            return Ok(*g);
+        }
+        let g = self.read.node_generation()?;
+        Ok(*self.node_generation.get_or_init(|| g))
     }
 
     /// The answer of a search begun by [`Snapshot::start_search`], as the hits' nodes

@@ -364,6 +364,12 @@ impl GraphReader for FalkorGraph {
         self.counter(&self.generation)
     }
 
+    /// The graph generation: every commit that writes a node moves it, stage 2's included
+    /// (`stage2.rs`), in the same transaction as its writes.
+    fn node_generation(&self) -> Result<Option<u64>, StoreError> {
+        self.counter(&self.generation).map(Some)
+    }
+
     fn heaviest_neighbours(
         &self,
         key: &NodeKey,

@@ -20,6 +20,8 @@
 //! vector_generation, text_generation   counters every commit that changes them bumps
 //! ```
 //!
+//! A commit that writes nodes' properties also moves the graph's generation (`falkor_graph.rs`).
+//!
 //! Every value is what the embedded store keeps (vectors byte for byte, posting lists built by
 //! `ctxgraph-lexical` from the same terms), so the engine's own exact vector scan and BM25
 //! merge run over them and give the embedded store's answers. Until a consolidation files them
@@ -675,7 +677,13 @@ impl EnrichCommit for Stage2Write {
                 .arg("dimension")
                 .arg(*dimension);
         }
-        for w in self.node_writes()? {
+        let node_writes = self.node_writes()?;
+        if !node_writes.is_empty() {
+            // The graph generation tags readers' caches of nodes (`node_generation`), so a
+            // change of a node's properties moves it, in the same transaction as the change.
+            pipe.cmd("INCR").arg(&g.generation);
+        }
+        for w in node_writes {
             pipe.cmd("GRAPH.QUERY").arg(&g.name).arg(w.with_preamble()?);
         }
         let vectors: Vec<(i64, Vec<u8>)> = self

@@ -77,6 +77,7 @@ impl FalkorGraph {
             ManyRead::EdgesLimited { reads, out, limit } => {
                 Self::plan_edges_limited(reads, out, limit)
             }
+            ManyRead::EdgeGroups { keys, limit } => Self::plan_edge_groups(keys, limit),
         }
     }
 

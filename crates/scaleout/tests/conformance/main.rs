@@ -49,6 +49,7 @@ mod harness;
 mod log;
 mod native_index;
 mod native_text;
+mod node_generation;
 mod projection;
 mod reads;
 mod redis_layout;

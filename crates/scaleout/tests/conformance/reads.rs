@@ -764,6 +764,9 @@ fn reads_sent_together_answer_as_each_read_alone() {
         ManyRead::EdgesLimited { reads: &typed, out: false, limit: 3 },
         ManyRead::EdgesLimited { reads: &typed, out: true, limit: usize::MAX },
         ManyRead::EdgesLimited { reads: &[], out: true, limit: 1 },
+        ManyRead::EdgeGroups { keys: &keys, limit: 2 },
+        ManyRead::EdgeGroups { keys: &keys, limit: 64 },
+        ManyRead::EdgeGroups { keys: &[], limit: 16 },
     ];
     // A fresh view: its state keys' read goes out with the graph's reads.
     let read = store.begin_read().unwrap();
@@ -778,6 +781,7 @@ fn reads_sent_together_answer_as_each_read_alone() {
     // The state keys read beside them answer as a live read does.
     assert_eq!(f.projected_through().unwrap(), records.len() as u64);
     assert_eq!(f.graph_generation().unwrap(), GraphReader::graph_generation(&graph).unwrap());
+    assert_eq!(f.node_generation().unwrap(), Some(f.graph_generation().unwrap()));
     assert_eq!(f.embedding_model().unwrap(), None);
     assert_eq!(f.text_index_build().unwrap(), GraphReader::text_index_build(&graph).unwrap());
     for after in [-1, 0, 5, i64::MAX] {

@@ -1,0 +1,59 @@
+//! The scale-out graph tells its node generation (`GraphReader::node_generation`), which the
+//! engine's cache of nodes read by key is tagged with: every commit that writes a node moves
+//! it, in the commit's own transaction, stage 2's property writes included; a commit that
+//! writes only vectors or documents leaves it.
+
+use ctxgraph_ontology::graph::{Node, NodeKey};
+use ctxgraph_scaleout::{BatchFold, FalkorGraph, Stage2Write};
+use ctxgraph_store::{EnrichCommit, EnrichWrite, GraphReader, ProjectionGraph};
+
+use crate::graph_harness::FalkorBackend;
+
+fn key(id: &str) -> NodeKey {
+    NodeKey { label: "Entity".to_owned(), id: id.to_owned() }
+}
+
+fn node(id: &str, summary: &str) -> Node {
+    Node {
+        key: key(id),
+        props: serde_json::from_value(serde_json::json!({"summary": summary})).unwrap(),
+    }
+}
+
+/// The node generation a new read sees.
+fn generation(b: &FalkorBackend) -> u64 {
+    let read = FalkorGraph::connect_read(b.url()).unwrap();
+    GraphReader::node_generation(&read)
+        .unwrap()
+        .expect("the scale-out graph tells its node generation")
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn every_commit_that_writes_a_node_moves_the_node_generation() {
+    let b = FalkorBackend::new();
+    let start = generation(&b);
+    let mut batch = BatchFold::new(&b.graph).unwrap();
+    batch.put_node(&node("a", "folded")).unwrap();
+    assert!(batch.commit(1).unwrap());
+    let folded = generation(&b);
+    assert!(folded > start, "a fold page moves it: {start} then {folded}");
+
+    // Stage 2 writing vectors only leaves it.
+    let mut tx = Stage2Write::begin(FalkorGraph::connect_read(b.url()).unwrap()).unwrap();
+    tx.put_vector(&key("a"), &[1.0, 0.0]).unwrap();
+    tx.set_enriched_through(1).unwrap();
+    assert!(Box::new(tx).commit().unwrap());
+    assert_eq!(generation(&b), folded);
+
+    // Stage 2 writing a node's properties moves it, and a read at the new generation gets
+    // the new properties.
+    let mut tx = Stage2Write::begin(FalkorGraph::connect_read(b.url()).unwrap()).unwrap();
+    tx.put_node_owned(node("a", "enriched")).unwrap();
+    assert!(Box::new(tx).commit().unwrap());
+    let enriched = generation(&b);
+    assert!(enriched > folded, "a stage-2 property write moves it: {folded} then {enriched}");
+    let read = FalkorGraph::connect_read(b.url()).unwrap();
+    let got = GraphReader::node(&read, &key("a")).unwrap().unwrap();
+    assert_eq!(got.props["summary"], "enriched");
+}
