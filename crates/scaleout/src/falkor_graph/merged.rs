@@ -8,8 +8,9 @@
 //! its parameters renamed `$qj_name`; the rows are dealt back to their queries by `q`, each
 //! row the columns the query alone returns.
 //!
-//! Only the shapes this crate writes are merged (parts ending in a plain `RETURN` list);
-//! anything else is sent as it was, one query per command.
+//! Only the shapes this crate writes are merged (parts ending in a plain `RETURN` list, which
+//! may end in a `LIMIT` of a parameter or a number: it bounds the part's rows whatever columns
+//! they carry); anything else is sent as it was, one query per command.
 
 use falkordb::FalkorValue;
 
@@ -31,6 +32,12 @@ pub(super) fn merge(queries: &[Query]) -> Option<Merged> {
         let mut width = None;
         for part in query.text.split(" UNION ALL ") {
             let (head, columns) = part.rsplit_once(" RETURN ")?;
+            let (columns, limit) = match columns.rsplit_once(" LIMIT ") {
+                Some((columns, limit)) if is_limit(limit) => {
+                    (columns, Some(renamed(limit, &prefix)))
+                }
+                _ => (columns, None),
+            };
             let columns: Vec<String> =
                 plain_columns(columns)?.iter().map(|c| renamed(c, &prefix)).collect();
             // The parts of one query return as many columns (Cypher's own rule for a union).
@@ -38,7 +45,7 @@ pub(super) fn merge(queries: &[Query]) -> Option<Merged> {
                 return None;
             }
             width = Some(columns.len());
-            parts.push((j, renamed(head, &prefix), columns));
+            parts.push((j, renamed(head, &prefix), columns, limit));
         }
         widths.push(width?);
         params.extend(query.params.iter().map(|(k, v)| (format!("{prefix}{k}"), v.clone())));
@@ -46,11 +53,14 @@ pub(super) fn merge(queries: &[Query]) -> Option<Merged> {
     let wide = widths.iter().copied().max().unwrap_or(0);
     let text = parts
         .into_iter()
-        .map(|(j, head, columns)| {
+        .map(|(j, head, columns, limit)| {
             let mut returned = format!("{head} RETURN {j} AS q");
             for c in 1..=wide {
                 let expr = columns.get(c - 1).map_or("null", String::as_str);
                 returned.push_str(&format!(", {expr} AS c{c}"));
+            }
+            if let Some(limit) = limit {
+                returned.push_str(&format!(" LIMIT {limit}"));
             }
             returned
         })
@@ -77,6 +87,12 @@ pub(super) fn deal(rows: Rows, widths: &[usize]) -> Option<Vec<Rows>> {
         out[q].push(row);
     }
     Some(out)
+}
+
+/// Whether `text` (what follows a part's last ` LIMIT `) is a parameter or a number alone.
+fn is_limit(text: &str) -> bool {
+    let name = text.strip_prefix('$').unwrap_or(text);
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The expressions of a `RETURN` list without their aliases, split at the commas outside
@@ -170,11 +186,27 @@ mod tests {
     }
 
     #[test]
+    fn a_part_keeps_its_limit_after_its_padded_columns() {
+        let merged = merge(&[
+            query("MATCH (n:A) RETURN n.id AS i, n.seq AS s LIMIT $cap", &["cap"]),
+            query("MATCH (n:B) RETURN n.id LIMIT 3", &[]),
+        ])
+        .expect("a limit of a parameter or a number merges");
+        assert_eq!(
+            merged.query.text,
+            "MATCH (n:A) RETURN 0 AS q, n.id AS c1, n.seq AS c2 LIMIT $q0_cap UNION ALL \
+             MATCH (n:B) RETURN 1 AS q, n.id AS c1, null AS c2 LIMIT 3"
+        );
+        assert_eq!(merged.widths, [2, 1]);
+    }
+
+    #[test]
     fn shapes_a_list_would_change_are_not_merged() {
         for text in [
             "MATCH (n) RETURN DISTINCT n.id",
             "MATCH (n) RETURN n.id ORDER BY n.id",
-            "MATCH (n) RETURN n.id LIMIT 3",
+            "MATCH (n) RETURN n.id ORDER BY n.id LIMIT 3",
+            "MATCH (n) RETURN n.id LIMIT 3 + $x",
             "MATCH (n) RETURN *",
             "MATCH (n) RETURN 'a, b'",
             "MATCH (n) SET n.x = 1",

@@ -143,7 +143,11 @@ fn named(mut props: Properties, names: &[&str]) -> Properties {
     props
 }
 
-fn bool_at(row: &[FalkorValue], i: usize, url: &crate::url::StoreUrl) -> Result<bool, StoreError> {
+pub(super) fn bool_at(
+    row: &[FalkorValue],
+    i: usize,
+    url: &crate::url::StoreUrl,
+) -> Result<bool, StoreError> {
     match row.get(i) {
         Some(FalkorValue::Bool(b)) => Ok(*b),
         _ => Err(odd(url, "a boolean where one was expected")),
@@ -357,7 +361,7 @@ impl GraphReader for FalkorGraph {
     }
 
     fn edge_groups(&self, key: &NodeKey, limit: usize) -> Result<Vec<EdgeGroup>, StoreError> {
-        self.groups(key, limit, Carry::EdgeProps)?.into_iter().map(|g| edge_group(key, g)).collect()
+        Ok(self.edge_groups_of(std::slice::from_ref(key), limit)?.pop().unwrap_or_default())
     }
 
     fn graph_generation(&self) -> Result<u64, StoreError> {

@@ -391,16 +391,8 @@ fn hostile_ids_and_text_read_back_the_same_on_both_backends() {
         };
         g.put_pending(&key("not'yet\\"), &parked).unwrap();
     };
-    let dir = tempfile::TempDir::new().unwrap();
-    let mut embedded =
-        Embedded::open(&dir.path().join("g.ctxg"), OpenMode::CreateIfMissing).unwrap();
-    let mut w = embedded.begin_write().unwrap();
-    write(&mut w);
-    w.commit().unwrap();
-    let redis = RedisBackend::new();
     let schema = Schema::core().unwrap();
-    let mut graph = FalkorGraph::connect(redis.url(), &schema).unwrap();
-    write(&mut graph);
+    let (_dir, embedded, _redis, graph) = written_to_both(&write);
 
     let e = embedded.begin_read().unwrap();
     same_reads(&schema, &e, &graph);
@@ -793,4 +785,72 @@ fn reads_sent_together_answer_as_each_read_alone() {
     }
     // Nothing to read: no round trip, nothing answered.
     assert_eq!(f.read_together(&[]).unwrap(), Vec::<ManyAnswer>::new());
+}
+
+#[test]
+#[ignore = "needs a Redis server: run by .ci/scaleout.sh"]
+fn edge_groups_of_a_node_with_more_edges_than_plain_rows_carry_equal_the_embedded_stores() {
+    // A hub with 150 incoming REFERENCES (more than the 64 plain rows a read takes per node),
+    // two types out, and events with a few edges each: the read of many nodes falls back to
+    // groups sorted by the server for the part the hub is in, and every answer is the embedded
+    // store's.
+    let key = |id: &str| NodeKey::new("Entity", id);
+    let event = |i: usize| NodeKey::new("Event", format!("ev-{i:03}"));
+    let edge = |from: NodeKey, edge_type: &str, to: NodeKey, q: &str| Edge {
+        key: EdgeKey { from, edge_type: edge_type.into(), to, qualifier: q.into() },
+        props: Properties::new(),
+    };
+    let write = |g: &mut dyn ProjectionGraph| {
+        let hub = key("hub");
+        g.put_node(&Node { key: hub.clone(), props: Properties::new() }).unwrap();
+        g.put_node(&Node { key: key("other"), props: Properties::new() }).unwrap();
+        // Created in reverse: the server's creation numbers, not the ids, give the order.
+        for i in (0..150).rev() {
+            g.put_node(&Node { key: event(i), props: Properties::new() }).unwrap();
+        }
+        for i in 0..150 {
+            g.put_edge(&edge(event(i), "REFERENCES", hub.clone(), "")).unwrap();
+            if i > 0 {
+                g.put_edge(&edge(event(i), "FOLLOWS", event(i - 1), "")).unwrap();
+            }
+        }
+        for q in ["b", "a", ""] {
+            g.put_edge(&edge(hub.clone(), "RELATED_TO", key("other"), q)).unwrap();
+        }
+        g.put_edge(&edge(hub.clone(), "SAME_AS", key("other"), "")).unwrap();
+    };
+    let (_dir, embedded, _redis, graph) = written_to_both(&write);
+    let e = embedded.begin_read().unwrap();
+    let keys = [event(3), key("hub"), event(0), key("other"), event(149)];
+    for limit in [1, 16, 200] {
+        let single: Vec<Vec<EdgeGroup>> =
+            keys.iter().map(|k| e.edge_groups(k, limit).unwrap()).collect();
+        let hub_in = single[1].iter().find(|g| !g.out).unwrap();
+        assert_eq!(hub_in.degree, 150.min(limit + 1), "{limit}");
+        for (k, groups) in keys.iter().zip(&single) {
+            assert_eq!(&GraphReader::edge_groups(&graph, k, limit).unwrap(), groups, "{k} {limit}");
+        }
+        assert_eq!(graph.edge_groups_many(&keys, limit).unwrap(), single, "{limit}");
+        // Without the hub, no part reaches its cap: the plain rows answer alone.
+        let quiet = [event(3), event(0), key("other")];
+        let quiet_single = vec![single[0].clone(), single[2].clone(), single[3].clone()];
+        assert_eq!(graph.edge_groups_many(&quiet, limit).unwrap(), quiet_single, "{limit}");
+    }
+}
+
+/// The same writes, one by one, into a new store file and a new graph on the server (the
+/// directory and the server's store live as long as what is returned).
+fn written_to_both(
+    write: &dyn Fn(&mut dyn ProjectionGraph),
+) -> (tempfile::TempDir, Embedded, RedisBackend, FalkorGraph) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut embedded =
+        Embedded::open(&dir.path().join("g.ctxg"), OpenMode::CreateIfMissing).unwrap();
+    let mut w = embedded.begin_write().unwrap();
+    write(&mut w);
+    w.commit().unwrap();
+    let redis = RedisBackend::new();
+    let mut graph = FalkorGraph::connect(redis.url(), &Schema::core().unwrap()).unwrap();
+    write(&mut graph);
+    (dir, embedded, redis, graph)
 }
