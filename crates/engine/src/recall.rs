@@ -1974,7 +1974,8 @@ impl Snapshot<'_> {
             reads.push(ManyRead::Nodes(&unread));
         }
         if reads.is_empty() {
-            r.fetched.extend(refs.into_iter().zip(with_kept(kept, Vec::new())));
+            let nodes = with_kept(&refs, kept, &unread, Vec::new());
+            r.fetched.extend(refs.into_iter().zip(nodes));
             return Ok(Vec::new());
         }
         let together = self.read.read_together(&reads).map_err(Error::from).and_then(|answers| {
@@ -1989,7 +1990,8 @@ impl Snapshot<'_> {
                 let read: Vec<Option<Arc<Node>>> =
                     nodes.into_iter().map(|n| n.map(Arc::new)).collect();
                 self.keep_nodes(&unread, &read)?;
-                r.fetched.extend(refs.into_iter().zip(with_kept(kept, read)));
+                let nodes = with_kept(&refs, kept, &unread, read);
+                r.fetched.extend(refs.into_iter().zip(nodes));
                 Ok(exist)
             }
             Err(_) => {

@@ -196,7 +196,7 @@ impl Snapshot<'_> {
             read.into_iter().map(|n| n.map(Arc::new)).collect()
         };
         self.keep_nodes(&unread, &read)?;
-        let mut nodes = with_kept(kept, read).into_iter();
+        let mut nodes = with_kept(&wanted, kept, &unread, read).into_iter();
         if !runs.is_empty() && !entities.is_empty() {
             let edges = super::answered(answers.next())?.into_edges()?;
             anchors.refs = runs.iter().cloned().zip(edges).collect();

@@ -208,18 +208,30 @@ pub(crate) fn answered(answer: Option<ManyAnswer>) -> Result<ManyAnswer, Error> 
     })
 }
 
-/// The keys of `keys` that [`Snapshot::nodes_kept`] left to read, in order.
+/// The keys of `keys` that [`Snapshot::nodes_kept`] left to read, each once, in the order of
+/// their first mention.
 pub(crate) fn unkept(keys: &[NodeKey], kept: &[Option<Option<Arc<Node>>>]) -> Vec<NodeKey> {
-    keys.iter().zip(kept).filter(|(_, k)| k.is_none()).map(|(key, _)| key.clone()).collect()
+    let mut asked = BTreeSet::new();
+    keys.iter()
+        .zip(kept)
+        .filter(|(key, k)| k.is_none() && asked.insert(*key))
+        .map(|(key, _)| key.clone())
+        .collect()
 }
 
-/// [`Snapshot::nodes_kept`]'s answer with the nodes read for [`unkept`]'s keys in their places.
+/// [`Snapshot::nodes_kept`]'s answer for `keys`, with the nodes `read` for [`unkept`]'s keys
+/// `unread` in their places (a key asked twice gets its node twice).
 pub(crate) fn with_kept(
+    keys: &[NodeKey],
     kept: Vec<Option<Option<Arc<Node>>>>,
+    unread: &[NodeKey],
     read: Vec<Option<Arc<Node>>>,
 ) -> Vec<Option<Arc<Node>>> {
-    let mut read = read.into_iter();
-    kept.into_iter().map(|k| k.unwrap_or_else(|| read.next().flatten())).collect()
+    let read: BTreeMap<&NodeKey, Option<Arc<Node>>> = unread.iter().zip(read).collect();
+    keys.iter()
+        .zip(kept)
+        .map(|(key, k)| k.unwrap_or_else(|| read.get(key).cloned().flatten()))
+        .collect()
 }
 
 /// The most events a causal walk visits, so a pathological graph cannot make a read unbounded.
@@ -459,7 +471,7 @@ impl<'a> Snapshot<'a> {
             self.keep_nodes(&missing, &read)?;
             read
         };
-        Ok(with_kept(kept, read))
+        Ok(with_kept(keys, kept, &missing, read))
     }
 
     /// What the engine's cache holds of the nodes of `keys` at this view's node generation
@@ -513,7 +525,7 @@ impl<'a> Snapshot<'a> {
             reads.push(ManyRead::EdgeGroups { keys: &missing, limit });
         }
         if reads.is_empty() {
-            return Ok(with_kept(kept, Vec::new()));
+            return Ok(with_kept(keys, kept, &unread, Vec::new()));
         }
         let mut answers = self.read.read_together(&reads)?.into_iter();
         let mut next = || answered(answers.next());
@@ -527,7 +539,7 @@ impl<'a> Snapshot<'a> {
             let groups = next()?.into_groups()?;
             self.caches.edges.keep_groups(generation, &missing, groups, limit);
         }
-        Ok(with_kept(kept, read))
+        Ok(with_kept(keys, kept, &unread, read))
     }
 
     /// [`GraphReader::node_generation`] of this view, read once.
@@ -682,5 +694,22 @@ impl<'a> Snapshot<'a> {
             format_version: FORMAT_VERSION,
             modules: self.schema.modules().to_vec(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_left_to_read_are_asked_once_and_answered_in_every_place() {
+        let key = |id: &str| NodeKey::new("Event", id);
+        let node = |id: &str| Some(Arc::new(Node { key: key(id), props: Default::default() }));
+        let keys = [key("a"), key("b"), key("a"), key("c"), key("d")];
+        let kept = vec![None, Some(None), None, Some(node("c")), None];
+        let unread = unkept(&keys, &kept);
+        assert_eq!(unread, [key("a"), key("d")]);
+        let got = with_kept(&keys, kept, &unread, vec![node("a"), None]);
+        assert_eq!(got, vec![node("a"), None, node("a"), node("c"), None]);
     }
 }
