@@ -493,7 +493,9 @@ fn bench_recall_times_both_backends_on_one_graph_and_their_packs_agree() {
     for side in ["embedded", "scale_out"] {
         let p50 = run[side]["p50_ms"].as_f64().unwrap();
         assert!(p50 > 0.0 && p50 <= run[side]["p99_ms"].as_f64().unwrap(), "{side}: {run}");
+        assert!(run[side]["p50_asked_again_ms"].as_f64().unwrap() > 0.0, "{side}: {run}");
     }
+    assert!(run["p50_ratio_asked_again"].as_f64().unwrap() > 0.0, "{run}");
     // The store is taken now: a second run under the same name is refused before writing.
     let (code, err) = ctxgraph(&dir, &db, &["bench", "recall", "--events", "10"]);
     assert_eq!(code, 2, "{err}");
