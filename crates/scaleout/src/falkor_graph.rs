@@ -15,6 +15,11 @@
 //!                                       graph, so a fold's commit can watch it (see `batch.rs`)
 //! ctxgraph:{NAME}:node_seq             the last creation number given to a node
 //! ctxgraph:{NAME}:graph_generation     a counter every committed change of the graph bumps
+//! ctxgraph:{NAME}:generation_epoch     a number set by the first such commit of the store's life
+//!                                       (the clock's nanoseconds), which readers mix into the
+//!                                       generation: a store dropped and made again, whose
+//!                                       counter starts over, never shows a reader's cache a
+//!                                       generation of its earlier life
 //! ctxgraph:{NAME}:settings             store settings (a hash)
 //! ctxgraph:{NAME}:enriched_through     the stage-2 checkpoint (stage 2's other keys: `stage2.rs`)
 //! ctxgraph:{NAME}:layout               2 when every Entity node has its `name` (`entity_names.rs`)
@@ -98,6 +103,9 @@ pub struct FalkorGraph {
     seq: String,
     /// The key of the graph generation counter.
     generation: String,
+    /// The key of the number that tells one life of the store's generation counter from
+    /// another ([`FalkorGraph::push_generation`]).
+    epoch: String,
     /// The key of the settings hash.
     settings: String,
     /// The key of the stage-2 checkpoint.
@@ -170,6 +178,7 @@ impl FalkorGraph {
             checkpoint: format!("{prefix}projected_through"),
             seq: format!("{prefix}node_seq"),
             generation: format!("{prefix}graph_generation"),
+            epoch: format!("{prefix}generation_epoch"),
             settings: format!("{prefix}settings"),
             enriched: format!("{prefix}enriched_through"),
             layout: format!("{prefix}layout"),
@@ -381,7 +390,7 @@ impl FalkorGraph {
     ) -> Result<(), StoreError> {
         pipe.cmd("SET").arg(&self.checkpoint).arg(through);
         pipe.cmd("SET").arg(&self.seq).arg(last_seq);
-        pipe.cmd("INCR").arg(&self.generation);
+        self.push_generation(pipe);
         for w in writes {
             pipe.cmd("GRAPH.QUERY").arg(&self.name).arg(w.with_preamble()?);
         }
@@ -438,11 +447,31 @@ impl FalkorGraph {
 
     /// Move the graph generation on (a write outside a batch).
     fn bump_generation(&self) -> Result<(), StoreError> {
-        redis::cmd("INCR")
-            .arg(&self.generation)
-            .query::<redis::Value>(&mut *self.raw.borrow_mut())
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        self.push_generation(&mut pipe);
+        pipe.query::<redis::Value>(&mut *self.raw.borrow_mut())
             .map(drop)
             .map_err(|e| raw_remote(&self.url, &e))
+    }
+
+    /// The commands that move the graph generation on, for a transaction that changes the
+    /// graph: the counter counted and, if this life of the store has none yet, its epoch set
+    /// (the clock's nanoseconds: a store dropped and made again gets another one).
+    pub(crate) fn push_generation(&self, pipe: &mut redis::Pipeline) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        pipe.cmd("SET").arg(&self.epoch).arg(now).arg("NX");
+        pipe.cmd("INCR").arg(&self.generation);
+    }
+
+    /// The graph generation a reader sees: the counter mixed with its epoch (see
+    /// [`FalkorGraph::push_generation`]), so two lives of a store never give one value. Only
+    /// ever compared for equality.
+    pub(crate) fn generation_seen(&self) -> Result<u64, StoreError> {
+        let epoch = self.counter(&self.epoch)?;
+        Ok(self.counter(&self.generation)? ^ epoch.rotate_left(32))
     }
 
     /// The rows of each of the read queries `texts` (parameters included, see

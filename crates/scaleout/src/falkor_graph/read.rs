@@ -365,13 +365,13 @@ impl GraphReader for FalkorGraph {
     }
 
     fn graph_generation(&self) -> Result<u64, StoreError> {
-        self.counter(&self.generation)
+        self.generation_seen()
     }
 
     /// The graph generation: every commit that writes a node moves it, stage 2's included
     /// (`stage2.rs`), in the same transaction as its writes.
     fn node_generation(&self) -> Result<Option<u64>, StoreError> {
-        self.counter(&self.generation).map(Some)
+        self.generation_seen().map(Some)
     }
 
     fn heaviest_neighbours(

@@ -46,7 +46,7 @@ impl FalkorGraph {
         pipe.cmd("GRAPH.QUERY").arg(&self.name).arg("MATCH (n) DETACH DELETE n");
         pipe.cmd("SET").arg(&self.checkpoint).arg(0);
         pipe.cmd("SET").arg(&self.seq).arg(0);
-        pipe.cmd("INCR").arg(&self.generation);
+        self.push_generation(&mut pipe);
         // The graph is empty: every entity folded from here has its name.
         pipe.add_command(self.named_layout_cmd());
         self.run_reset(&pipe, "a reset of the graph")

@@ -681,7 +681,7 @@ impl EnrichCommit for Stage2Write {
         if !node_writes.is_empty() {
             // The graph generation tags readers' caches of nodes (`node_generation`), so a
             // change of a node's properties moves it, in the same transaction as the change.
-            pipe.cmd("INCR").arg(&g.generation);
+            g.push_generation(&mut pipe);
         }
         for w in node_writes {
             pipe.cmd("GRAPH.QUERY").arg(&g.name).arg(w.with_preamble()?);

@@ -512,7 +512,7 @@ impl ConsolidateCommit for ConsolidateWrite {
         // be built from the documents this commit replaces).
         pipe.cmd("SET").arg(&g.enriched).arg(self.enriched);
         if self.graph_changed {
-            pipe.cmd("INCR").arg(&g.generation);
+            g.push_generation(&mut pipe);
         }
         self.key_writes(&mut pipe)?;
         for w in self.graph_writes()? {

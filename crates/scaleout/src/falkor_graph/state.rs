@@ -91,8 +91,12 @@ impl FalkorGraph {
     /// and stage 3's indexes, which recall's vector and lexical phases read first, and the
     /// enrichment epoch, which stage 2 reads with every chunk.
     fn state_keys(&self) -> Vec<String> {
-        let mut keys =
-            vec![self.checkpoint.clone(), self.generation.clone(), self.enriched.clone()];
+        let mut keys = vec![
+            self.checkpoint.clone(),
+            self.generation.clone(),
+            self.epoch.clone(),
+            self.enriched.clone(),
+        ];
         keys.extend(
             [
                 "text_generation",
