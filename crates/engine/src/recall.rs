@@ -59,7 +59,7 @@ pub use intent::{Intent, classify};
 
 use crate::error::Error;
 use crate::retention::{occurred_at, salience};
-use crate::view::{Snapshot, answered, unkept, with_kept};
+use crate::view::{Snapshot, answered};
 
 /// Entity types of actors: who does or says something (an event's `agent_id`).
 const ACTOR_TYPES: &[&str] = &["agent", "user"];
@@ -1963,34 +1963,20 @@ impl Snapshot<'_> {
         unknown: &[NodeKey],
         refs: Vec<NodeKey>,
     ) -> Result<Vec<bool>, Error> {
-        // Those of `refs` the engine's cache holds at this view's node generation are not read.
-        let kept = self.nodes_kept(&refs)?;
-        let unread = unkept(&refs, &kept);
-        let mut reads = Vec::new();
+        let mut others = Vec::new();
         if !unknown.is_empty() {
-            reads.push(ManyRead::NodesExist(unknown));
+            others.push(ManyRead::NodesExist(unknown));
         }
-        if !unread.is_empty() {
-            reads.push(ManyRead::Nodes(&unread));
-        }
-        if reads.is_empty() {
-            let nodes = with_kept(&refs, kept, &unread, Vec::new());
-            r.fetched.extend(refs.into_iter().zip(nodes));
-            return Ok(Vec::new());
-        }
-        let together = self.read.read_together(&reads).map_err(Error::from).and_then(|answers| {
-            let mut answers = answers.into_iter();
-            let mut next = || answered(answers.next());
-            let exist = if unknown.is_empty() { Vec::new() } else { next()?.into_exist()? };
-            let nodes = if unread.is_empty() { Vec::new() } else { next()?.into_nodes()? };
+        let together = self.nodes_with(&refs, &others).and_then(|(nodes, answers)| {
+            let exist = if unknown.is_empty() {
+                Vec::new()
+            } else {
+                answered(answers.into_iter().next())?.into_exist()?
+            };
             Ok((exist, nodes))
         });
         match together {
             Ok((exist, nodes)) => {
-                let read: Vec<Option<Arc<Node>>> =
-                    nodes.into_iter().map(|n| n.map(Arc::new)).collect();
-                self.keep_nodes(&unread, &read)?;
-                let nodes = with_kept(&refs, kept, &unread, read);
                 r.fetched.extend(refs.into_iter().zip(nodes));
                 Ok(exist)
             }

@@ -32,5 +32,5 @@ pub use export::{ExportFilter, ExportItem};
 pub use neighborhood::{EdgeGroup, Neighbor};
 pub use reader::{Reader, VisibleCounts};
 pub use snapshot::{Checkpoints, Stats, TimelineEntry, View};
-pub(crate) use snapshot::{Snapshot, answered, put_payload, record_parent, unkept, with_kept};
+pub(crate) use snapshot::{Snapshot, answered, put_payload, record_parent};
 pub use tools::LinkLookup;

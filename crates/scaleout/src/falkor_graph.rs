@@ -16,7 +16,7 @@
 //! ctxgraph:{NAME}:node_seq             the last creation number given to a node
 //! ctxgraph:{NAME}:graph_generation     a counter every committed change of the graph bumps
 //! ctxgraph:{NAME}:generation_epoch     a number set by the first such commit of the store's life
-//!                                       (the clock's nanoseconds), which readers mix into the
+//!                                       (the clock's nanoseconds), which readers add to the
 //!                                       generation: a store dropped and made again, whose
 //!                                       counter starts over, never shows a reader's cache a
 //!                                       generation of its earlier life
@@ -286,38 +286,28 @@ impl FalkorGraph {
 
     /// Run one query with its parameters and return its rows.
     fn run(&self, query: &str, params: Params<'_>) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
-        self.execute(query, params, false)
+        self.execute_in_crate(query, params, false)
     }
 
     /// Run one read-only query (`GRAPH.RO_QUERY`: it cannot write, and a read of a store
-    /// whose graph does not exist yet creates none) and return its rows; no graph, no rows.
+    /// whose graph does not exist yet creates none) and return its rows; no graph, no rows. It
+    /// goes on the graph's own connection (`wire.rs`), or through the client crate when its
+    /// reply holds a kind of value that connection's reader leaves to the crate.
     fn run_read(
         &self,
         query: &str,
         params: Params<'_>,
     ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
-        self.execute(query, params, true)
-    }
-
-    /// [`FalkorGraph::run`] or, `read_only`, [`FalkorGraph::run_read`].
-    fn execute(
-        &self,
-        query: &str,
-        params: Params<'_>,
-        read_only: bool,
-    ) -> Result<Vec<Vec<FalkorValue>>, StoreError> {
-        if read_only {
-            let text = wire::query_text(query, params.iter().map(|(k, v)| (*k, v)))
-                .map_err(|e| self.fail(&e))?;
-            if let Some(mut rows) = self.wire_reads(&[text])? {
-                return Ok(rows.pop().unwrap_or_default());
-            }
+        let text = wire::query_text(query, params.iter().map(|(k, v)| (*k, v)))
+            .map_err(|e| self.fail(&e))?;
+        match self.wire_reads(&[text])? {
+            Some(mut rows) => Ok(rows.pop().unwrap_or_default()),
+            None => self.execute_in_crate(query, params, true),
         }
-        self.execute_in_crate(query, params, read_only)
     }
 
-    /// [`FalkorGraph::execute`] through the client crate alone: every write, and a read whose
-    /// reply holds a kind of value the graph's own reader leaves to the crate (`wire.rs`).
+    /// One query through the client crate: every write, and a read whose reply holds a kind
+    /// of value the graph's own reader leaves to the crate (`wire.rs`).
     fn execute_in_crate(
         &self,
         query: &str,
@@ -466,12 +456,13 @@ impl FalkorGraph {
         pipe.cmd("INCR").arg(&self.generation);
     }
 
-    /// The graph generation a reader sees: the counter mixed with its epoch (see
-    /// [`FalkorGraph::push_generation`]), so two lives of a store never give one value. Only
-    /// ever compared for equality.
+    /// The graph generation a reader sees: the counter offset by its epoch (see
+    /// [`FalkorGraph::push_generation`]), so two lives of a store do not give one value (their
+    /// epochs lie further apart in nanoseconds than a counter climbs), and each commit still
+    /// moves it by one.
     pub(crate) fn generation_seen(&self) -> Result<u64, StoreError> {
         let epoch = self.counter(&self.epoch)?;
-        Ok(self.counter(&self.generation)? ^ epoch.rotate_left(32))
+        Ok(self.counter(&self.generation)?.wrapping_add(epoch))
     }
 
     /// The rows of each of the read queries `texts` (parameters included, see

@@ -14,7 +14,7 @@ use ctxgraph_ontology::graph::{Direction, Edge, Node, NodeKey};
 use ctxgraph_store::ManyRead;
 
 use crate::error::Error;
-use crate::view::{Snapshot, unkept, with_kept};
+use crate::view::Snapshot;
 
 /// Labels whose ids a question may name.
 const LABELS: &[&str] = &["Event", "Memory", "Fact", "DecisionReceipt", "Document", "Summary"];
@@ -174,31 +174,17 @@ impl Snapshot<'_> {
         // generation are not read again).
         let wanted: Vec<NodeKey> =
             existing.iter().chain(&firsts).chain(&entities).chain(&runs).cloned().collect();
-        let kept = self.nodes_kept(&wanted)?;
-        let unread = unkept(&wanted, &kept);
         // With a named entity, the runs' references too, in the same round trip.
-        let mut reads = Vec::new();
-        if !unread.is_empty() {
-            reads.push(ManyRead::Nodes(&unread));
-        }
-        if !runs.is_empty() && !entities.is_empty() {
-            reads.push(ManyRead::EdgesOf {
-                keys: &runs,
-                edge_type: Some("REFERENCES"),
-                direction: Direction::Out,
-            });
-        }
-        let mut answers = self.read.read_together(&reads)?.into_iter();
-        let read: Vec<Option<Arc<Node>>> = if unread.is_empty() {
-            Vec::new()
-        } else {
-            let read = super::answered(answers.next())?.into_nodes()?;
-            read.into_iter().map(|n| n.map(Arc::new)).collect()
-        };
-        self.keep_nodes(&unread, &read)?;
-        let mut nodes = with_kept(&wanted, kept, &unread, read).into_iter();
-        if !runs.is_empty() && !entities.is_empty() {
-            let edges = super::answered(answers.next())?.into_edges()?;
+        let refs = !runs.is_empty() && !entities.is_empty();
+        let others = [ManyRead::EdgesOf {
+            keys: &runs,
+            edge_type: Some("REFERENCES"),
+            direction: Direction::Out,
+        }];
+        let (nodes, answers) = self.nodes_with(&wanted, if refs { &others } else { &[] })?;
+        let mut nodes = nodes.into_iter();
+        if refs {
+            let edges = super::answered(answers.into_iter().next())?.into_edges()?;
             anchors.refs = runs.iter().cloned().zip(edges).collect();
         }
         for key in existing {

@@ -200,6 +200,9 @@ pub(crate) fn record_parent(body: &serde_json::Value) -> Option<NodeKey> {
         .map(|p| NodeKey::new("Event", p))
 }
 
+/// Nodes as read for a list of keys, in its order, each shared (`None`: no such node).
+type SharedNodes = Vec<Option<Arc<Node>>>;
+
 /// The answer of a read sent together, or the corruption of one left unanswered.
 pub(crate) fn answered(answer: Option<ManyAnswer>) -> Result<ManyAnswer, Error> {
     answer.ok_or_else(|| Error::Corruption {
@@ -210,7 +213,7 @@ pub(crate) fn answered(answer: Option<ManyAnswer>) -> Result<ManyAnswer, Error> 
 
 /// The keys of `keys` that [`Snapshot::nodes_kept`] left to read, each once, in the order of
 /// their first mention.
-pub(crate) fn unkept(keys: &[NodeKey], kept: &[Option<Option<Arc<Node>>>]) -> Vec<NodeKey> {
+fn unkept(keys: &[NodeKey], kept: &[Option<Option<Arc<Node>>>]) -> Vec<NodeKey> {
     let mut asked = BTreeSet::new();
     keys.iter()
         .zip(kept)
@@ -221,7 +224,7 @@ pub(crate) fn unkept(keys: &[NodeKey], kept: &[Option<Option<Arc<Node>>>]) -> Ve
 
 /// [`Snapshot::nodes_kept`]'s answer for `keys`, with the nodes `read` for [`unkept`]'s keys
 /// `unread` in their places (a key asked twice gets its node twice).
-pub(crate) fn with_kept(
+fn with_kept(
     keys: &[NodeKey],
     kept: Vec<Option<Option<Arc<Node>>>>,
     unread: &[NodeKey],
@@ -459,6 +462,7 @@ impl<'a> Snapshot<'a> {
     /// The nodes of `keys` (unhydrated, not checked against any constraint), each shared with
     /// the engine's cache of decoded nodes when the store hands their text over (see
     /// `node_cache`).
+    ///
     /// On a store that tells its node generation, the nodes this generation's reads gave
     /// already are taken from that cache and only the others are read.
     pub(crate) fn nodes_shared(&self, keys: &[NodeKey]) -> Result<Vec<Option<Arc<Node>>>, Error> {
@@ -477,13 +481,8 @@ impl<'a> Snapshot<'a> {
     /// What the engine's cache holds of the nodes of `keys` at this view's node generation
     /// ([`GraphReader::node_generation`]): `Some(node)` for a key a read at this generation
     /// gave (`Some(None)`: it does not exist), `None` for a key to read; all `None` on a store
-    /// that tells no node generation. [`unkept`] lists the keys to read, [`with_kept`] puts
-    /// what they read in place, and [`Snapshot::keep_nodes`] keeps it: for a caller that reads
-    /// them with other reads, in one round trip.
-    pub(crate) fn nodes_kept(
-        &self,
-        keys: &[NodeKey],
-    ) -> Result<Vec<Option<Option<Arc<Node>>>>, Error> {
+    /// that tells no node generation.
+    fn nodes_kept(&self, keys: &[NodeKey]) -> Result<Vec<Option<Option<Arc<Node>>>>, Error> {
         Ok(match self.node_generation()? {
             Some(generation) => self.caches.nodes.kept_at(generation, keys),
             None => vec![None; keys.len()],
@@ -492,21 +491,45 @@ impl<'a> Snapshot<'a> {
 
     /// Keep the nodes `nodes`, read by this view for `keys`, for the reads of its node
     /// generation (nothing on a store that tells none).
-    pub(crate) fn keep_nodes(
-        &self,
-        keys: &[NodeKey],
-        nodes: &[Option<Arc<Node>>],
-    ) -> Result<(), Error> {
+    fn keep_nodes(&self, keys: &[NodeKey], nodes: &[Option<Arc<Node>>]) -> Result<(), Error> {
         if let Some(generation) = self.node_generation()? {
             self.caches.nodes.keep_at(generation, keys, nodes);
         }
         Ok(())
     }
 
-    /// [`Snapshot::nodes_shared`] of `keys` and, in the same read, the edge groups of
-    /// `expand` that the edge cache does not hold, kept there (see
-    /// [`Snapshot::prefetch_adjacent`]): for recall's expansion on a store whose reads are
-    /// round trips, which reads the nodes it may expand next and then their edges.
+    /// The nodes of `keys` (as [`Snapshot::nodes_shared`] gives them, through the cache of this
+    /// view's node generation) and the answers of `others`, in order, read together
+    /// ([`GraphReader::read_together`]: one round trip on a store whose reads are round trips).
+    pub(crate) fn nodes_with(
+        &self,
+        keys: &[NodeKey],
+        others: &[ManyRead<'_>],
+    ) -> Result<(SharedNodes, Vec<ManyAnswer>), Error> {
+        let kept = self.nodes_kept(keys)?;
+        let unread = unkept(keys, &kept);
+        let mut reads = Vec::with_capacity(others.len() + 1);
+        if !unread.is_empty() {
+            reads.push(ManyRead::Nodes(&unread));
+        }
+        reads.extend_from_slice(others);
+        if reads.is_empty() {
+            return Ok((with_kept(keys, kept, &unread, Vec::new()), Vec::new()));
+        }
+        let mut answers = self.read.read_together(&reads)?.into_iter();
+        let read: Vec<Option<Arc<Node>>> = if unread.is_empty() {
+            Vec::new()
+        } else {
+            answered(answers.next())?.into_nodes()?.into_iter().map(|n| n.map(Arc::new)).collect()
+        };
+        self.keep_nodes(&unread, &read)?;
+        Ok((with_kept(keys, kept, &unread, read), answers.collect()))
+    }
+
+    /// [`Snapshot::nodes_with`] of `keys` and the edge groups of `expand` that the edge cache
+    /// does not hold, kept there (see [`Snapshot::prefetch_adjacent`]): for recall's
+    /// expansion on a store whose reads are round trips, which reads the nodes it may expand
+    /// next and then their edges.
     pub(crate) fn nodes_and_edge_groups(
         &self,
         keys: &[NodeKey],
@@ -515,31 +538,16 @@ impl<'a> Snapshot<'a> {
     ) -> Result<Vec<Option<Arc<Node>>>, Error> {
         let generation = self.graph_generation()?;
         let missing = self.caches.edges.missing(generation, expand, limit);
-        let kept = self.nodes_kept(keys)?;
-        let unread = unkept(keys, &kept);
-        let mut reads = Vec::new();
-        if !unread.is_empty() {
-            reads.push(ManyRead::Nodes(&unread));
-        }
+        let mut others = Vec::new();
         if !missing.is_empty() {
-            reads.push(ManyRead::EdgeGroups { keys: &missing, limit });
+            others.push(ManyRead::EdgeGroups { keys: &missing, limit });
         }
-        if reads.is_empty() {
-            return Ok(with_kept(keys, kept, &unread, Vec::new()));
-        }
-        let mut answers = self.read.read_together(&reads)?.into_iter();
-        let mut next = || answered(answers.next());
-        let read: Vec<Option<Arc<Node>>> = if unread.is_empty() {
-            Vec::new()
-        } else {
-            next()?.into_nodes()?.into_iter().map(|n| n.map(Arc::new)).collect()
-        };
-        self.keep_nodes(&unread, &read)?;
+        let (nodes, answers) = self.nodes_with(keys, &others)?;
         if !missing.is_empty() {
-            let groups = next()?.into_groups()?;
+            let groups = answered(answers.into_iter().next())?.into_groups()?;
             self.caches.edges.keep_groups(generation, &missing, groups, limit);
         }
-        Ok(with_kept(keys, kept, &unread, read))
+        Ok(nodes)
     }
 
     /// [`GraphReader::node_generation`] of this view, read once.

@@ -288,6 +288,17 @@ impl GraphReader for PerQuery<'_> {
     fn batch_reads_pay(&self) -> bool {
         true
     }
+    // And it tells a node generation, as the scale-out graph does, so recall keeps the nodes it
+    // reads between recalls here too: on this file every commit that writes a node moves the
+    // projection's or stage 2's checkpoint or the graph generation (stage 3 and retention
+    // change edges with their nodes).
+    fn node_generation(&self) -> Result<Option<u64>, StoreError> {
+        let store = self.0.lock().unwrap();
+        let read = store.begin_read()?;
+        let (graph, projected, enriched) =
+            (read.graph_generation()?, read.projected_through()?, read.enriched_through()?);
+        Ok(Some(graph ^ projected.rotate_left(21) ^ enriched.rotate_left(42)))
+    }
 }
 
 /// An embedded engine and a remote one on its own file, with the remote file's worker.

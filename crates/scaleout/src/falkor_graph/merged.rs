@@ -91,8 +91,12 @@ pub(super) fn deal(rows: Rows, widths: &[usize]) -> Option<Vec<Rows>> {
 
 /// Whether `text` (what follows a part's last ` LIMIT `) is a parameter or a number alone.
 fn is_limit(text: &str) -> bool {
-    let name = text.strip_prefix('$').unwrap_or(text);
-    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    match text.strip_prefix('$') {
+        Some(name) => {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => !text.is_empty() && text.chars().all(|c| c.is_ascii_digit()),
+    }
 }
 
 /// The expressions of a `RETURN` list without their aliases, split at the commas outside

@@ -479,8 +479,7 @@ mod tests {
             g.run_read("MATCH (n) RETURN n.id", &[]).unwrap(),
             Vec::<Vec<FalkorValue>>::new()
         );
-        g.execute("CREATE (:T {id: 'a', x: 1.5, n: -7, b: true, l: [1, 'two', 3.5]})", &[], false)
-            .unwrap();
+        g.run("CREATE (:T {id: 'a', x: 1.5, n: -7, b: true, l: [1, 'two', 3.5]})", &[]).unwrap();
         let hostile = "it's \"quoted\"\r\n*3\r\n$-1 \\ é 😀 `x` $k ${k}";
         let params =
             [("s", FalkorValue::String(hostile.to_owned())), ("i", FalkorValue::I64(i64::MIN))];
