@@ -71,6 +71,7 @@ mod state;
 mod together;
 mod wire;
 pub(crate) use bulk::{NetChanges, merged_writes};
+pub(crate) use entity_names::NAMED_LAYOUT;
 pub use stage2::Stage2Write;
 pub use stage3::ConsolidateWrite;
 

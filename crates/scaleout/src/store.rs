@@ -7,6 +7,7 @@
 //! store no worker has touched yet, and many servers may connect at once.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use ctxgraph_ontology::graph::{Direction, Edge, EdgeKey, Node, NodeKey, Properties};
@@ -17,7 +18,7 @@ use ctxgraph_store::{
     RetentionBody, SessionSlot, StoreError, StoreRead, StoredVector, TextIndexBuild,
 };
 
-use crate::falkor_graph::{ConsolidateWrite, FalkorGraph, Stage2Write};
+use crate::falkor_graph::{ConsolidateWrite, FalkorGraph, NAMED_LAYOUT, Stage2Write};
 use crate::redis_log::RedisLog;
 use crate::url::StoreUrl;
 
@@ -53,6 +54,10 @@ impl Conn {
 pub struct ScaleOutStore {
     url: StoreUrl,
     idle: Mutex<Vec<Conn>>,
+    /// Whether a connection of this store has seen the graph in the named layout
+    /// (`falkor_graph/entity_names.rs`): a connection opened later knows it from its first
+    /// read, whose plan is made before its view's state keys arrive.
+    named: AtomicBool,
 }
 
 impl std::fmt::Debug for ScaleOutStore {
@@ -69,7 +74,8 @@ impl ScaleOutStore {
     pub fn connect(url: &StoreUrl) -> Result<ScaleOutStore, StoreError> {
         let first = Conn::open(url)?;
         first.graph.check_layout()?;
-        Ok(ScaleOutStore { url: url.clone(), idle: Mutex::new(vec![first]) })
+        let named = AtomicBool::new(first.graph.names_entities());
+        Ok(ScaleOutStore { url: url.clone(), idle: Mutex::new(vec![first]), named })
     }
 
     /// The store's URL.
@@ -83,12 +89,21 @@ impl ScaleOutStore {
         let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
         match idle {
             Some(conn) => Ok(conn),
-            None => Conn::open(&self.url),
+            None => {
+                let conn = Conn::open(&self.url)?;
+                if self.named.load(Ordering::Relaxed) {
+                    conn.graph.note_layout(Some(NAMED_LAYOUT));
+                }
+                Ok(conn)
+            }
         }
     }
 
     /// Keep `conn` for the next read, unless the pool is full.
     fn give_back(&self, conn: Conn) {
+        if conn.graph.names_entities() {
+            self.named.store(true, Ordering::Relaxed);
+        }
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         if idle.len() < POOL_MAX {
             idle.push(conn);

@@ -10,7 +10,9 @@
 //! transaction of a fold's first page (the graph is empty before it, so every entity is folded
 //! with its name) and by a reset of the projection (which empties the graph); a graph without
 //! it is read by ids, as before, until `reproject` rebuilds it. A connection learns the layout
-//! when it connects and with every read view's state keys, and keeps it once learnt.
+//! when it connects and with every read view's state keys, and keeps it once learnt; a
+//! connection a store opens for its pool later starts with what the store's others learnt
+//! (`ScaleOutStore::take`), since its first read is planned before its view's state keys arrive.
 
 use ctxgraph_store::{ManyAnswer, StoreError};
 use falkordb::FalkorValue;
