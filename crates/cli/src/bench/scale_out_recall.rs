@@ -13,15 +13,16 @@
 //! answers; each side's answers are scored against their evidence, and the bench counts the
 //! questions whose packs are identical on both. Each engine is warmed up first on other
 //! questions of the same families, as `bench recall` does; the timed questions are then asked
-//! again, which shows what the caches kept between recalls give a question asked before. The embedded default store, enriched and
-//! consolidated, is what `bench recall` without `--db redis://` measures.
+//! again, which shows what the caches kept between recalls give a question asked before. The
+//! embedded default store, enriched and consolidated, is what `bench recall` without
+//! `--db redis://` measures.
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::time::Instant;
 
 use anyhow::Context;
-use ctxgraph::{Engine, EngineOptions, IngestOptions, OpenMode, RecallQuery};
+use ctxgraph::{ContextPack, Engine, EngineOptions, IngestOptions, OpenMode, RecallQuery};
 use ctxgraph_scaleout::{FalkorGraph, RedisLog, StoreUrl, catch_up, load_schema};
 use serde_json::{Value, json};
 
@@ -167,9 +168,8 @@ fn measure(engine: &Engine, warm: &[String], qs: &[(String, Vec<String>)]) -> an
     let mut ms = Vec::with_capacity(qs.len());
     let mut sums = [0u64; 6];
     for (q, evidence) in qs {
-        let t = Instant::now();
-        let pack = engine.recall(&RecallQuery::new(q.as_str())).context("recall")?;
-        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        let (pack, took) = timed_recall(engine, q)?;
+        ms.push(took);
         for (sum, us) in sums.iter_mut().zip(phase_us(&pack.timings)) {
             *sum += us;
         }
@@ -179,9 +179,7 @@ fn measure(engine: &Engine, warm: &[String], qs: &[(String, Vec<String>)]) -> an
     let n = qs.len().max(1) as f64;
     let mut again_ms = Vec::with_capacity(qs.len());
     for (q, _) in qs {
-        let t = Instant::now();
-        engine.recall(&RecallQuery::new(q.as_str())).context("recall")?;
-        again_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        again_ms.push(timed_recall(engine, q)?.1);
     }
     Ok(Side {
         ms: sorted(ms),
@@ -190,6 +188,13 @@ fn measure(engine: &Engine, warm: &[String], qs: &[(String, Vec<String>)]) -> an
         packs,
         quality,
     })
+}
+
+/// The pack of `q` and the milliseconds its recall took.
+fn timed_recall(engine: &Engine, q: &str) -> anyhow::Result<(ContextPack, f64)> {
+    let t = Instant::now();
+    let pack = engine.recall(&RecallQuery::new(q)).context("recall")?;
+    Ok((pack, t.elapsed().as_secs_f64() * 1e3))
 }
 
 /// How the scale-out store was built: records folded and the seconds each step took (stage 2's

@@ -466,16 +466,30 @@ impl<'a> Snapshot<'a> {
     /// On a store that tells its node generation, the nodes this generation's reads gave
     /// already are taken from that cache and only the others are read.
     pub(crate) fn nodes_shared(&self, keys: &[NodeKey]) -> Result<Vec<Option<Arc<Node>>>, Error> {
+        let (nodes, ()) = self.through_kept(keys, |unread| {
+            let read = if unread.is_empty() {
+                Vec::new()
+            } else {
+                self.read.nodes_shared(unread, &self.caches.nodes)?
+            };
+            Ok((read, ()))
+        })?;
+        Ok(nodes)
+    }
+
+    /// The nodes of `keys` through the cache of this view's node generation: those it holds
+    /// are taken from it, the others (each once) are read by `read`, which may answer other
+    /// reads with them, and kept.
+    fn through_kept<T>(
+        &self,
+        keys: &[NodeKey],
+        read: impl FnOnce(&[NodeKey]) -> Result<(SharedNodes, T), Error>,
+    ) -> Result<(SharedNodes, T), Error> {
         let kept = self.nodes_kept(keys)?;
-        let missing = unkept(keys, &kept);
-        let read = if missing.is_empty() {
-            Vec::new()
-        } else {
-            let read = self.read.nodes_shared(&missing, &self.caches.nodes)?;
-            self.keep_nodes(&missing, &read)?;
-            read
-        };
-        Ok(with_kept(keys, kept, &missing, read))
+        let unread = unkept(keys, &kept);
+        let (nodes, other) = read(&unread)?;
+        self.keep_nodes(&unread, &nodes)?;
+        Ok((with_kept(keys, kept, &unread, nodes), other))
     }
 
     /// What the engine's cache holds of the nodes of `keys` at this view's node generation
@@ -506,24 +520,24 @@ impl<'a> Snapshot<'a> {
         keys: &[NodeKey],
         others: &[ManyRead<'_>],
     ) -> Result<(SharedNodes, Vec<ManyAnswer>), Error> {
-        let kept = self.nodes_kept(keys)?;
-        let unread = unkept(keys, &kept);
-        let mut reads = Vec::with_capacity(others.len() + 1);
-        if !unread.is_empty() {
-            reads.push(ManyRead::Nodes(&unread));
-        }
-        reads.extend_from_slice(others);
-        if reads.is_empty() {
-            return Ok((with_kept(keys, kept, &unread, Vec::new()), Vec::new()));
-        }
-        let mut answers = self.read.read_together(&reads)?.into_iter();
-        let read: Vec<Option<Arc<Node>>> = if unread.is_empty() {
-            Vec::new()
-        } else {
-            answered(answers.next())?.into_nodes()?.into_iter().map(|n| n.map(Arc::new)).collect()
-        };
-        self.keep_nodes(&unread, &read)?;
-        Ok((with_kept(keys, kept, &unread, read), answers.collect()))
+        self.through_kept(keys, |unread| {
+            let mut reads = Vec::with_capacity(others.len() + 1);
+            if !unread.is_empty() {
+                reads.push(ManyRead::Nodes(unread));
+            }
+            reads.extend_from_slice(others);
+            if reads.is_empty() {
+                return Ok((Vec::new(), Vec::new()));
+            }
+            let mut answers = self.read.read_together(&reads)?.into_iter();
+            let read = if unread.is_empty() {
+                Vec::new()
+            } else {
+                let nodes = answered(answers.next())?.into_nodes()?;
+                nodes.into_iter().map(|n| n.map(Arc::new)).collect()
+            };
+            Ok((read, answers.collect()))
+        })
     }
 
     /// [`Snapshot::nodes_with`] of `keys` and the edge groups of `expand` that the edge cache
